@@ -1,0 +1,43 @@
+"""s3memory: Claude's memory tool (``memory_20250818``) on Amazon S3, encrypted on the client.
+
+``import s3memory`` is light: the SDK adapters (which import ``anthropic``) and the core are
+loaded on first use of their names.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .crypto import KeyProvider, KMSKeyProvider, LocalKeyProvider
+    from .errors import CommandError
+    from .memory import S3Memory
+    from .tool import AsyncS3MemoryTool, S3MemoryTool
+
+__all__ = [
+    "AsyncS3MemoryTool",
+    "CommandError",
+    "KMSKeyProvider",
+    "KeyProvider",
+    "LocalKeyProvider",
+    "S3Memory",
+    "S3MemoryTool",
+]
+
+_HOMES = {
+    "AsyncS3MemoryTool": ".tool",
+    "S3MemoryTool": ".tool",
+    "KMSKeyProvider": ".crypto",
+    "KeyProvider": ".crypto",
+    "LocalKeyProvider": ".crypto",
+    "CommandError": ".errors",
+    "S3Memory": ".memory",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 's3memory' has no attribute {name!r}")
+    return getattr(import_module(home, __name__), name)

@@ -1,0 +1,27 @@
+"""The exceptions of the core. The tool adapters turn each into the SDK's ``ToolError``."""
+
+from __future__ import annotations
+
+_DISPLAY_LIMIT = 200
+
+
+class CommandError(Exception):
+    """A refusal whose message is returned to the model verbatim."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class StorageError(CommandError):
+    """S3 failed or answered something we cannot trust; the message names no content."""
+
+
+class IntegrityError(CommandError):
+    """A stored object failed authentication: tampered, truncated, foreign or wrongly keyed."""
+
+
+def shown(value: str) -> str:
+    """An untrusted string made safe to echo in an error: printable and bounded."""
+    safe = value if value.isprintable() else value.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return safe if len(safe) <= _DISPLAY_LIMIT else safe[:_DISPLAY_LIMIT] + "…"

@@ -1,0 +1,176 @@
+"""The S3 edge: conditional get/put, paginated listing, batched deletes. No content rules live here.
+
+Every S3 failure becomes a ``StorageError`` whose message names the operation and the S3 error
+code, never object content. Conditional-write outcomes are exceptions of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from .errors import StorageError
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+DELETE_BATCH = 1000
+"""S3's limit of keys per DeleteObjects request."""
+
+_NOT_FOUND = frozenset({"NoSuchKey", "404", "NotFound"})
+_PRECONDITION_FAILED = frozenset({"PreconditionFailed", "412"})
+_CONFLICT = frozenset({"ConditionalRequestConflict", "409", "OperationAborted"})
+
+
+class PreconditionFailed(Exception):
+    """A conditional write lost: the object exists (IfNoneMatch) or changed (IfMatch)."""
+
+
+class ConditionalConflict(Exception):
+    """S3 answered 409 to a conditional write racing another one; retry."""
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    body: bytes
+    etag: str
+
+
+@dataclass
+class ListingPage:
+    """One ListObjectsV2 answer: (key, size) pairs, common prefixes, and whether more pages follow."""
+
+    objects: list[tuple[str, int]] = field(default_factory=list)
+    prefixes: list[str] = field(default_factory=list)
+    truncated: bool = False
+
+
+def _code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", "Unknown"))
+
+
+def _status(error: ClientError) -> int:
+    return int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
+
+
+def _failure(operation: str, error: Exception) -> StorageError:
+    detail = _code(error) if isinstance(error, ClientError) else type(error).__name__
+    return StorageError(f"Error: S3 {operation} failed ({detail}). Nothing was reported as done; try again.")
+
+
+class S3Store:
+    """One bucket, as the memory core needs it."""
+
+    def __init__(self, client: S3Client, bucket: str) -> None:
+        self.client = client
+        self.bucket = bucket
+
+    def get(self, key: str, *, max_bytes: int) -> StoredObject | None:
+        """The object's bytes and ETag, or None if there is no such object.
+
+        An object over ``max_bytes`` is refused unread, so a hostile bucket cannot exhaust memory.
+        """
+        try:
+            response = self.client.get_object(Bucket=self.bucket, Key=key)
+            if int(response.get("ContentLength", 0)) > max_bytes:
+                response["Body"].close()
+                raise StorageError(
+                    f"Error: The stored object is larger than {max_bytes:,} bytes, more than s3memory writes; "
+                    "it was not read."
+                )
+            body = response["Body"].read()
+        except ClientError as error:
+            if _code(error) in _NOT_FOUND:
+                return None
+            raise _failure("GetObject", error) from None
+        except BotoCoreError as error:
+            raise _failure("GetObject", error) from None
+        return StoredObject(body, response["ETag"])
+
+    def exists(self, key: str) -> bool:
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=key)
+        except ClientError as error:
+            if _code(error) in _NOT_FOUND or _status(error) == 404:
+                return False
+            raise _failure("HeadObject", error) from None
+        except BotoCoreError as error:
+            raise _failure("HeadObject", error) from None
+        return True
+
+    def put(self, key: str, body: bytes, *, if_none_match: bool = False, if_match: str | None = None) -> str:
+        """Write ``body``; with a condition, raise PreconditionFailed or ConditionalConflict on losing."""
+        arguments: dict[str, Any] = {"Bucket": self.bucket, "Key": key, "Body": body}
+        if if_none_match:
+            arguments["IfNoneMatch"] = "*"
+        if if_match is not None:
+            arguments["IfMatch"] = if_match
+        try:
+            return str(self.client.put_object(**arguments)["ETag"])
+        except ClientError as error:
+            code = _code(error)
+            if code in _PRECONDITION_FAILED or _status(error) == 412:
+                raise PreconditionFailed(key) from None
+            if code in _CONFLICT or _status(error) == 409:
+                raise ConditionalConflict(key) from None
+            if if_match is not None and code in _NOT_FOUND:
+                raise PreconditionFailed(key) from None
+            raise _failure("PutObject", error) from None
+        except BotoCoreError as error:
+            raise _failure("PutObject", error) from None
+
+    def delete(self, key: str) -> None:
+        try:
+            self.client.delete_object(Bucket=self.bucket, Key=key)
+        except (ClientError, BotoCoreError) as error:
+            raise _failure("DeleteObject", error) from None
+
+    def pages(self, prefix: str, *, delimiter: bool = False, max_keys: int = 1000) -> Iterator[ListingPage]:
+        """ListObjectsV2 pages below ``prefix``; with ``delimiter``, one level (common prefixes)."""
+        arguments: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix, "MaxKeys": max_keys}
+        if delimiter:
+            arguments["Delimiter"] = "/"
+        while True:
+            try:
+                response = self.client.list_objects_v2(**arguments)
+            except (ClientError, BotoCoreError) as error:
+                raise _failure("ListObjectsV2", error) from None
+            token = response.get("NextContinuationToken")
+            more = bool(response.get("IsTruncated")) and bool(token)
+            yield ListingPage(
+                [(item["Key"], int(item["Size"])) for item in response.get("Contents", [])],
+                [item["Prefix"] for item in response.get("CommonPrefixes", [])],
+                more,
+            )
+            if not more:
+                return
+            arguments["ContinuationToken"] = token
+
+    def any_below(self, prefix: str) -> bool:
+        """True if at least one object lies below ``prefix`` (one request)."""
+        page = next(self.pages(prefix, max_keys=1))
+        return bool(page.objects)
+
+    def delete_batch(self, keys: Sequence[str]) -> None:
+        """Delete up to 1,000 keys in one request; any per-key error fails loudly."""
+        if not keys:
+            return
+        if len(keys) > DELETE_BATCH:
+            raise ValueError(f"at most {DELETE_BATCH} keys per DeleteObjects request")
+        try:
+            response = self.client.delete_objects(
+                Bucket=self.bucket,
+                Delete={"Objects": [{"Key": key} for key in keys], "Quiet": True},
+            )
+        except (ClientError, BotoCoreError) as error:
+            raise _failure("DeleteObjects", error) from None
+        errors = response.get("Errors", [])
+        if errors:
+            codes = sorted({str(item.get("Code", "Unknown")) for item in errors})
+            raise StorageError(
+                f"Error: S3 DeleteObjects could not delete {len(errors)} of {len(keys)} objects "
+                f"({', '.join(codes)}). Nothing was reported as done; try again."
+            )

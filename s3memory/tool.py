@@ -1,0 +1,155 @@
+"""Adapters for the Anthropic SDK's tool runner: the only module that imports ``anthropic``.
+
+``call`` hands the raw input to the core and turns every failure into ``ToolError``, so the runner
+answers the model with ``is_error: true`` and a clear message, whatever the input or the fault.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
+from anthropic.types.beta import BetaCacheControlEphemeralParam
+
+from .crypto import KeyProvider
+from .errors import CommandError
+from .memory import DEFAULT_MAX_FILE_BYTES, S3Memory
+from .store import S3Store
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+logger = logging.getLogger("s3memory")
+
+
+def build_memory(
+    bucket: str,
+    user_id: str,
+    key_provider: KeyProvider,
+    s3_client: S3Client | None,
+    prefix: str,
+    max_file_bytes: int,
+) -> S3Memory:
+    """The core for one user, with our default S3 client when none is given."""
+    if not isinstance(bucket, str) or not bucket:
+        raise ValueError("bucket must be a non-empty string")
+    if s3_client is None:
+        from .clients import make_s3_client
+
+        s3_client = make_s3_client()
+    return S3Memory(S3Store(s3_client, bucket), user_id, key_provider, prefix=prefix, max_file_bytes=max_file_bytes)
+
+
+def answer(memory: S3Memory, raw_input: object) -> str:
+    """Run one input; every failure becomes ``ToolError`` with a message that names no content."""
+    try:
+        return memory.run(raw_input)
+    except CommandError as error:
+        raise ToolError(error.message) from None
+    except Exception as error:
+        logger.exception("s3memory: unexpected %s", type(error).__name__)
+        raise ToolError(
+            f"Error: s3memory failed unexpectedly ({type(error).__name__}); the command may not have run."
+        ) from None
+
+
+def _as_input(command: Any) -> object:
+    return command.to_dict() if hasattr(command, "to_dict") else command
+
+
+class S3MemoryTool(BetaAbstractMemoryTool):
+    """Claude's memory tool backed by S3, encrypted on the client; one instance serves one user."""
+
+    def __init__(
+        self,
+        *,
+        bucket: str,
+        user_id: str,
+        key_provider: KeyProvider,
+        s3_client: S3Client | None = None,
+        prefix: str = "users/",
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        cache_control: BetaCacheControlEphemeralParam | None = None,
+    ) -> None:
+        super().__init__(cache_control=cache_control)
+        self.memory = build_memory(bucket, user_id, key_provider, s3_client, prefix, max_file_bytes)
+
+    def call(self, input: object) -> str:
+        return answer(self.memory, input)
+
+    def view(self, command: Any) -> str:
+        return self.call(_as_input(command))
+
+    def create(self, command: Any) -> str:
+        return self.call(_as_input(command))
+
+    def str_replace(self, command: Any) -> str:
+        return self.call(_as_input(command))
+
+    def insert(self, command: Any) -> str:
+        return self.call(_as_input(command))
+
+    def delete(self, command: Any) -> str:
+        return self.call(_as_input(command))
+
+    def rename(self, command: Any) -> str:
+        return self.call(_as_input(command))
+
+    def clear_all_memory(self) -> str:
+        try:
+            return self.memory.clear_all()
+        except CommandError as error:
+            raise ToolError(error.message) from None
+
+
+class AsyncS3MemoryTool(BetaAsyncAbstractMemoryTool):
+    """The async twin: each command runs the sync core in a worker thread.
+
+    boto3 clients are thread-safe, so offloading keeps one tested code path and adds no dependency.
+    """
+
+    def __init__(
+        self,
+        *,
+        bucket: str,
+        user_id: str,
+        key_provider: KeyProvider,
+        s3_client: S3Client | None = None,
+        prefix: str = "users/",
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        cache_control: BetaCacheControlEphemeralParam | None = None,
+    ) -> None:
+        super().__init__(cache_control=cache_control)
+        self.memory = build_memory(bucket, user_id, key_provider, s3_client, prefix, max_file_bytes)
+
+    async def call(self, input: object) -> str:
+        return await asyncio.to_thread(answer, self.memory, input)
+
+    async def view(self, command: Any) -> str:
+        return await self.call(_as_input(command))
+
+    async def create(self, command: Any) -> str:
+        return await self.call(_as_input(command))
+
+    async def str_replace(self, command: Any) -> str:
+        return await self.call(_as_input(command))
+
+    async def insert(self, command: Any) -> str:
+        return await self.call(_as_input(command))
+
+    async def delete(self, command: Any) -> str:
+        return await self.call(_as_input(command))
+
+    async def rename(self, command: Any) -> str:
+        return await self.call(_as_input(command))
+
+    async def clear_all_memory(self) -> str:
+        def clear() -> str:
+            try:
+                return self.memory.clear_all()
+            except CommandError as error:
+                raise ToolError(error.message) from None
+
+        return await asyncio.to_thread(clear)

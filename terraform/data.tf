@@ -1,0 +1,37 @@
+data "aws_caller_identity" "current" {}
+
+data "aws_region" "current" {}
+
+data "aws_partition" "current" {}
+
+locals {
+  account_id = data.aws_caller_identity.current.account_id
+  region     = data.aws_region.current.name
+  partition  = data.aws_partition.current.partition
+  dns_suffix = data.aws_partition.current.dns_suffix
+
+  # ARNs are built from names (not read back from resources) so that policies are known at plan
+  # time, and so that the KMS key policy can name log groups before they exist.
+  bucket_arn         = "arn:${local.partition}:s3:::${var.bucket_name}"
+  memory_objects_arn = "${local.bucket_arn}/${var.memory_prefix}*"
+
+  memory_function_name = "${var.name_prefix}-memory"
+  agent_function_name  = "${var.name_prefix}-agent"
+
+  memory_log_group_name = "/aws/lambda/${local.memory_function_name}"
+  agent_log_group_name  = "/aws/lambda/${local.agent_function_name}"
+  api_log_group_name    = "/aws/apigateway/${var.name_prefix}-http-api"
+
+  log_group_arn_prefix  = "arn:${local.partition}:logs:${local.region}:${local.account_id}:log-group:"
+  memory_log_group_arn  = "${local.log_group_arn_prefix}${local.memory_log_group_name}"
+  agent_log_group_arn   = "${local.log_group_arn_prefix}${local.agent_log_group_name}"
+  api_log_group_arn     = "${local.log_group_arn_prefix}${local.api_log_group_name}"
+  s3_kms_via_service    = "s3.${local.region}.${local.dns_suffix}"
+  secrets_kms_via_service = "secretsmanager.${local.region}.${local.dns_suffix}"
+
+  # The encryption-context key that s3memory's KMSKeyProvider always sends with
+  # GenerateDataKey/Decrypt ({"s3memory:user": <user id>, "s3memory:key_version": "<n>"}).
+  encryption_context_user_key = "kms:EncryptionContext:s3memory:user"
+
+  tags = merge({ "s3memory:module" = "s3memory" }, var.tags)
+}

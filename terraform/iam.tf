@@ -1,0 +1,151 @@
+# One execution role per function. Both may read, write, list and delete objects only under
+# memory_prefix, and use the KMS key only (a) with s3memory's encryption context and (b) through S3
+# for this bucket. Each may write only to its own log group. Only the agent role may read the
+# Anthropic API key secret, and only when one is configured. No wildcard actions anywhere.
+
+resource "aws_iam_role" "memory" {
+  name                 = "${local.memory_function_name}-lambda"
+  path                 = var.iam_role_path
+  description          = "Execution role of the s3memory memory function ${local.memory_function_name}"
+  assume_role_policy   = jsonencode(local.lambda_assume_role_policy)
+  permissions_boundary = var.iam_permissions_boundary_arn
+  tags                 = local.tags
+}
+
+resource "aws_iam_role" "agent" {
+  name                 = "${local.agent_function_name}-lambda"
+  path                 = var.iam_role_path
+  description          = "Execution role of the s3memory agent function ${local.agent_function_name}"
+  assume_role_policy   = jsonencode(local.lambda_assume_role_policy)
+  permissions_boundary = var.iam_permissions_boundary_arn
+  tags                 = local.tags
+}
+
+resource "aws_iam_role_policy" "memory" {
+  name   = "s3memory-memory-function"
+  role   = aws_iam_role.memory.id
+  policy = jsonencode(local.memory_role_policy)
+}
+
+resource "aws_iam_role_policy" "agent" {
+  name   = "s3memory-agent-function"
+  role   = aws_iam_role.agent.id
+  policy = jsonencode(local.agent_role_policy)
+}
+
+locals {
+  lambda_assume_role_policy = {
+    Version = "2012-10-17"
+    Statement = [
+      {
+        Sid       = "LambdaAssumeRole"
+        Effect    = "Allow"
+        Principal = { Service = "lambda.amazonaws.com" }
+        Action    = "sts:AssumeRole"
+      },
+    ]
+  }
+
+  # What both functions need to run s3memory against the bucket.
+  memory_store_statements = [
+    {
+      Sid      = "MemoryObjects"
+      Effect   = "Allow"
+      Action   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
+      Resource = local.memory_objects_arn
+    },
+    {
+      Sid      = "ListMemoryPrefix"
+      Effect   = "Allow"
+      Action   = "s3:ListBucket"
+      Resource = local.bucket_arn
+      Condition = {
+        StringLike = { "s3:prefix" = "${var.memory_prefix}*" }
+      }
+    },
+    {
+      Sid      = "EnvelopeKeysWithS3memoryContext"
+      Effect   = "Allow"
+      Action   = ["kms:GenerateDataKey", "kms:Decrypt"]
+      Resource = aws_kms_key.memory.arn
+      Condition = {
+        Null = { (local.encryption_context_user_key) = "false" }
+      }
+    },
+    {
+      # SSE-KMS: S3 calls KMS with the caller's credentials when an object is written or read.
+      # Restricting by kms:ViaService and the S3 encryption context keeps these grants from being
+      # usable for anything but this bucket, so the envelope-key statement above stays the only
+      # way to get s3memory data keys.
+      Sid      = "BucketSseViaS3"
+      Effect   = "Allow"
+      Action   = ["kms:GenerateDataKey", "kms:Decrypt"]
+      Resource = aws_kms_key.memory.arn
+      Condition = {
+        StringEquals = { "kms:ViaService" = local.s3_kms_via_service }
+        StringLike   = { "kms:EncryptionContext:aws:s3:arn" = [local.bucket_arn, local.memory_objects_arn] }
+      }
+    },
+  ]
+
+  xray_statements = var.tracing_mode == "Active" ? [
+    {
+      # X-Ray offers no resource-level permissions for these two actions.
+      Sid      = "XRayWrite"
+      Effect   = "Allow"
+      Action   = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+      Resource = "*"
+    },
+  ] : []
+
+  memory_role_policy = {
+    Version = "2012-10-17"
+    Statement = concat(
+      local.memory_store_statements,
+      [
+        {
+          Sid      = "OwnLogGroup"
+          Effect   = "Allow"
+          Action   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+          Resource = "${local.memory_log_group_arn}:*"
+        },
+      ],
+      local.xray_statements,
+    )
+  }
+
+  agent_role_policy = {
+    Version = "2012-10-17"
+    Statement = concat(
+      local.memory_store_statements,
+      [
+        {
+          Sid      = "OwnLogGroup"
+          Effect   = "Allow"
+          Action   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+          Resource = "${local.agent_log_group_arn}:*"
+        },
+      ],
+      var.anthropic_api_key_secret_arn == null ? [] : [
+        {
+          Sid      = "AnthropicApiKeySecret"
+          Effect   = "Allow"
+          Action   = "secretsmanager:GetSecretValue"
+          Resource = var.anthropic_api_key_secret_arn
+        },
+      ],
+      var.anthropic_api_key_secret_arn == null || var.anthropic_api_key_secret_kms_key_arn == null ? [] : [
+        {
+          Sid      = "AnthropicApiKeySecretDecrypt"
+          Effect   = "Allow"
+          Action   = "kms:Decrypt"
+          Resource = var.anthropic_api_key_secret_kms_key_arn
+          Condition = {
+            StringEquals = { "kms:ViaService" = local.secrets_kms_via_service }
+          }
+        },
+      ],
+      local.xray_statements,
+    )
+  }
+}

@@ -1,0 +1,164 @@
+# The memory bucket. Objects are already encrypted on the client (AES-256-GCM under per-user data
+# keys wrapped by the KMS key); SSE-KMS with the same key is a second layer, and the bucket is
+# locked down so that nothing but TLS requests from principals granted by IAM reach it.
+
+resource "aws_s3_bucket" "memory" {
+  #checkov:skip=CKV_AWS_144:Cross-region replication is a disaster-recovery decision for the caller (it needs a second bucket and key in another region); versioning plus KMS protect against loss in-region.
+  #checkov:skip=CKV2_AWS_62:Nothing consumes bucket events; s3memory reads and writes objects synchronously.
+  #checkov:skip=CKV_AWS_18:Server access logging is opt-in through var.access_log_bucket because the target bucket is organisation-specific (aws_s3_bucket_logging.memory).
+  bucket        = var.bucket_name
+  force_destroy = var.force_destroy
+  tags          = local.tags
+}
+
+resource "aws_s3_bucket_ownership_controls" "memory" {
+  bucket = aws_s3_bucket.memory.id
+
+  rule {
+    object_ownership = "BucketOwnerEnforced"
+  }
+}
+
+resource "aws_s3_bucket_public_access_block" "memory" {
+  bucket = aws_s3_bucket.memory.id
+
+  block_public_acls       = true
+  block_public_policy     = true
+  ignore_public_acls      = true
+  restrict_public_buckets = true
+}
+
+resource "aws_s3_bucket_versioning" "memory" {
+  bucket = aws_s3_bucket.memory.id
+
+  versioning_configuration {
+    status = "Enabled"
+  }
+}
+
+resource "aws_s3_bucket_server_side_encryption_configuration" "memory" {
+  bucket = aws_s3_bucket.memory.id
+
+  rule {
+    apply_server_side_encryption_by_default {
+      sse_algorithm     = "aws:kms"
+      kms_master_key_id = aws_kms_key.memory.arn
+    }
+    # S3 asks KMS for a bucket-level key instead of one data key per object: fewer KMS calls, and
+    # the encryption context of those calls is the bucket ARN (see the key policy in kms.tf).
+    bucket_key_enabled = true
+  }
+}
+
+resource "aws_s3_bucket_lifecycle_configuration" "memory" {
+  bucket = aws_s3_bucket.memory.id
+
+  rule {
+    id     = "expire-noncurrent-versions"
+    status = "Enabled"
+
+    filter {}
+
+    noncurrent_version_expiration {
+      noncurrent_days = var.noncurrent_version_expiration_days
+    }
+
+    # Once the noncurrent versions under a delete marker are gone, drop the marker too.
+    expiration {
+      expired_object_delete_marker = true
+    }
+  }
+
+  rule {
+    id     = "abort-incomplete-multipart-uploads"
+    status = "Enabled"
+
+    filter {}
+
+    abort_incomplete_multipart_upload {
+      days_after_initiation = var.abort_incomplete_multipart_upload_days
+    }
+  }
+
+  dynamic "rule" {
+    for_each = var.object_expiration_days == null ? [] : [var.object_expiration_days]
+
+    content {
+      id     = "expire-idle-memories"
+      status = "Enabled"
+
+      filter {
+        prefix = var.memory_prefix
+      }
+
+      expiration {
+        days = rule.value
+      }
+    }
+  }
+
+  # Lifecycle rules on noncurrent versions need versioning to be configured first.
+  depends_on = [aws_s3_bucket_versioning.memory]
+}
+
+resource "aws_s3_bucket_logging" "memory" {
+  count = var.access_log_bucket == null ? 0 : 1
+
+  bucket        = aws_s3_bucket.memory.id
+  target_bucket = var.access_log_bucket
+  target_prefix = var.access_log_prefix
+}
+
+resource "aws_s3_bucket_policy" "memory" {
+  bucket = aws_s3_bucket.memory.id
+  policy = jsonencode(local.bucket_policy)
+
+  # S3 rejects concurrent bucket-configuration calls; let the public access block settle first.
+  depends_on = [aws_s3_bucket_public_access_block.memory]
+}
+
+locals {
+  bucket_policy = {
+    Version = "2012-10-17"
+    Statement = [
+      {
+        Sid       = "DenyInsecureTransport"
+        Effect    = "Deny"
+        Principal = "*"
+        Action    = "s3:*"
+        Resource  = [local.bucket_arn, "${local.bucket_arn}/*"]
+        Condition = { Bool = { "aws:SecureTransport" = "false" } }
+      },
+      {
+        Sid       = "DenyOutdatedTls"
+        Effect    = "Deny"
+        Principal = "*"
+        Action    = "s3:*"
+        Resource  = [local.bucket_arn, "${local.bucket_arn}/*"]
+        Condition = { NumericLessThan = { "s3:TlsVersion" = "1.2" } }
+      },
+      {
+        # Uploads without an SSE header get the bucket default (SSE-KMS with our key); uploads that
+        # ask for another algorithm (SSE-S3) are refused.
+        Sid       = "DenyNonKmsServerSideEncryption"
+        Effect    = "Deny"
+        Principal = "*"
+        Action    = "s3:PutObject"
+        Resource  = "${local.bucket_arn}/*"
+        Condition = {
+          StringNotEquals = { "s3:x-amz-server-side-encryption" = ["aws:kms", "aws:kms:dsse"] }
+          Null            = { "s3:x-amz-server-side-encryption" = "false" }
+        }
+      },
+      {
+        # Customer-provided keys (SSE-C) would bypass the KMS key and its audit trail.
+        Sid       = "DenyCustomerProvidedKeys"
+        Effect    = "Deny"
+        Principal = "*"
+        Action    = "s3:PutObject"
+        Resource  = "${local.bucket_arn}/*"
+        Condition = { Null = { "s3:x-amz-server-side-encryption-customer-algorithm" = "false" } }
+      },
+    ]
+  }
+}

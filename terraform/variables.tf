@@ -1,0 +1,440 @@
+# ---------------------------------------------------------------------------------------------------
+# Naming and tagging
+# ---------------------------------------------------------------------------------------------------
+
+variable "name_prefix" {
+  description = "Prefix for every named resource (Lambda functions, IAM roles, log groups, API). Lowercase letters, digits and hyphens; starts with a letter; at most 32 characters."
+  type        = string
+  default     = "s3memory"
+  nullable    = false
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{0,30}[a-z0-9]$", var.name_prefix))
+    error_message = "name_prefix must be 2-32 characters of lowercase letters, digits and hyphens, start with a letter and not end with a hyphen."
+  }
+}
+
+variable "tags" {
+  description = "Tags added to every taggable resource (merged over the module's own `s3memory:module` tag)."
+  type        = map(string)
+  default     = {}
+  nullable    = false
+
+  validation {
+    condition = alltrue([
+      for key, value in var.tags :
+      length(key) >= 1 && length(key) <= 128 && length(value) <= 256 && !startswith(lower(key), "aws:")
+    ])
+    error_message = "Tag keys must be 1-128 characters and must not start with \"aws:\"; tag values at most 256 characters."
+  }
+}
+
+# ---------------------------------------------------------------------------------------------------
+# Bucket
+# ---------------------------------------------------------------------------------------------------
+
+variable "bucket_name" {
+  description = "Name of the S3 bucket that holds the encrypted memory files. Globally unique; 3-63 lowercase letters, digits and hyphens (dots are refused: they break virtual-hosted TLS)."
+  type        = string
+  nullable    = false
+
+  validation {
+    condition = (
+      can(regex("^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$", var.bucket_name))
+      && !startswith(var.bucket_name, "xn--")
+      && !startswith(var.bucket_name, "sthree-")
+      && !endswith(var.bucket_name, "-s3alias")
+      && !endswith(var.bucket_name, "--ol-s3")
+      && !endswith(var.bucket_name, "--x-s3")
+    )
+    error_message = "bucket_name must be a valid S3 bucket name of 3-63 lowercase letters, digits and hyphens, without dots and without a reserved prefix (xn--, sthree-) or suffix (-s3alias, --ol-s3, --x-s3)."
+  }
+}
+
+variable "force_destroy" {
+  description = "Allow `terraform destroy` to delete the bucket even when it still holds objects (all users' memories). Keep false outside of throwaway environments."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
+variable "memory_prefix" {
+  description = "Key prefix under which s3memory stores each user's namespace (`<prefix><user id>/`). Passed to the functions as S3MEMORY_PREFIX and used to scope IAM. Must be non-empty plain segments each ending in '/', e.g. \"users/\" or \"tenants/prod/\"."
+  type        = string
+  default     = "users/"
+  nullable    = false
+
+  validation {
+    # Non-empty on purpose: an empty prefix would widen the IAM grants to the whole bucket.
+    condition = (
+      can(regex("^([A-Za-z0-9_-][A-Za-z0-9_.-]*/)+$", var.memory_prefix))
+      && length(var.memory_prefix) <= 256
+      && !anytrue([for segment in split("/", trimsuffix(var.memory_prefix, "/")) : contains([".", ".."], segment)])
+    )
+    error_message = "memory_prefix must be one or more plain segments (letters, digits, '_', '-', '.'; not '.' or '..') each ending in '/', such as \"users/\"; at most 256 characters."
+  }
+}
+
+variable "noncurrent_version_expiration_days" {
+  description = "Days after which noncurrent object versions (overwritten or deleted memory files) are permanently removed."
+  type        = number
+  default     = 30
+  nullable    = false
+
+  validation {
+    condition     = var.noncurrent_version_expiration_days >= 1 && var.noncurrent_version_expiration_days <= 3650 && floor(var.noncurrent_version_expiration_days) == var.noncurrent_version_expiration_days
+    error_message = "noncurrent_version_expiration_days must be a whole number between 1 and 3650."
+  }
+}
+
+variable "abort_incomplete_multipart_upload_days" {
+  description = "Days after which incomplete multipart uploads are aborted and their parts deleted."
+  type        = number
+  default     = 7
+  nullable    = false
+
+  validation {
+    condition     = var.abort_incomplete_multipart_upload_days >= 1 && var.abort_incomplete_multipart_upload_days <= 365 && floor(var.abort_incomplete_multipart_upload_days) == var.abort_incomplete_multipart_upload_days
+    error_message = "abort_incomplete_multipart_upload_days must be a whole number between 1 and 365."
+  }
+}
+
+variable "object_expiration_days" {
+  description = "When set, objects under memory_prefix expire this many days after they were last written (S3 lifecycle counts from the last write, not the last read). null (default) disables expiration."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.object_expiration_days == null ? true : (var.object_expiration_days >= 1 && var.object_expiration_days <= 36500 && floor(var.object_expiration_days) == var.object_expiration_days)
+    error_message = "object_expiration_days must be null (disabled) or a whole number between 1 and 36500."
+  }
+}
+
+variable "access_log_bucket" {
+  description = "Name of an existing bucket that receives S3 server access logs for the memory bucket (it must allow the logging.s3.amazonaws.com service to write). null (default) disables access logging."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.access_log_bucket == null ? true : can(regex("^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", var.access_log_bucket))
+    error_message = "access_log_bucket must be null or a valid S3 bucket name."
+  }
+}
+
+variable "access_log_prefix" {
+  description = "Key prefix for S3 server access logs in access_log_bucket."
+  type        = string
+  default     = "s3memory/"
+  nullable    = false
+
+  validation {
+    condition     = length(var.access_log_prefix) <= 512 && !startswith(var.access_log_prefix, "/")
+    error_message = "access_log_prefix must be at most 512 characters and must not start with '/'."
+  }
+}
+
+# ---------------------------------------------------------------------------------------------------
+# KMS
+# ---------------------------------------------------------------------------------------------------
+
+variable "kms_key_alias" {
+  description = "Alias of the customer-managed KMS key (must start with \"alias/\"; the reserved \"alias/aws/\" namespace is refused)."
+  type        = string
+  default     = "alias/agent-memory"
+  nullable    = false
+
+  validation {
+    condition     = can(regex("^alias/[A-Za-z0-9/_-]{1,250}$", var.kms_key_alias)) && !startswith(var.kms_key_alias, "alias/aws/")
+    error_message = "kms_key_alias must look like \"alias/<name>\" (letters, digits, '/', '_', '-') and must not be in the reserved alias/aws/ namespace."
+  }
+}
+
+variable "kms_key_deletion_window_in_days" {
+  description = "Waiting period, in days, before KMS deletes the key after it is scheduled for deletion (`terraform destroy`). Every memory file becomes unreadable once the key is gone."
+  type        = number
+  default     = 30
+  nullable    = false
+
+  validation {
+    condition     = var.kms_key_deletion_window_in_days >= 7 && var.kms_key_deletion_window_in_days <= 30 && floor(var.kms_key_deletion_window_in_days) == var.kms_key_deletion_window_in_days
+    error_message = "kms_key_deletion_window_in_days must be a whole number between 7 and 30."
+  }
+}
+
+variable "additional_key_user_arns" {
+  description = "IAM role or user ARNs in this account, besides the two Lambda roles, that may use the key for s3memory data keys (same encryption-context condition) and through S3 on this bucket, e.g. an operator running the s3memory CLI. They still need an IAM policy of their own for S3."
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for arn in var.additional_key_user_arns : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/.+$", arn))])
+    error_message = "additional_key_user_arns must contain only IAM role or user ARNs (arn:<partition>:iam::<account>:role/... or :user/...)."
+  }
+}
+
+# ---------------------------------------------------------------------------------------------------
+# IAM
+# ---------------------------------------------------------------------------------------------------
+
+variable "iam_role_path" {
+  description = "Path of the two Lambda execution roles."
+  type        = string
+  default     = "/"
+  nullable    = false
+
+  validation {
+    condition     = can(regex("^/([A-Za-z0-9+=,.@_-]+/)*$", var.iam_role_path)) && length(var.iam_role_path) <= 512
+    error_message = "iam_role_path must start and end with '/' (e.g. \"/\" or \"/service/s3memory/\") and be at most 512 characters."
+  }
+}
+
+variable "iam_permissions_boundary_arn" {
+  description = "ARN of a managed policy to set as the permissions boundary of both Lambda execution roles, if your organisation requires one. null (default) sets none."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.iam_permissions_boundary_arn == null ? true : can(regex("^arn:aws[a-z-]*:iam::([0-9]{12}|aws):policy/.+$", var.iam_permissions_boundary_arn))
+    error_message = "iam_permissions_boundary_arn must be null or an IAM managed policy ARN."
+  }
+}
+
+# ---------------------------------------------------------------------------------------------------
+# Lambda
+# ---------------------------------------------------------------------------------------------------
+
+variable "lambda_zip_path" {
+  description = "Path to the deployment zip built by `make lambda-zip` (the s3memory package and its dependencies). Relative paths are resolved from the directory where terraform runs."
+  type        = string
+  default     = "../dist/lambda.zip"
+  nullable    = false
+
+  validation {
+    condition     = endswith(lower(var.lambda_zip_path), ".zip") && fileexists(var.lambda_zip_path)
+    error_message = "lambda_zip_path must name an existing .zip file; build it first with `make lambda-zip`."
+  }
+}
+
+variable "lambda_runtime" {
+  description = "Python runtime of both functions. The zip must have been built for the same Python version."
+  type        = string
+  default     = "python3.11"
+  nullable    = false
+
+  validation {
+    condition     = contains(["python3.11", "python3.12", "python3.13"], var.lambda_runtime)
+    error_message = "lambda_runtime must be one of python3.11, python3.12 or python3.13."
+  }
+}
+
+variable "lambda_architecture" {
+  description = "Instruction set of both functions. The zip contains compiled wheels (cryptography), so it must have been built for this architecture."
+  type        = string
+  default     = "x86_64"
+  nullable    = false
+
+  validation {
+    condition     = contains(["x86_64", "arm64"], var.lambda_architecture)
+    error_message = "lambda_architecture must be \"x86_64\" or \"arm64\"."
+  }
+}
+
+variable "memory_function_timeout" {
+  description = "Timeout of the memory function, in seconds."
+  type        = number
+  default     = 30
+  nullable    = false
+
+  validation {
+    condition     = var.memory_function_timeout >= 1 && var.memory_function_timeout <= 900 && floor(var.memory_function_timeout) == var.memory_function_timeout
+    error_message = "memory_function_timeout must be a whole number of seconds between 1 and 900."
+  }
+}
+
+variable "memory_function_memory_size" {
+  description = "Memory of the memory function, in MB."
+  type        = number
+  default     = 256
+  nullable    = false
+
+  validation {
+    condition     = var.memory_function_memory_size >= 128 && var.memory_function_memory_size <= 10240 && floor(var.memory_function_memory_size) == var.memory_function_memory_size
+    error_message = "memory_function_memory_size must be a whole number of MB between 128 and 10240."
+  }
+}
+
+variable "memory_function_reserved_concurrency" {
+  description = "Reserved concurrent executions of the memory function; -1 leaves it unreserved (uses the account's unreserved pool), 0 disables the function."
+  type        = number
+  default     = -1
+  nullable    = false
+
+  validation {
+    condition     = var.memory_function_reserved_concurrency >= -1 && floor(var.memory_function_reserved_concurrency) == var.memory_function_reserved_concurrency
+    error_message = "memory_function_reserved_concurrency must be a whole number, -1 or greater."
+  }
+}
+
+variable "agent_function_timeout" {
+  description = "Timeout of the agent function, in seconds. It waits on the Anthropic API, so it needs more than the memory function."
+  type        = number
+  default     = 120
+  nullable    = false
+
+  validation {
+    condition     = var.agent_function_timeout >= 1 && var.agent_function_timeout <= 900 && floor(var.agent_function_timeout) == var.agent_function_timeout
+    error_message = "agent_function_timeout must be a whole number of seconds between 1 and 900."
+  }
+}
+
+variable "agent_function_memory_size" {
+  description = "Memory of the agent function, in MB."
+  type        = number
+  default     = 512
+  nullable    = false
+
+  validation {
+    condition     = var.agent_function_memory_size >= 128 && var.agent_function_memory_size <= 10240 && floor(var.agent_function_memory_size) == var.agent_function_memory_size
+    error_message = "agent_function_memory_size must be a whole number of MB between 128 and 10240."
+  }
+}
+
+variable "agent_function_reserved_concurrency" {
+  description = "Reserved concurrent executions of the agent function; -1 leaves it unreserved, 0 disables the function."
+  type        = number
+  default     = -1
+  nullable    = false
+
+  validation {
+    condition     = var.agent_function_reserved_concurrency >= -1 && floor(var.agent_function_reserved_concurrency) == var.agent_function_reserved_concurrency
+    error_message = "agent_function_reserved_concurrency must be a whole number, -1 or greater."
+  }
+}
+
+variable "agent_model" {
+  description = "Claude model the agent function uses (S3MEMORY_MODEL)."
+  type        = string
+  default     = "claude-sonnet-4-5"
+  nullable    = false
+
+  validation {
+    condition     = can(regex("^[a-z0-9][a-z0-9.@:_-]{0,127}$", var.agent_model))
+    error_message = "agent_model must be a model id such as \"claude-sonnet-4-5\" (lowercase letters, digits, '.', '-', '_', ':', '@'; at most 128 characters)."
+  }
+}
+
+variable "anthropic_api_key_secret_arn" {
+  description = "ARN of the Secrets Manager secret that holds the Anthropic API key, passed to the agent function as ANTHROPIC_API_KEY_SECRET_ARN. When set, the agent role may call secretsmanager:GetSecretValue on exactly this ARN. null (default) grants nothing."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.anthropic_api_key_secret_arn == null ? true : can(regex("^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+$", var.anthropic_api_key_secret_arn))
+    error_message = "anthropic_api_key_secret_arn must be null or a full Secrets Manager secret ARN (arn:<partition>:secretsmanager:<region>:<account>:secret:<name>-<suffix>), without wildcards."
+  }
+}
+
+variable "anthropic_api_key_secret_kms_key_arn" {
+  description = "ARN of the customer-managed KMS key that encrypts the Anthropic API key secret, if it is not the AWS-managed aws/secretsmanager key. When set, the agent role may kms:Decrypt with it only via Secrets Manager. null (default) grants nothing."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.anthropic_api_key_secret_kms_key_arn == null ? true : can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[a-zA-Z0-9-]+$", var.anthropic_api_key_secret_kms_key_arn))
+    error_message = "anthropic_api_key_secret_kms_key_arn must be null or a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<key id>); aliases are not accepted."
+  }
+}
+
+variable "tracing_mode" {
+  description = "AWS X-Ray tracing mode of both functions: \"PassThrough\" (default, no extra permissions) or \"Active\" (adds the X-Ray write permissions, which AWS only offers on resource \"*\")."
+  type        = string
+  default     = "PassThrough"
+  nullable    = false
+
+  validation {
+    condition     = contains(["PassThrough", "Active"], var.tracing_mode)
+    error_message = "tracing_mode must be \"PassThrough\" or \"Active\"."
+  }
+}
+
+# ---------------------------------------------------------------------------------------------------
+# Logs
+# ---------------------------------------------------------------------------------------------------
+
+variable "log_retention_in_days" {
+  description = "Retention of the module's CloudWatch log groups, in days (one of the values CloudWatch Logs accepts; 0 keeps logs forever)."
+  type        = number
+  default     = 30
+  nullable    = false
+
+  validation {
+    condition     = contains([0, 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_in_days)
+    error_message = "log_retention_in_days must be one of 0, 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653."
+  }
+}
+
+variable "encrypt_log_groups" {
+  description = "Encrypt the module's CloudWatch log groups with the module's KMS key (the key policy then lets CloudWatch Logs use it for exactly these log groups)."
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
+# ---------------------------------------------------------------------------------------------------
+# HTTP API (optional)
+# ---------------------------------------------------------------------------------------------------
+
+variable "create_http_api" {
+  description = "Create an API Gateway HTTP API with a JWT authorizer and the route `POST /memory` to the memory function. Requires jwt_issuer and jwt_audience."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
+variable "jwt_issuer" {
+  description = "Issuer URL of the JWT authorizer (the `iss` claim, e.g. https://cognito-idp.<region>.amazonaws.com/<pool id>). Required when create_http_api is true."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.jwt_issuer == null ? true : can(regex("^https://[^\\s/]+(/\\S*)?$", var.jwt_issuer))
+    error_message = "jwt_issuer must be null or an https:// URL."
+  }
+}
+
+variable "jwt_audience" {
+  description = "Accepted audiences (`aud` claim, or the client id for Cognito access tokens) of the JWT authorizer. Required (non-empty) when create_http_api is true."
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = length(var.jwt_audience) <= 50 && alltrue([for audience in var.jwt_audience : length(trimspace(audience)) > 0])
+    error_message = "jwt_audience must be a list of at most 50 non-empty strings."
+  }
+}
+
+variable "api_throttling_burst_limit" {
+  description = "Burst limit (requests) of the HTTP API's default stage."
+  type        = number
+  default     = 50
+  nullable    = false
+
+  validation {
+    condition     = var.api_throttling_burst_limit >= 0 && floor(var.api_throttling_burst_limit) == var.api_throttling_burst_limit
+    error_message = "api_throttling_burst_limit must be a whole number, 0 or greater."
+  }
+}
+
+variable "api_throttling_rate_limit" {
+  description = "Steady-state rate limit (requests per second) of the HTTP API's default stage."
+  type        = number
+  default     = 25
+  nullable    = false
+
+  validation {
+    condition     = var.api_throttling_rate_limit >= 0
+    error_message = "api_throttling_rate_limit must be 0 or greater."
+  }
+}
