@@ -299,6 +299,8 @@ class S3Memory:
         return refusal
 
     def _rename_file(self, old: MemoryPath, new: MemoryPath, content: str, exists: CommandError) -> str:
+        if new.segments == old.segments:
+            raise exists
         if new.is_within(old):
             raise CommandError(f"Error: Cannot rename to {new.text}: {old.canonical} is a file, not a directory.")
         body = self._encode(new, content)

@@ -22,11 +22,11 @@ locals {
   agent_log_group_name  = "/aws/lambda/${local.agent_function_name}"
   api_log_group_name    = "/aws/apigateway/${var.name_prefix}-http-api"
 
-  log_group_arn_prefix  = "arn:${local.partition}:logs:${local.region}:${local.account_id}:log-group:"
-  memory_log_group_arn  = "${local.log_group_arn_prefix}${local.memory_log_group_name}"
-  agent_log_group_arn   = "${local.log_group_arn_prefix}${local.agent_log_group_name}"
-  api_log_group_arn     = "${local.log_group_arn_prefix}${local.api_log_group_name}"
-  s3_kms_via_service    = "s3.${local.region}.${local.dns_suffix}"
+  log_group_arn_prefix    = "arn:${local.partition}:logs:${local.region}:${local.account_id}:log-group:"
+  memory_log_group_arn    = "${local.log_group_arn_prefix}${local.memory_log_group_name}"
+  agent_log_group_arn     = "${local.log_group_arn_prefix}${local.agent_log_group_name}"
+  api_log_group_arn       = "${local.log_group_arn_prefix}${local.api_log_group_name}"
+  s3_kms_via_service      = "s3.${local.region}.${local.dns_suffix}"
   secrets_kms_via_service = "secretsmanager.${local.region}.${local.dns_suffix}"
 
   # The encryption-context key that s3memory's KMSKeyProvider always sends with

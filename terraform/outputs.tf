@@ -1,0 +1,78 @@
+output "bucket_name" {
+  description = "Name of the memory bucket (S3MEMORY_BUCKET)."
+  value       = aws_s3_bucket.memory.bucket
+}
+
+output "bucket_arn" {
+  description = "ARN of the memory bucket."
+  value       = aws_s3_bucket.memory.arn
+}
+
+output "memory_prefix" {
+  description = "Key prefix of the users' namespaces (S3MEMORY_PREFIX)."
+  value       = var.memory_prefix
+}
+
+output "kms_key_arn" {
+  description = "ARN of the customer-managed KMS key (S3MEMORY_KMS_KEY_ID)."
+  value       = aws_kms_key.memory.arn
+}
+
+output "kms_key_id" {
+  description = "Id of the customer-managed KMS key."
+  value       = aws_kms_key.memory.key_id
+}
+
+output "kms_key_alias" {
+  description = "Alias of the customer-managed KMS key."
+  value       = aws_kms_alias.memory.name
+}
+
+output "memory_function_name" {
+  description = "Name of the memory Lambda function."
+  value       = aws_lambda_function.memory.function_name
+}
+
+output "memory_function_arn" {
+  description = "ARN of the memory Lambda function."
+  value       = aws_lambda_function.memory.arn
+}
+
+output "agent_function_name" {
+  description = "Name of the agent Lambda function."
+  value       = aws_lambda_function.agent.function_name
+}
+
+output "agent_function_arn" {
+  description = "ARN of the agent Lambda function."
+  value       = aws_lambda_function.agent.arn
+}
+
+output "memory_role_arn" {
+  description = "ARN of the memory function's execution role."
+  value       = aws_iam_role.memory.arn
+}
+
+output "agent_role_arn" {
+  description = "ARN of the agent function's execution role."
+  value       = aws_iam_role.agent.arn
+}
+
+output "log_group_names" {
+  description = "CloudWatch log groups created by the module (the API's only when create_http_api is true)."
+  value = {
+    memory = aws_cloudwatch_log_group.memory.name
+    agent  = aws_cloudwatch_log_group.agent.name
+    api    = one(aws_cloudwatch_log_group.api[*].name)
+  }
+}
+
+output "api_endpoint" {
+  description = "Base URL of the HTTP API (POST <api_endpoint>/memory); null when create_http_api is false."
+  value       = one(aws_apigatewayv2_api.this[*].api_endpoint)
+}
+
+output "api_id" {
+  description = "Id of the HTTP API; null when create_http_api is false."
+  value       = one(aws_apigatewayv2_api.this[*].id)
+}
