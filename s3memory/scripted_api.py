@@ -1,0 +1,389 @@
+"""A scripted stand-in for the Anthropic Messages API, on 127.0.0.1, for offline demos and tests.
+
+It answers ``POST /v1/messages`` (with or without the SDK's ``?beta=true``) with the JSON the real
+API returns, playing a *script*: one entry per assistant turn, consumed in order. An entry is
+
+- a ``str``: a final text answer (``stop_reason: "end_turn"``);
+- a sequence of memory tool inputs: one ``tool_use`` block each (``stop_reason: "tool_use"``);
+- a :class:`Reply`: some text followed by tool calls, as Claude often says what it is about to do;
+- a callable receiving the request's ``messages`` and returning one of the above, so a turn can
+  read the ``tool_result`` blocks it was sent (see :func:`last_tool_results`) and answer from them.
+
+Like the real API, a request whose history has ``tool_use`` blocks without a ``tool_result`` right
+after is refused with a 400, so a client that forgets to answer a tool call fails loudly.
+
+Server-held threads are played too (the SDK's tool runner uses them by default): ``"thread":
+{"type": "create"}`` keeps the conversation under the response's ``id``, and ``{"type": "continue",
+"previous_message_id": ...}`` prepends the held history to the new messages, so a scripted turn always
+sees the whole conversation. An unknown or already continued ``previous_message_id`` is refused with
+the API's ``error.details.error_code`` (``thread_not_found``, ``thread_already_continued``), which
+the SDK answers by replaying the full history.
+
+Any credential is accepted and recorded. Plain HTTP and JSON only: no ``anthropic`` import.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Union
+from urllib.parse import urlsplit
+
+MESSAGES_PATH = "/v1/messages"
+DEFAULT_TOOL_NAME = "memory"
+_MAX_BODY_BYTES = 32 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An assistant turn: optional text, then tool calls (none makes it a final answer)."""
+
+    text: str | None = None
+    tool_calls: Sequence[Mapping[str, Any]] = ()
+    tool_name: str = DEFAULT_TOOL_NAME
+
+
+Turn = Union[str, Reply, Sequence[Mapping[str, Any]], Callable[[list[dict[str, Any]]], "Turn"]]
+"""One scripted assistant turn (see the module docstring)."""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """One ``tool_result`` block of a request, with its content flattened to text."""
+
+    tool_use_id: str
+    text: str
+    is_error: bool
+
+
+class ScriptError(Exception):
+    """The request cannot be answered; sent to the client as an API error (400 unless told)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 400,
+        error_type: str = "invalid_request_error",
+        error_code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.error_type = error_type
+        self.error_code = error_code
+
+    def body(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"type": self.error_type, "message": self.message}
+        if self.error_code is not None:
+            error["details"] = {"error_code": self.error_code}
+        return {"type": "error", "error": error}
+
+
+def _block_text(content: object) -> str:
+    """The text of a ``tool_result`` content: a string, or the text blocks of a list joined by newlines."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(block.get("text", ""))
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "text"
+        )
+    return ""
+
+
+def tool_results(message: Mapping[str, Any]) -> list[ToolResult]:
+    """The ``tool_result`` blocks of one message param, in order."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [
+        ToolResult(str(block.get("tool_use_id", "")), _block_text(block.get("content")), bool(block.get("is_error")))
+        for block in content
+        if isinstance(block, dict) and block.get("type") == "tool_result"
+    ]
+
+
+def last_tool_results(messages: Sequence[Mapping[str, Any]]) -> list[ToolResult]:
+    """The ``tool_result`` blocks of the last message (the results of the previous turn's calls)."""
+    return tool_results(messages[-1]) if messages else []
+
+
+def _tool_use_ids(message: Mapping[str, Any]) -> list[str]:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [
+        str(block.get("id"))
+        for block in content
+        if isinstance(block, dict) and block.get("type") == "tool_use"
+    ]
+
+
+def check_tool_results_follow(messages: Sequence[Mapping[str, Any]]) -> None:
+    """Refuse a history where an assistant ``tool_use`` is not answered by the next user message."""
+    for index, message in enumerate(messages):
+        if message.get("role") != "assistant":
+            continue
+        wanted = _tool_use_ids(message)
+        if not wanted:
+            continue
+        following = messages[index + 1] if index + 1 < len(messages) else None
+        answered = (
+            {result.tool_use_id for result in tool_results(following)}
+            if following is not None and following.get("role") == "user"
+            else set()
+        )
+        missing = [tool_id for tool_id in wanted if tool_id not in answered]
+        if missing:
+            raise ScriptError(
+                f"messages.{index + 1}: `tool_use` ids were found without `tool_result` blocks immediately "
+                f"after: {', '.join(missing)}. Each `tool_use` block must have a corresponding `tool_result` "
+                "block in the next message."
+            )
+
+
+def _estimate_tokens(value: object) -> int:
+    """A rough token count (4 characters a token): the stand-in only needs plausible usage numbers."""
+    return max(1, len(json.dumps(value, ensure_ascii=False)) // 4)
+
+
+class ScriptedMessagesAPI:
+    """The stand-in server. Use as a context manager, or call :meth:`start` and :meth:`stop`.
+
+    ``requests`` holds the JSON bodies received, ``api_keys`` the ``x-api-key`` of each, and
+    ``headers`` every request's headers (names lower-cased), all in arrival order.
+    """
+
+    def __init__(self, script: Iterable[Turn] = (), *, host: str = "127.0.0.1") -> None:
+        self._host = host
+        self._turns: list[Turn] = list(script)
+        self._next_turn = 0
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.requests: list[dict[str, Any]] = []
+        self.api_keys: list[str | None] = []
+        self.headers: list[dict[str, str]] = []
+        self.errors: list[str] = []
+
+    # -- the script ------------------------------------------------------------------------
+
+    def play(self, *turns: Turn) -> None:
+        """Queue more turns after the ones not yet played."""
+        with self._lock:
+            self._turns.extend(turns)
+
+    @property
+    def remaining(self) -> int:
+        """How many queued turns have not been played yet."""
+        with self._lock:
+            return len(self._turns) - self._next_turn
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("ScriptedMessagesAPI is not running; call start() first")
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> ScriptedMessagesAPI:
+        if self._server is not None:
+            return self
+        server = ThreadingHTTPServer((self._host, 0), _handler_for(self))
+        server.daemon_threads = True
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, name="scripted-messages-api", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        server, thread = self._server, self._thread
+        self._server = self._thread = None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+
+    def __enter__(self) -> ScriptedMessagesAPI:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- answering -------------------------------------------------------------------------
+
+    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The Messages API response to one request body; ``ScriptError`` if it cannot be answered."""
+        model = body.get("model")
+        messages = body.get("messages")
+        if not isinstance(model, str) or not model:
+            raise ScriptError("model: Field required")
+        if not isinstance(body.get("max_tokens"), int):
+            raise ScriptError("max_tokens: Field required")
+        if not isinstance(messages, list) or not messages:
+            raise ScriptError("messages: at least one message is required")
+        if not all(isinstance(message, dict) for message in messages):
+            raise ScriptError("messages: each message must be an object")
+        if messages[-1].get("role") != "user":
+            raise ScriptError("messages: the last message must have role `user` for the stand-in to answer")
+        if body.get("stream"):
+            raise ScriptError("stream: the scripted stand-in does not stream; use a non-streaming call")
+        check_tool_results_follow(messages)
+        with self._lock:
+            if self._next_turn >= len(self._turns):
+                raise ScriptError(
+                    f"the script has no turn left (it had {len(self._turns)}); the client asked for one more"
+                )
+            turn = self._turns[self._next_turn]
+            self._next_turn += 1
+        reply = self._resolve(turn, messages)
+        return self._message(model, reply, body)
+
+    def _resolve(self, turn: Turn, messages: list[dict[str, Any]]) -> Reply:
+        for _ in range(8):
+            if isinstance(turn, Reply):
+                return turn
+            if isinstance(turn, str):
+                return Reply(text=turn)
+            if callable(turn):
+                turn = turn(messages)
+                continue
+            calls = list(turn)
+            if not all(isinstance(call, Mapping) for call in calls):
+                raise ScriptError("a scripted turn's tool calls must be mappings (tool inputs)")
+            return Reply(tool_calls=calls)
+        raise ScriptError("a scripted turn kept returning callables")
+
+    def _message(self, model: str, reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
+        content: list[dict[str, Any]] = []
+        if reply.text is not None:
+            content.append({"type": "text", "text": reply.text})
+        for call in reply.tool_calls:
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{uuid.uuid4().hex[:24]}",
+                    "name": reply.tool_name,
+                    "input": dict(call),
+                }
+            )
+        if not content:
+            content.append({"type": "text", "text": ""})
+        return {
+            "id": f"msg_{next(self._ids):04d}{uuid.uuid4().hex[:20]}",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": content,
+            "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": _estimate_tokens(body.get("messages")),
+                "output_tokens": _estimate_tokens(content),
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
+        }
+
+    def _record(self, headers: dict[str, str], body: dict[str, Any]) -> None:
+        with self._lock:
+            self.headers.append(headers)
+            self.api_keys.append(headers.get("x-api-key"))
+            self.requests.append(body)
+
+
+def _error_body(error_type: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": error_type, "message": message}}
+
+
+def _handler_for(api: ScriptedMessagesAPI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "scripted-messages-api"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Quiet: the stand-in never writes to stderr."""
+
+        def _send(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("request-id", f"req_{uuid.uuid4().hex[:24]}")
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _refuse(self, status: int, error_type: str, message: str) -> None:
+            with api._lock:
+                api.errors.append(message)
+            self._send(status, _error_body(error_type, message))
+
+        def do_GET(self) -> None:
+            self._refuse(404, "not_found_error", f"Not found: GET {urlsplit(self.path).path}")
+
+        def do_POST(self) -> None:
+            path = urlsplit(self.path).path
+            length_header = self.headers.get("Content-Length")
+            if length_header is None or not length_header.isdigit():
+                self.close_connection = True
+                self._refuse(411, "invalid_request_error", "Content-Length is required")
+                return
+            length = int(length_header)
+            if length > _MAX_BODY_BYTES:
+                self.close_connection = True
+                self._refuse(413, "request_too_large", "Request exceeds the maximum allowed size")
+                return
+            raw = self.rfile.read(length)
+            if path != MESSAGES_PATH:
+                self._refuse(404, "not_found_error", f"Not found: POST {path}")
+                return
+            try:
+                body = json.loads(raw)
+            except (UnicodeDecodeError, json.JSONDecodeError) as error:
+                self._refuse(400, "invalid_request_error", f"The request body is not valid JSON: {error}")
+                return
+            if not isinstance(body, dict):
+                self._refuse(400, "invalid_request_error", "The request body must be a JSON object")
+                return
+            api._record({name.lower(): value for name, value in self.headers.items()}, body)
+            try:
+                payload = api.answer(body)
+            except ScriptError as error:
+                self._refuse(400, "invalid_request_error", str(error))
+                return
+            except Exception as error:  # a bug in a scripted callable: report it, never retry it
+                self._refuse(400, "invalid_request_error", f"the scripted turn failed: {error!r}")
+                return
+            self._send(200, payload)
+
+    return Handler
+
+
+__all__ = [
+    "MESSAGES_PATH",
+    "Reply",
+    "ScriptError",
+    "ScriptedMessagesAPI",
+    "ToolResult",
+    "Turn",
+    "check_tool_results_follow",
+    "last_tool_results",
+    "tool_results",
+]

@@ -1,0 +1,90 @@
+"""S3 and KMS request budgets per command, on a warm tool without contention.
+
+Requests are counted on the clients with a botocore ``request-created`` hook: counts are exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+import pytest
+
+from s3memory.crypto import KMSKeyProvider
+from s3memory.memory import S3Memory
+from s3memory.paths import memory_path
+
+from .conftest import RequestCounter
+
+
+@pytest.fixture
+def kms_memory(make_memory: Callable[..., S3Memory], s3: Any) -> tuple[S3Memory, RequestCounter, RequestCounter]:
+    kms = boto3.client("kms", region_name="us-east-1")
+    key_id = kms.create_key()["KeyMetadata"]["KeyId"]
+    memory = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms))
+    memory.create(memory_path("/memories/warm.txt"), "warms the key cache")
+    return memory, RequestCounter(s3), RequestCounter(kms)
+
+
+def run(memory: S3Memory, s3_requests: RequestCounter, command: dict[str, Any]) -> int:
+    s3_requests.reset()
+    memory.run(command)
+    return s3_requests.total
+
+
+def seed(memory: S3Memory, paths: list[str]) -> None:
+    for path in paths:
+        memory.create(memory_path(path), f"content of {path}\n")
+
+
+def test_per_command_budgets_and_no_kms_when_warm(kms_memory: tuple[S3Memory, RequestCounter, RequestCounter]) -> None:
+    memory, s3_requests, kms_requests = kms_memory
+    kms_requests.reset()
+    seed(memory, ["/memories/a.txt", "/memories/dir/b.txt", "/memories/dir/c.txt"])
+    assert run(memory, s3_requests, {"command": "view", "path": "/memories/a.txt"}) == 1
+    assert run(memory, s3_requests, {"command": "view", "path": "/memories/dir"}) <= 2
+    assert run(memory, s3_requests, {"command": "view", "path": "/memories"}) <= 2
+    assert run(memory, s3_requests, {"command": "create", "path": "/memories/d2/new.txt", "file_text": "x"}) <= 3
+    assert s3_requests.calls["PutObject"] == 1
+    assert run(memory, s3_requests, {"command": "create", "path": "/memories/d2/e/f/g.txt", "file_text": "x"}) <= 5
+    assert s3_requests.calls["PutObject"] == 1
+    edit = {"command": "str_replace", "path": "/memories/a.txt", "old_str": "content", "new_str": "text"}
+    assert run(memory, s3_requests, edit) <= 2
+    insert = {"command": "insert", "path": "/memories/a.txt", "insert_line": 1, "insert_text": "more"}
+    assert run(memory, s3_requests, insert) <= 2
+    rename = {"command": "rename", "old_path": "/memories/a.txt", "new_path": "/memories/moved/a.txt"}
+    assert run(memory, s3_requests, rename) <= 6
+    assert run(memory, s3_requests, {"command": "delete", "path": "/memories/moved/a.txt"}) <= 3
+    assert kms_requests.total == 0
+
+
+@pytest.mark.parametrize("files", [1, 7, 40])
+def test_directory_delete_and_rename_budgets(
+    kms_memory: tuple[S3Memory, RequestCounter, RequestCounter], files: int
+) -> None:
+    memory, s3_requests, kms_requests = kms_memory
+    seed(memory, [f"/memories/big/sub{index % 3}/f{index}.txt" for index in range(files)])
+    kms_requests.reset()
+    rename = {"command": "rename", "old_path": "/memories/big", "new_path": "/memories/archive/big"}
+    assert run(memory, s3_requests, rename) <= 2 * files + 12
+    assert s3_requests.calls["PutObject"] == files
+    assert run(memory, s3_requests, {"command": "delete", "path": "/memories/archive"}) <= 2 + 6
+    assert kms_requests.total == 0
+
+
+def test_view_cost_does_not_grow_below_level_two(
+    kms_memory: tuple[S3Memory, RequestCounter, RequestCounter], s3: Any
+) -> None:
+    memory, s3_requests, _ = kms_memory
+    deep_prefix = memory.layout.memories_prefix + "top/mid/deep/"
+    for index in range(1_001):
+        s3.put_object(Bucket=memory.store.bucket, Key=f"{deep_prefix}f{index:05d}", Body=b"\0" * 120)
+    small = run(memory, s3_requests, {"command": "view", "path": "/memories"})
+    for index in range(1_001, 2_002):
+        s3.put_object(Bucket=memory.store.bucket, Key=f"{deep_prefix}f{index:05d}", Body=b"\0" * 120)
+    large = run(memory, s3_requests, {"command": "view", "path": "/memories"})
+    assert small == large
+    assert large <= 4
+    listing = memory.run({"command": "view", "path": "/memories"})
+    assert listing.splitlines()[2:] == ["4.0K\t/memories/top/", "4.0K\t/memories/top/mid/", "19B\t/memories/warm.txt"]
