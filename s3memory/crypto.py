@@ -96,7 +96,13 @@ class ObjectCipher:
         magic, format_version, version, salt, commitment, nonce = _HEADER.unpack(header)
         if magic != MAGIC or format_version != FORMAT_VERSION:
             raise refused
-        data_key = self._keys.version(version)
+        try:
+            data_key = self._keys.version(version)
+        except IntegrityError:
+            raise IntegrityError(
+                f"Error: The stored object for {path} names data key version {version}, which this user "
+                "does not have; it was not read."
+            ) from None
         encryption_key, expected_commitment = _object_keys(data_key, salt)
         if not hmac.compare_digest(commitment, expected_commitment):
             raise refused

@@ -29,10 +29,10 @@ import json
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, Union
+from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 MESSAGES_PATH = "/v1/messages"
@@ -49,7 +49,7 @@ class Reply:
     tool_name: str = DEFAULT_TOOL_NAME
 
 
-Turn = Union[str, Reply, Sequence[Mapping[str, Any]], Callable[[list[dict[str, Any]]], "Turn"]]
+Turn: TypeAlias = str | Reply | Sequence[Mapping[str, Any]] | Callable[[list[dict[str, Any]]], "Turn"]
 """One scripted assistant turn (see the module docstring)."""
 
 
@@ -105,7 +105,9 @@ def tool_results(message: Mapping[str, Any]) -> list[ToolResult]:
     if not isinstance(content, list):
         return []
     return [
-        ToolResult(str(block.get("tool_use_id", "")), _block_text(block.get("content")), bool(block.get("is_error")))
+        ToolResult(
+            str(block.get("tool_use_id", "")), _block_text(block.get("content")), bool(block.get("is_error"))
+        )
         for block in content
         if isinstance(block, dict) and block.get("type") == "tool_result"
     ]
@@ -158,8 +160,10 @@ def _estimate_tokens(value: object) -> int:
 class ScriptedMessagesAPI:
     """The stand-in server. Use as a context manager, or call :meth:`start` and :meth:`stop`.
 
-    ``requests`` holds the JSON bodies received, ``api_keys`` the ``x-api-key`` of each, and
-    ``headers`` every request's headers (names lower-cased), all in arrival order.
+    Recorded in arrival order: ``requests`` (the JSON bodies received), ``histories`` (each request's
+    whole conversation, held thread history included), ``api_keys`` (the credential each request
+    carried, from ``x-api-key`` or ``Authorization: Bearer``), ``headers`` (names lower-cased) and
+    ``errors`` (the message of every error answered).
     """
 
     def __init__(self, script: Iterable[Turn] = (), *, host: str = "127.0.0.1") -> None:
@@ -168,9 +172,12 @@ class ScriptedMessagesAPI:
         self._next_turn = 0
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
+        self._threads: dict[str, list[dict[str, Any]]] = {}
+        self._continued: set[str] = set()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.requests: list[dict[str, Any]] = []
+        self.histories: list[list[dict[str, Any]]] = []
         self.api_keys: list[str | None] = []
         self.headers: list[dict[str, str]] = []
         self.errors: list[str] = []
@@ -203,7 +210,9 @@ class ScriptedMessagesAPI:
         server = ThreadingHTTPServer((self._host, 0), _handler_for(self))
         server.daemon_threads = True
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="scripted-messages-api", daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, name="scripted-messages-api", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -235,26 +244,70 @@ class ScriptedMessagesAPI:
         messages = body.get("messages")
         if not isinstance(model, str) or not model:
             raise ScriptError("model: Field required")
-        if not isinstance(body.get("max_tokens"), int):
+        if isinstance(body.get("max_tokens"), bool) or not isinstance(body.get("max_tokens"), int):
             raise ScriptError("max_tokens: Field required")
-        if not isinstance(messages, list) or not messages:
-            raise ScriptError("messages: at least one message is required")
-        if not all(isinstance(message, dict) for message in messages):
-            raise ScriptError("messages: each message must be an object")
-        if messages[-1].get("role") != "user":
-            raise ScriptError("messages: the last message must have role `user` for the stand-in to answer")
+        if not isinstance(messages, list) or not all(isinstance(message, dict) for message in messages):
+            raise ScriptError("messages: Input should be a valid list of message objects")
         if body.get("stream"):
             raise ScriptError("stream: the scripted stand-in does not stream; use a non-streaming call")
-        check_tool_results_follow(messages)
         with self._lock:
+            history, thread_id_source = self._history(body.get("thread"), body, messages)
+            if not history:
+                raise ScriptError("messages: at least one message is required")
+            if history[-1].get("role") != "user":
+                raise ScriptError(
+                    "messages: the last message must have role `user` for the stand-in to answer"
+                )
+            check_tool_results_follow(history)
             if self._next_turn >= len(self._turns):
                 raise ScriptError(
                     f"the script has no turn left (it had {len(self._turns)}); the client asked for one more"
                 )
             turn = self._turns[self._next_turn]
             self._next_turn += 1
-        reply = self._resolve(turn, messages)
-        return self._message(model, reply, body)
+            self.histories.append(history)
+        reply = self._resolve(turn, history)
+        message = self._message(model, reply, history)
+        if thread_id_source is not None:
+            with self._lock:
+                if thread_id_source:
+                    self._continued.add(thread_id_source)
+                self._threads[message["id"]] = [
+                    *history,
+                    {"role": "assistant", "content": message["content"]},
+                ]
+        return message
+
+    def _history(
+        self, thread: object, body: dict[str, Any], messages: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """A request's whole conversation, and the id it continues ("" starts a thread, None: no thread)."""
+        if thread is None:
+            return list(messages), None
+        if not isinstance(thread, dict) or thread.get("type") not in ("create", "continue"):
+            raise ScriptError(
+                "thread: must be {'type': 'create'} or {'type': 'continue', 'previous_message_id': ...}"
+            )
+        if thread["type"] == "create":
+            return list(messages), ""
+        previous = thread.get("previous_message_id")
+        held = self._threads.get(previous) if isinstance(previous, str) else None
+        if held is None or not isinstance(previous, str):
+            raise ScriptError(
+                f"thread: no thread holds a message with id {previous!r}",
+                status=404,
+                error_type="not_found_error",
+                error_code="thread_not_found",
+            )
+        if previous in self._continued:
+            raise ScriptError(
+                f"thread: the message {previous} was already continued",
+                error_code="thread_already_continued",
+            )
+        repeated = [name for name in ("system", "tools") if name in body]
+        if repeated:
+            raise ScriptError(f"thread: {', '.join(repeated)} cannot be sent when continuing a thread")
+        return [*held, *messages], previous
 
     def _resolve(self, turn: Turn, messages: list[dict[str, Any]]) -> Reply:
         for _ in range(8):
@@ -271,7 +324,7 @@ class ScriptedMessagesAPI:
             return Reply(tool_calls=calls)
         raise ScriptError("a scripted turn kept returning callables")
 
-    def _message(self, model: str, reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
+    def _message(self, model: str, reply: Reply, history: list[dict[str, Any]]) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
         if reply.text is not None:
             content.append({"type": "text", "text": reply.text})
@@ -295,7 +348,7 @@ class ScriptedMessagesAPI:
             "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
             "stop_sequence": None,
             "usage": {
-                "input_tokens": _estimate_tokens(body.get("messages")),
+                "input_tokens": _estimate_tokens(history),
                 "output_tokens": _estimate_tokens(content),
                 "cache_creation_input_tokens": 0,
                 "cache_read_input_tokens": 0,
@@ -303,14 +356,16 @@ class ScriptedMessagesAPI:
         }
 
     def _record(self, headers: dict[str, str], body: dict[str, Any]) -> None:
+        authorization = headers.get("authorization", "")
+        bearer = authorization[len("Bearer ") :] if authorization.startswith("Bearer ") else None
         with self._lock:
             self.headers.append(headers)
-            self.api_keys.append(headers.get("x-api-key"))
+            self.api_keys.append(headers.get("x-api-key", bearer))
             self.requests.append(body)
 
-
-def _error_body(error_type: str, message: str) -> dict[str, Any]:
-    return {"type": "error", "error": {"type": error_type, "message": message}}
+    def _record_error(self, message: str) -> None:
+        with self._lock:
+            self.errors.append(message)
 
 
 def _handler_for(api: ScriptedMessagesAPI) -> type[BaseHTTPRequestHandler]:
@@ -330,46 +385,44 @@ def _handler_for(api: ScriptedMessagesAPI) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _refuse(self, status: int, error_type: str, message: str) -> None:
-            with api._lock:
-                api.errors.append(message)
-            self._send(status, _error_body(error_type, message))
+        def _refuse(self, error: ScriptError) -> None:
+            api._record_error(error.message)
+            self._send(error.status, error.body())
 
         def do_GET(self) -> None:
-            self._refuse(404, "not_found_error", f"Not found: GET {urlsplit(self.path).path}")
+            self._refuse(
+                ScriptError(
+                    f"Not found: GET {urlsplit(self.path).path}", status=404, error_type="not_found_error"
+                )
+            )
 
         def do_POST(self) -> None:
             path = urlsplit(self.path).path
             length_header = self.headers.get("Content-Length")
-            if length_header is None or not length_header.isdigit():
+            if length_header is None or not length_header.isdigit() or int(length_header) > _MAX_BODY_BYTES:
                 self.close_connection = True
-                self._refuse(411, "invalid_request_error", "Content-Length is required")
+                self._refuse(ScriptError("A Content-Length of at most 32 MiB is required", status=413))
                 return
-            length = int(length_header)
-            if length > _MAX_BODY_BYTES:
-                self.close_connection = True
-                self._refuse(413, "request_too_large", "Request exceeds the maximum allowed size")
-                return
-            raw = self.rfile.read(length)
+            raw = self.rfile.read(int(length_header))
             if path != MESSAGES_PATH:
-                self._refuse(404, "not_found_error", f"Not found: POST {path}")
+                self._refuse(ScriptError(f"Not found: POST {path}", status=404, error_type="not_found_error"))
                 return
             try:
                 body = json.loads(raw)
             except (UnicodeDecodeError, json.JSONDecodeError) as error:
-                self._refuse(400, "invalid_request_error", f"The request body is not valid JSON: {error}")
+                self._refuse(ScriptError(f"The request body is not valid JSON: {error}"))
                 return
             if not isinstance(body, dict):
-                self._refuse(400, "invalid_request_error", "The request body must be a JSON object")
+                self._refuse(ScriptError("The request body must be a JSON object"))
                 return
             api._record({name.lower(): value for name, value in self.headers.items()}, body)
             try:
                 payload = api.answer(body)
             except ScriptError as error:
-                self._refuse(400, "invalid_request_error", str(error))
+                self._refuse(error)
                 return
-            except Exception as error:  # a bug in a scripted callable: report it, never retry it
-                self._refuse(400, "invalid_request_error", f"the scripted turn failed: {error!r}")
+            except Exception as error:  # a bug in a scripted callable: report it, never have it retried
+                self._refuse(ScriptError(f"the scripted turn failed: {error!r}"))
                 return
             self._send(200, payload)
 

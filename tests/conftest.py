@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from moto.s3.responses import S3Response
 
 from s3memory.crypto import KeyProvider, LocalKeyProvider
 from s3memory.memory import S3Memory
@@ -39,6 +41,25 @@ class RequestCounter:
 
     def reset(self) -> None:
         self.calls.clear()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def atomic_moto_writes() -> Iterator[None]:
+    """Make moto's conditional PutObject atomic, as S3's is.
+
+    moto checks ``If-None-Match``/``If-Match`` and then writes, without a lock, so two racing
+    threads can both pass the check. S3 never lets that happen; the race tests need S3's rule.
+    """
+    original = S3Response.put_object
+    lock = threading.Lock()
+
+    def put_object(self: S3Response) -> Any:
+        with lock:
+            return original(self)
+
+    S3Response.put_object = put_object  # type: ignore[method-assign]
+    yield
+    S3Response.put_object = original  # type: ignore[method-assign]
 
 
 @pytest.fixture(scope="session")

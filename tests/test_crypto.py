@@ -1,0 +1,234 @@
+"""Encryption: the object format, refusals of anything we did not seal, KMS envelope keys."""
+
+from __future__ import annotations
+
+import base64
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from s3memory.crypto import (
+    HEADER_BYTES,
+    MAGIC,
+    OVERHEAD,
+    DataKeySource,
+    KMSKeyProvider,
+    LocalKeyProvider,
+    ObjectCipher,
+    plaintext_size,
+)
+from s3memory.errors import CommandError, IntegrityError
+from s3memory.memory import S3Memory
+from s3memory.paths import memory_path
+
+from .conftest import BUCKET, MASTER_KEY, RequestCounter, snapshot, stored_keys
+
+SECRET = "my passport number is X1234567"
+
+
+class _NoVault:
+    identity = "none"
+
+    def get_wrapped(self, version: int) -> bytes | None:
+        raise AssertionError("a local key provider needs no vault")
+
+    def put_wrapped_if_absent(self, version: int, wrapped: bytes) -> bool:
+        raise AssertionError("a local key provider needs no vault")
+
+
+def cipher(user: str = "alice", master: bytes = MASTER_KEY) -> ObjectCipher:
+    return ObjectCipher(user, DataKeySource(LocalKeyProvider(master), user, _NoVault()))
+
+
+@given(st.binary(max_size=4096))
+def test_seal_then_open_round_trips_with_fixed_overhead(plaintext: bytes) -> None:
+    sealed = cipher().seal("/memories/a.txt", plaintext)
+    assert len(sealed) == len(plaintext) + OVERHEAD
+    assert plaintext_size(len(sealed)) == len(plaintext)
+    assert sealed.startswith(MAGIC + b"\x01\x00\x00\x00\x01")
+    assert cipher().open("/memories/a.txt", sealed) == plaintext
+
+
+def test_every_object_gets_fresh_salt_and_nonce() -> None:
+    first = cipher().seal("/memories/a.txt", b"same")
+    second = cipher().seal("/memories/a.txt", b"same")
+    assert first[:5] == second[:5]
+    assert first[9:HEADER_BYTES] != second[9:HEADER_BYTES]
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        pytest.param(lambda blob: blob[:-1], id="truncated"),
+        pytest.param(lambda blob: blob[: HEADER_BYTES - 1], id="header only"),
+        pytest.param(lambda blob: b"", id="empty"),
+        pytest.param(lambda blob: b"plain text that was never encrypted" * 4, id="unencrypted"),
+        pytest.param(lambda blob: blob[:4] + b"\x02" + blob[5:], id="unknown format"),
+        pytest.param(lambda blob: blob[:5] + b"\x00\x00\x00\x07" + blob[9:], id="unknown key version"),
+        pytest.param(lambda blob: blob[:20] + bytes([blob[20] ^ 1]) + blob[21:], id="salt"),
+        pytest.param(lambda blob: blob[:50] + bytes([blob[50] ^ 1]) + blob[51:], id="commitment"),
+        pytest.param(lambda blob: blob[:-20] + bytes([blob[-20] ^ 1]) + blob[-19:], id="ciphertext"),
+        pytest.param(lambda blob: blob[:-1] + bytes([blob[-1] ^ 1]), id="tag"),
+    ],
+)
+def test_anything_we_did_not_seal_is_refused(forge: Callable[[bytes], bytes]) -> None:
+    sealed = cipher().seal("/memories/a.txt", SECRET.encode())
+    with pytest.raises(IntegrityError, match=r"^Error: The stored object for /memories/a.txt .*it was not read\.$"):
+        cipher().open("/memories/a.txt", forge(sealed))
+
+
+def test_a_ciphertext_is_bound_to_its_user_path_and_key() -> None:
+    sealed = cipher().seal("/memories/a.txt", SECRET.encode())
+    for other in (
+        lambda: cipher().open("/memories/b.txt", sealed),
+        lambda: cipher(user="bob").open("/memories/a.txt", sealed),
+        lambda: cipher(master=bytes(32)).open("/memories/a.txt", sealed),
+    ):
+        with pytest.raises(IntegrityError):
+            other()
+
+
+@pytest.mark.parametrize("bad", [b"short", b"x" * 33, "k" * 32, None])
+def test_local_key_provider_needs_exactly_32_bytes(bad: Any) -> None:
+    with pytest.raises(ValueError, match="exactly 32 bytes"):
+        LocalKeyProvider(bad)
+
+
+def test_providers_never_show_key_material() -> None:
+    assert MASTER_KEY.hex() not in repr(LocalKeyProvider(MASTER_KEY))
+    assert "redacted" in repr(LocalKeyProvider(MASTER_KEY))
+
+
+def test_stored_objects_hold_no_plaintext_anywhere(memory: S3Memory, s3: Any) -> None:
+    memory.create(memory_path("/memories/secret.txt"), SECRET)
+    (key,) = stored_keys(s3)
+    body = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+    assert SECRET.encode() not in body
+    assert b"passport" not in body
+    assert s3.head_object(Bucket=BUCKET, Key=key)["Metadata"] == {}
+    assert s3.get_object_tagging(Bucket=BUCKET, Key=key)["TagSet"] == []
+
+
+def test_a_file_copied_to_another_path_or_user_is_refused(make_memory: Callable[..., S3Memory], s3: Any) -> None:
+    alice = make_memory("alice")
+    bob = make_memory("bob")
+    alice.create(memory_path("/memories/a.txt"), SECRET)
+    source = {"Bucket": BUCKET, "Key": "users/alice/memories/a.txt"}
+    s3.copy_object(CopySource=source, Bucket=BUCKET, Key="users/alice/memories/b.txt")
+    s3.copy_object(CopySource=source, Bucket=BUCKET, Key="users/bob/memories/a.txt")
+    for memory, path in ((alice, "/memories/b.txt"), (bob, "/memories/a.txt")):
+        with pytest.raises(IntegrityError) as caught:
+            memory.run({"command": "view", "path": path})
+        assert SECRET not in caught.value.message
+        before = snapshot(s3)
+        with pytest.raises(IntegrityError):
+            memory.run({"command": "str_replace", "path": path, "old_str": "passport", "new_str": "x"})
+        assert snapshot(s3) == before
+
+
+def test_tenants_are_isolated(make_memory: Callable[..., S3Memory]) -> None:
+    alice = make_memory("alice")
+    bob = make_memory("bob")
+    alice.create(memory_path("/memories/a.txt"), SECRET)
+    with pytest.raises(CommandError, match="does not exist"):
+        bob.run({"command": "view", "path": "/memories/a.txt"})
+    assert "a.txt" not in bob.run({"command": "view", "path": "/memories"})
+
+
+def test_another_master_key_cannot_read(make_memory: Callable[..., S3Memory]) -> None:
+    make_memory().create(memory_path("/memories/a.txt"), SECRET)
+    stranger = make_memory(key_provider=LocalKeyProvider(bytes(32)))
+    with pytest.raises(IntegrityError, match="integrity check"):
+        stranger.run({"command": "view", "path": "/memories/a.txt"})
+
+
+@pytest.fixture
+def kms() -> Any:
+    return boto3.client("kms", region_name="us-east-1")
+
+
+@pytest.fixture
+def key_id(s3: Any, kms: Any) -> str:
+    return str(kms.create_key()["KeyMetadata"]["KeyId"])
+
+
+def test_kms_envelope_stores_only_the_wrapped_key_with_a_context_naming_the_user(
+    make_memory: Callable[..., S3Memory], s3: Any, kms: Any, key_id: str
+) -> None:
+    provider = KMSKeyProvider(key_id, kms_client=kms)
+    memory = make_memory("alice", key_provider=provider)
+    memory.create(memory_path("/memories/a.txt"), SECRET)
+    wrapped = s3.get_object(Bucket=BUCKET, Key="users/alice/internal/keys/v1")["Body"].read()
+    assert wrapped.startswith(b"S3MK\x01")
+    data_key = provider.data_key("alice", 1, memory._cipher._keys.vault)
+    assert data_key not in wrapped
+    assert base64.b64encode(data_key) not in wrapped
+    unwrapped = kms.decrypt(
+        CiphertextBlob=wrapped[5:], EncryptionContext={"s3memory:user": "alice", "s3memory:key_version": "1"}
+    )
+    assert unwrapped["Plaintext"] == data_key
+    with pytest.raises(kms.exceptions.InvalidCiphertextException):
+        kms.decrypt(CiphertextBlob=wrapped[5:], EncryptionContext={"s3memory:user": "bob", "s3memory:key_version": "1"})
+
+
+def test_a_cold_process_unwraps_once_then_caches(
+    make_memory: Callable[..., S3Memory], kms: Any, key_id: str
+) -> None:
+    make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms)).create(memory_path("/memories/a.txt"), SECRET)
+    kms_requests = RequestCounter(kms)
+    cold = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms))
+    for _ in range(3):
+        assert SECRET in cold.run({"command": "view", "path": "/memories/a.txt"})
+    assert dict(kms_requests.calls) == {"Decrypt": 1}
+
+
+def test_the_key_cache_is_bounded_in_time(make_memory: Callable[..., S3Memory], kms: Any, key_id: str) -> None:
+    provider = KMSKeyProvider(key_id, kms_client=kms, cache_seconds=0)
+    memory = make_memory(key_provider=provider)
+    memory.create(memory_path("/memories/a.txt"), SECRET)
+    kms_requests = RequestCounter(kms)
+    memory.run({"command": "view", "path": "/memories/a.txt"})
+    memory.run({"command": "view", "path": "/memories/a.txt"})
+    assert kms_requests.calls["Decrypt"] == 2
+
+
+def test_a_tampered_wrapped_key_is_a_clear_error(
+    make_memory: Callable[..., S3Memory], s3: Any, kms: Any, key_id: str
+) -> None:
+    make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms)).create(memory_path("/memories/a.txt"), SECRET)
+    s3.put_object(Bucket=BUCKET, Key="users/alice/internal/keys/v1", Body=b"S3MK\x01" + b"\x00" * 200)
+    fresh = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms))
+    with pytest.raises(CommandError, match=r"^Error: (KMS Decrypt failed|The user.s wrapped data key)"):
+        fresh.run({"command": "view", "path": "/memories/a.txt"})
+
+
+def test_racing_first_use_creates_exactly_one_data_key(
+    make_memory: Callable[..., S3Memory], s3: Any, kms: Any, key_id: str
+) -> None:
+    writers = 12
+    barrier = threading.Barrier(writers)
+    errors: list[BaseException] = []
+
+    def first_use(index: int) -> None:
+        memory = make_memory("newcomer", key_provider=KMSKeyProvider(key_id, kms_client=kms))
+        barrier.wait()
+        try:
+            memory.create(memory_path(f"/memories/w{index}.txt"), f"written by {index}")
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=first_use, args=(index,)) for index in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert stored_keys(s3, "users/newcomer/internal/") == ["users/newcomer/internal/keys/v1"]
+    reader = make_memory("newcomer", key_provider=KMSKeyProvider(key_id, kms_client=kms))
+    for index in range(writers):
+        assert f"written by {index}" in reader.run({"command": "view", "path": f"/memories/w{index}.txt"})
