@@ -122,7 +122,7 @@ def replace_unique(path: str, content: str, old: str, new: str) -> tuple[str, st
     position = content.find(old)
     edited = content[:position] + new + content[position + len(old) :]
     first_changed = lines_found[0]
-    last_changed = first_changed + new.count("\n")
+    last_changed = edited.count("\n", 0, max(position, position + len(new) - 1)) + 1
     new_lines = split_lines(edited)
     start = max(1, first_changed - SNIPPET_CONTEXT_LINES)
     end = min(len(new_lines), last_changed + SNIPPET_CONTEXT_LINES)

@@ -1,0 +1,158 @@
+"""The path policy: traversal in every spelling, the key mapping, and namespace validation."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from s3memory.errors import CommandError
+from s3memory.paths import KeyLayout, check_memory_path, memory_path, validate_namespace
+
+LAYOUT = KeyLayout(validate_namespace("alice", "users/"))
+
+
+@pytest.mark.parametrize(
+    ("path", "segments"),
+    [
+        ("/memories", ()),
+        ("/memories/", ()),
+        ("/memories/a.txt", ("a.txt",)),
+        ("/memories/a/b/c.md", ("a", "b", "c.md")),
+        ("/memories/dir/", ("dir",)),
+        ("/memories/.hidden", (".hidden",)),
+        ("/memories/a..b/...", ("a..b", "...")),
+        ("/memories/naïve café.txt", ("naïve café.txt",)),
+        ("/memories/100%", ("100%",)),
+    ],
+)
+def test_valid_paths(path: str, segments: tuple[str, ...]) -> None:
+    assert check_memory_path(path) == segments
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "",
+        "memories/a",
+        "/memoriesX/a",
+        "/memories2",
+        "/etc/passwd",
+        "/Memories/a",
+        "/memories/..",
+        "/memories/../etc",
+        "/memories/a/../../x",
+        "/memories/./a",
+        "/memories/a/.",
+        "/memories/%2e%2e/x",
+        "/memories/%2E%2E/x",
+        "/memories/%252e%252e/x",
+        "/memories/%25252e%25252e",
+        "/memories/.%2e/x",
+        "/memories/a%2fb",
+        "/memories/a%2F..",
+        "/memories/a%5cb",
+        "/memories/a%252fb",
+        "/memories/a\\b",
+        "/memories/..\\x",
+        "/memories/a\x00b",
+        "/memories/a%00b",
+        "/memories/a\nb",
+        "/memories/a\tb",
+        "/memories/a\x7f",
+        "/memories/\u2024\u2024/x",
+        "/memories/\uff0e\uff0e/x",
+        "/memories/\uff0e",
+        "/memories/a\uff0f..\uff0fb",
+        "/memories/a\ufe68b",
+        "/memories//a",
+        "/memories/a//b",
+        "/memories/bad\ud800",
+        "/memories/%ff",
+        "/memories/%" + "25" * 16 + "2e",
+    ],
+)
+def test_refused_paths(path: str) -> None:
+    with pytest.raises(CommandError, match=r"^Error: The path .* is not allowed: "):
+        check_memory_path(path)
+
+
+def test_refusals_echo_hostile_paths_safely() -> None:
+    with pytest.raises(CommandError) as caught:
+        check_memory_path("/memories/a\x00\n" + "x" * 5000)
+    assert caught.value.message.isprintable()
+    assert len(caught.value.message) < 400
+
+
+def test_file_keys_live_under_the_users_memories_prefix() -> None:
+    assert LAYOUT.file_key(memory_path("/memories/a/b.txt")) == "users/alice/memories/a/b.txt"
+    assert LAYOUT.directory_prefix(memory_path("/memories/a/")) == "users/alice/memories/a/"
+    assert LAYOUT.directory_prefix(memory_path("/memories")) == "users/alice/memories/"
+    assert LAYOUT.key_of_internal("keys/v1") == "users/alice/internal/keys/v1"
+
+
+def test_keys_longer_than_s3_allows_are_refused() -> None:
+    room = 1024 - len("users/alice/memories/")
+    assert len(LAYOUT.file_key(memory_path("/memories/" + "a" * room))) == 1024
+    with pytest.raises(CommandError, match="exceed 1024 bytes"):
+        LAYOUT.file_key(memory_path("/memories/" + "a" * (room + 1)))
+    with pytest.raises(CommandError, match="exceed 1024 bytes"):
+        LAYOUT.file_key(memory_path("/memories/" + "é" * (room // 2 + 1)))
+
+
+def test_keys_map_back_to_paths_and_invalid_keys_to_none() -> None:
+    found = LAYOUT.path_of_key("users/alice/memories/a/b.txt")
+    assert found is not None and found.canonical == "/memories/a/b.txt"
+    for key in ("users/alice/memories/a//b", "users/alice/memories/../x", "users/alice/memories/d/", "users/bob/x"):
+        assert LAYOUT.path_of_key(key) is None
+
+
+@pytest.mark.parametrize(
+    "user_id", ["", ".", "..", "a/b", "/", "a\\b", "\\", "a\x00", "tab\there", "\uff0e\uff0e", "x" * 300, 7, None]
+)
+def test_user_ids_that_could_change_the_prefix_are_refused(user_id: object) -> None:
+    with pytest.raises(ValueError, match="user_id"):
+        validate_namespace(user_id, "users/")
+
+
+@pytest.mark.parametrize("prefix", ["users", "/users/", "users//", "../", "a/../", "a\\b/", "a\x00/", 3])
+def test_bad_prefixes_are_refused(prefix: object) -> None:
+    with pytest.raises(ValueError, match="prefix"):
+        validate_namespace("alice", prefix)
+
+
+def test_good_namespaces() -> None:
+    assert validate_namespace("alice", "users/") == "users/alice/"
+    assert validate_namespace("alice@example.com", "") == "alice@example.com/"
+    assert validate_namespace("a.b", "tenants/acme/") == "tenants/acme/a.b/"
+
+
+_PATH_ALPHABET = st.sampled_from(
+    ["/", ".", "..", "%", "2e", "2f", "5c", "25", "a", "memories", "\\", "\x00", "\uff0e", "\u2024", "é", " "]
+)
+
+
+@settings(max_examples=3000)
+@given(st.lists(_PATH_ALPHABET, max_size=14).map("".join), st.booleans())
+def test_no_path_maps_outside_the_users_memories_prefix(tail: str, rooted: bool) -> None:
+    path = ("/memories" if rooted else "") + tail
+    try:
+        parsed = memory_path(path)
+        key = LAYOUT.directory_prefix(parsed)
+    except CommandError:
+        return
+    assert key.startswith("users/alice/memories/")
+    relative = key[len("users/alice/memories/") :]
+    assert all(segment not in ("", ".", "..") for segment in relative.split("/")[:-1])
+    assert "\\" not in key and "\x00" not in key
+
+
+@settings(max_examples=500)
+@given(st.text())
+def test_arbitrary_text_is_a_valid_path_or_a_clear_refusal(text: str) -> None:
+    try:
+        segments = check_memory_path("/memories/" + text)
+    except CommandError as error:
+        assert error.message.startswith("Error: The path ")
+        return
+    assert all(segment not in ("", ".", "..") for segment in segments)

@@ -1,0 +1,135 @@
+"""The pure core: the line model, edits, numbered rendering, the view cap, sizes."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from s3memory.errors import CommandError
+from s3memory.listing import tree_from, render_listing
+from s3memory.text import (
+    VIEW_CHARACTER_CAP,
+    human_size,
+    insert_at,
+    occurrence_lines,
+    render_file,
+    replace_unique,
+    split_lines,
+)
+
+_TEXT = st.text(alphabet=st.sampled_from(["a", "b", "\n", "\r", " ", "é"]), max_size=60)
+
+
+@pytest.mark.parametrize(
+    ("content", "lines"),
+    [
+        ("", []),
+        ("\n", [""]),
+        ("a", ["a"]),
+        ("a\n", ["a"]),
+        ("a\nb", ["a", "b"]),
+        ("a\nb\n", ["a", "b"]),
+        ("a\n\n", ["a", ""]),
+        ("a\r\nb\r\n", ["a\r", "b\r"]),
+    ],
+)
+def test_line_model(content: str, lines: list[str]) -> None:
+    assert split_lines(content) == lines
+
+
+@given(_TEXT)
+def test_lines_join_back_to_the_content(content: str) -> None:
+    joined = "\n".join(split_lines(content))
+    assert joined + "\n" == content or joined == content
+
+
+def test_a_final_newline_adds_no_numbered_line() -> None:
+    assert render_file("/memories/x", "a\nb\n", None) == render_file("/memories/x", "a\nb", None)
+    assert render_file("/memories/x", "a\nb\n", None).count("\n") == 2
+
+
+@given(_TEXT, st.integers(min_value=0, max_value=30), _TEXT)
+def test_insert_lands_after_the_line_and_ends_with_a_newline(content: str, line: int, text: str) -> None:
+    lines = split_lines(content)
+    if line > len(lines):
+        with pytest.raises(CommandError, match=rf"within the range of lines of the file: \[0, {len(lines)}\]$"):
+            insert_at("/memories/x", content, line, text)
+        return
+    edited = insert_at("/memories/x", content, line, text)
+    assert edited.endswith("\n")
+    assert edited == "\n".join([*lines[:line], text.rstrip("\n"), *lines[line:]]) + "\n"
+
+
+@given(_TEXT, st.text(alphabet="ab\n", min_size=1, max_size=4), _TEXT)
+def test_str_replace_changes_only_the_replaced_span(content: str, old: str, new: str) -> None:
+    found = occurrence_lines(content, old)
+    if len(found) != 1:
+        with pytest.raises(CommandError, match="^No replacement was performed"):
+            replace_unique("/memories/x", content, old, new)
+        return
+    edited, answer = replace_unique("/memories/x", content, old, new)
+    position = content.find(old)
+    assert edited[:position] == content[:position]
+    assert edited[position : position + len(new)] == new
+    assert edited[position + len(new) :] == content[position + len(old) :]
+    assert answer.startswith("The memory file has been edited.")
+
+
+def test_overlapping_occurrences_are_not_unique() -> None:
+    with pytest.raises(CommandError, match="in lines: 1, 1"):
+        replace_unique("/memories/x", "aaa", "aa", "b")
+
+
+def test_snippet_covers_a_multiline_replacement_with_context() -> None:
+    content = "".join(f"{n}\n" for n in range(1, 11))
+    _, answer = replace_unique("/memories/x", content, "5\n", "five\nFIVE\n")
+    assert answer.splitlines()[1:] == [f"{n:>6}\t{text}" for n, text in zip(range(3, 9), "3 4 five FIVE 6 7".split())]
+
+
+@pytest.mark.parametrize(
+    ("size", "shown"),
+    [(0, "0B"), (512, "512B"), (1023, "1023B"), (1024, "1.0K"), (1025, "1.1K"), (1536, "1.5K"), (4096, "4.0K"),
+     (10 * 1024, "10K"), (12 * 1024 + 1, "13K"), (1024**2 - 1, "1.0M"), (int(1.2 * 1024**2), "1.2M"), (3 * 1024**3, "3.0G")],
+)
+def test_sizes_read_like_du_h(size: int, shown: str) -> None:
+    assert human_size(size) == shown
+
+
+@given(st.lists(st.text(alphabet="xyz", max_size=300), min_size=1, max_size=400))
+def test_the_view_cap_cuts_at_a_line_boundary_and_says_how_to_page(lines: list[str]) -> None:
+    shown = render_file("/memories/x", "".join(line + "\n" for line in lines), None)
+    assert len(shown) <= VIEW_CHARACTER_CAP
+    rows = shown.split("\n")[1:]
+    if rows and rows[-1].startswith("[Output cut"):
+        through = len(rows) - 1
+        assert rows[:-1] == [f"{n:>6}\t{line}" for n, line in zip(range(1, through + 1), lines)]
+        assert f"lines 1-{through} of {len(lines)} shown. Use view_range [{through + 1}, -1]" in rows[-1]
+    else:
+        assert rows == [f"{n:>6}\t{line}" for n, line in enumerate(lines, start=1)]
+
+
+def test_a_single_line_longer_than_the_cap_is_shown_cut() -> None:
+    shown = render_file("/memories/x", "y" * 50_000, None)
+    assert len(shown) <= VIEW_CHARACTER_CAP + 200
+    assert shown.endswith("line 1 alone is longer than that and is shown cut. The file has 1 lines.]")
+
+
+def test_listing_skips_hidden_and_node_modules_with_everything_below() -> None:
+    tree = tree_from(
+        [(("a.txt",), 1), ((".git", "x"), 1), (("node_modules", "p"), 1), (("d", ".env"), 1), (("d", "x", "y", "z"), 1)],
+        [],
+    )
+    assert render_listing("/memories", "/memories", tree).splitlines()[1:] == [
+        "4.0K\t/memories",
+        "1B\t/memories/a.txt",
+        "4.0K\t/memories/d/",
+        "4.0K\t/memories/d/x/",
+    ]
+
+
+def test_long_listings_are_cut_with_a_note() -> None:
+    tree = tree_from([((f"file-{n:05d}-" + "x" * 40,), 10) for n in range(2000)], [])
+    shown = render_listing("/memories", "/memories", tree)
+    assert len(shown) <= VIEW_CHARACTER_CAP
+    assert shown.splitlines()[-1].startswith("[Listing cut near 16,000 characters: ")
