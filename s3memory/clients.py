@@ -2,39 +2,45 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import threading
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from boto3.session import Session
     from mypy_boto3_kms import KMSClient
     from mypy_boto3_s3 import S3Client
 
 RETRY_ATTEMPTS = 5
+_lock = threading.Lock()
+_session: Session | None = None
 
 
-def _config() -> object:
+def _client(service: str, endpoint_url: str | None, region_name: str | None) -> Any:
+    """A client from one shared session (its loaded service models are reused), built under a lock:
+    clients are thread-safe, creating them from a shared session is not."""
+    import boto3
     from botocore.config import Config
 
-    return Config(
+    global _session
+    config = Config(
         retries={"mode": "standard", "total_max_attempts": RETRY_ATTEMPTS},
         connect_timeout=5,
         read_timeout=20,
         max_pool_connections=32,
     )
+    with _lock:
+        if _session is None:
+            _session = boto3.session.Session()
+        return _session.client(service, endpoint_url=endpoint_url, region_name=region_name, config=config)
 
 
 def make_s3_client(*, endpoint_url: str | None = None, region_name: str | None = None) -> S3Client:
     """An S3 client with botocore's standard retry mode (throttling and 5xx retried with backoff)."""
-    import boto3
-
-    return boto3.session.Session().client(
-        "s3", endpoint_url=endpoint_url, region_name=region_name, config=_config()
-    )
+    client: S3Client = _client("s3", endpoint_url, region_name)
+    return client
 
 
 def make_kms_client(*, endpoint_url: str | None = None, region_name: str | None = None) -> KMSClient:
     """A KMS client with the same retry settings as the S3 client."""
-    import boto3
-
-    return boto3.session.Session().client(
-        "kms", endpoint_url=endpoint_url, region_name=region_name, config=_config()
-    )
+    client: KMSClient = _client("kms", endpoint_url, region_name)
+    return client

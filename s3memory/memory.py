@@ -21,7 +21,7 @@ from .store import DELETE_BATCH, ConditionalConflict, PreconditionFailed, S3Stor
 from .text import insert_at, render_file, replace_unique
 
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
-EDIT_ATTEMPTS = 8
+EDIT_ATTEMPTS = 32
 PARALLEL_REQUESTS = 16
 _T = TypeVar("_T")
 

@@ -1,4 +1,6 @@
-# Variable validation rejects bad input before anything is planned.
+# Variable validation rejects bad input before anything is planned. Each run sets several bad
+# values at once; `expect_failures` fails the run if any one of the listed variables was accepted.
+# (Runs are grouped because every run restarts the provider.)
 
 mock_provider "aws" {
   source = "./tests/mocks"
@@ -9,74 +11,66 @@ variables {
   lambda_zip_path = "tests/fixtures/lambda.zip"
 }
 
-run "rejects_bucket_name_with_uppercase" {
+run "rejects_bad_bucket_settings" {
   command = plan
 
   variables {
-    bucket_name = "S3Memory_Bucket"
+    bucket_name                            = "S3Memory_Bucket" # uppercase and underscore
+    memory_prefix                          = "users"           # no trailing slash
+    noncurrent_version_expiration_days     = 0
+    abort_incomplete_multipart_upload_days = 1.5
+    object_expiration_days                 = -1
+    access_log_bucket                      = "Not A Bucket"
+    access_log_prefix                      = "/logs/"
   }
 
-  expect_failures = [var.bucket_name]
+  expect_failures = [
+    var.bucket_name,
+    var.memory_prefix,
+    var.noncurrent_version_expiration_days,
+    var.abort_incomplete_multipart_upload_days,
+    var.object_expiration_days,
+    var.access_log_bucket,
+    var.access_log_prefix,
+  ]
 }
 
-run "rejects_bucket_name_with_dots" {
+run "rejects_dotted_bucket_and_empty_prefix" {
   command = plan
 
   variables {
-    bucket_name = "memory.example.com"
+    bucket_name   = "memory.example.com" # dots break virtual-hosted TLS
+    memory_prefix = ""                   # would widen IAM to the whole bucket
   }
 
-  expect_failures = [var.bucket_name]
+  expect_failures = [var.bucket_name, var.memory_prefix]
 }
 
-run "rejects_reserved_bucket_suffix" {
+run "rejects_reserved_bucket_suffix_and_dot_segments" {
   command = plan
 
   variables {
-    bucket_name = "memory-s3alias"
-  }
-
-  expect_failures = [var.bucket_name]
-}
-
-run "rejects_prefix_without_trailing_slash" {
-  command = plan
-
-  variables {
-    memory_prefix = "users"
-  }
-
-  expect_failures = [var.memory_prefix]
-}
-
-run "rejects_empty_prefix" {
-  command = plan
-
-  variables {
-    memory_prefix = ""
-  }
-
-  expect_failures = [var.memory_prefix]
-}
-
-run "rejects_dot_segment_prefix" {
-  command = plan
-
-  variables {
+    bucket_name   = "memory-s3alias"
     memory_prefix = "users/../"
   }
 
-  expect_failures = [var.memory_prefix]
+  expect_failures = [var.bucket_name, var.memory_prefix]
 }
 
-run "rejects_alias_without_prefix" {
+run "rejects_bad_kms_settings" {
   command = plan
 
   variables {
-    kms_key_alias = "agent-memory"
+    kms_key_alias                   = "agent-memory" # missing alias/
+    kms_key_deletion_window_in_days = 3
+    additional_key_user_arns        = ["*"]
   }
 
-  expect_failures = [var.kms_key_alias]
+  expect_failures = [
+    var.kms_key_alias,
+    var.kms_key_deletion_window_in_days,
+    var.additional_key_user_arns,
+  ]
 }
 
 run "rejects_aws_reserved_alias" {
@@ -89,172 +83,88 @@ run "rejects_aws_reserved_alias" {
   expect_failures = [var.kms_key_alias]
 }
 
-run "rejects_short_deletion_window" {
+run "rejects_bad_lambda_settings" {
   command = plan
 
   variables {
-    kms_key_deletion_window_in_days = 3
+    lambda_zip_path                      = "tests/fixtures/does-not-exist.zip"
+    lambda_runtime                       = "python3.9"
+    lambda_architecture                  = "riscv64"
+    memory_function_timeout              = 0
+    memory_function_memory_size          = 127.5
+    memory_function_reserved_concurrency = -2
+    agent_function_timeout               = 901
+    agent_function_memory_size           = 64
+    agent_function_reserved_concurrency  = 1.5
+    agent_model                          = "Claude Sonnet"
+    anthropic_api_key_secret_arn         = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:*"
+    anthropic_api_key_secret_kms_key_arn = "alias/secrets"
+    tracing_mode                         = "On"
   }
 
-  expect_failures = [var.kms_key_deletion_window_in_days]
+  expect_failures = [
+    var.lambda_zip_path,
+    var.lambda_runtime,
+    var.lambda_architecture,
+    var.memory_function_timeout,
+    var.memory_function_memory_size,
+    var.memory_function_reserved_concurrency,
+    var.agent_function_timeout,
+    var.agent_function_memory_size,
+    var.agent_function_reserved_concurrency,
+    var.agent_model,
+    var.anthropic_api_key_secret_arn,
+    var.anthropic_api_key_secret_kms_key_arn,
+    var.tracing_mode,
+  ]
 }
 
-run "rejects_unsupported_log_retention" {
+run "rejects_bad_naming_logging_and_api_settings" {
   command = plan
 
   variables {
-    log_retention_in_days = 31
+    name_prefix                  = "-Bad_Prefix"
+    tags                         = { "aws:owner" = "me" }
+    iam_role_path                = "service"
+    iam_permissions_boundary_arn = "boundary"
+    log_retention_in_days        = 31
+    jwt_issuer                   = "http://issuer.example.com"
+    jwt_audience                 = [""]
+    api_throttling_burst_limit   = -1
+    api_throttling_rate_limit    = -1
   }
 
-  expect_failures = [var.log_retention_in_days]
+  expect_failures = [
+    var.name_prefix,
+    var.tags,
+    var.iam_role_path,
+    var.iam_permissions_boundary_arn,
+    var.log_retention_in_days,
+    var.jwt_issuer,
+    var.jwt_audience,
+    var.api_throttling_burst_limit,
+    var.api_throttling_rate_limit,
+  ]
 }
 
-run "rejects_unsupported_runtime" {
+run "accepts_valid_non_default_values" {
   command = plan
 
   variables {
-    lambda_runtime = "python3.9"
+    bucket_name                  = "my-org-agent-memory-prod"
+    memory_prefix                = "tenants/prod_1/"
+    kms_key_alias                = "alias/team/agent-memory"
+    object_expiration_days       = 180
+    additional_key_user_arns     = ["arn:aws:iam::123456789012:role/ops/s3memory-operator"]
+    anthropic_api_key_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/anthropic-AbCdEf"
+    iam_role_path                = "/service/s3memory/"
+    iam_permissions_boundary_arn = "arn:aws:iam::123456789012:policy/boundary"
+    log_retention_in_days        = 0
+    lambda_architecture          = "arm64"
   }
 
-  expect_failures = [var.lambda_runtime]
-}
-
-run "rejects_unknown_architecture" {
-  command = plan
-
-  variables {
-    lambda_architecture = "riscv64"
+  assert {
+    condition     = aws_iam_role.memory.path == "/service/s3memory/" && aws_iam_role.memory.permissions_boundary == "arn:aws:iam::123456789012:policy/boundary"
+    error_message = "Role path and permissions boundary follow their variables."
   }
-
-  expect_failures = [var.lambda_architecture]
-}
-
-run "rejects_missing_zip" {
-  command = plan
-
-  variables {
-    lambda_zip_path = "tests/fixtures/does-not-exist.zip"
-  }
-
-  expect_failures = [var.lambda_zip_path]
-}
-
-run "rejects_timeout_over_limit" {
-  command = plan
-
-  variables {
-    agent_function_timeout = 901
-  }
-
-  expect_failures = [var.agent_function_timeout]
-}
-
-run "rejects_fractional_memory_size" {
-  command = plan
-
-  variables {
-    memory_function_memory_size = 127.5
-  }
-
-  expect_failures = [var.memory_function_memory_size]
-}
-
-run "rejects_wildcard_secret_arn" {
-  command = plan
-
-  variables {
-    anthropic_api_key_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:*"
-  }
-
-  expect_failures = [var.anthropic_api_key_secret_arn]
-}
-
-run "rejects_non_https_issuer" {
-  command = plan
-
-  variables {
-    jwt_issuer = "http://issuer.example.com"
-  }
-
-  expect_failures = [var.jwt_issuer]
-}
-
-run "rejects_empty_audience" {
-  command = plan
-
-  variables {
-    jwt_audience = [""]
-  }
-
-  expect_failures = [var.jwt_audience]
-}
-
-run "rejects_bad_name_prefix" {
-  command = plan
-
-  variables {
-    name_prefix = "-Bad_Prefix"
-  }
-
-  expect_failures = [var.name_prefix]
-}
-
-run "rejects_zero_noncurrent_days" {
-  command = plan
-
-  variables {
-    noncurrent_version_expiration_days = 0
-  }
-
-  expect_failures = [var.noncurrent_version_expiration_days]
-}
-
-run "rejects_negative_object_expiration" {
-  command = plan
-
-  variables {
-    object_expiration_days = -1
-  }
-
-  expect_failures = [var.object_expiration_days]
-}
-
-run "rejects_aws_tag_keys" {
-  command = plan
-
-  variables {
-    tags = { "aws:owner" = "me" }
-  }
-
-  expect_failures = [var.tags]
-}
-
-run "rejects_bad_tracing_mode" {
-  command = plan
-
-  variables {
-    tracing_mode = "On"
-  }
-
-  expect_failures = [var.tracing_mode]
-}
-
-run "rejects_non_iam_key_user" {
-  command = plan
-
-  variables {
-    additional_key_user_arns = ["*"]
-  }
-
-  expect_failures = [var.additional_key_user_arns]
-}
-
-run "rejects_bad_role_path" {
-  command = plan
-
-  variables {
-    iam_role_path = "service"
-  }
-
-  expect_failures = [var.iam_role_path]
 }

@@ -1,0 +1,151 @@
+"""Races over real HTTP: many threads, one moto server, one user's memory.
+
+Each thread has its own tool and client, as concurrent Lambda invocations would.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from moto.server import ThreadedMotoServer
+
+from s3memory.clients import make_s3_client
+from s3memory.crypto import LocalKeyProvider
+from s3memory.errors import CommandError
+from s3memory.memory import S3Memory
+from s3memory.store import S3Store
+
+from .conftest import BUCKET, MASTER_KEY
+
+THREADS = 16
+
+
+@pytest.fixture(scope="module")
+def endpoint(atomic_moto_writes: None) -> Iterator[str]:
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def new_memory(endpoint: str) -> Iterator[Callable[[], S3Memory]]:
+    admin = make_s3_client(endpoint_url=endpoint, region_name="us-east-1")
+    admin.create_bucket(Bucket=BUCKET)
+
+    def build() -> S3Memory:
+        client = make_s3_client(endpoint_url=endpoint, region_name="us-east-1")
+        return S3Memory(S3Store(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY))
+
+    yield build
+    for page in admin.get_paginator("list_objects_v2").paginate(Bucket=BUCKET):
+        for item in page.get("Contents", []):
+            admin.delete_object(Bucket=BUCKET, Key=item["Key"])
+    admin.delete_bucket(Bucket=BUCKET)
+
+
+def race(work: Callable[[int], str]) -> list[str]:
+    """Start ``work`` on THREADS threads at once; each answer or refusal message, by thread."""
+    barrier = threading.Barrier(THREADS)
+    answers: list[str] = [""] * THREADS
+    crashes: list[BaseException] = []
+
+    def run(index: int) -> None:
+        barrier.wait()
+        try:
+            answers[index] = work(index)
+        except CommandError as error:
+            answers[index] = error.message
+        except BaseException as error:
+            crashes.append(error)
+
+    threads = [threading.Thread(target=run, args=(index,)) for index in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert crashes == []
+    return answers
+
+
+def test_of_racing_creators_exactly_one_wins(new_memory: Callable[[], S3Memory]) -> None:
+    tools = [new_memory() for _ in range(THREADS)]
+    answers = race(
+        lambda index: tools[index].run(
+            {"command": "create", "path": "/memories/race.txt", "file_text": f"writer {index}"}
+        )
+    )
+    winners = [index for index, answer in enumerate(answers) if answer.startswith("File created")]
+    assert len(winners) == 1
+    assert sorted(set(answers)) == sorted(
+        {"File created successfully at: /memories/race.txt", "Error: File /memories/race.txt already exists"}
+    )
+    shown = new_memory().run({"command": "view", "path": "/memories/race.txt"})
+    assert shown.endswith(f"     1\twriter {winners[0]}")
+
+
+def test_no_acknowledged_insert_is_lost(new_memory: Callable[[], S3Memory]) -> None:
+    new_memory().run({"command": "create", "path": "/memories/log.txt", "file_text": "start\n"})
+    tools = [new_memory() for _ in range(THREADS)]
+    answers = race(
+        lambda index: tools[index].run(
+            {"command": "insert", "path": "/memories/log.txt", "insert_line": 1, "insert_text": f"entry {index}"}
+        )
+    )
+    assert answers == ["The file /memories/log.txt has been edited."] * THREADS
+    shown = new_memory().run({"command": "view", "path": "/memories/log.txt"})
+    lines = [row.split("\t", 1)[1] for row in shown.splitlines()[1:]]
+    assert lines[0] == "start"
+    assert sorted(lines[1:]) == sorted(f"entry {index}" for index in range(THREADS))
+
+
+def test_no_acknowledged_str_replace_is_lost(new_memory: Callable[[], S3Memory]) -> None:
+    text = "".join(f"slot {index}: empty\n" for index in range(THREADS))
+    new_memory().run({"command": "create", "path": "/memories/slots.txt", "file_text": text})
+    tools = [new_memory() for _ in range(THREADS)]
+    answers = race(
+        lambda index: tools[index].run(
+            {
+                "command": "str_replace",
+                "path": "/memories/slots.txt",
+                "old_str": f"slot {index}: empty",
+                "new_str": f"slot {index}: taken by {index}",
+            }
+        )
+    )
+    assert all(answer.startswith("The memory file has been edited.") for answer in answers)
+    shown = new_memory().run({"command": "view", "path": "/memories/slots.txt"})
+    for index in range(THREADS):
+        assert f"slot {index}: taken by {index}" in shown
+
+
+def test_racing_replacements_of_the_same_text_apply_once(new_memory: Callable[[], S3Memory]) -> None:
+    new_memory().run({"command": "create", "path": "/memories/one.txt", "file_text": "status: open\n"})
+    tools = [new_memory() for _ in range(THREADS)]
+    answers = race(
+        lambda index: tools[index].run(
+            {"command": "str_replace", "path": "/memories/one.txt", "old_str": "open", "new_str": f"closed by {index}"}
+        )
+    )
+    winners = [index for index, answer in enumerate(answers) if answer.startswith("The memory file has been edited.")]
+    assert len(winners) == 1
+    assert answers.count(
+        "No replacement was performed, old_str `open` did not appear verbatim in /memories/one.txt."
+    ) == THREADS - 1
+    assert new_memory().run({"command": "view", "path": "/memories/one.txt"}).endswith(
+        f"     1\tstatus: closed by {winners[0]}"
+    )
+
+
+def test_the_store_passes_any_fault_as_a_clear_error(endpoint: str) -> None:
+    client = make_s3_client(endpoint_url=endpoint, region_name="us-east-1")
+    memory = S3Memory(S3Store(client, "no-such-bucket"), "alice", LocalKeyProvider(MASTER_KEY))
+    with pytest.raises(CommandError) as caught:
+        memory.run({"command": "create", "path": "/memories/x.txt", "file_text": "x"})
+    assert caught.value.message.startswith("Error: S3 ListObjectsV2 failed (NoSuchBucket)")
+
+
