@@ -31,7 +31,8 @@ def _client(service: str, endpoint_url: str | None, region_name: str | None) -> 
     with _lock:
         if _session is None:
             _session = boto3.session.Session()
-        return _session.client(service, endpoint_url=endpoint_url, region_name=region_name, config=config)
+        session: Any = _session
+        return session.client(service, endpoint_url=endpoint_url, region_name=region_name, config=config)
 
 
 def make_s3_client(*, endpoint_url: str | None = None, region_name: str | None = None) -> S3Client:

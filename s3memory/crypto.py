@@ -241,9 +241,10 @@ class KMSKeyProvider(KeyProvider):
     def _kms(self, operation: str, **arguments: Any) -> Any:
         from botocore.exceptions import BotoCoreError, ClientError
 
-        call = {"GenerateDataKey": self.client.generate_data_key, "Decrypt": self.client.decrypt}[operation]
         try:
-            return call(**arguments)
+            if operation == "GenerateDataKey":
+                return self.client.generate_data_key(**arguments)
+            return self.client.decrypt(**arguments)
         except ClientError as error:
             code = error.response.get("Error", {}).get("Code", "Unknown")
             if code in ("InvalidCiphertextException", "IncorrectKeyException"):

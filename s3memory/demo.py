@@ -43,7 +43,10 @@ RAW_BYTES_SHOWN = 128
 """How much of the stored object the hex dump shows: its whole header and the start of the ciphertext."""
 RESULT_LINES_SHOWN = 24
 
-FIRST_MESSAGE = "I prefer concise answers in British English. We are migrating the billing service; step 1 (schema) is done."
+FIRST_MESSAGE = (
+    "I prefer concise answers in British English. "
+    "We are migrating the billing service; step 1 (schema) is done."
+)
 SECOND_MESSAGE = "Hello again. How do I like my answers, and where are we with the billing migration?"
 
 PREFERENCES_PATH = "/memories/preferences.md"
@@ -366,12 +369,49 @@ def _embedded_s3() -> Iterator[str]:
         server.stop()
 
 
-def _make_tool(bucket: str, key_provider: KeyProvider, endpoint: str) -> tuple[S3MemoryTool, S3Client]:
+def _make_tool(bucket: str, key_provider: KeyProvider, endpoint: str) -> S3MemoryTool:
+    """A new S3 client and tool for the demo user: nothing is shared with an earlier instance but S3."""
     from .clients import make_s3_client
     from .tool import S3MemoryTool
 
     s3 = make_s3_client(endpoint_url=endpoint)
-    return S3MemoryTool(bucket=bucket, user_id=USER_ID, key_provider=key_provider, s3_client=s3), s3
+    return S3MemoryTool(bucket=bucket, user_id=USER_ID, key_provider=key_provider, s3_client=s3)
+
+
+def _show_at_rest(
+    printer: _Printer, report: DemoReport, plain: S3Client, key_provider: KeyProvider, endpoint: str
+) -> None:
+    """Read the preferences object with plain boto3 and print it beside the tool's decrypted view."""
+    from .crypto import HEADER_BYTES, TAG_BYTES
+
+    bucket = report.bucket
+    printer.line()
+    printer.line("=== At rest: the same file read with plain boto3 (no s3memory, no key) ===")
+    listing = plain.list_objects_v2(Bucket=bucket).get("Contents", [])
+    for entry in listing:
+        printer.line(f"  s3://{bucket}/{entry.get('Key', '')}  ({entry.get('Size', 0)} bytes)")
+    wanted = "memories/" + PREFERENCES_PATH[len("/memories/") :]
+    key = next((str(entry["Key"]) for entry in listing if str(entry.get("Key", "")).endswith(wanted)), "")
+    if not key:
+        raise RuntimeError(f"{PREFERENCES_PATH} is not in the bucket; conversation 1 did not store it")
+    raw: bytes = plain.get_object(Bucket=bucket, Key=key)["Body"].read()
+    decrypted = _make_tool(bucket, key_provider, endpoint).call({"command": "view", "path": PREFERENCES_PATH})
+    report.object_key, report.raw_object, report.decrypted_view = key, raw, decrypted
+    shown = raw[:RAW_BYTES_SHOWN]
+    printer.line(f"get_object {key}: {len(raw)} bytes; the first {len(shown)} as hex:")
+    for row in hex_dump(shown):
+        printer.line(row)
+    printer.line(
+        f"  (bytes 0-{HEADER_BYTES - 1}: header with magic 'S3ME', key version, salt, key commitment and "
+        f"nonce; then AES-256-GCM ciphertext and a {TAG_BYTES}-byte tag)"
+    )
+    leaked = any(line.encode("utf-8") in raw for line in PREFERENCES_TEXT.splitlines() if line)
+    printer.line(
+        f"  plaintext {len(PREFERENCES_TEXT.encode('utf-8'))} bytes, stored {len(raw)} bytes; "
+        f"any line of the plaintext in the stored bytes: {'YES' if leaked else 'no'}"
+    )
+    printer.line(f"The same file through S3MemoryTool (decrypted with {USER_ID}'s key):")
+    printer.indented(decrypted, indent="  ")
 
 
 def run_demo(out: TextIO, *, live: bool = False, model: str = DEFAULT_MODEL) -> DemoReport:
@@ -379,7 +419,7 @@ def run_demo(out: TextIO, *, live: bool = False, model: str = DEFAULT_MODEL) -> 
     import anthropic
     import boto3
 
-    from .crypto import HEADER_BYTES, TAG_BYTES, LocalKeyProvider
+    from .crypto import LocalKeyProvider
 
     started = time.monotonic()
     printer = _Printer(out)
@@ -412,7 +452,7 @@ def run_demo(out: TextIO, *, live: bool = False, model: str = DEFAULT_MODEL) -> 
         plans = [
             ("Conversation 1", FIRST_MESSAGE, conversation_1_script()),
             (
-                "Conversation 2: empty context (new messages, new S3 client and S3MemoryTool, same bucket and user)",
+                "Conversation 2: empty context (new messages, new S3MemoryTool; same bucket and user)",
                 SECOND_MESSAGE,
                 conversation_2_script(),
             ),
@@ -423,7 +463,7 @@ def run_demo(out: TextIO, *, live: bool = False, model: str = DEFAULT_MODEL) -> 
             if report.api is not None:
                 report.api.play(*script)
             before = len(report.api.requests) if report.api is not None else 0
-            tool, _ = _make_tool(bucket, key_provider, endpoint)
+            tool = _make_tool(bucket, key_provider, endpoint)
             report.conversations.append(_converse(client, model, tool, user_message, printer))
             if report.api is not None:
                 report.api_requests_per_conversation.append(len(report.api.requests) - before)
@@ -432,42 +472,10 @@ def run_demo(out: TextIO, *, live: bool = False, model: str = DEFAULT_MODEL) -> 
                         f"{title}: the client stopped with {report.api.remaining} scripted turns left"
                     )
 
+        _show_at_rest(printer, report, boto3.client("s3", endpoint_url=endpoint), key_provider, endpoint)
         printer.line()
-        printer.line("=== At rest: the same file read with plain boto3 (no s3memory, no key) ===")
-        tool, s3 = _make_tool(bucket, key_provider, endpoint)
-        plain = boto3.client("s3", endpoint_url=endpoint)
-        listing = plain.list_objects_v2(Bucket=bucket).get("Contents", [])
-        for entry in listing:
-            printer.line(f"  s3://{bucket}/{entry.get('Key', '')}  ({entry.get('Size', 0)} bytes)")
-        wanted = "memories/" + PREFERENCES_PATH[len("/memories/") :]
-        key = next(
-            (str(entry.get("Key")) for entry in listing if str(entry.get("Key", "")).endswith(wanted)), ""
-        )
-        if not key:
-            raise RuntimeError(f"{PREFERENCES_PATH} is not in the bucket; conversation 1 did not store it")
-        raw = plain.get_object(Bucket=bucket, Key=key)["Body"].read()
-        decrypted = tool.call({"command": "view", "path": PREFERENCES_PATH})
-        report.object_key, report.raw_object, report.decrypted_view = key, raw, decrypted
-        shown = raw[:RAW_BYTES_SHOWN]
-        printer.line(f"get_object {key}: {len(raw)} bytes; the first {len(shown)} as hex:")
-        for row in hex_dump(shown):
-            printer.line(row)
-        printer.line(
-            f"  (bytes 0-{HEADER_BYTES - 1}: header with magic 'S3ME', key version, salt, key commitment and "
-            f"nonce; then AES-256-GCM ciphertext and a {TAG_BYTES}-byte tag)"
-        )
-        plaintext = PREFERENCES_TEXT.encode("utf-8")
-        leaked = any(line.encode("utf-8") in raw for line in PREFERENCES_TEXT.splitlines() if line)
-        printer.line(
-            f"  plaintext {len(plaintext)} bytes, stored {len(raw)} bytes; "
-            f"any line of the plaintext in the stored bytes: {'YES' if leaked else 'no'}"
-        )
-        printer.line(f"The same file through S3MemoryTool (decrypted with {USER_ID}'s key):")
-        printer.indented(decrypted, indent="  ")
-        printer.line()
-        printer.line(
-            f"Done in {time.monotonic() - started:.1f}s; nothing left the machine except --live API calls."
-        )
+        reach = "S3 on loopback; Claude over the network" if live else "no network beyond 127.0.0.1"
+        printer.line(f"Done in {time.monotonic() - started:.1f}s ({reach}).")
     return report
 
 

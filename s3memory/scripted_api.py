@@ -211,7 +211,10 @@ class ScriptedMessagesAPI:
         server.daemon_threads = True
         self._server = server
         self._thread = threading.Thread(
-            target=server.serve_forever, name="scripted-messages-api", daemon=True
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="scripted-messages-api",
+            daemon=True,
         )
         self._thread.start()
         return self

@@ -40,12 +40,12 @@ variable "bucket_name" {
 
   validation {
     condition = (
-      can(regex("^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$", var.bucket_name))
-      && !startswith(var.bucket_name, "xn--")
-      && !startswith(var.bucket_name, "sthree-")
-      && !endswith(var.bucket_name, "-s3alias")
-      && !endswith(var.bucket_name, "--ol-s3")
-      && !endswith(var.bucket_name, "--x-s3")
+      can(regex("^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$", var.bucket_name)) &&
+      !startswith(var.bucket_name, "xn--") &&
+      !startswith(var.bucket_name, "sthree-") &&
+      !endswith(var.bucket_name, "-s3alias") &&
+      !endswith(var.bucket_name, "--ol-s3") &&
+      !endswith(var.bucket_name, "--x-s3")
     )
     error_message = "bucket_name must be a valid S3 bucket name of 3-63 lowercase letters, digits and hyphens, without dots and without a reserved prefix (xn--, sthree-) or suffix (-s3alias, --ol-s3, --x-s3)."
   }
@@ -65,13 +65,10 @@ variable "memory_prefix" {
   nullable    = false
 
   validation {
-    # Non-empty on purpose: an empty prefix would widen the IAM grants to the whole bucket.
-    condition = (
-      can(regex("^([A-Za-z0-9_-][A-Za-z0-9_.-]*/)+$", var.memory_prefix))
-      && length(var.memory_prefix) <= 256
-      && !anytrue([for segment in split("/", trimsuffix(var.memory_prefix, "/")) : contains([".", ".."], segment)])
-    )
-    error_message = "memory_prefix must be one or more plain segments (letters, digits, '_', '-', '.'; not '.' or '..') each ending in '/', such as \"users/\"; at most 256 characters."
+    # Non-empty on purpose: an empty prefix would widen the IAM grants to the whole bucket. A
+    # segment may not start with '.', which also rules out '.' and '..'.
+    condition     = can(regex("^([A-Za-z0-9_-][A-Za-z0-9_.-]*/)+$", var.memory_prefix)) && length(var.memory_prefix) <= 256
+    error_message = "memory_prefix must be one or more segments of letters, digits, '_', '-' and '.' (not starting with '.'), each ending in '/', such as \"users/\"; at most 256 characters."
   }
 }
 
@@ -100,7 +97,7 @@ variable "abort_incomplete_multipart_upload_days" {
 }
 
 variable "object_expiration_days" {
-  description = "When set, objects under memory_prefix expire this many days after they were last written (S3 lifecycle counts from the last write, not the last read). null (default) disables expiration."
+  description = "When set, every object under memory_prefix expires this many days after it was last written (S3 lifecycle counts from the last write, not the last read; on this versioned bucket expiry adds a delete marker and the data goes noncurrent_version_expiration_days later). WARNING: this includes each user's wrapped data key (<prefix><user>/internal/keys/v<n>), which is written once, so a user's remaining memories become unreadable this many days after the user's first write. Use only where that hard per-user lifetime is intended. null (default) disables expiration."
   type        = number
   default     = null
 

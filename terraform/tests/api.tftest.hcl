@@ -34,36 +34,36 @@ run "api_enabled" {
 
   assert {
     condition = (
-      aws_apigatewayv2_route.memory[0].route_key == "POST /memory"
-      && aws_apigatewayv2_route.memory[0].authorization_type == "JWT"
-      && aws_apigatewayv2_route.memory[0].authorizer_id == aws_apigatewayv2_authorizer.jwt[0].id
+      aws_apigatewayv2_route.memory[0].route_key == "POST /memory" &&
+      aws_apigatewayv2_route.memory[0].authorization_type == "JWT" &&
+      aws_apigatewayv2_route.memory[0].authorizer_id == aws_apigatewayv2_authorizer.jwt[0].id
     )
     error_message = "POST /memory must be protected by the JWT authorizer."
   }
 
   assert {
     condition = (
-      aws_apigatewayv2_authorizer.jwt[0].authorizer_type == "JWT"
-      && aws_apigatewayv2_authorizer.jwt[0].jwt_configuration[0].issuer == "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_EXAMPLE"
-      && aws_apigatewayv2_authorizer.jwt[0].jwt_configuration[0].audience == toset(["s3memory-client"])
+      aws_apigatewayv2_authorizer.jwt[0].authorizer_type == "JWT" &&
+      aws_apigatewayv2_authorizer.jwt[0].jwt_configuration[0].issuer == "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_EXAMPLE" &&
+      aws_apigatewayv2_authorizer.jwt[0].jwt_configuration[0].audience == toset(["s3memory-client"])
     )
     error_message = "The JWT authorizer must use jwt_issuer and jwt_audience."
   }
 
   assert {
     condition = (
-      aws_apigatewayv2_integration.memory[0].integration_type == "AWS_PROXY"
-      && aws_apigatewayv2_integration.memory[0].payload_format_version == "2.0"
-      && aws_apigatewayv2_integration.memory[0].integration_uri == aws_lambda_function.memory.invoke_arn
+      aws_apigatewayv2_integration.memory[0].integration_type == "AWS_PROXY" &&
+      aws_apigatewayv2_integration.memory[0].payload_format_version == "2.0" &&
+      aws_apigatewayv2_integration.memory[0].integration_uri == aws_lambda_function.memory.invoke_arn
     )
     error_message = "The route must proxy to the memory function with payload format 2.0."
   }
 
   assert {
     condition = (
-      aws_lambda_permission.api_memory[0].function_name == aws_lambda_function.memory.function_name
-      && aws_lambda_permission.api_memory[0].principal == "apigateway.amazonaws.com"
-      && aws_lambda_permission.api_memory[0].source_arn == "arn:aws:execute-api:eu-west-1:123456789012:a1b2c3d4e5/*/POST/memory"
+      aws_lambda_permission.api_memory[0].function_name == aws_lambda_function.memory.function_name &&
+      aws_lambda_permission.api_memory[0].principal == "apigateway.amazonaws.com" &&
+      aws_lambda_permission.api_memory[0].source_arn == "arn:aws:execute-api:eu-west-1:123456789012:a1b2c3d4e5/*/POST/memory"
     )
     error_message = "API Gateway may invoke the memory function only for this API's POST /memory."
   }

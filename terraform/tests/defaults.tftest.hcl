@@ -58,11 +58,11 @@ run "bucket_policy_requires_tls" {
   assert {
     condition = length([
       for statement in jsondecode(aws_s3_bucket_policy.memory.policy).Statement : statement
-      if statement.Effect == "Deny"
-      && statement.Principal == "*"
-      && try(statement.Condition.Bool["aws:SecureTransport"], "") == "false"
-      && contains(flatten([statement.Resource]), "arn:aws:s3:::s3memory-test-bucket")
-      && contains(flatten([statement.Resource]), "arn:aws:s3:::s3memory-test-bucket/*")
+      if statement.Effect == "Deny" &&
+      statement.Principal == "*" &&
+      try(statement.Condition.Bool["aws:SecureTransport"], "") == "false" &&
+      contains(flatten([statement.Resource]), "arn:aws:s3:::s3memory-test-bucket") &&
+      contains(flatten([statement.Resource]), "arn:aws:s3:::s3memory-test-bucket/*")
     ]) == 1
     error_message = "The bucket policy must deny every request without TLS, on the bucket and its objects."
   }
@@ -130,8 +130,8 @@ run "functions" {
   assert {
     condition = alltrue([
       for fn in [aws_lambda_function.memory, aws_lambda_function.agent] :
-      fn.runtime == "python3.11" && fn.architectures == tolist(["x86_64"])
-      && fn.source_code_hash == filebase64sha256("tests/fixtures/lambda.zip")
+      fn.runtime == "python3.11" && fn.architectures == tolist(["x86_64"]) &&
+      fn.source_code_hash == filebase64sha256("tests/fixtures/lambda.zip")
     ])
     error_message = "Both functions run python3.11 on x86_64 from the zip, with its hash."
   }
@@ -143,21 +143,21 @@ run "functions" {
 
   assert {
     condition = (
-      aws_lambda_function.memory.environment[0].variables["S3MEMORY_BUCKET"] == "s3memory-test-bucket"
-      && aws_lambda_function.memory.environment[0].variables["S3MEMORY_PREFIX"] == "users/"
-      && aws_lambda_function.agent.environment[0].variables["S3MEMORY_MODEL"] == "claude-sonnet-4-5"
-      && !contains(keys(aws_lambda_function.agent.environment[0].variables), "ANTHROPIC_API_KEY_SECRET_ARN")
-      && !contains(keys(aws_lambda_function.memory.environment[0].variables), "S3MEMORY_MODEL")
+      aws_lambda_function.memory.environment[0].variables["S3MEMORY_BUCKET"] == "s3memory-test-bucket" &&
+      aws_lambda_function.memory.environment[0].variables["S3MEMORY_PREFIX"] == "users/" &&
+      aws_lambda_function.agent.environment[0].variables["S3MEMORY_MODEL"] == "claude-sonnet-4-5" &&
+      !contains(keys(aws_lambda_function.agent.environment[0].variables), "ANTHROPIC_API_KEY_SECRET_ARN") &&
+      !contains(keys(aws_lambda_function.memory.environment[0].variables), "S3MEMORY_MODEL")
     )
     error_message = "Environment variables are wrong."
   }
 
   assert {
     condition = (
-      aws_cloudwatch_log_group.memory.name == "/aws/lambda/s3memory-memory"
-      && aws_cloudwatch_log_group.agent.name == "/aws/lambda/s3memory-agent"
-      && aws_cloudwatch_log_group.memory.retention_in_days == 30
-      && aws_cloudwatch_log_group.agent.retention_in_days == 30
+      aws_cloudwatch_log_group.memory.name == "/aws/lambda/s3memory-memory" &&
+      aws_cloudwatch_log_group.agent.name == "/aws/lambda/s3memory-agent" &&
+      aws_cloudwatch_log_group.memory.retention_in_days == 30 &&
+      aws_cloudwatch_log_group.agent.retention_in_days == 30
     )
     error_message = "Each function gets its own /aws/lambda/<name> log group with 30-day retention."
   }
@@ -168,11 +168,11 @@ run "api_absent_by_default" {
 
   assert {
     condition = (
-      length(aws_apigatewayv2_api.this) == 0
-      && length(aws_apigatewayv2_route.memory) == 0
-      && length(aws_apigatewayv2_authorizer.jwt) == 0
-      && length(aws_lambda_permission.api_memory) == 0
-      && length(aws_cloudwatch_log_group.api) == 0
+      length(aws_apigatewayv2_api.this) == 0 &&
+      length(aws_apigatewayv2_route.memory) == 0 &&
+      length(aws_apigatewayv2_authorizer.jwt) == 0 &&
+      length(aws_lambda_permission.api_memory) == 0 &&
+      length(aws_cloudwatch_log_group.api) == 0
     )
     error_message = "No API resources may exist unless create_http_api is true."
   }
@@ -196,6 +196,26 @@ run "least_privilege_iam" {
   }
 
   assert {
+    condition = alltrue([
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] :
+      toset(flatten([
+        for statement in jsondecode(policy).Statement : [
+          for action in flatten([statement.Action]) : action if startswith(action, "s3:")
+        ]
+      ])) == toset(["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:ListBucket"])
+    ])
+    error_message = "Each role gets exactly s3:GetObject, s3:PutObject, s3:DeleteObject and s3:ListBucket."
+  }
+
+  assert {
+    condition = alltrue([
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] :
+      alltrue([for statement in jsondecode(policy).Statement : statement.Effect == "Allow" && !can(statement.NotAction) && !can(statement.NotResource)])
+    ])
+    error_message = "Role policies use plain Allow/Action/Resource statements (no NotAction/NotResource)."
+  }
+
+  assert {
     condition = alltrue(flatten([
       for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] : [
         for statement in jsondecode(policy).Statement : statement.Resource == "arn:aws:s3:::s3memory-test-bucket/users/*"
@@ -210,9 +230,9 @@ run "least_privilege_iam" {
       for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] :
       length([
         for statement in jsondecode(policy).Statement : statement
-        if statement.Action == "s3:ListBucket"
-        && statement.Resource == "arn:aws:s3:::s3memory-test-bucket"
-        && try(statement.Condition.StringLike["s3:prefix"], null) == "users/*"
+        if statement.Action == "s3:ListBucket" &&
+        statement.Resource == "arn:aws:s3:::s3memory-test-bucket" &&
+        try(statement.Condition.StringLike["s3:prefix"], null) == "users/*"
       ]) == 1
     ])
     error_message = "s3:ListBucket must be on the bucket, conditioned on s3:prefix users/*."
@@ -223,10 +243,10 @@ run "least_privilege_iam" {
       for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] :
       length([
         for statement in jsondecode(policy).Statement : statement
-        if statement.Sid == "EnvelopeKeysWithS3memoryContext"
-        && statement.Resource == aws_kms_key.memory.arn
-        && toset(flatten([statement.Action])) == toset(["kms:GenerateDataKey", "kms:Decrypt"])
-        && try(statement.Condition.Null["kms:EncryptionContext:s3memory:user"], null) == "false"
+        if statement.Sid == "EnvelopeKeysWithS3memoryContext" &&
+        statement.Resource == aws_kms_key.memory.arn &&
+        toset(flatten([statement.Action])) == toset(["kms:GenerateDataKey", "kms:Decrypt"]) &&
+        try(statement.Condition.Null["kms:EncryptionContext:s3memory:user"], null) == "false"
       ]) == 1
     ])
     error_message = "KMS data-key use must be on this key only and require the s3memory:user encryption context."
@@ -237,9 +257,9 @@ run "least_privilege_iam" {
       for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] :
       length([
         for statement in jsondecode(policy).Statement : statement
-        if statement.Sid == "BucketSseViaS3"
-        && statement.Resource == aws_kms_key.memory.arn
-        && try(statement.Condition.StringEquals["kms:ViaService"], null) == "s3.eu-west-1.amazonaws.com"
+        if statement.Sid == "BucketSseViaS3" &&
+        statement.Resource == aws_kms_key.memory.arn &&
+        try(statement.Condition.StringEquals["kms:ViaService"], null) == "s3.eu-west-1.amazonaws.com"
       ]) == 1
     ])
     error_message = "SSE-KMS use must be restricted to kms:ViaService s3.<region>.amazonaws.com."
@@ -257,8 +277,8 @@ run "least_privilege_iam" {
 
   assert {
     condition = (
-      [for s in jsondecode(aws_iam_role_policy.memory.policy).Statement : s.Resource if s.Sid == "OwnLogGroup"] == ["arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/s3memory-memory:*"]
-      && [for s in jsondecode(aws_iam_role_policy.agent.policy).Statement : s.Resource if s.Sid == "OwnLogGroup"] == ["arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/s3memory-agent:*"]
+      [for s in jsondecode(aws_iam_role_policy.memory.policy).Statement : s.Resource if s.Sid == "OwnLogGroup"] == ["arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/s3memory-memory:*"] &&
+      [for s in jsondecode(aws_iam_role_policy.agent.policy).Statement : s.Resource if s.Sid == "OwnLogGroup"] == ["arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/s3memory-agent:*"]
     )
     error_message = "Each role may only write to its own log group."
   }
@@ -297,9 +317,9 @@ run "key_policy" {
   assert {
     condition = length([
       for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement
-      if statement.Sid == "EnvelopeKeysWithS3memoryContext"
-      && try(toset(statement.Principal.AWS), null) == toset([aws_iam_role.memory.arn, aws_iam_role.agent.arn])
-      && try(statement.Condition.Null["kms:EncryptionContext:s3memory:user"], null) == "false"
+      if statement.Sid == "EnvelopeKeysWithS3memoryContext" &&
+      try(toset(statement.Principal.AWS), null) == toset([aws_iam_role.memory.arn, aws_iam_role.agent.arn]) &&
+      try(statement.Condition.Null["kms:EncryptionContext:s3memory:user"], null) == "false"
     ]) == 1
     error_message = "The key policy must let the two roles use the key only with the s3memory encryption context."
   }

@@ -28,9 +28,9 @@ run "secret_grants_agent_only" {
   assert {
     condition = length([
       for statement in jsondecode(aws_iam_role_policy.agent.policy).Statement : statement
-      if statement.Sid == "AnthropicApiKeySecretDecrypt"
-      && statement.Resource == "arn:aws:kms:eu-west-1:123456789012:key/99999999-8888-7777-6666-555555555555"
-      && try(statement.Condition.StringEquals["kms:ViaService"], null) == "secretsmanager.eu-west-1.amazonaws.com"
+      if statement.Sid == "AnthropicApiKeySecretDecrypt" &&
+      statement.Resource == "arn:aws:kms:eu-west-1:123456789012:key/99999999-8888-7777-6666-555555555555" &&
+      try(statement.Condition.StringEquals["kms:ViaService"], null) == "secretsmanager.eu-west-1.amazonaws.com"
     ]) == 1
     error_message = "The secret's KMS key may only be used through Secrets Manager."
   }
@@ -67,8 +67,8 @@ run "prefix_scopes_iam" {
   # they are built from.
   assert {
     condition = (
-      local.memory_objects_arn == "arn:aws:s3:::s3memory-test-bucket/tenants/prod/*"
-      && [for s in local.memory_store_statements : s.Condition.StringLike["s3:prefix"] if s.Sid == "ListMemoryPrefix"] == ["tenants/prod/*"]
+      local.memory_objects_arn == "arn:aws:s3:::s3memory-test-bucket/tenants/prod/*" &&
+      [for s in local.memory_store_statements : s.Condition.StringLike["s3:prefix"] if s.Sid == "ListMemoryPrefix"] == ["tenants/prod/*"]
     )
     error_message = "IAM scoping follows memory_prefix."
   }
@@ -116,30 +116,30 @@ run "custom_sizes_names_and_logs" {
 
   assert {
     condition = (
-      aws_lambda_function.memory.function_name == "team-a-memory"
-      && aws_lambda_function.agent.function_name == "team-a-agent"
-      && aws_iam_role.memory.name == "team-a-memory-lambda"
-      && aws_cloudwatch_log_group.agent.name == "/aws/lambda/team-a-agent"
+      aws_lambda_function.memory.function_name == "team-a-memory" &&
+      aws_lambda_function.agent.function_name == "team-a-agent" &&
+      aws_iam_role.memory.name == "team-a-memory-lambda" &&
+      aws_cloudwatch_log_group.agent.name == "/aws/lambda/team-a-agent"
     )
     error_message = "Names follow name_prefix."
   }
 
   assert {
     condition = (
-      aws_lambda_function.memory.runtime == "python3.12"
-      && aws_lambda_function.memory.timeout == 10
-      && aws_lambda_function.memory.memory_size == 512
-      && aws_lambda_function.agent.timeout == 300
-      && aws_lambda_function.agent.environment[0].variables["S3MEMORY_MODEL"] == "claude-opus-4-1"
+      aws_lambda_function.memory.runtime == "python3.12" &&
+      aws_lambda_function.memory.timeout == 10 &&
+      aws_lambda_function.memory.memory_size == 512 &&
+      aws_lambda_function.agent.timeout == 300 &&
+      aws_lambda_function.agent.environment[0].variables["S3MEMORY_MODEL"] == "claude-opus-4-1"
     )
     error_message = "Function settings follow their variables."
   }
 
   assert {
     condition = (
-      aws_cloudwatch_log_group.memory.retention_in_days == 90
-      && aws_cloudwatch_log_group.memory.kms_key_id == null
-      && length([for s in local.kms_key_policy.Statement : s if s.Sid == "CloudWatchLogsForModuleLogGroups"]) == 0
+      aws_cloudwatch_log_group.memory.retention_in_days == 90 &&
+      aws_cloudwatch_log_group.memory.kms_key_id == null &&
+      length([for s in local.kms_key_policy.Statement : s if s.Sid == "CloudWatchLogsForModuleLogGroups"]) == 0
     )
     error_message = "Retention follows the variable; log encryption can be turned off (and the key policy drops the logs grant)."
   }

@@ -1,0 +1,19 @@
+# Copy and edit, then: terraform apply -var-file=example.tfvars
+region      = "eu-west-1"
+bucket_name = "my-org-agent-memory-dev" # must be globally unique: change it
+name_prefix = "s3memory-dev"
+
+# Built by `make lambda-zip` at the repository root.
+lambda_zip_path = "../../../dist/lambda.zip"
+
+# Hard per-user lifetime: expires everything under the prefix, including the wrapped data keys,
+# a year after it was written (see terraform/README.md before enabling). null keeps data forever.
+object_expiration_days = null
+
+# The agent function reads its Anthropic API key from this secret (create it first).
+# anthropic_api_key_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"
+
+# Optional HTTP API with a JWT authorizer, e.g. a Cognito user pool.
+create_http_api = false
+# jwt_issuer    = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_EXAMPLE"
+# jwt_audience  = ["your-app-client-id"]

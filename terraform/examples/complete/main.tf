@@ -1,0 +1,35 @@
+# A complete deployment of the s3memory module: bucket, KMS key, both functions and, optionally,
+# the JWT-protected HTTP API. Build the Lambda zip first (`make lambda-zip` at the repo root).
+
+provider "aws" {
+  region = var.region
+
+  default_tags {
+    tags = var.default_tags
+  }
+}
+
+module "s3memory" {
+  source = "../.."
+
+  name_prefix     = var.name_prefix
+  bucket_name     = var.bucket_name
+  force_destroy   = var.force_destroy
+  lambda_zip_path = var.lambda_zip_path
+
+  memory_prefix                      = "users/"
+  noncurrent_version_expiration_days = 30
+  object_expiration_days             = var.object_expiration_days
+  log_retention_in_days              = 30
+
+  anthropic_api_key_secret_arn = var.anthropic_api_key_secret_arn
+  agent_model                  = var.agent_model
+
+  create_http_api = var.create_http_api
+  jwt_issuer      = var.jwt_issuer
+  jwt_audience    = var.jwt_audience
+
+  tags = {
+    Component = "agent-memory"
+  }
+}

@@ -1,0 +1,29 @@
+output "bucket_name" {
+  description = "S3MEMORY_BUCKET for clients outside Lambda."
+  value       = module.s3memory.bucket_name
+}
+
+output "kms_key_arn" {
+  description = "S3MEMORY_KMS_KEY_ID for clients outside Lambda."
+  value       = module.s3memory.kms_key_arn
+}
+
+output "kms_key_alias" {
+  description = "Alias of the KMS key."
+  value       = module.s3memory.kms_key_alias
+}
+
+output "memory_function_name" {
+  description = "Name of the memory function."
+  value       = module.s3memory.memory_function_name
+}
+
+output "agent_function_name" {
+  description = "Name of the agent function."
+  value       = module.s3memory.agent_function_name
+}
+
+output "api_endpoint" {
+  description = "HTTP API base URL (null unless create_http_api)."
+  value       = module.s3memory.api_endpoint
+}

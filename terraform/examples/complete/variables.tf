@@ -1,0 +1,120 @@
+variable "region" {
+  description = "AWS region to deploy into."
+  type        = string
+  default     = "eu-west-1"
+
+  validation {
+    condition     = can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]$", var.region))
+    error_message = "region must be an AWS region name such as eu-west-1."
+  }
+}
+
+variable "default_tags" {
+  description = "Tags the provider adds to every resource."
+  type        = map(string)
+  default     = { Project = "s3memory" }
+
+  validation {
+    condition     = alltrue([for key, value in var.default_tags : length(key) <= 128 && length(value) <= 256])
+    error_message = "Tag keys must be at most 128 characters and values at most 256."
+  }
+}
+
+variable "name_prefix" {
+  description = "Prefix for the module's named resources."
+  type        = string
+  default     = "s3memory"
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{0,30}[a-z0-9]$", var.name_prefix))
+    error_message = "name_prefix must be 2-32 lowercase letters, digits and hyphens, starting with a letter."
+  }
+}
+
+variable "bucket_name" {
+  description = "Globally unique name of the memory bucket."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$", var.bucket_name))
+    error_message = "bucket_name must be 3-63 lowercase letters, digits and hyphens."
+  }
+}
+
+variable "force_destroy" {
+  description = "Let `terraform destroy` delete a non-empty bucket (throwaway environments only)."
+  type        = bool
+  default     = false
+}
+
+variable "lambda_zip_path" {
+  description = "Path of the zip built by `make lambda-zip`, relative to this directory."
+  type        = string
+  default     = "../../../dist/lambda.zip"
+
+  validation {
+    condition     = endswith(var.lambda_zip_path, ".zip")
+    error_message = "lambda_zip_path must point to a .zip file."
+  }
+}
+
+variable "object_expiration_days" {
+  description = "Expire everything under the prefix (memory files and wrapped data keys) this many days after it was written; null keeps data forever. See ../../README.md."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.object_expiration_days == null ? true : var.object_expiration_days >= 1
+    error_message = "object_expiration_days must be null or at least 1."
+  }
+}
+
+variable "anthropic_api_key_secret_arn" {
+  description = "Secrets Manager ARN of the Anthropic API key for the agent function (null: none)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.anthropic_api_key_secret_arn == null ? true : startswith(var.anthropic_api_key_secret_arn, "arn:")
+    error_message = "anthropic_api_key_secret_arn must be null or an ARN."
+  }
+}
+
+variable "agent_model" {
+  description = "Claude model of the agent function."
+  type        = string
+  default     = "claude-sonnet-4-5"
+
+  validation {
+    condition     = length(var.agent_model) > 0
+    error_message = "agent_model must not be empty."
+  }
+}
+
+variable "create_http_api" {
+  description = "Create the JWT-protected HTTP API (POST /memory)."
+  type        = bool
+  default     = false
+}
+
+variable "jwt_issuer" {
+  description = "JWT issuer URL (required with create_http_api)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.jwt_issuer == null ? true : startswith(var.jwt_issuer, "https://")
+    error_message = "jwt_issuer must be null or an https:// URL."
+  }
+}
+
+variable "jwt_audience" {
+  description = "Accepted JWT audiences (required with create_http_api)."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for audience in var.jwt_audience : length(audience) > 0])
+    error_message = "jwt_audience entries must not be empty."
+  }
+}

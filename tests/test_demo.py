@@ -1,0 +1,255 @@
+"""``s3memory demo``: two conversations, recall from S3 in a fresh context, ciphertext at rest, ``--live``."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from s3memory import demo
+from s3memory.cli import main
+from s3memory.scripted_api import ScriptedMessagesAPI, ToolResult
+
+ROOT = Path(__file__).resolve().parents[1]
+HEX_ROW = re.compile(r"^  [0-9a-f]{4}  ((?:[0-9a-f]{2} ){0,15}[0-9a-f]{2})\s+\|")
+STORED_LINES = ["- Concise answers.", "- British English spelling and style.", "- Step 1 (schema): done."]
+
+
+def _env_without_api_key() -> dict[str, str]:
+    env = {name: value for name, value in os.environ.items() if name != "ANTHROPIC_API_KEY"}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+@pytest.fixture(scope="module")
+def cli_run() -> subprocess.CompletedProcess[str]:
+    """One run of the command as a user runs it, shared by the output checks."""
+    return subprocess.run(
+        [sys.executable, "-m", "s3memory.cli", "demo"],
+        cwd=ROOT,
+        env=_env_without_api_key(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _section(output: str, start: str, end: str | None) -> str:
+    begin = output.index(start)
+    return output[begin : output.index(end, begin) if end else len(output)]
+
+
+def _final_answer(section: str) -> str:
+    """The last ``claude>`` block of a conversation's printout, continuation lines included."""
+    blocks: list[str] = re.findall(r"^claude> (.*(?:\n {8}.*)*)", section, flags=re.MULTILINE)
+    assert blocks, section
+    return blocks[-1]
+
+
+def _dumped_bytes(output: str) -> bytes:
+    return bytes.fromhex(
+        "".join(match.group(1) for line in output.splitlines() if (match := HEX_ROW.match(line)))
+    )
+
+
+def test_cli_demo_succeeds_quietly(cli_run: subprocess.CompletedProcess[str]) -> None:
+    assert cli_run.returncode == 0, cli_run.stderr
+    assert "Traceback" not in cli_run.stderr
+    assert cli_run.stderr.strip() == ""  # no server request logs, no warnings
+
+
+def test_cli_demo_shows_both_conversations_and_their_tool_calls(
+    cli_run: subprocess.CompletedProcess[str],
+) -> None:
+    out = cli_run.stdout
+    first = _section(out, "=== Conversation 1 ===", "=== Conversation 2")
+    second = _section(out, "=== Conversation 2", "=== At rest")
+    assert f"user>   {demo.FIRST_MESSAGE}" in first
+    assert f"user>   {demo.SECOND_MESSAGE}" in second
+    assert "-> memory view /memories\n" in first
+    assert f"-> memory create {demo.PREFERENCES_PATH}" in first
+    assert f"-> memory create {demo.PROGRESS_PATH}" in first
+    assert f"-> memory insert {demo.PROGRESS_PATH}" in first
+    assert f"File created successfully at: {demo.PREFERENCES_PATH}" in first
+    assert f"The file {demo.PROGRESS_PATH} has been edited." in first
+    assert "-> memory view /memories\n" in second
+    assert f"-> memory view {demo.PREFERENCES_PATH}" in second
+    assert f"-> memory view {demo.PROGRESS_PATH}" in second
+    assert "(error)" not in out
+
+
+def test_cli_demo_second_conversation_recalls_what_the_first_stored(
+    cli_run: subprocess.CompletedProcess[str],
+) -> None:
+    second = _section(cli_run.stdout, "=== Conversation 2", "=== At rest")
+    answer = _final_answer(second)
+    for line in STORED_LINES:
+        assert line in answer
+    # What it recalls is what conversation 1 wrote, including the entry appended in a later turn.
+    assert demo.PROGRESS_ENTRY.strip() in answer
+    assert all(line in demo.PREFERENCES_TEXT for line in STORED_LINES[:2])
+
+
+def test_cli_demo_raw_bytes_are_ciphertext(cli_run: subprocess.CompletedProcess[str]) -> None:
+    at_rest = _section(cli_run.stdout, "=== At rest", None)
+    size = int(re.search(r"get_object \S+preferences\.md: (\d+) bytes", at_rest).group(1))  # type: ignore[union-attr]
+    shown = _dumped_bytes(at_rest)
+    assert len(shown) == min(size, demo.RAW_BYTES_SHOWN)
+    assert size > len(demo.PREFERENCES_TEXT.encode())  # header and tag on top of the plaintext
+    assert shown.startswith(b"S3ME")
+    for line in demo.PREFERENCES_TEXT.splitlines():
+        assert line.encode() not in shown
+    assert "any line of the plaintext in the stored bytes: no" in at_rest
+    # Beside it, the decrypted view of the same file shows the plaintext.
+    view = at_rest[at_rest.index("The same file through S3MemoryTool") :]
+    assert f"Here's the content of {demo.PREFERENCES_PATH} with line numbers:" in view
+    assert "     2\t- Concise answers." in view
+
+
+def test_cli_demo_prints_no_secrets(cli_run: subprocess.CompletedProcess[str]) -> None:
+    printed = cli_run.stdout + cli_run.stderr
+    assert "offline-demo" not in printed
+    assert "AWS_SECRET_ACCESS_KEY" not in printed and "testing" not in printed
+
+
+def test_live_without_key_exits_2_with_a_clear_message() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "s3memory.cli", "demo", "--live"],
+        cwd=ROOT,
+        env=_env_without_api_key(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "ANTHROPIC_API_KEY" in result.stderr and "--live" in result.stderr
+    assert result.stdout == ""  # nothing was started
+
+
+def test_live_with_blank_key_exits_2_in_process(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "   ")
+    assert main(["demo", "--live", "--model", "claude-opus-4-1"]) == 2
+    assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
+
+
+def test_cli_without_a_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "demo" in capsys.readouterr().err
+
+
+def test_importing_the_cli_is_light() -> None:
+    code = (
+        "import sys, s3memory.cli; "
+        "heavy = [m for m in ('anthropic', 'boto3', 'moto', 's3memory.demo') if m in sys.modules]; "
+        "print(','.join(heavy))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == ""
+
+
+def test_in_process_run_recalls_from_s3_in_an_empty_context() -> None:
+    saved_env = {name: os.environ.get(name) for name in ("AWS_ACCESS_KEY_ID", "AWS_CONFIG_FILE", "NO_PROXY")}
+    out = io.StringIO()
+    report = demo.run_demo(out)
+
+    assert [os.environ.get(name) for name in saved_env] == list(saved_env.values())  # environment restored
+    assert report.api is not None
+    first, second = report.conversations
+    assert report.api_requests_per_conversation == [4, 3]
+    assert [call.input["command"] for call in first.tool_calls] == ["view", "create", "create", "insert"]
+    assert not any(call.is_error for call in first.tool_calls + second.tool_calls)
+
+    histories = report.api.histories
+    second_histories = histories[4:]
+    # Conversation 2 began with nothing but its own user message...
+    assert second_histories[0] == [{"role": "user", "content": demo.SECOND_MESSAGE}]
+    # ...and never saw conversation 1 except through what the memory tool returned.
+    for history in second_histories:
+        assert demo.FIRST_MESSAGE not in repr(history)
+    for line in STORED_LINES:
+        assert line in second.final_text
+        assert line in repr(second_histories[-1])  # it arrived in a tool_result
+
+    # The stored object is ciphertext; the printed hex is the start of that very object.
+    assert report.object_key.endswith("memories/preferences.md")
+    assert report.raw_object.startswith(b"S3ME")
+    assert demo.PREFERENCES_TEXT.encode() not in report.raw_object
+    assert b"British English" not in report.raw_object
+    assert _dumped_bytes(out.getvalue()) == report.raw_object[: demo.RAW_BYTES_SHOWN]
+    assert "British English spelling and style." in report.decrypted_view
+
+
+def test_demo_answer_follows_what_was_stored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Change what conversation 1 stores, and conversation 2's recall changes with it."""
+    monkeypatch.setattr(demo, "PREFERENCES_TEXT", "# Preferences\n- Answers in haiku form.\n")
+    report = demo.run_demo(io.StringIO())
+    answer = report.conversations[1].final_text
+    assert "- Answers in haiku form." in answer
+    assert "- Concise answers." not in answer
+
+
+def test_recall_answer_is_built_from_tool_results_only() -> None:
+    results = [
+        ToolResult(
+            "toolu_a",
+            "Here's the content of /memories/x.md with line numbers:\n"
+            "     1\t# Likes\n"
+            "     2\t- Tea, not coffee.",
+            False,
+        ),
+        ToolResult("toolu_b", "Error: The path /memories/y.md does not exist", True),
+    ]
+    answer = demo.recall_answer(results)
+    assert "Likes (/memories/x.md):\n- Tea, not coffee." in answer
+    assert "y.md" not in answer and "Concise" not in answer
+    assert "could not read" in demo.recall_answer([results[1]])
+
+
+def test_listed_files_reads_a_listing() -> None:
+    listing = (
+        "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and "
+        "node_modules:\n4.0K\t/memories\n71B\t/memories/a.md\n4.0K\t/memories/dir\n9B\t/memories/dir/b.md"
+    )
+    assert demo.listed_files(listing) == ["/memories/a.md", "/memories/dir/b.md"]
+    assert demo.listed_files(listing.replace("/memories/dir\n", "/memories/dir/\n")) == [
+        "/memories/a.md",
+        "/memories/dir/b.md",
+    ]
+    assert demo.listed_files(listing.split("\n4.0K\t/memories\n")[0] + "\n4.0K\t/memories") == []
+
+
+def test_describe_call_never_shows_file_text() -> None:
+    line = demo.describe_call({"command": "create", "path": "/memories/s.md", "file_text": "secret words"})
+    assert line == "memory create /memories/s.md"
+    assert demo.describe_call(
+        {"command": "rename", "old_path": "/memories/a", "new_path": "/memories/b"}
+    ) == ("memory rename /memories/a -> /memories/b")
+
+
+def test_live_path_uses_the_api_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--live`` builds its client from ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL): here a local stand-in."""
+    with ScriptedMessagesAPI([*demo.conversation_1_script(), *demo.conversation_2_script()]) as api:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-live-test-key")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        out = io.StringIO()
+        report = demo.run_demo(out, live=True, model="claude-test-model")
+
+    printed = out.getvalue()
+    assert report.api is None
+    assert "the Anthropic API (--live), model claude-test-model" in printed
+    assert "scripted stand-in" not in printed
+    assert "sk-live-test-key" not in printed
+    assert {body["model"] for body in api.requests} == {"claude-test-model"}
+    assert set(api.api_keys) == {"sk-live-test-key"}
+    assert api.remaining == 0
+    assert "- Step 1 (schema): done." in report.conversations[1].final_text

@@ -1,0 +1,247 @@
+"""Checks of the Terraform module in terraform/: formatting, init + validate (the module and
+examples/complete) and its `terraform test` suites, which run against a mocked AWS provider.
+
+Nothing is written into the repository: the module is copied to a temporary directory and
+TF_DATA_DIR points there too. Providers come from a local filesystem mirror (no registry access),
+found by `find_provider_mirror()`. The tests skip, with the reason, where `terraform` is not on PATH
+or no mirror of the AWS provider exists.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+MODULE_DIR = REPO_ROOT / "terraform"
+EXAMPLE_RELATIVE = Path("examples") / "complete"
+TEST_FILES = sorted(path.name for path in (MODULE_DIR / "tests").glob("*.tftest.hcl"))
+
+# Each invocation takes seconds (the slowest `terraform test` file about 15 s); the limit only
+# keeps a hung process from blocking the suite.
+COMMAND_TIMEOUT_SECONDS = 180
+
+REGISTRY_DIR_NAME = "registry.terraform.io"
+MIRROR_SEARCH_DEPTH = 3
+# Pseudo or huge trees that never hold a provider mirror.
+_SKIPPED_SEARCH_ROOTS = frozenset({"/proc", "/sys", "/dev", "/run"})
+
+
+@functools.cache
+def find_provider_mirror(root: str = "/", max_depth: int = MIRROR_SEARCH_DEPTH) -> Path | None:
+    """The plugin directory to pass to `terraform init -plugin-dir`, or None.
+
+    `S3MEMORY_TF_PLUGIN_DIR` wins when set. Otherwise the first directory named
+    `registry.terraform.io` found breadth-first at most `max_depth` levels below `root` (in name
+    order) that holds the hashicorp/aws provider; its parent is the mirror. Cached per arguments.
+    """
+    override = os.environ.get("S3MEMORY_TF_PLUGIN_DIR")
+    if override:
+        candidate = Path(override)
+        return candidate if _holds_aws_provider(candidate) else None
+
+    level = [Path(root)]
+    for _depth in range(max_depth):
+        next_level: list[Path] = []
+        for directory in level:
+            try:
+                entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+            except OSError:
+                continue
+            for entry in entries:
+                try:
+                    if not entry.is_dir(follow_symlinks=False) or entry.path in _SKIPPED_SEARCH_ROOTS:
+                        continue
+                except OSError:
+                    continue
+                path = Path(entry.path)
+                if entry.name == REGISTRY_DIR_NAME and _holds_aws_provider(path.parent):
+                    return path.parent
+                next_level.append(path)
+        level = next_level
+    return None
+
+
+def _holds_aws_provider(plugin_dir: Path) -> bool:
+    return (plugin_dir / REGISTRY_DIR_NAME / "hashicorp" / "aws").is_dir()
+
+
+@dataclass(frozen=True)
+class TerraformWorkspace:
+    """A private copy of terraform/ and the environment to run terraform in it."""
+
+    binary: str
+    plugin_dir: Path
+    module_dir: Path
+    tmp_root: Path
+    base_env: dict[str, str]
+
+    @property
+    def example_dir(self) -> Path:
+        return self.module_dir / EXAMPLE_RELATIVE
+
+    def run(self, *args: str, cwd: Path, data_dir_name: str) -> subprocess.CompletedProcess[str]:
+        env = dict(self.base_env, TF_DATA_DIR=str(self.tmp_root / data_dir_name))
+        command = [self.binary, *args]
+        try:
+            return subprocess.run(
+                command,
+                cwd=cwd,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=COMMAND_TIMEOUT_SECONDS,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as error:
+            pytest.fail(
+                f"`{' '.join(command)}` in {cwd} timed out after {COMMAND_TIMEOUT_SECONDS} s\n"
+                f"--- stdout ---\n{error.stdout!s}\n--- stderr ---\n{error.stderr!s}"
+            )
+
+    def init(self, cwd: Path, data_dir_name: str) -> None:
+        result = self.run(
+            "init",
+            "-backend=false",
+            "-input=false",
+            "-no-color",
+            f"-plugin-dir={self.plugin_dir}",
+            cwd=cwd,
+            data_dir_name=data_dir_name,
+        )
+        assert_ok(result, f"terraform init in {cwd.name}")
+
+
+def assert_ok(result: subprocess.CompletedProcess[str], what: str) -> None:
+    assert result.returncode == 0, (
+        f"{what} failed with exit code {result.returncode}\n"
+        f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
+    )
+
+
+def _clean_environment(tmp_root: Path) -> dict[str, str]:
+    """The caller's environment without variables that would change what terraform does."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not (
+            key.startswith(("TF_CLI_ARGS", "TF_VAR_")) or key in {"TF_WORKSPACE", "TF_LOG", "TF_LOG_PATH"}
+        )
+    }
+    cli_config = tmp_root / "terraform.rc"
+    cli_config.write_text("# isolated from the user's CLI configuration\n", encoding="utf-8")
+    env.update(
+        TF_CLI_CONFIG_FILE=str(cli_config),
+        TF_IN_AUTOMATION="1",
+        TF_INPUT="0",
+        CHECKPOINT_DISABLE="1",
+    )
+    return env
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TerraformWorkspace]:
+    binary = shutil.which("terraform")
+    if binary is None:
+        pytest.skip("terraform is not on PATH")
+    plugin_dir = find_provider_mirror()
+    if plugin_dir is None:
+        pytest.skip(
+            f"no local provider mirror: no '{REGISTRY_DIR_NAME}' directory holding hashicorp/aws within "
+            f"{MIRROR_SEARCH_DEPTH} levels of / (set S3MEMORY_TF_PLUGIN_DIR to its parent)"
+        )
+    tmp_root = tmp_path_factory.mktemp("terraform")
+    module_copy = tmp_root / "terraform"
+    shutil.copytree(
+        MODULE_DIR,
+        module_copy,
+        ignore=shutil.ignore_patterns(".terraform", "*.tfstate", "*.tfstate.*", ".terraform.lock.hcl"),
+    )
+    yield TerraformWorkspace(
+        binary=binary,
+        plugin_dir=plugin_dir,
+        module_dir=module_copy,
+        tmp_root=tmp_root,
+        base_env=_clean_environment(tmp_root),
+    )
+
+
+@pytest.fixture(scope="module")
+def initialized_module(workspace: TerraformWorkspace) -> TerraformWorkspace:
+    workspace.init(workspace.module_dir, "module-data")
+    return workspace
+
+
+@pytest.fixture(scope="module")
+def initialized_example(workspace: TerraformWorkspace) -> TerraformWorkspace:
+    workspace.init(workspace.example_dir, "example-data")
+    return workspace
+
+
+def test_find_provider_mirror_locates_a_registry_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mirror = tmp_path / "a" / "plugins"
+    (mirror / REGISTRY_DIR_NAME / "hashicorp" / "aws").mkdir(parents=True)
+    (tmp_path / "b" / REGISTRY_DIR_NAME).mkdir(parents=True)  # no aws provider inside: ignored
+    monkeypatch.delenv("S3MEMORY_TF_PLUGIN_DIR", raising=False)
+    find_provider_mirror.cache_clear()
+    try:
+        found = find_provider_mirror(str(tmp_path), 3)
+        too_shallow = find_provider_mirror(str(tmp_path), 2)
+    finally:
+        find_provider_mirror.cache_clear()
+    assert found == mirror
+    assert too_shallow is None
+
+
+def test_fmt(workspace: TerraformWorkspace) -> None:
+    result = workspace.run(
+        "fmt",
+        "-check",
+        "-recursive",
+        "-diff",
+        "-no-color",
+        cwd=workspace.module_dir,
+        data_dir_name="fmt-data",
+    )
+    assert_ok(result, "terraform fmt -check -recursive (run `terraform fmt -recursive terraform` to fix)")
+
+
+def test_validate_module(initialized_module: TerraformWorkspace) -> None:
+    result = initialized_module.run(
+        "validate", "-no-color", cwd=initialized_module.module_dir, data_dir_name="module-data"
+    )
+    assert_ok(result, "terraform validate of the module")
+
+
+def test_validate_example(initialized_example: TerraformWorkspace) -> None:
+    result = initialized_example.run(
+        "validate", "-no-color", cwd=initialized_example.example_dir, data_dir_name="example-data"
+    )
+    assert_ok(result, "terraform validate of examples/complete")
+
+
+def test_module_has_terraform_tests() -> None:
+    assert TEST_FILES, "terraform/tests/ has no *.tftest.hcl files"
+
+
+@pytest.mark.parametrize("test_file", TEST_FILES)
+def test_terraform_test(initialized_module: TerraformWorkspace, test_file: str) -> None:
+    # One invocation per file keeps each run short and points a failure at its file.
+    result = initialized_module.run(
+        "test",
+        "-no-color",
+        f"-filter=tests/{test_file}",
+        cwd=initialized_module.module_dir,
+        data_dir_name="module-data",
+    )
+    assert_ok(result, f"terraform test -filter=tests/{test_file}")
+    assert "0 failed" in result.stdout, result.stdout
