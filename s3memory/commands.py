@@ -65,7 +65,9 @@ class _Fields:
     def value(self, name: str, required: bool) -> object:
         if name not in self.raw or self.raw[name] is None:
             if required:
-                raise CommandError(f"Error: Missing required parameter `{name}` for command `{self.command}`.")
+                raise CommandError(
+                    f"Error: Missing required parameter `{name}` for command `{self.command}`."
+                )
             return None
         return self.raw[name]
 

@@ -222,16 +222,23 @@ class KMSKeyProvider(KeyProvider):
         if wrapped is None:
             if version != self.current_version:
                 raise IntegrityError(f"Error: No data key of version {version} exists for this user.")
-            generated = self._kms("GenerateDataKey", KeyId=self.key_id, KeySpec="AES_256", EncryptionContext=context)
+            generated = self._kms(
+                "GenerateDataKey", KeyId=self.key_id, KeySpec="AES_256", EncryptionContext=context
+            )
             if vault.put_wrapped_if_absent(version, WRAPPED_KEY_MAGIC + generated["CiphertextBlob"]):
                 return bytes(generated["Plaintext"])
             wrapped = vault.get_wrapped(version)
             if wrapped is None:
-                raise StorageError("Error: The user's data key vanished while it was being created; try again.")
+                raise StorageError(
+                    "Error: The user's data key vanished while it was being created; try again."
+                )
         if not wrapped.startswith(WRAPPED_KEY_MAGIC):
             raise IntegrityError("Error: The user's wrapped data key is not in a format s3memory wrote.")
         unwrapped = self._kms(
-            "Decrypt", CiphertextBlob=wrapped[len(WRAPPED_KEY_MAGIC) :], EncryptionContext=context, KeyId=self.key_id
+            "Decrypt",
+            CiphertextBlob=wrapped[len(WRAPPED_KEY_MAGIC) :],
+            EncryptionContext=context,
+            KeyId=self.key_id,
         )
         plaintext = bytes(unwrapped["Plaintext"])
         if len(plaintext) != DATA_KEY_BYTES:

@@ -23,5 +23,7 @@ class IntegrityError(CommandError):
 
 def shown(value: str) -> str:
     """An untrusted string made safe to echo in an error: printable and bounded."""
-    safe = value if value.isprintable() else value.encode("unicode_escape", "backslashreplace").decode("ascii")
+    safe = (
+        value if value.isprintable() else value.encode("unicode_escape", "backslashreplace").decode("ascii")
+    )
     return safe if len(safe) <= _DISPLAY_LIMIT else safe[:_DISPLAY_LIMIT] + "…"

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from .commands import Create, Delete, Insert, Rename, StrReplace, View, parse_command
+from .commands import Create, Delete, Insert, StrReplace, View, parse_command
 from .crypto import DataKeySource, KeyProvider, ObjectCipher, plaintext_size
 from .errors import CommandError, IntegrityError, StorageError
 from .listing import Tree, is_hidden, render_listing
@@ -212,7 +212,9 @@ class S3Memory:
                 return False
             except ConditionalConflict:
                 _backoff(attempt)
-        raise StorageError("Error: S3 kept reporting conflicting writes at this path; nothing was changed. Try again.")
+        raise StorageError(
+            "Error: S3 kept reporting conflicting writes at this path; nothing was changed. Try again."
+        )
 
     def create(self, path: MemoryPath, file_text: str) -> str:
         body = self._encode(path, file_text)
@@ -302,7 +304,9 @@ class S3Memory:
         if new.segments == old.segments:
             raise exists
         if new.is_within(old):
-            raise CommandError(f"Error: Cannot rename to {new.text}: {old.canonical} is a file, not a directory.")
+            raise CommandError(
+                f"Error: Cannot rename to {new.text}: {old.canonical} is a file, not a directory."
+            )
         body = self._encode(new, content)
         if self._is_directory(new):
             raise exists
@@ -312,7 +316,9 @@ class S3Memory:
         self.store.delete(self.layout.file_key(old))
         return f"Successfully renamed {old.text} to {new.text}"
 
-    def _rename_directory(self, old: MemoryPath, new: MemoryPath, keys: list[str], exists: CommandError) -> str:
+    def _rename_directory(
+        self, old: MemoryPath, new: MemoryPath, keys: list[str], exists: CommandError
+    ) -> str:
         moves: list[tuple[MemoryPath, MemoryPath]] = []
         for key in keys:
             source = self.layout.path_of_key(key)
@@ -347,4 +353,3 @@ class S3Memory:
         keys = [key for page in self.store.pages(self.layout.memories_prefix) for key, _size in page.objects]
         self._delete_keys(keys)
         return "All memory cleared"
-

@@ -39,7 +39,9 @@ def build_memory(
         from .clients import make_s3_client
 
         s3_client = make_s3_client()
-    return S3Memory(S3Store(s3_client, bucket), user_id, key_provider, prefix=prefix, max_file_bytes=max_file_bytes)
+    return S3Memory(
+        S3Store(s3_client, bucket), user_id, key_provider, prefix=prefix, max_file_bytes=max_file_bytes
+    )
 
 
 def answer(memory: S3Memory, raw_input: object) -> str:
@@ -53,6 +55,14 @@ def answer(memory: S3Memory, raw_input: object) -> str:
         raise ToolError(
             f"Error: s3memory failed unexpectedly ({type(error).__name__}); the command may not have run."
         ) from None
+
+
+def clear(memory: S3Memory) -> str:
+    """``clear_all_memory`` for both adapters: storage failures become ``ToolError``."""
+    try:
+        return memory.clear_all()
+    except CommandError as error:
+        raise ToolError(error.message) from None
 
 
 def _as_input(command: Any) -> object:
@@ -98,10 +108,7 @@ class S3MemoryTool(BetaAbstractMemoryTool):
         return self.call(_as_input(command))
 
     def clear_all_memory(self) -> str:
-        try:
-            return self.memory.clear_all()
-        except CommandError as error:
-            raise ToolError(error.message) from None
+        return clear(self.memory)
 
 
 class AsyncS3MemoryTool(BetaAsyncAbstractMemoryTool):
@@ -146,10 +153,4 @@ class AsyncS3MemoryTool(BetaAsyncAbstractMemoryTool):
         return await self.call(_as_input(command))
 
     async def clear_all_memory(self) -> str:
-        def clear() -> str:
-            try:
-                return self.memory.clear_all()
-            except CommandError as error:
-                raise ToolError(error.message) from None
-
-        return await asyncio.to_thread(clear)
+        return await asyncio.to_thread(clear, self.memory)

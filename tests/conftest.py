@@ -112,6 +112,4 @@ def stored_keys(client: Any, prefix: str = "") -> list[str]:
 
 def snapshot(client: Any) -> dict[str, bytes]:
     """Every object in the bucket, key to bytes: proof that a refusal changed nothing."""
-    return {
-        key: client.get_object(Bucket=BUCKET, Key=key)["Body"].read() for key in stored_keys(client)
-    }
+    return {key: client.get_object(Bucket=BUCKET, Key=key)["Body"].read() for key in stored_keys(client)}

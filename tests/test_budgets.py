@@ -19,7 +19,9 @@ from .conftest import RequestCounter
 
 
 @pytest.fixture
-def kms_memory(make_memory: Callable[..., S3Memory], s3: Any) -> tuple[S3Memory, RequestCounter, RequestCounter]:
+def kms_memory(
+    make_memory: Callable[..., S3Memory], s3: Any
+) -> tuple[S3Memory, RequestCounter, RequestCounter]:
     kms = boto3.client("kms", region_name="us-east-1")
     key_id = kms.create_key()["KeyMetadata"]["KeyId"]
     memory = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms))
@@ -38,16 +40,23 @@ def seed(memory: S3Memory, paths: list[str]) -> None:
         memory.create(memory_path(path), f"content of {path}\n")
 
 
-def test_per_command_budgets_and_no_kms_when_warm(kms_memory: tuple[S3Memory, RequestCounter, RequestCounter]) -> None:
+def test_per_command_budgets_and_no_kms_when_warm(
+    kms_memory: tuple[S3Memory, RequestCounter, RequestCounter],
+) -> None:
     memory, s3_requests, kms_requests = kms_memory
     kms_requests.reset()
     seed(memory, ["/memories/a.txt", "/memories/dir/b.txt", "/memories/dir/c.txt"])
     assert run(memory, s3_requests, {"command": "view", "path": "/memories/a.txt"}) == 1
     assert run(memory, s3_requests, {"command": "view", "path": "/memories/dir"}) <= 2
     assert run(memory, s3_requests, {"command": "view", "path": "/memories"}) <= 2
-    assert run(memory, s3_requests, {"command": "create", "path": "/memories/d2/new.txt", "file_text": "x"}) <= 3
+    assert (
+        run(memory, s3_requests, {"command": "create", "path": "/memories/d2/new.txt", "file_text": "x"}) <= 3
+    )
     assert s3_requests.calls["PutObject"] == 1
-    assert run(memory, s3_requests, {"command": "create", "path": "/memories/d2/e/f/g.txt", "file_text": "x"}) <= 5
+    assert (
+        run(memory, s3_requests, {"command": "create", "path": "/memories/d2/e/f/g.txt", "file_text": "x"})
+        <= 5
+    )
     assert s3_requests.calls["PutObject"] == 1
     edit = {"command": "str_replace", "path": "/memories/a.txt", "old_str": "content", "new_str": "text"}
     assert run(memory, s3_requests, edit) <= 2
@@ -87,4 +96,8 @@ def test_view_cost_does_not_grow_below_level_two(
     assert small == large
     assert large <= 4
     listing = memory.run({"command": "view", "path": "/memories"})
-    assert listing.splitlines()[2:] == ["4.0K\t/memories/top/", "4.0K\t/memories/top/mid/", "19B\t/memories/warm.txt"]
+    assert listing.splitlines()[2:] == [
+        "4.0K\t/memories/top/",
+        "4.0K\t/memories/top/mid/",
+        "19B\t/memories/warm.txt",
+    ]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
 from moto.server import ThreadedMotoServer
@@ -93,7 +92,12 @@ def test_no_acknowledged_insert_is_lost(new_memory: Callable[[], S3Memory]) -> N
     tools = [new_memory() for _ in range(THREADS)]
     answers = race(
         lambda index: tools[index].run(
-            {"command": "insert", "path": "/memories/log.txt", "insert_line": 1, "insert_text": f"entry {index}"}
+            {
+                "command": "insert",
+                "path": "/memories/log.txt",
+                "insert_line": 1,
+                "insert_text": f"entry {index}",
+            }
         )
     )
     assert answers == ["The file /memories/log.txt has been edited."] * THREADS
@@ -128,16 +132,28 @@ def test_racing_replacements_of_the_same_text_apply_once(new_memory: Callable[[]
     tools = [new_memory() for _ in range(THREADS)]
     answers = race(
         lambda index: tools[index].run(
-            {"command": "str_replace", "path": "/memories/one.txt", "old_str": "open", "new_str": f"closed by {index}"}
+            {
+                "command": "str_replace",
+                "path": "/memories/one.txt",
+                "old_str": "open",
+                "new_str": f"closed by {index}",
+            }
         )
     )
-    winners = [index for index, answer in enumerate(answers) if answer.startswith("The memory file has been edited.")]
+    winners = [
+        index for index, answer in enumerate(answers) if answer.startswith("The memory file has been edited.")
+    ]
     assert len(winners) == 1
-    assert answers.count(
-        "No replacement was performed, old_str `open` did not appear verbatim in /memories/one.txt."
-    ) == THREADS - 1
-    assert new_memory().run({"command": "view", "path": "/memories/one.txt"}).endswith(
-        f"     1\tstatus: closed by {winners[0]}"
+    assert (
+        answers.count(
+            "No replacement was performed, old_str `open` did not appear verbatim in /memories/one.txt."
+        )
+        == THREADS - 1
+    )
+    assert (
+        new_memory()
+        .run({"command": "view", "path": "/memories/one.txt"})
+        .endswith(f"     1\tstatus: closed by {winners[0]}")
     )
 
 
@@ -147,5 +163,3 @@ def test_the_store_passes_any_fault_as_a_clear_error(endpoint: str) -> None:
     with pytest.raises(CommandError) as caught:
         memory.run({"command": "create", "path": "/memories/x.txt", "file_text": "x"})
     assert caught.value.message.startswith("Error: S3 ListObjectsV2 failed (NoSuchBucket)")
-
-

@@ -20,7 +20,9 @@ LISTING_HEADER = (
 
 @pytest.fixture
 def tool(s3: Any) -> S3MemoryTool:
-    return S3MemoryTool(bucket=BUCKET, user_id="alice", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3)
+    return S3MemoryTool(
+        bucket=BUCKET, user_id="alice", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3
+    )
 
 
 def stored_text(tool: S3MemoryTool, path: str) -> str | None:
@@ -42,7 +44,9 @@ def refused(tool: S3MemoryTool, **command: Any) -> str:
 
 
 def test_view_of_an_empty_store_is_the_header_and_the_root(tool: S3MemoryTool) -> None:
-    assert ok(tool, command="view", path="/memories") == LISTING_HEADER.format("/memories") + "\n4.0K\t/memories"
+    assert (
+        ok(tool, command="view", path="/memories") == LISTING_HEADER.format("/memories") + "\n4.0K\t/memories"
+    )
 
 
 def test_view_directory_lists_two_levels_in_tree_order_with_plaintext_sizes(tool: S3MemoryTool) -> None:
@@ -88,8 +92,13 @@ def test_view_file_numbers_lines_six_wide_with_a_tab(tool: S3MemoryTool) -> None
 def test_view_range_inclusive_and_to_the_end(tool: S3MemoryTool) -> None:
     ok(tool, command="create", path="/memories/n.txt", file_text="a\nb\nc\nd")
     header = "Here's the content of /memories/n.txt with line numbers:\n"
-    assert ok(tool, command="view", path="/memories/n.txt", view_range=[2, 3]) == header + "     2\tb\n     3\tc"
-    assert ok(tool, command="view", path="/memories/n.txt", view_range=[3, -1]) == header + "     3\tc\n     4\td"
+    assert (
+        ok(tool, command="view", path="/memories/n.txt", view_range=[2, 3]) == header + "     2\tb\n     3\tc"
+    )
+    assert (
+        ok(tool, command="view", path="/memories/n.txt", view_range=[3, -1])
+        == header + "     3\tc\n     4\td"
+    )
     assert ok(tool, command="view", path="/memories/n.txt", view_range=[4, 4]) == header + "     4\td"
 
 
@@ -259,11 +268,14 @@ def test_delete_file_and_directory(tool: S3MemoryTool, s3: Any) -> None:
 
 
 def test_delete_missing(tool: S3MemoryTool) -> None:
-    assert refused(tool, command="delete", path="/memories/nope") == "Error: The path /memories/nope does not exist"
+    assert (
+        refused(tool, command="delete", path="/memories/nope")
+        == "Error: The path /memories/nope does not exist"
+    )
 
 
 @pytest.mark.parametrize(
-    "root", ["/memories", "/memories/", "/memories/.", "/memories/%2e", "/memories/x/..", "/memories/．"]
+    "root", ["/memories", "/memories/", "/memories/.", "/memories/%2e", "/memories/x/..", "/memories/\uff0e"]
 )
 def test_the_root_can_never_be_deleted(tool: S3MemoryTool, s3: Any, root: str) -> None:
     ok(tool, command="create", path="/memories/keep.txt", file_text="x")
@@ -330,9 +342,9 @@ def test_rename_errors_change_nothing(tool: S3MemoryTool, s3: Any) -> None:
         refused(tool, command="rename", old_path="/memories/a.txt", new_path="/memories")
         == "Error: The destination /memories already exists"
     )
-    assert refused(tool, command="rename", old_path="/memories/a.txt", new_path="/memories/b.txt/c").startswith(
-        "Error: Cannot rename to /memories/b.txt/c: /memories/b.txt is a file"
-    )
+    assert refused(
+        tool, command="rename", old_path="/memories/a.txt", new_path="/memories/b.txt/c"
+    ).startswith("Error: Cannot rename to /memories/b.txt/c: /memories/b.txt is a file")
     assert snapshot(s3) == before
 
 
@@ -346,7 +358,10 @@ def test_trailing_slash_names_the_directory(tool: S3MemoryTool) -> None:
     ("command", "message"),
     [
         ("not a dict", "Error: The memory tool input must be an object with a `command` field, got str."),
-        ({}, "Error: Unknown command NoneType. Valid commands: view, create, str_replace, insert, delete, rename."),
+        (
+            {},
+            "Error: Unknown command NoneType. Valid commands: view, create, str_replace, insert, delete, rename.",
+        ),
         (
             {"command": "explode"},
             "Error: Unknown command explode. Valid commands: view, create, str_replace, insert, delete, rename.",
@@ -400,20 +415,24 @@ def test_extra_fields_are_ignored(tool: S3MemoryTool) -> None:
 
 def test_file_size_limit_is_enforced_and_configurable(s3: Any) -> None:
     tool = S3MemoryTool(
-        bucket=BUCKET, user_id="alice", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3, max_file_bytes=10
+        bucket=BUCKET,
+        user_id="alice",
+        key_provider=LocalKeyProvider(MASTER_KEY),
+        s3_client=s3,
+        max_file_bytes=10,
     )
     ok(tool, command="create", path="/memories/small.txt", file_text="0123456789")
     assert refused(tool, command="create", path="/memories/big.txt", file_text="01234567890") == (
         "Error: The file /memories/big.txt would be 11 bytes; the limit is 10 bytes. Nothing was changed."
     )
-    assert refused(tool, command="insert", path="/memories/small.txt", insert_line=0, insert_text="x").startswith(
-        "Error: The file /memories/small.txt would be 13 bytes"
-    )
+    assert refused(
+        tool, command="insert", path="/memories/small.txt", insert_line=0, insert_text="x"
+    ).startswith("Error: The file /memories/small.txt would be 13 bytes")
     assert ok(tool, command="view", path="/memories/small.txt").endswith("     1\t0123456789")
 
 
 def test_default_file_size_limit_is_one_mebibyte(tool: S3MemoryTool) -> None:
     ok(tool, command="create", path="/memories/max.txt", file_text="x" * (1024 * 1024))
-    assert refused(tool, command="create", path="/memories/over.txt", file_text="x" * (1024 * 1024 + 1)).startswith(
-        "Error: The file /memories/over.txt would be 1,048,577 bytes; the limit is 1,048,576 bytes."
-    )
+    assert refused(
+        tool, command="create", path="/memories/over.txt", file_text="x" * (1024 * 1024 + 1)
+    ).startswith("Error: The file /memories/over.txt would be 1,048,577 bytes; the limit is 1,048,576 bytes.")

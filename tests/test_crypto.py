@@ -78,7 +78,9 @@ def test_every_object_gets_fresh_salt_and_nonce() -> None:
 )
 def test_anything_we_did_not_seal_is_refused(forge: Callable[[bytes], bytes]) -> None:
     sealed = cipher().seal("/memories/a.txt", SECRET.encode())
-    with pytest.raises(IntegrityError, match=r"^Error: The stored object for /memories/a.txt .*it was not read\.$"):
+    with pytest.raises(
+        IntegrityError, match=r"^Error: The stored object for /memories/a.txt .*it was not read\.$"
+    ):
         cipher().open("/memories/a.txt", forge(sealed))
 
 
@@ -114,7 +116,9 @@ def test_stored_objects_hold_no_plaintext_anywhere(memory: S3Memory, s3: Any) ->
     assert s3.get_object_tagging(Bucket=BUCKET, Key=key)["TagSet"] == []
 
 
-def test_a_file_copied_to_another_path_or_user_is_refused(make_memory: Callable[..., S3Memory], s3: Any) -> None:
+def test_a_file_copied_to_another_path_or_user_is_refused(
+    make_memory: Callable[..., S3Memory], s3: Any
+) -> None:
     alice = make_memory("alice")
     bob = make_memory("bob")
     alice.create(memory_path("/memories/a.txt"), SECRET)
@@ -173,13 +177,18 @@ def test_kms_envelope_stores_only_the_wrapped_key_with_a_context_naming_the_user
     )
     assert unwrapped["Plaintext"] == data_key
     with pytest.raises(kms.exceptions.InvalidCiphertextException):
-        kms.decrypt(CiphertextBlob=wrapped[5:], EncryptionContext={"s3memory:user": "bob", "s3memory:key_version": "1"})
+        kms.decrypt(
+            CiphertextBlob=wrapped[5:],
+            EncryptionContext={"s3memory:user": "bob", "s3memory:key_version": "1"},
+        )
 
 
 def test_a_cold_process_unwraps_once_then_caches(
     make_memory: Callable[..., S3Memory], kms: Any, key_id: str
 ) -> None:
-    make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms)).create(memory_path("/memories/a.txt"), SECRET)
+    make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms)).create(
+        memory_path("/memories/a.txt"), SECRET
+    )
     kms_requests = RequestCounter(kms)
     cold = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms))
     for _ in range(3):
@@ -187,7 +196,9 @@ def test_a_cold_process_unwraps_once_then_caches(
     assert dict(kms_requests.calls) == {"Decrypt": 1}
 
 
-def test_the_key_cache_is_bounded_in_time(make_memory: Callable[..., S3Memory], kms: Any, key_id: str) -> None:
+def test_the_key_cache_is_bounded_in_time(
+    make_memory: Callable[..., S3Memory], kms: Any, key_id: str
+) -> None:
     provider = KMSKeyProvider(key_id, kms_client=kms, cache_seconds=0)
     memory = make_memory(key_provider=provider)
     memory.create(memory_path("/memories/a.txt"), SECRET)
@@ -200,7 +211,9 @@ def test_the_key_cache_is_bounded_in_time(make_memory: Callable[..., S3Memory], 
 def test_a_tampered_wrapped_key_is_a_clear_error(
     make_memory: Callable[..., S3Memory], s3: Any, kms: Any, key_id: str
 ) -> None:
-    make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms)).create(memory_path("/memories/a.txt"), SECRET)
+    make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms)).create(
+        memory_path("/memories/a.txt"), SECRET
+    )
     s3.put_object(Bucket=BUCKET, Key="users/alice/internal/keys/v1", Body=b"S3MK\x01" + b"\x00" * 200)
     fresh = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms))
     with pytest.raises(CommandError, match=r"^Error: (KMS Decrypt failed|The user.s wrapped data key)"):

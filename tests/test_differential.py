@@ -43,7 +43,9 @@ def _command() -> st.SearchStrategy[dict[str, Any]]:
                 "command": st.just("insert"),
                 "path": _PATHS,
                 "insert_line": st.integers(min_value=0, max_value=4),
-                "insert_text": st.lists(st.sampled_from(["alpha", "beta", " ", "é"]), max_size=4).map("".join),
+                "insert_text": st.lists(st.sampled_from(["alpha", "beta", " ", "é"]), max_size=4).map(
+                    "".join
+                ),
             }
         ),
         st.fixed_dictionaries({"command": st.just("delete"), "path": _PATHS}),
@@ -109,7 +111,9 @@ def _comparable(command: dict[str, Any], local: BetaLocalFilesystemMemoryTool) -
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(_command(), min_size=1, max_size=14))
 def test_random_sequences_leave_the_same_files(s3: Any, commands: list[dict[str, Any]]) -> None:
-    ours = S3MemoryTool(bucket=BUCKET, user_id="diff", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3)
+    ours = S3MemoryTool(
+        bucket=BUCKET, user_id="diff", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3
+    )
     ours.clear_all_memory()
     with tempfile.TemporaryDirectory() as base:
         local = BetaLocalFilesystemMemoryTool(base_path=base)

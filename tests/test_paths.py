@@ -103,12 +103,18 @@ def test_keys_longer_than_s3_allows_are_refused() -> None:
 def test_keys_map_back_to_paths_and_invalid_keys_to_none() -> None:
     found = LAYOUT.path_of_key("users/alice/memories/a/b.txt")
     assert found is not None and found.canonical == "/memories/a/b.txt"
-    for key in ("users/alice/memories/a//b", "users/alice/memories/../x", "users/alice/memories/d/", "users/bob/x"):
+    for key in (
+        "users/alice/memories/a//b",
+        "users/alice/memories/../x",
+        "users/alice/memories/d/",
+        "users/bob/x",
+    ):
         assert LAYOUT.path_of_key(key) is None
 
 
 @pytest.mark.parametrize(
-    "user_id", ["", ".", "..", "a/b", "/", "a\\b", "\\", "a\x00", "tab\there", "\uff0e\uff0e", "x" * 300, 7, None]
+    "user_id",
+    ["", ".", "..", "a/b", "/", "a\\b", "\\", "a\x00", "tab\there", "\uff0e\uff0e", "x" * 300, 7, None],
 )
 def test_user_ids_that_could_change_the_prefix_are_refused(user_id: object) -> None:
     with pytest.raises(ValueError, match="user_id"):

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from s3memory.errors import CommandError
-from s3memory.listing import tree_from, render_listing
+from s3memory.listing import render_listing, tree_from
 from s3memory.text import (
     VIEW_CHARACTER_CAP,
     human_size,
@@ -53,7 +53,9 @@ def test_a_final_newline_adds_no_numbered_line() -> None:
 def test_insert_lands_after_the_line_and_ends_with_a_newline(content: str, line: int, text: str) -> None:
     lines = split_lines(content)
     if line > len(lines):
-        with pytest.raises(CommandError, match=rf"within the range of lines of the file: \[0, {len(lines)}\]$"):
+        with pytest.raises(
+            CommandError, match=rf"within the range of lines of the file: \[0, {len(lines)}\]$"
+        ):
             insert_at("/memories/x", content, line, text)
         return
     edited = insert_at("/memories/x", content, line, text)
@@ -65,7 +67,7 @@ def test_insert_lands_after_the_line_and_ends_with_a_newline(content: str, line:
 def test_str_replace_changes_only_the_replaced_span(content: str, old: str, new: str) -> None:
     found = occurrence_lines(content, old)
     if len(found) != 1:
-        with pytest.raises(CommandError, match="^No replacement was performed"):
+        with pytest.raises(CommandError, match=r"^No replacement was performed"):
             replace_unique("/memories/x", content, old, new)
         return
     edited, answer = replace_unique("/memories/x", content, old, new)
@@ -84,13 +86,27 @@ def test_overlapping_occurrences_are_not_unique() -> None:
 def test_snippet_covers_a_multiline_replacement_with_context() -> None:
     content = "".join(f"{n}\n" for n in range(1, 11))
     _, answer = replace_unique("/memories/x", content, "5\n", "five\nFIVE\n")
-    assert answer.splitlines()[1:] == [f"{n:>6}\t{text}" for n, text in zip(range(3, 9), "3 4 five FIVE 6 7".split())]
+    assert answer.splitlines()[1:] == [
+        f"{n:>6}\t{text}" for n, text in zip(range(3, 9), ["3", "4", "five", "FIVE", "6", "7"], strict=True)
+    ]
 
 
 @pytest.mark.parametrize(
     ("size", "shown"),
-    [(0, "0B"), (512, "512B"), (1023, "1023B"), (1024, "1.0K"), (1025, "1.1K"), (1536, "1.5K"), (4096, "4.0K"),
-     (10 * 1024, "10K"), (12 * 1024 + 1, "13K"), (1024**2 - 1, "1.0M"), (int(1.2 * 1024**2), "1.2M"), (3 * 1024**3, "3.0G")],
+    [
+        (0, "0B"),
+        (512, "512B"),
+        (1023, "1023B"),
+        (1024, "1.0K"),
+        (1025, "1.1K"),
+        (1536, "1.5K"),
+        (4096, "4.0K"),
+        (10 * 1024, "10K"),
+        (12 * 1024 + 1, "13K"),
+        (1024**2 - 1, "1.0M"),
+        (int(1.2 * 1024**2), "1.2M"),
+        (3 * 1024**3, "3.0G"),
+    ],
 )
 def test_sizes_read_like_du_h(size: int, shown: str) -> None:
     assert human_size(size) == shown
@@ -103,7 +119,7 @@ def test_the_view_cap_cuts_at_a_line_boundary_and_says_how_to_page(lines: list[s
     rows = shown.split("\n")[1:]
     if rows and rows[-1].startswith("[Output cut"):
         through = len(rows) - 1
-        assert rows[:-1] == [f"{n:>6}\t{line}" for n, line in zip(range(1, through + 1), lines)]
+        assert rows[:-1] == [f"{n:>6}\t{line}" for n, line in zip(range(1, through + 1), lines, strict=False)]
         assert f"lines 1-{through} of {len(lines)} shown. Use view_range [{through + 1}, -1]" in rows[-1]
     else:
         assert rows == [f"{n:>6}\t{line}" for n, line in enumerate(lines, start=1)]
@@ -117,7 +133,13 @@ def test_a_single_line_longer_than_the_cap_is_shown_cut() -> None:
 
 def test_listing_skips_hidden_and_node_modules_with_everything_below() -> None:
     tree = tree_from(
-        [(("a.txt",), 1), ((".git", "x"), 1), (("node_modules", "p"), 1), (("d", ".env"), 1), (("d", "x", "y", "z"), 1)],
+        [
+            (("a.txt",), 1),
+            ((".git", "x"), 1),
+            (("node_modules", "p"), 1),
+            (("d", ".env"), 1),
+            (("d", "x", "y", "z"), 1),
+        ],
         [],
     )
     assert render_listing("/memories", "/memories", tree).splitlines()[1:] == [

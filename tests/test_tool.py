@@ -1,0 +1,161 @@
+"""The SDK adapters: base classes, ToolError for every failure, async, clear_all_memory, light import."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+from typing import Any
+
+import pytest
+from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
+from anthropic.types.beta import BetaMemoryTool20250818ViewCommand
+from botocore.exceptions import EndpointConnectionError
+
+from s3memory import AsyncS3MemoryTool, S3MemoryTool
+from s3memory.crypto import LocalKeyProvider
+
+from .conftest import BUCKET, MASTER_KEY, stored_keys
+
+
+def make_tool(s3: Any, **options: Any) -> S3MemoryTool:
+    return S3MemoryTool(
+        bucket=BUCKET, user_id="alice", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3, **options
+    )
+
+
+def test_the_tools_are_the_sdks_memory_tools(s3: Any) -> None:
+    tool = make_tool(s3)
+    assert isinstance(tool, BetaAbstractMemoryTool)
+    assert tool.to_dict() == {"type": "memory_20250818", "name": "memory"}
+    assert tool.name == "memory"
+    cached = make_tool(s3, cache_control={"type": "ephemeral"})
+    assert cached.to_dict() == {
+        "type": "memory_20250818",
+        "name": "memory",
+        "cache_control": {"type": "ephemeral"},
+    }
+    async_tool = AsyncS3MemoryTool(
+        bucket=BUCKET, user_id="alice", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3
+    )
+    assert isinstance(async_tool, BetaAsyncAbstractMemoryTool)
+
+
+def test_the_sdks_typed_dispatch_reaches_the_core(s3: Any) -> None:
+    tool = make_tool(s3)
+    command = BetaMemoryTool20250818ViewCommand(command="view", path="/memories")
+    assert tool.execute(command).startswith("Here're the files and directories")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        None,
+        42,
+        [],
+        "view",
+        {"command": None},
+        {"command": "view", "path": ["/memories"]},
+        {"command": "view", "path": "/x"},
+    ],
+)
+def test_every_bad_input_is_a_tool_error(s3: Any, bad: Any) -> None:
+    with pytest.raises(ToolError) as caught:
+        make_tool(s3).call(bad)
+    assert isinstance(caught.value.content, str) and caught.value.content.startswith("Error:")
+
+
+def test_storage_failures_are_tool_errors(s3: Any) -> None:
+    def unreachable(**_: Any) -> None:
+        raise EndpointConnectionError(endpoint_url="https://s3.invalid")
+
+    tool = make_tool(s3)
+    s3.meta.events.register("before-send.s3", unreachable)
+    with pytest.raises(ToolError) as caught:
+        tool.call({"command": "view", "path": "/memories/a.txt"})
+    assert caught.value.content == (
+        "Error: S3 GetObject failed (EndpointConnectionError). Nothing was reported as done; try again."
+    )
+
+
+def test_unexpected_failures_are_tool_errors_too(s3: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    tool = make_tool(s3)
+
+    def broken(_: object) -> str:
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr(tool.memory, "run", broken)
+    with pytest.raises(ToolError) as caught:
+        tool.call({"command": "view", "path": "/memories"})
+    assert caught.value.content == (
+        "Error: s3memory failed unexpectedly (ZeroDivisionError); the command may not have run."
+    )
+
+
+def test_clear_all_memory_removes_every_memory_file_in_batches(s3: Any) -> None:
+    tool = make_tool(s3)
+    for index in range(1_005):
+        s3.put_object(Bucket=BUCKET, Key=f"users/alice/memories/bulk/f{index}", Body=b"x")
+    tool.call({"command": "create", "path": "/memories/a.txt", "file_text": "x"})
+    other = S3MemoryTool(
+        bucket=BUCKET, user_id="bob", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3
+    )
+    other.call({"command": "create", "path": "/memories/b.txt", "file_text": "x"})
+    assert tool.clear_all_memory() == "All memory cleared"
+    assert stored_keys(s3, "users/alice/memories/") == []
+    assert stored_keys(s3, "users/bob/memories/") == ["users/bob/memories/b.txt"]
+
+
+def test_the_async_tool_runs_commands_off_the_event_loop(s3: Any) -> None:
+    tool = AsyncS3MemoryTool(
+        bucket=BUCKET, user_id="alice", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3
+    )
+    loop_threads: set[int] = set()
+    request_threads: set[int] = set()
+    s3.meta.events.register("request-created.s3", lambda **_: request_threads.add(threading.get_ident()))
+
+    async def session() -> tuple[str, str]:
+        loop_threads.add(threading.get_ident())
+        created = await tool.call({"command": "create", "path": "/memories/a.txt", "file_text": "hi"})
+        with pytest.raises(ToolError, match="^Error: File /memories/a.txt already exists$"):
+            await tool.call({"command": "create", "path": "/memories/a.txt", "file_text": "again"})
+        viewed = await tool.execute(BetaMemoryTool20250818ViewCommand(command="view", path="/memories/a.txt"))
+        assert await tool.clear_all_memory() == "All memory cleared"
+        return created, str(viewed)
+
+    created, viewed = asyncio.run(session())
+    assert created == "File created successfully at: /memories/a.txt"
+    assert viewed.endswith("     1\thi")
+    assert request_threads and loop_threads.isdisjoint(request_threads)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"bucket": ""},
+        {"user_id": ".."},
+        {"user_id": "a/b"},
+        {"prefix": "../"},
+        {"max_file_bytes": 0},
+        {"key_provider": "k"},
+    ],
+)
+def test_bad_configuration_is_refused_when_the_tool_is_built(s3: Any, options: dict[str, Any]) -> None:
+    arguments: dict[str, Any] = {
+        "bucket": BUCKET,
+        "user_id": "alice",
+        "key_provider": LocalKeyProvider(MASTER_KEY),
+        "s3_client": s3,
+    }
+    with pytest.raises(ValueError):
+        S3MemoryTool(**{**arguments, **options})
+
+
+def test_import_s3memory_is_light() -> None:
+    probe = (
+        "import sys, s3memory, s3memory.memory, s3memory.crypto; "
+        "print(sorted(m for m in ('anthropic', 'moto') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
