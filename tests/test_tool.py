@@ -118,7 +118,7 @@ def test_the_async_tool_runs_commands_off_the_event_loop(s3: Any) -> None:
     async def session() -> tuple[str, str]:
         loop_threads.add(threading.get_ident())
         created = await tool.call({"command": "create", "path": "/memories/a.txt", "file_text": "hi"})
-        with pytest.raises(ToolError, match="^Error: File /memories/a.txt already exists$"):
+        with pytest.raises(ToolError, match=r"^Error: File /memories/a.txt already exists$"):
             await tool.call({"command": "create", "path": "/memories/a.txt", "file_text": "again"})
         viewed = await tool.execute(BetaMemoryTool20250818ViewCommand(command="view", path="/memories/a.txt"))
         assert await tool.clear_all_memory() == "All memory cleared"
