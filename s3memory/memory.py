@@ -190,13 +190,15 @@ class S3Memory:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def _check_file_destination(self, path: MemoryPath, refusal: Callable[[str], CommandError]) -> str:
-        """The key for a new file at ``path``; refused if a directory is there or an ancestor is a file."""
+    def _check_file_destination(
+        self, path: MemoryPath, refusal: Callable[[str], CommandError], occupied: CommandError
+    ) -> str:
+        """The key for a new file at ``path``; ``occupied`` if a directory is there, refused if an ancestor is a file."""
         if path.is_root or path.text.endswith("/"):
             raise refusal("a file path must name a file below /memories, without a trailing '/'")
         key = self.layout.file_key(path)
         if self._is_directory(path):
-            raise refusal(f"{path.canonical} is a directory")
+            raise occupied
         for ancestor in path.ancestors():
             if self.store.exists(self.layout.file_key(ancestor)):
                 raise refusal(f"{ancestor.canonical} is a file, not a directory")
@@ -222,7 +224,7 @@ class S3Memory:
         def refusal(reason: str) -> CommandError:
             return CommandError(f"Error: Cannot create {path.text}: {reason}.")
 
-        key = self._check_file_destination(path, refusal)
+        key = self._check_file_destination(path, refusal, refusal(f"{path.canonical} is a directory"))
         if not self._put_new(key, body):
             raise CommandError(f"Error: File {path.text} already exists")
         return f"File created successfully at: {path.text}"
@@ -308,9 +310,7 @@ class S3Memory:
                 f"Error: Cannot rename to {new.text}: {old.canonical} is a file, not a directory."
             )
         body = self._encode(new, content)
-        if self._is_directory(new):
-            raise exists
-        key = self._check_file_destination(new, self._destination_refusal(new))
+        key = self._check_file_destination(new, self._destination_refusal(new), exists)
         if not self._put_new(key, body):
             raise exists
         self.store.delete(self.layout.file_key(old))
