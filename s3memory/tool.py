@@ -69,8 +69,8 @@ def _as_input(command: Any) -> object:
     return command.to_dict() if hasattr(command, "to_dict") else command
 
 
-class S3MemoryTool(BetaAbstractMemoryTool):
-    """Claude's memory tool backed by S3, encrypted on the client; one instance serves one user."""
+class _S3Configured:
+    """The constructor both adapters share: one user's memory in one bucket."""
 
     def __init__(
         self,
@@ -83,8 +83,12 @@ class S3MemoryTool(BetaAbstractMemoryTool):
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         cache_control: BetaCacheControlEphemeralParam | None = None,
     ) -> None:
-        super().__init__(cache_control=cache_control)
+        super().__init__(cache_control=cache_control)  # type: ignore[call-arg]
         self.memory = build_memory(bucket, user_id, key_provider, s3_client, prefix, max_file_bytes)
+
+
+class S3MemoryTool(_S3Configured, BetaAbstractMemoryTool):
+    """Claude's memory tool backed by S3, encrypted on the client; one instance serves one user."""
 
     def call(self, input: object) -> str:
         return answer(self.memory, input)
@@ -111,25 +115,11 @@ class S3MemoryTool(BetaAbstractMemoryTool):
         return clear(self.memory)
 
 
-class AsyncS3MemoryTool(BetaAsyncAbstractMemoryTool):
+class AsyncS3MemoryTool(_S3Configured, BetaAsyncAbstractMemoryTool):
     """The async twin: each command runs the sync core in a worker thread.
 
     boto3 clients are thread-safe, so offloading keeps one tested code path and adds no dependency.
     """
-
-    def __init__(
-        self,
-        *,
-        bucket: str,
-        user_id: str,
-        key_provider: KeyProvider,
-        s3_client: S3Client | None = None,
-        prefix: str = "users/",
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        cache_control: BetaCacheControlEphemeralParam | None = None,
-    ) -> None:
-        super().__init__(cache_control=cache_control)
-        self.memory = build_memory(bucket, user_id, key_provider, s3_client, prefix, max_file_bytes)
 
     async def call(self, input: object) -> str:
         return await asyncio.to_thread(answer, self.memory, input)
