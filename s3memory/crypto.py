@@ -46,6 +46,7 @@ OVERHEAD = HEADER_BYTES + TAG_BYTES
 
 DATA_KEY_BYTES = 32
 _OBJECT_KEYS_INFO = b"s3memory/v1/object-keys"
+_FINGERPRINT_INFO = b"s3memory/v1/path-fingerprint"
 _LOCAL_DATA_KEY_SALT = b"s3memory/v1/local-data-key"
 WRAPPED_KEY_MAGIC = b"S3MK\x01"
 
@@ -83,6 +84,13 @@ class ObjectCipher:
         encryption_key, commitment = _object_keys(data_key, salt)
         header = _HEADER.pack(MAGIC, FORMAT_VERSION, version, salt, commitment, nonce)
         return header + AESGCM(encryption_key).encrypt(nonce, plaintext, self._associated_data(header, path))
+
+    def fingerprint(self, path: str) -> str:
+        """A keyed hash of ``path`` (HMAC-SHA256 under a key derived from the data key): names a path
+        in object metadata without revealing it."""
+        _version, data_key = self._keys.current()
+        key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_FINGERPRINT_INFO).derive(data_key)
+        return hmac.new(key, path.encode("utf-8"), "sha256").hexdigest()[:32]
 
     def open(self, path: str, blob: bytes) -> bytes:
         """Decrypt an object read at ``path``; anything not sealed by us for this user and path is refused."""

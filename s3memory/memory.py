@@ -6,24 +6,30 @@ refusal. Paths are validated before any request; edits are conditional writes re
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from .commands import Create, Delete, Insert, StrReplace, View, parse_command
+from .commands import Command, Create, Delete, Insert, StrReplace, View, parse_command
 from .crypto import DataKeySource, KeyProvider, ObjectCipher, plaintext_size
-from .errors import CommandError, IntegrityError, StorageError
+from .errors import CommandError, IntegrityError, StorageError, Unsettled
+from .jobs import JOB_PREFIX, RECORD_PATH_PREFIX, Job
 from .listing import Tree, is_hidden, render_listing
-from .paths import KeyLayout, MemoryPath, validate_namespace
+from .paths import KeyLayout, MemoryPath, memory_path, validate_namespace
 from .store import DELETE_BATCH, ConditionalConflict, PreconditionFailed, S3Store
 from .text import insert_at, render_file, replace_unique
 
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
+ORIGIN_METADATA = "s3memory-origin"
+"""Metadata on a renamed file: the keyed fingerprint of the path it was copied from."""
+JOB_RECORD_MAX_BYTES = 64 * 1024 * 1024
 EDIT_ATTEMPTS = 32
 PARALLEL_REQUESTS = 16
 _T = TypeVar("_T")
+logger = logging.getLogger("s3memory")
 
 
 def _backoff(attempt: int) -> None:
@@ -40,10 +46,6 @@ def _parallel(function: Callable[[_T], None], items: Sequence[_T]) -> None:
     with ThreadPoolExecutor(max_workers=min(PARALLEL_REQUESTS, len(items))) as pool:
         for future in [pool.submit(function, item) for item in items]:
             future.result()
-
-
-def _batches(keys: Sequence[str]) -> list[Sequence[str]]:
-    return [keys[start : start + DELETE_BATCH] for start in range(0, len(keys), DELETE_BATCH)]
 
 
 class _Vault:
@@ -96,8 +98,19 @@ class S3Memory:
     # -- dispatch ---------------------------------------------------------------------------
 
     def run(self, raw_input: object) -> str:
-        """Run one raw ``tool_use`` input and return the answer text."""
+        """Run one raw ``tool_use`` input and return the answer text.
+
+        A refusal that an unfinished job could explain is retried once after pending jobs finish.
+        """
         command = parse_command(raw_input)
+        try:
+            return self._dispatch(command)
+        except Unsettled:
+            if not self.finish_pending_jobs():
+                raise
+        return self._dispatch(command)
+
+    def _dispatch(self, command: Command) -> str:
         if isinstance(command, View):
             return self.view(command.path, command.view_range)
         if isinstance(command, Create):
@@ -117,9 +130,11 @@ class S3Memory:
         stored = self.store.get(self.layout.file_key(path), max_bytes=self.max_file_bytes + 4096)
         if stored is None:
             return None
-        plaintext = self._cipher.open(path.canonical, stored.body)
+        return self._decode(path, stored.body), stored.etag
+
+    def _decode(self, path: MemoryPath, body: bytes) -> str:
         try:
-            return plaintext.decode("utf-8"), stored.etag
+            return self._cipher.open(path.canonical, body).decode("utf-8")
         except UnicodeDecodeError:
             raise IntegrityError(f"Error: The file {path.text} does not hold valid UTF-8 text.") from None
 
@@ -143,13 +158,15 @@ class S3Memory:
         ]
 
     def view(self, path: MemoryPath, view_range: list[int] | None = None) -> str:
-        if not path.is_root:
+        if path.is_root:
+            self.finish_pending_jobs()
+        else:
             found = self._read(path)
             if found is not None:
                 return render_file(path.text, found[0], view_range)
         tree = self._tree(path)
         if tree is None:
-            raise CommandError(f"The path {path.text} does not exist. Please provide a valid path.")
+            raise Unsettled(f"The path {path.text} does not exist. Please provide a valid path.")
         return render_listing(path.text, path.canonical, tree)
 
     def _tree(self, directory: MemoryPath) -> Tree | None:
@@ -204,11 +221,15 @@ class S3Memory:
                 raise refusal(f"{ancestor.canonical} is a file, not a directory")
         return key
 
-    def _put_new(self, key: str, body: bytes) -> bool:
-        """Write ``body`` at ``key`` only if no object is there; False if one is."""
+    def _put_new(self, key: str, body: bytes, origin: MemoryPath | None = None) -> bool:
+        """Write ``body`` at ``key`` only if no object is there; False if one is.
+
+        With ``origin``, the object's metadata carries that path's fingerprint (see ``_holds``).
+        """
+        metadata = None if origin is None else {ORIGIN_METADATA: self._cipher.fingerprint(origin.canonical)}
         for attempt in range(EDIT_ATTEMPTS):
             try:
-                self.store.put(key, body, if_none_match=True)
+                self.store.put(key, body, if_none_match=True, metadata=metadata)
                 return True
             except PreconditionFailed:
                 return False
@@ -222,19 +243,28 @@ class S3Memory:
         body = self._encode(path, file_text)
 
         def refusal(reason: str) -> CommandError:
-            return CommandError(f"Error: Cannot create {path.text}: {reason}.")
+            return Unsettled(f"Error: Cannot create {path.text}: {reason}.")
 
         key = self._check_file_destination(path, refusal, refusal(f"{path.canonical} is a directory"))
         if not self._put_new(key, body):
-            raise CommandError(f"Error: File {path.text} already exists")
+            raise Unsettled(f"Error: File {path.text} already exists")
         return f"File created successfully at: {path.text}"
+
+    def _holds(self, path: MemoryPath, text: str, origin: MemoryPath) -> bool:
+        """True if the file at ``path`` is ``text`` copied from ``origin``: a retried copy that landed."""
+        stored = self.store.get(self.layout.file_key(path), max_bytes=self.max_file_bytes + 4096)
+        if stored is None or stored.metadata.get(ORIGIN_METADATA) != self._cipher.fingerprint(
+            origin.canonical
+        ):
+            return False
+        return self._decode(path, stored.body) == text
 
     def _edit(self, path: MemoryPath, missing: str, change: Callable[[str], tuple[str, str]]) -> str:
         """Read-modify-write with ``IfMatch``, retried with jitter when another writer wins."""
         for attempt in range(EDIT_ATTEMPTS):
             found = None if path.is_root else self._read(path)
             if found is None:
-                raise CommandError(missing)
+                raise Unsettled(missing)
             content, etag = found
             edited, answer = change(content)
             try:
@@ -263,38 +293,60 @@ class S3Memory:
             ),
         )
 
-    def _delete_keys(self, keys: Sequence[str]) -> None:
-        _parallel(self.store.delete_batch, _batches(keys))
+    def _delete_objects(self, items: Sequence[tuple[str, str | None]]) -> list[str]:
+        """Delete in parallel batches of 1,000 (each key only if its ETag, when given, still matches).
+
+        Returns the keys kept because they changed after being read.
+        """
+        kept: list[str] = []
+        batches = [items[start : start + DELETE_BATCH] for start in range(0, len(items), DELETE_BATCH)]
+        _parallel(lambda batch: kept.extend(self.store.delete_batch(batch)), batches)
+        return kept
 
     def delete(self, path: MemoryPath) -> str:
         if path.is_root:
             raise CommandError("Error: Cannot delete the /memories directory itself")
+        done = f"Successfully deleted {path.text}"
+        if self._finish_pending(Job("delete", path.canonical, None, ())):
+            return done
         key = self.layout.file_key(path)
         if self.store.exists(key):
             self.store.delete(key)
-            return f"Successfully deleted {path.text}"
+            return done
         keys = self._keys_below(path)
         if not keys:
             raise CommandError(f"Error: The path {path.text} does not exist")
-        self._delete_keys(keys)
-        return f"Successfully deleted {path.text}"
+        self._run_job(Job("delete", path.canonical, None, tuple(keys)))
+        return done
 
     def rename(self, old: MemoryPath, new: MemoryPath) -> str:
         if old.is_root:
             raise CommandError("Error: Cannot rename the /memories directory itself")
-        missing = CommandError(f"Error: The path {old.text} does not exist")
         exists = CommandError(f"Error: The destination {new.text} already exists")
         if new.is_root:
             raise exists
+        done = f"Successfully renamed {old.text} to {new.text}"
+        kept = self._finish_pending(Job("rename", old.canonical, new.canonical, ()))
+        if kept is not None:
+            return self._renamed(done, kept)
         found = self._read(old)
         if found is not None:
-            return self._rename_file(old, new, found[0], exists)
+            return self._rename_file(old, new, found, exists)
         keys = self._keys_below(old)
         if not keys:
-            raise missing
+            raise CommandError(f"Error: The path {old.text} does not exist")
         if new.is_within(old):
             raise CommandError(f"Error: Cannot move {old.text} into itself ({new.text})")
         return self._rename_directory(old, new, keys, exists)
+
+    @staticmethod
+    def _renamed(done: str, kept: list[str]) -> str:
+        if not kept:
+            return done
+        raise CommandError(
+            f"Error: {done.replace('Successfully renamed', 'Renamed')}, except {len(kept)} file(s) that "
+            f"changed during the rename and were left at their old paths: {', '.join(sorted(kept))}"
+        )
 
     def _destination_refusal(self, new: MemoryPath) -> Callable[[str], CommandError]:
         def refusal(reason: str) -> CommandError:
@@ -302,54 +354,130 @@ class S3Memory:
 
         return refusal
 
-    def _rename_file(self, old: MemoryPath, new: MemoryPath, content: str, exists: CommandError) -> str:
+    def _rename_file(
+        self, old: MemoryPath, new: MemoryPath, found: tuple[str, str], exists: CommandError
+    ) -> str:
         if new.segments == old.segments:
             raise exists
         if new.is_within(old):
             raise CommandError(
                 f"Error: Cannot rename to {new.text}: {old.canonical} is a file, not a directory."
             )
+        content, etag = found
         body = self._encode(new, content)
         key = self._check_file_destination(new, self._destination_refusal(new), exists)
-        if not self._put_new(key, body):
+        if not self._put_new(key, body, origin=old) and not self._holds(new, content, old):
             raise exists
-        self.store.delete(self.layout.file_key(old))
+        try:
+            self.store.delete(self.layout.file_key(old), if_match=etag)
+        except PreconditionFailed:
+            return self._renamed(f"Successfully renamed {old.text} to {new.text}", [old.canonical])
         return f"Successfully renamed {old.text} to {new.text}"
 
     def _rename_directory(
         self, old: MemoryPath, new: MemoryPath, keys: list[str], exists: CommandError
     ) -> str:
-        moves: list[tuple[MemoryPath, MemoryPath]] = []
         for key in keys:
             source = self.layout.path_of_key(key)
             if source is None:
                 raise StorageError(
                     f"Error: {old.text} holds an object whose key is not a valid memory path; nothing was moved."
                 )
-            target = new.joined(source.relative_to(old))
-            self.layout.file_key(target)
-            moves.append((source, target))
+            self.layout.file_key(new.joined(source.relative_to(old)))
         if self.store.exists(self.layout.file_key(new)) or self._is_directory(new):
             raise exists
         refusal = self._destination_refusal(new)
         for ancestor in new.ancestors():
             if self.store.exists(self.layout.file_key(ancestor)):
                 raise refusal(f"{ancestor.canonical} is a file, not a directory")
+        kept = self._run_job(Job("rename", old.canonical, new.canonical, tuple(keys)))
+        return self._renamed(f"Successfully renamed {old.text} to {new.text}", kept)
 
-        def copy(move: tuple[MemoryPath, MemoryPath]) -> None:
-            source, target = move
+    # -- jobs -------------------------------------------------------------------------------
+
+    def _run_job(self, job: Job) -> list[str]:
+        """Record ``job``, then run it to the end; returns the paths kept because they changed meanwhile."""
+        record = self._cipher.seal(job.record_path, job.encode())
+        if not self._put_new(self.layout.key_of_internal(job.name), record):
+            logger.info("s3memory: job %s is already recorded; finishing it here too", job.name)
+        return self._finish(job)
+
+    def _pending_jobs(self) -> list[Job]:
+        """The jobs recorded for this user and not yet finished."""
+        jobs: list[Job] = []
+        prefix = self.layout.key_of_internal(JOB_PREFIX)
+        for page in self.store.pages(prefix):
+            for key, _size in page.objects:
+                name = key[len(self.layout.internal_prefix) :]
+                stored = self.store.get(key, max_bytes=JOB_RECORD_MAX_BYTES)
+                if stored is None:
+                    continue
+                try:
+                    job = Job.decode(self._cipher.open(RECORD_PATH_PREFIX + name, stored.body))
+                except IntegrityError:
+                    logger.warning("s3memory: ignoring a job record that failed authentication")
+                    continue
+                if job.name == name:
+                    jobs.append(job)
+        return jobs
+
+    def finish_pending_jobs(self) -> bool:
+        """Finish every unfinished job of this user (roll forward); True if there were any."""
+        jobs = self._pending_jobs()
+        for job in jobs:
+            self._finish(job)
+        return bool(jobs)
+
+    def _finish_pending(self, command: Job) -> list[str] | None:
+        """Finish pending jobs; if one was ``command`` itself (a retry), the paths it kept, else None."""
+        result: list[str] | None = None
+        for job in self._pending_jobs():
+            kept = self._finish(job)
+            if job.name == command.name:
+                result = kept
+        return result
+
+    def _job_sources(self, job: Job) -> list[MemoryPath]:
+        old = memory_path(job.old)
+        sources = [self.layout.path_of_key(key) for key in job.keys]
+        if any(source is None or not source.is_within(old) or source == old for source in sources):
+            raise IntegrityError("Error: A job record names objects outside its directory; it was not run.")
+        return [source for source in sources if source is not None]
+
+    def _finish(self, job: Job) -> list[str]:
+        """Run a recorded job to the end, idempotently; returns the paths kept because they changed."""
+        sources = self._job_sources(job)
+        if job.kind == "delete":
+            kept = self._delete_objects([(key, None) for key in job.keys])
+        else:
+            kept = self._move(sources, memory_path(job.old), memory_path(job.new or ""))
+        self.store.delete(self.layout.key_of_internal(job.name))
+        return [found.canonical for key in kept if (found := self.layout.path_of_key(key)) is not None]
+
+    def _move(self, sources: list[MemoryPath], old: MemoryPath, new: MemoryPath) -> list[str]:
+        """Copy every source below ``new``, then delete the sources whose copy is written."""
+        copied: dict[str, str] = {}
+        conflicts: list[str] = []
+
+        def copy(source: MemoryPath) -> None:
             found = self._read(source)
             if found is None:
-                raise StorageError(f"Error: {source.text} vanished during the rename; nothing was deleted.")
-            if not self._put_new(self.layout.file_key(target), self._encode(target, found[0])):
-                raise CommandError(f"Error: The destination {target.text} appeared during the rename.")
+                return
+            content, etag = found
+            target = new.joined(source.relative_to(old))
+            if self._put_new(
+                self.layout.file_key(target), self._encode(target, content), origin=source
+            ) or self._holds(target, content, source):
+                copied[self.layout.file_key(source)] = etag
+            else:
+                conflicts.append(self.layout.file_key(source))
 
-        _parallel(copy, moves)
-        self._delete_keys(keys)
-        return f"Successfully renamed {old.text} to {new.text}"
+        _parallel(copy, sources)
+        return conflicts + self._delete_objects(list(copied.items()))
 
     def clear_all(self) -> str:
-        """Delete every memory file of this user, in batches."""
+        """Delete every memory file of this user, in batches (pending jobs are finished first)."""
+        self.finish_pending_jobs()
         keys = [key for page in self.store.pages(self.layout.memories_prefix) for key, _size in page.objects]
-        self._delete_keys(keys)
+        self._delete_objects([(key, None) for key in keys])
         return "All memory cleared"

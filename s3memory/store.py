@@ -37,6 +37,7 @@ class ConditionalConflict(Exception):
 class StoredObject:
     body: bytes
     etag: str
+    metadata: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -88,7 +89,7 @@ class S3Store:
             raise _failure("GetObject", error) from None
         except BotoCoreError as error:
             raise _failure("GetObject", error) from None
-        return StoredObject(body, response["ETag"])
+        return StoredObject(body, response["ETag"], dict(response.get("Metadata", {})))
 
     def exists(self, key: str) -> bool:
         try:
@@ -101,9 +102,19 @@ class S3Store:
             raise _failure("HeadObject", error) from None
         return True
 
-    def put(self, key: str, body: bytes, *, if_none_match: bool = False, if_match: str | None = None) -> str:
+    def put(
+        self,
+        key: str,
+        body: bytes,
+        *,
+        if_none_match: bool = False,
+        if_match: str | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> str:
         """Write ``body``; with a condition, raise PreconditionFailed or ConditionalConflict on losing."""
         arguments: dict[str, Any] = {"Bucket": self.bucket, "Key": key, "Body": body}
+        if metadata:
+            arguments["Metadata"] = metadata
         if if_none_match:
             arguments["IfNoneMatch"] = "*"
         if if_match is not None:
@@ -122,10 +133,18 @@ class S3Store:
         except BotoCoreError as error:
             raise _failure("PutObject", error) from None
 
-    def delete(self, key: str) -> None:
+    def delete(self, key: str, *, if_match: str | None = None) -> None:
+        """Delete ``key``; with ``if_match``, raise PreconditionFailed if the object has changed."""
+        arguments: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
+        if if_match is not None:
+            arguments["IfMatch"] = if_match
         try:
-            self.client.delete_object(Bucket=self.bucket, Key=key)
-        except (ClientError, BotoCoreError) as error:
+            self.client.delete_object(**arguments)
+        except ClientError as error:
+            if _code(error) in _PRECONDITION_FAILED or _status(error) == 412:
+                raise PreconditionFailed(key) from None
+            raise _failure("DeleteObject", error) from None
+        except BotoCoreError as error:
             raise _failure("DeleteObject", error) from None
 
     def pages(self, prefix: str, *, delimiter: bool = False, max_keys: int = 1000) -> Iterator[ListingPage]:
@@ -154,23 +173,32 @@ class S3Store:
         page = next(self.pages(prefix, max_keys=1))
         return bool(page.objects)
 
-    def delete_batch(self, keys: Sequence[str]) -> None:
-        """Delete up to 1,000 keys in one request; any per-key error fails loudly."""
-        if not keys:
-            return
-        if len(keys) > DELETE_BATCH:
+    def delete_batch(self, items: Sequence[tuple[str, str | None]]) -> list[str]:
+        """Delete up to 1,000 keys in one request, each only if its ETag still matches when one is given.
+
+        Returns the keys left in place because their ETag no longer matched; any other per-key
+        error fails loudly.
+        """
+        if not items:
+            return []
+        if len(items) > DELETE_BATCH:
             raise ValueError(f"at most {DELETE_BATCH} keys per DeleteObjects request")
+        objects: list[Any] = [
+            {"Key": key} if etag is None else {"Key": key, "ETag": etag} for key, etag in items
+        ]
         try:
             response = self.client.delete_objects(
-                Bucket=self.bucket,
-                Delete={"Objects": [{"Key": key} for key in keys], "Quiet": True},
+                Bucket=self.bucket, Delete={"Objects": objects, "Quiet": True}
             )
         except (ClientError, BotoCoreError) as error:
             raise _failure("DeleteObjects", error) from None
         errors = response.get("Errors", [])
-        if errors:
-            codes = sorted({str(item.get("Code", "Unknown")) for item in errors})
+        changed = [str(item.get("Key")) for item in errors if item.get("Code") in _PRECONDITION_FAILED]
+        failed = [item for item in errors if item.get("Code") not in _PRECONDITION_FAILED]
+        if failed:
+            codes = sorted({str(item.get("Code", "Unknown")) for item in failed})
             raise StorageError(
-                f"Error: S3 DeleteObjects could not delete {len(errors)} of {len(keys)} objects "
+                f"Error: S3 DeleteObjects could not delete {len(failed)} of {len(items)} objects "
                 f"({', '.join(codes)}). Nothing was reported as done; try again."
             )
+        return changed
