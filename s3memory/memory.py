@@ -11,11 +11,13 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TypeVar
 
 from .commands import Command, Create, Delete, Insert, StrReplace, View, parse_command
-from .crypto import DataKeySource, KeyProvider, ObjectCipher, plaintext_size
+from .crypto import OVERHEAD, DataKeySource, KeyProvider, ObjectCipher, plaintext_size
 from .errors import CommandError, IntegrityError, StorageError, Unsettled
+from .guard import ContentGuard
 from .jobs import JOB_PREFIX, RECORD_PATH_PREFIX, Job
 from .listing import Tree, is_hidden, render_listing
 from .paths import KeyLayout, MemoryPath, memory_path, validate_namespace
@@ -74,6 +76,28 @@ class _Vault:
         return True
 
 
+@dataclass(frozen=True)
+class Quota:
+    """Per-user limits on the memory's total plaintext bytes and file count (None: no limit).
+
+    Usage is listed once and then tracked in process, re-listed every ``refresh_seconds``: a soft
+    limit that concurrent writers in other processes can pass by what they write in that time.
+    """
+
+    max_bytes: int | None = None
+    max_files: int | None = None
+    refresh_seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        for name in ("max_bytes", "max_files"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"Quota {name} must be a non-negative integer or None")
+
+
+DEFAULT_GUARD = ContentGuard()
+
+
 class S3Memory:
     """One user's memory directory in an S3 bucket, encrypted on the client."""
 
@@ -85,14 +109,23 @@ class S3Memory:
         *,
         prefix: str = "users/",
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        content_guard: ContentGuard | None = DEFAULT_GUARD,
+        quota: Quota | None = None,
     ) -> None:
         if not isinstance(key_provider, KeyProvider):
             raise ValueError("key_provider must be a KMSKeyProvider or LocalKeyProvider")
         if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int) or max_file_bytes < 1:
             raise ValueError("max_file_bytes must be a positive integer")
+        if content_guard is not None and not isinstance(content_guard, ContentGuard):
+            raise ValueError("content_guard must be a ContentGuard or None")
+        if quota is not None and not isinstance(quota, Quota):
+            raise ValueError("quota must be a Quota or None")
         self.layout = KeyLayout(validate_namespace(user_id, prefix))
         self.store = store
         self.max_file_bytes = max_file_bytes
+        self.content_guard = content_guard
+        self.quota = quota
+        self._usage: tuple[float, int, int] | None = None
         self._cipher = ObjectCipher(user_id, DataKeySource(key_provider, user_id, _Vault(store, self.layout)))
 
     # -- dispatch ---------------------------------------------------------------------------
@@ -239,15 +272,53 @@ class S3Memory:
             "Error: S3 kept reporting conflicting writes at this path; nothing was changed. Try again."
         )
 
+    def _screen(self, path: MemoryPath, text: str) -> str:
+        return text if self.content_guard is None else self.content_guard.screen(path.text, text)
+
+    def _current_usage(self) -> tuple[int, int]:
+        if self._usage is None or self._usage[0] <= time.monotonic():
+            sizes = [
+                size for page in self.store.pages(self.layout.memories_prefix) for _key, size in page.objects
+            ]
+            total = sum(plaintext_size(size) for size in sizes)
+            expires = time.monotonic() + (self.quota.refresh_seconds if self.quota else 0.0)
+            self._usage = (expires, total, len(sizes))
+        return self._usage[1], self._usage[2]
+
+    def _within_quota(self, path: MemoryPath, added_bytes: int, added_files: int) -> None:
+        """Refuse a write that would pass the user's quota; nothing is changed."""
+        if self.quota is None:
+            return
+        used_bytes, used_files = self._current_usage()
+        limit = self.quota
+        if limit.max_files is not None and added_files and used_files + added_files > limit.max_files:
+            raise CommandError(
+                f"Error: Cannot write {path.text}: the memory quota allows {limit.max_files:,} files and "
+                f"{used_files:,} exist. Delete or merge files first; nothing was changed."
+            )
+        if limit.max_bytes is not None and added_bytes > 0 and used_bytes + added_bytes > limit.max_bytes:
+            raise CommandError(
+                f"Error: Cannot write {path.text}: the memory quota allows {limit.max_bytes:,} bytes, "
+                f"{used_bytes:,} are used and this write adds {added_bytes:,}. Nothing was changed."
+            )
+
+    def _used(self, added_bytes: int, added_files: int) -> None:
+        if self._usage is not None:
+            expires, used_bytes, used_files = self._usage
+            self._usage = (expires, used_bytes + added_bytes, used_files + added_files)
+
     def create(self, path: MemoryPath, file_text: str) -> str:
+        file_text = self._screen(path, file_text)
         body = self._encode(path, file_text)
 
         def refusal(reason: str) -> CommandError:
             return Unsettled(f"Error: Cannot create {path.text}: {reason}.")
 
         key = self._check_file_destination(path, refusal, refusal(f"{path.canonical} is a directory"))
+        self._within_quota(path, len(body) - OVERHEAD, 1)
         if not self._put_new(key, body):
             raise Unsettled(f"Error: File {path.text} already exists")
+        self._used(len(body) - OVERHEAD, 1)
         return f"File created successfully at: {path.text}"
 
     def _holds(self, path: MemoryPath, text: str, origin: MemoryPath) -> bool:
@@ -267,8 +338,12 @@ class S3Memory:
                 raise Unsettled(missing)
             content, etag = found
             edited, answer = change(content)
+            body = self._encode(path, edited)
+            growth = len(body) - OVERHEAD - len(content.encode("utf-8"))
+            self._within_quota(path, growth, 0)
             try:
-                self.store.put(self.layout.file_key(path), self._encode(path, edited), if_match=etag)
+                self.store.put(self.layout.file_key(path), body, if_match=etag)
+                self._used(growth, 0)
                 return answer
             except (PreconditionFailed, ConditionalConflict):
                 _backoff(attempt)
@@ -277,13 +352,15 @@ class S3Memory:
         )
 
     def str_replace(self, path: MemoryPath, old_str: str, new_str: str) -> str:
+        screened = self._screen(path, new_str)
         return self._edit(
             path,
             f"Error: The path {path.text} does not exist. Please provide a valid path.",
-            lambda content: replace_unique(path.text, content, old_str, new_str),
+            lambda content: replace_unique(path.text, content, old_str, screened),
         )
 
     def insert(self, path: MemoryPath, insert_line: int, insert_text: str) -> str:
+        insert_text = self._screen(path, insert_text)
         return self._edit(
             path,
             f"Error: The path {path.text} does not exist",
@@ -298,6 +375,7 @@ class S3Memory:
 
         Returns the keys kept because they changed after being read.
         """
+        self._usage = None
         kept: list[str] = []
         batches = [items[start : start + DELETE_BATCH] for start in range(0, len(items), DELETE_BATCH)]
         _parallel(lambda batch: kept.extend(self.store.delete_batch(batch)), batches)
@@ -312,6 +390,7 @@ class S3Memory:
         key = self.layout.file_key(path)
         if self.store.exists(key):
             self.store.delete(key)
+            self._usage = None
             return done
         keys = self._keys_below(path)
         if not keys:

@@ -15,33 +15,14 @@ from anthropic.types.beta import BetaCacheControlEphemeralParam
 
 from .crypto import KeyProvider
 from .errors import CommandError
-from .memory import DEFAULT_MAX_FILE_BYTES, S3Memory
+from .guard import ContentGuard
+from .memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES, Quota, S3Memory
 from .store import S3Store
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 logger = logging.getLogger("s3memory")
-
-
-def build_memory(
-    bucket: str,
-    user_id: str,
-    key_provider: KeyProvider,
-    s3_client: S3Client | None,
-    prefix: str,
-    max_file_bytes: int,
-) -> S3Memory:
-    """The core for one user, with our default S3 client when none is given."""
-    if not isinstance(bucket, str) or not bucket:
-        raise ValueError("bucket must be a non-empty string")
-    if s3_client is None:
-        from .clients import make_s3_client
-
-        s3_client = make_s3_client()
-    return S3Memory(
-        S3Store(s3_client, bucket), user_id, key_provider, prefix=prefix, max_file_bytes=max_file_bytes
-    )
 
 
 def answer(memory: S3Memory, raw_input: object) -> str:
@@ -81,10 +62,26 @@ class _S3Configured:
         s3_client: S3Client | None = None,
         prefix: str = "users/",
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        content_guard: ContentGuard | None = DEFAULT_GUARD,
+        quota: Quota | None = None,
         cache_control: BetaCacheControlEphemeralParam | None = None,
     ) -> None:
         super().__init__(cache_control=cache_control)  # type: ignore[call-arg]
-        self.memory = build_memory(bucket, user_id, key_provider, s3_client, prefix, max_file_bytes)
+        if not isinstance(bucket, str) or not bucket:
+            raise ValueError("bucket must be a non-empty string")
+        if s3_client is None:
+            from .clients import make_s3_client
+
+            s3_client = make_s3_client()
+        self.memory = S3Memory(
+            S3Store(s3_client, bucket),
+            user_id,
+            key_provider,
+            prefix=prefix,
+            max_file_bytes=max_file_bytes,
+            content_guard=content_guard,
+            quota=quota,
+        )
 
 
 class S3MemoryTool(_S3Configured, BetaAbstractMemoryTool):
