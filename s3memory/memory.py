@@ -385,7 +385,7 @@ class S3Memory:
         if path.is_root:
             raise CommandError("Error: Cannot delete the /memories directory itself")
         done = f"Successfully deleted {path.text}"
-        if self._finish_pending(Job("delete", path.canonical, None, ())):
+        if self._finish_pending(Job("delete", path.canonical, None, ())) is not None:
             return done
         key = self.layout.file_key(path)
         if self.store.exists(key):

@@ -1,0 +1,255 @@
+"""A process "crash" in the middle of a command: nothing is lost, and a retry converges.
+
+A crash is modelled by a botocore hook that, from a chosen request on, raises an exception that is not
+an ``Exception`` (so no handler in s3memory can swallow it) for every request of that client: the
+process is dead. A new tool, with a new client, then retries.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import boto3
+import pytest
+
+from s3memory.crypto import LocalKeyProvider
+from s3memory.errors import CommandError
+from s3memory.memory import S3Memory
+from s3memory.paths import memory_path
+from s3memory.store import S3Store
+
+from .conftest import BUCKET, MASTER_KEY, stored_keys
+
+
+class SimulatedCrash(BaseException):
+    """The process died: nothing after this point runs."""
+
+
+class CrashAt:
+    """From the ``ordinal``-th request of ``operation`` on, every request of the client dies."""
+
+    def __init__(self, client: Any, operation: str, ordinal: int) -> None:
+        self.operation = operation
+        self.ordinal = ordinal
+        self.seen = 0
+        self.crashed = False
+        self._lock = threading.Lock()
+        client.meta.events.register("before-send.s3", self._before_send)
+
+    def _before_send(self, event_name: str, **_: Any) -> None:
+        with self._lock:
+            if event_name.rsplit(".", 1)[-1] == self.operation:
+                self.seen += 1
+                if self.seen >= self.ordinal:
+                    self.crashed = True
+            if self.crashed:
+                raise SimulatedCrash(f"crashed at {self.operation} #{self.ordinal}")
+
+
+def fresh_memory(user: str = "alice") -> tuple[S3Memory, Any]:
+    client = boto3.client("s3", region_name="us-east-1")
+    return S3Memory(S3Store(client, BUCKET), user, LocalKeyProvider(MASTER_KEY)), client
+
+
+def seed(memory: S3Memory, files: dict[str, str]) -> None:
+    for path, text in files.items():
+        memory.run({"command": "create", "path": path, "file_text": text})
+
+
+def content(memory: S3Memory, path: str) -> str | None:
+    try:
+        shown = memory.run({"command": "view", "path": path})
+    except CommandError:
+        return None
+    return "\n".join(row.split("\t", 1)[1] for row in shown.splitlines()[1:]) + "\n"
+
+
+def tree(count: int, base: str = "/memories/project") -> dict[str, str]:
+    return {
+        f"{base}/part{index % 4}/note{index:04d}.md": f"note {index}\nline two of {index}\n"
+        for index in range(count)
+    }
+
+
+def raw_text(memory: S3Memory, path: str) -> str | None:
+    """The file's text as stored, read without finishing pending jobs."""
+    found = memory._read(memory_path(path))
+    return None if found is None else found[0]
+
+
+def assert_each_readable_at_old_or_new(files: dict[str, str], old: str, new: str) -> None:
+    reader, _ = fresh_memory()
+    for path, text in files.items():
+        moved = new + path[len(old) :]
+        assert text in (raw_text(reader, path), raw_text(reader, moved)), path
+
+
+def no_jobs_left(s3: Any) -> bool:
+    return stored_keys(s3, "users/alice/internal/jobs/") == []
+
+
+@pytest.mark.parametrize(
+    ("operation", "ordinal"),
+    [
+        ("ListObjectsV2", 2),
+        ("PutObject", 1),
+        ("PutObject", 2),
+        ("PutObject", 17),
+        ("GetObject", 9),
+        ("DeleteObjects", 1),
+        ("DeleteObject", 1),
+    ],
+)
+def test_directory_rename_survives_a_crash_at_every_phase(s3: Any, operation: str, ordinal: int) -> None:
+    files = tree(30)
+    setup, _ = fresh_memory()
+    seed(setup, files)
+    doomed, client = fresh_memory()
+    crash = CrashAt(client, operation, ordinal)
+    rename = {"command": "rename", "old_path": "/memories/project", "new_path": "/memories/archive/project"}
+    with pytest.raises(SimulatedCrash):
+        doomed.run(rename)
+    assert crash.crashed
+    assert_each_readable_at_old_or_new(files, "/memories/project", "/memories/archive/project")
+
+    retry, _ = fresh_memory()
+    assert retry.run(rename) == "Successfully renamed /memories/project to /memories/archive/project"
+    assert stored_keys(s3, "users/alice/memories/project/") == []
+    for path, text in files.items():
+        assert content(retry, path.replace("/memories/project", "/memories/archive/project")) == text
+    assert no_jobs_left(s3)
+
+
+@pytest.mark.parametrize(
+    ("operation", "ordinal"), [("PutObject", 1), ("DeleteObjects", 1), ("DeleteObject", 1)]
+)
+def test_directory_delete_survives_a_crash(s3: Any, operation: str, ordinal: int) -> None:
+    setup, _ = fresh_memory()
+    seed(setup, {**tree(12), "/memories/keep.txt": "kept\n"})
+    doomed, client = fresh_memory()
+    CrashAt(client, operation, ordinal)
+    with pytest.raises(SimulatedCrash):
+        doomed.run({"command": "delete", "path": "/memories/project"})
+    retry, _ = fresh_memory()
+    assert (
+        retry.run({"command": "delete", "path": "/memories/project"})
+        == "Successfully deleted /memories/project"
+    )
+    assert stored_keys(s3, "users/alice/memories/") == ["users/alice/memories/keep.txt"]
+    assert no_jobs_left(s3)
+
+
+def test_the_next_conversation_finishes_an_abandoned_rename(s3: Any) -> None:
+    files = tree(20)
+    setup, _ = fresh_memory()
+    seed(setup, files)
+    doomed, client = fresh_memory()
+    CrashAt(client, "PutObject", 6)
+    with pytest.raises(SimulatedCrash):
+        doomed.run({"command": "rename", "old_path": "/memories/project", "new_path": "/memories/moved"})
+    later, _ = fresh_memory()
+    listing = later.run({"command": "view", "path": "/memories"})
+    assert "/memories/project" not in listing and "4.0K\t/memories/moved/" in listing
+    for path, text in files.items():
+        assert content(later, path.replace("/memories/project", "/memories/moved")) == text
+    assert no_jobs_left(s3)
+
+
+def test_a_missing_path_is_looked_for_after_pending_jobs_finish(s3: Any) -> None:
+    files = tree(16)
+    setup, _ = fresh_memory()
+    seed(setup, files)
+    doomed, client = fresh_memory()
+    CrashAt(client, "PutObject", 4)
+    with pytest.raises(SimulatedCrash):
+        doomed.run({"command": "rename", "old_path": "/memories/project", "new_path": "/memories/moved"})
+    later, _ = fresh_memory()
+    not_yet_copied = [
+        path
+        for path in files
+        if raw_text(later, path.replace("/memories/project", "/memories/moved")) is None
+    ]
+    assert not_yet_copied
+    target = not_yet_copied[0].replace("/memories/project", "/memories/moved")
+    assert later.run({"command": "view", "path": target}).endswith(files[not_yet_copied[0]].splitlines()[-1])
+    assert stored_keys(s3, "users/alice/memories/project/") == []
+    assert no_jobs_left(s3)
+
+
+def test_two_processes_finishing_one_job_converge(s3: Any) -> None:
+    files = tree(40)
+    setup, _ = fresh_memory()
+    seed(setup, files)
+    doomed, client = fresh_memory()
+    CrashAt(client, "PutObject", 10)
+    with pytest.raises(SimulatedCrash):
+        doomed.run({"command": "rename", "old_path": "/memories/project", "new_path": "/memories/moved"})
+    finishers = [fresh_memory()[0] for _ in range(2)]
+    barrier = threading.Barrier(2)
+    failures: list[BaseException] = []
+
+    def finish(memory: S3Memory) -> None:
+        barrier.wait()
+        try:
+            memory.run({"command": "view", "path": "/memories"})
+        except BaseException as error:
+            failures.append(error)
+
+    threads = [threading.Thread(target=finish, args=(memory,)) for memory in finishers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    reader, _ = fresh_memory()
+    assert stored_keys(s3, "users/alice/memories/project/") == []
+    for path, text in files.items():
+        assert content(reader, path.replace("/memories/project", "/memories/moved")) == text
+    assert no_jobs_left(s3)
+
+
+def test_a_rename_of_more_than_a_thousand_files_survives_a_crash_between_batches(s3: Any) -> None:
+    files = tree(1_050)
+    setup, _ = fresh_memory()
+    for path, text in files.items():
+        key = setup.layout.file_key(memory_path(path))
+        s3.put_object(Bucket=BUCKET, Key=key, Body=setup._cipher.seal(path, text.encode()))
+    doomed, client = fresh_memory()
+    CrashAt(client, "DeleteObjects", 2)
+    with pytest.raises(SimulatedCrash):
+        doomed.run({"command": "rename", "old_path": "/memories/project", "new_path": "/memories/big"})
+    retry, _ = fresh_memory()
+    assert retry.run(
+        {"command": "rename", "old_path": "/memories/project", "new_path": "/memories/big"}
+    ).startswith("Successfully renamed")
+    assert stored_keys(s3, "users/alice/memories/project/") == []
+    assert len(stored_keys(s3, "users/alice/memories/big/")) == 1_050
+    for path in list(files)[::150]:
+        assert content(retry, path.replace("/memories/project", "/memories/big")) == files[path]
+    assert no_jobs_left(s3)
+
+
+def test_a_file_rename_survives_a_crash_between_copy_and_delete(s3: Any) -> None:
+    setup, _ = fresh_memory()
+    seed(setup, {"/memories/a.txt": "alpha\n"})
+    doomed, client = fresh_memory()
+    CrashAt(client, "DeleteObject", 1)
+    rename = {"command": "rename", "old_path": "/memories/a.txt", "new_path": "/memories/b/a.txt"}
+    with pytest.raises(SimulatedCrash):
+        doomed.run(rename)
+    retry, _ = fresh_memory()
+    assert retry.run(rename) == "Successfully renamed /memories/a.txt to /memories/b/a.txt"
+    assert stored_keys(s3, "users/alice/memories/") == ["users/alice/memories/b/a.txt"]
+    assert content(retry, "/memories/b/a.txt") == "alpha\n"
+
+
+def test_a_same_content_file_elsewhere_is_not_mistaken_for_a_finished_rename(s3: Any) -> None:
+    memory, _ = fresh_memory()
+    seed(memory, {"/memories/a.txt": "same\n", "/memories/b.txt": "same\n"})
+    with pytest.raises(CommandError, match="^Error: The destination /memories/b.txt already exists$"):
+        memory.run({"command": "rename", "old_path": "/memories/a.txt", "new_path": "/memories/b.txt"})
+    assert sorted(stored_keys(s3, "users/alice/memories/")) == [
+        "users/alice/memories/a.txt",
+        "users/alice/memories/b.txt",
+    ]
