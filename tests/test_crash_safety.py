@@ -247,7 +247,7 @@ def test_a_file_rename_survives_a_crash_between_copy_and_delete(s3: Any) -> None
 def test_a_same_content_file_elsewhere_is_not_mistaken_for_a_finished_rename(s3: Any) -> None:
     memory, _ = fresh_memory()
     seed(memory, {"/memories/a.txt": "same\n", "/memories/b.txt": "same\n"})
-    with pytest.raises(CommandError, match="^Error: The destination /memories/b.txt already exists$"):
+    with pytest.raises(CommandError, match=r"^Error: The destination /memories/b.txt already exists$"):
         memory.run({"command": "rename", "old_path": "/memories/a.txt", "new_path": "/memories/b.txt"})
     assert sorted(stored_keys(s3, "users/alice/memories/")) == [
         "users/alice/memories/a.txt",
