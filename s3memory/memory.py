@@ -40,14 +40,21 @@ def _backoff(attempt: int) -> None:
 
 
 def _parallel(function: Callable[[_T], None], items: Sequence[_T]) -> None:
-    """Run ``function`` over ``items`` with bounded parallelism; the first failure is raised."""
+    """Run ``function`` over ``items`` with bounded parallelism; the first failure cancels what has
+    not started and is raised."""
     if len(items) <= 1:
         for item in items:
             function(item)
         return
     with ThreadPoolExecutor(max_workers=min(PARALLEL_REQUESTS, len(items))) as pool:
-        for future in [pool.submit(function, item) for item in items]:
-            future.result()
+        futures = [pool.submit(function, item) for item in items]
+        try:
+            for future in futures:
+                future.result()
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
 
 
 class _Vault:
