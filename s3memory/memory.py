@@ -271,13 +271,20 @@ class S3Memory:
             try:
                 self.store.put(key, body, if_none_match=True, metadata=metadata)
                 return True
-            except PreconditionFailed:
-                return False
+            except PreconditionFailed as lost:
+                return lost.after_retry and self._landed(key, body)
             except ConditionalConflict:
                 _backoff(attempt)
         raise StorageError(
             "Error: S3 kept reporting conflicting writes at this path; nothing was changed. Try again."
         )
+
+    def _landed(self, key: str, body: bytes) -> bool:
+        """True if the object at ``key`` is exactly ``body``: our own write, whose answer was lost and
+        whose retry then lost to it. Every sealed body is unique (fresh salt and nonce), so equal
+        bytes prove it."""
+        stored = self.store.get(key, max_bytes=len(body))
+        return stored is not None and stored.body == body
 
     def _screen(self, path: MemoryPath, text: str) -> str:
         return text if self.content_guard is None else self.content_guard.screen(path.text, text)
@@ -350,10 +357,15 @@ class S3Memory:
             self._within_quota(path, growth, 0)
             try:
                 self.store.put(self.layout.file_key(path), body, if_match=etag)
-                self._used(growth, 0)
-                return answer
-            except (PreconditionFailed, ConditionalConflict):
+            except PreconditionFailed as lost:
+                if not (lost.after_retry and self._landed(self.layout.file_key(path), body)):
+                    _backoff(attempt)
+                    continue
+            except ConditionalConflict:
                 _backoff(attempt)
+                continue
+            self._used(growth, 0)
+            return answer
         raise StorageError(
             f"Error: {path.text} kept changing under concurrent edits; the edit was not applied. Try again."
         )

@@ -26,7 +26,15 @@ _CONFLICT = frozenset({"ConditionalRequestConflict", "409", "OperationAborted"})
 
 
 class PreconditionFailed(Exception):
-    """A conditional write lost: the object exists (IfNoneMatch) or changed (IfMatch)."""
+    """A conditional write lost: the object exists (IfNoneMatch) or changed (IfMatch).
+
+    ``after_retry``: botocore had retried the request (its first answer was lost), so the winning
+    write may have been this one.
+    """
+
+    def __init__(self, key: str, *, after_retry: bool = False) -> None:
+        super().__init__(key)
+        self.after_retry = after_retry
 
 
 class ConditionalConflict(Exception):
@@ -123,12 +131,13 @@ class S3Store:
             return str(self.client.put_object(**arguments)["ETag"])
         except ClientError as error:
             code = _code(error)
+            retried = int(error.response.get("ResponseMetadata", {}).get("RetryAttempts", 0)) > 0
             if code in _PRECONDITION_FAILED or _status(error) == 412:
-                raise PreconditionFailed(key) from None
+                raise PreconditionFailed(key, after_retry=retried) from None
             if code in _CONFLICT or _status(error) == 409:
                 raise ConditionalConflict(key) from None
             if if_match is not None and code in _NOT_FOUND:
-                raise PreconditionFailed(key) from None
+                raise PreconditionFailed(key, after_retry=retried) from None
             raise _failure("PutObject", error) from None
         except BotoCoreError as error:
             raise _failure("PutObject", error) from None
