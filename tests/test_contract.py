@@ -1,4 +1,4 @@
-"""Every command and string of the memory tool contract, through the SDK adapter, on moto."""
+"""Every command and string of the memory tool contract, through the SDK adapter, on moto and SeaweedFS."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from s3memory import S3MemoryTool
 from s3memory.crypto import LocalKeyProvider
 from s3memory.paths import memory_path
 
-from .conftest import BUCKET, MASTER_KEY, snapshot, stored_keys
+from .conftest import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot, stored_keys
+
+BACKENDS = ALL_BACKENDS
 
 LISTING_HEADER = (
     "Here're the files and directories up to 2 levels deep in {}, excluding hidden items and node_modules:"
