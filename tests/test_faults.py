@@ -117,7 +117,7 @@ def test_a_create_whose_answer_was_lost_is_recognised_on_retry(s3: Any) -> None:
     answer = memory.run({"command": "create", "path": "/memories/a.txt", "file_text": "alpha\n"})
     assert answer == "File created successfully at: /memories/a.txt"
     assert plan.count(Fault.DROP_AFTER) == 1
-    with pytest.raises(CommandError, match="^Error: File /memories/a.txt already exists$"):
+    with pytest.raises(CommandError, match=r"^Error: File /memories/a.txt already exists$"):
         memory_with().run({"command": "create", "path": "/memories/a.txt", "file_text": "alpha\n"})
 
 
