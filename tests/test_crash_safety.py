@@ -20,10 +20,7 @@ from s3memory.paths import memory_path
 from s3memory.store import S3Store
 
 from .conftest import BUCKET, MASTER_KEY, stored_keys
-
-
-class SimulatedCrash(BaseException):
-    """The process died: nothing after this point runs."""
+from .faults import SimulatedCrash
 
 
 class CrashAt:
