@@ -3,13 +3,14 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+PEER_STAMP := bench/.venv-peer/.installed
 
-.PHONY: venv demo test lint format
+.PHONY: venv demo test lint format bench bench-quick
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet --constraint constraints.txt --editable '.[dev]'
+	$(PY) -m pip install --quiet --constraint constraints.txt --editable '.[dev,bench]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -20,11 +21,21 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q
 
+$(PEER_STAMP): bench/peer-requirements.txt | $(STAMP)
+	$(PY) -m bench.peer_env --force
+	touch $(PEER_STAMP)
+
+bench: $(STAMP) $(PEER_STAMP)
+	$(PY) -m bench
+
+bench-quick: $(STAMP) $(PEER_STAMP)
+	$(PY) -m bench --quick --out $${TMPDIR:-/tmp}/s3memory-bench-quick
+
 lint: $(STAMP)
-	$(VENV)/bin/ruff check s3memory tests
-	$(VENV)/bin/ruff format --check s3memory tests
+	$(VENV)/bin/ruff check s3memory tests bench
+	$(VENV)/bin/ruff format --check s3memory tests bench
 	$(VENV)/bin/mypy
 
 format: $(STAMP)
-	$(VENV)/bin/ruff check --fix s3memory tests
-	$(VENV)/bin/ruff format s3memory tests
+	$(VENV)/bin/ruff check --fix s3memory tests bench
+	$(VENV)/bin/ruff format s3memory tests bench

@@ -1,0 +1,175 @@
+"""Section 4: cold start, a new process serving its first command, against bare boto3.
+
+Each sample is a new interpreter (the bench's own) started by this process, timed from spawn to
+exit. The s3memory child imports ``s3memory.aws_lambda`` (the Lambda entry point) when it exists,
+else ``s3memory`` and ``s3memory.memory``, and serves ``view /memories`` with a local key; the
+baseline child imports ``boto3`` and sends the same bare LIST. Both read byte-code from one warm
+``PYTHONPYCACHEPREFIX`` (filled by an unmeasured run of each), so neither pays for compiling.
+Samples alternate between the two children.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .metrics import Summary, paired_ratios
+from .servers import REPO, Backend
+from .workload import MASTER_KEY, PREFIX, Tenant, note_text, s3memory_client
+
+BUCKET = "bench-coldstart"
+USER = "cold"
+
+S3MEMORY_CHILD = r"""
+import json, os, sys, time
+started = time.perf_counter()
+try:
+    import s3memory.aws_lambda as entry
+    mode = "aws_lambda"
+except ImportError:
+    entry = None
+    mode = "core"
+if entry is not None:
+    answer = entry.memory_handler({"user_id": os.environ["BENCH_USER"], "input": {"command": "view", "path": "/memories"}}, None)
+    text, failed = answer["content"], answer["is_error"]
+else:
+    import base64, s3memory
+    from s3memory.clients import make_s3_client
+    from s3memory.crypto import LocalKeyProvider
+    from s3memory.memory import S3Memory
+    from s3memory.store import S3Store
+    client = make_s3_client(endpoint_url=os.environ["S3MEMORY_ENDPOINT_URL"])
+    memory = S3Memory(S3Store(client, os.environ["S3MEMORY_BUCKET"]), os.environ["BENCH_USER"],
+                      LocalKeyProvider(base64.b64decode(os.environ["S3MEMORY_LOCAL_KEY"])),
+                      prefix=os.environ["S3MEMORY_PREFIX"])
+    text, failed = memory.run({"command": "view", "path": "/memories"}), False
+imported = time.perf_counter()
+print(json.dumps({"mode": mode, "seconds": imported - started, "failed": failed, "chars": len(text),
+                  "modules": len(sys.modules)}))
+"""
+
+BOTO3_CHILD = r"""
+import json, os, sys, time
+started = time.perf_counter()
+import boto3
+client = boto3.client("s3", endpoint_url=os.environ["S3MEMORY_ENDPOINT_URL"])
+response = client.list_objects_v2(Bucket=os.environ["S3MEMORY_BUCKET"],
+                                  Prefix=os.environ["S3MEMORY_PREFIX"] + os.environ["BENCH_USER"] + "/memories/")
+print(json.dumps({"mode": "boto3", "seconds": time.perf_counter() - started, "failed": False,
+                  "chars": len(response.get("Contents", [])), "modules": len(sys.modules)}))
+"""
+
+
+@dataclass
+class ColdStart:
+    backend: str
+    entry: str
+    s3memory_process: Summary
+    boto3_process: Summary
+    ratio: Summary
+    s3memory_in_process: Summary
+    boto3_in_process: Summary
+    s3memory_modules: int
+    boto3_modules: int
+    import_anthropic: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            key: value.as_dict() if isinstance(value, Summary) else value
+            for key, value in self.__dict__.items()
+        }
+
+
+def _environment(backend: Backend, cache: str) -> dict[str, str]:
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("S3MEMORY_", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH"))
+    }
+    environment.update(
+        {
+            "S3MEMORY_BUCKET": BUCKET,
+            "S3MEMORY_PREFIX": PREFIX,
+            "S3MEMORY_LOCAL_KEY": base64.b64encode(MASTER_KEY).decode(),
+            "S3MEMORY_ENDPOINT_URL": backend.endpoint_url,
+            "BENCH_USER": USER,
+            "PYTHONPYCACHEPREFIX": cache,
+        }
+    )
+    return environment
+
+
+def _spawn(code: str, environment: dict[str, str]) -> tuple[float, dict[str, Any]]:
+    started = time.perf_counter()
+    finished = subprocess.run(
+        [sys.executable, "-c", code],
+        env=environment,
+        cwd=tempfile.gettempdir(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    elapsed = time.perf_counter() - started
+    if finished.returncode != 0:
+        raise RuntimeError(f"cold-start child failed: {finished.stderr.strip()[-2000:]}")
+    report = json.loads(finished.stdout.strip().splitlines()[-1])
+    if report["failed"]:
+        raise RuntimeError(f"cold-start child answered an error ({report})")
+    return elapsed, report
+
+
+def run(backend: Backend, reps: int) -> ColdStart:
+    backend.create_bucket(BUCKET)
+    tenant = Tenant(backend, s3memory_client(backend), BUCKET, USER)
+    tenant.clear()
+    tenant.seed({f"/memories/notes/n-{i}.md": note_text(i, 10) for i in range(20)})
+    with tempfile.TemporaryDirectory(prefix="s3memory-bench-pycache-") as cache:
+        environment = _environment(backend, cache)
+        for code in (S3MEMORY_CHILD, BOTO3_CHILD, S3MEMORY_CHILD, BOTO3_CHILD):
+            _spawn(code, environment)  # fills the byte-code cache and the page cache
+        samples: dict[str, list[float]] = {"s3memory": [], "boto3": []}
+        inside: dict[str, list[float]] = {"s3memory": [], "boto3": []}
+        reports: dict[str, dict[str, Any]] = {}
+        for rep in range(reps):
+            order = [("s3memory", S3MEMORY_CHILD), ("boto3", BOTO3_CHILD)]
+            for name, code in order if rep % 2 == 0 else order[::-1]:
+                elapsed, report = _spawn(code, environment)
+                samples[name].append(elapsed)
+                inside[name].append(report["seconds"])
+                reports[name] = report
+        probe = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys, s3memory.aws_lambda; print('anthropic' in sys.modules)"
+                if reports["s3memory"]["mode"] == "aws_lambda"
+                else "import sys, s3memory, s3memory.memory; print('anthropic' in sys.modules)",
+            ],
+            env={**environment, "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    tenant.clear()
+    return ColdStart(
+        backend=backend.name,
+        entry="s3memory.aws_lambda.memory_handler"
+        if reports["s3memory"]["mode"] == "aws_lambda"
+        else "s3memory + s3memory.memory",
+        s3memory_process=Summary.of(samples["s3memory"]),
+        boto3_process=Summary.of(samples["boto3"]),
+        ratio=paired_ratios(samples["s3memory"], samples["boto3"]),
+        s3memory_in_process=Summary.of(inside["s3memory"]),
+        boto3_in_process=Summary.of(inside["boto3"]),
+        s3memory_modules=int(reports["s3memory"]["modules"]),
+        boto3_modules=int(reports["boto3"]["modules"]),
+        import_anthropic=probe.stdout.strip() == "True",
+    )

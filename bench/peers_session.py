@@ -1,0 +1,380 @@
+"""Section 5: s3memory and its peers on the same agent session.
+
+The session is what an agent does in one conversation: look at its memory, read a few files,
+write new ones, edit (``str_replace``, ``insert``), and move a project directory to the archive.
+Each repetition starts every implementation from the same files in a fresh namespace, and runs
+the three one after another in rotating order:
+
+- s3memory (this process, local master key),
+- the s3fs peer (``bench/peers/s3fs_memory.py``, in its own virtualenv, a worker process),
+- the SDK's ``BetaLocalFilesystemMemoryTool`` on local disk: the floor with no network at all.
+
+A command kind's time in one repetition is the mean over its commands in the session; the table
+shows medians over repetitions and the ratio s3memory/s3fs per repetition.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .metrics import RequestCounter, Summary, describe, paired_ratios, quiet_gc
+from .servers import REPO, Backend
+from .workload import MASTER_KEY, Tenant, note_text, s3memory_client
+
+BUCKET = "bench-peers"
+PEER_VENV = Path(__file__).resolve().parent / ".venv-peer"
+KINDS = ("view dir", "view file", "create", "str_replace", "insert", "rename dir")
+
+SEED = {
+    "/memories/preferences.md": "# Preferences\nunits: imperial\n" + note_text(1, 28),
+    "/memories/projects/alpha/notes.md": "# Alpha\nstatus: draft\n" + note_text(2, 30),
+    "/memories/projects/alpha/todo.md": note_text(3, 12),
+    "/memories/projects/alpha/design/overview.md": note_text(4, 25),
+    "/memories/projects/alpha/design/api.md": note_text(5, 25),
+    "/memories/projects/alpha/meetings/2025-01-08.md": note_text(6, 20),
+    "/memories/projects/beta/readme.md": note_text(7, 15),
+    "/memories/people/alice.md": note_text(8, 10),
+    "/memories/people/bob.md": note_text(9, 10),
+    "/memories/journal/2025-01-14.md": note_text(10, 18),
+    "/memories/snippets/sql.md": note_text(11, 20),
+    "/memories/snippets/bash.md": note_text(12, 20),
+}
+
+SESSION: list[tuple[str, dict[str, Any]]] = [
+    ("view dir", {"command": "view", "path": "/memories"}),
+    ("view file", {"command": "view", "path": "/memories/preferences.md"}),
+    ("view file", {"command": "view", "path": "/memories/projects/alpha/notes.md"}),
+    ("view dir", {"command": "view", "path": "/memories/projects/alpha"}),
+    (
+        "create",
+        {
+            "command": "create",
+            "path": "/memories/projects/alpha/decisions.md",
+            "file_text": note_text(20, 15),
+        },
+    ),
+    (
+        "str_replace",
+        {
+            "command": "str_replace",
+            "path": "/memories/preferences.md",
+            "old_str": "units: imperial",
+            "new_str": "units: metric",
+        },
+    ),
+    (
+        "insert",
+        {
+            "command": "insert",
+            "path": "/memories/projects/alpha/notes.md",
+            "insert_line": 2,
+            "insert_text": "owner: dana",
+        },
+    ),
+    (
+        "create",
+        {"command": "create", "path": "/memories/journal/2025-01-15.md", "file_text": note_text(21, 8)},
+    ),
+    (
+        "str_replace",
+        {
+            "command": "str_replace",
+            "path": "/memories/projects/alpha/notes.md",
+            "old_str": "status: draft",
+            "new_str": "status: in review",
+        },
+    ),
+    ("view file", {"command": "view", "path": "/memories/people/alice.md"}),
+    (
+        "insert",
+        {
+            "command": "insert",
+            "path": "/memories/journal/2025-01-15.md",
+            "insert_line": 0,
+            "insert_text": "# 2025-01-15",
+        },
+    ),
+    (
+        "rename dir",
+        {"command": "rename", "old_path": "/memories/projects/alpha", "new_path": "/memories/archive/alpha"},
+    ),
+    (
+        "create",
+        {"command": "create", "path": "/memories/projects/gamma/plan.md", "file_text": note_text(22, 10)},
+    ),
+    ("view dir", {"command": "view", "path": "/memories"}),
+    ("view file", {"command": "view", "path": "/memories/archive/alpha/decisions.md"}),
+]
+
+
+@dataclass
+class CommandTiming:
+    seconds: float
+    requests: Counter[str]
+    ok: bool
+
+
+@dataclass
+class PeerResult:
+    backend: str
+    implementations: list[str]
+    seconds: dict[str, dict[str, Summary]]  # implementation -> kind -> summary
+    totals: dict[str, Summary]
+    ratio_s3fs: dict[str, Summary]  # kind -> s3memory/s3fs
+    ratio_total: Summary | None
+    requests: dict[str, dict[str, str]]  # implementation -> kind -> e.g. "GET+LIST"
+    request_totals: dict[str, int]
+    failures: dict[str, list[str]]
+    versions: dict[str, str] = field(default_factory=dict)
+    skipped: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "implementations": self.implementations,
+            "seconds": {i: {k: s.as_dict() for k, s in kinds.items()} for i, kinds in self.seconds.items()},
+            "totals": {i: s.as_dict() for i, s in self.totals.items()},
+            "ratio_s3fs": {k: s.as_dict() for k, s in self.ratio_s3fs.items()},
+            "ratio_total": self.ratio_total.as_dict() if self.ratio_total else None,
+            "requests": self.requests,
+            "request_totals": self.request_totals,
+            "failures": self.failures,
+            "versions": self.versions,
+            "skipped": self.skipped,
+        }
+
+
+def find_peer_python(explicit: str | None = None) -> tuple[str | None, str]:
+    """The interpreter that can import s3fs, and where it was found (or why there is none)."""
+    candidates = []
+    if explicit:
+        candidates.append((explicit, "--peer-python"))
+    if os.environ.get("S3MEMORY_BENCH_PEER_PYTHON"):
+        candidates.append((os.environ["S3MEMORY_BENCH_PEER_PYTHON"], "S3MEMORY_BENCH_PEER_PYTHON"))
+    candidates.append((str(PEER_VENV / "bin" / "python"), "bench/.venv-peer"))
+    candidates.append((sys.executable, "this interpreter"))
+    for python, origin in candidates:
+        if not Path(python).exists():
+            continue
+        probe = subprocess.run(
+            [python, "-c", "import s3fs, cryptography"], capture_output=True, check=False, timeout=60
+        )
+        if probe.returncode == 0:
+            return python, origin
+    return None, "no interpreter with s3fs found (run `python -m bench.peer_env` to create bench/.venv-peer)"
+
+
+class S3fsWorker:
+    """The s3fs peer's worker process for one endpoint."""
+
+    def __init__(self, python: str, backend: Backend) -> None:
+        key = MASTER_KEY
+        environment = {
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "BENCH_ENDPOINT_URL": backend.endpoint_url,
+            "BENCH_BUCKET": BUCKET,
+            "BENCH_KEY_HEX": key.hex(),
+        }
+        self.process = subprocess.Popen(
+            [python, "-m", "bench.peers.s3fs_worker"],
+            cwd=REPO,
+            env=environment,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        hello = self._receive()
+        self.versions: dict[str, str] = hello.get("versions", {})
+
+    def _receive(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            assert self.process.stderr is not None
+            raise RuntimeError(f"s3fs worker stopped: {self.process.stderr.read()[-3000:]}")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def ask(self, message: dict[str, Any]) -> dict[str, Any]:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message) + "\n")
+        self.process.stdin.flush()
+        return self._receive()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.ask({"op": "quit"}) if self.process.poll() is None else None
+        with contextlib.suppress(Exception):
+            self.process.wait(timeout=10)
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def s3fs_worker(python: str | None, backend: Backend) -> Iterator[S3fsWorker | None]:
+    if python is None:
+        yield None
+        return
+    worker = S3fsWorker(python, backend)
+    try:
+        yield worker
+    finally:
+        worker.close()
+
+
+def _run_s3memory(tenant: Tenant, counter: RequestCounter) -> list[CommandTiming]:
+    timings = []
+    for _kind, command in SESSION:
+        ok = True
+        with counter.window() as seen, quiet_gc():
+            started = time.perf_counter()
+            try:
+                tenant.run(command)
+            except Exception:
+                ok = False
+            seconds = time.perf_counter() - started
+        timings.append(CommandTiming(seconds, Counter(seen), ok))
+    return timings
+
+
+def _run_local(base: str) -> list[CommandTiming]:
+    from anthropic.tools import BetaLocalFilesystemMemoryTool
+
+    tool = BetaLocalFilesystemMemoryTool(base_path=base)
+    timings = []
+    for _kind, command in SESSION:
+        ok = True
+        with quiet_gc():
+            started = time.perf_counter()
+            try:
+                tool.call(dict(command))
+            except Exception:
+                ok = False
+            seconds = time.perf_counter() - started
+        timings.append(CommandTiming(seconds, Counter(), ok))
+    return timings
+
+
+def _seed_local(base: str) -> None:
+    for path, text in SEED.items():
+        target = Path(base) / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+
+def run(backend: Backend, reps: int, peer_python: str | None, warmup: int = 1) -> PeerResult:
+    backend.create_bucket(BUCKET)
+    backend.clear(BUCKET, "")
+    client = s3memory_client(backend)
+    counter = RequestCounter(client)
+    implementations = ["s3memory", "s3fs", "local (SDK)"] if peer_python else ["s3memory", "local (SDK)"]
+    timings: dict[str, list[list[CommandTiming]]] = {name: [] for name in implementations}
+    versions: dict[str, str] = {}
+    with (
+        tempfile.TemporaryDirectory(prefix="s3memory-bench-local-") as local_root,
+        s3fs_worker(peer_python, backend) as worker,
+    ):
+        if worker is not None:
+            versions.update(worker.versions)
+        for rep in range(warmup + reps):
+            user = f"session-{rep}"
+            tenant = Tenant(backend, client, BUCKET, user)
+            tenant.seed(SEED)
+            local_base = os.path.join(local_root, user)
+            _seed_local(local_base)
+            if worker is not None:
+                worker.ask({"op": "seed", "user": user, "files": SEED})
+            order = (
+                implementations[rep % len(implementations) :] + implementations[: rep % len(implementations)]
+            )
+            for name in order:
+                if name == "s3memory":
+                    result = _run_s3memory(tenant, counter)
+                elif name == "s3fs":
+                    assert worker is not None
+                    answer = worker.ask({"op": "session", "user": user, "commands": [c for _, c in SESSION]})
+                    result = [
+                        CommandTiming(item["seconds"], Counter(item["requests"]), item["ok"])
+                        for item in answer["results"]
+                    ]
+                else:
+                    result = _run_local(local_base)
+                if rep >= warmup:
+                    timings[name].append(result)
+    backend.clear(BUCKET, "")
+    return _summarise(backend.name, implementations, timings, versions)
+
+
+def _summarise(
+    backend: str,
+    implementations: list[str],
+    timings: dict[str, list[list[CommandTiming]]],
+    versions: dict[str, str],
+) -> PeerResult:
+    per_kind: dict[str, dict[str, list[float]]] = {
+        name: {kind: [] for kind in KINDS} for name in implementations
+    }
+    totals: dict[str, list[float]] = {name: [] for name in implementations}
+    requests: dict[str, dict[str, str]] = {name: {} for name in implementations}
+    request_totals: dict[str, int] = {}
+    failures: dict[str, list[str]] = {name: [] for name in implementations}
+    for name in implementations:
+        for run_timings in timings[name]:
+            totals[name].append(sum(t.seconds for t in run_timings))
+            for kind in KINDS:
+                values = [t.seconds for (k, _), t in zip(SESSION, run_timings, strict=True) if k == kind]
+                per_kind[name][kind].append(sum(values) / len(values))
+            for (kind, command), timing in zip(SESSION, run_timings, strict=True):
+                if not timing.ok:
+                    failures[name].append(f"{kind}: {command.get('path') or command.get('old_path')}")
+        last = timings[name][-1] if timings[name] else []
+        for kind in KINDS:
+            merged: Counter[str] = Counter()
+            count = 0
+            for (k, _), timing in zip(SESSION, last, strict=False):
+                if k == kind:
+                    merged.update(timing.requests)
+                    count += 1
+            requests[name][kind] = _per_command(merged, count)
+        request_totals[name] = sum(sum(t.requests.values()) for t in last)
+    seconds = {name: {kind: Summary.of(per_kind[name][kind]) for kind in KINDS} for name in implementations}
+    ratio: dict[str, Summary] = {}
+    ratio_total = None
+    if "s3fs" in implementations:
+        ratio = {kind: paired_ratios(per_kind["s3memory"][kind], per_kind["s3fs"][kind]) for kind in KINDS}
+        ratio_total = paired_ratios(totals["s3memory"], totals["s3fs"])
+    return PeerResult(
+        backend=backend,
+        implementations=implementations,
+        seconds=seconds,
+        totals={name: Summary.of(totals[name]) for name in implementations},
+        ratio_s3fs=ratio,
+        ratio_total=ratio_total,
+        requests=requests,
+        request_totals=request_totals,
+        failures={name: sorted(set(items)) for name, items in failures.items() if items},
+        versions=versions,
+    )
+
+
+def _per_command(merged: Counter[str], count: int) -> str:
+    """Requests per command of a kind: ``GET+PUT`` when every command of the kind sent the same."""
+    if not merged or count == 0:
+        return "\u2013"
+    if all(value % count == 0 for value in merged.values()):
+        return describe(Counter({name: value // count for name, value in merged.items()}))
+    return f"{describe(merged)} over {count}"

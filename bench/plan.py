@@ -1,0 +1,112 @@
+"""How much each section measures: the full run (~10 minutes on 2 cores) and ``--quick`` (~1 minute)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """Directory rename/delete sizes, repetitions per size, and the sizes also run serially."""
+
+    sizes: list[int]
+    rename_reps: dict[int, int]
+    delete_reps: dict[int, int]
+    rename_serial: set[int]
+    delete_serial: set[int]
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    command_reps: int
+    command_warmup: int
+    view_flat: list[int]
+    view_deep: list[int]
+    view_reps: int
+    batches: BatchPlan
+    latency_ms: float
+    latency_command_reps: int
+    latency_batches: BatchPlan
+    coldstart_reps: int
+    peer_reps: int
+    latency_peer_reps: int
+    seaweed_command_reps: int
+    seaweed_peer_reps: int
+    seaweed_batches: BatchPlan
+    seaweed_view_deep: list[int] = field(default_factory=list)
+
+
+FULL = Plan(
+    name="full",
+    command_reps=40,
+    command_warmup=3,
+    view_flat=[10, 100, 1000, 10000],
+    view_deep=[2000, 10000],
+    view_reps=4,
+    batches=BatchPlan(
+        sizes=[100, 1000, 5000],
+        rename_reps={100: 5, 1000: 2, 5000: 2},
+        delete_reps={100: 5, 1000: 4, 5000: 3},
+        rename_serial={100},
+        delete_serial={100, 1000, 5000},
+    ),
+    latency_ms=10.0,
+    latency_command_reps=15,
+    latency_batches=BatchPlan(
+        sizes=[1000, 5000],
+        rename_reps={1000: 2},
+        delete_reps={1000: 3, 5000: 2},
+        rename_serial={1000},
+        delete_serial={1000, 5000},
+    ),
+    coldstart_reps=10,
+    peer_reps=8,
+    latency_peer_reps=5,
+    seaweed_command_reps=20,
+    seaweed_peer_reps=6,
+    seaweed_batches=BatchPlan(
+        sizes=[1000],
+        rename_reps={1000: 2},
+        delete_reps={1000: 2},
+        rename_serial={1000},
+        delete_serial={1000},
+    ),
+)
+
+QUICK = Plan(
+    name="quick",
+    command_reps=5,
+    command_warmup=1,
+    view_flat=[10, 100, 1000],
+    view_deep=[1200, 3000],
+    view_reps=3,
+    batches=BatchPlan(
+        sizes=[50, 200],
+        rename_reps={50: 2, 200: 1},
+        delete_reps={50: 2, 200: 2},
+        rename_serial={50, 200},
+        delete_serial={50, 200},
+    ),
+    latency_ms=10.0,
+    latency_command_reps=3,
+    latency_batches=BatchPlan(
+        sizes=[100],
+        rename_reps={100: 1},
+        delete_reps={100: 1},
+        rename_serial={100},
+        delete_serial={100},
+    ),
+    coldstart_reps=3,
+    peer_reps=2,
+    latency_peer_reps=1,
+    seaweed_command_reps=3,
+    seaweed_peer_reps=2,
+    seaweed_batches=BatchPlan(
+        sizes=[100],
+        rename_reps={100: 1},
+        delete_reps={100: 1},
+        rename_serial={100},
+        delete_serial={100},
+    ),
+)

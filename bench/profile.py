@@ -1,0 +1,192 @@
+"""Profiles of the commands behind missed targets: pyinstrument call trees plus a request timeline.
+
+    python -m bench.profile                      # every scenario, against moto (loopback)
+    python -m bench.profile create view-root --latency-ms 10 --repeat 30
+
+Each scenario runs on a warm tool; the call tree shows where wall time goes inside s3memory, and the
+timeline shows each API call's start and end (ms from the command's start), so sequential round trips
+are visible. Directory renames run their worker function inline (``_parallel`` patched to a loop) so
+the profiler, which follows one thread, sees the per-file work. Output goes to stdout and to
+``bench/results/profiles/<scenario>.txt``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import s3memory.memory as memory_module
+
+from .servers import Backend, fake_credentials, moto_backend
+from .workload import Tenant, note_text, s3memory_client
+
+OUT = Path(__file__).resolve().parent / "results" / "profiles"
+BUCKET = "bench-profile"
+
+
+class Timeline:
+    """API calls of one client with start/end times (``before-call`` to ``after-call`` hooks)."""
+
+    def __init__(self, client: Any) -> None:
+        self.origin = time.perf_counter()
+        self.calls: list[tuple[str, float, float]] = []
+        self._open: dict[int, tuple[str, float]] = {}
+        self._lock = threading.Lock()
+        client.meta.events.register("before-call.s3", self._before)
+        client.meta.events.register("after-call.s3", self._after)
+
+    def _before(self, event_name: str = "", **_: Any) -> None:
+        with self._lock:
+            self._open[threading.get_ident()] = (event_name.rsplit(".", 1)[-1], time.perf_counter())
+
+    def _after(self, **_: Any) -> None:
+        now = time.perf_counter()
+        with self._lock:
+            name, started = self._open.pop(threading.get_ident(), ("?", now))
+            self.calls.append((name, started, now))
+
+    def reset(self) -> None:
+        with self._lock:
+            self.calls.clear()
+        self.origin = time.perf_counter()
+
+    def render(self, limit: int = 40) -> str:
+        lines = [f"{'call':<16}{'start ms':>10}{'end ms':>10}{'ms':>8}"]
+        for name, started, ended in sorted(self.calls, key=lambda call: call[1])[:limit]:
+            lines.append(
+                f"{name:<16}{(started - self.origin) * 1000:>10.1f}{(ended - self.origin) * 1000:>10.1f}"
+                f"{(ended - started) * 1000:>8.1f}"
+            )
+        if len(self.calls) > limit:
+            lines.append(f"... {len(self.calls) - limit} more calls")
+        return "\n".join(lines)
+
+
+@contextmanager
+def inline_parallel() -> Iterator[None]:
+    """Run s3memory's parallel batches inline, in the calling thread (for the profiler only)."""
+    saved = memory_module._parallel
+
+    def inline(function: Callable[[Any], None], items: Sequence[Any]) -> None:
+        for item in items:
+            function(item)
+
+    memory_module._parallel = inline
+    try:
+        yield
+    finally:
+        memory_module._parallel = saved
+
+
+def _scenarios(
+    tenant: Tenant, repeat: int
+) -> dict[str, tuple[Callable[[int], None], Callable[[int], object]]]:
+    """name -> (untimed preparation for run i, the command of run i)."""
+    base = {
+        "/memories/notes/a.md": note_text(1),
+        "/memories/notes/b.md": note_text(2),
+        "/memories/projects/alpha/readme.md": note_text(3),
+        "/memories/scratch/keep.md": note_text(4, 4),
+    }
+    tenant.seed(base)
+
+    def nothing(_: int) -> None:
+        return None
+
+    def seed_rename(i: int) -> None:
+        tenant.clear()
+        tenant.seed({**base, **{f"/memories/big/sub-{k % 10}/f-{k}.md": note_text(k, 6) for k in range(300)}})
+
+    return {
+        "create": (
+            nothing,
+            lambda i: tenant.run(
+                {"command": "create", "path": f"/memories/notes/new-{i}.md", "file_text": note_text(i)}
+            ),
+        ),
+        "create-deep": (
+            nothing,
+            lambda i: tenant.run(
+                {"command": "create", "path": f"/memories/projects/gamma/p-{i}.md", "file_text": note_text(i)}
+            ),
+        ),
+        "view-root": (nothing, lambda i: tenant.run({"command": "view", "path": "/memories"})),
+        "view-dir": (nothing, lambda i: tenant.run({"command": "view", "path": "/memories/notes"})),
+        "delete-file": (
+            lambda i: tenant.seed({f"/memories/scratch/d-{i}.md": note_text(i, 5)}),
+            lambda i: tenant.run({"command": "delete", "path": f"/memories/scratch/d-{i}.md"}),
+        ),
+        "rename-dir-300": (
+            seed_rename,
+            lambda i: tenant.run(
+                {"command": "rename", "old_path": "/memories/big", "new_path": "/memories/archive/big"}
+            ),
+        ),
+    }
+
+
+def profile(backend: Backend, names: list[str], repeat: int) -> dict[str, str]:
+    from pyinstrument import Profiler
+
+    backend.create_bucket(BUCKET)
+    client = s3memory_client(backend)
+    timeline = Timeline(client)
+    tenant = Tenant(backend, client, BUCKET, "profiled")
+    tenant.clear()
+    scenarios = _scenarios(tenant, repeat)
+    reports: dict[str, str] = {}
+    for name in names:
+        prepare, command = scenarios[name]
+        runs = 1 if name.startswith("rename-dir") else repeat
+        prepare(0)
+        command(0)  # warm
+        profiler = Profiler(interval=0.0005)
+        wall = 0.0
+        cpu = 0.0
+        with inline_parallel():
+            for index in range(1, runs + 1):
+                prepare(index)
+                timeline.reset()
+                started, cpu_started = time.perf_counter(), time.process_time()
+                profiler.start()
+                command(index)
+                profiler.stop()
+                wall += time.perf_counter() - started
+                cpu += time.process_time() - cpu_started
+        tree = profiler.output_text(unicode=False, color=False, show_all=False)
+        reports[name] = (
+            f"# {name} on {backend.name}: {runs} run(s), {wall / runs * 1000:.1f} ms wall and "
+            f"{cpu / runs * 1000:.1f} ms CPU per run (profiler on)\n\n"
+            f"## API calls of the last run\n\n{timeline.render()}\n\n## Call tree (all runs)\n{tree}"
+        )
+    tenant.clear()
+    return reports
+
+
+def main(argv: list[str] | None = None) -> int:
+    names = ["create", "create-deep", "view-root", "view-dir", "delete-file", "rename-dir-300"]
+    parser = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__.split("\n\n")[0])
+    parser.add_argument("scenarios", nargs="*", choices=names, default=names, metavar="scenario")
+    parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--out", type=Path, default=OUT)
+    arguments = parser.parse_args(argv)
+    fake_credentials()
+    arguments.out.mkdir(parents=True, exist_ok=True)
+    with moto_backend(arguments.latency_ms) as backend:
+        reports = profile(backend, arguments.scenarios or names, arguments.repeat)
+    for name, text in reports.items():
+        suffix = f"-{arguments.latency_ms:g}ms" if arguments.latency_ms else ""
+        (arguments.out / f"{name}{suffix}.txt").write_text(text, encoding="utf-8")
+        print(text, file=sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,291 @@
+"""``latest.md``: the targets first, then one table per section."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from .peers_session import KINDS, SESSION
+from .results_model import Results, evaluate
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+def _ms(seconds: float, digits: int = 1) -> str:
+    return f"{seconds * 1000:.{digits}f}"
+
+
+def render(results: Results) -> str:
+    out: list[str] = []
+    env = results.environment
+    out += [
+        "# s3memory benchmark: latest run",
+        "",
+        f"Plan **{results.plan.name}**, started {results.started}, took {results.seconds / 60:.1f} min. "
+        f"Machine: {env.get('cores')} cores, load average {env.get('load_before')} at the start and "
+        f"{env.get('load_after')} at the end (other work on the machine shows up as spread).",
+        "",
+        "Versions: "
+        + ", ".join(f"{name} {version}" for name, version in env.items() if name.startswith("v:")),
+        "",
+        "Endpoints (all on 127.0.0.1):",
+        "",
+    ]
+    out += [f"- **{name}**: {description}" for name, description in results.backends]
+    out += [""]
+    if results.notes:
+        out += [f"- {note}" for note in results.notes] + [""]
+    out += [
+        "Every time is a median over repetitions with its interquartile range (p25\u2013p75) in brackets; every "
+        "ratio is taken pair by pair from the two things measured back to back in this run (alternating "
+        "which goes first), then summarised the same way. Requests are counted with botocore "
+        "`request-created` hooks on the clients (every HTTP attempt, retries included).",
+        "",
+        "## Targets",
+        "",
+    ]
+    targets = evaluate(results)
+    failed = [t for t in targets if t.status == "FAIL"]
+    out += [f"{len(targets) - len(failed)} of {len(targets)} met; missed: {len(failed)}.", ""]
+    out += _table(
+        ["target", "endpoint", "measured", "goal", "result"],
+        [[t.target, t.where, t.measured, t.goal, _mark(t.status, t.note)] for t in targets],
+    )
+
+    # 1. Per command
+    out += [
+        "## 1. Per command",
+        "",
+        "Requests of each command on a warm tool (one user, a small tree), with a local master key and with "
+        "KMS envelope keys (moto's KMS). The budget column is the issue's target.",
+        "",
+    ]
+    first_backend = results.commands[0].backend if results.commands else ""
+    rows = []
+    for command in results.commands:
+        if command.backend != first_backend:
+            continue
+        rows.append(
+            [
+                command.command,
+                str(command.requests),
+                command.breakdown,
+                f"≤ {command.budget}",
+                "\u2013" if command.kms_s3_requests is None else str(command.kms_s3_requests),
+                "\u2013" if command.kms_requests_warm is None else str(command.kms_requests_warm),
+            ]
+        )
+    out += _table(
+        ["command", "S3 requests", "which", "budget", "S3 requests (KMS keys)", "KMS requests (warm)"], rows
+    )
+    for backend, cold in results.kms.items():
+        out += [
+            f"KMS on {backend}: the first command for a **new user** (a create) sends {cold.new_user_kms} and "
+            f"S3 {cold.new_user_s3}, of which a GET and a PUT (IfNoneMatch) are the wrapped key object. The "
+            f"first command of a **new process** for an existing user (a view) sends {cold.new_process_kms} and "
+            f"S3 {cold.new_process_s3} (the file and the wrapped key). Warm commands send no KMS request.",
+            "",
+        ]
+    out += [
+        "Wall time against the **floor**: the bare boto3 requests the command minimally needs, sent by the same "
+        "client on objects of the same size, measured back to back with the command.",
+        "",
+    ]
+    by_backend: dict[str, list] = defaultdict(list)
+    for command in results.commands:
+        by_backend[command.backend].append(command)
+    for backend, commands in by_backend.items():
+        out += [f"**{backend}** ({commands[0].seconds.n} pairs per command)", ""]
+        out += _table(
+            ["command", "floor", "s3memory ms", "floor ms", "s3memory / floor"],
+            [[c.command, c.floor, c.seconds.ms(), c.floor_seconds.ms(), c.ratio.ratio()] for c in commands],
+        )
+
+    # 2. Scaling
+    out += [
+        "## 2. Scaling",
+        "",
+        "`view /memories` over trees of N objects. *flat-N*: N notes in ten directories, all within two "
+        "levels (all listed). *deep-H*: ten directories of ten subdirectories (the visible levels) with H "
+        "objects below level 2, which the listing never shows; the deep trees share one bucket.",
+        "",
+    ]
+    for backend in sorted({v.backend for v in results.views}):
+        views = [v for v in results.views if v.backend == backend]
+        out += [f"**{backend}** ({views[0].seconds.n} runs per tree)", ""]
+        out += _table(
+            ["tree", "objects", "below level 2", "requests", "which", "time ms", "answer chars"],
+            [
+                [
+                    v.tree,
+                    f"{v.objects:,}",
+                    f"{v.below_level_2:,}",
+                    str(v.requests),
+                    v.breakdown,
+                    v.seconds.ms(0),
+                    f"{v.output_chars:,}",
+                ]
+                for v in views
+            ],
+        )
+    out += [
+        "Directory `delete` and `rename` (to a path one directory deep) of N files, with s3memory's bounded "
+        "parallelism (`PARALLEL_REQUESTS`, 16 threads sharing one client).",
+        "",
+    ]
+    rows = []
+    for batch in results.batches:
+        if batch.mode != "parallel":
+            continue
+        rows.append(
+            [
+                batch.backend,
+                batch.operation,
+                f"{batch.files:,}",
+                f"{batch.requests:,}",
+                f"{batch.budget:,}",
+                batch.breakdown,
+                batch.seconds.seconds(2),
+                _per_request(batch.cpu_seconds.median, batch.requests),
+                _per_request(batch.server_cpu_seconds.median, batch.requests),
+                str(batch.seconds.n),
+            ]
+        )
+    out += _table(
+        [
+            "endpoint",
+            "operation",
+            "files",
+            "requests",
+            "budget",
+            "which",
+            "time s",
+            "bench CPU ms/request",
+            "server CPU ms/request",
+            "runs",
+        ],
+        rows,
+    )
+
+    # 3. Parallel vs serial
+    out += [
+        "## 3. Parallel batches against serial",
+        "",
+        "The same command with `s3memory.memory.PARALLEL_REQUESTS = 1` (serial), interleaved run by run with "
+        "the default (16). The speedup is serial/parallel per pair. On a loopback endpoint with no latency "
+        "both are bound by CPU (the bench, the server and anything else on 2 cores); the endpoint with an "
+        "added per-request delay shows what bounded parallelism buys against a real round trip. *CPU "
+        "ceiling* is serial time over the least time the parallel run's CPU work needs on this machine: the "
+        "bench's threads share one interpreter lock, moto's server has its own, and both share the cores "
+        "(the larger of bench CPU, server CPU, and their sum over the cores).",
+        "",
+    ]
+    out += _table(
+        ["endpoint", "operation", "files", "serial s", "parallel s", "speedup", "CPU ceiling", "pairs"],
+        [
+            [
+                s.backend,
+                s.operation,
+                f"{s.files:,}",
+                s.serial.seconds(2),
+                s.parallel.seconds(2),
+                s.speedup.ratio(1),
+                f"{s.cpu_ceiling:.1f}\u00d7",
+                str(s.speedup.n),
+            ]
+            for s in results.speedups
+        ],
+    )
+
+    # 4. Cold start
+    out += ["## 4. Cold start", ""]
+    cold = results.coldstart
+    if cold is None:
+        out += ["Not measured in this run.", ""]
+    else:
+        out += [
+            f"A new interpreter serving its first command (`view /memories`, local key) through `{cold.entry}`, "
+            "against one importing boto3 and sending the same bare LIST; spawn to exit, alternating, "
+            f"{cold.ratio.n} of each. `anthropic` imported by the s3memory process: {cold.import_anthropic}.",
+            "",
+        ]
+        out += _table(
+            ["process", "spawn to exit s", "import + first command s", "modules loaded"],
+            [
+                [
+                    "s3memory",
+                    cold.s3memory_process.seconds(3),
+                    cold.s3memory_in_process.seconds(3),
+                    str(cold.s3memory_modules),
+                ],
+                [
+                    "boto3 + LIST",
+                    cold.boto3_process.seconds(3),
+                    cold.boto3_in_process.seconds(3),
+                    str(cold.boto3_modules),
+                ],
+            ],
+        )
+        out += [f"Ratio s3memory / boto3 (spawn to exit, per pair): **{cold.ratio.ratio()}**.", ""]
+
+    # 5. Peers
+    out += [
+        "## 5. Peers on an agent session",
+        "",
+        "One conversation's worth of memory work, from the same 12 starting files in a fresh namespace each "
+        f"repetition ({len(SESSION)} commands: "
+        + ", ".join(f"{sum(1 for k, _ in SESSION if k == kind)} {kind}" for kind in KINDS)
+        + "). A kind's time is the mean over its commands in one session. *s3fs*: "
+        "`bench/peers/s3fs_memory.py`, what a user would write with s3fs + `cryptography`; *local (SDK)*: "
+        "`BetaLocalFilesystemMemoryTool` on local disk, the floor with no network.",
+        "",
+    ]
+    for peer in results.peers:
+        names = peer.implementations
+        header = ["command", *[f"{name} ms" for name in names]]
+        if "s3fs" in names:
+            header += ["s3memory / s3fs"]
+        header += [f"requests {name}" for name in names if name != "local (SDK)"]
+        rows = []
+        for kind in KINDS:
+            row = [kind, *[peer.seconds[name][kind].ms(1 if name != "local (SDK)" else 2) for name in names]]
+            if "s3fs" in names:
+                row.append(peer.ratio_s3fs[kind].ratio())
+            row += [peer.requests[name][kind] for name in names if name != "local (SDK)"]
+            rows.append(row)
+        total = [
+            "whole session",
+            *[peer.totals[name].ms(0 if name != "local (SDK)" else 1) for name in names],
+        ]
+        if "s3fs" in names and peer.ratio_total is not None:
+            total.append(peer.ratio_total.ratio())
+        total += [str(peer.request_totals[name]) for name in names if name != "local (SDK)"]
+        rows.append(total)
+        versions = ", ".join(f"{k} {v}" for k, v in peer.versions.items())
+        runs = peer.totals[names[0]].n
+        out += [f"**{peer.backend}** ({runs} sessions each{'; ' + versions if versions else ''})", ""]
+        out += _table(header, rows)
+        if peer.failures:
+            out += [
+                "Commands that answered an error: "
+                + "; ".join(f"{name}: {', '.join(items)}" for name, items in peer.failures.items()),
+                "",
+            ]
+        if peer.skipped:
+            out += [peer.skipped, ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _per_request(seconds: float, requests: int) -> str:
+    if math.isnan(seconds) or not requests:
+        return "\u2013"
+    return f"{seconds / requests * 1000:.2f}"
+
+
+def _mark(status: str, note: str) -> str:
+    text = {"PASS": "✅ pass", "FAIL": "❌ **miss**"}.get(status, status)
+    return f"{text} ({note})" if note else text

@@ -1,0 +1,188 @@
+"""Everything one bench run measured, and the verdict on each target."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .coldstart import ColdStart
+from .metrics import Summary
+from .peers_session import KINDS, PeerResult
+from .per_command import TIME_TARGET, TIME_TARGETS, CommandResult, KmsColdStart
+from .plan import Plan
+from .scaling import BatchResult, Speedup, ViewResult
+
+SPEEDUP_TARGET = 5.0
+COLDSTART_TARGET = 1.3
+SPEEDUP_FILES = 1000
+
+
+@dataclass
+class Results:
+    plan: Plan
+    started: str
+    environment: dict[str, str]
+    backends: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    commands: list[CommandResult] = field(default_factory=list)
+    kms: dict[str, KmsColdStart] = field(default_factory=dict)
+    views: list[ViewResult] = field(default_factory=list)
+    batches: list[BatchResult] = field(default_factory=list)
+    speedups: list[Speedup] = field(default_factory=list)
+    coldstart: ColdStart | None = None
+    peers: list[PeerResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan.name,
+            "started": self.started,
+            "seconds": self.seconds,
+            "environment": self.environment,
+            "backends": self.backends,
+            "notes": self.notes,
+            "commands": [item.as_dict() for item in self.commands],
+            "kms": {name: value.__dict__ for name, value in self.kms.items()},
+            "views": [item.as_dict() for item in self.views],
+            "batches": [item.as_dict() for item in self.batches],
+            "speedups": [item.as_dict() for item in self.speedups],
+            "coldstart": self.coldstart.as_dict() if self.coldstart else None,
+            "peers": [item.as_dict() for item in self.peers],
+            "targets": [target.__dict__ for target in evaluate(self)],
+        }
+
+
+@dataclass
+class Target:
+    target: str
+    where: str
+    measured: str
+    goal: str
+    status: str  # PASS, FAIL, or "n/a"
+    note: str = ""
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def _straddles(summary: Summary, threshold: float) -> str:
+    """A note when the interquartile range lies on both sides of the threshold."""
+    if summary.p25 <= threshold <= summary.p75:
+        return "IQR straddles the threshold"
+    return ""
+
+
+def evaluate(results: Results) -> list[Target]:
+    targets: list[Target] = []
+    # Request budgets per command (every backend measured).
+    for command in results.commands:
+        if command.command == "view /memories":
+            continue
+        ok = command.requests_max <= command.budget
+        targets.append(
+            Target(
+                f"requests: {command.command}",
+                command.backend,
+                f"{command.requests_max} ({command.breakdown})",
+                f"≤ {command.budget}" if command.budget > 1 else f"{command.budget}",
+                _verdict(ok),
+            )
+        )
+    for batch in results.batches:
+        if batch.mode != "parallel":
+            continue
+        budget_text = "2⌈N/1000⌉+6" if batch.operation == "delete dir" else "2N+12"
+        targets.append(
+            Target(
+                f"requests: {batch.operation}, N={batch.files:,}",
+                batch.backend,
+                f"{batch.requests:,}",
+                f"≤ {budget_text} = {batch.budget:,}",
+                _verdict(batch.requests <= batch.budget),
+            )
+        )
+    # View cost independent of what lies below level 2.
+    by_backend: dict[str, list[ViewResult]] = {}
+    for view in results.views:
+        if view.below_level_2:
+            by_backend.setdefault(view.backend, []).append(view)
+    for backend, views in by_backend.items():
+        if len(views) < 2:
+            continue
+        small, large = min(views, key=lambda v: v.below_level_2), max(views, key=lambda v: v.below_level_2)
+        ratio = large.seconds.median / small.seconds.median if small.seconds.median else math.nan
+        targets.append(
+            Target(
+                "view /memories independent of objects below level 2",
+                backend,
+                f"{large.below_level_2:,} hidden: {large.requests} requests, {large.seconds.median * 1000:.0f} ms; "
+                f"{small.below_level_2:,} hidden: {small.requests} requests, {small.seconds.median * 1000:.0f} ms "
+                f"(time \u00d7{ratio:.2f})",
+                "same requests",
+                _verdict(large.requests == small.requests),
+                "time ratio is the server's: moto's LIST and delimiter grouping scan every key below the prefix",
+            )
+        )
+    # Wall time against the floor.
+    for command in results.commands:
+        if command.command not in TIME_TARGETS:
+            continue
+        targets.append(
+            Target(
+                f"time vs floor: {command.command}",
+                command.backend,
+                command.ratio.ratio(),
+                f"≤ {TIME_TARGET:.2f}\u00d7",
+                _verdict(command.ratio.median <= TIME_TARGET),
+                _straddles(command.ratio, TIME_TARGET),
+            )
+        )
+    # Parallel batches.
+    for speedup in results.speedups:
+        if speedup.files != SPEEDUP_FILES:
+            continue
+        notes = [_straddles(speedup.speedup, SPEEDUP_TARGET)]
+        if speedup.operation == "delete dir":
+            notes.append("1,000 keys are one DeleteObjects request: nothing to run in parallel")
+        elif speedup.cpu_ceiling < SPEEDUP_TARGET * 1.5:
+            notes.append(f"this machine's CPU caps it at {speedup.cpu_ceiling:.1f}\u00d7 (see section 3)")
+        targets.append(
+            Target(
+                f"{speedup.operation} of {speedup.files:,} files vs serial",
+                speedup.backend,
+                f"{speedup.speedup.ratio()} faster",
+                f"≥ {SPEEDUP_TARGET:.0f}\u00d7",
+                _verdict(speedup.speedup.median >= SPEEDUP_TARGET),
+                "; ".join(note for note in notes if note),
+            )
+        )
+    if results.coldstart is not None:
+        cold = results.coldstart
+        targets.append(
+            Target(
+                "cold start vs bare boto3",
+                cold.backend,
+                cold.ratio.ratio(),
+                f"≤ {COLDSTART_TARGET:.1f}\u00d7",
+                _verdict(cold.ratio.median <= COLDSTART_TARGET),
+                _straddles(cold.ratio, COLDSTART_TARGET),
+            )
+        )
+    for peer in results.peers:
+        if not peer.ratio_s3fs:
+            continue
+        for kind in KINDS:
+            ratio = peer.ratio_s3fs[kind]
+            targets.append(
+                Target(
+                    f"ahead of s3fs: {kind}",
+                    peer.backend,
+                    f"s3memory/s3fs {ratio.ratio()}",
+                    "< 1.00\u00d7",
+                    _verdict(ratio.median < 1.0),
+                    _straddles(ratio, 1.0),
+                )
+            )
+    return targets

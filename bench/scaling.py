@@ -1,0 +1,300 @@
+"""Sections 2 and 3: cost against tree size, and parallel batches against serial ones.
+
+- ``view /memories`` over trees of N objects (all within two levels, so all listed), and over
+  trees with the same two visible levels and H objects below level 2 (hidden from the listing).
+  The two deep trees share one bucket, so a server whose LIST scans the whole bucket (moto) pays
+  the same for both and their ratio shows only what s3memory does.
+- Directory ``delete`` and ``rename`` of N files, each with bounded parallelism (s3memory's
+  default) and serial (``s3memory.memory.PARALLEL_REQUESTS = 1`` in this process), interleaved
+  pair by pair, one client shared by the worker threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import s3memory.memory as memory_module
+
+from .metrics import RequestCounter, Summary, describe, paired_ratios, timed
+from .plan import BatchPlan
+from .servers import Backend
+from .workload import Tenant, note_text, s3memory_client
+
+TOPICS = 10
+SUBS = 10
+
+
+@dataclass
+class ViewResult:
+    backend: str
+    tree: str
+    objects: int
+    below_level_2: int
+    requests: int
+    breakdown: str
+    seconds: Summary
+    output_chars: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "seconds": self.seconds.as_dict()}
+
+
+@dataclass
+class BatchResult:
+    backend: str
+    operation: str
+    files: int
+    mode: str
+    requests: int
+    breakdown: str
+    budget: int
+    seconds: Summary
+    cpu_seconds: Summary
+    server_cpu_seconds: Summary
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **self.__dict__,
+            "seconds": self.seconds.as_dict(),
+            "cpu_seconds": self.cpu_seconds.as_dict(),
+            "server_cpu_seconds": self.server_cpu_seconds.as_dict(),
+        }
+
+
+@dataclass
+class Speedup:
+    backend: str
+    operation: str
+    files: int
+    serial: Summary
+    parallel: Summary
+    speedup: Summary
+    parallel_cpu: Summary
+    parallel_server_cpu: Summary
+
+    @property
+    def cpu_ceiling(self) -> float:
+        """The most any parallelism could give on this machine: serial time over the least time the
+        parallel run's CPU work needs. The bench's threads share one interpreter lock (so its CPU
+        time is a floor), so does moto's server, and the two together share the machine's cores."""
+        bench = self.parallel_cpu.median
+        server = self.parallel_server_cpu.median if self.parallel_server_cpu.n else 0.0
+        if math.isnan(server):
+            server = 0.0
+        least = max(bench, server, (bench + server) / (os.cpu_count() or 1))
+        return self.serial.median / least if least > 0 else float("nan")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "operation": self.operation,
+            "files": self.files,
+            "serial": self.serial.as_dict(),
+            "parallel": self.parallel.as_dict(),
+            "speedup": self.speedup.as_dict(),
+            "parallel_cpu": self.parallel_cpu.as_dict(),
+            "parallel_server_cpu": self.parallel_server_cpu.as_dict(),
+            "cpu_ceiling": self.cpu_ceiling,
+        }
+
+
+@contextlib.contextmanager
+def parallel_requests(count: int) -> Iterator[None]:
+    """Set s3memory's bound on concurrent requests for the duration of the block."""
+    saved = memory_module.PARALLEL_REQUESTS
+    memory_module.PARALLEL_REQUESTS = count
+    try:
+        yield
+    finally:
+        memory_module.PARALLEL_REQUESTS = saved
+
+
+def delete_budget(files: int) -> int:
+    return 2 * math.ceil(files / 1000) + 6
+
+
+def rename_budget(files: int) -> int:
+    return 2 * files + 12
+
+
+def flat_tree(files: int) -> dict[str, str]:
+    """``files`` notes spread over ten topic directories: everything within two levels."""
+    return {f"/memories/topic-{i % TOPICS}/note-{i // TOPICS}.md": note_text(i, 6) for i in range(files)}
+
+
+def deep_tree(hidden: int) -> dict[str, str]:
+    """Ten topics of ten subdirectories (the visible levels) with ``hidden`` files below them."""
+    return {
+        f"/memories/topic-{i % TOPICS}/sub-{(i // TOPICS) % SUBS}/archive/f-{i}.md": note_text(i, 6)
+        for i in range(hidden)
+    }
+
+
+def run_views(
+    backend: Backend, flat_sizes: list[int], deep_sizes: list[int], reps: int, warmup: int = 1
+) -> list[ViewResult]:
+    """``view /memories`` over each tree, in rounds (every tree once per round, rotating order)."""
+    client = s3memory_client(backend)
+    counter = RequestCounter(client)
+    trees: list[tuple[str, int, int, Tenant]] = []
+    for size in flat_sizes:
+        bucket = f"bench-view-flat-{size}"
+        backend.create_bucket(bucket)
+        tenant = Tenant(backend, client, bucket, "viewer")
+        tenant.clear()
+        tenant.seed(flat_tree(size))
+        trees.append((f"flat-{size}", size, 0, tenant))
+    if deep_sizes:
+        backend.create_bucket("bench-view-deep")
+    for hidden in deep_sizes:
+        tenant = Tenant(backend, client, "bench-view-deep", f"deep-{hidden}")
+        tenant.clear()
+        tenant.seed(deep_tree(hidden))
+        trees.append((f"deep-{hidden}", hidden, hidden, tenant))
+
+    times: dict[str, list[float]] = {name: [] for name, *_ in trees}
+    counts: dict[str, Counter[str]] = {}
+    chars: dict[str, int] = {}
+    view = {"command": "view", "path": "/memories"}
+    for round_index in range(warmup + reps):
+        shift = round_index % len(trees)
+        for name, _, _, tenant in trees[shift:] + trees[:shift]:
+            output: list[str] = []
+            with counter.window() as seen:
+                seconds = timed(lambda tenant=tenant, output=output: output.append(tenant.run(view)))
+            if round_index >= warmup:
+                times[name].append(seconds)
+                counts[name] = Counter(seen)
+                chars[name] = len(output[0])
+    results = [
+        ViewResult(
+            backend=backend.name,
+            tree=name,
+            objects=objects,
+            below_level_2=hidden,
+            requests=sum(counts[name].values()),
+            breakdown=describe(counts[name]),
+            seconds=Summary.of(times[name]),
+            output_chars=chars[name],
+        )
+        for name, objects, hidden, _ in trees
+    ]
+    for _, _, _, tenant in trees:
+        tenant.clear()
+    return results
+
+
+@dataclass
+class _Batches:
+    backend: Backend
+    tenant: Tenant
+    counter: RequestCounter
+
+    def seed_directory(self, root: str, files: int) -> None:
+        self.tenant.seed(
+            {f"{root}/sub-{i % 10}/f-{i}.md": note_text(i % 50, 6) for i in range(files)},
+        )
+
+    def measure(self, raw: dict[str, Any], parallel: bool) -> tuple[float, tuple[float, float], Counter[str]]:
+        """Wall seconds; CPU seconds of this process (all threads) and of the server; the requests."""
+        with (
+            parallel_requests(memory_module.PARALLEL_REQUESTS if parallel else 1),
+            self.counter.window() as seen,
+        ):
+            server = self.backend.server_cpu()
+            cpu = time.process_time()
+            seconds = timed(lambda: self.tenant.run(raw))
+            cpu = time.process_time() - cpu
+            after = self.backend.server_cpu()
+        server_cpu = after - server if server is not None and after is not None else math.nan
+        return seconds, (cpu, server_cpu), Counter(seen)
+
+
+def run_batches(backend: Backend, plan: BatchPlan) -> tuple[list[BatchResult], list[Speedup]]:
+    """Directory rename and delete of each size; serial runs interleaved where the plan says."""
+    bucket = "bench-batches"
+    backend.create_bucket(bucket)
+    client = s3memory_client(backend)
+    batches = _Batches(backend, Tenant(backend, client, bucket, "batcher"), RequestCounter(client))
+    batches.tenant.clear()
+    results: list[BatchResult] = []
+    speedups: list[Speedup] = []
+    for files in plan.sizes:
+        rename_modes = ["parallel", "serial"] if files in plan.rename_serial else ["parallel"]
+        delete_modes = ["parallel", "serial"] if files in plan.delete_serial else ["parallel"]
+        # rename: a/batch <-> b/batch, both one directory deep; every move is a sample
+        rename_times: dict[str, list[float]] = {mode: [] for mode in rename_modes}
+        rename_cpu: dict[str, list[tuple[float, float]]] = {mode: [] for mode in rename_modes}
+        rename_counts: dict[str, Counter[str]] = {}
+        if plan.rename_reps.get(files, 0):
+            batches.seed_directory("/memories/a/batch", files)
+        location = "a"
+        for rep in range(plan.rename_reps.get(files, 0)):
+            for mode in rename_modes if rep % 2 == 0 else rename_modes[::-1]:
+                target = "b" if location == "a" else "a"
+                raw = {
+                    "command": "rename",
+                    "old_path": f"/memories/{location}/batch",
+                    "new_path": f"/memories/{target}/batch",
+                }
+                seconds, cpu, seen = batches.measure(raw, mode == "parallel")
+                location = target
+                rename_times[mode].append(seconds)
+                rename_cpu[mode].append(cpu)
+                rename_counts[mode] = seen
+        batches.tenant.clear()
+        # delete: a fresh directory each time
+        delete_times: dict[str, list[float]] = {mode: [] for mode in delete_modes}
+        delete_cpu: dict[str, list[tuple[float, float]]] = {mode: [] for mode in delete_modes}
+        delete_counts: dict[str, Counter[str]] = {}
+        for rep in range(plan.delete_reps.get(files, 0)):
+            for mode in delete_modes if rep % 2 == 0 else delete_modes[::-1]:
+                batches.seed_directory("/memories/d/batch", files)
+                raw = {"command": "delete", "path": "/memories/d/batch"}
+                seconds, cpu, seen = batches.measure(raw, mode == "parallel")
+                delete_times[mode].append(seconds)
+                delete_cpu[mode].append(cpu)
+                delete_counts[mode] = seen
+        for operation, times, cpus, counts, budget in (
+            ("rename dir", rename_times, rename_cpu, rename_counts, rename_budget(files)),
+            ("delete dir", delete_times, delete_cpu, delete_counts, delete_budget(files)),
+        ):
+            for mode, values in times.items():
+                if not values:
+                    continue
+                results.append(
+                    BatchResult(
+                        backend=backend.name,
+                        operation=operation,
+                        files=files,
+                        mode=mode,
+                        requests=sum(counts[mode].values()),
+                        breakdown=describe(counts[mode]),
+                        budget=budget,
+                        seconds=Summary.of(values),
+                        cpu_seconds=Summary.of([cpu for cpu, _ in cpus[mode]]),
+                        server_cpu_seconds=Summary.of([server for _, server in cpus[mode]]),
+                    )
+                )
+            if times.get("serial") and times.get("parallel"):
+                speedups.append(
+                    Speedup(
+                        backend=backend.name,
+                        operation=operation,
+                        files=files,
+                        serial=Summary.of(times["serial"]),
+                        parallel=Summary.of(times["parallel"]),
+                        speedup=paired_ratios(times["serial"], times["parallel"]),
+                        parallel_cpu=Summary.of([cpu for cpu, _ in cpus["parallel"]]),
+                        parallel_server_cpu=Summary.of([server for _, server in cpus["parallel"]]),
+                    )
+                )
+        batches.tenant.clear()
+    return results, speedups
