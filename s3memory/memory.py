@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import TypeVar
 
 from .commands import Command, Create, Delete, Insert, StrReplace, View, parse_command
@@ -55,6 +57,19 @@ def _parallel(function: Callable[[_T], None], items: Sequence[_T]) -> None:
             for future in futures:
                 future.cancel()
             raise
+
+
+_side_pool: ThreadPoolExecutor | None = None
+_side_pool_lock = threading.Lock()
+
+
+def _side(function: Callable[[], _T]) -> Future[_T]:
+    """Start ``function`` on a shared worker, to overlap an independent request with the caller's."""
+    global _side_pool
+    with _side_pool_lock:
+        if _side_pool is None:
+            _side_pool = ThreadPoolExecutor(max_workers=PARALLEL_REQUESTS, thread_name_prefix="s3memory")
+        return _side_pool.submit(function)
 
 
 class _Vault:
@@ -199,12 +214,17 @@ class S3Memory:
 
     def view(self, path: MemoryPath, view_range: list[int] | None = None) -> str:
         if path.is_root:
-            self.finish_pending_jobs()
+            pending = _side(self._pending_jobs)
+            tree = self._tree(path)
+            jobs = pending.result()
+            if jobs:
+                self._finish_jobs(jobs, None)
+                tree = self._tree(path)
         else:
             found = self._read(path)
             if found is not None:
                 return render_file(path.text, found[0], view_range)
-        tree = self._tree(path)
+            tree = self._tree(path)
         if tree is None:
             raise Unsettled(f"The path {path.text} does not exist. Please provide a valid path.")
         return render_listing(path.text, path.canonical, tree)
@@ -254,10 +274,12 @@ class S3Memory:
         if path.is_root or path.text.endswith("/"):
             raise refusal("a file path must name a file below /memories, without a trailing '/'")
         key = self.layout.file_key(path)
+        ancestors = path.ancestors()
+        files = [_side(partial(self.store.exists, self.layout.file_key(ancestor))) for ancestor in ancestors]
         if self._is_directory(path):
             raise occupied
-        for ancestor in path.ancestors():
-            if self.store.exists(self.layout.file_key(ancestor)):
+        for ancestor, is_file in zip(ancestors, files, strict=True):
+            if is_file.result():
                 raise refusal(f"{ancestor.canonical} is a file, not a directory")
         return key
 
@@ -404,10 +426,14 @@ class S3Memory:
         if path.is_root:
             raise CommandError("Error: Cannot delete the /memories directory itself")
         done = f"Successfully deleted {path.text}"
-        if self._finish_pending(Job("delete", path.canonical, None, ())) is not None:
-            return done
         key = self.layout.file_key(path)
-        if self.store.exists(key):
+        pending = _side(self._pending_jobs)
+        is_file = self.store.exists(key)
+        if self._finish_jobs(pending.result(), Job("delete", path.canonical, None, ())) is not None:
+            return done
+        if pending.result():
+            is_file = self.store.exists(key)
+        if is_file:
             self.store.delete(key)
             self._usage = None
             return done
@@ -424,10 +450,13 @@ class S3Memory:
         if new.is_root:
             raise exists
         done = f"Successfully renamed {old.text} to {new.text}"
-        kept = self._finish_pending(Job("rename", old.canonical, new.canonical, ()))
+        pending = _side(self._pending_jobs)
+        found = self._read(old)
+        kept = self._finish_jobs(pending.result(), Job("rename", old.canonical, new.canonical, ()))
         if kept is not None:
             return self._renamed(done, kept)
-        found = self._read(old)
+        if pending.result():
+            found = self._read(old)
         if found is not None:
             return self._rename_file(old, new, found, exists)
         keys = self._keys_below(old)
@@ -522,16 +551,15 @@ class S3Memory:
     def finish_pending_jobs(self) -> bool:
         """Finish every unfinished job of this user (roll forward); True if there were any."""
         jobs = self._pending_jobs()
-        for job in jobs:
-            self._finish(job)
+        self._finish_jobs(jobs, None)
         return bool(jobs)
 
-    def _finish_pending(self, command: Job) -> list[str] | None:
-        """Finish pending jobs; if one was ``command`` itself (a retry), the paths it kept, else None."""
+    def _finish_jobs(self, jobs: list[Job], command: Job | None) -> list[str] | None:
+        """Finish ``jobs``; if one was ``command`` itself (a retry), the paths it kept, else None."""
         result: list[str] | None = None
-        for job in self._pending_jobs():
+        for job in jobs:
             kept = self._finish(job)
-            if job.name == command.name:
+            if command is not None and job.name == command.name:
                 result = kept
         return result
 
