@@ -59,21 +59,29 @@ class RequestCounter:
 
 @pytest.fixture(scope="session", autouse=True)
 def atomic_moto_writes() -> Iterator[None]:
-    """Make moto's conditional PutObject atomic, as S3's is.
+    """Make moto's object requests atomic, as S3's are.
 
     moto checks ``If-None-Match``/``If-Match`` and then writes, without a lock, so two racing
-    threads can both pass the check. S3 never lets that happen; the race tests need S3's rule.
+    threads can both pass the check; and a GET racing a delete of the same key can read a buffer
+    the delete has just closed. S3 never lets either happen; the race tests need S3's rules, so
+    these handlers run one at a time.
     """
-    original = S3Response.put_object
-    lock = threading.Lock()
+    lock = threading.RLock()
+    names = ("put_object", "get_object", "head_object", "delete_object", "_bucket_response_delete_keys")
+    originals = {name: getattr(S3Response, name) for name in names}
 
-    def put_object(self: S3Response) -> Any:
-        with lock:
-            return original(self)
+    def serialised(original: Callable[..., Any]) -> Callable[..., Any]:
+        def handler(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return original(*args, **kwargs)
 
-    S3Response.put_object = put_object  # type: ignore[method-assign]
+        return handler
+
+    for name, original in originals.items():
+        setattr(S3Response, name, serialised(original))
     yield
-    S3Response.put_object = original  # type: ignore[method-assign]
+    for name, original in originals.items():
+        setattr(S3Response, name, original)
 
 
 @pytest.fixture(scope="session")

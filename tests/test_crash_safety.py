@@ -44,6 +44,16 @@ class CrashAt:
                 raise SimulatedCrash(f"crashed at {self.operation} #{self.ordinal}")
 
 
+def crash_during(command: dict[str, Any], operation: str, ordinal: int) -> CrashAt:
+    """Run ``command`` in a fresh process that dies at the ``ordinal``-th ``operation`` request."""
+    doomed, client = fresh_memory()
+    crash = CrashAt(client, operation, ordinal)
+    with pytest.raises(SimulatedCrash):
+        doomed.run(command)
+    assert crash.crashed
+    return crash
+
+
 def fresh_memory(user: str = "alice") -> tuple[S3Memory, Any]:
     client = boto3.client("s3", region_name="us-east-1")
     return S3Memory(S3Store(client, BUCKET), user, LocalKeyProvider(MASTER_KEY)), client
@@ -102,12 +112,8 @@ def test_directory_rename_survives_a_crash_at_every_phase(s3: Any, operation: st
     files = tree(30)
     setup, _ = fresh_memory()
     seed(setup, files)
-    doomed, client = fresh_memory()
-    crash = CrashAt(client, operation, ordinal)
     rename = {"command": "rename", "old_path": "/memories/project", "new_path": "/memories/archive/project"}
-    with pytest.raises(SimulatedCrash):
-        doomed.run(rename)
-    assert crash.crashed
+    crash_during(rename, operation, ordinal)
     assert_each_readable_at_old_or_new(files, "/memories/project", "/memories/archive/project")
 
     retry, _ = fresh_memory()
@@ -124,10 +130,7 @@ def test_directory_rename_survives_a_crash_at_every_phase(s3: Any, operation: st
 def test_directory_delete_survives_a_crash(s3: Any, operation: str, ordinal: int) -> None:
     setup, _ = fresh_memory()
     seed(setup, {**tree(12), "/memories/keep.txt": "kept\n"})
-    doomed, client = fresh_memory()
-    CrashAt(client, operation, ordinal)
-    with pytest.raises(SimulatedCrash):
-        doomed.run({"command": "delete", "path": "/memories/project"})
+    crash_during({"command": "delete", "path": "/memories/project"}, operation, ordinal)
     retry, _ = fresh_memory()
     assert (
         retry.run({"command": "delete", "path": "/memories/project"})
@@ -141,10 +144,9 @@ def test_the_next_conversation_finishes_an_abandoned_rename(s3: Any) -> None:
     files = tree(20)
     setup, _ = fresh_memory()
     seed(setup, files)
-    doomed, client = fresh_memory()
-    CrashAt(client, "PutObject", 6)
-    with pytest.raises(SimulatedCrash):
-        doomed.run({"command": "rename", "old_path": "/memories/project", "new_path": "/memories/moved"})
+    crash_during(
+        {"command": "rename", "old_path": "/memories/project", "new_path": "/memories/moved"}, "PutObject", 6
+    )
     later, _ = fresh_memory()
     listing = later.run({"command": "view", "path": "/memories"})
     assert "/memories/project" not in listing and "4.0K\t/memories/moved/" in listing
@@ -157,10 +159,9 @@ def test_a_missing_path_is_looked_for_after_pending_jobs_finish(s3: Any) -> None
     files = tree(16)
     setup, _ = fresh_memory()
     seed(setup, files)
-    doomed, client = fresh_memory()
-    CrashAt(client, "PutObject", 4)
-    with pytest.raises(SimulatedCrash):
-        doomed.run({"command": "rename", "old_path": "/memories/project", "new_path": "/memories/moved"})
+    crash_during(
+        {"command": "rename", "old_path": "/memories/project", "new_path": "/memories/moved"}, "PutObject", 4
+    )
     later, _ = fresh_memory()
     not_yet_copied = [
         path
@@ -178,10 +179,9 @@ def test_two_processes_finishing_one_job_converge(s3: Any) -> None:
     files = tree(40)
     setup, _ = fresh_memory()
     seed(setup, files)
-    doomed, client = fresh_memory()
-    CrashAt(client, "PutObject", 10)
-    with pytest.raises(SimulatedCrash):
-        doomed.run({"command": "rename", "old_path": "/memories/project", "new_path": "/memories/moved"})
+    crash_during(
+        {"command": "rename", "old_path": "/memories/project", "new_path": "/memories/moved"}, "PutObject", 10
+    )
     finishers = [fresh_memory()[0] for _ in range(2)]
     barrier = threading.Barrier(2)
     failures: list[BaseException] = []
@@ -212,10 +212,11 @@ def test_a_rename_of_more_than_a_thousand_files_survives_a_crash_between_batches
     for path, text in files.items():
         key = setup.layout.file_key(memory_path(path))
         s3.put_object(Bucket=BUCKET, Key=key, Body=setup._cipher.seal(path, text.encode()))
-    doomed, client = fresh_memory()
-    CrashAt(client, "DeleteObjects", 2)
-    with pytest.raises(SimulatedCrash):
-        doomed.run({"command": "rename", "old_path": "/memories/project", "new_path": "/memories/big"})
+    crash_during(
+        {"command": "rename", "old_path": "/memories/project", "new_path": "/memories/big"},
+        "DeleteObjects",
+        2,
+    )
     retry, _ = fresh_memory()
     assert retry.run(
         {"command": "rename", "old_path": "/memories/project", "new_path": "/memories/big"}
@@ -230,11 +231,8 @@ def test_a_rename_of_more_than_a_thousand_files_survives_a_crash_between_batches
 def test_a_file_rename_survives_a_crash_between_copy_and_delete(s3: Any) -> None:
     setup, _ = fresh_memory()
     seed(setup, {"/memories/a.txt": "alpha\n"})
-    doomed, client = fresh_memory()
-    CrashAt(client, "DeleteObject", 1)
     rename = {"command": "rename", "old_path": "/memories/a.txt", "new_path": "/memories/b/a.txt"}
-    with pytest.raises(SimulatedCrash):
-        doomed.run(rename)
+    crash_during(rename, "DeleteObject", 1)
     retry, _ = fresh_memory()
     assert retry.run(rename) == "Successfully renamed /memories/a.txt to /memories/b/a.txt"
     assert stored_keys(s3, "users/alice/memories/") == ["users/alice/memories/b/a.txt"]
