@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PEER_STAMP := bench/.venv-peer/.installed
 
-.PHONY: venv demo test lint format bench bench-quick
+.PHONY: venv demo test lint format bench bench-quick lambda-zip
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -31,11 +31,14 @@ bench: $(STAMP) $(PEER_STAMP)
 bench-quick: $(STAMP) $(PEER_STAMP)
 	$(PY) -m bench --quick --out $${TMPDIR:-/tmp}/s3memory-bench-quick
 
+lambda-zip: $(STAMP)
+	$(PY) tools/build_lambda_zip.py --output dist/lambda.zip
+
 lint: $(STAMP)
-	$(VENV)/bin/ruff check s3memory tests bench
-	$(VENV)/bin/ruff format --check s3memory tests bench
+	$(VENV)/bin/ruff check s3memory tests bench tools
+	$(VENV)/bin/ruff format --check s3memory tests bench tools
 	$(VENV)/bin/mypy
 
 format: $(STAMP)
-	$(VENV)/bin/ruff check --fix s3memory tests bench
-	$(VENV)/bin/ruff format s3memory tests bench
+	$(VENV)/bin/ruff check --fix s3memory tests bench tools
+	$(VENV)/bin/ruff format s3memory tests bench tools

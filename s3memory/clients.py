@@ -45,3 +45,8 @@ def make_kms_client(*, endpoint_url: str | None = None, region_name: str | None 
     """A KMS client with the same retry settings as the S3 client."""
     client: KMSClient = _client("kms", endpoint_url, region_name)
     return client
+
+
+def make_secretsmanager_client(*, region_name: str | None = None) -> Any:
+    """A Secrets Manager client with the same retry settings (the agent handler's API key)."""
+    return _client("secretsmanager", None, region_name)

@@ -13,7 +13,9 @@ Two event shapes:
 The handler never raises: every failure is an answer with a clear message. Settings, the S3 client and
 the key provider are built once per container and reused while the settings are unchanged (the KMS
 provider's key cache is what keeps warm commands free of KMS requests). One JSON log line per
-invocation names the request, command, user, outcome and latency, and never content or paths.
+invocation names the request, command, user, outcome, latency and request counts, and never content
+or paths; one CloudWatch Embedded Metric Format line per invocation (``s3memory.aws_lambda.metrics``)
+carries ``Latency``, ``S3Requests`` and ``KMSRequests`` by ``command`` and ``outcome``.
 """
 
 from __future__ import annotations
@@ -31,12 +33,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..commands import COMMANDS
-from ..crypto import KeyProvider
+from ..crypto import KeyProvider, KMSKeyProvider
 from ..errors import CommandError, shown
 from ..memory import S3Memory
 from ..paths import validate_namespace
 from ..settings import Settings, SettingsError
 from ..store import S3Store
+from . import metrics
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -73,8 +76,16 @@ def get_runtime(environ: Mapping[str, str] | None = None) -> Runtime:
         current = _runtime
         if current is None or current.settings != settings:
             current = Runtime(settings, settings.make_s3_client(), settings.make_key_provider())
+            _instrument(current)
             _runtime = current
         return current
+
+
+def _instrument(runtime: Runtime) -> None:
+    """Count the runtime's S3 and KMS requests per invocation (see ``metrics``)."""
+    metrics.instrument(runtime.s3_client, "s3")
+    if isinstance(runtime.key_provider, KMSKeyProvider):
+        metrics.instrument(runtime.key_provider.client, "kms")
 
 
 def _reset_for_tests() -> None:
@@ -243,20 +254,34 @@ def handle(event: object, context: object = None, environ: Mapping[str, str] | N
         "command": None,
         "user_id": None,
     }
-    try:
-        record["request_id"] = _request_id(context)
-        answer = _serve(event, environ, record, http)
-    except Exception as error:  # pragma: no cover - _serve answers every failure itself
-        answer = _Answer(
-            500,
-            f"Error: s3memory failed unexpectedly ({type(error).__name__}); the command may not have run.",
-            True,
-            type(error).__name__,
-        )
+    with metrics.tally() as requests:
+        try:
+            record["request_id"] = _request_id(context)
+            answer = _serve(event, environ, record, http)
+        except Exception as error:  # pragma: no cover - _serve answers every failure itself
+            answer = _Answer(
+                500,
+                f"Error: s3memory failed unexpectedly ({type(error).__name__}); the command may not have run.",
+                True,
+                type(error).__name__,
+            )
     record["latency_ms"] = round((time.perf_counter() - started) * 1000, 1)
+    record["s3_requests"] = requests.count("s3")
+    record["kms_requests"] = requests.count("kms")
     if http:
         record["status"] = answer.status
     _log(record, answer)
+    metrics.emit(
+        os.environ if environ is None else environ,
+        command=record["command"] or "unknown",
+        outcome=record["outcome"],
+        metrics={
+            "Latency": (record["latency_ms"], metrics.MILLISECONDS),
+            "S3Requests": (record["s3_requests"], metrics.COUNT),
+            "KMSRequests": (record["kms_requests"], metrics.COUNT),
+        },
+        properties={"function": "memory", "request_id": record["request_id"]},
+    )
     result = {"content": answer.content, "is_error": answer.is_error}
     if not http:
         return result

@@ -1,0 +1,376 @@
+"""Both handlers under the real AWS Lambda Runtime Interface Client (``python -m awslambdaric``), fed
+by a loopback stand-in for the Lambda Runtime API: the handler strings resolve (``agent_handler``
+through the package's lazy attribute), events and answers cross the runtime's JSON marshalling, and
+the deadline comes from the ``Lambda-Runtime-Deadline-Ms`` header through the runtime's context.
+
+S3 is moto's threaded server on 127.0.0.1; the agent talks to the scripted Messages API stand-in.
+Every wait is bounded, and the runtime process is always killed at the end.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import importlib.util
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from s3memory.scripted_api import Reply, ScriptedMessagesAPI, last_tool_results
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+API_PREFIX = "/2018-06-01/runtime"
+FUNCTION_ARN = "arn:aws:lambda:us-east-1:123456789012:function:s3memory-test"
+BUCKET = "ric-test-memory"
+INVOKE_TIMEOUT_SECONDS = 60
+START_TIMEOUT_SECONDS = 60
+
+
+def _ric_missing() -> str | None:
+    if importlib.util.find_spec("awslambdaric") is None:
+        return "awslambdaric is not installed (`pip install awslambdaric`; it belongs in the dev extra)"
+    result = subprocess.run(
+        [sys.executable, "-c", "import runtime_client"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    if result.returncode != 0:
+        return f"awslambdaric's C extension (runtime_client) does not load: {result.stderr.strip()[-300:]}"
+    return None
+
+
+_MISSING = _ric_missing()
+pytestmark = pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")
+
+
+@dataclass
+class Outcome:
+    """What the runtime posted for one invocation."""
+
+    kind: str  # "response" or "error"
+    body: Any
+    error_type: str | None = None
+
+
+@dataclass
+class RuntimeAPI:
+    """The Lambda Runtime API on 127.0.0.1: ``invocation/next`` long-polls a queue of events; the
+    runtime's ``response``, ``error`` and ``init/error`` posts are recorded."""
+
+    events: queue.Queue[tuple[str, bytes, int]] = field(default_factory=queue.Queue)
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    init_errors: list[Any] = field(default_factory=list)
+    polls: int = 0
+    stopping: threading.Event = field(default_factory=threading.Event)
+    changed: threading.Condition = field(default_factory=threading.Condition)
+    server: ThreadingHTTPServer | None = None
+
+    @property
+    def address(self) -> str:
+        assert self.server is not None
+        host, port = self.server.server_address[:2]
+        return f"{host!s}:{port}"
+
+    def start(self) -> RuntimeAPI:
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        server.daemon_threads = True
+        self.server = server
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+    def record(self, request_id: str | None, outcome: Outcome) -> None:
+        with self.changed:
+            if request_id is None:
+                self.init_errors.append(outcome.body)
+            else:
+                self.outcomes[request_id] = outcome
+            self.changed.notify_all()
+
+    def wait_for_poll(self, process: subprocess.Popen[str], timeout: float = START_TIMEOUT_SECONDS) -> None:
+        """Wait until the runtime has initialised (the handler resolved) and asks for an event."""
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while self.polls == 0 and not self.init_errors:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    break
+                self.changed.wait(0.1)
+        assert not self.init_errors, f"the runtime reported an init error: {self.init_errors}"
+        assert self.polls > 0, "the runtime never asked for an invocation"
+
+    def invoke(self, event: Any, *, deadline_in_ms: int = 60_000) -> Outcome:
+        request_id = str(uuid.uuid4())
+        deadline_ms = int(time.time() * 1000) + deadline_in_ms
+        self.events.put((request_id, json.dumps(event).encode("utf-8"), deadline_ms))
+        limit = time.monotonic() + INVOKE_TIMEOUT_SECONDS
+        with self.changed:
+            while request_id not in self.outcomes:
+                remaining = limit - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError(
+                        f"no answer to invocation {request_id} in {INVOKE_TIMEOUT_SECONDS} s"
+                    )
+                self.changed.wait(min(remaining, 0.1))
+            return self.outcomes[request_id]
+
+
+def _handler_for(api: RuntimeAPI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Quiet."""
+
+        def _answer(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
+            self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            if self.path != f"{API_PREFIX}/invocation/next":
+                self._answer(404, b'{"errorType":"NotFound"}')
+                return
+            with api.changed:
+                api.polls += 1
+                api.changed.notify_all()
+            while not api.stopping.is_set():
+                try:
+                    request_id, body, deadline_ms = api.events.get(timeout=0.1)
+                except queue.Empty:
+                    continue
+                self._answer(
+                    200,
+                    body,
+                    {
+                        "Content-Type": "application/json",
+                        "Lambda-Runtime-Aws-Request-Id": request_id,
+                        "Lambda-Runtime-Deadline-Ms": str(deadline_ms),
+                        "Lambda-Runtime-Invoked-Function-Arn": FUNCTION_ARN,
+                        "Lambda-Runtime-Trace-Id": f"Root=1-{uuid.uuid4().hex[:8]}-{uuid.uuid4().hex[:24]};Sampled=0",
+                    },
+                )
+                return
+            self.close_connection = True
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            try:
+                body: Any = json.loads(raw) if raw else None
+            except ValueError:
+                body = raw.decode("utf-8", "replace")
+            parts = self.path.removeprefix(API_PREFIX).strip("/").split("/")
+            error_type = self.headers.get("Lambda-Runtime-Function-Error-Type")
+            if parts == ["init", "error"]:
+                api.record(None, Outcome("init-error", body, error_type))
+            elif len(parts) == 3 and parts[0] == "invocation" and parts[2] in ("response", "error"):
+                api.record(parts[1], Outcome(parts[2], body, error_type))
+            else:
+                self._answer(404, b'{"errorType":"NotFound"}')
+                return
+            self._answer(202, b'{"status":"OK"}', {"Content-Type": "application/json"})
+
+    return Handler
+
+
+@dataclass
+class Runtime:
+    api: RuntimeAPI
+    process: subprocess.Popen[str]
+    output: list[str]
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        ).create_bucket(Bucket=BUCKET)
+        yield endpoint
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def lambda_runtime(handler: str, s3_endpoint: str, **extra_env: str) -> Iterator[Runtime]:
+    """``python -m awslambdaric <handler>`` against a fresh Runtime API; killed on the way out."""
+    api = RuntimeAPI().start()
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("S3MEMORY_", "ANTHROPIC_", "AWS_", "_LAMBDA", "LAMBDA_"))
+    }
+    environment.update(
+        AWS_LAMBDA_RUNTIME_API=api.address,
+        AWS_LAMBDA_FUNCTION_NAME="s3memory-test",
+        AWS_LAMBDA_FUNCTION_VERSION="$LATEST",
+        AWS_LAMBDA_FUNCTION_MEMORY_SIZE="256",
+        AWS_LAMBDA_LOG_GROUP_NAME="/aws/lambda/s3memory-test",
+        AWS_LAMBDA_LOG_STREAM_NAME="test-stream",
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+        AWS_DEFAULT_REGION="us-east-1",
+        AWS_REGION="us-east-1",
+        AWS_CONFIG_FILE=os.devnull,
+        AWS_SHARED_CREDENTIALS_FILE=os.devnull,
+        AWS_EC2_METADATA_DISABLED="true",
+        NO_PROXY="127.0.0.1,localhost",
+        S3MEMORY_BUCKET=BUCKET,
+        S3MEMORY_LOCAL_KEY=base64.b64encode(bytes(range(32))).decode("ascii"),
+        S3MEMORY_ENDPOINT_URL=s3_endpoint,
+        PYTHONUNBUFFERED="1",
+        **extra_env,
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "awslambdaric", handler],
+        cwd=REPO_ROOT,
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    output: list[str] = []
+    reader = threading.Thread(target=lambda: output.extend(process.stdout or ()), daemon=True)
+    reader.start()
+    try:
+        api.wait_for_poll(process)
+        yield Runtime(api, process, output)
+    except AssertionError as error:
+        process.kill()
+        reader.join(timeout=5)
+        raise AssertionError(f"{error}\n--- runtime output ---\n{''.join(output)}") from None
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+        reader.join(timeout=5)
+        api.stop()
+
+
+def emf(output: list[str]) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in output if line.startswith('{"') and '"_aws"' in line]
+
+
+def test_memory_handler_under_the_runtime_client(s3_endpoint: str) -> None:
+    with lambda_runtime("s3memory.aws_lambda.memory_handler", s3_endpoint) as runtime:
+        created = runtime.api.invoke(
+            {
+                "user_id": "ric",
+                "input": {"command": "create", "path": "/memories/r.md", "file_text": "via the RIC"},
+            }
+        )
+        assert created == Outcome(
+            "response", {"content": "File created successfully at: /memories/r.md", "is_error": False}
+        )
+        viewed = runtime.api.invoke(
+            {"user_id": "ric", "input": {"command": "view", "path": "/memories/r.md"}}
+        )
+        assert viewed.kind == "response" and viewed.body["is_error"] is False
+        assert "via the RIC" in viewed.body["content"]
+        refused = runtime.api.invoke({"user_id": "../x", "input": {"command": "view", "path": "/memories"}})
+        assert refused.kind == "response" and refused.body["is_error"] is True
+        assert runtime.process.poll() is None  # still serving
+        time.sleep(0.2)  # let the last lines reach the reader
+        lines = emf(runtime.output)
+    assert [(line["command"], line["outcome"]) for line in lines] == [
+        ("create", "ok"),
+        ("view", "ok"),
+        ("unknown", "error"),
+    ]
+    assert lines[1]["S3Requests"] == 1 and lines[2]["S3Requests"] == 0
+    assert all(line["request_id"] for line in lines[:2])  # the runtime's request id reached the handler
+
+
+def test_agent_handler_under_the_runtime_client(s3_endpoint: str) -> None:
+    script = [
+        Reply("Saving.", [{"command": "create", "path": "/memories/agent.md", "file_text": "likes tea"}]),
+        "Saved.",
+        Reply("Looking.", [{"command": "view", "path": "/memories/agent.md"}]),
+        lambda messages: "Recalled: " + last_tool_results(messages)[0].text,
+    ]
+    with (
+        ScriptedMessagesAPI(script) as messages_api,
+        lambda_runtime(
+            "s3memory.aws_lambda.agent_handler",
+            s3_endpoint,
+            ANTHROPIC_BASE_URL=messages_api.base_url,
+            ANTHROPIC_API_KEY="sk-ric-test",
+            S3MEMORY_METRICS="off",
+        ) as runtime,
+    ):
+        first = runtime.api.invoke({"user_id": "ric-agent", "prompt": "I like tea."})
+        assert first.kind == "response", first
+        assert (first.body["text"], first.body["iterations"], first.body["stopped_early"]) == (
+            "Saved.",
+            2,
+            None,
+        )
+        second = runtime.api.invoke({"user_id": "ric-agent", "prompt": "What do I like?"})
+        assert second.kind == "response", second
+        assert "likes tea" in second.body["text"] and second.body["stopped_early"] is None
+        # The deadline header (5 s away) reaches the handler through the runtime's context: with the
+        # default 10 s margin no request is sent.
+        before = len(messages_api.requests)
+        late = runtime.api.invoke({"user_id": "ric-agent", "prompt": "x"}, deadline_in_ms=5_000)
+        assert late.kind == "response" and late.body["stopped_early"] == "deadline"
+        assert late.body["iterations"] == 0 and len(messages_api.requests) == before
+        malformed = runtime.api.invoke({"user_id": "ric-agent"})
+        assert malformed.kind == "response" and set(malformed.body) == {"error"}
+        assert messages_api.api_keys == ["sk-ric-test"] * 4
+
+
+def test_unknown_handler_is_an_init_error() -> None:
+    api = RuntimeAPI().start()
+    environment = dict(
+        {k: v for k, v in os.environ.items() if not k.startswith(("S3MEMORY_", "AWS_"))},
+        AWS_LAMBDA_RUNTIME_API=api.address,
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "awslambdaric", "s3memory.aws_lambda.no_such_handler"],
+        cwd=REPO_ROOT,
+        env=environment,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert process.wait(timeout=START_TIMEOUT_SECONDS) != 0
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+        api.stop()
+    (error,) = api.init_errors
+    assert error["errorType"] == "Runtime.HandlerNotFound"

@@ -1,0 +1,259 @@
+"""The Lambda deployment zip from tools/build_lambda_zip.py: contents, determinism, wheels that fit the
+python3.11 x86_64 runtime, and both handlers running from the extracted zip alone (``python -S``, so
+nothing of this virtualenv is importable), against moto's S3 server and the scripted Messages API.
+
+The build downloads wheels from the package registry (pip's cache makes later builds quick). When
+the registry cannot be reached, the tests skip and say so.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import boto3
+import pytest
+
+from s3memory.scripted_api import Reply, ScriptedMessagesAPI, last_tool_results
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+TOOL = REPO_ROOT / "tools" / "build_lambda_zip.py"
+BUILD_TIMEOUT_SECONDS = 900
+RUN_TIMEOUT_SECONDS = 120
+NETWORK_FAILURES = re.compile(
+    r"NewConnectionError|Failed to establish a new connection|Temporary failure in name resolution|"
+    r"Name or service not known|ConnectTimeoutError|ConnectionError|ProxyError|Network is unreachable|"
+    r"Could not fetch URL|ReadTimeoutError|SSLError"
+)
+# Amazon Linux 2 (the python3.11 runtime) has glibc 2.26: no wheel may need a newer one.
+RUNTIME_GLIBC = (2, 26)
+BUCKET = "zip-test-memory"
+
+
+def load_tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("build_lambda_zip", TOOL)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def built_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    output = tmp_path_factory.mktemp("lambda-zip") / "lambda.zip"
+    result = subprocess.run(
+        [sys.executable, str(TOOL), "--output", str(output)],
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_SECONDS,
+        check=False,
+        cwd=REPO_ROOT,
+    )
+    if result.returncode == 3 and NETWORK_FAILURES.search(result.stderr):
+        last = [line for line in result.stderr.splitlines() if line.strip()][-1:]
+        pytest.skip(f"the package registry cannot be reached, so no wheels for the zip: {last}")
+    assert result.returncode == 0, f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
+    return output
+
+
+@pytest.fixture(scope="module")
+def extracted(built_zip: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("lambda-task")
+    with zipfile.ZipFile(built_zip) as archive:
+        archive.extractall(root)
+    return root
+
+
+def test_zip_holds_the_package_and_its_dependencies(built_zip: Path) -> None:
+    with zipfile.ZipFile(built_zip) as archive:
+        names = archive.namelist()
+    for wanted in (
+        "s3memory/__init__.py",
+        "s3memory/aws_lambda/__init__.py",
+        "s3memory/aws_lambda/memory.py",
+        "s3memory/aws_lambda/agent.py",
+        "s3memory/aws_lambda/metrics.py",
+        "s3memory/py.typed",
+        "anthropic/__init__.py",
+        "boto3/__init__.py",
+        "botocore/__init__.py",
+        "cryptography/__init__.py",
+    ):
+        assert wanted in names, wanted
+    assert any(re.fullmatch(r"cryptography/hazmat/bindings/_rust\.abi3\.so", name) for name in names)
+    assert not [name for name in names if "__pycache__" in name or name.endswith((".pyc", ".pyo"))]
+    assert not [name for name in names if name.startswith("bin/")]
+    assert not [name for name in names if name.startswith(("tests/", "tools/", "terraform/"))]
+
+
+def test_zip_is_deterministic(built_zip: Path, extracted: Path, tmp_path: Path) -> None:
+    with zipfile.ZipFile(built_zip) as archive:
+        infos = archive.infolist()
+    names = [info.filename for info in infos]
+    assert names == sorted(names)
+    assert {info.date_time for info in infos} == {(1980, 1, 1, 0, 0, 0)}
+    assert {info.external_attr >> 16 for info in infos} == {0o100644}
+    # Zipping the extracted tree again gives the very same bytes: nothing depends on time or order.
+    tool = load_tool()
+    again = tmp_path / "again.zip"
+    tool.write_zip(tool.tree_entries(extracted), again)
+    assert again.read_bytes() == built_zip.read_bytes()
+
+
+def fits_the_runtime(tag: str) -> bool:
+    """Whether a wheel tag loads on CPython 3.11, x86_64, glibc 2.26 (the python3.11 runtime)."""
+    python, abi, platform = tag.split("-")
+    if not (
+        python in ("py3", "cp311") or (abi == "abi3" and python in ("cp37", "cp38", "cp39", "cp310", "cp311"))
+    ):
+        return False
+    if platform == "any":
+        return abi == "none"
+    match = re.fullmatch(r"manylinux_(\d+)_(\d+)_x86_64|manylinux(2014|2010|1)_x86_64", platform)
+    if match is None:
+        return False
+    legacy = {"2014": (2, 17), "2010": (2, 12), "1": (2, 5)}
+    glibc = legacy[match.group(3)] if match.group(3) else (int(match.group(1)), int(match.group(2)))
+    return glibc <= RUNTIME_GLIBC
+
+
+def test_fits_the_runtime() -> None:
+    assert fits_the_runtime("cp311-abi3-manylinux2014_x86_64")
+    assert fits_the_runtime("cp311-cp311-manylinux_2_17_x86_64") and fits_the_runtime("py3-none-any")
+    assert not fits_the_runtime("cp311-cp311-manylinux_2_28_x86_64")
+    assert not fits_the_runtime("cp311-cp311-manylinux2014_aarch64")
+    assert not fits_the_runtime("cp312-cp312-manylinux2014_x86_64") and not fits_the_runtime("py2-none-any")
+
+
+def test_wheels_fit_the_python311_x86_64_runtime(extracted: Path) -> None:
+    constraints = load_tool().read_constraints(REPO_ROOT / "constraints.txt")
+    seen: set[str] = set()
+    for wheel_file in sorted(extracted.glob("*.dist-info/WHEEL")):
+        name, _, version = wheel_file.parent.name.removesuffix(".dist-info").partition("-")
+        normalized = re.sub(r"[-_.]+", "-", name).lower()
+        seen.add(normalized)
+        assert constraints[normalized] == version, name  # exactly the pinned version
+        lines = wheel_file.read_text().splitlines()
+        tags = [line.split(":", 1)[1].strip() for line in lines if line.startswith("Tag:")]
+        assert any(fits_the_runtime(tag) for tag in tags), (name, tags)
+    assert {"anthropic", "boto3", "botocore", "cryptography", "pydantic-core"} <= seen
+
+
+@pytest.fixture(scope="module")
+def s3_server() -> Iterator[str]:
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        ).create_bucket(Bucket=BUCKET)
+        yield endpoint
+    finally:
+        server.stop()
+
+
+def run_from_zip(extracted: Path, endpoint: str, script: str, **extra_env: str) -> dict[str, Any]:
+    """Run ``script`` with only the extracted zip importable (``-S``: no site-packages)."""
+    environment = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONPATH": str(extracted),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_CONFIG_FILE": os.devnull,
+        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "S3MEMORY_BUCKET": BUCKET,
+        "S3MEMORY_LOCAL_KEY": base64.b64encode(bytes(range(32))).decode("ascii"),
+        "S3MEMORY_ENDPOINT_URL": endpoint,
+        "S3MEMORY_METRICS": "off",
+        **extra_env,
+    }
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_SECONDS,
+        env=environment,
+        cwd=extracted,
+        check=False,
+    )
+    assert result.returncode == 0, f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
+    outcome: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return outcome
+
+
+def test_memory_handler_runs_from_the_zip_without_anthropic(extracted: Path, s3_server: str) -> None:
+    outcome = run_from_zip(
+        extracted,
+        s3_server,
+        """
+        import json, sys
+        from s3memory.aws_lambda import memory_handler
+        created = memory_handler({"user_id": "zip", "input": {"command": "create", "path": "/memories/z.md", "file_text": "from the zip"}}, None)
+        viewed = memory_handler({"user_id": "zip", "input": {"command": "view", "path": "/memories/z.md"}}, None)
+        import boto3, botocore, cryptography, s3memory
+        from cryptography.hazmat.bindings import _rust
+        print(json.dumps({
+            "created": created, "viewed": viewed, "anthropic": "anthropic" in sys.modules,
+            "files": [m.__file__ for m in (s3memory, boto3, botocore, cryptography, _rust)],
+        }))
+        """,
+    )
+    assert outcome["created"] == {
+        "content": "File created successfully at: /memories/z.md",
+        "is_error": False,
+    }
+    assert outcome["viewed"]["is_error"] is False and "from the zip" in outcome["viewed"]["content"]
+    assert outcome["anthropic"] is False
+    for path in outcome["files"]:
+        assert Path(path).is_relative_to(extracted), path
+
+
+def test_agent_handler_runs_from_the_zip(extracted: Path, s3_server: str) -> None:
+    with ScriptedMessagesAPI(
+        [
+            Reply("Saving.", [{"command": "create", "path": "/memories/agent.md", "file_text": "zip agent"}]),
+            lambda messages: "Done: " + last_tool_results(messages)[0].text,
+        ]
+    ) as api:
+        outcome = run_from_zip(
+            extracted,
+            s3_server,
+            """
+            import json
+            from s3memory.aws_lambda import agent_handler
+            answer = agent_handler({"user_id": "zip", "prompt": "remember this"}, None)
+            import anthropic, pydantic_core
+            print(json.dumps({"answer": answer, "files": [anthropic.__file__, pydantic_core.__file__]}))
+            """,
+            ANTHROPIC_BASE_URL=api.base_url,
+            ANTHROPIC_API_KEY="sk-zip-test",
+        )
+        assert api.api_keys == ["sk-zip-test", "sk-zip-test"]
+    answer = outcome["answer"]
+    assert answer["text"] == "Done: File created successfully at: /memories/agent.md"
+    assert (answer["iterations"], answer["stopped_early"]) == (2, None)
+    for path in outcome["files"]:
+        assert Path(path).is_relative_to(extracted), path

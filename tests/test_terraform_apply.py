@@ -1,0 +1,277 @@
+"""`terraform apply` of the module in terraform/ against moto's threaded server on 127.0.0.1, the memory
+handler against the bucket and KMS key that apply created, then `terraform destroy`.
+
+The root module is written to a temporary directory and calls a private copy of terraform/, with a
+provider whose every endpoint (S3, KMS, IAM, Lambda, CloudWatch Logs, STS, Secrets Manager, API
+Gateway v2) is the moto server; TF_DATA_DIR and the CLI configuration are temporary too, and
+providers come from the local mirror (`find_provider_mirror` in test_terraform.py). Names carry a
+random suffix, so runs never collide. It skips, with the reason, where terraform or the mirror is
+missing. The lambda functions are created from the tiny placeholder zip in terraform/tests/fixtures.
+
+Where moto differs from AWS, the test adapts and says why:
+
+- **Bucket policy.** moto evaluates a bucket policy statement whose condition does not match as an
+  explicit deny (`IAMPolicyStatement._check_conditions` answers DENIED), so the module's four
+  conditional Deny statements (no TLS, old TLS, non-KMS SSE, SSE-C) would refuse every object request
+  over moto's plain HTTP. The test checks that apply put exactly those statements on the bucket, then
+  deletes the policy before it uses the bucket (destroy runs without refresh and deletes it again,
+  which S3 and moto accept).
+- **Lifecycle configuration.** After writing the rules the provider polls until it reads them back
+  equal three times in a row; against moto that takes about 55 s, the longest wait of the apply.
+  Nothing is changed for it. With terraform's own planning (about 20 s per command for the AWS
+  provider's schema on two cores), the whole test takes about two minutes.
+- **KMS endpoint.** `s3memory.settings` has no KMS endpoint setting; botocore's
+  `AWS_ENDPOINT_URL_KMS` points the key provider's KMS client at moto.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+from s3memory.aws_lambda import memory as lambda_memory
+from s3memory.aws_lambda import memory_handler
+
+from .test_terraform import MODULE_DIR, _clean_environment, assert_ok, find_provider_mirror
+
+FIXTURE_ZIP = MODULE_DIR / "tests" / "fixtures" / "lambda.zip"
+COMMAND_TIMEOUT_SECONDS = 300
+SERVICES = ("s3", "kms", "iam", "lambda", "cloudwatchlogs", "sts", "secretsmanager", "apigatewayv2")
+SECRET = "meet at the old mill at dawn"
+BUCKET_POLICY_SIDS = {
+    "DenyInsecureTransport",
+    "DenyOutdatedTls",
+    "DenyNonKmsServerSideEncryption",
+    "DenyCustomerProvidedKeys",
+}
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint() -> Iterator[str]:
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+def root_module(endpoint: str, module_dir: Path, suffix: str) -> str:
+    endpoints = "\n".join(f'    {service:<14} = "{endpoint}"' for service in SERVICES)
+    return f"""
+terraform {{
+  required_providers {{
+    aws = {{
+      source  = "hashicorp/aws"
+      version = "~> 5.0"
+    }}
+  }}
+}}
+
+provider "aws" {{
+  region                      = "us-east-1"
+  access_key                  = "testing"
+  secret_key                  = "testing"
+  skip_credentials_validation = true
+  skip_metadata_api_check     = true
+  skip_region_validation      = true
+  s3_use_path_style           = true
+
+  endpoints {{
+{endpoints}
+  }}
+}}
+
+module "s3memory" {{
+  source = "{module_dir.as_posix()}"
+
+  bucket_name                     = "s3memory-apply-{suffix}"
+  name_prefix                     = "s3m-{suffix}"
+  kms_key_alias                   = "alias/s3memory-apply-{suffix}"
+  kms_key_deletion_window_in_days = 7
+  force_destroy                   = true
+  lambda_zip_path                 = "{FIXTURE_ZIP.as_posix()}"
+}}
+
+output "module" {{
+  value = module.s3memory
+}}
+"""
+
+
+def client(service: str, endpoint: str) -> Any:
+    return boto3.client(
+        service,
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+
+
+def check_applied(outputs: dict[str, Any], endpoint: str) -> None:
+    """What apply created, read back through the AWS APIs."""
+    s3, kms, lam, iam, logs = (client(name, endpoint) for name in ("s3", "kms", "lambda", "iam", "logs"))
+    bucket, key_arn = outputs["bucket_name"], outputs["kms_key_arn"]
+    assert s3.get_bucket_versioning(Bucket=bucket)["Status"] == "Enabled"
+    block = s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"]
+    assert all(block.values()) and len(block) == 4
+    (rule,) = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"]
+    assert rule["ApplyServerSideEncryptionByDefault"] == {
+        "SSEAlgorithm": "aws:kms",
+        "KMSMasterKeyID": key_arn,
+    }
+    assert rule["BucketKeyEnabled"] is True
+    policy = json.loads(s3.get_bucket_policy(Bucket=bucket)["Policy"])
+    assert {statement["Sid"] for statement in policy["Statement"]} == BUCKET_POLICY_SIDS
+    assert all(statement["Effect"] == "Deny" for statement in policy["Statement"])
+    lifecycle = s3.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"]
+    assert {rule["ID"] for rule in lifecycle} == {
+        "expire-noncurrent-versions",
+        "abort-incomplete-multipart-uploads",
+    }
+
+    assert kms.get_key_rotation_status(KeyId=key_arn)["KeyRotationEnabled"] is True
+    aliases = {alias["AliasName"]: alias.get("TargetKeyId") for alias in kms.list_aliases()["Aliases"]}
+    assert aliases[outputs["kms_key_alias"]] == outputs["kms_key_id"]
+
+    for kind in ("memory", "agent"):
+        configuration = lam.get_function(FunctionName=outputs[f"{kind}_function_name"])["Configuration"]
+        assert configuration["Handler"] == f"s3memory.aws_lambda.{kind}_handler"
+        assert configuration["Runtime"] == "python3.11"
+        assert configuration["Role"] == outputs[f"{kind}_role_arn"]
+        variables = configuration["Environment"]["Variables"]
+        assert variables["S3MEMORY_BUCKET"] == bucket and variables["S3MEMORY_KMS_KEY_ID"] == key_arn
+        assert variables["S3MEMORY_PREFIX"] == "users/"
+        role_name = outputs[f"{kind}_role_arn"].rsplit("/", 1)[1]
+        assert iam.list_role_policies(RoleName=role_name)["PolicyNames"]
+        (group,) = logs.describe_log_groups(logGroupNamePrefix=outputs["log_group_names"][kind])["logGroups"]
+        assert group["retentionInDays"] == 30
+    assert outputs["api_endpoint"] is None
+
+
+def use_memory(outputs: dict[str, Any], endpoint: str, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    """The memory handler, in process, on the applied bucket and key."""
+    bucket, key_arn = outputs["bucket_name"], outputs["kms_key_arn"]
+    s3 = client("s3", endpoint)
+    # moto reads the module's conditional Deny statements as unconditional (see the docstring).
+    s3.delete_bucket_policy(Bucket=bucket)
+    monkeypatch.setenv("S3MEMORY_BUCKET", bucket)
+    monkeypatch.setenv("S3MEMORY_PREFIX", outputs["memory_prefix"])
+    monkeypatch.setenv("S3MEMORY_KMS_KEY_ID", key_arn)
+    monkeypatch.setenv("S3MEMORY_ENDPOINT_URL", endpoint)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_KMS", endpoint)
+    monkeypatch.setenv("S3MEMORY_METRICS", "emf")
+    monkeypatch.delenv("S3MEMORY_LOCAL_KEY", raising=False)
+
+    def invoke(tool_input: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        capsys.readouterr()
+        answer = memory_handler({"user_id": "tf-user", "input": tool_input}, None)
+        emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+        return answer, emf[-1]
+
+    lambda_memory._reset_for_tests()
+    try:
+        created, created_metrics = invoke(
+            {"command": "create", "path": "/memories/plan.md", "file_text": SECRET}
+        )
+        assert created == {"content": "File created successfully at: /memories/plan.md", "is_error": False}
+        assert created_metrics["KMSRequests"] == 1  # GenerateDataKey with the applied key
+        viewed, viewed_metrics = invoke({"command": "view", "path": "/memories/plan.md"})
+        assert viewed["is_error"] is False and SECRET in viewed["content"]
+        assert viewed_metrics["KMSRequests"] == 0  # warm: the key provider's cache
+        lambda_memory._reset_for_tests()  # a new container: the wrapped key is unwrapped by KMS Decrypt
+        cold, cold_metrics = invoke({"command": "view", "path": "/memories/plan.md"})
+        assert cold["is_error"] is False and SECRET in cold["content"]
+        assert cold_metrics["KMSRequests"] == 1
+    finally:
+        lambda_memory._reset_for_tests()
+
+    keys = sorted(item["Key"] for item in s3.list_objects_v2(Bucket=bucket)["Contents"])
+    assert keys == ["users/tf-user/internal/keys/v1", "users/tf-user/memories/plan.md"]
+    stored = s3.get_object(Bucket=bucket, Key="users/tf-user/memories/plan.md")
+    body = stored["Body"].read()
+    assert body.startswith(b"S3ME") and SECRET.encode() not in body and b"old mill" not in body
+    assert stored["ServerSideEncryption"] == "aws:kms" and stored["SSEKMSKeyId"] == key_arn  # bucket default
+
+
+def test_apply_use_destroy(
+    tmp_path: Path, moto_endpoint: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    binary = shutil.which("terraform")
+    if binary is None:
+        pytest.skip("terraform is not on PATH")
+    plugin_dir = find_provider_mirror()
+    if plugin_dir is None:
+        pytest.skip(
+            "no local provider mirror: no 'registry.terraform.io' directory holding hashicorp/aws "
+            "(set S3MEMORY_TF_PLUGIN_DIR to its parent)"
+        )
+    module_dir = tmp_path / "terraform"
+    shutil.copytree(
+        MODULE_DIR,
+        module_dir,
+        ignore=shutil.ignore_patterns(
+            ".terraform", "*.tfstate", "*.tfstate.*", ".terraform.lock.hcl", "tests"
+        ),
+    )
+    root = tmp_path / "root"
+    root.mkdir()
+    suffix = uuid.uuid4().hex[:8]
+    (root / "main.tf").write_text(root_module(moto_endpoint, module_dir, suffix), encoding="utf-8")
+    env = dict(_clean_environment(tmp_path), TF_DATA_DIR=str(tmp_path / "data"))
+    for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
+        env.pop(name, None)
+
+    def terraform(*args: str) -> subprocess.CompletedProcess[str]:
+        try:
+            return subprocess.run(
+                [binary, *args, "-no-color"],
+                cwd=root,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=COMMAND_TIMEOUT_SECONDS,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as error:
+            pytest.fail(f"terraform {args[0]} timed out after {COMMAND_TIMEOUT_SECONDS} s\n{error.stdout!s}")
+
+    assert_ok(terraform("init", "-input=false", f"-plugin-dir={plugin_dir}"), "terraform init")
+    applied = terraform("apply", "-auto-approve", "-input=false")
+    destroyed: subprocess.CompletedProcess[str] | None = None
+    try:
+        assert_ok(applied, "terraform apply against moto")
+        assert "Apply complete! Resources: 17 added" in applied.stdout
+        output = terraform("output", "-json")
+        assert_ok(output, "terraform output")
+        outputs = json.loads(output.stdout)["module"]["value"]
+        check_applied(outputs, moto_endpoint)
+        use_memory(outputs, moto_endpoint, monkeypatch, capsys)
+    finally:
+        # Without refresh: nothing changed behind terraform's back but the policy deleted above.
+        destroyed = terraform("destroy", "-auto-approve", "-input=false", "-refresh=false")
+    assert_ok(destroyed, "terraform destroy against moto")
+    assert "Destroy complete!" in destroyed.stdout
+
+    s3, kms, lam = (client(name, moto_endpoint) for name in ("s3", "kms", "lambda"))
+    with pytest.raises(ClientError):
+        s3.head_bucket(Bucket=outputs["bucket_name"])
+    assert kms.describe_key(KeyId=outputs["kms_key_arn"])["KeyMetadata"]["KeyState"] == "PendingDeletion"
+    with pytest.raises(ClientError):
+        lam.get_function(FunctionName=outputs["memory_function_name"])
+    state = json.loads((root / "terraform.tfstate").read_text(encoding="utf-8"))
+    assert state["resources"] == []
+    assert not (root / ".terraform").exists()  # provider and modules went to TF_DATA_DIR
