@@ -4,6 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PEER_STAMP := bench/.venv-peer/.installed
+CHECKOV_STAMP := .venv-checkov/.installed
 
 .PHONY: venv demo test lint format bench bench-quick lambda-zip
 
@@ -18,7 +19,13 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/s3memory demo
 
-test: $(STAMP)
+# checkov lives in a venv of its own: its pins would fight the project's.
+$(CHECKOV_STAMP):
+	$(PYTHON) -m venv .venv-checkov
+	.venv-checkov/bin/python -m pip install --quiet checkov==3.3.30
+	touch $(CHECKOV_STAMP)
+
+test: $(STAMP) $(CHECKOV_STAMP)
 	$(PY) -m pytest -q
 
 $(PEER_STAMP): bench/peer-requirements.txt | $(STAMP)
