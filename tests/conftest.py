@@ -9,6 +9,7 @@ way ``BUCKET`` exists and is empty when the test starts.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -82,6 +83,28 @@ def atomic_moto_writes() -> Iterator[None]:
     yield
     for name, original in originals.items():
         setattr(S3Response, name, original)
+
+
+@contextlib.contextmanager
+def moto_server_with_bucket(bucket: str = BUCKET) -> Iterator[str]:
+    """moto's threaded server on 127.0.0.1 with ``bucket`` created; yields its endpoint URL."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        ).create_bucket(Bucket=bucket)
+        yield endpoint
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -26,10 +26,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 
 from s3memory.scripted_api import Reply, ScriptedMessagesAPI, last_tool_results
+
+from .conftest import moto_server_with_bucket
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 API_PREFIX = "/2018-06-01/runtime"
@@ -205,23 +206,8 @@ class Runtime:
 
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        boto3.client(
-            "s3",
-            endpoint_url=endpoint,
-            region_name="us-east-1",
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-        ).create_bucket(Bucket=BUCKET)
+    with moto_server_with_bucket(BUCKET) as endpoint:
         yield endpoint
-    finally:
-        server.stop()
 
 
 @contextlib.contextmanager

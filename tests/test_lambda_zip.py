@@ -22,10 +22,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import boto3
 import pytest
 
 from s3memory.scripted_api import Reply, ScriptedMessagesAPI, last_tool_results
+
+from .conftest import moto_server_with_bucket
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TOOL = REPO_ROOT / "tools" / "build_lambda_zip.py"
@@ -152,23 +153,8 @@ def test_wheels_fit_the_python311_x86_64_runtime(extracted: Path) -> None:
 
 @pytest.fixture(scope="module")
 def s3_server() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        boto3.client(
-            "s3",
-            endpoint_url=endpoint,
-            region_name="us-east-1",
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-        ).create_bucket(Bucket=BUCKET)
+    with moto_server_with_bucket(BUCKET) as endpoint:
         yield endpoint
-    finally:
-        server.stop()
 
 
 def run_from_zip(extracted: Path, endpoint: str, script: str, **extra_env: str) -> dict[str, Any]:
