@@ -10,11 +10,15 @@ way ``BUCKET`` exists and is empty when the test starts.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -83,6 +87,24 @@ def atomic_moto_writes() -> Iterator[None]:
     yield
     for name, original in originals.items():
         setattr(S3Response, name, original)
+
+
+def run_python_json(script: str, **environment: str) -> Any:
+    """Run ``script`` in a fresh interpreter (no ``S3MEMORY_*`` settings inherited, ``environment``
+    added) and return the JSON its last printed line holds."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("S3MEMORY_")}
+    env.update(environment)
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=Path(__file__).resolve().parent.parent,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 @contextlib.contextmanager

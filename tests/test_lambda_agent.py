@@ -8,12 +8,9 @@ import base64
 import json
 import logging
 import os
-import subprocess
-import sys
 import textwrap
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -25,7 +22,7 @@ from s3memory.aws_lambda import memory as lambda_memory
 from s3memory.aws_lambda import memory_handler, metrics
 from s3memory.scripted_api import Reply, ScriptedMessagesAPI, ScriptError, Turn, last_tool_results
 
-from .conftest import BUCKET, MASTER_KEY, stored_keys
+from .conftest import BUCKET, MASTER_KEY, run_python_json, stored_keys
 
 LOCAL_KEY_B64 = base64.b64encode(MASTER_KEY).decode("ascii")
 API_KEY = "sk-ant-test-agent-key-0123456789"
@@ -793,19 +790,7 @@ def test_agent_handler_is_lazy_and_the_memory_handler_never_imports_anthropic() 
         }))
         """
     )
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("S3MEMORY_")}
-    environment["S3MEMORY_METRICS"] = "off"
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=environment,
-        cwd=Path(__file__).resolve().parent.parent,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    outcome = run_python_json(script, S3MEMORY_METRICS="off")
     assert outcome == {
         "before": False,
         "after_memory": False,

@@ -5,12 +5,8 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
-import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -22,7 +18,7 @@ from s3memory.aws_lambda import memory_handler
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
 from s3memory.settings import Settings, SettingsError
 
-from .conftest import BUCKET, MASTER_KEY, snapshot, stored_keys
+from .conftest import BUCKET, MASTER_KEY, run_python_json, snapshot, stored_keys
 
 LOCAL_KEY_B64 = base64.b64encode(MASTER_KEY).decode("ascii")
 SETTINGS_VARIABLES = (
@@ -543,18 +539,7 @@ def test_serving_does_not_import_anthropic() -> None:
         print(json.dumps({{"created": created, "viewed": viewed, "anthropic": "anthropic" in sys.modules}}))
         """
     )
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("S3MEMORY_")}
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=environment,
-        cwd=Path(__file__).resolve().parent.parent,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    outcome = run_python_json(script)
     assert outcome["anthropic"] is False
     assert outcome["created"] == {
         "content": "File created successfully at: /memories/a.txt",
