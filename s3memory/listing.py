@@ -5,7 +5,7 @@ Pure functions, no I/O. S3 has no directories: a directory is a key prefix that 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .text import VIEW_CHARACTER_CAP, human_size
@@ -55,6 +55,15 @@ class Tree:
             node.is_directory = True
         return node
 
+    def directories(self) -> list[tuple[str, ...]]:
+        """The visible directories of levels 1 and 2, relative to the listed directory."""
+        found: list[tuple[str, ...]] = []
+        for name, child in self.root.children.items():
+            if child.is_directory:
+                found.append((name,))
+                found.extend((name, inner) for inner, node in child.children.items() if node.is_directory)
+        return found
+
     def rows(self, base: str) -> list[str]:
         """The listing rows below the header's own row, in tree order."""
         rows: list[str] = []
@@ -99,6 +108,50 @@ def render_listing(path_text: str, canonical: str, tree: Tree) -> str:
             f"[Listing cut near {VIEW_CHARACTER_CAP:,} characters: {len(kept)} of {len(rows)} rows shown. "
             "View a subdirectory to see the rest.]",
         ]
+    )
+
+
+def listed_past(last_key: str, prefix: str) -> bool:
+    """True if a listing that reached ``last_key`` has seen every key that starts with ``prefix``."""
+    return last_key > prefix and not last_key.startswith(prefix)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What a listing tells about the place of a new object at ``key``.
+
+    ``known`` is False when the listing stopped before the place: nothing else can be trusted then.
+    ``file_ancestor`` is the key of the outermost ancestor that is a file; ``is_file`` says an object
+    is at ``key``; ``is_directory`` says objects lie below ``key + "/"``.
+    """
+
+    known: bool
+    file_ancestor: str | None = None
+    is_file: bool = False
+    is_directory: bool = False
+
+    @property
+    def free(self) -> bool:
+        return self.known and self.file_ancestor is None and not self.is_file and not self.is_directory
+
+
+def placement(key: str, ancestor_keys: Sequence[str], listed: Sequence[str], truncated: bool) -> Placement:
+    """Read a new object's place from one ascending listing of a prefix that holds the outermost
+    ancestor's key (or ``key`` itself, when there are no ancestors) and everything below ``key``.
+
+    Every ancestor key sorts before ``key + "/"``, so a listing that ran past that prefix has seen
+    them all. A conflict seen before the listing stopped is known even if the rest is not.
+    """
+    below = key + "/"
+    seen = set(listed)
+    file_ancestor = next((ancestor for ancestor in ancestor_keys if ancestor in seen), None)
+    is_directory = any(listed_key.startswith(below) for listed_key in listed)
+    covered = not truncated or (bool(listed) and listed_past(listed[-1], below))
+    return Placement(
+        known=covered or file_ancestor is not None or is_directory,
+        file_ancestor=file_ancestor,
+        is_file=key in seen,
+        is_directory=is_directory,
     )
 
 

@@ -6,11 +6,12 @@ refusal. Paths are validated before any request; edits are conditional writes re
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -21,9 +22,9 @@ from .crypto import OVERHEAD, DataKeySource, KeyProvider, ObjectCipher, plaintex
 from .errors import CommandError, IntegrityError, StorageError, Unsettled
 from .guard import ContentGuard
 from .jobs import JOB_PREFIX, RECORD_PATH_PREFIX, Job
-from .listing import Tree, is_hidden, render_listing
+from .listing import Placement, Tree, is_hidden, listed_past, placement, render_listing
 from .paths import KeyLayout, MemoryPath, memory_path, validate_namespace
-from .store import DELETE_BATCH, ConditionalConflict, PreconditionFailed, S3Store
+from .store import DELETE_BATCH, ConditionalConflict, ListingPage, PreconditionFailed, S3Store
 from .text import insert_at, render_file, replace_unique
 
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
@@ -32,6 +33,8 @@ ORIGIN_METADATA = "s3memory-origin"
 JOB_RECORD_MAX_BYTES = 64 * 1024 * 1024
 EDIT_ATTEMPTS = 32
 PARALLEL_REQUESTS = 16
+SURVEY_KEYS = 100
+"""Keys that the check of a new file's place lists at once; past them it asks per ancestor (rare)."""
 _T = TypeVar("_T")
 logger = logging.getLogger("s3memory")
 
@@ -64,12 +67,48 @@ _side_pool_lock = threading.Lock()
 
 
 def _side(function: Callable[[], _T]) -> Future[_T]:
-    """Start ``function`` on a shared worker, to overlap an independent request with the caller's."""
+    """Start ``function`` on a shared worker, to overlap an independent request with the caller's.
+
+    Only leaf work goes here (requests, never a wait on another ``_side`` task), so the workers
+    cannot all be blocked waiting on each other.
+    """
     global _side_pool
     with _side_pool_lock:
         if _side_pool is None:
             _side_pool = ThreadPoolExecutor(max_workers=PARALLEL_REQUESTS, thread_name_prefix="s3memory")
         return _side_pool.submit(function)
+
+
+def _quietly(future: Future[_T] | None) -> None:
+    """Wait for ``future`` whose answer is no longer needed; a refusal or storage failure is dropped."""
+    if future is not None:
+        with contextlib.suppress(CommandError):
+            future.result()
+
+
+class _KnownDirectories:
+    """Paths this process last saw as directories: a hint that orders a view's requests, never a proof."""
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._paths: set[tuple[str, ...]] = set()
+        self._lock = threading.Lock()
+
+    def __contains__(self, path: MemoryPath) -> bool:
+        return path.segments in self._paths
+
+    def add(self, paths: Iterable[MemoryPath]) -> None:
+        with self._lock:
+            self._paths.update(path.segments for path in paths if not path.is_root)
+            if len(self._paths) > self.LIMIT:
+                self._paths.clear()
+
+    def forget(self, path: MemoryPath) -> None:
+        """Forget ``path`` and every directory below it."""
+        depth = len(path.segments)
+        with self._lock:
+            self._paths = {known for known in self._paths if known[:depth] != path.segments}
 
 
 class _Vault:
@@ -148,6 +187,7 @@ class S3Memory:
         self.content_guard = content_guard
         self.quota = quota
         self._usage: tuple[float, int, int] | None = None
+        self._directories = _KnownDirectories()
         self._cipher = ObjectCipher(user_id, DataKeySource(key_provider, user_id, _Vault(store, self.layout)))
 
     # -- dispatch ---------------------------------------------------------------------------
@@ -202,9 +242,6 @@ class S3Memory:
             )
         return self._cipher.seal(path.canonical, data)
 
-    def _is_directory(self, path: MemoryPath) -> bool:
-        return self.store.any_below(self.layout.directory_prefix(path))
-
     def _keys_below(self, path: MemoryPath) -> list[str]:
         return [
             key
@@ -214,41 +251,59 @@ class S3Memory:
 
     def view(self, path: MemoryPath, view_range: list[int] | None = None) -> str:
         if path.is_root:
-            pending = _side(self._pending_jobs)
-            tree = self._tree(path)
-            jobs = pending.result()
-            if jobs:
-                self._finish_jobs(jobs, None)
-                tree = self._tree(path)
+            tree: Tree | None = self._root_tree()
         else:
+            # A path last seen as a directory is listed while it is read; any other is read first.
+            listing = _side(partial(self._tree, path)) if path in self._directories else None
             found = self._read(path)
             if found is not None:
+                _quietly(listing)
+                self._directories.forget(path)
                 return render_file(path.text, found[0], view_range)
-            tree = self._tree(path)
+            tree = self._tree(path) if listing is None else listing.result()
         if tree is None:
             raise Unsettled(f"The path {path.text} does not exist. Please provide a valid path.")
         return render_listing(path.text, path.canonical, tree)
 
-    def _tree(self, directory: MemoryPath) -> Tree | None:
+    def _root_tree(self) -> Tree:
+        """``/memories`` after pending jobs finish, usually from one listing of the user's namespace:
+        its internal objects (job records among them) sort before ``memories/``."""
+        page = next(self.store.pages(self.layout.namespace))
+        jobs_prefix = self.layout.key_of_internal(JOB_PREFIX)
+        keys = [key for key, _size in page.objects]
+        if page.truncated and not (keys and listed_past(keys[-1], jobs_prefix)):
+            jobs = self._pending_jobs()
+        else:
+            jobs = self._load_jobs([key for key in keys if key.startswith(jobs_prefix)])
+        if jobs:
+            self._finish_jobs(jobs, None)
+            return self._tree(MemoryPath("/memories", ())) or Tree()
+        prefix = self.layout.memories_prefix
+        memories = [(key, size) for key, size in page.objects if key.startswith(prefix)]
+        return self._tree(MemoryPath("/memories", ()), ListingPage(memories, [], page.truncated)) or Tree()
+
+    def _tree(self, directory: MemoryPath, first: ListingPage | None = None) -> Tree | None:
         """The directory's two visible levels, or None if nothing lies below it.
 
-        One listing page usually holds the whole directory. When it does not, the levels are
-        listed with a delimiter, so the cost never grows with what lies below level 2.
+        One listing page (``first``, when the caller has it) usually holds the whole directory.
+        When it does not, the levels are listed with a delimiter, so the cost never grows with
+        what lies below level 2.
         """
-        prefix = self.layout.directory_prefix(directory)
-        first = next(self.store.pages(prefix))
-        if not first.objects:
-            return None if not directory.is_root else Tree()
+        if first is None:
+            first = next(self.store.pages(self.layout.directory_prefix(directory)))
         tree = Tree()
-        if not first.truncated:
+        if first.truncated:
+            self._add_level(tree, directory, ())
+            for name in [name for name in tree.root.children if tree.root.children[name].is_directory]:
+                self._add_level(tree, directory, (name,))
+        elif not first.objects:
+            return Tree() if directory.is_root else None
+        else:
             for key, size in first.objects:
                 found = self.layout.path_of_key(key)
                 if found is not None:
                     tree.add_file(found.relative_to(directory), plaintext_size(size))
-            return tree
-        self._add_level(tree, directory, ())
-        for name in [name for name in tree.root.children if tree.root.children[name].is_directory]:
-            self._add_level(tree, directory, (name,))
+        self._directories.add([directory, *(directory.joined(relative) for relative in tree.directories())])
         return tree
 
     def _add_level(self, tree: Tree, directory: MemoryPath, relative: tuple[str, ...]) -> None:
@@ -267,46 +322,128 @@ class S3Memory:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def _check_file_destination(
-        self, path: MemoryPath, refusal: Callable[[str], CommandError], occupied: CommandError
-    ) -> str:
-        """The key for a new file at ``path``; ``occupied`` if a directory is there, refused if an ancestor is a file."""
+    @staticmethod
+    def _require_file_path(path: MemoryPath, refusal: Callable[[str], CommandError]) -> None:
         if path.is_root or path.text.endswith("/"):
             raise refusal("a file path must name a file below /memories, without a trailing '/'")
-        key = self.layout.file_key(path)
-        ancestors = path.ancestors()
-        files = [_side(partial(self.store.exists, self.layout.file_key(ancestor))) for ancestor in ancestors]
-        if self._is_directory(path):
-            raise occupied
-        for ancestor, is_file in zip(ancestors, files, strict=True):
-            if is_file.result():
-                raise refusal(f"{ancestor.canonical} is a file, not a directory")
-        return key
 
-    def _put_new(self, key: str, body: bytes, origin: MemoryPath | None = None) -> bool:
-        """Write ``body`` at ``key`` only if no object is there; False if one is.
+    def _survey(self, path: MemoryPath) -> Placement:
+        """Which ancestor of ``path`` is a file, and whether a file or a directory is at ``path``.
+
+        One listing from the outermost ancestor's key usually shows it all; when the place lies
+        past that page, each ancestor, the path and its prefix are asked for one by one (rare).
+        """
+        key = self.layout.file_key(path)
+        ancestor_keys = [self.layout.file_key(ancestor) for ancestor in path.ancestors()]
+        page = next(self.store.pages(ancestor_keys[0] if ancestor_keys else key, max_keys=SURVEY_KEYS))
+        found = placement(key, ancestor_keys, [listed for listed, _size in page.objects], page.truncated)
+        if found.known:
+            return found
+        return Placement(
+            known=True,
+            file_ancestor=next((ancestor for ancestor in ancestor_keys if self.store.exists(ancestor)), None),
+            is_file=self.store.exists(key),
+            is_directory=self.store.any_below(key + "/"),
+        )
+
+    def _obstacle(
+        self,
+        path: MemoryPath,
+        place: Placement,
+        refusal: Callable[[str], CommandError],
+        occupied: CommandError,
+        *,
+        file_occupies: bool,
+    ) -> CommandError | None:
+        """The refusal that ``place`` calls for, if any: ``occupied`` for a directory (or, with
+        ``file_occupies``, a file) at ``path``; ``refusal`` for an ancestor that is a file."""
+        if place.is_directory or (file_occupies and place.is_file):
+            return occupied
+        for ancestor in path.ancestors():
+            if self.layout.file_key(ancestor) == place.file_ancestor:
+                return refusal(f"{ancestor.canonical} is a file, not a directory")
+        return None
+
+    def _write_new_file(
+        self,
+        path: MemoryPath,
+        body: bytes,
+        refusal: Callable[[str], CommandError],
+        occupied: CommandError,
+        origin: MemoryPath | None = None,
+        survey: Future[Placement] | None = None,
+    ) -> bool:
+        """Write ``body`` as a new file at ``path``; False if a file is there already.
+
+        With ``survey`` (a check of the path's place already under way) the check comes first.
+        Without, the conditional write and the check run at once, so a create costs one round
+        trip; a write that the check then refuses (a directory at the path, an ancestor that is a
+        file) or cannot confirm is removed again before the refusal is raised.
+        """
+        self._require_file_path(path, refusal)
+        key = self.layout.file_key(path)
+        if survey is not None:
+            obstacle = self._obstacle(path, survey.result(), refusal, occupied, file_occupies=False)
+            if obstacle is not None:
+                raise obstacle
+            return self._put_new(key, body, origin) is not None
+        written = _side(partial(self._put_new, key, body, origin))
+        unchecked: StorageError | None = None
+        try:
+            obstacle = self._obstacle(path, self._survey(path), refusal, occupied, file_occupies=False)
+        except StorageError as failure:
+            obstacle, unchecked = None, failure
+        try:
+            etag = written.result()
+        except StorageError:
+            if obstacle is not None:
+                raise obstacle from None  # nothing was written; the refusal is the answer
+            raise
+        if etag is None:
+            if obstacle is not None:
+                raise obstacle  # some S3 servers answer 412 for a key that is a directory
+            return False
+        problem = obstacle or unchecked
+        if problem is not None:
+            raise self._withdrawn(path, key, etag, problem)
+        return True
+
+    def _withdrawn(self, path: MemoryPath, key: str, etag: str, obstacle: CommandError) -> CommandError:
+        """Remove the object this command wrote at ``key``; the error to raise for ``obstacle``."""
+        try:
+            self.store.delete(key, if_match=etag)
+        except PreconditionFailed:
+            pass  # another writer has changed it since: it is theirs now
+        except StorageError:
+            return StorageError(
+                f"{obstacle.message} The file written while this was checked could not be removed "
+                f"again; delete {path.text}."
+            )
+        return obstacle
+
+    def _put_new(self, key: str, body: bytes, origin: MemoryPath | None = None) -> str | None:
+        """Write ``body`` at ``key`` only if no object is there; its ETag, or None if one is.
 
         With ``origin``, the object's metadata carries that path's fingerprint (see ``_holds``).
         """
         metadata = None if origin is None else {ORIGIN_METADATA: self._cipher.fingerprint(origin.canonical)}
         for attempt in range(EDIT_ATTEMPTS):
             try:
-                self.store.put(key, body, if_none_match=True, metadata=metadata)
-                return True
+                return self.store.put(key, body, if_none_match=True, metadata=metadata)
             except PreconditionFailed as lost:
-                return lost.after_retry and self._landed(key, body)
+                return self._landed(key, body) if lost.after_retry else None
             except ConditionalConflict:
                 _backoff(attempt)
         raise StorageError(
             "Error: S3 kept reporting conflicting writes at this path; nothing was changed. Try again."
         )
 
-    def _landed(self, key: str, body: bytes) -> bool:
-        """True if the object at ``key`` is exactly ``body``: our own write, whose answer was lost and
-        whose retry then lost to it. Every sealed body is unique (fresh salt and nonce), so equal
-        bytes prove it."""
+    def _landed(self, key: str, body: bytes) -> str | None:
+        """The ETag of the object at ``key`` if it is exactly ``body``: our own write, whose answer was
+        lost and whose retry then lost to it. Every sealed body is unique (fresh salt and nonce), so
+        equal bytes prove it."""
         stored = self.store.get(key, max_bytes=len(body))
-        return stored is not None and stored.body == body
+        return stored.etag if stored is not None and stored.body == body else None
 
     def _screen(self, path: MemoryPath, text: str) -> str:
         return text if self.content_guard is None else self.content_guard.screen(path.text, text)
@@ -350,11 +487,12 @@ class S3Memory:
         def refusal(reason: str) -> CommandError:
             return Unsettled(f"Error: Cannot create {path.text}: {reason}.")
 
-        key = self._check_file_destination(path, refusal, refusal(f"{path.canonical} is a directory"))
+        self._require_file_path(path, refusal)
         self._within_quota(path, len(body) - OVERHEAD, 1)
-        if not self._put_new(key, body):
+        if not self._write_new_file(path, body, refusal, refusal(f"{path.canonical} is a directory")):
             raise Unsettled(f"Error: File {path.text} already exists")
         self._used(len(body) - OVERHEAD, 1)
+        self._directories.add(path.ancestors())
         return f"File created successfully at: {path.text}"
 
     def _holds(self, path: MemoryPath, text: str, origin: MemoryPath) -> bool:
@@ -422,24 +560,40 @@ class S3Memory:
         _parallel(lambda batch: kept.extend(self.store.delete_batch(batch)), batches)
         return kept
 
+    def _file_or_keys(self, path: MemoryPath, probe: Callable[[], _T | None]) -> tuple[_T | None, list[str]]:
+        """What is at ``path``: ``probe``'s answer for a file, else the keys below it (both empty: nothing).
+
+        A path last seen as a directory is listed first (objects below it prove it is no file);
+        any other is probed first.
+        """
+        if path in self._directories:
+            keys = self._keys_below(path)
+            return (None, keys) if keys else (probe(), [])
+        found = probe()
+        return (found, []) if found is not None else (None, self._keys_below(path))
+
     def delete(self, path: MemoryPath) -> str:
         if path.is_root:
             raise CommandError("Error: Cannot delete the /memories directory itself")
         done = f"Successfully deleted {path.text}"
         key = self.layout.file_key(path)
+
+        def probe() -> bool | None:
+            return self.store.exists(key) or None
+
         pending = _side(self._pending_jobs)
-        is_file = self.store.exists(key)
+        is_file, keys = self._file_or_keys(path, probe)
         if self._finish_jobs(pending.result(), Job("delete", path.canonical, None, ())) is not None:
             return done
         if pending.result():
-            is_file = self.store.exists(key)
+            is_file, keys = self._file_or_keys(path, probe)
         if is_file:
             self.store.delete(key)
             self._usage = None
             return done
-        keys = self._keys_below(path)
         if not keys:
             raise CommandError(f"Error: The path {path.text} does not exist")
+        self._directories.forget(path)
         self._run_job(Job("delete", path.canonical, None, tuple(keys)))
         return done
 
@@ -451,20 +605,24 @@ class S3Memory:
             raise exists
         done = f"Successfully renamed {old.text} to {new.text}"
         pending = _side(self._pending_jobs)
-        found = self._read(old)
+        survey = None if new.is_within(old) else _side(partial(self._survey, new))
+        found, keys = self._file_or_keys(old, partial(self._read, old))
         kept = self._finish_jobs(pending.result(), Job("rename", old.canonical, new.canonical, ()))
         if kept is not None:
+            _quietly(survey)
             return self._renamed(done, kept)
-        if pending.result():
-            found = self._read(old)
+        if pending.result():  # finished jobs may have moved either path: look again
+            _quietly(survey)
+            survey = None if survey is None else _side(partial(self._survey, new))
+            found, keys = self._file_or_keys(old, partial(self._read, old))
         if found is not None:
-            return self._rename_file(old, new, found, exists)
-        keys = self._keys_below(old)
-        if not keys:
-            raise CommandError(f"Error: The path {old.text} does not exist")
-        if new.is_within(old):
+            return self._rename_file(old, new, found, exists, survey)
+        if not keys or survey is None:
+            _quietly(survey)
+            if not keys:
+                raise CommandError(f"Error: The path {old.text} does not exist")
             raise CommandError(f"Error: Cannot move {old.text} into itself ({new.text})")
-        return self._rename_directory(old, new, keys, exists)
+        return self._rename_directory(old, new, keys, exists, survey)
 
     @staticmethod
     def _renamed(done: str, kept: list[str]) -> str:
@@ -482,7 +640,12 @@ class S3Memory:
         return refusal
 
     def _rename_file(
-        self, old: MemoryPath, new: MemoryPath, found: tuple[str, str], exists: CommandError
+        self,
+        old: MemoryPath,
+        new: MemoryPath,
+        found: tuple[str, str],
+        exists: CommandError,
+        survey: Future[Placement] | None,
     ) -> str:
         if new.segments == old.segments:
             raise exists
@@ -492,9 +655,13 @@ class S3Memory:
             )
         content, etag = found
         body = self._encode(new, content)
-        key = self._check_file_destination(new, self._destination_refusal(new), exists)
-        if not self._put_new(key, body, origin=old) and not self._holds(new, content, old):
+        refusal = self._destination_refusal(new)
+        self._require_file_path(new, refusal)
+        if not self._write_new_file(
+            new, body, refusal, exists, origin=old, survey=survey
+        ) and not self._holds(new, content, old):
             raise exists
+        self._directories.add(new.ancestors())
         try:
             self.store.delete(self.layout.file_key(old), if_match=etag)
         except PreconditionFailed:
@@ -502,22 +669,32 @@ class S3Memory:
         return f"Successfully renamed {old.text} to {new.text}"
 
     def _rename_directory(
-        self, old: MemoryPath, new: MemoryPath, keys: list[str], exists: CommandError
+        self,
+        old: MemoryPath,
+        new: MemoryPath,
+        keys: list[str],
+        exists: CommandError,
+        survey: Future[Placement],
     ) -> str:
-        for key in keys:
-            source = self.layout.path_of_key(key)
-            if source is None:
-                raise StorageError(
-                    f"Error: {old.text} holds an object whose key is not a valid memory path; nothing was moved."
-                )
-            self.layout.file_key(new.joined(source.relative_to(old)))
-        if self.store.exists(self.layout.file_key(new)) or self._is_directory(new):
-            raise exists
-        refusal = self._destination_refusal(new)
-        for ancestor in new.ancestors():
-            if self.store.exists(self.layout.file_key(ancestor)):
-                raise refusal(f"{ancestor.canonical} is a file, not a directory")
+        try:
+            for key in keys:
+                source = self.layout.path_of_key(key)
+                if source is None:
+                    raise StorageError(
+                        f"Error: {old.text} holds an object whose key is not a valid memory path; nothing was moved."
+                    )
+                self.layout.file_key(new.joined(source.relative_to(old)))
+        except CommandError:
+            _quietly(survey)
+            raise
+        obstacle = self._obstacle(
+            new, survey.result(), self._destination_refusal(new), exists, file_occupies=True
+        )
+        if obstacle is not None:
+            raise obstacle
+        self._directories.forget(old)
         kept = self._run_job(Job("rename", old.canonical, new.canonical, tuple(keys)))
+        self._directories.add([new, *new.ancestors()])
         return self._renamed(f"Successfully renamed {old.text} to {new.text}", kept)
 
     # -- jobs -------------------------------------------------------------------------------
@@ -525,27 +702,30 @@ class S3Memory:
     def _run_job(self, job: Job) -> list[str]:
         """Record ``job``, then run it to the end; returns the paths kept because they changed meanwhile."""
         record = self._cipher.seal(job.record_path, job.encode())
-        if not self._put_new(self.layout.key_of_internal(job.name), record):
+        if self._put_new(self.layout.key_of_internal(job.name), record) is None:
             logger.info("s3memory: job %s is already recorded; finishing it here too", job.name)
         return self._finish(job)
 
     def _pending_jobs(self) -> list[Job]:
         """The jobs recorded for this user and not yet finished."""
-        jobs: list[Job] = []
         prefix = self.layout.key_of_internal(JOB_PREFIX)
-        for page in self.store.pages(prefix):
-            for key, _size in page.objects:
-                name = key[len(self.layout.internal_prefix) :]
-                stored = self.store.get(key, max_bytes=JOB_RECORD_MAX_BYTES)
-                if stored is None:
-                    continue
-                try:
-                    job = Job.decode(self._cipher.open(RECORD_PATH_PREFIX + name, stored.body))
-                except IntegrityError:
-                    logger.warning("s3memory: ignoring a job record that failed authentication")
-                    continue
-                if job.name == name:
-                    jobs.append(job)
+        return self._load_jobs([key for page in self.store.pages(prefix) for key, _size in page.objects])
+
+    def _load_jobs(self, keys: list[str]) -> list[Job]:
+        """The jobs recorded at ``keys`` (job record keys); records gone or failing authentication are skipped."""
+        jobs: list[Job] = []
+        for key in keys:
+            name = key[len(self.layout.internal_prefix) :]
+            stored = self.store.get(key, max_bytes=JOB_RECORD_MAX_BYTES)
+            if stored is None:
+                continue
+            try:
+                job = Job.decode(self._cipher.open(RECORD_PATH_PREFIX + name, stored.body))
+            except IntegrityError:
+                logger.warning("s3memory: ignoring a job record that failed authentication")
+                continue
+            if job.name == name:
+                jobs.append(job)
         return jobs
 
     def finish_pending_jobs(self) -> bool:
@@ -593,7 +773,7 @@ class S3Memory:
             target = new.joined(source.relative_to(old))
             if self._put_new(
                 self.layout.file_key(target), self._encode(target, content), origin=source
-            ) or self._holds(target, content, source):
+            ) is not None or self._holds(target, content, source):
                 copied[self.layout.file_key(source)] = etag
             else:
                 conflicts.append(self.layout.file_key(source))
@@ -604,6 +784,7 @@ class S3Memory:
     def clear_all(self) -> str:
         """Delete every memory file of this user, in batches (pending jobs are finished first)."""
         self.finish_pending_jobs()
+        self._directories.forget(MemoryPath("/memories", ()))
         keys = [key for page in self.store.pages(self.layout.memories_prefix) for key, _size in page.objects]
         self._delete_objects([(key, None) for key in keys])
         return "All memory cleared"

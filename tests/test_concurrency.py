@@ -179,6 +179,14 @@ def test_racing_replacements_of_the_same_text_apply_once(new_memory: Callable[[]
 def test_the_store_passes_any_fault_as_a_clear_error(endpoint: str) -> None:
     client = make_s3_client(endpoint_url=endpoint, region_name="us-east-1")
     memory = S3Memory(S3Store(client, "no-such-bucket"), "alice", LocalKeyProvider(MASTER_KEY))
-    with pytest.raises(CommandError) as caught:
-        memory.run({"command": "create", "path": "/memories/x.txt", "file_text": "x"})
-    assert caught.value.message.startswith("Error: S3 ListObjectsV2 failed (NoSuchBucket)")
+    # Reads only: SeaweedFS makes a missing bucket for a PutObject.
+    for command, operation in [
+        ({"command": "view", "path": "/memories"}, "ListObjectsV2"),
+        ({"command": "view", "path": "/memories/x.txt"}, "GetObject"),
+        ({"command": "str_replace", "path": "/memories/x.txt", "old_str": "a", "new_str": "b"}, "GetObject"),
+    ]:
+        with pytest.raises(CommandError) as caught:
+            memory.run(command)
+        assert caught.value.message == (
+            f"Error: S3 {operation} failed (NoSuchBucket). Nothing was reported as done; try again."
+        )
