@@ -155,6 +155,26 @@ def test_the_next_conversation_finishes_an_abandoned_rename(s3: Any) -> None:
     assert no_jobs_left(s3)
 
 
+def test_view_of_the_root_finds_a_job_record_past_its_first_page(s3: Any) -> None:
+    """``view /memories`` reads pending jobs from its one listing of the namespace; when job records
+    fill that page, it lists them all before it lists the memory."""
+    files = tree(8)
+    setup, _ = fresh_memory()
+    seed(setup, files)
+    crash_during(
+        {"command": "rename", "old_path": "/memories/project", "new_path": "/memories/moved"}, "PutObject", 3
+    )
+    junk = [f"users/alice/internal/jobs/!{index:04d}" for index in range(1_000)]  # sorts before any record
+    for key in junk:
+        s3.put_object(Bucket=BUCKET, Key=key, Body=b"not a record")
+    later, _ = fresh_memory()
+    listing = later.run({"command": "view", "path": "/memories"})
+    assert "/memories/project" not in listing and "4.0K\t/memories/moved/" in listing
+    for path, text in files.items():
+        assert content(later, path.replace("/memories/project", "/memories/moved")) == text
+    assert stored_keys(s3, "users/alice/internal/jobs/") == junk
+
+
 def test_a_missing_path_is_looked_for_after_pending_jobs_finish(s3: Any) -> None:
     files = tree(16)
     setup, _ = fresh_memory()

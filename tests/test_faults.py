@@ -23,7 +23,7 @@ from s3memory.paths import memory_path
 from s3memory.store import S3Store
 
 from .conftest import BUCKET, MASTER_KEY, snapshot, stored_keys
-from .faults import ALL, Fault, FaultPlan, FaultProxy, ProxyFault, instant_retries
+from .faults import ALL, Fault, FaultPlan, FaultProxy, ProxyFault, SimulatedCrash, instant_retries
 
 FILES = {f"/memories/project/part{index % 3}/note{index:02d}.md": f"note {index}\n" for index in range(12)}
 MOVED = {path.replace("/memories/project", "/memories/archive"): text for path, text in FILES.items()}
@@ -189,6 +189,56 @@ def test_a_partial_delete_objects_answer_fails_loudly(s3: Any) -> None:
         == "Successfully deleted /memories/project"
     )
     assert stored_keys(s3, "users/alice/memories/") == []
+
+
+def test_a_create_whose_check_fails_withdraws_its_write(s3: Any) -> None:
+    """The write goes out with the check of its place; when the check cannot answer, the write is removed."""
+    seeded(s3)
+    plan = FaultPlan().fail("ListObjectsV2", Fault.SLOW_DOWN, attempts=ALL)
+    message = refused_cleanly(
+        memory_with(plan), {"command": "create", "path": "/memories/project/new.md", "file_text": "x"}, s3
+    )
+    assert message.startswith("Error: S3 ListObjectsV2 failed (SlowDown)")
+    first_attempts = [operation for operation, attempt in plan.sent if attempt == 1]
+    assert first_attempts.count("PutObject") == 1 and first_attempts.count("DeleteObject") == 1
+    create = {"command": "create", "path": "/memories/project/new.md", "file_text": "x\n"}
+    assert memory_with().run(create) == "File created successfully at: /memories/project/new.md"
+
+
+BELOW_A_FILE = "/memories/project/part0/note00.md/inner.md"
+
+
+@pytest.mark.parametrize("fault", [Fault.SLOW_DOWN, Fault.DROP])
+def test_a_refused_create_that_cannot_withdraw_its_write_says_what_to_delete(s3: Any, fault: Fault) -> None:
+    seeded(s3)
+    plan = FaultPlan().fail("DeleteObject", fault, attempts=ALL)
+    with pytest.raises(CommandError) as caught:
+        memory_with(plan).run({"command": "create", "path": BELOW_A_FILE, "file_text": "x"})
+    assert caught.value.message == (
+        f"Error: Cannot create {BELOW_A_FILE}: /memories/project/part0/note00.md is a file, not a directory. "
+        f"The file written while this was checked could not be removed again; delete {BELOW_A_FILE}."
+    )
+    assert text_at(BELOW_A_FILE) == "x"  # every file stays readable, the stray one too
+    assert (
+        memory_with().run({"command": "delete", "path": BELOW_A_FILE})
+        == f"Successfully deleted {BELOW_A_FILE}"
+    )
+    assert_files(FILES, s3)
+
+
+def test_a_crash_between_a_refused_write_and_its_withdrawal_leaves_every_file_readable(s3: Any) -> None:
+    seeded(s3)
+    with pytest.raises(SimulatedCrash):
+        memory_with(FaultPlan().fail("DeleteObject", Fault.CRASH)).run(
+            {"command": "create", "path": BELOW_A_FILE, "file_text": "x"}
+        )
+    assert text_at(BELOW_A_FILE) == "x"
+    for path, text in FILES.items():
+        assert text_at(path) == text
+    with pytest.raises(CommandError, match=r"is a file, not a directory\.$"):
+        memory_with().run({"command": "create", "path": BELOW_A_FILE, "file_text": "x"})
+    memory_with().run({"command": "delete", "path": BELOW_A_FILE})
+    assert_files(FILES, s3)
 
 
 # -- through a fault-injecting proxy, over real HTTP ------------------------------------------------
