@@ -5,7 +5,7 @@ Pure functions, no I/O. S3 has no directories: a directory is a key prefix that 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .text import VIEW_CHARACTER_CAP, human_size
@@ -114,45 +114,6 @@ def render_listing(path_text: str, canonical: str, tree: Tree) -> str:
 def listed_past(last_key: str, prefix: str) -> bool:
     """True if a listing that reached ``last_key`` has seen every key that starts with ``prefix``."""
     return last_key > prefix and not last_key.startswith(prefix)
-
-
-@dataclass(frozen=True)
-class Placement:
-    """What a listing tells about the place of a new object at ``key``.
-
-    ``known`` is False when the listing stopped before the place: nothing else can be trusted then.
-    ``file_ancestor`` is the key of the outermost ancestor that is a file; ``is_file`` says an object
-    is at ``key``; ``is_directory`` says objects lie below ``key + "/"``.
-    """
-
-    known: bool
-    file_ancestor: str | None = None
-    is_file: bool = False
-    is_directory: bool = False
-
-    @property
-    def free(self) -> bool:
-        return self.known and self.file_ancestor is None and not self.is_file and not self.is_directory
-
-
-def placement(key: str, ancestor_keys: Sequence[str], listed: Sequence[str], truncated: bool) -> Placement:
-    """Read a new object's place from one ascending listing of a prefix that holds the outermost
-    ancestor's key (or ``key`` itself, when there are no ancestors) and everything below ``key``.
-
-    Every ancestor key sorts before ``key + "/"``, so a listing that ran past that prefix has seen
-    them all. A conflict seen before the listing stopped is known even if the rest is not.
-    """
-    below = key + "/"
-    seen = set(listed)
-    file_ancestor = next((ancestor for ancestor in ancestor_keys if ancestor in seen), None)
-    is_directory = any(listed_key.startswith(below) for listed_key in listed)
-    covered = not truncated or (bool(listed) and listed_past(listed[-1], below))
-    return Placement(
-        known=covered or file_ancestor is not None or is_directory,
-        file_ancestor=file_ancestor,
-        is_file=key in seen,
-        is_directory=is_directory,
-    )
 
 
 def tree_from(files: Iterable[tuple[tuple[str, ...], int]], directories: Iterable[tuple[str, ...]]) -> Tree:

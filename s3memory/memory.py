@@ -12,7 +12,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
@@ -22,7 +22,7 @@ from .crypto import OVERHEAD, DataKeySource, KeyProvider, ObjectCipher, plaintex
 from .errors import CommandError, IntegrityError, StorageError, Unsettled
 from .guard import ContentGuard
 from .jobs import JOB_PREFIX, RECORD_PATH_PREFIX, Job
-from .listing import Placement, Tree, is_hidden, listed_past, placement, render_listing
+from .listing import Tree, is_hidden, listed_past, render_listing
 from .paths import KeyLayout, MemoryPath, memory_path, validate_namespace
 from .store import DELETE_BATCH, ConditionalConflict, ListingPage, PreconditionFailed, S3Store
 from .text import insert_at, render_file, replace_unique
@@ -33,8 +33,6 @@ ORIGIN_METADATA = "s3memory-origin"
 JOB_RECORD_MAX_BYTES = 64 * 1024 * 1024
 EDIT_ATTEMPTS = 32
 PARALLEL_REQUESTS = 16
-SURVEY_KEYS = 100
-"""Keys that the check of a new file's place lists at once; past them it asks per ancestor (rare)."""
 _T = TypeVar("_T")
 logger = logging.getLogger("s3memory")
 
@@ -154,6 +152,49 @@ class Quota:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 raise ValueError(f"Quota {name} must be a non-negative integer or None")
+
+
+class _Survey:
+    """The checks of a new object's place, sent at once as leaf requests: a HEAD per ancestor
+    (is it a file?), a one-key listing below the path (is a directory there?) and, when asked for,
+    a HEAD of the path itself (is a file there?)."""
+
+    def __init__(self, store: S3Store, layout: KeyLayout, path: MemoryPath, *, file_occupies: bool) -> None:
+        self._store = store
+        self._key = layout.file_key(path)
+        self._ancestors = [
+            (ancestor, _side(partial(store.exists, layout.file_key(ancestor))))
+            for ancestor in path.ancestors()
+        ]
+        self._below = _side(partial(store.any_below, self._key + "/"))
+        self._at_path: Future[bool] | None = None
+        if file_occupies:
+            self.count_a_file_as_occupying()
+
+    def count_a_file_as_occupying(self) -> None:
+        """Also refuse the place when a file is at the path (a directory's destination)."""
+        if self._at_path is None:
+            self._at_path = _side(partial(self._store.exists, self._key))
+
+    def _futures(self) -> list[Future[bool]]:
+        found = [self._below, *(is_file for _ancestor, is_file in self._ancestors)]
+        return found if self._at_path is None else [*found, self._at_path]
+
+    def obstacle(self, refusal: Callable[[str], CommandError], occupied: CommandError) -> CommandError | None:
+        """``occupied`` for a directory (or a counted file) at the path, ``refusal`` for an ancestor
+        that is a file (the outermost), else None. Waits for every check; a failed one is raised."""
+        wait(self._futures())
+        if self._below.result() or (self._at_path is not None and self._at_path.result()):
+            return occupied
+        for ancestor, is_file in self._ancestors:
+            if is_file.result():
+                return refusal(f"{ancestor.canonical} is a file, not a directory")
+        return None
+
+    def abandon(self) -> None:
+        """Wait for the checks whose answers are no longer needed."""
+        for future in self._futures():
+            _quietly(future)
 
 
 DEFAULT_GUARD = ContentGuard()
@@ -327,43 +368,6 @@ class S3Memory:
         if path.is_root or path.text.endswith("/"):
             raise refusal("a file path must name a file below /memories, without a trailing '/'")
 
-    def _survey(self, path: MemoryPath) -> Placement:
-        """Which ancestor of ``path`` is a file, and whether a file or a directory is at ``path``.
-
-        One listing from the outermost ancestor's key usually shows it all; when the place lies
-        past that page, each ancestor, the path and its prefix are asked for one by one (rare).
-        """
-        key = self.layout.file_key(path)
-        ancestor_keys = [self.layout.file_key(ancestor) for ancestor in path.ancestors()]
-        page = next(self.store.pages(ancestor_keys[0] if ancestor_keys else key, max_keys=SURVEY_KEYS))
-        found = placement(key, ancestor_keys, [listed for listed, _size in page.objects], page.truncated)
-        if found.known:
-            return found
-        return Placement(
-            known=True,
-            file_ancestor=next((ancestor for ancestor in ancestor_keys if self.store.exists(ancestor)), None),
-            is_file=self.store.exists(key),
-            is_directory=self.store.any_below(key + "/"),
-        )
-
-    def _obstacle(
-        self,
-        path: MemoryPath,
-        place: Placement,
-        refusal: Callable[[str], CommandError],
-        occupied: CommandError,
-        *,
-        file_occupies: bool,
-    ) -> CommandError | None:
-        """The refusal that ``place`` calls for, if any: ``occupied`` for a directory (or, with
-        ``file_occupies``, a file) at ``path``; ``refusal`` for an ancestor that is a file."""
-        if place.is_directory or (file_occupies and place.is_file):
-            return occupied
-        for ancestor in path.ancestors():
-            if self.layout.file_key(ancestor) == place.file_ancestor:
-                return refusal(f"{ancestor.canonical} is a file, not a directory")
-        return None
-
     def _write_new_file(
         self,
         path: MemoryPath,
@@ -371,26 +375,27 @@ class S3Memory:
         refusal: Callable[[str], CommandError],
         occupied: CommandError,
         origin: MemoryPath | None = None,
-        survey: Future[Placement] | None = None,
+        survey: _Survey | None = None,
     ) -> bool:
         """Write ``body`` as a new file at ``path``; False if a file is there already.
 
-        With ``survey`` (a check of the path's place already under way) the check comes first.
-        Without, the conditional write and the check run at once, so a create costs one round
-        trip; a write that the check then refuses (a directory at the path, an ancestor that is a
+        With ``survey`` (the checks of the path's place, already under way) the checks come first.
+        Without, the conditional write and the checks go out at once, so a create costs one round
+        trip; a write that the checks then refuse (a directory at the path, an ancestor that is a
         file) or cannot confirm is removed again before the refusal is raised.
         """
         self._require_file_path(path, refusal)
         key = self.layout.file_key(path)
         if survey is not None:
-            obstacle = self._obstacle(path, survey.result(), refusal, occupied, file_occupies=False)
+            obstacle = survey.obstacle(refusal, occupied)
             if obstacle is not None:
                 raise obstacle
             return self._put_new(key, body, origin) is not None
+        checks = _Survey(self.store, self.layout, path, file_occupies=False)
         written = _side(partial(self._put_new, key, body, origin))
         unchecked: StorageError | None = None
         try:
-            obstacle = self._obstacle(path, self._survey(path), refusal, occupied, file_occupies=False)
+            obstacle = checks.obstacle(refusal, occupied)
         except StorageError as failure:
             obstacle, unchecked = None, failure
         try:
@@ -605,24 +610,36 @@ class S3Memory:
             raise exists
         done = f"Successfully renamed {old.text} to {new.text}"
         pending = _side(self._pending_jobs)
-        survey = None if new.is_within(old) else _side(partial(self._survey, new))
+        survey = self._destination_survey(old, new)
         found, keys = self._file_or_keys(old, partial(self._read, old))
         kept = self._finish_jobs(pending.result(), Job("rename", old.canonical, new.canonical, ()))
-        if kept is not None:
-            _quietly(survey)
-            return self._renamed(done, kept)
-        if pending.result():  # finished jobs may have moved either path: look again
-            _quietly(survey)
-            survey = None if survey is None else _side(partial(self._survey, new))
+        if kept is not None or pending.result():
+            if survey is not None:
+                survey.abandon()
+            if kept is not None:
+                return self._renamed(done, kept)
+            # finished jobs may have moved either path: look again
+            survey = self._destination_survey(old, new)
             found, keys = self._file_or_keys(old, partial(self._read, old))
         if found is not None:
             return self._rename_file(old, new, found, exists, survey)
         if not keys or survey is None:
-            _quietly(survey)
+            if survey is not None:
+                survey.abandon()
             if not keys:
                 raise CommandError(f"Error: The path {old.text} does not exist")
             raise CommandError(f"Error: Cannot move {old.text} into itself ({new.text})")
+        survey.count_a_file_as_occupying()
         return self._rename_directory(old, new, keys, exists, survey)
+
+    def _destination_survey(self, old: MemoryPath, new: MemoryPath) -> _Survey | None:
+        """The checks of a rename's destination, started before the source is known to be a file or
+        a directory (None when ``new`` lies within ``old``: refused either way). A file already at
+        ``new`` is asked for only when ``old`` was last seen as a directory; for a file, the
+        conditional write answers that."""
+        if new.is_within(old):
+            return None
+        return _Survey(self.store, self.layout, new, file_occupies=old in self._directories)
 
     @staticmethod
     def _renamed(done: str, kept: list[str]) -> str:
@@ -645,7 +662,7 @@ class S3Memory:
         new: MemoryPath,
         found: tuple[str, str],
         exists: CommandError,
-        survey: Future[Placement] | None,
+        survey: _Survey | None,
     ) -> str:
         if new.segments == old.segments:
             raise exists
@@ -674,7 +691,7 @@ class S3Memory:
         new: MemoryPath,
         keys: list[str],
         exists: CommandError,
-        survey: Future[Placement],
+        survey: _Survey,
     ) -> str:
         try:
             for key in keys:
@@ -685,11 +702,9 @@ class S3Memory:
                     )
                 self.layout.file_key(new.joined(source.relative_to(old)))
         except CommandError:
-            _quietly(survey)
+            survey.abandon()
             raise
-        obstacle = self._obstacle(
-            new, survey.result(), self._destination_refusal(new), exists, file_occupies=True
-        )
+        obstacle = survey.obstacle(self._destination_refusal(new), exists)
         if obstacle is not None:
             raise obstacle
         self._directories.forget(old)

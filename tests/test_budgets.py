@@ -6,6 +6,7 @@ S3 is moto's (in-process) and SeaweedFS's; KMS is always moto's in-process KMS.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -14,11 +15,10 @@ import boto3
 import pytest
 
 from s3memory.crypto import KMSKeyProvider
-from s3memory.errors import CommandError
-from s3memory.memory import SURVEY_KEYS, S3Memory
+from s3memory.memory import S3Memory
 from s3memory.paths import memory_path
 
-from .conftest import ALL_BACKENDS, InFlightTogether, RequestCounter, snapshot
+from .conftest import ALL_BACKENDS, InFlightTogether, RequestCounter
 
 BACKENDS = ALL_BACKENDS
 
@@ -61,15 +61,22 @@ def test_per_command_budgets_and_no_kms_when_warm(
     assert run(memory, s3_requests, {"command": "view", "path": "/memories/a.txt"}) == 1
     assert run(memory, s3_requests, {"command": "view", "path": "/memories/dir"}) == 2
     assert run(memory, s3_requests, {"command": "view", "path": "/memories"}) == 1
-    for path in ("/memories/top.txt", "/memories/d2/new.txt", "/memories/d2/e/f/g.txt"):
-        assert run(memory, s3_requests, {"command": "create", "path": path, "file_text": "x"}) == 2
-        assert s3_requests.calls == {"PutObject": 1, "ListObjectsV2": 1}
+    # one PUT, one listing below the path, a HEAD per ancestor
+    for path, ancestors in [
+        ("/memories/top.txt", 0),
+        ("/memories/d2/new.txt", 1),
+        ("/memories/d2/e/f/g.txt", 3),
+    ]:
+        assert (
+            run(memory, s3_requests, {"command": "create", "path": path, "file_text": "x"}) == 2 + ancestors
+        )
+        assert +s3_requests.calls == +Counter(PutObject=1, ListObjectsV2=1, HeadObject=ancestors)
     edit = {"command": "str_replace", "path": "/memories/a.txt", "old_str": "content", "new_str": "text"}
     assert run(memory, s3_requests, edit) == 2
     insert = {"command": "insert", "path": "/memories/a.txt", "insert_line": 1, "insert_text": "more"}
     assert run(memory, s3_requests, insert) == 2
     rename = {"command": "rename", "old_path": "/memories/a.txt", "new_path": "/memories/moved/a.txt"}
-    assert run(memory, s3_requests, rename) == 5
+    assert run(memory, s3_requests, rename) == 6
     assert run(memory, s3_requests, {"command": "delete", "path": "/memories/moved/a.txt"}) == 3
     assert kms_requests.total == 0
 
@@ -88,32 +95,11 @@ def test_directory_delete_and_rename_budgets(
         memory = make_memory(key_provider=memory._cipher._keys.provider)
     kms_requests.reset()
     rename = {"command": "rename", "old_path": "/memories/big", "new_path": "/memories/archive/big"}
-    assert run(memory, s3_requests, rename) == 2 * files + (6 if seen_before else 7)
+    assert run(memory, s3_requests, rename) == 2 * files + (8 if seen_before else 9)
     assert s3_requests.calls["PutObject"] == files + 1  # the copies and the job record
     assert run(memory, s3_requests, {"command": "delete", "path": "/memories/archive"}) == 5
     assert s3_requests.calls["HeadObject"] == 0
     assert kms_requests.total == 0
-
-
-def test_a_file_below_a_large_first_level_directory_is_checked_per_ancestor(
-    memory: S3Memory, s3: Any
-) -> None:
-    """Past the first page of the check (``SURVEY_KEYS``), each ancestor, the path and its prefix are asked."""
-    prefix = memory.layout.memories_prefix + "big/"
-    put_raw(s3, memory.store.bucket, [f"{prefix}a{index:04d}" for index in range(SURVEY_KEYS + 5)], workers=8)
-    counter = RequestCounter(s3)
-    assert (
-        run(memory, counter, {"command": "create", "path": "/memories/big/z/new.txt", "file_text": "x"}) == 6
-    )
-    assert counter.calls == {"PutObject": 1, "ListObjectsV2": 2, "HeadObject": 3}
-    memory.run({"command": "create", "path": "/memories/big/zfile", "file_text": "a file"})
-    before = snapshot(s3)
-    with pytest.raises(CommandError) as refused:
-        memory.run({"command": "create", "path": "/memories/big/zfile/new.txt", "file_text": "x"})
-    assert refused.value.message == (
-        "Error: Cannot create /memories/big/zfile/new.txt: /memories/big/zfile is a file, not a directory."
-    )
-    assert snapshot(s3) == before
 
 
 def test_the_write_and_the_checks_of_a_command_are_in_flight_together(
@@ -124,22 +110,25 @@ def test_the_write_and_the_checks_of_a_command_are_in_flight_together(
         # (command, how many requests overlap, of which operations)
         (
             {"command": "create", "path": "/memories/dir/new.txt", "file_text": "x"},
-            2,
+            3,
             "PutObject",
+            "HeadObject",
             "ListObjectsV2",
         ),
         ({"command": "view", "path": "/memories/dir"}, 2, "GetObject", "ListObjectsV2"),
-        # the pending-jobs listing, the destination check and the source read
+        # the pending-jobs listing, the destination's checks and the source read
         (
             {"command": "rename", "old_path": "/memories/c.txt", "new_path": "/memories/d/c.txt"},
-            3,
+            4,
             "GetObject",
+            "HeadObject",
             "ListObjectsV2",
         ),
-        # the same, with the listing of the source directory in place of the read
+        # the same, with the source directory's listing for the read, and a HEAD of the destination
         (
             {"command": "rename", "old_path": "/memories/dir", "new_path": "/memories/e/dir"},
-            3,
+            5,
+            "HeadObject",
             "ListObjectsV2",
         ),
         ({"command": "delete", "path": "/memories/e"}, 2, "ListObjectsV2"),

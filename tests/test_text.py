@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from s3memory.errors import CommandError
-from s3memory.listing import Placement, listed_past, placement, render_listing, tree_from
+from s3memory.listing import listed_past, render_listing, tree_from
 from s3memory.text import (
     VIEW_CHARACTER_CAP,
     human_size,
@@ -155,46 +155,6 @@ def test_long_listings_are_cut_with_a_note() -> None:
     shown = render_listing("/memories", "/memories", tree)
     assert len(shown) <= VIEW_CHARACTER_CAP
     assert shown.splitlines()[-1].startswith("[Listing cut near 16,000 characters: ")
-
-
-KEY = "u/memories/a/b/x.md"
-ANCESTORS = ["u/memories/a", "u/memories/a/b"]
-
-
-@pytest.mark.parametrize(
-    ("listed", "truncated", "expected"),
-    [
-        ([], False, Placement(known=True)),
-        (["u/memories/a-old/y", "u/memories/a/b/w.md", "u/memories/a/c"], False, Placement(known=True)),
-        (["u/memories/a"], False, Placement(known=True, file_ancestor="u/memories/a")),
-        (
-            ["u/memories/a/b", "u/memories/a/b/y"],
-            False,
-            Placement(known=True, file_ancestor="u/memories/a/b"),
-        ),
-        ([KEY], False, Placement(known=True, is_file=True)),
-        ([f"{KEY}/deep"], True, Placement(known=True, is_directory=True)),
-        # a page that stops before the place says nothing about it ...
-        (["u/memories/a-old/1", "u/memories/a-old/2"], True, Placement(known=False)),
-        (["u/memories/a/b/x.md.bak"], True, Placement(known=False)),
-        # ... unless it ran past everything below it
-        (["u/memories/a/b/x.md0"], True, Placement(known=True)),
-        (["u/memories/a/c"], True, Placement(known=True)),
-        # an ancestor file seen early is known even when the rest is not
-        (["u/memories/a", "u/memories/a.txt"], True, Placement(known=True, file_ancestor="u/memories/a")),
-    ],
-)
-def test_placement_reads_a_new_objects_place_from_one_listing(
-    listed: list[str], truncated: bool, expected: Placement
-) -> None:
-    assert placement(KEY, ANCESTORS, listed, truncated) == expected
-
-
-def test_a_place_is_free_only_when_known_and_empty() -> None:
-    assert Placement(known=True).free
-    assert not Placement(known=False).free
-    assert not Placement(known=True, is_file=True).free
-    assert not Placement(known=True, file_ancestor="u/memories/a").free
 
 
 KEY_TEXT = st.text(alphabet="ab/.-0\U0010ffff", max_size=8)
