@@ -294,17 +294,35 @@ class S3Memory:
         if path.is_root:
             tree: Tree | None = self._root_tree()
         else:
-            # A path last seen as a directory is listed while it is read; any other is read first.
-            listing = _side(partial(self._tree, path)) if path in self._directories else None
-            found = self._read(path)
+            found, tree = self._file_or_tree(path)
             if found is not None:
-                _quietly(listing)
                 self._directories.forget(path)
                 return render_file(path.text, found[0], view_range)
-            tree = self._tree(path) if listing is None else listing.result()
         if tree is None:
             raise Unsettled(f"The path {path.text} does not exist. Please provide a valid path.")
         return render_listing(path.text, path.canonical, tree)
+
+    def _file_or_tree(self, path: MemoryPath) -> tuple[tuple[str, str] | None, Tree | None]:
+        """The file at ``path`` (text and ETag), else the directory's tree, else neither.
+
+        A path last seen as a directory is listed with its own key as the prefix: a file there sorts
+        first (and is read: a file wins), then the directory's objects, so one request usually
+        shows it all. Any other path is read first.
+        """
+        if path not in self._directories:
+            found = self._read(path)
+            return (found, None) if found is not None else (None, self._tree(path))
+        key = self.layout.file_key(path)
+        page = next(self.store.pages(key))
+        if page.objects and page.objects[0][0] == key:
+            found = self._read(path)
+            if found is not None:
+                return found, None
+        below = self.layout.directory_prefix(path)
+        if page.truncated and not (page.objects and listed_past(page.objects[-1][0], below)):
+            return None, self._tree(path)  # the page stopped inside the directory, or before it
+        objects = [(listed, size) for listed, size in page.objects if listed.startswith(below)]
+        return None, self._tree(path, ListingPage(objects, [], False))
 
     def _root_tree(self) -> Tree:
         """``/memories`` after pending jobs finish, usually from one listing of the user's namespace:
@@ -715,11 +733,21 @@ class S3Memory:
     # -- jobs -------------------------------------------------------------------------------
 
     def _run_job(self, job: Job) -> list[str]:
-        """Record ``job``, then run it to the end; returns the paths kept because they changed meanwhile."""
+        """Record ``job``, then run it to the end; returns the paths kept because they changed meanwhile.
+
+        A rename reads its sources while the record is written; nothing changes before it is stored.
+        """
+        recorded = _side(partial(self._record, job))
+        try:
+            return self._finish(job, recorded.result)
+        except BaseException:
+            _quietly(recorded)
+            raise
+
+    def _record(self, job: Job) -> None:
         record = self._cipher.seal(job.record_path, job.encode())
         if self._put_new(self.layout.key_of_internal(job.name), record) is None:
             logger.info("s3memory: job %s is already recorded; finishing it here too", job.name)
-        return self._finish(job)
 
     def _pending_jobs(self) -> list[Job]:
         """The jobs recorded for this user and not yet finished."""
@@ -765,17 +793,29 @@ class S3Memory:
             raise IntegrityError("Error: A job record names objects outside its directory; it was not run.")
         return [source for source in sources if source is not None]
 
-    def _finish(self, job: Job) -> list[str]:
-        """Run a recorded job to the end, idempotently; returns the paths kept because they changed."""
+    def _finish(self, job: Job, before_changes: Callable[[], object] = lambda: None) -> list[str]:
+        """Run a recorded job to the end, idempotently; returns the paths kept because they changed.
+
+        ``before_changes`` is called (from any thread) before each first change: it returns once
+        the job's record is stored, or raises.
+        """
         sources = self._job_sources(job)
         if job.kind == "delete":
+            before_changes()
             kept = self._delete_objects([(key, None) for key in job.keys])
         else:
-            kept = self._move(sources, memory_path(job.old), memory_path(job.new or ""))
+            kept = self._move(sources, memory_path(job.old), memory_path(job.new or ""), before_changes)
+        before_changes()
         self.store.delete(self.layout.key_of_internal(job.name))
         return [found.canonical for key in kept if (found := self.layout.path_of_key(key)) is not None]
 
-    def _move(self, sources: list[MemoryPath], old: MemoryPath, new: MemoryPath) -> list[str]:
+    def _move(
+        self,
+        sources: list[MemoryPath],
+        old: MemoryPath,
+        new: MemoryPath,
+        before_changes: Callable[[], object],
+    ) -> list[str]:
         """Copy every source below ``new``, then delete the sources whose copy is written."""
         copied: dict[str, str] = {}
         conflicts: list[str] = []
@@ -786,6 +826,7 @@ class S3Memory:
                 return
             content, etag = found
             target = new.joined(source.relative_to(old))
+            before_changes()
             if self._put_new(
                 self.layout.file_key(target), self._encode(target, content), origin=source
             ) is not None or self._holds(target, content, source):

@@ -80,19 +80,25 @@ def test_a_directory_removed_elsewhere_does_not_exist(make_memory: Callable[...,
         assert refused.value.message == message
 
 
-def test_what_a_process_has_seen_changes_the_order_of_requests_not_their_number(
+def test_a_directory_seen_before_is_viewed_with_one_listing(
     make_memory: Callable[..., S3Memory], s3: Any
 ) -> None:
-    """A view of a directory sends a GET and a LIST whether or not it was seen before; a file, one GET."""
-    make_memory().run({"command": "create", "path": "/memories/d/inner.md", "file_text": "inner\n"})
+    """A view of a directory a process has not seen sends a GET, then a LIST; one it has seen, one LIST
+    (from the path's own key, so a file there is still found). A file is one GET either way."""
+    writer = make_memory()
+    writer.run({"command": "create", "path": "/memories/d/inner.md", "file_text": "inner\n"})
+    writer.run({"command": "create", "path": "/memories/d-old.md", "file_text": "sorts between d and d/\n"})
     counter = RequestCounter(s3)
-    for warm in (False, True):
+    for seen, requests in [(False, {"GetObject": 1, "ListObjectsV2": 1}), (True, {"ListObjectsV2": 1})]:
         memory = make_memory()
-        if warm:
+        if seen:
             memory.run({"command": "view", "path": "/memories"})
         counter.reset()
-        memory.run({"command": "view", "path": "/memories/d"})
-        assert counter.calls == {"GetObject": 1, "ListObjectsV2": 1}
+        assert memory.run({"command": "view", "path": "/memories/d"}).splitlines()[1:] == [
+            "4.0K\t/memories/d",
+            "6B\t/memories/d/inner.md",
+        ]
+        assert counter.calls == requests
         counter.reset()
         memory.run({"command": "view", "path": "/memories/d/inner.md"})
         assert counter.calls == {"GetObject": 1}
