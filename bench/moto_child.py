@@ -5,7 +5,9 @@ connection) on 127.0.0.1, so the server's CPU work does not share the bench's in
 Two additions, both outside the S3 API:
 
 - ``--latency-ms``: every S3/KMS request waits that long before moto handles it (a sleep, so
-  concurrent requests wait concurrently), to model a real endpoint's round trip.
+  concurrent requests wait concurrently), to model a real endpoint's round trip. A request that
+  sends ``Expect: 100-continue`` waits that long for its ``100 Continue`` too: on a real endpoint
+  the client holds its body back for that answer, one more round trip.
 - ``POST /__bench__/seed``: stores many objects at once straight into moto's backend, so trees
   of 10,000 objects are seeded in a second instead of minutes. Never used while measuring.
 
@@ -74,8 +76,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     from werkzeug.serving import make_server
 
-    app = BenchApp(DomainDispatcherApplication(create_backend_app), arguments.latency_ms / 1000)
-    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
+    latency = arguments.latency_ms / 1000
+
+    class Handler(MotoRequestHandler):
+        def handle_expect_100(self) -> bool:
+            if latency:
+                time.sleep(latency)
+            return bool(super().handle_expect_100())
+
+    app = BenchApp(DomainDispatcherApplication(create_backend_app), latency)
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print(f"PORT {server.server_port}", flush=True)
     sys.stdin.read()  # the parent closes our stdin (or dies): stop

@@ -35,9 +35,20 @@ def _client(service: str, endpoint_url: str | None, region_name: str | None) -> 
         return session.client(service, endpoint_url=endpoint_url, region_name=region_name, config=config)
 
 
+def _without_expect_continue(model: Any, params: dict[str, Any], **_: Any) -> None:
+    """Send a PutObject body with its headers. botocore asks for ``Expect: 100-continue`` on every
+    PutObject, which holds the body back until the server answers: a whole extra round trip per
+    write, to save resending bodies that s3memory keeps at 1 MiB or less."""
+    if model.name == "PutObject":
+        params["headers"].pop("Expect", None)
+
+
 def make_s3_client(*, endpoint_url: str | None = None, region_name: str | None = None) -> S3Client:
-    """An S3 client with botocore's standard retry mode (throttling and 5xx retried with backoff)."""
+    """An S3 client with botocore's standard retry mode (throttling and 5xx retried with backoff),
+    that writes in one round trip (no ``Expect: 100-continue``)."""
     client: S3Client = _client("s3", endpoint_url, region_name)
+    # After botocore's own ``before-call.s3`` handler, which adds the header.
+    client.meta.events.register_last("before-call.s3", _without_expect_continue)
     return client
 
 
