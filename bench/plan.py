@@ -14,6 +14,8 @@ class BatchPlan:
     delete_reps: dict[int, int]
     rename_serial: set[int]
     delete_serial: set[int]
+    one_by_one_reps: dict[int, int] = field(default_factory=dict)
+    """Deletes without batches (one request per file), per size: the baseline of serial deletion."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class Plan:
     seaweed_command_reps: int
     seaweed_peer_reps: int
     seaweed_batches: BatchPlan
+    seaweed_latency_batches: BatchPlan
     seaweed_view_deep: list[int] = field(default_factory=list)
 
 
@@ -50,6 +53,7 @@ FULL = Plan(
         delete_reps={100: 5, 1000: 4, 5000: 3},
         rename_serial={100},
         delete_serial={100, 1000, 5000},
+        one_by_one_reps={1000: 2},
     ),
     latency_ms=10.0,
     latency_command_reps=15,
@@ -59,6 +63,7 @@ FULL = Plan(
         delete_reps={1000: 3, 5000: 2},
         rename_serial={1000},
         delete_serial={1000, 5000},
+        one_by_one_reps={1000: 1},
     ),
     coldstart_reps=10,
     peer_reps=8,
@@ -71,6 +76,15 @@ FULL = Plan(
         delete_reps={1000: 2},
         rename_serial={1000},
         delete_serial={1000},
+        one_by_one_reps={1000: 2},
+    ),
+    seaweed_latency_batches=BatchPlan(
+        sizes=[1000],
+        rename_reps={1000: 2},
+        delete_reps={1000: 2},
+        rename_serial={1000},
+        delete_serial={1000},
+        one_by_one_reps={1000: 1},
     ),
 )
 
@@ -87,6 +101,7 @@ QUICK = Plan(
         delete_reps={50: 2, 200: 2},
         rename_serial={50, 200},
         delete_serial={50, 200},
+        one_by_one_reps={200: 1},
     ),
     latency_ms=10.0,
     latency_command_reps=3,
@@ -108,5 +123,14 @@ QUICK = Plan(
         delete_reps={100: 1},
         rename_serial={100},
         delete_serial={100},
+        one_by_one_reps={100: 1},
+    ),
+    seaweed_latency_batches=BatchPlan(
+        sizes=[100],
+        rename_reps={100: 1},
+        delete_reps={100: 1},
+        rename_serial={100},
+        delete_serial={100},
+        one_by_one_reps={100: 1},
     ),
 )

@@ -9,6 +9,7 @@ from .metrics import Summary
 from .peers_session import KINDS
 from .per_command import TIME_TARGET
 from .results_model import COLDSTART_TARGET, SPEEDUP_TARGET, Results
+from .scaling import ONE_BY_ONE
 
 COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
 
@@ -137,7 +138,10 @@ def render(results: Results, path: Path) -> None:
 
     # 3. parallel vs serial speedup
     axis = axes[1][0]
-    labels = [f"{s.operation} {s.files:,}\n{s.backend}" for s in results.speedups]
+    labels = [
+        f"{s.operation} {s.files:,}\n{s.backend}" + ("\nvs per file" if s.baseline == ONE_BY_ONE else "")
+        for s in results.speedups
+    ]
     if labels:
         _bars(axis, labels, {"serial / parallel": [s.speedup for s in results.speedups]})
         axis.scatter(
@@ -161,7 +165,7 @@ def render(results: Results, path: Path) -> None:
         for tick in axis.get_xticklabels():
             tick.set_fontsize(7)
     axis.set_ylabel("speedup (serial time / parallel time)")
-    axis.set_title("3. Parallel batches vs serial (PARALLEL_REQUESTS=1)")
+    axis.set_title("3. Parallel batches vs serial")
 
     # 4. cold start
     axis = axes[1][1]

@@ -195,6 +195,10 @@ def main(argv: list[str] | None = None) -> int:
                     runner.views(weed, [], plan.seaweed_view_deep)
                 runner.batches(weed, plan.seaweed_batches)
                 runner.peers(weed, plan.seaweed_peer_reps, peer_python)
+                if not arguments.no_latency and plan.latency_ms:
+                    far = weed.with_client_latency(plan.latency_ms)
+                    results.backends.append((far.name, far.description))
+                    runner.batches(far, plan.seaweed_latency_batches)
 
     results.environment["load_after"] = load_average()
     results.seconds = time.perf_counter() - began

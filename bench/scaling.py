@@ -6,7 +6,9 @@
   the same for both and their ratio shows only what s3memory does.
 - Directory ``delete`` and ``rename`` of N files, each with bounded parallelism (s3memory's
   default) and serial (``s3memory.memory.PARALLEL_REQUESTS = 1`` in this process), interleaved
-  pair by pair, one client shared by the worker threads.
+  pair by pair, one client shared by the worker threads. A delete of up to 1,000 files is one
+  ``DeleteObjects`` request either way, so delete is also set against serial deletion without
+  batches: the same client listing the directory and deleting its objects one request at a time.
 """
 
 from __future__ import annotations
@@ -68,6 +70,10 @@ class BatchResult:
         }
 
 
+SERIAL_BATCHES = "serial batches"
+ONE_BY_ONE = "one request per file"
+
+
 @dataclass
 class Speedup:
     backend: str
@@ -78,6 +84,7 @@ class Speedup:
     speedup: Summary
     parallel_cpu: Summary
     parallel_server_cpu: Summary
+    baseline: str = SERIAL_BATCHES
 
     @property
     def cpu_ceiling(self) -> float:
@@ -96,6 +103,7 @@ class Speedup:
             "backend": self.backend,
             "operation": self.operation,
             "files": self.files,
+            "baseline": self.baseline,
             "serial": self.serial.as_dict(),
             "parallel": self.parallel.as_dict(),
             "speedup": self.speedup.as_dict(),
@@ -216,6 +224,19 @@ class _Batches:
         server_cpu = after - server if server is not None and after is not None else math.nan
         return seconds, (cpu, server_cpu), Counter(seen)
 
+    def delete_one_by_one(self, path: str) -> float:
+        """Wall seconds of deleting a directory without batches: list it, then one DeleteObject
+        per object, one after another (the baseline, not s3memory)."""
+        client, bucket = self.tenant.client, self.tenant.bucket
+        prefix = self.tenant.prefix(path)
+
+        def delete() -> None:
+            pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+            for key in [item["Key"] for page in pages for item in page.get("Contents", [])]:
+                client.delete_object(Bucket=bucket, Key=key)
+
+        return timed(delete)
+
 
 def run_batches(backend: Backend, plan: BatchPlan) -> tuple[list[BatchResult], list[Speedup]]:
     """Directory rename and delete of each size; serial runs interleaved where the plan says."""
@@ -254,6 +275,7 @@ def run_batches(backend: Backend, plan: BatchPlan) -> tuple[list[BatchResult], l
         delete_times: dict[str, list[float]] = {mode: [] for mode in delete_modes}
         delete_cpu: dict[str, list[tuple[float, float]]] = {mode: [] for mode in delete_modes}
         delete_counts: dict[str, Counter[str]] = {}
+        one_by_one: list[float] = []
         for rep in range(plan.delete_reps.get(files, 0)):
             for mode in delete_modes if rep % 2 == 0 else delete_modes[::-1]:
                 batches.seed_directory("/memories/d/batch", files)
@@ -262,6 +284,9 @@ def run_batches(backend: Backend, plan: BatchPlan) -> tuple[list[BatchResult], l
                 delete_times[mode].append(seconds)
                 delete_cpu[mode].append(cpu)
                 delete_counts[mode] = seen
+                if mode == "serial" and rep < plan.one_by_one_reps.get(files, 0):
+                    batches.seed_directory("/memories/d/batch", files)
+                    one_by_one.append(batches.delete_one_by_one("/memories/d/batch"))
         for operation, times, cpus, counts, budget in (
             ("rename dir", rename_times, rename_cpu, rename_counts, rename_budget(files)),
             ("delete dir", delete_times, delete_cpu, delete_counts, delete_budget(files)),
@@ -281,6 +306,21 @@ def run_batches(backend: Backend, plan: BatchPlan) -> tuple[list[BatchResult], l
                         seconds=Summary.of(values),
                         cpu_seconds=Summary.of([cpu for cpu, _ in cpus[mode]]),
                         server_cpu_seconds=Summary.of([server for _, server in cpus[mode]]),
+                    )
+                )
+            if operation == "delete dir" and one_by_one and times.get("parallel"):
+                parallel = times["parallel"][: len(one_by_one)]
+                speedups.append(
+                    Speedup(
+                        backend=backend.name,
+                        operation=operation,
+                        files=files,
+                        serial=Summary.of(one_by_one),
+                        parallel=Summary.of(times["parallel"]),
+                        speedup=paired_ratios(one_by_one, parallel),
+                        parallel_cpu=Summary.of([cpu for cpu, _ in cpus["parallel"]]),
+                        parallel_server_cpu=Summary.of([server for _, server in cpus["parallel"]]),
+                        baseline=ONE_BY_ONE,
                     )
                 )
             if times.get("serial") and times.get("parallel"):

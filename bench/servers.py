@@ -21,7 +21,7 @@ import time
 import urllib.request
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,20 @@ class Backend:
     _seed_url: str | None = None
     _admin: Any = field(default=None, repr=False)
     server_pid: int | None = None
+    client_latency_ms: float = 0.0
+    """Added by the measured clients before every HTTP attempt (see ``with_client_latency``)."""
+
+    def with_client_latency(self, latency_ms: float) -> Backend:
+        """The same server, reached by measured clients that wait ``latency_ms`` before every HTTP
+        attempt (a sleep that lets other threads run): a round trip to an endpoint whose own work
+        does not share this machine's cores, as a real S3 endpoint's does not."""
+        return replace(
+            self,
+            name=f"{self.name}+{latency_ms:g}ms",
+            description=f"{self.description}; the measured clients wait {latency_ms:g} ms before every request",
+            client_latency_ms=latency_ms,
+            _admin=None,
+        )
 
     def server_cpu(self) -> float | None:
         """CPU seconds the server process has used so far (all its threads), where Linux tells."""

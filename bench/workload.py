@@ -8,6 +8,7 @@ as ``create`` seals them) and stored through the backend's fast seeding path.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -91,10 +92,19 @@ class _NoVault:
 
 
 def s3memory_client(backend: Backend) -> Any:
-    """The product's S3 client for ``backend`` (the same factory the tool uses by default)."""
+    """The product's S3 client for ``backend`` (the same factory the tool uses by default), with the
+    backend's client-side latency, if any, before every HTTP attempt."""
     from s3memory.clients import make_s3_client
 
-    return make_s3_client(endpoint_url=backend.endpoint_url, region_name=REGION)
+    client = make_s3_client(endpoint_url=backend.endpoint_url, region_name=REGION)
+    if backend.client_latency_ms:
+        delay = backend.client_latency_ms / 1000
+
+        def wait(**_: Any) -> None:
+            time.sleep(delay)
+
+        client.meta.events.register("before-send.s3", wait)
+    return client
 
 
 class Tenant:

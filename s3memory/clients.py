@@ -1,4 +1,8 @@
-"""Building AWS clients: the one place where client settings (retries, timeouts) are chosen."""
+"""Building AWS clients: the one place where client settings (retries, timeouts) are chosen.
+
+Clients built here keep response timestamps as text and send PutObject bodies without
+``Expect: 100-continue`` (both for speed; see below). A client passed in by the caller is used as it is.
+"""
 
 from __future__ import annotations
 
@@ -30,9 +34,21 @@ def _client(service: str, endpoint_url: str | None, region_name: str | None) -> 
     )
     with _lock:
         if _session is None:
-            _session = boto3.session.Session()
+            import botocore.session
+
+            core = botocore.session.get_session()
+            core.get_component("response_parser_factory").set_parser_defaults(
+                timestamp_parser=_timestamp_text
+            )
+            _session = boto3.session.Session(botocore_session=core)
         session: Any = _session
         return session.client(service, endpoint_url=endpoint_url, region_name=region_name, config=config)
+
+
+def _timestamp_text(value: str) -> str:
+    """Keep the timestamps of responses as the text AWS sent. s3memory reads none of them, and
+    botocore's parser spends about 70 µs on each: 70 ms on a listing page of 1,000 keys."""
+    return value
 
 
 def _without_expect_continue(model: Any, params: dict[str, Any], **_: Any) -> None:
