@@ -36,7 +36,7 @@ class Plan:
     seaweed_command_reps: int
     seaweed_peer_reps: int
     seaweed_batches: BatchPlan
-    seaweed_latency_batches: BatchPlan
+    """Also run on SeaweedFS with client-side latency."""
     seaweed_view_deep: list[int] = field(default_factory=list)
 
 
@@ -78,14 +78,6 @@ FULL = Plan(
         delete_serial={1000},
         one_by_one_reps={1000: 2},
     ),
-    seaweed_latency_batches=BatchPlan(
-        sizes=[1000],
-        rename_reps={1000: 2},
-        delete_reps={1000: 2},
-        rename_serial={1000},
-        delete_serial={1000},
-        one_by_one_reps={1000: 1},
-    ),
 )
 
 QUICK = Plan(
@@ -118,14 +110,6 @@ QUICK = Plan(
     seaweed_command_reps=3,
     seaweed_peer_reps=2,
     seaweed_batches=BatchPlan(
-        sizes=[100],
-        rename_reps={100: 1},
-        delete_reps={100: 1},
-        rename_serial={100},
-        delete_serial={100},
-        one_by_one_reps={100: 1},
-    ),
-    seaweed_latency_batches=BatchPlan(
         sizes=[100],
         rename_reps={100: 1},
         delete_reps={100: 1},

@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
                 if not arguments.no_latency and plan.latency_ms:
                     far = weed.with_client_latency(plan.latency_ms)
                     results.backends.append((far.name, far.description))
-                    runner.batches(far, plan.seaweed_latency_batches)
+                    runner.batches(far, plan.seaweed_batches)
 
     results.environment["load_after"] = load_average()
     results.seconds = time.perf_counter() - began
