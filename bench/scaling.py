@@ -308,33 +308,24 @@ def run_batches(backend: Backend, plan: BatchPlan) -> tuple[list[BatchResult], l
                         server_cpu_seconds=Summary.of([server for _, server in cpus[mode]]),
                     )
                 )
-            if operation == "delete dir" and one_by_one and times.get("parallel"):
-                parallel = times["parallel"][: len(one_by_one)]
-                speedups.append(
-                    Speedup(
-                        backend=backend.name,
-                        operation=operation,
-                        files=files,
-                        serial=Summary.of(one_by_one),
-                        parallel=Summary.of(times["parallel"]),
-                        speedup=paired_ratios(one_by_one, parallel),
-                        parallel_cpu=Summary.of([cpu for cpu, _ in cpus["parallel"]]),
-                        parallel_server_cpu=Summary.of([server for _, server in cpus["parallel"]]),
-                        baseline=ONE_BY_ONE,
+            parallel = times.get("parallel", [])
+            baselines = [(times.get("serial", []), SERIAL_BATCHES)]
+            if operation == "delete dir":
+                baselines.insert(0, (one_by_one, ONE_BY_ONE))
+            for serial, baseline in baselines:
+                if serial and parallel:
+                    speedups.append(
+                        Speedup(
+                            backend=backend.name,
+                            operation=operation,
+                            files=files,
+                            serial=Summary.of(serial),
+                            parallel=Summary.of(parallel),
+                            speedup=paired_ratios(serial, parallel[: len(serial)]),
+                            parallel_cpu=Summary.of([cpu for cpu, _ in cpus["parallel"]]),
+                            parallel_server_cpu=Summary.of([server for _, server in cpus["parallel"]]),
+                            baseline=baseline,
+                        )
                     )
-                )
-            if times.get("serial") and times.get("parallel"):
-                speedups.append(
-                    Speedup(
-                        backend=backend.name,
-                        operation=operation,
-                        files=files,
-                        serial=Summary.of(times["serial"]),
-                        parallel=Summary.of(times["parallel"]),
-                        speedup=paired_ratios(times["serial"], times["parallel"]),
-                        parallel_cpu=Summary.of([cpu for cpu, _ in cpus["parallel"]]),
-                        parallel_server_cpu=Summary.of([server for _, server in cpus["parallel"]]),
-                    )
-                )
         batches.tenant.clear()
     return results, speedups
