@@ -6,6 +6,7 @@ validated path, so no input can name an object outside the user's ``memories/`` 
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from dataclasses import dataclass
 from urllib.parse import unquote
@@ -41,6 +42,22 @@ def _refusal(path: str, reason: str) -> CommandError:
 
 
 def check_memory_path(path: str) -> tuple[str, ...]:
+    """Validate a memory path and return its segments below ``/memories`` (empty for the root).
+
+    Answers for paths of key length are remembered (a listing checks every key it maps back to a
+    path, and the same keys come back view after view); refusals and longer paths are not.
+    """
+    if len(path) <= S3_MAX_KEY_BYTES:
+        return _remembered_check(path)
+    return _check_memory_path(path)
+
+
+@functools.lru_cache(maxsize=8192)
+def _remembered_check(path: str) -> tuple[str, ...]:
+    return _check_memory_path(path)
+
+
+def _check_memory_path(path: str) -> tuple[str, ...]:
     """Validate a memory path and return its segments below ``/memories`` (empty for the root).
 
     Refuses, rather than cleans up: paths outside ``/memories``, ``.``/``..`` segments in any
