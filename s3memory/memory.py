@@ -23,7 +23,7 @@ from .errors import CommandError, IntegrityError, StorageError, Unsettled
 from .guard import ContentGuard
 from .jobs import JOB_PREFIX, RECORD_PATH_PREFIX, Job
 from .listing import Tree, is_hidden, listed_past, render_listing
-from .paths import KeyLayout, MemoryPath, memory_path, validate_namespace
+from .paths import ROOT, KeyLayout, MemoryPath, memory_path, validate_namespace
 from .store import DELETE_BATCH, ConditionalConflict, ListingPage, PreconditionFailed, S3Store
 from .text import insert_at, render_file, replace_unique
 
@@ -336,10 +336,10 @@ class S3Memory:
             jobs = self._load_jobs([key for key in keys if key.startswith(jobs_prefix)])
         if jobs:
             self._finish_jobs(jobs, None)
-            return self._tree(MemoryPath("/memories", ())) or Tree()
+            return self._tree(ROOT) or Tree()
         prefix = self.layout.memories_prefix
         memories = [(key, size) for key, size in page.objects if key.startswith(prefix)]
-        return self._tree(MemoryPath("/memories", ()), ListingPage(memories, [], page.truncated)) or Tree()
+        return self._tree(ROOT, ListingPage(memories, [], page.truncated)) or Tree()
 
     def _tree(self, directory: MemoryPath, first: ListingPage | None = None) -> Tree | None:
         """The directory's two visible levels, or None if nothing lies below it.
@@ -395,14 +395,14 @@ class S3Memory:
         origin: MemoryPath | None = None,
         survey: _Survey | None = None,
     ) -> bool:
-        """Write ``body`` as a new file at ``path``; False if a file is there already.
+        """Write ``body`` as a new file at ``path``, which the caller has passed through
+        ``_require_file_path``; False if a file is there already.
 
         With ``survey`` (the checks of the path's place, already under way) the checks come first.
         Without, the conditional write and the checks go out at once, so a create costs one round
         trip; a write that the checks then refuse (a directory at the path, an ancestor that is a
         file) or cannot confirm is removed again before the refusal is raised.
         """
-        self._require_file_path(path, refusal)
         key = self.layout.file_key(path)
         if survey is not None:
             obstacle = survey.obstacle(refusal, occupied)
@@ -840,7 +840,7 @@ class S3Memory:
     def clear_all(self) -> str:
         """Delete every memory file of this user, in batches (pending jobs are finished first)."""
         self.finish_pending_jobs()
-        self._directories.forget(MemoryPath("/memories", ()))
+        self._directories.forget(ROOT)
         keys = [key for page in self.store.pages(self.layout.memories_prefix) for key, _size in page.objects]
         self._delete_objects([(key, None) for key in keys])
         return "All memory cleared"

@@ -122,6 +122,10 @@ class MemoryPath:
         return MemoryPath("/".join((MEMORY_ROOT, *segments)), segments)
 
 
+ROOT = MemoryPath(MEMORY_ROOT, ())
+"""The memory root directory, ``/memories``."""
+
+
 def memory_path(path: object, field: str = "path") -> MemoryPath:
     """Validate a raw command value as a memory path."""
     if not isinstance(path, str):

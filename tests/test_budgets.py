@@ -176,11 +176,16 @@ def test_view_cost_does_not_grow_below_level_two(
     ]
 
 
+def ours_and_plain(s3: Any, backend: str) -> tuple[Any, Any]:
+    """A client of ``s3memory.clients`` for this backend, and a plain boto3 client of the same endpoint."""
+    ours = s3 if backend == "seaweedfs" else make_s3_client(region_name="us-east-1")
+    return ours, boto3.client("s3", region_name="us-east-1", endpoint_url=ours.meta.endpoint_url)
+
+
 def test_writes_send_their_bodies_at_once(s3: Any, backend: str, local_keys: Any) -> None:
     """botocore's ``Expect: 100-continue`` holds a PutObject body back for a round trip to the
     server; the clients s3memory builds drop it (a plain boto3 client, for contrast, sends it)."""
-    ours = s3 if backend == "seaweedfs" else make_s3_client(region_name="us-east-1")
-    plain = boto3.client("s3", region_name="us-east-1", endpoint_url=ours.meta.endpoint_url)
+    ours, plain = ours_and_plain(s3, backend)
     expects: dict[str, list[object]] = {"ours": [], "plain": []}
     for name, client in (("ours", ours), ("plain", plain)):
         client.meta.events.register(
@@ -203,10 +208,9 @@ def test_writes_send_their_bodies_at_once(s3: Any, backend: str, local_keys: Any
 def test_our_clients_leave_response_timestamps_unparsed(s3: Any, backend: str) -> None:
     """botocore parses every timestamp of a response (each key of a listing page has one) at about
     70 µs each; s3memory reads none, so the clients it builds keep them as text."""
-    ours = s3 if backend == "seaweedfs" else make_s3_client(region_name="us-east-1")
+    ours, plain = ours_and_plain(s3, backend)
     ours.put_object(Bucket=BUCKET, Key="k", Body=b"x")
     listed = ours.list_objects_v2(Bucket=BUCKET)["Contents"][0]["LastModified"]
     read = ours.get_object(Bucket=BUCKET, Key="k")["LastModified"]
-    plain = boto3.client("s3", region_name="us-east-1", endpoint_url=ours.meta.endpoint_url)
     assert isinstance(listed, str) and isinstance(read, str)
     assert not isinstance(plain.list_objects_v2(Bucket=BUCKET)["Contents"][0]["LastModified"], str)
