@@ -31,7 +31,7 @@ from s3memory.crypto import KeyProvider, LocalKeyProvider
 from s3memory.memory import S3Memory
 from s3memory.store import S3Store
 
-from .backends import REGION, SeaweedServer, ServerUnavailable, find_weed
+from .support.backends import REGION, SeaweedServer, ServerUnavailable, find_weed
 
 BUCKET = "agent-memory"
 MASTER_KEY = bytes(range(32))

@@ -18,7 +18,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from .backends import REGION, SeaweedServer
+from .support.backends import REGION, SeaweedServer
 from .conftest import ALL_BACKENDS, BUCKET, common_prefixes, empty_bucket, stored_keys
 
 BACKENDS = ALL_BACKENDS

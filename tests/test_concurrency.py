@@ -19,7 +19,7 @@ from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from s3memory.store import S3Store
 
-from .backends import SeaweedServer
+from .support.backends import SeaweedServer
 from .conftest import ALL_BACKENDS, BUCKET, MASTER_KEY
 
 BACKENDS = ALL_BACKENDS

@@ -20,7 +20,7 @@ from s3memory.paths import memory_path
 from s3memory.store import S3Store
 
 from .conftest import BUCKET, MASTER_KEY, stored_keys
-from .faults import SimulatedCrash
+from .support.faults import SimulatedCrash
 
 
 class CrashAt:

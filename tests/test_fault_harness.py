@@ -28,9 +28,9 @@ from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from s3memory.store import S3Store
 
-from .backends import REGION, SeaweedServer
+from .support.backends import REGION, SeaweedServer
 from .conftest import ALL_BACKENDS, BUCKET, MASTER_KEY, empty_bucket, snapshot, stored_keys
-from .faults import (
+from .support.faults import (
     ALL,
     Fault,
     FaultPlan,

@@ -23,7 +23,7 @@ from s3memory.paths import memory_path
 from s3memory.store import S3Store
 
 from .conftest import BUCKET, MASTER_KEY, snapshot, stored_keys
-from .faults import ALL, Fault, FaultPlan, FaultProxy, ProxyFault, SimulatedCrash, instant_retries
+from .support.faults import ALL, Fault, FaultPlan, FaultProxy, ProxyFault, SimulatedCrash, instant_retries
 
 FILES = {f"/memories/project/part{index % 3}/note{index:02d}.md": f"note {index}\n" for index in range(12)}
 MOVED = {path.replace("/memories/project", "/memories/archive"): text for path, text in FILES.items()}
