@@ -21,6 +21,16 @@ class IntegrityError(CommandError):
     """A stored object failed authentication: tampered, truncated, foreign or wrongly keyed."""
 
 
+def aws_error_code(error: BaseException) -> str:
+    """The code an AWS error names: a botocore ``ClientError``'s error code (``Unknown`` when it
+    carries none), else the exception's class name. Never the message, which may quote request data."""
+    response = getattr(error, "response", None)
+    if not isinstance(response, dict):
+        return type(error).__name__
+    details = response.get("Error")
+    return str(details.get("Code", "Unknown")) if isinstance(details, dict) else "Unknown"
+
+
 def shown(value: str) -> str:
     """An untrusted string made safe to echo in an error: printable and bounded."""
     safe = (

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from .errors import StorageError
+from .errors import StorageError, aws_error_code
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -57,17 +57,14 @@ class ListingPage:
     truncated: bool = False
 
 
-def _code(error: ClientError) -> str:
-    return str(error.response.get("Error", {}).get("Code", "Unknown"))
-
-
 def _status(error: ClientError) -> int:
     return int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
 
 
 def _failure(operation: str, error: Exception) -> StorageError:
-    detail = _code(error) if isinstance(error, ClientError) else type(error).__name__
-    return StorageError(f"Error: S3 {operation} failed ({detail}). Nothing was reported as done; try again.")
+    return StorageError(
+        f"Error: S3 {operation} failed ({aws_error_code(error)}). Nothing was reported as done; try again."
+    )
 
 
 class S3Store:
@@ -92,7 +89,7 @@ class S3Store:
                 )
             body = response["Body"].read()
         except ClientError as error:
-            if _code(error) in _NOT_FOUND:
+            if aws_error_code(error) in _NOT_FOUND:
                 return None
             raise _failure("GetObject", error) from None
         except BotoCoreError as error:
@@ -103,7 +100,7 @@ class S3Store:
         try:
             self.client.head_object(Bucket=self.bucket, Key=key)
         except ClientError as error:
-            if _code(error) in _NOT_FOUND or _status(error) == 404:
+            if aws_error_code(error) in _NOT_FOUND or _status(error) == 404:
                 return False
             raise _failure("HeadObject", error) from None
         except BotoCoreError as error:
@@ -130,7 +127,7 @@ class S3Store:
         try:
             return str(self.client.put_object(**arguments)["ETag"])
         except ClientError as error:
-            code = _code(error)
+            code = aws_error_code(error)
             retried = int(error.response.get("ResponseMetadata", {}).get("RetryAttempts", 0)) > 0
             if code in _PRECONDITION_FAILED or _status(error) == 412:
                 raise PreconditionFailed(key, after_retry=retried) from None
@@ -150,7 +147,7 @@ class S3Store:
         try:
             self.client.delete_object(**arguments)
         except ClientError as error:
-            if _code(error) in _PRECONDITION_FAILED or _status(error) == 412:
+            if aws_error_code(error) in _PRECONDITION_FAILED or _status(error) == 412:
                 raise PreconditionFailed(key) from None
             raise _failure("DeleteObject", error) from None
         except BotoCoreError as error:
