@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from .errors import IntegrityError, StorageError
+from .errors import IntegrityError, StorageError, aws_error_code
 
 if TYPE_CHECKING:
     from mypy_boto3_kms import KMSClient
@@ -260,17 +260,13 @@ class KMSKeyProvider(KeyProvider):
             if operation == "GenerateDataKey":
                 return self.client.generate_data_key(**arguments)
             return self.client.decrypt(**arguments)
-        except ClientError as error:
-            code = error.response.get("Error", {}).get("Code", "Unknown")
+        except (ClientError, BotoCoreError) as error:
+            code = aws_error_code(error)
             if code in ("InvalidCiphertextException", "IncorrectKeyException"):
                 raise IntegrityError(
                     "Error: The user's wrapped data key was refused by KMS (tampered, or for another user or key)."
                 ) from None
             raise StorageError(f"Error: KMS {operation} failed ({code}); no data was changed.") from None
-        except BotoCoreError as error:
-            raise StorageError(
-                f"Error: KMS {operation} failed ({type(error).__name__}); no data was changed."
-            ) from None
 
 
 @dataclass

@@ -54,7 +54,7 @@ from typing import Any
 import anthropic
 from anthropic import APIRequest, APIResponse, CallNext, Middleware
 
-from ..errors import shown
+from ..errors import aws_error_code, shown
 from ..paths import validate_namespace
 from ..settings import SettingsError
 from ..tool import S3MemoryTool
@@ -349,15 +349,10 @@ def _read_secret(secret_id: str) -> str:
     region = parts[3] if len(parts) >= 7 and parts[0] == "arn" and parts[3] else None
     try:
         answer = make_secretsmanager_client(region_name=region).get_secret_value(SecretId=secret_id)
-    except ClientError as error:
-        code = error.response.get("Error", {}).get("Code", "Unknown")
-        raise _Misconfigured(
-            f"the Anthropic API key could not be read from Secrets Manager ({API_KEY_SECRET_ARN}): {code}"
-        ) from None
-    except BotoCoreError as error:
+    except (ClientError, BotoCoreError) as error:
         raise _Misconfigured(
             f"the Anthropic API key could not be read from Secrets Manager ({API_KEY_SECRET_ARN}): "
-            f"{type(error).__name__}"
+            f"{aws_error_code(error)}"
         ) from None
     secret = answer.get("SecretString")
     if not isinstance(secret, str):
