@@ -31,6 +31,14 @@ def aws_error_code(error: BaseException) -> str:
     return str(details.get("Code", "Unknown")) if isinstance(details, dict) else "Unknown"
 
 
+def unexpected_failure(
+    error: BaseException, subject: str = "s3memory", consequence: str = "the command may not have run"
+) -> str:
+    """The answer to a failure nobody foresaw: it names the exception's class, never its message."""
+    tail = f"; {consequence}" if consequence else ""
+    return f"Error: {subject} failed unexpectedly ({type(error).__name__}){tail}."
+
+
 def shown(value: str) -> str:
     """An untrusted string made safe to echo in an error: printable and bounded."""
     safe = (

@@ -14,7 +14,7 @@ from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryT
 from anthropic.types.beta import BetaCacheControlEphemeralParam
 
 from .crypto import KeyProvider
-from .errors import CommandError
+from .errors import CommandError, unexpected_failure
 from .guard import ContentGuard
 from .memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES, Quota, S3Memory
 from .store import S3Store
@@ -33,9 +33,7 @@ def answer(memory: S3Memory, raw_input: object) -> str:
         raise ToolError(error.message) from None
     except Exception as error:
         logger.exception("s3memory: unexpected %s", type(error).__name__)
-        raise ToolError(
-            f"Error: s3memory failed unexpectedly ({type(error).__name__}); the command may not have run."
-        ) from None
+        raise ToolError(unexpected_failure(error)) from None
 
 
 def clear(memory: S3Memory) -> str:

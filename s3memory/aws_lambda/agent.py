@@ -54,7 +54,7 @@ from typing import Any
 import anthropic
 from anthropic import APIRequest, APIResponse, CallNext, Middleware
 
-from ..errors import aws_error_code, shown
+from ..errors import aws_error_code, shown, unexpected_failure
 from ..paths import validate_namespace
 from ..settings import SettingsError
 from ..tool import S3MemoryTool
@@ -588,6 +588,12 @@ class _Outcome:
     error_type: str | None = None
 
 
+def _unexpected(error: Exception) -> _Outcome:
+    return _Outcome(
+        {"error": unexpected_failure(error, "s3memory's agent", consequence="")}, type(error).__name__
+    )
+
+
 def _serve(event: object, context: object, environ: Mapping[str, str], record: dict[str, Any]) -> _Outcome:
     try:
         request = parse_event(event)
@@ -653,10 +659,7 @@ def _serve(event: object, context: object, environ: Mapping[str, str], record: d
         )
     except Exception as error:
         logger.error("s3memory agent: unexpected %s", type(error).__name__)
-        return _Outcome(
-            {"error": f"Error: s3memory's agent failed unexpectedly ({type(error).__name__})."},
-            type(error).__name__,
-        )
+        return _unexpected(error)
     finally:
         _deadline.reset(token)
 
@@ -688,10 +691,7 @@ def handle(event: object, context: object = None, environ: Mapping[str, str] | N
             record["request_id"] = shown(request_id) if isinstance(request_id, str) else None
             outcome = _serve(event, context, environment, record)
         except Exception as error:  # pragma: no cover - _serve answers every failure itself
-            outcome = _Outcome(
-                {"error": f"Error: s3memory's agent failed unexpectedly ({type(error).__name__})."},
-                type(error).__name__,
-            )
+            outcome = _unexpected(error)
     record["outcome"] = _outcome_name(outcome)
     record["stopped_early"] = outcome.answer.get("stopped_early")
     record["error_type"] = outcome.error_type

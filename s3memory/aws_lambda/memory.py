@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..commands import COMMANDS
 from ..crypto import KeyProvider, KMSKeyProvider
-from ..errors import CommandError, shown
+from ..errors import CommandError, shown, unexpected_failure
 from ..memory import S3Memory
 from ..paths import validate_namespace
 from ..settings import Settings, SettingsError
@@ -110,6 +110,10 @@ class _Answer:
     content: str
     is_error: bool
     error_type: str | None = None
+
+
+def _unexpected(error: Exception) -> _Answer:
+    return _Answer(500, unexpected_failure(error), True, type(error).__name__)
 
 
 def _type_name(value: object) -> str:
@@ -222,12 +226,7 @@ def _serve(event: object, environ: Mapping[str, str] | None, record: dict[str, A
     except CommandError as error:
         return _Answer(200, error.message, True, type(error).__name__)
     except Exception as error:
-        return _Answer(
-            500,
-            f"Error: s3memory failed unexpectedly ({type(error).__name__}); the command may not have run.",
-            True,
-            type(error).__name__,
-        )
+        return _unexpected(error)
 
 
 def _request_id(context: object) -> str | None:
@@ -259,12 +258,7 @@ def handle(event: object, context: object = None, environ: Mapping[str, str] | N
             record["request_id"] = _request_id(context)
             answer = _serve(event, environ, record, http)
         except Exception as error:  # pragma: no cover - _serve answers every failure itself
-            answer = _Answer(
-                500,
-                f"Error: s3memory failed unexpectedly ({type(error).__name__}); the command may not have run.",
-                True,
-                type(error).__name__,
-            )
+            answer = _unexpected(error)
     record["latency_ms"] = round((time.perf_counter() - started) * 1000, 1)
     record["s3_requests"] = requests.count("s3")
     record["kms_requests"] = requests.count("kms")
