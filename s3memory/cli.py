@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
+"""The model used when none is named: by the demo's ``--live`` and by the agent Lambda."""
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from .cli import DEFAULT_MODEL
 from .scripted_api import Reply, ScriptedMessagesAPI, ToolResult, Turn, last_tool_results
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from .crypto import KeyProvider
     from .tool import S3MemoryTool
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
 USER_ID = "alice"
 MAX_TOKENS = 2048
 MAX_ITERATIONS = 16

@@ -54,6 +54,7 @@ from typing import Any
 import anthropic
 from anthropic import APIRequest, APIResponse, CallNext, Middleware
 
+from ..cli import DEFAULT_MODEL
 from ..errors import aws_error_code, shown, unexpected_failure
 from ..paths import validate_namespace
 from ..settings import SettingsError
@@ -72,7 +73,6 @@ MAX_ITERATIONS = "S3MEMORY_MAX_ITERATIONS"
 DEADLINE_MARGIN = "S3MEMORY_DEADLINE_MARGIN_SECONDS"
 AGENT_PARAMS = "S3MEMORY_AGENT_PARAMS"
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
 DEFAULT_MAX_TOKENS = 4096
 DEFAULT_MAX_ITERATIONS = 10
 DEFAULT_DEADLINE_MARGIN_SECONDS = 10.0
