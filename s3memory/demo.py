@@ -13,7 +13,6 @@ still the embedded moto server. No key is ever printed.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import re
 import secrets
@@ -354,21 +353,6 @@ def _offline_aws_environment() -> Iterator[None]:
                 os.environ[name] = old
 
 
-@contextlib.contextmanager
-def _embedded_s3() -> Iterator[str]:
-    """moto's S3 server on a free loopback port; yields its endpoint URL."""
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
-
-
 def _make_tool(bucket: str, key_provider: KeyProvider, endpoint: str) -> S3MemoryTool:
     """A new S3 client and tool for the demo user: nothing is shared with an earlier instance but S3."""
     from .clients import make_s3_client
@@ -420,6 +404,7 @@ def run_demo(out: TextIO, *, live: bool = False, model: str = DEFAULT_MODEL) -> 
     import boto3
 
     from .crypto import LocalKeyProvider
+    from .local_s3 import moto_server
 
     started = time.monotonic()
     printer = _Printer(out)
@@ -427,8 +412,7 @@ def run_demo(out: TextIO, *, live: bool = False, model: str = DEFAULT_MODEL) -> 
     report = DemoReport(bucket=bucket)
     with contextlib.ExitStack() as stack:
         stack.enter_context(_offline_aws_environment())
-        endpoint = stack.enter_context(_embedded_s3())
-        boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=bucket)
+        endpoint = stack.enter_context(moto_server(bucket))
         key_provider = LocalKeyProvider(secrets.token_bytes(32))
 
         printer.line("s3memory demo: Claude's memory tool (memory_20250818) on S3, encrypted on the client")
