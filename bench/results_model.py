@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .adversarial import ANSWER_MAX, LINEAR_MAX, Growth
 from .coldstart import ColdStart
 from .metrics import Summary
 from .peers_session import KINDS, PeerResult
@@ -32,6 +33,7 @@ class Results:
     speedups: list[Speedup] = field(default_factory=list)
     coldstart: ColdStart | None = None
     peers: list[PeerResult] = field(default_factory=list)
+    adversarial: list[Growth] = field(default_factory=list)
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -49,6 +51,7 @@ class Results:
             "speedups": [item.as_dict() for item in self.speedups],
             "coldstart": self.coldstart.as_dict() if self.coldstart else None,
             "peers": [item.as_dict() for item in self.peers],
+            "adversarial": [item.as_dict() for item in self.adversarial],
             "targets": [target.__dict__ for target in evaluate(self)],
         }
 
@@ -191,4 +194,45 @@ def evaluate(results: Results) -> list[Target]:
                     _straddles(ratio, 1.0),
                 )
             )
+    for growth in results.adversarial:
+        targets += _growth_targets(growth)
+    return targets
+
+
+def _growth_targets(growth: Growth) -> list[Target]:
+    """Issue 9's bounds on an adversarial case: CPU at most linear, requests and answer bounded."""
+    points = growth.points
+    sizes = f"n = {points[0].n:,}\u2013{points[-1].n:,} {growth.unit}" if points else "no size ran"
+    skipped = f"n \u2265 {growth.skipped[0]:,} skipped: {growth.skip_reason}" if growth.skipped else ""
+    cpu = growth.cpu_exponent
+    targets = [
+        Target(
+            f"CPU growth: {growth.case}",
+            growth.backend,
+            f"n^{cpu:.2f} ({sizes})" if cpu is not None else sizes,
+            f"\u2264 n^{LINEAR_MAX:g}",
+            _verdict(growth.linear),
+            skipped,
+        )
+    ]
+    if growth.bounded_requests and points:
+        targets.append(
+            Target(
+                f"requests bounded: {growth.case}",
+                growth.backend,
+                " \u2192 ".join(f"{p.requests:,}" for p in points),
+                "no growth at the largest n",
+                _verdict(growth.requests_flat),
+            )
+        )
+    if growth.bounded_answer and points:
+        targets.append(
+            Target(
+                f"answer bounded: {growth.case}",
+                growth.backend,
+                f"up to {max(p.answer_chars for p in points):,} chars",
+                f"\u2264 {ANSWER_MAX:,}",
+                _verdict(growth.answer_capped),
+            )
+        )
     return targets

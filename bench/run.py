@@ -28,7 +28,7 @@ if __package__ in (None, ""):  # ``python bench/run.py``
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "bench"
 
-from . import coldstart, peers_session, per_command, scaling
+from . import adversarial, coldstart, peers_session, per_command, scaling
 from .metrics import load_average
 from .plan import FULL, QUICK, Plan
 from .results_model import Results, evaluate
@@ -167,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
         cold = runner.section("cold start", lambda: coldstart.run(moto, plan.coldstart_reps))
         results.coldstart = cold
         runner.peers(moto, plan.peer_reps, peer_python)
+        growths = runner.section(
+            "adversarial inputs", lambda: adversarial.run(moto, adversarial.SCALES[plan.name])
+        )
+        results.adversarial = growths or []
 
     if not arguments.no_latency and plan.latency_ms:
         with moto_backend(latency_ms=plan.latency_ms) as slow:
