@@ -43,19 +43,29 @@ class RequestCounter:
         with self._lock:
             self._calls[operation_name] += 1
 
-    def snapshot(self) -> Counter[str]:
+    @property
+    def calls(self) -> Counter[str]:
+        """The requests counted so far (since the last ``reset``), by operation: a copy."""
         with self._lock:
             return Counter(self._calls)
+
+    @property
+    def total(self) -> int:
+        return sum(self.calls.values())
+
+    def reset(self) -> None:
+        with self._lock:
+            self._calls.clear()
 
     @contextmanager
     def window(self) -> Iterator[Counter[str]]:
         """Yields a Counter that, after the block, holds the requests sent inside it."""
-        before = self.snapshot()
+        before = self.calls
         seen: Counter[str] = Counter()
         try:
             yield seen
         finally:
-            after = self.snapshot()
+            after = self.calls
             after.subtract(before)
             seen.update({name: count for name, count in after.items() if count})
 

@@ -19,7 +19,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from .support.backends import REGION, SeaweedServer
-from .conftest import ALL_BACKENDS, BUCKET, common_prefixes, empty_bucket, stored_keys
+from .support.bucket import ALL_BACKENDS, BUCKET, common_prefixes, empty_bucket, stored_keys
 
 BACKENDS = ALL_BACKENDS
 

@@ -14,13 +14,16 @@ from typing import Any
 import boto3
 import pytest
 
+from bench.metrics import RequestCounter
 from s3memory.clients import make_s3_client
 from s3memory.crypto import KMSKeyProvider
 from s3memory.memory import S3Memory
 from s3memory.paths import memory_path
 from s3memory.store import S3Store
 
-from .conftest import ALL_BACKENDS, BUCKET, InFlightTogether, RequestCounter
+from .support.bucket import ALL_BACKENDS, BUCKET
+from .support.memories import seed
+from .support.overlap import InFlightTogether
 
 BACKENDS = ALL_BACKENDS
 
@@ -47,11 +50,6 @@ def put_raw(s3: Any, bucket: str, keys: list[str], *, workers: int) -> None:
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for future in [pool.submit(s3.put_object, Bucket=bucket, Key=key, Body=b"\0" * 120) for key in keys]:
             future.result()
-
-
-def seed(memory: S3Memory, paths: list[str]) -> None:
-    for path in paths:
-        memory.create(memory_path(path), f"content of {path}\n")
 
 
 def test_per_command_budgets_and_no_kms_when_warm(

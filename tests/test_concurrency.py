@@ -11,7 +11,6 @@ import threading
 from collections.abc import Callable, Iterator
 
 import pytest
-from moto.server import ThreadedMotoServer
 
 from s3memory.clients import make_s3_client
 from s3memory.crypto import LocalKeyProvider
@@ -20,19 +19,10 @@ from s3memory.memory import S3Memory
 from s3memory.store import S3Store
 
 from .support.backends import SeaweedServer
-from .conftest import ALL_BACKENDS, BUCKET, MASTER_KEY
+from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
 
 BACKENDS = ALL_BACKENDS
 THREADS = 16
-
-
-@pytest.fixture(scope="module")
-def moto_endpoint(atomic_moto_writes: None) -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from s3memory import S3MemoryTool
 from s3memory.crypto import LocalKeyProvider
 from s3memory.paths import memory_path
 
-from .conftest import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot, stored_keys
+from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot, stored_keys
 
 BACKENDS = ALL_BACKENDS
 

@@ -19,8 +19,9 @@ from s3memory.memory import S3Memory
 from s3memory.paths import memory_path
 from s3memory.store import S3Store
 
-from .conftest import BUCKET, MASTER_KEY, stored_keys
+from .support.bucket import BUCKET, MASTER_KEY, stored_keys
 from .support.faults import SimulatedCrash
+from .support.memories import seed
 
 
 class CrashAt:
@@ -57,11 +58,6 @@ def crash_during(command: dict[str, Any], operation: str, ordinal: int) -> Crash
 def fresh_memory(user: str = "alice") -> tuple[S3Memory, Any]:
     client = boto3.client("s3", region_name="us-east-1")
     return S3Memory(S3Store(client, BUCKET), user, LocalKeyProvider(MASTER_KEY)), client
-
-
-def seed(memory: S3Memory, files: dict[str, str]) -> None:
-    for path, text in files.items():
-        memory.run({"command": "create", "path": path, "file_text": text})
 
 
 def content(memory: S3Memory, path: str) -> str | None:

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bench.metrics import RequestCounter
 from s3memory.crypto import (
     HEADER_BYTES,
     MAGIC,
@@ -26,7 +27,7 @@ from s3memory.errors import CommandError, IntegrityError
 from s3memory.memory import S3Memory
 from s3memory.paths import memory_path
 
-from .conftest import BUCKET, MASTER_KEY, RequestCounter, snapshot, stored_keys
+from .support.bucket import BUCKET, MASTER_KEY, snapshot, stored_keys
 
 SECRET = "my passport number is X1234567"
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from s3memory import S3MemoryTool
 from s3memory.crypto import LocalKeyProvider
 
-from .conftest import BUCKET, MASTER_KEY
+from .support.bucket import BUCKET, MASTER_KEY
 
 _NAMES = st.sampled_from(["a.txt", "b.md", "notes", "d", "e"])
 _PATHS = st.lists(_NAMES, min_size=1, max_size=3).map(lambda parts: "/memories/" + "/".join(parts))

@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
+from bench.metrics import RequestCounter
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 
-from .conftest import ALL_BACKENDS, BUCKET, RequestCounter
+from .support.bucket import ALL_BACKENDS, BUCKET
 
 BACKENDS = ALL_BACKENDS
 

@@ -21,7 +21,6 @@ from botocore.exceptions import (
     EndpointConnectionError,
     ReadTimeoutError,
 )
-from moto.server import ThreadedMotoServer
 
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
@@ -29,7 +28,7 @@ from s3memory.memory import S3Memory
 from s3memory.store import S3Store
 
 from .support.backends import REGION, SeaweedServer
-from .conftest import ALL_BACKENDS, BUCKET, MASTER_KEY, empty_bucket, snapshot, stored_keys
+from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, empty_bucket, snapshot, stored_keys
 from .support.faults import (
     ALL,
     Fault,
@@ -206,15 +205,6 @@ class Target:
     client: Callable[..., Any]
 
 
-@pytest.fixture(scope="module")
-def moto_server(atomic_moto_writes: None) -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
-
-
 @pytest.fixture(params=["moto-server", "seaweedfs"])
 def target(request: pytest.FixtureRequest) -> Iterator[Target]:
     """moto's threaded server or SeaweedFS, with a fresh bucket of its own."""
@@ -227,7 +217,7 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
 
         endpoint = server.endpoint
     else:
-        endpoint = request.getfixturevalue("moto_server")
+        endpoint = request.getfixturevalue("moto_endpoint")
 
         def client(endpoint: str, attempts: int = 5, read_timeout: float = 20) -> Any:
             config = Config(

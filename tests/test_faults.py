@@ -13,7 +13,6 @@ from typing import Any
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from s3memory.clients import make_s3_client
 from s3memory.crypto import LocalKeyProvider
@@ -22,8 +21,9 @@ from s3memory.memory import S3Memory
 from s3memory.paths import memory_path
 from s3memory.store import S3Store
 
-from .conftest import BUCKET, MASTER_KEY, snapshot, stored_keys
+from .support.bucket import BUCKET, MASTER_KEY, snapshot, stored_keys
 from .support.faults import ALL, Fault, FaultPlan, FaultProxy, ProxyFault, SimulatedCrash, instant_retries
+from .support.memories import seed
 
 FILES = {f"/memories/project/part{index % 3}/note{index:02d}.md": f"note {index}\n" for index in range(12)}
 MOVED = {path.replace("/memories/project", "/memories/archive"): text for path, text in FILES.items()}
@@ -43,9 +43,7 @@ def memory_with(plan: FaultPlan | None = None) -> S3Memory:
 
 
 def seeded(s3: Any, files: dict[str, str] = FILES) -> None:
-    memory = memory_with()
-    for path, text in files.items():
-        memory.run({"command": "create", "path": path, "file_text": text})
+    seed(memory_with(), files)
 
 
 def text_at(path: str) -> str | None:
@@ -244,15 +242,6 @@ def test_a_crash_between_a_refused_write_and_its_withdrawal_leaves_every_file_re
 # -- through a fault-injecting proxy, over real HTTP ------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def moto_endpoint(atomic_moto_writes: None) -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
-
-
 @pytest.fixture
 def proxy(moto_endpoint: str) -> Iterator[tuple[FaultProxy, Any]]:
     admin = make_s3_client(endpoint_url=moto_endpoint, region_name="us-east-1")
@@ -285,8 +274,7 @@ def test_proxy_faults_during_a_session_lose_nothing(
 ) -> None:
     fault_proxy, admin = proxy
     memory = proxied(fault_proxy)
-    for path, text in FILES.items():
-        memory.run({"command": "create", "path": path, "file_text": text})
+    seed(memory, FILES)
     fault_proxy.add(fault, operation=operation, attempts=ALL, times=6, stall_seconds=0.2)
     rename = {"command": "rename", "old_path": "/memories/project", "new_path": "/memories/archive"}
     failure = None

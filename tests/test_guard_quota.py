@@ -14,7 +14,7 @@ from s3memory.errors import CommandError
 from s3memory.guard import DEFAULT_DETECTORS, ContentGuard, luhn_valid
 from s3memory.memory import Quota, S3Memory
 
-from .conftest import snapshot
+from .support.bucket import snapshot
 
 # Fake but well-formed secrets, assembled so that no scanner mistakes this file for a leak.
 AWS_KEY_ID = "AKIA" + "Z7QXEXAMPLE2FAKE"

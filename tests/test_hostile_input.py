@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from s3memory import S3MemoryTool
 from s3memory.crypto import LocalKeyProvider
 
-from .conftest import BUCKET, MASTER_KEY, snapshot
+from .support.bucket import BUCKET, MASTER_KEY, snapshot
 
 _NASTY_TEXT = st.one_of(
     st.text(max_size=40),

@@ -22,7 +22,8 @@ from s3memory.aws_lambda import memory as lambda_memory
 from s3memory.aws_lambda import memory_handler, metrics
 from s3memory.scripted_api import Reply, ScriptedMessagesAPI, ScriptError, Turn, last_tool_results
 
-from .conftest import BUCKET, MASTER_KEY, run_python_json, stored_keys
+from .support.bucket import BUCKET, MASTER_KEY, stored_keys
+from .support.processes import run_python_json
 
 LOCAL_KEY_B64 = base64.b64encode(MASTER_KEY).decode("ascii")
 API_KEY = "sk-ant-test-agent-key-0123456789"
@@ -89,12 +90,6 @@ def clean(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     lambda_memory._reset_for_tests()
     lambda_agent._reset_for_tests()
-
-
-@pytest.fixture
-def api() -> Iterator[ScriptedMessagesAPI]:
-    with ScriptedMessagesAPI() as stand_in:
-        yield stand_in
 
 
 @pytest.fixture

@@ -18,7 +18,8 @@ from s3memory.aws_lambda import memory_handler
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
 from s3memory.settings import Settings, SettingsError
 
-from .conftest import BUCKET, MASTER_KEY, run_python_json, snapshot, stored_keys
+from .support.bucket import BUCKET, MASTER_KEY, snapshot, stored_keys
+from .support.processes import run_python_json
 
 LOCAL_KEY_B64 = base64.b64encode(MASTER_KEY).decode("ascii")
 SETTINGS_VARIABLES = (

@@ -28,9 +28,8 @@ from typing import Any
 
 import pytest
 
+from s3memory.local_s3 import moto_server
 from s3memory.scripted_api import Reply, ScriptedMessagesAPI, last_tool_results
-
-from .conftest import moto_server_with_bucket
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 API_PREFIX = "/2018-06-01/runtime"
@@ -206,7 +205,7 @@ class Runtime:
 
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
-    with moto_server_with_bucket(BUCKET) as endpoint:
+    with moto_server(BUCKET) as endpoint:
         yield endpoint
 
 

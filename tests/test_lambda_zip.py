@@ -24,9 +24,8 @@ from typing import Any
 
 import pytest
 
+from s3memory.local_s3 import moto_server
 from s3memory.scripted_api import Reply, ScriptedMessagesAPI, last_tool_results
-
-from .conftest import moto_server_with_bucket
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TOOL = REPO_ROOT / "tools" / "build_lambda_zip.py"
@@ -153,7 +152,7 @@ def test_wheels_fit_the_python311_x86_64_runtime(extracted: Path) -> None:
 
 @pytest.fixture(scope="module")
 def s3_server() -> Iterator[str]:
-    with moto_server_with_bucket(BUCKET) as endpoint:
+    with moto_server(BUCKET) as endpoint:
         yield endpoint
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -55,12 +54,6 @@ class DictMemory(BetaAbstractMemoryTool):
 
     def rename(self, command: Any) -> str:
         raise NotImplementedError
-
-
-@pytest.fixture
-def api() -> Iterator[ScriptedMessagesAPI]:
-    with ScriptedMessagesAPI() as server:
-        yield server
 
 
 def client_for(api: ScriptedMessagesAPI, key: str = "sk-test-key") -> anthropic.Anthropic:

@@ -30,7 +30,6 @@ import json
 import shutil
 import subprocess
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,19 +52,6 @@ BUCKET_POLICY_SIDS = {
     "DenyNonKmsServerSideEncryption",
     "DenyCustomerProvidedKeys",
 }
-
-
-@pytest.fixture(scope="module")
-def moto_endpoint() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
 
 
 def root_module(endpoint: str, module_dir: Path, suffix: str) -> str:

@@ -16,7 +16,7 @@ from botocore.exceptions import EndpointConnectionError
 from s3memory import AsyncS3MemoryTool, S3MemoryTool
 from s3memory.crypto import LocalKeyProvider
 
-from .conftest import BUCKET, MASTER_KEY, stored_keys
+from .support.bucket import BUCKET, MASTER_KEY, stored_keys
 
 
 def make_tool(s3: Any, **options: Any) -> S3MemoryTool:

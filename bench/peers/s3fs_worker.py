@@ -15,13 +15,10 @@ Each answer is one JSON line on standard output. Settings come from the environm
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sys
-import threading
 import time
-from collections import Counter
 from typing import Any
 
 
@@ -37,29 +34,13 @@ def _filesystem() -> Any:
     )
 
 
-class _Counter:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.calls: Counter[str] = Counter()
-
-    def __call__(self, operation_name: str = "?", **_: Any) -> None:
-        with self.lock:
-            self.calls[operation_name] += 1
-
-    def take(self) -> Counter[str]:
-        with self.lock:
-            taken = Counter(self.calls)
-            self.calls.clear()
-        return taken
-
-
 def main() -> int:
+    from bench.metrics import RequestCounter, quiet_gc
     from bench.peers.s3fs_memory import S3fsMemoryTool, ToolError
 
     fs = _filesystem()
     fs.connect()
-    counter = _Counter()
-    fs.s3.meta.events.register("request-created", counter)
+    counter = RequestCounter(fs.s3)
     bucket = os.environ["BENCH_BUCKET"]
     key = bytes.fromhex(os.environ["BENCH_KEY_HEX"])
     versions = {"s3fs": __import__("s3fs").__version__, "aiobotocore": __import__("aiobotocore").__version__}
@@ -73,26 +54,21 @@ def main() -> int:
         if op == "seed":
             tool.seed(message["files"])
             fs.invalidate_cache()
-            counter.take()
             print(json.dumps({"ok": True}), flush=True)
             continue
         if op == "session":
             fs.invalidate_cache()  # a new conversation: nothing cached from before
-            counter.take()
             results = []
             for command in message["commands"]:
                 ok = True
-                gc.disable()
-                started = time.perf_counter()
-                try:
-                    answer = tool.call(command)
-                except ToolError as error:
-                    ok, answer = False, str(error)
-                seconds = time.perf_counter() - started
-                gc.enable()
-                results.append(
-                    {"seconds": seconds, "requests": dict(counter.take()), "ok": ok, "head": answer[:120]}
-                )
+                with counter.window() as seen, quiet_gc():
+                    started = time.perf_counter()
+                    try:
+                        answer = tool.call(command)
+                    except ToolError as error:
+                        ok, answer = False, str(error)
+                    seconds = time.perf_counter() - started
+                results.append({"seconds": seconds, "requests": dict(seen), "ok": ok, "head": answer[:120]})
             print(json.dumps({"results": results}), flush=True)
             continue
         print(json.dumps({"error": f"unknown op {op!r}"}), flush=True)

@@ -1,0 +1,56 @@
+"""The bucket the tests share: its name, the master key its memories are sealed with, the backends
+that serve it, and helpers that read or empty it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+BUCKET = "agent-memory"
+MASTER_KEY = bytes(range(32))
+ALL_BACKENDS = ("moto", "seaweedfs")
+
+
+def stored_keys(client: Any, prefix: str = "") -> list[str]:
+    """Every key in ``BUCKET`` below ``prefix``."""
+    keys: list[str] = []
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
+        keys.extend(item["Key"] for item in page.get("Contents", []))
+    return keys
+
+
+def snapshot(client: Any) -> dict[str, bytes]:
+    """Every object in the bucket, key to bytes: proof that a refusal changed nothing."""
+    return {key: client.get_object(Bucket=BUCKET, Key=key)["Body"].read() for key in stored_keys(client)}
+
+
+def empty_bucket(client: Any, bucket: str = BUCKET) -> None:
+    """Delete every object in ``bucket``, 1,000 keys a request, then the empty directories that
+    SeaweedFS keeps and still lists as common prefixes (see ``test_backends.py``)."""
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        _delete_keys(client, bucket, [item["Key"] for item in page.get("Contents", [])])
+    by_depth: dict[int, list[str]] = {}
+    for prefix in common_prefixes(client, bucket):
+        by_depth.setdefault(prefix.count("/"), []).append(prefix)
+    for depth in sorted(by_depth, reverse=True):  # deepest first: a directory goes once it is empty
+        _delete_keys(client, bucket, by_depth[depth])
+
+
+def _delete_keys(client: Any, bucket: str, keys: list[str]) -> None:
+    for start in range(0, len(keys), 1000):
+        objects = [{"Key": key} for key in keys[start : start + 1000]]
+        answer = client.delete_objects(Bucket=bucket, Delete={"Objects": objects, "Quiet": True})
+        assert not answer.get("Errors"), answer["Errors"]
+
+
+def common_prefixes(client: Any, bucket: str = BUCKET) -> list[str]:
+    """Every common prefix a ``/``-delimited listing of ``bucket`` shows, at any depth."""
+    found: list[str] = []
+    pending = [""]
+    while pending:
+        prefix = pending.pop()
+        pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix, Delimiter="/")
+        for page in pages:
+            below = [item["Prefix"] for item in page.get("CommonPrefixes", [])]
+            found.extend(below)
+            pending.extend(below)
+    return found
