@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .text import VIEW_CHARACTER_CAP, human_size
+from .text import VIEW_CHARACTER_CAP, cut_to_cap, human_size
 
 DIRECTORY_SIZE = 4096
 """The size shown for a directory: what the SDK's local tool shows on a common filesystem."""
@@ -89,25 +89,15 @@ def render_listing(path_text: str, canonical: str, tree: Tree) -> str:
         f"Here're the files and directories up to 2 levels deep in {path_text}, "
         "excluding hidden items and node_modules:"
     )
-    rows = [f"{human_size(DIRECTORY_SIZE)}\t{path_text}", *tree.rows(canonical)]
-    text = "\n".join([header, *rows])
-    if len(text) <= VIEW_CHARACTER_CAP:
-        return text
-    note_room = 200
-    kept: list[str] = []
-    used = len(header)
-    for row in rows:
-        if used + len(row) + 1 > VIEW_CHARACTER_CAP - note_room:
-            break
-        kept.append(row)
-        used += len(row) + 1
-    return "\n".join(
-        [
-            header,
-            *kept,
-            f"[Listing cut near {VIEW_CHARACTER_CAP:,} characters: {len(kept)} of {len(rows)} rows shown. "
-            "View a subdirectory to see the rest.]",
-        ]
+    return cut_to_cap(
+        header, [f"{human_size(DIRECTORY_SIZE)}\t{path_text}", *tree.rows(canonical)], _cut_note
+    )
+
+
+def _cut_note(kept: int) -> str:
+    return (
+        f"[Listing cut near {VIEW_CHARACTER_CAP:,} characters: {kept} rows shown. "
+        "View a subdirectory to see the rest.]"
     )
 
 

@@ -10,9 +10,11 @@ from s3memory.errors import CommandError
 from s3memory.listing import listed_past, render_listing, tree_from
 from s3memory.text import (
     VIEW_CHARACTER_CAP,
+    Edit,
+    edit_snippet,
     human_size,
     insert_at,
-    occurrence_lines,
+    occurrences,
     render_file,
     replace_unique,
     split_lines,
@@ -58,24 +60,41 @@ def test_insert_lands_after_the_line_and_ends_with_a_newline(content: str, line:
         ):
             insert_at("/memories/x", content, line, text)
         return
-    edited = insert_at("/memories/x", content, line, text)
-    assert edited.endswith("\n")
-    assert edited == "\n".join([*lines[:line], text.rstrip("\n"), *lines[line:]]) + "\n"
+    edit = insert_at("/memories/x", content, line, text)
+    assert edit.text.endswith("\n")
+    assert edit.text == "\n".join([*lines[:line], text.rstrip("\n"), *lines[line:]]) + "\n"
+    assert edit.text[edit.start : edit.end] == text.rstrip("\n") + "\n"
+    assert edit.start == 0 or edit.text[edit.start - 1] == "\n"
 
 
 @given(_TEXT, st.text(alphabet="ab\n", min_size=1, max_size=4), _TEXT)
 def test_str_replace_changes_only_the_replaced_span(content: str, old: str, new: str) -> None:
-    found = occurrence_lines(content, old)
-    if len(found) != 1:
+    count = sum(content.startswith(old, index) for index in range(len(content)))
+    assert occurrences(content, old).count == count
+    if count != 1:
         with pytest.raises(CommandError, match=r"^No replacement was performed"):
             replace_unique("/memories/x", content, old, new)
         return
-    edited, answer = replace_unique("/memories/x", content, old, new)
+    edit = replace_unique("/memories/x", content, old, new)
     position = content.find(old)
-    assert edited[:position] == content[:position]
-    assert edited[position : position + len(new)] == new
-    assert edited[position + len(new) :] == content[position + len(old) :]
-    assert answer.startswith("The memory file has been edited.")
+    assert edit == Edit(
+        content[:position] + new + content[position + len(old) :], position, position + len(new)
+    )
+    assert edit_snippet(edit).startswith("The memory file has been edited.")
+
+
+@given(
+    st.text(alphabet="ab\n", max_size=300),
+    st.text(alphabet="ab", min_size=1, max_size=6).flatmap(
+        lambda unit: st.integers(min_value=1, max_value=40).map(lambda times: (unit * times)[: times + 3])
+    ),
+)
+def test_occurrences_are_every_overlapping_match_with_its_line(content: str, old: str) -> None:
+    positions = [index for index in range(len(content)) if content.startswith(old, index)]
+    found = occurrences(content, old)
+    assert found.count == len(positions)
+    assert found.first == (positions[0] if positions else -1)
+    assert found.lines == tuple(content.count("\n", 0, position) + 1 for position in positions[:50])
 
 
 def test_overlapping_occurrences_are_not_unique() -> None:
@@ -85,10 +104,33 @@ def test_overlapping_occurrences_are_not_unique() -> None:
 
 def test_snippet_covers_a_multiline_replacement_with_context() -> None:
     content = "".join(f"{n}\n" for n in range(1, 11))
-    _, answer = replace_unique("/memories/x", content, "5\n", "five\nFIVE\n")
+    answer = edit_snippet(replace_unique("/memories/x", content, "5\n", "five\nFIVE\n"))
     assert answer.splitlines()[1:] == [
         f"{n:>6}\t{text}" for n, text in zip(range(3, 9), ["3", "4", "five", "FIVE", "6", "7"], strict=True)
     ]
+
+
+@pytest.mark.parametrize(
+    ("content", "old", "new", "rows"),
+    [
+        ("a\nb\nc\n", "c\n", "", ["     1\ta", "     2\tb"]),
+        ("a\nb", "b", "", ["     1\ta"]),
+        ("a\nb\nc", "a", "x\ny", ["     1\tx", "     2\ty", "     3\tb", "     4\tc"]),
+        (
+            "1\n2\n3\n4\n5\n6\n",
+            "4",
+            "four",
+            ["     2\t2", "     3\t3", "     4\tfour", "     5\t5", "     6\t6"],
+        ),
+    ],
+)
+def test_snippet_of_an_edit(content: str, old: str, new: str, rows: list[str]) -> None:
+    assert edit_snippet(replace_unique("/memories/x", content, old, new)) == "\n".join(
+        [
+            "The memory file has been edited. Here is the snippet showing the change (with line numbers):",
+            *rows,
+        ]
+    )
 
 
 @pytest.mark.parametrize(
@@ -127,8 +169,14 @@ def test_the_view_cap_cuts_at_a_line_boundary_and_says_how_to_page(lines: list[s
 
 def test_a_single_line_longer_than_the_cap_is_shown_cut() -> None:
     shown = render_file("/memories/x", "y" * 50_000, None)
-    assert len(shown) <= VIEW_CHARACTER_CAP + 200
+    assert len(shown) == VIEW_CHARACTER_CAP
     assert shown.endswith("line 1 alone is longer than that and is shown cut. The file has 1 lines.]")
+
+
+@given(st.lists(st.integers(min_value=0, max_value=9_000), min_size=1, max_size=12))
+def test_a_cut_answer_is_never_longer_than_the_cap(lengths: list[int]) -> None:
+    shown = render_file("/memories/x", "".join("z" * length + "\n" for length in lengths), [1, -1])
+    assert len(shown) <= VIEW_CHARACTER_CAP
 
 
 def test_listing_skips_hidden_and_node_modules_with_everything_below() -> None:
@@ -150,11 +198,20 @@ def test_listing_skips_hidden_and_node_modules_with_everything_below() -> None:
     ]
 
 
-def test_long_listings_are_cut_with_a_note() -> None:
+def test_long_listings_are_cut_with_a_note_that_counts_the_rows_shown() -> None:
     tree = tree_from([((f"file-{n:05d}-" + "x" * 40,), 10) for n in range(2000)], [])
-    shown = render_listing("/memories", "/memories", tree)
-    assert len(shown) <= VIEW_CHARACTER_CAP
-    assert shown.splitlines()[-1].startswith("[Listing cut near 16,000 characters: ")
+    shown = render_listing("/memories", "/memories", tree).split("\n")
+    rows = shown[1:-1]
+    assert len("\n".join(shown)) <= VIEW_CHARACTER_CAP
+    assert rows == [
+        "4.0K\t/memories",
+        *(f"10B\t/memories/file-{n:05d}-" + "x" * 40 for n in range(len(rows) - 1)),
+    ]
+    assert shown[-1] == (
+        f"[Listing cut near 16,000 characters: {len(rows)} rows shown. View a subdirectory to see the rest.]"
+    )
+    next_row = f"10B\t/memories/file-{len(rows) - 1:05d}-" + "x" * 40
+    assert len("\n".join(shown)) + 1 + len(next_row) > VIEW_CHARACTER_CAP
 
 
 KEY_TEXT = st.text(alphabet="ab/.-0\U0010ffff", max_size=8)
