@@ -1,0 +1,248 @@
+"""The content guard: secrets never reach memory, whatever the command, spelling or edit."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import unicodedata
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from s3memory.errors import CommandError
+from s3memory.guard import DEFAULT_DETECTORS, EDIT_MARGIN, FORMAT_RANGES, ContentGuard, luhn_valid
+from s3memory.memory import S3Memory
+from s3memory.text import Edit, edit_snippet, insert_at, replace_unique
+
+from .support.bucket import snapshot
+
+# Fake but well-formed secrets, assembled so that no scanner mistakes this file for a leak.
+AWS_KEY_ID = "AKIA" + "Z7QXEXAMPLE2FAKE"
+AWS_SECRET = "aws_secret_access_key = " + "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY-----\nMIIEfake\nline\n-----END RSA PRIVATE KEY-----"
+ANTHROPIC_KEY = "sk-ant-" + "api03-" + "a" * 40
+GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+CARD = "4111 1111 1111 1111"
+KEY_START, KEY_END = "AKIA" + "IOSFO", "DNN7EXAMPLE"
+
+SECRETS = {
+    "AWS access key id": AWS_KEY_ID,
+    "AWS secret access key": AWS_SECRET,
+    "private key block": PRIVATE_KEY,
+    "Anthropic API key": ANTHROPIC_KEY,
+    "GitHub token": GITHUB_TOKEN,
+    "payment card number": CARD,
+}
+REFUSED_KEY = (
+    "Error: The write to /memories/k.txt was refused: it contains what looks like a secret (AWS access key id). "
+    "Secrets must not be stored in memory; nothing was changed."
+)
+REFUSE, REDACT = ContentGuard(), ContentGuard(mode="redact")
+
+
+@pytest.mark.parametrize(("kind", "secret"), SECRETS.items())
+def test_each_default_detector_refuses_and_names_the_kind_not_the_secret(
+    memory: S3Memory, s3: Any, kind: str, secret: str
+) -> None:
+    memory.run({"command": "create", "path": "/memories/notes.txt", "file_text": "safe\n"})
+    before = snapshot(s3)
+    for command in (
+        {"command": "create", "path": "/memories/new.txt", "file_text": f"note: {secret}\n"},
+        {"command": "str_replace", "path": "/memories/notes.txt", "old_str": "safe", "new_str": secret},
+        {"command": "insert", "path": "/memories/notes.txt", "insert_line": 0, "insert_text": secret},
+    ):
+        with pytest.raises(CommandError) as caught:
+            memory.run(command)
+        assert caught.value.message.startswith("Error: The write to /memories/")
+        assert f"looks like a secret ({kind})" in caught.value.message
+        assert secret not in caught.value.message
+    assert snapshot(s3) == before
+
+
+def test_redact_mode_stores_the_text_without_the_secret(make_memory: Callable[..., S3Memory]) -> None:
+    memory = make_memory(content_guard=ContentGuard(mode="redact"))
+    memory.run(
+        {"command": "create", "path": "/memories/n.txt", "file_text": f"key {AWS_KEY_ID} and card {CARD}.\n"}
+    )
+    shown = memory.run({"command": "view", "path": "/memories/n.txt"})
+    assert shown.endswith("     1\tkey [REDACTED AWS access key id] and card [REDACTED payment card number].")
+
+
+def test_the_guard_logs_nothing_it_matched(
+    make_memory: Callable[..., S3Memory], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    memory = make_memory()
+    with pytest.raises(CommandError):
+        memory.run({"command": "create", "path": "/memories/n.txt", "file_text": ANTHROPIC_KEY})
+    assert ANTHROPIC_KEY not in caplog.text
+
+
+def test_ordinary_text_and_numbers_pass(memory: S3Memory) -> None:
+    text = "Order 1234-5678, phone +44 20 7946 0958, build 4111111111111112, sk-short, AKIA lowercase akia\n"
+    assert memory.run({"command": "create", "path": "/memories/ok.txt", "file_text": text}).startswith(
+        "File created"
+    )
+
+
+def test_the_guard_can_be_configured_or_switched_off(make_memory: Callable[..., S3Memory]) -> None:
+    only_cards = ContentGuard(
+        [detector for detector in DEFAULT_DETECTORS if detector.kind == "payment card number"]
+    )
+    relaxed = make_memory(content_guard=only_cards)
+    relaxed.run({"command": "create", "path": "/memories/a.txt", "file_text": AWS_KEY_ID})
+    with pytest.raises(CommandError, match="payment card number"):
+        relaxed.run({"command": "create", "path": "/memories/b.txt", "file_text": CARD})
+    make_memory(content_guard=None).run({"command": "create", "path": "/memories/c.txt", "file_text": CARD})
+    with pytest.raises(ValueError, match="mode"):
+        ContentGuard(mode="shout")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("number", "valid"),
+    [
+        ("4111111111111111", True),
+        ("4111111111111112", False),
+        ("5500 0000 0000 0004", True),
+        ("1234", False),
+        ("0" * 20, False),
+    ],
+)
+def test_luhn(number: str, valid: bool) -> None:
+    assert luhn_valid(number) is valid
+
+
+@given(st.text(max_size=200))
+def test_redaction_leaves_no_detectable_secret(text: str) -> None:
+    redacted = REDACT.screen("/memories/x", text + " " + GITHUB_TOKEN)
+    assert GITHUB_TOKEN not in redacted
+    assert REDACT.screen("/memories/x", redacted) == redacted
+
+
+# Format characters (Unicode category Cf)
+
+
+def test_the_format_ranges_are_category_cf_of_the_running_python() -> None:
+    listed = {code for low, high in FORMAT_RANGES for code in range(low, high + 1)}
+    expected = {code for code in range(sys.maxunicode + 1) if unicodedata.category(chr(code)) == "Cf"}
+    assert listed == expected, f"regenerate FORMAT_RANGES for Unicode {unicodedata.unidata_version}"
+
+
+@pytest.mark.parametrize(
+    "hidden", ["\u200b", "\u200c\u200d", "\u2060", "\ufeff", "\u00ad", "\u202e", "\U000e0041"]
+)
+def test_format_characters_inside_a_secret_hide_nothing(hidden: str) -> None:
+    with pytest.raises(CommandError) as caught:
+        REFUSE.screen("/memories/k.txt", f"key AKIA{hidden}IOSFO{hidden}{KEY_END} here")
+    assert caught.value.message == REFUSED_KEY
+
+
+def test_a_format_character_beside_a_secret_hides_nothing() -> None:
+    with pytest.raises(CommandError, match="AWS access key id"):
+        REFUSE.screen("/memories/k.txt", f"key\u200b{KEY_START}{KEY_END}")
+
+
+def test_redaction_covers_the_original_characters_of_a_secret_written_with_format_characters() -> None:
+    text = f"\u200bkey {KEY_START}\u200b\u200d{KEY_END}\u2060 and \u00adcard 4111\u200b 1111 1111 1111\u200b."
+    assert REDACT.screen("/memories/k.txt", text) == (
+        "\u200bkey [REDACTED AWS access key id]\u2060 and \u00adcard [REDACTED payment card number]\u200b."
+    )
+
+
+# Edits: what is stored, not only what a command adds
+
+
+def test_an_edit_that_completes_a_secret_is_refused() -> None:
+    content = f"key {KEY_START}\n"
+    assert REFUSE.screen("/memories/k.txt", content) == content
+    assert REFUSE.screen("/memories/k.txt", f"{KEY_END}\n") == f"{KEY_END}\n"
+    edit = replace_unique("/memories/k.txt", content, "\n", f"{KEY_END}\n")
+    with pytest.raises(CommandError) as caught:
+        REFUSE.screen_edit("/memories/k.txt", edit)
+    assert caught.value.message == REFUSED_KEY
+
+
+def test_a_deletion_that_joins_a_secret_is_refused() -> None:
+    edit = replace_unique("/memories/k.txt", f"{KEY_START}--{KEY_END}\n", "--", "")
+    assert edit.start == edit.end
+    with pytest.raises(CommandError, match="AWS access key id"):
+        REFUSE.screen_edit("/memories/k.txt", edit)
+
+
+def test_an_edit_beside_a_secret_that_completes_it_is_refused() -> None:
+    content = f"pay {CARD}5 now\n"
+    assert REFUSE.screen("/memories/k.txt", content) == content
+    with pytest.raises(CommandError, match="payment card number"):
+        REFUSE.screen_edit("/memories/k.txt", replace_unique("/memories/k.txt", content, "5 now", " now"))
+
+
+def test_format_characters_do_not_stretch_the_window() -> None:
+    content = f"key {KEY_START}" + "\u200b" * (3 * EDIT_MARGIN) + "\n"
+    edit = replace_unique("/memories/k.txt", content, "\n", f"{KEY_END}\n")
+    with pytest.raises(CommandError, match="AWS access key id"):
+        REFUSE.screen_edit("/memories/k.txt", edit)
+
+
+def test_an_inserted_secret_is_refused() -> None:
+    with pytest.raises(CommandError, match="GitHub token"):
+        REFUSE.screen_edit("/memories/k.txt", insert_at("/memories/k.txt", "a\nb\n", 1, GITHUB_TOKEN))
+
+
+def test_only_the_window_around_an_edit_is_screened() -> None:
+    content = f"{AWS_KEY_ID}\n" + "x" * EDIT_MARGIN + "\nnote\n"
+    edit = replace_unique("/memories/k.txt", content, "note", "done")
+    assert REFUSE.screen_edit("/memories/k.txt", edit) is edit
+    near = replace_unique("/memories/k.txt", f"{AWS_KEY_ID}\nnote\n", "note", "done")
+    assert REFUSE.screen_edit("/memories/k.txt", near) is near
+
+
+def test_redacting_an_edit_moves_its_span_over_the_marker() -> None:
+    content = "first\nsecond\nthird\n" + "\n".join(f"line {n}" for n in range(5)) + "\n"
+    edit = REDACT.screen_edit(
+        "/memories/k.txt", replace_unique("/memories/k.txt", content, "second", f"id {AWS_KEY_ID}\nthen")
+    )
+    assert edit.text == content.replace("second", "id [REDACTED AWS access key id]\nthen")
+    assert edit.text[edit.start : edit.end] == "id [REDACTED AWS access key id]\nthen"
+    assert edit_snippet(edit).splitlines()[1:] == [
+        "     1\tfirst",
+        "     2\tid [REDACTED AWS access key id]",
+        "     3\tthen",
+        "     4\tthird",
+        "     5\tline 0",
+    ]
+
+
+def test_redacting_an_edit_that_completes_a_secret_covers_the_old_part_too() -> None:
+    content = f"a\nkey {KEY_START}\nb\n"
+    edit = REDACT.screen_edit(
+        "/memories/k.txt", replace_unique("/memories/k.txt", content, "\nb", f"{KEY_END}\nb")
+    )
+    assert edit == Edit("a\nkey [REDACTED AWS access key id]\nb\n", 6, 36)
+    assert edit.text[edit.start : edit.end] == "[REDACTED AWS access key id]\nb"
+
+
+@given(
+    st.text(alphabet="ab \n\u200b", max_size=30),
+    st.text(alphabet="ab \n\u200b", max_size=30),
+    st.sampled_from(list(SECRETS.values())),
+    st.integers(min_value=0, max_value=200),
+)
+def test_screening_an_edit_agrees_with_screening_the_stored_text(
+    before: str, after: str, secret: str, cut: int
+) -> None:
+    cut = cut % (len(secret) + 1)
+    content = f"{before}{secret[:cut]}@{secret[cut:]}{after}"
+    assume(REDACT.screen("/memories/k.txt", content) == content)
+    edit = replace_unique("/memories/k.txt", content, "@", "")
+    stored = REDACT.screen("/memories/k.txt", edit.text)
+    redacted = REDACT.screen_edit("/memories/k.txt", edit)
+    assert redacted.text == stored
+    if stored == edit.text:
+        assert REFUSE.screen_edit("/memories/k.txt", edit) is edit
+        return
+    assert "[REDACTED " in redacted.text[redacted.start : redacted.end]
+    with pytest.raises(CommandError):
+        REFUSE.screen_edit("/memories/k.txt", edit)
