@@ -44,7 +44,7 @@ def render(results: Results, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(2, 3, figsize=(18, 10.5))
+    figure, axes = plt.subplots(2, 4, figsize=(24, 10.5))
     figure.suptitle(
         f"s3memory benchmark ({results.plan.name} run, {results.started}); medians, bars p25\u2013p75",
         fontsize=13,
@@ -202,6 +202,40 @@ def render(results: Results, path: Path) -> None:
     axis.set_ylabel("s3memory time / s3fs peer time (log)")
     axis.set_title("5. Agent session: s3memory vs the s3fs peer")
 
+    _growth(axes[0][3], axes[1][3], results)
+
     figure.tight_layout(rect=(0, 0, 1, 0.96))
     figure.savefig(path, dpi=110)
     plt.close(figure)
+
+
+def _growth(cpu_axis, request_axis, results: Results) -> None:  # type: ignore[no-untyped-def]
+    """Section 6: CPU time and requests against input size, each relative to the case's smallest
+    size (log-log), with the slopes of linear and quadratic growth."""
+    cases = [g for g in results.adversarial if len(g.points) >= 2]
+    for axis, quantity in ((cpu_axis, "CPU time"), (request_axis, "requests")):
+        widest = 1.0
+        for index, growth in enumerate(cases):
+            if quantity == "requests" and not growth.bounded_requests:
+                continue
+            first = growth.points[0]
+            values = [p.cpu.median if quantity == "CPU time" else max(1, p.requests) for p in growth.points]
+            sizes = [p.n / first.n for p in growth.points]
+            widest = max(widest, sizes[-1])
+            axis.plot(
+                sizes,
+                [value / values[0] for value in values],
+                marker="o",
+                label=growth.case,
+                color=COLORS[index % len(COLORS)],
+                linestyle="-" if index < len(COLORS) else "--",
+            )
+        for power, style in ((1, ":"), (2, "-.")):
+            axis.plot([1, widest], [1, widest**power], color="black", linestyle=style, label=f"n^{power}")
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_xlabel("n / smallest n")
+        axis.set_ylabel(f"{quantity} / {quantity} at smallest n")
+        axis.legend(fontsize=6)
+    cpu_axis.set_title("6. Adversarial inputs: CPU time growth")
+    request_axis.set_title("6. Adversarial inputs: requests that must not grow")

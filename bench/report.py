@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from .adversarial import ANSWER_MAX, LINEAR_MAX, Growth
+from .adversarial import ANSWER_MAX, CPU_FLOOR, LINEAR_MAX, Growth
 from .peers_session import KINDS, SESSION
 from .results_model import Results, evaluate
 
@@ -314,11 +314,12 @@ def adversarial_section(growths: list[Growth]) -> list[str]:
         "Each command on hostile inputs of growing size n (`bench/adversarial.py`). *CPU growth* is the "
         "least-squares slope of log(CPU time) against log(n) over the sizes that ran: the bench process's "
         "CPU (`time.process_time`, every thread; the S3 server is another process), median per size. At most "
-        f"n^{LINEAR_MAX:g} is linear. Requests are exact; where they must not grow with data the answer does "
+        f"n^{LINEAR_MAX:g} is linear, and so is any growth that stays under {CPU_FLOOR * 1000:g} ms at the "
+        "largest size (timer noise). Requests are exact; where they must not grow with data the answer does "
         "not show, they are *flat* when the largest size sent no more than the size before it. Answers must "
         f"stay within {ANSWER_MAX:,} characters (the view cap and its note). A size predicted to take "
-        "longer than the budget is skipped with every larger one; the slope is then fitted over the sizes "
-        "that ran.",
+        "longer than the budget (from the third size on) is skipped with every larger one; the slope is then "
+        "fitted over the sizes that ran.",
         "",
     ]
     if not growths:
