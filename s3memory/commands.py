@@ -90,8 +90,8 @@ class _Fields:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise CommandError(
-                f"Error: Parameter `{name}` of command `{self.command}` is not valid UTF-8 text "
-                "(it holds a lone surrogate)."
+                f"Error: Parameter `{name}` of command `{self.command}` is not a valid UTF-8 text file: "
+                "it holds a lone surrogate."
             ) from None
         return value
 

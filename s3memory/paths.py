@@ -41,31 +41,36 @@ def _refusal(path: str, reason: str) -> CommandError:
     return CommandError(f"Error: The path {shown(path)} is not allowed: {reason}.")
 
 
+def _too_long(path: str) -> CommandError:
+    return CommandError(
+        f"Error: The path {shown(path)} is too long: its storage key would exceed "
+        f"{S3_MAX_KEY_BYTES} bytes (prefixes included)."
+    )
+
+
 def check_memory_path(path: str) -> tuple[str, ...]:
     """Validate a memory path and return its segments below ``/memories`` (empty for the root).
 
-    Answers for paths of key length are remembered (a listing checks every key it maps back to a
-    path, and the same keys come back view after view); refusals and longer paths are not.
+    A path longer than S3's key limit is refused first, in time independent of its length; every
+    later check is linear in the path. Answers are remembered (a listing checks every key it maps
+    back to a path, and the same keys come back view after view); refusals are not.
     """
-    if len(path) <= S3_MAX_KEY_BYTES:
-        return _remembered_check(path)
-    return _check_memory_path(path)
+    if len(path) > S3_MAX_KEY_BYTES or len(path.encode("utf-8", "surrogatepass")) > S3_MAX_KEY_BYTES:
+        raise _too_long(path)
+    return _remembered_check(path)
 
 
 @functools.lru_cache(maxsize=8192)
 def _remembered_check(path: str) -> tuple[str, ...]:
-    return _check_memory_path(path)
-
-
-def _check_memory_path(path: str) -> tuple[str, ...]:
-    """Validate a memory path and return its segments below ``/memories`` (empty for the root).
-
-    Refuses, rather than cleans up: paths outside ``/memories``, ``.``/``..`` segments in any
-    percent-encoded or NFKC-normalised spelling, backslashes, control characters, empty
-    segments and percent-encoded separators.
-    """
+    """The segments of a path of key length, or a refusal (not a clean-up) of: paths outside
+    ``/memories`` and ``.``/``..`` segments in any percent-encoded or NFKC-normalised spelling (in the
+    SDK's words, our reason after), backslashes, control characters, empty segments and
+    percent-encoded separators."""
     if path != MEMORY_ROOT and not path.startswith(MEMORY_ROOT + "/"):
-        raise _refusal(path, "every path must be /memories or start with /memories/")
+        raise CommandError(
+            f"Error: Path must start with {MEMORY_ROOT}, got: {shown(path)} "
+            f"(a memory path is {MEMORY_ROOT} or starts with {MEMORY_ROOT}/)"
+        )
     for form in _decoded_forms(path):
         if "%2f" in form.lower() or "%5c" in form.lower():
             raise _refusal(path, "percent-encoded '/' and '\\' are refused")
@@ -73,11 +78,14 @@ def _check_memory_path(path: str) -> tuple[str, ...]:
             raise _refusal(path, "it is not valid UTF-8 text")
         if any(unicodedata.category(char) == "Cc" for char in form):
             raise _refusal(path, "NUL and other control characters are refused")
-        if "\\" in form:
-            raise _refusal(path, "backslashes are refused")
         nfkc = unicodedata.normalize("NFKC", form)
-        if "\\" in nfkc or any(_dot_segment(segment) for segment in nfkc.split("/") + form.split("/")):
-            raise _refusal(path, "'.' and '..' segments are refused")
+        if "\\" in form or "\\" in nfkc:
+            raise _refusal(path, "backslashes are refused")
+        if any(_dot_segment(segment) for segment in nfkc.split("/") + form.split("/")):
+            raise CommandError(
+                f"Error: Path {shown(path)} would escape {MEMORY_ROOT} directory "
+                "('.' and '..' segments are refused, also percent-encoded or as look-alike characters)"
+            )
     relative = path[len(MEMORY_ROOT) :]
     if relative.endswith("/"):
         relative = relative[:-1]
@@ -179,10 +187,7 @@ class KeyLayout:
             raise CommandError(f"Error: {path.text} is the memory root directory, not a file.")
         key = self.memories_prefix + "/".join(path.segments)
         if len(key.encode("utf-8")) > S3_MAX_KEY_BYTES:
-            raise CommandError(
-                f"Error: The path {path.text} is too long: its storage key would exceed "
-                f"{S3_MAX_KEY_BYTES} bytes (prefixes included)."
-            )
+            raise _too_long(path.text)
         return key
 
     def directory_prefix(self, path: MemoryPath) -> str:

@@ -396,7 +396,7 @@ def test_trailing_slash_names_the_directory(tool: S3MemoryTool) -> None:
         ),
         (
             {"command": "create", "path": "/memories/x", "file_text": "bad \ud800"},
-            "Error: Parameter `file_text` of command `create` is not valid UTF-8 text (it holds a lone surrogate).",
+            "Error: Parameter `file_text` of command `create` is not a valid UTF-8 text file: it holds a lone surrogate.",
         ),
     ],
 )

@@ -108,3 +108,53 @@ def test_any_input_is_answered_and_refusals_change_nothing(s3: Any, inputs: list
         else:
             assert isinstance(answer, str) and answer
             answer.encode("utf-8")
+
+
+def _refusal(tool: S3MemoryTool, command: dict[str, Any]) -> str:
+    try:
+        tool.call(command)
+    except ToolError as error:
+        assert isinstance(error.content, str)
+        return error.content
+    raise AssertionError(f"accepted: {command}")
+
+
+def test_huge_paths_are_refused_as_too_long_and_change_nothing(s3: Any) -> None:
+    tool = S3MemoryTool(
+        bucket=BUCKET, user_id="fuzz", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3
+    )
+    tool.call({"command": "create", "path": "/memories/a.txt", "file_text": "alpha\n"})
+    before = snapshot(s3)
+    huge = "/memories/../" + "x" * 5_000_000
+    too_long = f"Error: The path {huge[:200]}… is too long: its storage key would exceed 1024 bytes (prefixes included)."
+    for command in (
+        {"command": "view", "path": huge},
+        {"command": "create", "path": huge, "file_text": "x"},
+        {"command": "str_replace", "path": huge, "old_str": "a", "new_str": "b"},
+        {"command": "insert", "path": huge, "insert_line": 0, "insert_text": "x"},
+        {"command": "delete", "path": huge},
+        {"command": "rename", "old_path": huge, "new_path": "/memories/b.txt"},
+        {"command": "rename", "old_path": "/memories/a.txt", "new_path": huge},
+    ):
+        assert _refusal(tool, command) == too_long
+    assert snapshot(s3) == before
+
+
+def test_refusals_where_the_contract_is_silent_carry_the_sdks_words(s3: Any) -> None:
+    tool = S3MemoryTool(
+        bucket=BUCKET, user_id="fuzz", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3
+    )
+    assert _refusal(tool, {"command": "view", "path": "/memoriesX/a"}) == (
+        "Error: Path must start with /memories, got: /memoriesX/a (a memory path is /memories or starts with "
+        "/memories/)"
+    )
+    assert _refusal(tool, {"command": "delete", "path": "/memories/%2e%2e"}) == (
+        "Error: Path /memories/%2e%2e would escape /memories directory ('.' and '..' segments are refused, "
+        "also percent-encoded or as look-alike characters)"
+    )
+    assert _refusal(
+        tool, {"command": "str_replace", "path": "/memories/a.txt", "old_str": "a", "new_str": "\udc80"}
+    ) == (
+        "Error: Parameter `new_str` of command `str_replace` is not a valid UTF-8 text file: "
+        "it holds a lone surrogate."
+    )

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3memory.errors import CommandError
+from s3memory.errors import CommandError, shown
 from s3memory.paths import KeyLayout, check_memory_path, memory_path, validate_namespace
 
 LAYOUT = KeyLayout(validate_namespace("alice", "users/"))
@@ -31,14 +31,20 @@ def test_valid_paths(path: str, segments: tuple[str, ...]) -> None:
 
 
 @pytest.mark.parametrize(
+    "path", ["", "memories/a", "/memoriesX/a", "/memories2", "/etc/passwd", "/Memories/a"]
+)
+def test_paths_outside_the_root_are_refused_in_the_sdks_words(path: str) -> None:
+    with pytest.raises(CommandError) as caught:
+        check_memory_path(path)
+    assert caught.value.message == (
+        f"Error: Path must start with /memories, got: {path} "
+        "(a memory path is /memories or starts with /memories/)"
+    )
+
+
+@pytest.mark.parametrize(
     "path",
     [
-        "",
-        "memories/a",
-        "/memoriesX/a",
-        "/memories2",
-        "/etc/passwd",
-        "/Memories/a",
         "/memories/..",
         "/memories/../etc",
         "/memories/a/../../x",
@@ -49,32 +55,73 @@ def test_valid_paths(path: str, segments: tuple[str, ...]) -> None:
         "/memories/%252e%252e/x",
         "/memories/%25252e%25252e",
         "/memories/.%2e/x",
-        "/memories/a%2fb",
-        "/memories/a%2F..",
-        "/memories/a%5cb",
-        "/memories/a%252fb",
-        "/memories/a\\b",
-        "/memories/..\\x",
-        "/memories/a\x00b",
-        "/memories/a%00b",
-        "/memories/a\nb",
-        "/memories/a\tb",
-        "/memories/a\x7f",
         "/memories/\u2024\u2024/x",
         "/memories/\uff0e\uff0e/x",
         "/memories/\uff0e",
         "/memories/a\uff0f..\uff0fb",
-        "/memories/a\ufe68b",
-        "/memories//a",
-        "/memories/a//b",
-        "/memories/bad\ud800",
-        "/memories/%ff",
-        "/memories/%" + "25" * 16 + "2e",
     ],
 )
-def test_refused_paths(path: str) -> None:
-    with pytest.raises(CommandError, match=r"^Error: The path .* is not allowed: "):
+def test_dot_segments_in_any_spelling_are_refused_in_the_sdks_words(path: str) -> None:
+    with pytest.raises(CommandError) as caught:
         check_memory_path(path)
+    assert caught.value.message == (
+        f"Error: Path {path} would escape /memories directory "
+        "('.' and '..' segments are refused, also percent-encoded or as look-alike characters)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("/memories/a%2fb", "percent-encoded '/' and '\\' are refused"),
+        ("/memories/a%2F..", "percent-encoded '/' and '\\' are refused"),
+        ("/memories/a%5cb", "percent-encoded '/' and '\\' are refused"),
+        ("/memories/a%252fb", "percent-encoded '/' and '\\' are refused"),
+        ("/memories/a\\b", "backslashes are refused"),
+        ("/memories/..\\x", "backslashes are refused"),
+        ("/memories/a\ufe68b", "backslashes are refused"),
+        ("/memories/a\x00b", "NUL and other control characters are refused"),
+        ("/memories/a%00b", "NUL and other control characters are refused"),
+        ("/memories/a\nb", "NUL and other control characters are refused"),
+        ("/memories/a\tb", "NUL and other control characters are refused"),
+        ("/memories/a\x7f", "NUL and other control characters are refused"),
+        ("/memories//a", "empty path segments ('//') are refused"),
+        ("/memories/a//b", "empty path segments ('//') are refused"),
+        ("/memories/bad\ud800", "it is not valid UTF-8 text"),
+        ("/memories/%ff", "it is not valid UTF-8 text"),
+        ("/memories/%" + "25" * 16 + "2e", "too many layers of percent-encoding"),
+    ],
+)
+def test_other_refused_paths_say_why(path: str, reason: str) -> None:
+    with pytest.raises(CommandError) as caught:
+        check_memory_path(path)
+    assert caught.value.message == f"Error: The path {shown(path)} is not allowed: {reason}."
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/memories/" + "a" * 1015,
+        "/memories/" + "é" * 508,
+        "/etc/" + "x" * 5_000_000,
+        "/memories/../" + "x" * 2000,
+        "/memories/a\x00" + "%25" * 400_000,
+        "/memories/" + "\ud800" * 400,
+    ],
+)
+def test_paths_longer_than_an_s3_key_are_refused_before_any_other_check(path: str) -> None:
+    with pytest.raises(CommandError) as caught:
+        check_memory_path(path)
+    assert caught.value.message == (
+        f"Error: The path {shown(path)} is too long: its storage key would exceed 1024 bytes (prefixes included)."
+    )
+    assert len(caught.value.message) < 400
+
+
+def test_a_path_of_exactly_the_key_limit_is_checked_further() -> None:
+    assert check_memory_path("/memories/" + "a" * 1014) == ("a" * 1014,)
+    with pytest.raises(CommandError, match="would escape"):
+        check_memory_path("/memories/../" + "a" * 1011)
 
 
 def test_refusals_echo_hostile_paths_safely() -> None:
@@ -159,6 +206,6 @@ def test_arbitrary_text_is_a_valid_path_or_a_clear_refusal(text: str) -> None:
     try:
         segments = check_memory_path("/memories/" + text)
     except CommandError as error:
-        assert error.message.startswith("Error: The path ")
+        assert error.message.startswith(("Error: The path ", "Error: Path /memories/"))
         return
     assert all(segment not in ("", ".", "..") for segment in segments)
