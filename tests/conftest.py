@@ -29,7 +29,8 @@ from s3memory.scripted_api import ScriptedMessagesAPI
 from s3memory.store import S3Store
 
 from .support.backends import REGION, SeaweedServer, ServerUnavailable, find_weed
-from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, empty_bucket
+from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, empty_bucket, temporary_bucket
+from .support.faults import instant_retries
 
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
@@ -70,6 +71,22 @@ def moto_endpoint() -> Iterator[str]:
     """moto's threaded server on 127.0.0.1 for a module's tests (no bucket made): its endpoint URL."""
     with moto_server() as endpoint:
         yield endpoint
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint_with_bucket(request: pytest.FixtureRequest) -> Iterator[str]:
+    """moto's threaded server on 127.0.0.1 for a module's tests, with the module's ``BUCKET`` created:
+    its endpoint URL. The server shares in-process moto's state, so a module that keeps a bucket
+    for all its tests names one of its own."""
+    with moto_server(request.module.BUCKET) as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def no_back_off() -> Iterator[None]:
+    """botocore retries without their back-off sleeps (``usefixtures`` it in a module of faults)."""
+    with instant_retries():
+        yield
 
 
 @pytest.fixture
@@ -158,12 +175,8 @@ def s3(backend: str, request: pytest.FixtureRequest) -> Iterator[Any]:
         yield make_s3_client(endpoint_url=server.endpoint, region_name=REGION)
         empty_bucket(server.admin)
         return
-    session_s3 = request.getfixturevalue("session_s3")
-    session_s3.create_bucket(Bucket=BUCKET)
-    client = boto3.client("s3", region_name="us-east-1")
-    yield client
-    empty_bucket(session_s3)
-    session_s3.delete_bucket(Bucket=BUCKET)
+    with temporary_bucket(request.getfixturevalue("session_s3")):
+        yield boto3.client("s3", region_name="us-east-1")
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -177,6 +190,18 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         f"{_server_report.get('stop', 0.0):.1f} s, peak RSS "
         + (f"{peak / 1024:.0f} MiB" if peak else "unknown")
     )
+
+
+@pytest.fixture
+def kms(aws: None) -> Any:
+    """A client of moto's in-process KMS."""
+    return boto3.client("kms", region_name="us-east-1")
+
+
+@pytest.fixture
+def key_id(kms: Any) -> str:
+    """A new KMS key's id."""
+    return str(kms.create_key()["KeyMetadata"]["KeyId"])
 
 
 @pytest.fixture

@@ -30,10 +30,8 @@ BACKENDS = ALL_BACKENDS
 
 @pytest.fixture
 def kms_memory(
-    make_memory: Callable[..., S3Memory], s3: Any, aws: None
+    make_memory: Callable[..., S3Memory], s3: Any, kms: Any, key_id: str
 ) -> tuple[S3Memory, RequestCounter, RequestCounter]:
-    kms = boto3.client("kms", region_name="us-east-1")
-    key_id = kms.create_key()["KeyMetadata"]["KeyId"]
     memory = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms))
     memory.create(memory_path("/memories/warm.txt"), "warms the key cache")
     return memory, RequestCounter(s3), RequestCounter(kms)

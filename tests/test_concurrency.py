@@ -19,7 +19,7 @@ from s3memory.memory import S3Memory
 from s3memory.store import S3Store
 
 from .support.backends import SeaweedServer
-from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
+from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, temporary_bucket
 
 BACKENDS = ALL_BACKENDS
 THREADS = 16
@@ -47,13 +47,8 @@ def new_memory(
         request.getfixturevalue("s3")  # the session's bucket, emptied before and after the test
         yield build
         return
-    admin = make_s3_client(endpoint_url=endpoint, region_name="us-east-1")
-    admin.create_bucket(Bucket=BUCKET)
-    yield build
-    for page in admin.get_paginator("list_objects_v2").paginate(Bucket=BUCKET):
-        for item in page.get("Contents", []):
-            admin.delete_object(Bucket=BUCKET, Key=item["Key"])
-    admin.delete_bucket(Bucket=BUCKET)
+    with temporary_bucket(make_s3_client(endpoint_url=endpoint, region_name="us-east-1")):
+        yield build
 
 
 def race(work: Callable[[int], str]) -> list[str]:

@@ -7,7 +7,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import boto3
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -150,16 +149,6 @@ def test_another_master_key_cannot_read(make_memory: Callable[..., S3Memory]) ->
     stranger = make_memory(key_provider=LocalKeyProvider(bytes(32)))
     with pytest.raises(IntegrityError, match="integrity check"):
         stranger.run({"command": "view", "path": "/memories/a.txt"})
-
-
-@pytest.fixture
-def kms() -> Any:
-    return boto3.client("kms", region_name="us-east-1")
-
-
-@pytest.fixture
-def key_id(s3: Any, kms: Any) -> str:
-    return str(kms.create_key()["KeyMetadata"]["KeyId"])
 
 
 def test_kms_envelope_stores_only_the_wrapped_key_with_a_context_naming_the_user(

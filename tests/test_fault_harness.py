@@ -28,7 +28,7 @@ from s3memory.memory import S3Memory
 from s3memory.store import S3Store
 
 from .support.backends import REGION, SeaweedServer
-from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, empty_bucket, snapshot, stored_keys
+from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot, stored_keys, temporary_bucket
 from .support.faults import (
     ALL,
     Fault,
@@ -36,18 +36,12 @@ from .support.faults import (
     FaultProxy,
     ProxyFault,
     SimulatedCrash,
-    instant_retries,
     s3_error_body,
     s3_operation,
 )
 
 BACKENDS = ALL_BACKENDS
-
-
-@pytest.fixture(autouse=True)
-def _no_back_off() -> Iterator[None]:
-    with instant_retries():
-        yield
+pytestmark = pytest.mark.usefixtures("no_back_off")
 
 
 # -- the botocore hook plan ---------------------------------------------------------------------
@@ -225,11 +219,8 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
             )
             return boto3.client("s3", region_name=REGION, endpoint_url=endpoint, config=config)
 
-    admin = client(endpoint)
-    admin.create_bucket(Bucket=bucket)
-    yield Target(endpoint, bucket, client)
-    empty_bucket(admin, bucket)
-    admin.delete_bucket(Bucket=bucket)
+    with temporary_bucket(client(endpoint), bucket):
+        yield Target(endpoint, bucket, client)
 
 
 @pytest.fixture

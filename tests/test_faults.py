@@ -21,18 +21,14 @@ from s3memory.memory import S3Memory
 from s3memory.paths import memory_path
 from s3memory.store import S3Store
 
-from .support.bucket import BUCKET, MASTER_KEY, snapshot, stored_keys
-from .support.faults import ALL, Fault, FaultPlan, FaultProxy, ProxyFault, SimulatedCrash, instant_retries
+from .support.bucket import BUCKET, MASTER_KEY, snapshot, stored_keys, temporary_bucket
+from .support.faults import ALL, Fault, FaultPlan, FaultProxy, ProxyFault, SimulatedCrash
 from .support.memories import seed
+
+pytestmark = pytest.mark.usefixtures("no_back_off")
 
 FILES = {f"/memories/project/part{index % 3}/note{index:02d}.md": f"note {index}\n" for index in range(12)}
 MOVED = {path.replace("/memories/project", "/memories/archive"): text for path, text in FILES.items()}
-
-
-@pytest.fixture(autouse=True)
-def _no_backoff_sleeps() -> Iterator[None]:
-    with instant_retries():
-        yield
 
 
 def memory_with(plan: FaultPlan | None = None) -> S3Memory:
@@ -245,13 +241,8 @@ def test_a_crash_between_a_refused_write_and_its_withdrawal_leaves_every_file_re
 @pytest.fixture
 def proxy(moto_endpoint: str) -> Iterator[tuple[FaultProxy, Any]]:
     admin = make_s3_client(endpoint_url=moto_endpoint, region_name="us-east-1")
-    admin.create_bucket(Bucket=BUCKET)
-    fault_proxy = FaultProxy(moto_endpoint).start()
-    yield fault_proxy, admin
-    fault_proxy.stop()
-    for key in stored_keys(admin):
-        admin.delete_object(Bucket=BUCKET, Key=key)
-    admin.delete_bucket(Bucket=BUCKET)
+    with temporary_bucket(admin), FaultProxy(moto_endpoint) as fault_proxy:
+        yield fault_proxy, admin
 
 
 def proxied(fault_proxy: FaultProxy) -> S3Memory:

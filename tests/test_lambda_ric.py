@@ -28,7 +28,6 @@ from typing import Any
 
 import pytest
 
-from s3memory.local_s3 import moto_server
 from s3memory.scripted_api import Reply, ScriptedMessagesAPI, last_tool_results
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -203,12 +202,6 @@ class Runtime:
     output: list[str]
 
 
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    with moto_server(BUCKET) as endpoint:
-        yield endpoint
-
-
 @contextlib.contextmanager
 def lambda_runtime(handler: str, s3_endpoint: str, **extra_env: str) -> Iterator[Runtime]:
     """``python -m awslambdaric <handler>`` against a fresh Runtime API; killed on the way out."""
@@ -269,8 +262,8 @@ def emf(output: list[str]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in output if line.startswith('{"') and '"_aws"' in line]
 
 
-def test_memory_handler_under_the_runtime_client(s3_endpoint: str) -> None:
-    with lambda_runtime("s3memory.aws_lambda.memory_handler", s3_endpoint) as runtime:
+def test_memory_handler_under_the_runtime_client(moto_endpoint_with_bucket: str) -> None:
+    with lambda_runtime("s3memory.aws_lambda.memory_handler", moto_endpoint_with_bucket) as runtime:
         created = runtime.api.invoke(
             {
                 "user_id": "ric",
@@ -299,7 +292,7 @@ def test_memory_handler_under_the_runtime_client(s3_endpoint: str) -> None:
     assert all(line["request_id"] for line in lines[:2])  # the runtime's request id reached the handler
 
 
-def test_agent_handler_under_the_runtime_client(s3_endpoint: str) -> None:
+def test_agent_handler_under_the_runtime_client(moto_endpoint_with_bucket: str) -> None:
     script = [
         Reply("Saving.", [{"command": "create", "path": "/memories/agent.md", "file_text": "likes tea"}]),
         "Saved.",
@@ -310,7 +303,7 @@ def test_agent_handler_under_the_runtime_client(s3_endpoint: str) -> None:
         ScriptedMessagesAPI(script) as messages_api,
         lambda_runtime(
             "s3memory.aws_lambda.agent_handler",
-            s3_endpoint,
+            moto_endpoint_with_bucket,
             ANTHROPIC_BASE_URL=messages_api.base_url,
             ANTHROPIC_API_KEY="sk-ric-test",
             S3MEMORY_METRICS="off",

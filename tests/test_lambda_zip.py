@@ -17,14 +17,12 @@ import subprocess
 import sys
 import textwrap
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-from s3memory.local_s3 import moto_server
 from s3memory.scripted_api import Reply, ScriptedMessagesAPI, last_tool_results
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -150,12 +148,6 @@ def test_wheels_fit_the_python311_x86_64_runtime(extracted: Path) -> None:
     assert {"anthropic", "boto3", "botocore", "cryptography", "pydantic-core"} <= seen
 
 
-@pytest.fixture(scope="module")
-def s3_server() -> Iterator[str]:
-    with moto_server(BUCKET) as endpoint:
-        yield endpoint
-
-
 def run_from_zip(extracted: Path, endpoint: str, script: str, **extra_env: str) -> dict[str, Any]:
     """Run ``script`` with only the extracted zip importable (``-S``: no site-packages)."""
     environment = {
@@ -189,10 +181,12 @@ def run_from_zip(extracted: Path, endpoint: str, script: str, **extra_env: str) 
     return outcome
 
 
-def test_memory_handler_runs_from_the_zip_without_anthropic(extracted: Path, s3_server: str) -> None:
+def test_memory_handler_runs_from_the_zip_without_anthropic(
+    extracted: Path, moto_endpoint_with_bucket: str
+) -> None:
     outcome = run_from_zip(
         extracted,
-        s3_server,
+        moto_endpoint_with_bucket,
         """
         import json, sys
         from s3memory.aws_lambda import memory_handler
@@ -216,7 +210,7 @@ def test_memory_handler_runs_from_the_zip_without_anthropic(extracted: Path, s3_
         assert Path(path).is_relative_to(extracted), path
 
 
-def test_agent_handler_runs_from_the_zip(extracted: Path, s3_server: str) -> None:
+def test_agent_handler_runs_from_the_zip(extracted: Path, moto_endpoint_with_bucket: str) -> None:
     with ScriptedMessagesAPI(
         [
             Reply("Saving.", [{"command": "create", "path": "/memories/agent.md", "file_text": "zip agent"}]),
@@ -225,7 +219,7 @@ def test_agent_handler_runs_from_the_zip(extracted: Path, s3_server: str) -> Non
     ) as api:
         outcome = run_from_zip(
             extracted,
-            s3_server,
+            moto_endpoint_with_bucket,
             """
             import json
             from s3memory.aws_lambda import agent_handler

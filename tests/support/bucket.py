@@ -3,6 +3,8 @@ that serve it, and helpers that read or empty it."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 BUCKET = "agent-memory"
@@ -21,6 +23,17 @@ def stored_keys(client: Any, prefix: str = "") -> list[str]:
 def snapshot(client: Any) -> dict[str, bytes]:
     """Every object in the bucket, key to bytes: proof that a refusal changed nothing."""
     return {key: client.get_object(Bucket=BUCKET, Key=key)["Body"].read() for key in stored_keys(client)}
+
+
+@contextlib.contextmanager
+def temporary_bucket(client: Any, bucket: str = BUCKET) -> Iterator[None]:
+    """``bucket`` created for the block, then emptied and deleted."""
+    client.create_bucket(Bucket=bucket)
+    try:
+        yield
+    finally:
+        empty_bucket(client, bucket)
+        client.delete_bucket(Bucket=bucket)
 
 
 def empty_bucket(client: Any, bucket: str = BUCKET) -> None:
