@@ -234,6 +234,9 @@ def _growth(cpu_axis, request_axis, results: Results) -> None:  # type: ignore[n
             axis.plot([1, widest], [1, widest**power], color="black", linestyle=style, label=f"n^{power}")
         axis.set_xscale("log")
         axis.set_yscale("log")
+        ticks = [2**power for power in range(int(math.log2(widest)) + 1)]
+        axis.set_xticks(ticks, [f"{tick}\u00d7" for tick in ticks])
+        axis.tick_params(axis="x", which="minor", labelbottom=False)
         axis.set_xlabel("n / smallest n")
         axis.set_ylabel(f"{quantity} / {quantity} at smallest n")
         axis.legend(fontsize=6)
