@@ -7,8 +7,9 @@ The growth exponent of a quantity is the least-squares slope of its log against 
 sizes that ran. CPU time growing with an exponent of at most ``LINEAR_MAX`` is linear, above it
 super-linear: a growth rate, not a timed test, so a loaded machine that slows every size alike
 leaves the verdict alone. Below ``CPU_FLOOR`` at the largest size, timer noise outweighs any
-slope, and the time is called linear. Some cases must also not grow their requests (the count at the largest
-size is at most the count at the size before) or their answer (at most ``ANSWER_MAX`` characters).
+slope, and the time is called linear. Some cases must also not grow their requests (the count at
+the largest size is at most the count at the size before) or their answer (at most
+``ANSWER_MAX`` characters).
 
 No case may hang the bench: from the third size on, a size whose run is predicted (from the two
 sizes before it, growing at least linearly) to take longer than the plan's budget is skipped with
@@ -51,7 +52,7 @@ DEEP_DIRECTORY = "/memories/a/b/c/d/e"
 
 _ZW = "\u200b\u200c\u200d\u2060\ufeff\u00ad"  # zero-width space, non-joiner, joiner, word joiner, BOM, soft hyphen
 _NEAR_MISSES = (
-    "AKIA{z}IOSFO{z}DNN7EXAM{z}P ",  # AKIA and 15 characters: one short
+    "AKIA{z}IOSFO{z}DNN7EXAMP{z}L ",  # AKIA and 15 characters: one short
     "sk-ant-{z}abcdefghij{z}klmnopqrs ",  # 19 characters: one short
     "ghp_{z}" + "x" * 17 + "{z}" + "y" * 18 + " ",  # 35 characters: one short
     "xoxb-{z}123456789 ",  # 9 characters: one short
