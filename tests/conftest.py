@@ -29,7 +29,7 @@ from s3memory.scripted_api import ScriptedMessagesAPI
 from s3memory.store import S3Store
 
 from .support.backends import REGION, SeaweedServer, ServerUnavailable, find_weed
-from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, empty_bucket, temporary_bucket
+from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, empty_bucket, temporary_bucket
 from .support.faults import instant_retries
 
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
@@ -202,6 +202,15 @@ def kms(aws: None) -> Any:
 def key_id(kms: Any) -> str:
     """A new KMS key's id."""
     return str(kms.create_key()["KeyMetadata"]["KeyId"])
+
+
+@pytest.fixture
+def local_env(monkeypatch: pytest.MonkeyPatch, s3: Any) -> Any:
+    """The Lambda handlers' settings for ``BUCKET`` and a local master key; returns the test's S3
+    client (bucket created)."""
+    monkeypatch.setenv("S3MEMORY_BUCKET", BUCKET)
+    monkeypatch.setenv("S3MEMORY_LOCAL_KEY", LOCAL_KEY_B64)
+    return s3
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ metrics (EMF) of both handlers."""
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import os
@@ -22,10 +21,9 @@ from s3memory.aws_lambda import memory as lambda_memory
 from s3memory.aws_lambda import memory_handler, metrics
 from s3memory.scripted_api import Reply, ScriptedMessagesAPI, ScriptError, Turn, last_tool_results
 
-from .support.bucket import BUCKET, MASTER_KEY, stored_keys
+from .support.bucket import BUCKET, stored_keys
 from .support.processes import run_python_json
 
-LOCAL_KEY_B64 = base64.b64encode(MASTER_KEY).decode("ascii")
 API_KEY = "sk-ant-test-agent-key-0123456789"
 PREFS_PATH = "/memories/preferences.md"
 PREFS_TEXT = "# Preferences\n- Alice prefers metric units.\n"
@@ -93,14 +91,12 @@ def clean(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, s3: Any, api: ScriptedMessagesAPI) -> Any:
+def env(monkeypatch: pytest.MonkeyPatch, local_env: Any, api: ScriptedMessagesAPI) -> Any:
     """Local-key storage settings, the stand-in's URL and an API key; returns the test's S3 client."""
-    monkeypatch.setenv("S3MEMORY_BUCKET", BUCKET)
-    monkeypatch.setenv("S3MEMORY_LOCAL_KEY", LOCAL_KEY_B64)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
     monkeypatch.setenv("S3MEMORY_METRICS", "off")
-    return s3
+    return local_env
 
 
 def run(event: object, context: object = None) -> dict[str, Any]:
@@ -660,11 +656,9 @@ def test_agent_emits_an_emf_line(
 
 
 @pytest.fixture
-def memory_env(monkeypatch: pytest.MonkeyPatch, s3: Any) -> Any:
-    monkeypatch.setenv("S3MEMORY_BUCKET", BUCKET)
-    monkeypatch.setenv("S3MEMORY_LOCAL_KEY", LOCAL_KEY_B64)
+def memory_env(monkeypatch: pytest.MonkeyPatch, local_env: Any) -> Any:
     monkeypatch.setenv("S3MEMORY_METRICS", "emf")
-    return s3
+    return local_env
 
 
 class Independent:

@@ -18,10 +18,9 @@ from s3memory.aws_lambda import memory_handler
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
 from s3memory.settings import Settings, SettingsError
 
-from .support.bucket import BUCKET, MASTER_KEY, snapshot, stored_keys
+from .support.bucket import BUCKET, LOCAL_KEY_B64, snapshot, stored_keys
 from .support.processes import run_python_json
 
-LOCAL_KEY_B64 = base64.b64encode(MASTER_KEY).decode("ascii")
 SETTINGS_VARIABLES = (
     "S3MEMORY_BUCKET",
     "S3MEMORY_PREFIX",
@@ -40,14 +39,6 @@ def clean_runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     lambda_memory._reset_for_tests()
     yield
     lambda_memory._reset_for_tests()
-
-
-@pytest.fixture
-def local_env(monkeypatch: pytest.MonkeyPatch, s3: Any) -> Any:
-    """Settings for a local master key; returns the test's S3 client (bucket created)."""
-    monkeypatch.setenv("S3MEMORY_BUCKET", BUCKET)
-    monkeypatch.setenv("S3MEMORY_LOCAL_KEY", LOCAL_KEY_B64)
-    return s3
 
 
 def direct(user_id: object, tool_input: object) -> dict[str, Any]:

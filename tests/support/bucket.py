@@ -3,12 +3,15 @@ that serve it, and helpers that read or empty it."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 from collections.abc import Iterator
 from typing import Any
 
 BUCKET = "agent-memory"
 MASTER_KEY = bytes(range(32))
+LOCAL_KEY_B64 = base64.b64encode(MASTER_KEY).decode("ascii")
+"""``MASTER_KEY`` as ``S3MEMORY_LOCAL_KEY`` takes it."""
 ALL_BACKENDS = ("moto", "seaweedfs")
 
 
