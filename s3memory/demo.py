@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .cli import DEFAULT_MODEL
-from .scripted_api import Reply, ScriptedMessagesAPI, ToolResult, Turn, last_tool_results
+from .scripted_api import Reply, ScriptedMessagesAPI, ToolResult, Turn, last_tool_results, tool_results
 
 if TYPE_CHECKING:
     from anthropic import Anthropic
@@ -250,19 +250,6 @@ def describe_call(tool_input: Mapping[str, Any]) -> str:
     return f"memory {command} {tool_input.get('path')}{detail}"
 
 
-def _result_text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            str(block.get("text", ""))
-            if isinstance(block, dict) and block.get("type") == "text"
-            else "[non-text]"
-            for block in content
-        )
-    return ""
-
-
 def _converse(
     client: Anthropic, model: str, tool: S3MemoryTool, user_message: str, printer: _Printer
 ) -> Conversation:
@@ -290,19 +277,12 @@ def _converse(
             conversation.final_text = "\n".join(texts)
             continue
         response: Mapping[str, Any] = runner.generate_tool_call_response() or {}
-        content = response.get("content")
-        results = {
-            str(block.get("tool_use_id")): block
-            for block in (content if isinstance(content, list) else [])
-            if isinstance(block, dict)
-        }
+        results = {result.tool_use_id: result for result in tool_results(response)}
         for call in calls:
-            result = results.get(call.id, {})
-            text = _result_text(result.get("content"))
-            is_error = bool(result.get("is_error"))
-            conversation.tool_calls.append(ToolCall(dict(call.input), text, is_error))
+            result = results.get(call.id, ToolResult(call.id, "", False))
+            conversation.tool_calls.append(ToolCall(dict(call.input), result.text, result.is_error))
             printer.line(f"  -> {describe_call(call.input)}")
-            printer.indented(("(error) " if is_error else "") + text)
+            printer.indented(("(error) " if result.is_error else "") + result.text)
     return conversation
 
 
