@@ -208,17 +208,16 @@ def occurrences(content: str, old: str) -> Occurrences:
     count = 0
     position = first
     while position != -1:
-        run = (
-            1
-            if period is None
-            else (_periodic_end(content, position, len(old), period) - position - len(old)) // period + 1
-        )
-        step = period or 0
+        if period is None:
+            run, step, resume = 1, 0, position + 1
+        else:
+            run = (_periodic_end(content, position, len(old), period) - position - len(old)) // period + 1
+            step = period
+            resume = position + (run - 1) * period + len(old) - period + 1
         for index in range(min(run, LISTED_OCCURRENCES - len(listed))):
             listing(position + index * step)
         count += run
-        last = position + (run - 1) * step
-        position = content.find(old, last + (1 if period is None else len(old) - period + 1))
+        position = content.find(old, resume)
     return Occurrences(count, first, tuple(listed))
 
 
