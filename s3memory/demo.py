@@ -319,18 +319,19 @@ def _offline_aws_environment() -> Iterator[None]:
         changes[name] = ",".join(part for part in (existing, "127.0.0.1,localhost") if part)
     saved = {name: os.environ.get(name) for name in changes}
     try:
-        for name, value in changes.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        _set_environment(changes)
         yield
     finally:
-        for name, old in saved.items():
-            if old is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = old
+        _set_environment(saved)
+
+
+def _set_environment(values: Mapping[str, str | None]) -> None:
+    """Set each variable to its value; ``None`` removes it."""
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def _make_tool(bucket: str, key_provider: KeyProvider, endpoint: str) -> S3MemoryTool:

@@ -39,6 +39,11 @@ def unexpected_failure(
     return f"Error: {subject} failed unexpectedly ({type(error).__name__}){tail}."
 
 
+def type_name(value: object) -> str:
+    """A value's type as a refusal names it: ``null`` for ``None``, else its class name."""
+    return "null" if value is None else type(value).__name__
+
+
 def shown(value: str) -> str:
     """An untrusted string made safe to echo in an error: printable and bounded."""
     safe = (

@@ -55,7 +55,7 @@ import anthropic
 from anthropic import APIRequest, APIResponse, CallNext, Middleware
 
 from ..cli import DEFAULT_MODEL
-from ..errors import aws_error_code, shown, unexpected_failure
+from ..errors import aws_error_code, shown, type_name, unexpected_failure
 from ..paths import validate_namespace
 from ..settings import SettingsError
 from ..tool import S3MemoryTool
@@ -167,14 +167,10 @@ class AgentRequest:
     params: dict[str, Any] = field(default_factory=dict)
 
 
-def _type_name(value: object) -> str:
-    return "null" if value is None else type(value).__name__
-
-
 def _whole_in_range(value: object, name: str, low: int, high: int) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high:
         return value
-    shown_value = value if _is_whole(value) else _type_name(value)
+    shown_value = value if _is_whole(value) else type_name(value)
     raise _Invalid(f"Error: `{name}` must be a whole number from {low} to {high}, got {shown_value}.")
 
 
@@ -186,7 +182,7 @@ def _checked_params(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
             raise _Invalid(f"Error: {where} has an unknown parameter {shown(str(name))!r}.")
         description, check = expected
         if not check(value):
-            raise _Invalid(f"Error: `{name}` must be {description}, got {_type_name(value)}.")
+            raise _Invalid(f"Error: `{name}` must be {description}, got {type_name(value)}.")
         params[name] = value
     return params
 
@@ -194,11 +190,11 @@ def _checked_params(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
 def _checked_messages(raw: object) -> list[dict[str, Any]]:
     if not isinstance(raw, list) or not raw:
         raise _Invalid(
-            f"Error: `messages` must be a non-empty list of message objects, got {_type_name(raw)}."
+            f"Error: `messages` must be a non-empty list of message objects, got {type_name(raw)}."
         )
     for index, message in enumerate(raw):
         if not isinstance(message, dict):
-            raise _Invalid(f"Error: `messages[{index}]` must be an object, got {_type_name(message)}.")
+            raise _Invalid(f"Error: `messages[{index}]` must be an object, got {type_name(message)}.")
         if message.get("role") not in _ROLES:
             raise _Invalid(f"Error: `messages[{index}].role` must be 'user' or 'assistant'.")
         if not _is_text_or_blocks(message.get("content")):
@@ -215,7 +211,7 @@ def parse_event(event: object) -> AgentRequest:
     if not isinstance(event, dict):
         raise _Invalid(
             "Error: The event must be an object with `user_id` and `prompt` or `messages`, "
-            f"got {_type_name(event)}."
+            f"got {type_name(event)}."
         )
     unknown = sorted(str(key) for key in event if key not in _EVENT_KEYS and key not in PASS_THROUGH)
     if unknown:
@@ -228,7 +224,7 @@ def parse_event(event: object) -> AgentRequest:
         raise _Invalid("Error: The event has no `user_id` (a non-empty string).")
     user_id = event["user_id"]
     if not isinstance(user_id, str) or not user_id:
-        raise _Invalid(f"Error: `user_id` must be a non-empty string, got {_type_name(user_id)}.")
+        raise _Invalid(f"Error: `user_id` must be a non-empty string, got {type_name(user_id)}.")
     try:
         validate_namespace(user_id, "")
     except ValueError as error:
@@ -239,14 +235,14 @@ def parse_event(event: object) -> AgentRequest:
     if "prompt" in event:
         prompt = event["prompt"]
         if not isinstance(prompt, str) or not prompt.strip():
-            raise _Invalid(f"Error: `prompt` must be a non-empty string, got {_type_name(prompt)}.")
+            raise _Invalid(f"Error: `prompt` must be a non-empty string, got {type_name(prompt)}.")
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
     else:
         messages = _checked_messages(event["messages"])
 
     model = event.get("model")
     if model is not None and not _is_string(model):
-        raise _Invalid(f"Error: `model` must be a non-empty string, got {_type_name(model)}.")
+        raise _Invalid(f"Error: `model` must be a non-empty string, got {type_name(model)}.")
     max_tokens = event.get("max_tokens")
     if max_tokens is not None:
         max_tokens = _whole_in_range(max_tokens, "max_tokens", 1, MAX_TOKENS_LIMIT)
@@ -298,7 +294,7 @@ class AgentConfig:
             except (ValueError, RecursionError):
                 raise _Misconfigured(f"{AGENT_PARAMS} must be a JSON object") from None
             if not isinstance(raw, dict):
-                raise _Misconfigured(f"{AGENT_PARAMS} must be a JSON object, got {_type_name(raw)}")
+                raise _Misconfigured(f"{AGENT_PARAMS} must be a JSON object, got {type_name(raw)}")
             try:
                 params = _checked_params(raw, AGENT_PARAMS)
             except _Invalid as error:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..commands import COMMANDS
 from ..crypto import KeyProvider, KMSKeyProvider
-from ..errors import CommandError, shown, unexpected_failure
+from ..errors import CommandError, shown, type_name, unexpected_failure
 from ..memory import S3Memory
 from ..paths import validate_namespace
 from ..settings import Settings, SettingsError
@@ -116,10 +116,6 @@ def _unexpected(error: Exception) -> _Answer:
     return _Answer(500, unexpected_failure(error), True, type(error).__name__)
 
 
-def _type_name(value: object) -> str:
-    return "null" if value is None else type(value).__name__
-
-
 def _checked_user(user_id: str, status: int, what: str) -> str:
     try:
         validate_namespace(user_id, "")
@@ -133,13 +129,13 @@ def _direct_request(event: object) -> tuple[str, dict[str, Any]]:
     if not isinstance(event, dict):
         raise _Refused(
             400,
-            f"Error: The event must be an object with `user_id` and `input`, got {_type_name(event)}.",
+            f"Error: The event must be an object with `user_id` and `input`, got {type_name(event)}.",
         )
     if "user_id" not in event:
         raise _Refused(400, "Error: The event has no `user_id` (a non-empty string).")
     user_id = event["user_id"]
     if not isinstance(user_id, str) or not user_id:
-        raise _Refused(400, f"Error: `user_id` must be a non-empty string, got {_type_name(user_id)}.")
+        raise _Refused(400, f"Error: `user_id` must be a non-empty string, got {type_name(user_id)}.")
     _checked_user(user_id, 400, "`user_id`")
     return user_id, _tool_input(event, "The event")
 
@@ -150,7 +146,7 @@ def _tool_input(container: dict[Any, Any], where: str) -> dict[str, Any]:
     raw_input = container["input"]
     if not isinstance(raw_input, dict):
         raise _Refused(
-            400, f"Error: `input` must be an object (the tool_use input), got {_type_name(raw_input)}."
+            400, f"Error: `input` must be an object (the tool_use input), got {type_name(raw_input)}."
         )
     return raw_input
 
@@ -184,7 +180,7 @@ def _http_body(event: dict[Any, Any]) -> dict[Any, Any]:
         raise _Refused(400, "Error: The request body is not valid JSON.") from None
     if not isinstance(parsed, dict):
         raise _Refused(
-            400, f"Error: The request body must be a JSON object with `input`, got {_type_name(parsed)}."
+            400, f"Error: The request body must be a JSON object with `input`, got {type_name(parsed)}."
         )
     return parsed
 
