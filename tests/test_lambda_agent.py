@@ -16,6 +16,7 @@ from typing import Any
 import boto3
 import pytest
 
+from bench.metrics import RequestCounter
 from s3memory.aws_lambda import agent as lambda_agent
 from s3memory.aws_lambda import memory as lambda_memory
 from s3memory.aws_lambda import memory_handler, metrics
@@ -661,28 +662,15 @@ def memory_env(monkeypatch: pytest.MonkeyPatch, local_env: Any) -> Any:
     return local_env
 
 
-class Independent:
+def independent() -> RequestCounter:
     """Counts the runtime client's requests with a hook of its own, to check the EMF counts."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._lock = threading.Lock()
-        lambda_memory.get_runtime().s3_client.meta.events.register("request-created", self._add)
-
-    def _add(self, **_: Any) -> None:
-        with self._lock:
-            self.count += 1
-
-    def take(self) -> int:
-        with self._lock:
-            count, self.count = self.count, 0
-            return count
+    return RequestCounter(lambda_memory.get_runtime().s3_client)
 
 
 def test_memory_handler_emits_emf_with_exact_s3_counts(
     memory_env: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    counter = Independent()
+    counter = independent()
     commands = [
         {"command": "create", "path": "/memories/d/a.md", "file_text": "a"},
         {"command": "create", "path": "/memories/d/b.md", "file_text": "b"},
@@ -698,7 +686,8 @@ def test_memory_handler_emits_emf_with_exact_s3_counts(
         check_emf(
             document, str(command["command"]), document["outcome"], {"Latency", "S3Requests", "KMSRequests"}
         )
-        assert document["S3Requests"] == counter.take() > 0
+        assert document["S3Requests"] == counter.total > 0
+        counter.reset()
         assert document["KMSRequests"] == 0 and document["request_id"] == "r1"
     memory_handler({"user_id": "a/b", "input": {"command": "view", "path": "/memories"}}, None)
     (refused,) = emf_lines(capsys.readouterr().out)
@@ -717,7 +706,7 @@ def test_concurrent_invocations_count_their_own_requests(
             },
             None,
         )
-    counter = Independent()
+    counter = independent()
     caplog.clear()
     caplog.set_level(logging.INFO, logger="s3memory")
     barrier = threading.Barrier(8)
@@ -737,19 +726,19 @@ def test_concurrent_invocations_count_their_own_requests(
     assert sorted(line["user_id"] for line in lines) == [f"u{index}" for index in range(8)]
     # each invocation counted its own GetObject and none of the others', while all ran at once
     assert [line["s3_requests"] for line in lines] == [1] * 8
-    assert counter.take() == 8
+    assert counter.total == 8
 
 
 def test_nested_tally_and_pool_threads(memory_env: Any) -> None:
     """A thread without the invocation's context is counted to the only invocation in progress."""
-    counter = Independent()
+    counter = independent()
     client = lambda_memory.get_runtime().s3_client
     with metrics.tally() as tally:
         worker = threading.Thread(target=lambda: client.list_objects_v2(Bucket=BUCKET))
         worker.start()
         worker.join(timeout=30)
         client.list_objects_v2(Bucket=BUCKET)
-    assert tally.count("s3") == counter.take() == 2
+    assert tally.count("s3") == counter.total == 2
 
 
 def test_metrics_can_be_turned_off(memory_env: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
