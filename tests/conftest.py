@@ -4,8 +4,8 @@ scripted Messages API. Helpers that are not fixtures live in ``support/``.
 S3 backends: every test gets in-process moto through ``s3``. A test module that sets
 ``BACKENDS = ("moto", "seaweedfs")`` runs each of its tests once per backend: the ``backend``
 fixture is parametrized for it, and ``s3`` then yields a client of SeaweedFS (a real S3 server,
-started once per session by ``seaweedfs``; see ``support/backends.py``) for the ``seaweedfs`` run. Either
-way ``BUCKET`` exists and is empty when the test starts.
+started once per session by ``seaweedfs``; see ``support/backends.py``) for the ``seaweedfs``
+run. Either way ``BUCKET`` exists and is empty when the test starts.
 """
 
 from __future__ import annotations
