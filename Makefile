@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PEER_STAMP := bench/.venv-peer/.installed
 CHECKOV_STAMP := .venv-checkov/.installed
 
-.PHONY: venv demo test lint format bench bench-quick lambda-zip
+.PHONY: venv demo test lint format bench bench-quick lambda-zip soak
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ bench: $(STAMP) $(PEER_STAMP)
 
 bench-quick: $(STAMP) $(PEER_STAMP)
 	$(PY) -m bench --quick --out $${TMPDIR:-/tmp}/s3memory-bench-quick
+
+# Agents under faults on SeaweedFS, checked against a model (tests/soak.py); e.g. SOAK_ARGS="--duration 600 --seed 7".
+soak: $(STAMP)
+	$(PY) -m tests.soak $(SOAK_ARGS)
 
 lambda-zip: $(STAMP)
 	$(PY) tools/build_lambda_zip.py --output dist/lambda.zip
