@@ -73,6 +73,8 @@ MASTER_KEY = bytes(range(100, 132))
 DEFAULT_BUCKET = "soak"
 PHASE_WEIGHTS = {1: 0.2, 8: 0.3, 32: 0.5}
 HISTORY_SHOWN = 40
+SETTLE_ATTEMPTS = 5
+"""How many fault-free processes try a command before its user counts as locked out."""
 QUIET_TIMEOUT_SECONDS = 120.0
 """How long a dead process's in-flight requests may take to end (a deadlock guard, not a timing)."""
 
@@ -583,8 +585,8 @@ class Commands:
             return line.split(" ")[-1] + "\n" + lines[index + 1].split(" ")[0]  # across a line break
         if roll < 0.4 and line:
             return line
-        words = line.split(" ")
-        return rng.choice(words) if words and words[0] else "absent " + rng.choice(WORDS)
+        words = [word for word in line.split(" ") if word]
+        return rng.choice(words) if words else "absent " + rng.choice(WORDS)
 
 
 def estimated_requests(label: str, command: Command, state: Mapping[str, str]) -> int:
@@ -898,7 +900,12 @@ class SoakReport:
         lines.extend(f"note: {note}" for note in self.notes)
         kinds = Counter(item.kind for item in self.violations)
         lines.append(f"violations: {len(self.violations)}" + (f" ({_counts(kinds)})" if kinds else ""))
-        lines.extend(item.render(config.seed) for item in self.violations)
+        lines.extend(
+            f"  [{item.kind}] phase {item.phase}, {item.agent}: {item.detail}" for item in self.violations
+        )
+        if self.violations:
+            lines.append("violations in detail:")
+            lines.extend(item.render(config.seed) for item in self.violations)
         return "\n".join(lines)
 
 
@@ -1028,6 +1035,8 @@ class Agent:
         outcome = self.process.run(command, rules)
         self.tally.commands[label] += 1
         self.count_faults(outcome)
+        if rules:
+            self.tally.events["commands with faults"] += 1
         faults = f" [faults: {'; '.join(map(str, rules))}]" if rules else ""
         self.note(f"{describe(command)}{faults} -> {outcome.summary()}")
         if outcome.exception:
@@ -1101,7 +1110,7 @@ class Agent:
     def retry(self, command: Command, candidates: list[State]) -> list[State]:
         """Run the command again, as a model told "try again" would; keep the states its answer fits."""
         self.tally.events["retries"] += 1
-        for _attempt in range(3):
+        for _attempt in range(SETTLE_ATTEMPTS):
             outcome = self.new_process().run(command)
             self.note(f"retry {describe(command)} -> {outcome.summary()}")
             every = unique(
@@ -1122,7 +1131,9 @@ class Agent:
                 )
                 return every
             return fitting
-        self.violation("locked-out", f"{describe(command)} failed three times in a row without faults")
+        self.violation(
+            "locked-out", f"{describe(command)} failed {SETTLE_ATTEMPTS} times in a row without faults"
+        )
         return candidates
 
     def window_probe(self, directory: str, before: State, after: State) -> tuple[list[State], bool]:
@@ -1156,7 +1167,9 @@ class Agent:
         process = self.new_process()
         root = self.root_view(process)
         if root is None:
-            self.violation("locked-out", f"view {ROOT} failed three times in a row without faults ({reason})")
+            self.violation(
+                "locked-out", f"view {ROOT} failed {SETTLE_ATTEMPTS} times in a row without faults ({reason})"
+            )
             self.state = candidates[0]
             return
         observed, problems = observe(self.soak, self.user, self.root, process)
@@ -1164,6 +1177,7 @@ class Agent:
             self.violation("unreadable", f"{problem} ({reason})")
         if observed not in candidates:
             self.violation(mismatch, f"{reason}: {mismatch_detail(candidates, observed)}")
+            self.saw(observed)
             self.repair()
             return
         rows = rows_under(root, self.root)
@@ -1182,7 +1196,7 @@ class Agent:
         self.state = observed
 
     def root_view(self, process: Process) -> str | None:
-        for attempt in range(3):
+        for attempt in range(SETTLE_ATTEMPTS):
             outcome = (process if attempt == 0 else self.new_process()).run({"command": "view", "path": ROOT})
             if outcome.ok and root_view_ok(outcome.text):
                 return outcome.text
@@ -1192,8 +1206,11 @@ class Agent:
     def repair(self) -> None:
         """After a violation: delete the subtree and go on from empty, so one fault is reported once."""
         self.tally.events["repairs"] += 1
-        outcome = self.new_process().run({"command": "delete", "path": self.root})
-        self.note(f"repair: delete {self.root} -> {outcome.summary()}")
+        for _attempt in range(SETTLE_ATTEMPTS):
+            outcome = self.new_process().run({"command": "delete", "path": self.root})
+            self.note(f"repair: delete {self.root} -> {outcome.summary()}")
+            if not outcome.unknown:
+                break
         remaining = self.soak.admin_keys(f"{namespace(self.user)}memories/{self.name}/")
         if remaining:
             self.violation(
@@ -1314,7 +1331,7 @@ class UserCheck:
         soak, user = self.soak, self.user
         process = Process(soak, user)
         root = None
-        for _attempt in range(3):
+        for _attempt in range(SETTLE_ATTEMPTS):
             outcome = process.run({"command": "view", "path": ROOT})
             if outcome.ok and root_view_ok(outcome.text):
                 root = outcome.text
