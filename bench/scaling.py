@@ -5,7 +5,7 @@
   The two deep trees share one bucket, so a server whose LIST scans the whole bucket (moto) pays
   the same for both and their ratio shows only what s3memory does.
 - Directory ``delete`` and ``rename`` of N files, each with bounded parallelism (s3memory's
-  default) and serial (``s3memory.memory.PARALLEL_REQUESTS = 1`` in this process), interleaved
+  default) and serial (``s3memory.concurrency.PARALLEL_REQUESTS = 1`` in this process), interleaved
   pair by pair, one client shared by the worker threads. A delete of up to 1,000 files is one
   ``DeleteObjects`` request either way, so delete is also set against serial deletion without
   batches: the same client listing the directory and deleting its objects one request at a time.
@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import s3memory.memory as memory_module
+import s3memory.concurrency as concurrency
 
 from .metrics import RequestCounter, Summary, describe, paired_ratios, timed
 from .plan import BatchPlan
@@ -116,12 +116,12 @@ class Speedup:
 @contextlib.contextmanager
 def parallel_requests(count: int) -> Iterator[None]:
     """Set s3memory's bound on concurrent requests for the duration of the block."""
-    saved = memory_module.PARALLEL_REQUESTS
-    memory_module.PARALLEL_REQUESTS = count
+    saved = concurrency.PARALLEL_REQUESTS
+    concurrency.PARALLEL_REQUESTS = count
     try:
         yield
     finally:
-        memory_module.PARALLEL_REQUESTS = saved
+        concurrency.PARALLEL_REQUESTS = saved
 
 
 def delete_budget(files: int) -> int:
@@ -213,7 +213,7 @@ class _Batches:
     def measure(self, raw: dict[str, Any], parallel: bool) -> tuple[float, tuple[float, float], Counter[str]]:
         """Wall seconds; CPU seconds of this process (all threads) and of the server; the requests."""
         with (
-            parallel_requests(memory_module.PARALLEL_REQUESTS if parallel else 1),
+            parallel_requests(concurrency.PARALLEL_REQUESTS if parallel else 1),
             self.counter.window() as seen,
         ):
             server = self.backend.server_cpu()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -37,6 +37,10 @@ class PreconditionFailed(Exception):
         self.after_retry = after_retry
 
 
+class ObjectTooLarge(StorageError):
+    """An object larger than s3memory writes there; it was not read."""
+
+
 class ConditionalConflict(Exception):
     """S3 answered 409 to a conditional write racing another one; retry."""
 
@@ -48,11 +52,19 @@ class StoredObject:
     metadata: dict[str, str] = field(default_factory=dict)
 
 
+class Listed(NamedTuple):
+    """An object as a listing shows it."""
+
+    key: str
+    size: int
+    etag: str
+
+
 @dataclass
 class ListingPage:
-    """One ListObjectsV2 answer: (key, size) pairs, common prefixes, and whether more pages follow."""
+    """One ListObjectsV2 answer: objects, common prefixes, and whether more pages follow."""
 
-    objects: list[tuple[str, int]] = field(default_factory=list)
+    objects: list[Listed] = field(default_factory=list)
     prefixes: list[str] = field(default_factory=list)
     truncated: bool = False
 
@@ -70,9 +82,11 @@ def _failure(operation: str, error: Exception) -> StorageError:
 class S3Store:
     """One bucket, as the memory core needs it."""
 
-    def __init__(self, client: S3Client, bucket: str) -> None:
+    def __init__(self, client: S3Client, bucket: str, *, page_size: int = 1000) -> None:
         self.client = client
         self.bucket = bucket
+        self.page_size = page_size
+        """Keys per listing page unless a call asks for fewer (S3 gives at most 1,000)."""
 
     def get(self, key: str, *, max_bytes: int) -> StoredObject | None:
         """The object's bytes and ETag, or None if there is no such object.
@@ -83,7 +97,7 @@ class S3Store:
             response = self.client.get_object(Bucket=self.bucket, Key=key)
             if int(response.get("ContentLength", 0)) > max_bytes:
                 response["Body"].close()
-                raise StorageError(
+                raise ObjectTooLarge(
                     f"Error: The stored object is larger than {max_bytes:,} bytes, more than s3memory writes; "
                     "it was not read."
                 )
@@ -153,11 +167,40 @@ class S3Store:
         except BotoCoreError as error:
             raise _failure("DeleteObject", error) from None
 
-    def pages(self, prefix: str, *, delimiter: bool = False, max_keys: int = 1000) -> Iterator[ListingPage]:
-        """ListObjectsV2 pages below ``prefix``; with ``delimiter``, one level (common prefixes)."""
-        arguments: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix, "MaxKeys": max_keys}
+    def copy(self, source: str, target: str) -> bool:
+        """Copy the object at ``source`` to ``target`` within the bucket (the bytes stay on the
+        server); False if there is no object at ``source``."""
+        try:
+            self.client.copy_object(
+                Bucket=self.bucket, Key=target, CopySource={"Bucket": self.bucket, "Key": source}
+            )
+        except ClientError as error:
+            if aws_error_code(error) in _NOT_FOUND or _status(error) == 404:
+                return False
+            raise _failure("CopyObject", error) from None
+        except BotoCoreError as error:
+            raise _failure("CopyObject", error) from None
+        return True
+
+    def pages(
+        self,
+        prefix: str,
+        *,
+        delimiter: bool = False,
+        max_keys: int | None = None,
+        start_after: str | None = None,
+    ) -> Iterator[ListingPage]:
+        """ListObjectsV2 pages below ``prefix`` (after ``start_after``, if given); with ``delimiter``,
+        one level (common prefixes)."""
+        arguments: dict[str, Any] = {
+            "Bucket": self.bucket,
+            "Prefix": prefix,
+            "MaxKeys": max_keys or self.page_size,
+        }
         if delimiter:
             arguments["Delimiter"] = "/"
+        if start_after is not None:
+            arguments["StartAfter"] = start_after
         while True:
             try:
                 response = self.client.list_objects_v2(**arguments)
@@ -166,7 +209,10 @@ class S3Store:
             token = response.get("NextContinuationToken")
             more = bool(response.get("IsTruncated")) and bool(token)
             yield ListingPage(
-                [(item["Key"], int(item["Size"])) for item in response.get("Contents", [])],
+                [
+                    Listed(item["Key"], int(item["Size"]), str(item.get("ETag", "")))
+                    for item in response.get("Contents", [])
+                ],
                 [item["Prefix"] for item in response.get("CommonPrefixes", [])],
                 more,
             )
@@ -182,8 +228,8 @@ class S3Store:
     def delete_batch(self, items: Sequence[tuple[str, str | None]]) -> list[str]:
         """Delete up to 1,000 keys in one request, each only if its ETag still matches when one is given.
 
-        Returns the keys left in place because their ETag no longer matched; any other per-key
-        error fails loudly.
+        Returns the keys left in place because their ETag no longer matched. A key already gone
+        counts as deleted; any other per-key error fails loudly.
         """
         if not items:
             return []
@@ -200,7 +246,7 @@ class S3Store:
             raise _failure("DeleteObjects", error) from None
         errors = response.get("Errors", [])
         changed = [str(item.get("Key")) for item in errors if item.get("Code") in _PRECONDITION_FAILED]
-        failed = [item for item in errors if item.get("Code") not in _PRECONDITION_FAILED]
+        failed = [item for item in errors if item.get("Code") not in _PRECONDITION_FAILED | _NOT_FOUND]
         if failed:
             codes = sorted({str(item.get("Code", "Unknown")) for item in failed})
             raise StorageError(

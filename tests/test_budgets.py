@@ -90,7 +90,7 @@ def test_directory_delete_and_rename_budgets(
     memory, s3_requests, kms_requests = kms_memory
     seed(memory, [f"/memories/big/sub{index % 3}/f{index}.txt" for index in range(files)])
     if not seen_before:  # a process that has never seen the directory reads the path first
-        memory = make_memory(key_provider=memory._cipher._keys.provider)
+        memory = make_memory(key_provider=memory.key_provider)
     kms_requests.reset()
     rename = {"command": "rename", "old_path": "/memories/big", "new_path": "/memories/archive/big"}
     assert run(memory, s3_requests, rename) == 2 * files + (8 if seen_before else 9)

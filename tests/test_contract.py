@@ -29,8 +29,8 @@ def tool(s3: Any) -> S3MemoryTool:
 
 def stored_text(tool: S3MemoryTool, path: str) -> str | None:
     """The exact decrypted text stored at ``path``, every byte of it."""
-    found = tool.memory._read(memory_path(path))
-    return None if found is None else found[0]
+    found = tool.memory.files.read(memory_path(path))
+    return None if found is None else found.text
 
 
 def ok(tool: S3MemoryTool, **command: Any) -> str:

@@ -23,6 +23,7 @@ from s3memory.crypto import (
     plaintext_size,
 )
 from s3memory.errors import CommandError, IntegrityError
+from s3memory.keyvault import KeyVault
 from s3memory.memory import S3Memory
 from s3memory.paths import memory_path
 
@@ -159,7 +160,7 @@ def test_kms_envelope_stores_only_the_wrapped_key_with_a_context_naming_the_user
     memory.create(memory_path("/memories/a.txt"), SECRET)
     wrapped = s3.get_object(Bucket=BUCKET, Key="users/alice/internal/keys/v1")["Body"].read()
     assert wrapped.startswith(b"S3MK\x01")
-    data_key = provider.data_key("alice", 1, memory._cipher._keys.vault)
+    data_key = provider.data_key("alice", 1, KeyVault(memory.store, memory.layout))
     assert data_key not in wrapped
     assert base64.b64encode(data_key) not in wrapped
     unwrapped = kms.decrypt(

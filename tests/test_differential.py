@@ -66,12 +66,12 @@ def _s3_files(tool: S3MemoryTool) -> dict[str, str]:
     files: dict[str, str] = {}
     memory = tool.memory
     for page in memory.store.pages(memory.layout.memories_prefix):
-        for key, _ in page.objects:
-            path = memory.layout.path_of_key(key)
+        for listed in page.objects:
+            path = memory.layout.path_of_key(listed.key)
             assert path is not None
-            found = memory._read(path)
+            found = memory.files.read(path)
             assert found is not None
-            files[path.canonical] = found[0]
+            files[path.canonical] = found.text
     return files
 
 

@@ -43,8 +43,8 @@ def seeded(s3: Any, files: dict[str, str] = FILES) -> None:
 
 
 def text_at(path: str) -> str | None:
-    found = memory_with()._read(memory_path(path))
-    return None if found is None else found[0]
+    found = memory_with().files.read(memory_path(path))
+    return None if found is None else found.text
 
 
 def assert_files(expected: dict[str, str], s3: Any) -> None:

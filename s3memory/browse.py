@@ -1,0 +1,210 @@
+"""Browsing: what is at a path (a file, or a directory's files), and a directory's two visible levels.
+
+S3 has no directories: a directory is a key prefix with at least one memory file below it (keys
+that map to no valid memory path are never seen here). A directory view usually costs one listing;
+a larger one is listed level by level with a ``/`` delimiter, in name order, and only until its
+answer is cut near the view cap, so its cost follows what the answer shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TypeVar
+
+from .crypto import plaintext_size
+from .files import Found, MemoryFiles
+from .jobs import Source
+from .listing import Tree, is_hidden, listed_past
+from .paths import MemoryPath
+from .store import Listed, ListingPage
+from .text import VIEW_CHARACTER_CAP
+
+_T = TypeVar("_T")
+_SMALLEST_FILE_SIZE = len("0B")
+_DIRECTORY_SIZE = len("4.0K")
+
+
+@dataclass
+class _Entry:
+    """A name of one directory level: a file (with its plaintext size), a directory, or both."""
+
+    name: str
+    file_size: int | None = None
+    is_directory: bool = False
+
+    def least_row_length(self, base: str) -> int:
+        """A lower bound of the length of this entry's row(s) in a listing under ``base``."""
+        shown = len(base) + 1 + len(self.name) + 2  # "/", and the tab and newline
+        file_row = 0 if self.file_size is None else shown + _SMALLEST_FILE_SIZE
+        return file_row + (shown + _DIRECTORY_SIZE + 1 if self.is_directory else 0)
+
+
+class Browser:
+    """Reads what lies at a path for the commands, through one user's files."""
+
+    def __init__(self, files: MemoryFiles) -> None:
+        self._files = files
+        self._store = files.store
+        self._layout = files.layout
+
+    def file_or_sources(
+        self, path: MemoryPath, probe: Callable[[], _T | None]
+    ) -> tuple[_T | None, list[Source]]:
+        """What is at ``path``: ``probe``'s answer for a file, else the files below it (both empty:
+        nothing). A path last seen as a directory is listed first (files below it prove it is no
+        file); any other is probed first."""
+        if path in self._files.directories:
+            sources = self._files.sources_below(path)
+            return (None, sources) if sources else (probe(), [])
+        found = probe()
+        return (found, []) if found is not None else (None, self._files.sources_below(path))
+
+    def file_or_tree(self, path: MemoryPath) -> tuple[Found | None, Tree | None]:
+        """The file at ``path``, else the directory's tree, else neither.
+
+        A path last seen as a directory is listed with its own key as the prefix: a file there sorts
+        first (and is read: a file wins), then the directory's objects, so one request usually
+        shows it all. Any other path is read first.
+        """
+        if path not in self._files.directories:
+            found = self._files.read(path)
+            return (found, None) if found is not None else (None, self.tree(path))
+        key = self._layout.file_key(path)
+        page = next(self._store.pages(key))
+        if page.objects and page.objects[0].key == key:
+            found = self._files.read(path)
+            if found is not None:
+                return found, None
+        below = self._layout.directory_prefix(path)
+        if page.truncated and not (page.objects and listed_past(page.objects[-1].key, below)):
+            return None, self.tree(path)  # the page stopped inside the directory, or before it
+        objects = [listed for listed in page.objects if listed.key.startswith(below)]
+        return None, self.tree(path, ListingPage(objects, [], False))
+
+    def tree(
+        self, directory: MemoryPath, first: ListingPage | None = None, listed_to: str | None = None
+    ) -> Tree | None:
+        """The directory's two visible levels, or None if no memory file lies below it (the root
+        always exists).
+
+        ``first`` is the directory's first listing page when the caller has it, and ``listed_to``
+        the last key that listing reached (default: its last object). When the page does not hold
+        the whole directory, the levels are listed with a delimiter, in name order, until the rows
+        found pass the view cap: the answer is cut there anyway.
+        """
+        prefix = self._layout.directory_prefix(directory)
+        if first is None:
+            first = next(self._store.pages(prefix))
+        tree = Tree()
+        found = [
+            (path, listed.size) for listed in first.objects if (path := self._layout.path_of_key(listed.key))
+        ]
+        if not first.truncated:
+            for path, size in found:
+                tree.add_file(path.relative_to(directory), plaintext_size(size))
+        else:
+            last = listed_to or (first.objects[-1].key if first.objects else prefix)
+            self._fill_until_cut(tree, directory, first.objects, max(last, prefix))
+        if not (found or tree.root.children or directory.is_root):
+            return None  # no memory file below it: no such directory
+        self._files.directories.add(
+            [directory, *(directory.joined(relative) for relative in tree.directories())]
+        )
+        return tree
+
+    def _fill_until_cut(self, tree: Tree, directory: MemoryPath, seen: list[Listed], last: str) -> None:
+        """Add the visible entries of both levels to ``tree``, in the order a listing shows them,
+        until their rows pass the view cap. ``seen`` holds every key below the directory up to
+        ``last``, in key order."""
+        prefix = self._layout.directory_prefix(directory)
+        used = 0
+        for entry in self._level(prefix, seen, last):
+            used += entry.least_row_length(directory.canonical)
+            if entry.file_size is not None:
+                tree.add_file((entry.name,), entry.file_size)
+            if not entry.is_directory:
+                if used > VIEW_CHARACTER_CAP:
+                    return
+                continue
+            tree.add_directory((entry.name,))
+            inner = f"{prefix}{entry.name}/"
+            inner_last = inner if last < inner else (None if listed_past(last, inner) else last)
+            base = f"{directory.canonical}/{entry.name}"
+            for child in self._level(
+                inner, [listed for listed in seen if listed.key.startswith(inner)], inner_last
+            ):
+                used += child.least_row_length(base)
+                if child.file_size is not None:
+                    tree.add_file((entry.name, child.name), child.file_size)
+                if child.is_directory:
+                    tree.add_directory((entry.name, child.name))
+                if used > VIEW_CHARACTER_CAP:
+                    return
+            if used > VIEW_CHARACTER_CAP:
+                return
+
+    def _level(self, prefix: str, seen: Iterable[Listed], last: str | None) -> Iterator[_Entry]:
+        """The visible entries directly below ``prefix``, in name order, listed as they are needed.
+
+        ``seen`` holds the keys below ``prefix`` up to ``last``; ``last`` None means they are all
+        of them, else the listing resumes after ``last`` with a delimiter. A name is given out only
+        once no key still to come can change it (see ``_settled_below``).
+        """
+        entries: dict[str, _Entry] = {}
+        probed: set[str] = set()
+        for listed in seen:
+            self._note_key(entries, prefix, listed.key, listed.size)
+        pages = iter(()) if last is None else self._store.pages(prefix, delimiter=True, start_after=last)
+        while last is not None:
+            given_below = self._settled_below(entries, probed, prefix, last)
+            yield from _give_out(entries, given_below)
+            page = next(pages, None)
+            if page is None:
+                break
+            # a server may show a name again (a common prefix the resumed listing started inside)
+            for listed in page.objects:
+                self._note_key(entries, prefix, listed.key, listed.size, given_below)
+            for common in page.prefixes:
+                self._note_key(entries, prefix, common, None, given_below)
+            reached = [*(listed.key for listed in page.objects[-1:]), *page.prefixes[-1:]]
+            last = max([last, *reached]) if page.truncated else None
+        yield from _give_out(entries, None)
+
+    def _note_key(
+        self, entries: dict[str, _Entry], prefix: str, key: str, size: int | None, given_below: str = ""
+    ) -> None:
+        """Record what ``key`` (an object, or a common prefix when ``size`` is None) shows of its
+        name directly below ``prefix``; keys of no valid memory path, hidden names, and names
+        before ``given_below`` (given out already) show nothing."""
+        name, below, _rest = key[len(prefix) :].partition("/")
+        if name < given_below or is_hidden(name) or self._layout.path_of_key(prefix + name) is None:
+            return
+        if not below:
+            if size is not None:
+                entries.setdefault(name, _Entry(name)).file_size = plaintext_size(size)
+        elif size is None or self._layout.path_of_key(key) is not None:
+            entries.setdefault(name, _Entry(name)).is_directory = True
+
+    def _settled_below(self, entries: dict[str, _Entry], probed: set[str], prefix: str, last: str) -> str:
+        """The bound below which every name is settled, once the listing has reached ``last``.
+
+        Keys after ``last`` belong to the last name listed or later ones, or to a shorter name that
+        the last one extends with a character sorting before '/' (``notes/...`` keys sort after
+        ``notes.md``): each such name is probed once for a directory (a one-key listing), and is
+        then settled too.
+        """
+        name, below, _rest = last[len(prefix) :].partition("/")
+        for end in range(1, len(name)):
+            shorter = name[:end]
+            if name[end] < "/" and shorter not in probed:
+                probed.add(shorter)
+                if not is_hidden(shorter) and self._store.any_below(f"{prefix}{shorter}/"):
+                    self._note_key(entries, prefix, f"{prefix}{shorter}/", None)
+        return name + "\x00" if below else name
+
+
+def _give_out(entries: dict[str, _Entry], bound: str | None) -> Iterator[_Entry]:
+    """Take the entries named before ``bound`` (all of them when None) out of ``entries``, in order."""
+    for name in sorted(name for name in entries if bound is None or name < bound):
+        yield entries.pop(name)

@@ -1,0 +1,196 @@
+"""One user's encrypted memory files: reads, conditional writes, batched deletes, directory hints.
+
+Every memory file's bytes pass through here, sealed for (and opened at) its own path. Writes are
+conditional; deletes tell the usage tracker to measure again.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .concurrency import parallel
+from .crypto import ObjectCipher, plaintext_size
+from .errors import CommandError, IntegrityError, StorageError
+from .jobs import MAX_SOURCES, Source
+from .paths import KeyLayout, MemoryPath
+from .quota import Usage
+from .store import DELETE_BATCH, ConditionalConflict, PreconditionFailed, S3Store
+
+ORIGIN_METADATA = "s3memory-origin"
+"""Metadata on a renamed file: the keyed fingerprint of the path it was copied from."""
+WRITE_ATTEMPTS = 32
+"""Conditional writes that lose to another writer (409) are retried this many times."""
+_SEALED_SLACK = 4096
+"""A stored file may exceed the size limit by the format's overhead; reads allow this much."""
+
+
+def backoff(attempt: int) -> None:
+    """Sleep a jittered, growing, bounded time before retrying a lost conditional write."""
+    time.sleep(random.uniform(0, min(0.5, 0.01 * 2**attempt)))
+
+
+class KnownDirectories:
+    """Paths this process last saw as directories: a hint that orders requests, never a proof."""
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._paths: set[tuple[str, ...]] = set()
+        self._lock = threading.Lock()
+
+    def __contains__(self, path: MemoryPath) -> bool:
+        return path.segments in self._paths
+
+    def add(self, paths: Iterable[MemoryPath]) -> None:
+        with self._lock:
+            self._paths.update(path.segments for path in paths if not path.is_root)
+            if len(self._paths) > self.LIMIT:
+                self._paths.clear()
+
+    def forget(self, path: MemoryPath) -> None:
+        """Forget ``path`` and every directory below it."""
+        depth = len(path.segments)
+        with self._lock:
+            self._paths = {known for known in self._paths if known[:depth] != path.segments}
+
+
+class FileTooLarge(CommandError):
+    """A file would be larger than the size limit."""
+
+
+@dataclass(frozen=True)
+class Found:
+    """A file's text and the ETag of the object it was read from."""
+
+    text: str
+    etag: str
+
+
+class MemoryFiles:
+    """One user's memory files in one bucket, encrypted with the user's keys."""
+
+    def __init__(
+        self, store: S3Store, layout: KeyLayout, cipher: ObjectCipher, max_file_bytes: int, usage: Usage
+    ) -> None:
+        self.store = store
+        self.layout = layout
+        self.cipher = cipher
+        self.max_file_bytes = max_file_bytes
+        self.usage = usage
+        self.directories = KnownDirectories()
+
+    def read(self, path: MemoryPath) -> Found | None:
+        """The file at ``path``, or None if there is none."""
+        stored = self.store.get(self.layout.file_key(path), max_bytes=self.max_file_bytes + _SEALED_SLACK)
+        if stored is None:
+            return None
+        return Found(self.decode(path, stored.body), stored.etag)
+
+    def decode(self, path: MemoryPath, body: bytes) -> str:
+        try:
+            return self.cipher.open(path.canonical, body).decode("utf-8")
+        except UnicodeDecodeError:
+            raise IntegrityError(f"Error: The file {path.text} is not a valid UTF-8 text file.") from None
+
+    def check_size(self, path: MemoryPath, size: int) -> None:
+        """Refuse a file of ``size`` bytes over the limit; nothing is changed."""
+        if size > self.max_file_bytes:
+            raise FileTooLarge(
+                f"Error: The file {path.text} would be {size:,} bytes; the limit is "
+                f"{self.max_file_bytes:,} bytes. Nothing was changed."
+            )
+
+    def encode(self, path: MemoryPath, text: str) -> bytes:
+        """``text`` sealed for ``path``; refused over the size limit."""
+        data = text.encode("utf-8")
+        self.check_size(path, len(data))
+        return self.cipher.seal(path.canonical, data)
+
+    def put_new(self, key: str, body: bytes, origin: MemoryPath | None = None) -> str | None:
+        """Write ``body`` at ``key`` only if no object is there; its ETag, or None if one is.
+
+        With ``origin``, the object's metadata carries that path's fingerprint (see ``holds``).
+        """
+        metadata = None if origin is None else {ORIGIN_METADATA: self.cipher.fingerprint(origin.canonical)}
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                return self.store.put(key, body, if_none_match=True, metadata=metadata)
+            except PreconditionFailed as lost:
+                return self.landed(key, body) if lost.after_retry else None
+            except ConditionalConflict:
+                backoff(attempt)
+        raise StorageError(
+            "Error: S3 kept reporting conflicting writes at this path; nothing was changed. Try again."
+        )
+
+    def replace(self, path: MemoryPath, body: bytes, etag: str) -> bool:
+        """Write ``body`` over the file at ``path`` if it still has ``etag``; False if it changed."""
+        key = self.layout.file_key(path)
+        try:
+            self.store.put(key, body, if_match=etag)
+        except PreconditionFailed as lost:
+            return lost.after_retry and self.landed(key, body) is not None
+        except ConditionalConflict:
+            return False
+        return True
+
+    def landed(self, key: str, body: bytes) -> str | None:
+        """The ETag of the object at ``key`` if it is exactly ``body``: our own write, whose answer was
+        lost and whose retry then lost to it. Every sealed body is unique (fresh salt and nonce), so
+        equal bytes prove it."""
+        stored = self.store.get(key, max_bytes=len(body))
+        return stored.etag if stored is not None and stored.body == body else None
+
+    def holds(self, path: MemoryPath, text: str, origin: MemoryPath) -> bool:
+        """True if the file at ``path`` is ``text`` copied from ``origin``: a retried copy that landed."""
+        stored = self.store.get(self.layout.file_key(path), max_bytes=self.max_file_bytes + _SEALED_SLACK)
+        if stored is None or stored.metadata.get(ORIGIN_METADATA) != self.cipher.fingerprint(
+            origin.canonical
+        ):
+            return False
+        return self.decode(path, stored.body) == text
+
+    def delete(self, key: str, *, if_match: str | None = None) -> None:
+        """Delete one object (only if it still has ``if_match``, when given: else PreconditionFailed)."""
+        self.usage.forget()
+        self.store.delete(key, if_match=if_match)
+
+    def delete_all(self, sources: Sequence[Source]) -> list[str]:
+        """Delete ``sources`` in parallel batches of 1,000, each only if it still has its ETag (an
+        empty ETag: unconditionally); returns the keys kept because they changed."""
+        self.usage.forget()
+        kept: list[str] = []
+        batches = [sources[start : start + DELETE_BATCH] for start in range(0, len(sources), DELETE_BATCH)]
+        parallel(
+            lambda batch: kept.extend(
+                self.store.delete_batch([(source.key, source.etag or None) for source in batch])
+            ),
+            batches,
+        )
+        return kept
+
+    def measure(self) -> tuple[int, int]:
+        """The plaintext bytes and the number of the user's memory files, from a full listing."""
+        sizes = [
+            listed.size for page in self.store.pages(self.layout.memories_prefix) for listed in page.objects
+        ]
+        return sum(plaintext_size(size) for size in sizes), len(sizes)
+
+    def sources_below(self, directory: MemoryPath) -> list[Source]:
+        """The files below ``directory`` with their ETags. Keys that map to no valid memory path are
+        left out: nothing s3memory does touches them. More than ``MAX_SOURCES`` files are refused."""
+        found: list[Source] = []
+        for page in self.store.pages(self.layout.directory_prefix(directory)):
+            for listed in page.objects:
+                if self.layout.path_of_key(listed.key) is not None:
+                    found.append(Source(listed.key, listed.etag))
+            if len(found) > MAX_SOURCES:
+                raise CommandError(
+                    f"Error: {directory.text} holds more than {MAX_SOURCES:,} files, more than one command "
+                    "moves or deletes; work on its subdirectories one at a time. Nothing was changed."
+                )
+        return found

@@ -1,0 +1,251 @@
+"""The job runner: records a directory rename or delete, finds pending records, finishes them, and
+sets aside the ones that can never run. The one place that decides when pending jobs are finished.
+
+The protocol and its invariants are in ``docs/jobs.md``. In short: a job is planned from a listing
+(every file below the directory, with its ETag), recorded before its first change, then run; every
+copy and delete is conditional on the recorded ETag, so a file written after the plan is never moved
+or deleted by it. Whoever finds a record finishes the job. A record that can never run (not ours,
+failing authentication, a plan that breaks the rules, or older than ``MAX_AGE_SECONDS``) is moved to
+``internal/quarantine/`` and logged, never run and never left to fail the commands that find it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .concurrency import parallel, quietly, side
+from .errors import CommandError, IntegrityError, Unsettled
+from .files import FileTooLarge, MemoryFiles
+from .jobs import (
+    JOB_PREFIX,
+    QUARANTINE_PREFIX,
+    RECORD_MAX_BYTES,
+    RECORD_PATH_PREFIX,
+    Job,
+    JobKind,
+    RecordRefused,
+    Source,
+    plan_problem,
+    record_name_is_ours,
+)
+from .listing import listed_past
+from .paths import MemoryPath, memory_path
+from .store import Listed, ListingPage, ObjectTooLarge, PreconditionFailed
+
+MAX_AGE_SECONDS = 7 * 24 * 3600
+"""A record older than this is set aside, not run: the next command of its user finishes a job long
+before (the first call of every conversation does), so such a record is a replay or a relic."""
+MAX_CLOCK_SKEW_SECONDS = 3600
+"""A record from further in the future than this is set aside too."""
+
+logger = logging.getLogger("s3memory")
+
+
+@dataclass(frozen=True)
+class Intent:
+    """A directory command as it arrives, and what it finds below its path (None: a file is there)."""
+
+    kind: JobKind
+    old: MemoryPath
+    new: MemoryPath | None
+    found: list[Source] | None
+
+    def is_retried_by(self, job: Job) -> bool:
+        """True if ``job`` is this command asked before: the same command, and nothing found now
+        below its path that the job did not plan (a retry finds what its first try left)."""
+        same = (self.kind, self.old.canonical, None if self.new is None else self.new.canonical)
+        return (
+            self.found is not None
+            and same == (job.kind, job.old, job.new)
+            and set(self.found) <= set(job.sources)
+        )
+
+
+class JobRunner:
+    """Directory jobs of one user: recorded under ``internal/jobs/``, finished by whoever finds them."""
+
+    def __init__(self, files: MemoryFiles, clock: Callable[[], float] = time.time) -> None:
+        self._files = files
+        self._store = files.store
+        self._layout = files.layout
+        self.clock = clock
+        self.set_aside: list[str] = []
+        """Names of the records this process moved to quarantine (reported by the caller)."""
+
+    @property
+    def prefix(self) -> str:
+        """The key prefix of pending records."""
+        return self._layout.key_of_internal(JOB_PREFIX)
+
+    def plan(self, kind: JobKind, old: MemoryPath, new: MemoryPath | None, sources: list[Source]) -> Job:
+        """A new job of ``sources`` (from ``MemoryFiles.sources_below``), checked before it is stored."""
+        job = Job.plan(kind, old, new, tuple(sources), self.clock())
+        problem = plan_problem(job, self._layout)
+        if problem is not None:  # sources_below gives only valid keys: a bug if this is reached
+            raise CommandError(f"Error: s3memory planned a job with {problem}; nothing was changed.")
+        return job
+
+    # -- finding ----------------------------------------------------------------------------
+
+    def pending(self) -> list[Job]:
+        """The runnable jobs recorded for this user, oldest first."""
+        return self.load([listed for page in self._store.pages(self.prefix) for listed in page.objects])
+
+    def load(self, listed: list[Listed]) -> list[Job]:
+        """The runnable jobs recorded at ``listed`` (objects below ``prefix``), oldest first. Records
+        gone meanwhile are skipped; records that can never run are set aside."""
+        jobs: list[Job] = []
+        for record in listed:
+            name = record.key[len(self._layout.internal_prefix) :]
+            if not record_name_is_ours(name) or record.size > RECORD_MAX_BYTES:
+                self._set_aside(record.key, name, record.etag, "not a record s3memory writes")
+                continue
+            try:
+                stored = self._store.get(record.key, max_bytes=RECORD_MAX_BYTES)
+            except ObjectTooLarge:
+                self._set_aside(record.key, name, None, "not a record s3memory writes")
+                continue
+            if stored is None:
+                continue
+            try:
+                job = Job.decode(name, self._files.cipher.open(RECORD_PATH_PREFIX + name, stored.body))
+            except RecordRefused:
+                self._set_aside(record.key, name, stored.etag, "not in the record format")
+                continue
+            except IntegrityError:
+                self._set_aside(record.key, name, stored.etag, "failed authentication")
+                continue
+            problem = plan_problem(job, self._layout) or self._age_problem(job)
+            if problem is not None:
+                self._set_aside(record.key, name, stored.etag, problem)
+                continue
+            jobs.append(job)
+        return sorted(jobs, key=lambda job: job.name)
+
+    def _age_problem(self, job: Job) -> str | None:
+        age = self.clock() - job.created / 1000
+        if age > MAX_AGE_SECONDS:
+            return "older than the age bound"
+        if age < -MAX_CLOCK_SKEW_SECONDS:
+            return "created in the future"
+        return None
+
+    def _set_aside(self, key: str, name: str, etag: str | None, reason: str) -> None:
+        """Move the record at ``key`` to quarantine (unless it changed meanwhile) and log why."""
+        suffix = (
+            name[len(JOB_PREFIX) :] if record_name_is_ours(name) else hashlib.sha256(key.encode()).hexdigest()
+        )
+        if not self._store.copy(key, self._layout.key_of_internal(QUARANTINE_PREFIX + suffix)):
+            return  # gone: another process has set it aside
+        with contextlib.suppress(PreconditionFailed):  # replaced since read: judged again when found
+            self._store.delete(key, if_match=etag)
+        self.set_aside.append(name)
+        logger.warning("s3memory: a job record was set aside in quarantine: %s", reason)
+
+    def settle_listed(self, page: ListingPage) -> bool:
+        """Finish the jobs recorded in ``page``, a listing of the user's whole namespace (internal
+        objects sort before ``memories/``), listing the rest of them when the page stops among
+        them. True if any job ran: the page no longer shows the memory as it is."""
+        if page.truncated and not (page.objects and listed_past(page.objects[-1].key, self.prefix)):
+            jobs = self.pending()
+        else:
+            jobs = self.load([listed for listed in page.objects if listed.key.startswith(self.prefix)])
+        self.settle(jobs)
+        return bool(jobs)
+
+    # -- running ----------------------------------------------------------------------------
+
+    def settle(self, jobs: list[Job], intent: Intent | None = None) -> list[str] | None:
+        """Finish ``jobs`` in order; if one of them is ``intent`` asked before (judged on what the
+        intent found before any of them ran), the paths it kept, else None."""
+        retried = None
+        for job in jobs:
+            is_retry = retried is None and intent is not None and intent.is_retried_by(job)
+            kept = self.finish(job)
+            if is_retry:
+                retried = kept
+        return retried
+
+    def finish_pending(self) -> bool:
+        """Finish every pending job of this user; True if there were any."""
+        jobs = self.pending()
+        self.settle(jobs)
+        return bool(jobs)
+
+    def retried(self, attempt: Callable[[], str]) -> str:
+        """``attempt()``; if it refuses with what an unfinished job could explain (a path missing or
+        taken), again once after pending jobs finish."""
+        try:
+            return attempt()
+        except Unsettled:
+            if not self.finish_pending():
+                raise
+        return attempt()
+
+    def run(self, job: Job) -> list[str]:
+        """Record ``job``, then run it to the end; the paths kept because they changed meanwhile.
+
+        A rename reads its sources while the record is written; nothing changes before it is stored.
+        """
+        recorded = side(lambda: self._record(job))
+        try:
+            return self.finish(job, recorded.result)
+        except BaseException:
+            quietly(recorded)
+            raise
+
+    def _record(self, job: Job) -> None:
+        sealed = self._files.cipher.seal(job.record_path, job.encode())
+        self._files.put_new(self._layout.key_of_internal(job.name), sealed)
+
+    def finish(self, job: Job, before_changes: Callable[[], object] = lambda: None) -> list[str]:
+        """Run a recorded job to the end, idempotently; the paths kept because they changed since
+        it was planned. ``before_changes`` is called (from any thread) before each first change: it
+        returns once the job's record is stored, or raises."""
+        if job.kind == "delete":
+            before_changes()
+            kept = self._files.delete_all(job.sources)
+        else:
+            kept = self._move(job, before_changes)
+        before_changes()
+        self._store.delete(self._layout.key_of_internal(job.name))
+        return sorted(found.canonical for key in kept if (found := self._layout.path_of_key(key)) is not None)
+
+    def _move(self, job: Job, before_changes: Callable[[], object]) -> list[str]:
+        """Copy every source that still has its planned ETag below ``new``, then delete the sources
+        whose copy is written, each only if it still has that ETag; the keys left in place."""
+        old, new = memory_path(job.old), memory_path(job.new or "")
+        copied: list[Source] = []
+        kept: list[str] = []
+
+        def copy(source: Source) -> None:
+            path = self._layout.path_of_key(source.key)
+            if path is None:
+                return  # plan_problem has refused such a record
+            target = new.joined(path.relative_to(old))
+            try:
+                found = self._files.read(path)
+                if found is None:
+                    return  # moved or deleted already
+                if found.etag != source.etag:
+                    kept.append(source.key)  # written after the plan: it stays
+                    return
+                body = self._files.encode(target, found.text)
+            except (IntegrityError, ObjectTooLarge, FileTooLarge):
+                kept.append(source.key)  # cannot be moved as it is: it stays where it is
+                return
+            before_changes()
+            if self._files.put_new(
+                self._layout.file_key(target), body, origin=path
+            ) is not None or self._files.holds(target, found.text, path):
+                copied.append(source)
+            else:
+                kept.append(source.key)
+
+        parallel(copy, job.sources)
+        return kept + self._files.delete_all(copied)
