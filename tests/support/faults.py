@@ -664,3 +664,24 @@ def _error_response(status: int, request: _Request) -> bytes:
         "\r\n"
     )
     return head.encode("latin-1") + body
+
+
+class ProcessDeath:
+    """The process dies at the ``ordinal``-th ``operation`` request of ``client`` and stays dead:
+    that request and every later one of the client raise ``SimulatedCrash`` before they are sent."""
+
+    def __init__(self, client: Any, operation: str, ordinal: int) -> None:
+        self.operation = operation
+        self.ordinal = ordinal
+        self.seen = 0
+        self.dead = False
+        self._lock = threading.Lock()
+        client.meta.events.register_first("before-send.s3", self._before_send)
+
+    def _before_send(self, event_name: str, **_: Any) -> None:
+        with self._lock:
+            if _operation(event_name) == self.operation:
+                self.seen += 1
+                self.dead = self.dead or self.seen >= self.ordinal
+            if self.dead:
+                raise SimulatedCrash(f"died at {self.operation} #{self.ordinal}")

@@ -1,0 +1,268 @@
+"""The job protocol's invariants (docs/jobs.md), against crashes, races and a bucket writer without
+the key: a job never loses a later write, never locks a user out, and cannot be replayed to move a
+file. A "process" is a fresh ``S3Memory`` on a fresh client; ``ProcessDeath`` kills one mid-command.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+import pytest
+
+from s3memory.crypto import LocalKeyProvider
+from s3memory.errors import CommandError
+from s3memory.jobs import Job, RecordRefused, Source
+from s3memory.memory import S3Memory
+from s3memory.paths import memory_path
+from s3memory.store import S3Store
+
+from .support.backends import REGION, SeaweedServer
+from .support.bucket import ALL_BACKENDS, BUCKET, snapshot, stored_keys
+from .support.faults import ProcessDeath, SimulatedCrash
+from .support.memories import seed
+
+BACKENDS = ALL_BACKENDS
+JOBS = "users/alice/internal/jobs/"
+QUARANTINE = "users/alice/internal/quarantine/"
+Process = Callable[[], tuple[S3Memory, Any]]
+
+
+@pytest.fixture
+def new_client(backend: str, s3: Any, request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """A fresh client on this test's backend (TODO: one fixture with test_fault_harness's)."""
+    if backend == "seaweedfs":
+        server: SeaweedServer = request.getfixturevalue("seaweedfs")
+        return lambda: server.client()
+    return lambda: boto3.client("s3", region_name=REGION)
+
+
+@pytest.fixture
+def process(new_client: Callable[..., Any], local_keys: LocalKeyProvider) -> Process:
+    """A new process: alice's memory on a client of its own (so a death ends only that process)."""
+
+    def start() -> tuple[S3Memory, Any]:
+        client = new_client()
+        return S3Memory(S3Store(client, BUCKET), "alice", local_keys), client
+
+    return start
+
+
+def dies_during(process: Process, command: dict[str, Any], operation: str, ordinal: int) -> None:
+    """Run ``command`` in a process that dies at its ``ordinal``-th ``operation`` request."""
+    doomed, client = process()
+    death = ProcessDeath(client, operation, ordinal)
+    with pytest.raises(SimulatedCrash):
+        doomed.run(command)
+    assert death.dead
+
+
+def text_at(memory: S3Memory, path: str) -> str | None:
+    """The file's text as stored, read without finishing pending jobs."""
+    found = memory.files.read(memory_path(path))
+    return None if found is None else found.text
+
+
+NOTES = {"/memories/notes/a.md": "alpha\n", "/memories/notes/b.md": "beta\n"}
+EDIT_A = {"command": "str_replace", "path": "/memories/notes/a.md", "old_str": "alpha", "new_str": "gamma"}
+
+
+def test_a_crashed_delete_never_removes_a_later_edit(backend: str, process: Process, s3: Any) -> None:
+    """Finding 1: the delete's record names each file's ETag, and its deletes are conditional on it."""
+    if backend == "moto":
+        pytest.skip("moto ignores per-key ETags in DeleteObjects (README: verified on SeaweedFS)")
+    seed(process()[0], NOTES)
+    dies_during(process, {"command": "delete", "path": "/memories/notes"}, "DeleteObjects", 1)
+    assert len(stored_keys(s3, JOBS)) == 1
+    assert process()[0].run(EDIT_A).startswith("The memory file has been edited.")
+    later = process()[0]
+    later.run({"command": "view", "path": "/memories"})  # finishes the old job
+    assert text_at(later, "/memories/notes/a.md") == "gamma\n"
+    assert text_at(later, "/memories/notes/b.md") is None
+    assert stored_keys(s3, JOBS) == []
+
+
+def test_a_crashed_rename_never_moves_a_later_edit(process: Process, s3: Any) -> None:
+    seed(process()[0], NOTES)
+    # PutObject 1 is the record; the process dies before its first copy
+    dies_during(
+        process,
+        {"command": "rename", "old_path": "/memories/notes", "new_path": "/memories/old"},
+        "PutObject",
+        2,
+    )
+    assert process()[0].run(EDIT_A).startswith("The memory file has been edited.")
+    later = process()[0]
+    later.run({"command": "view", "path": "/memories"})
+    assert text_at(later, "/memories/notes/a.md") == "gamma\n"
+    assert text_at(later, "/memories/old/a.md") is None
+    assert text_at(later, "/memories/old/b.md") == "beta\n"
+    assert stored_keys(s3, JOBS) == []
+
+
+def test_a_file_edited_while_a_delete_runs_is_kept_and_named(backend: str, process: Process, s3: Any) -> None:
+    if backend == "moto":
+        pytest.skip("moto ignores per-key ETags in DeleteObjects (README: verified on SeaweedFS)")
+    seed(process()[0], NOTES)
+    deleter, client = process()
+    editor = process()[0]
+    edited: list[str] = []
+
+    def edit_first(**_: Any) -> None:
+        if not edited:
+            edited.append(editor.run(EDIT_A))
+
+    client.meta.events.register_first("before-send.s3.DeleteObjects", edit_first)
+    with pytest.raises(CommandError) as refused:
+        deleter.run({"command": "delete", "path": "/memories/notes"})
+    assert refused.value.message == (
+        "Error: Deleted /memories/notes, except 1 file(s) that changed during the delete and were left "
+        "in place: /memories/notes/a.md"
+    )
+    assert text_at(deleter, "/memories/notes/a.md") == "gamma\n"
+    assert stored_keys(s3, JOBS) == []
+
+
+def test_nothing_changes_before_the_record_is_stored(process: Process, s3: Any) -> None:
+    seed(process()[0], NOTES)
+    before = snapshot(s3)
+    dies_during(
+        process,
+        {"command": "rename", "old_path": "/memories/notes", "new_path": "/memories/old"},
+        "PutObject",
+        1,
+    )
+    dies_during(process, {"command": "delete", "path": "/memories/notes"}, "PutObject", 1)
+    assert snapshot(s3) == before
+
+
+def test_a_folder_marker_is_left_alone_and_locks_nobody_out(process: Process, s3: Any) -> None:
+    """Finding 2: a key of no valid memory path below a directory is never recorded or touched."""
+    memory = process()[0]
+    seed(memory, {**NOTES, "/memories/keep/c.md": "gamma\n"})
+    marker = "users/alice/memories/notes/"
+    s3.put_object(Bucket=BUCKET, Key=marker, Body=b"")
+    assert (
+        memory.run({"command": "delete", "path": "/memories/notes"}) == "Successfully deleted /memories/notes"
+    )
+    assert stored_keys(s3, "users/alice/memories/") == ["users/alice/memories/keep/c.md", marker]
+    later = process()[0]
+    assert "/memories/notes" not in later.run({"command": "view", "path": "/memories"})
+    assert later.run({"command": "rename", "old_path": "/memories/keep", "new_path": "/memories/kept"}) == (
+        "Successfully renamed /memories/keep to /memories/kept"
+    )
+    with pytest.raises(CommandError, match=r"^Error: The path /memories/notes does not exist$"):
+        later.run({"command": "delete", "path": "/memories/notes"})
+    assert marker in stored_keys(s3, "users/alice/memories/")
+    assert stored_keys(s3, JOBS) == []
+
+
+def seal_record(memory: S3Memory, job: Job, s3: Any, name: str | None = None) -> str:
+    """Store ``job``'s record as s3memory would (sealed with alice's key), at ``name`` if given."""
+    key = memory.layout.key_of_internal(name or job.name)
+    s3.put_object(Bucket=BUCKET, Key=key, Body=memory.files.cipher.seal(job.record_path, job.encode()))
+    return key
+
+
+def test_a_record_that_can_never_run_is_set_aside(
+    process: Process, s3: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    memory = process()[0]
+    seed(memory, NOTES)
+    stray = Source("users/alice/memories/notes/", '"0"')  # an authentic record naming a folder marker
+    bad_plan = Job.plan("delete", memory_path("/memories/notes"), None, (stray,), time.time())
+    valid = Job.plan("delete", memory_path("/memories/other"), None, (), time.time())
+    planted = [
+        seal_record(memory, bad_plan, s3),
+        seal_record(memory, valid, s3, name=Job.plan("delete", memory_path("/memories/x"), None, (), 0).name),
+    ]
+    s3.put_object(Bucket=BUCKET, Key=JOBS + "junk", Body=b"not a record")
+    planted.append(JOBS + "junk")
+    later = process()[0]
+    with caplog.at_level(logging.WARNING, logger="s3memory"):
+        listing = later.run({"command": "view", "path": "/memories"})
+    assert "4.0K\t/memories/notes/" in listing
+    assert stored_keys(s3, JOBS) == []
+    assert len(stored_keys(s3, QUARANTINE)) == 3
+    assert sorted(later.jobs.set_aside) == sorted(key[len("users/alice/internal/") :] for key in planted)
+    reasons = [record.getMessage() for record in caplog.records if "set aside" in record.getMessage()]
+    assert len(reasons) == 3 and not any("/memories" in reason or "alice" in reason for reason in reasons)
+    assert text_at(later, "/memories/notes/a.md") == "alpha\n"
+    assert (
+        later.run({"command": "delete", "path": "/memories/notes"}) == "Successfully deleted /memories/notes"
+    )
+
+
+def test_a_replayed_rename_record_moves_nothing_written_since(process: Process, s3: Any) -> None:
+    """Finding 3: a bucket writer restores a finished rename's record; nothing written since moves."""
+    seed(process()[0], {"/memories/a/x.md": "old\n"})
+    rename = {"command": "rename", "old_path": "/memories/a", "new_path": "/memories/b"}
+    dies_during(process, rename, "PutObject", 2)
+    (record_key,) = stored_keys(s3, JOBS)
+    record = s3.get_object(Bucket=BUCKET, Key=record_key)["Body"].read()
+    user = process()[0]
+    user.run({"command": "view", "path": "/memories"})  # finishes the rename
+    user.run({"command": "rename", "old_path": "/memories/b", "new_path": "/memories/c"})
+    user.run({"command": "create", "path": "/memories/a/x.md", "file_text": "new\n"})
+    s3.put_object(Bucket=BUCKET, Key=record_key, Body=record)  # the replay
+    later = process()[0]
+    later.run({"command": "view", "path": "/memories"})
+    assert text_at(later, "/memories/a/x.md") == "new\n"
+    assert text_at(later, "/memories/b/x.md") is None
+    assert text_at(later, "/memories/c/x.md") == "old\n"
+    assert stored_keys(s3, JOBS) == []
+
+
+@pytest.mark.parametrize("skew_days", [8.0, -1.0], ids=["older-than-the-bound", "from-the-future"])
+def test_a_record_out_of_its_time_is_set_aside_not_run(process: Process, s3: Any, skew_days: float) -> None:
+    seed(process()[0], NOTES)
+    dies_during(
+        process,
+        {"command": "rename", "old_path": "/memories/notes", "new_path": "/memories/old"},
+        "PutObject",
+        2,
+    )
+    later = process()[0]
+    later.jobs.clock = lambda: time.time() + skew_days * 86_400
+    later.run({"command": "view", "path": "/memories"})
+    assert text_at(later, "/memories/notes/a.md") == "alpha\n"
+    assert text_at(later, "/memories/old/a.md") is None
+    assert stored_keys(s3, JOBS) == [] and len(stored_keys(s3, QUARANTINE)) == 1
+
+
+def test_a_retry_is_matched_by_what_it_finds_not_by_name(process: Process, s3: Any) -> None:
+    seed(process()[0], NOTES)
+    rename = {"command": "rename", "old_path": "/memories/notes", "new_path": "/memories/old"}
+    dies_during(process, rename, "PutObject", 2)
+    process()[0].run({"command": "create", "path": "/memories/notes/c.md", "file_text": "written since\n"})
+    retry = process()[0]
+    with pytest.raises(CommandError, match=r"^Error: The destination /memories/old already exists$"):
+        retry.run(rename)
+    assert text_at(retry, "/memories/notes/c.md") == "written since\n"
+    assert text_at(retry, "/memories/old/a.md") == "alpha\n"
+    assert stored_keys(s3, JOBS) == []
+
+
+def test_a_retry_finding_what_its_first_try_left_answers_with_its_outcome(process: Process, s3: Any) -> None:
+    seed(process()[0], NOTES)
+    delete = {"command": "delete", "path": "/memories/notes"}
+    dies_during(process, delete, "DeleteObject", 1)  # every file deleted, the record not yet
+    assert stored_keys(s3, "users/alice/memories/") == [] and len(stored_keys(s3, JOBS)) == 1
+    assert process()[0].run(delete) == "Successfully deleted /memories/notes"
+    assert stored_keys(s3, JOBS) == []
+
+
+def test_records_are_unique_and_bound_to_their_name(make_memory: Callable[..., S3Memory]) -> None:
+    memory = make_memory()
+    source = (Source("users/alice/memories/notes/a.md", '"e"'),)
+    first, second = (Job.plan("delete", memory_path("/memories/notes"), None, source, 1e9) for _ in range(2))
+    assert first.name != second.name and first.encode() != second.encode()
+    assert Job.decode(first.name, first.encode()) == first
+    with pytest.raises(RecordRefused):
+        Job.decode(second.name, first.encode())
+    sealed = memory.files.cipher.seal(first.record_path, first.encode())
+    with pytest.raises(CommandError, match="failed its integrity check"):
+        memory.files.cipher.open(second.record_path, sealed)

@@ -1,0 +1,89 @@
+"""Request counts bounded by what the answer shows (finding 5 of issue 9), and a view listed in
+pieces that answers exactly what a view of everything at once would."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from bench.metrics import RequestCounter
+from s3memory.errors import CommandError
+from s3memory.memory import S3Memory
+from s3memory.placement import MAX_DEPTH
+
+from .support.bucket import ALL_BACKENDS, BUCKET, stored_keys
+
+BACKENDS = ALL_BACKENDS
+MEMORIES = "users/alice/memories/"
+
+
+def put_raw(s3: Any, keys: list[str], size: int = 120) -> None:
+    """Objects straight to S3 (a view reads only the listing, so their bodies do not matter)."""
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for future in [pool.submit(s3.put_object, Bucket=BUCKET, Key=key, Body=b"\0" * size) for key in keys]:
+            future.result()
+
+
+def counted(memory: S3Memory, command: dict[str, Any]) -> tuple[str, int]:
+    requests = RequestCounter(memory.store.client)
+    try:
+        answer = memory.run(command)
+    except CommandError as refused:
+        answer = refused.message
+    return answer, requests.total
+
+
+def test_a_view_over_many_top_level_directories_stops_once_its_answer_is_cut(
+    make_memory: Callable[..., S3Memory], s3: Any
+) -> None:
+    put_raw(s3, [f"{MEMORIES}dir{index:04d}/notes.md" for index in range(1_500)])
+    answer, requests = counted(make_memory(), {"command": "view", "path": "/memories"})
+    assert requests == 1  # the first page shows more than the answer has room for
+    assert answer.endswith("rows shown. View a subdirectory to see the rest.]")
+    assert answer.splitlines()[2:4] == ["4.0K\t/memories/dir0000/", "19B\t/memories/dir0000/notes.md"]
+
+
+@pytest.mark.parametrize("files", [1_500, 3_000])
+def test_a_view_of_a_deep_tree_costs_the_same_whatever_lies_below_level_two(
+    make_memory: Callable[..., S3Memory], s3: Any, files: int
+) -> None:
+    put_raw(s3, [f"{MEMORIES}project/a/b/c/f{index:05d}.md" for index in range(files)])
+    answer, requests = counted(make_memory(), {"command": "view", "path": "/memories"})
+    assert requests == 3  # the namespace, then level 2 of project and the rest of level 1, delimited
+    assert answer.splitlines()[1:] == [
+        "4.0K\t/memories",
+        "4.0K\t/memories/project/",
+        "4.0K\t/memories/project/a/",
+    ]
+
+
+def test_a_deep_create_is_refused_before_any_request(make_memory: Callable[..., S3Memory], s3: Any) -> None:
+    memory = make_memory()
+    too_deep = "/memories/" + "/".join(f"d{level}" for level in range(MAX_DEPTH)) + "/f.md"
+    answer, requests = counted(memory, {"command": "create", "path": too_deep, "file_text": "x"})
+    assert requests == 0
+    assert answer == (
+        f"Error: Cannot create {too_deep}: it would lie {MAX_DEPTH + 1} levels below /memories; new files "
+        f"may lie at most {MAX_DEPTH} deep."
+    )
+    deepest = "/memories/" + "/".join(f"d{level}" for level in range(MAX_DEPTH - 1)) + "/f.md"
+    answer, requests = counted(memory, {"command": "create", "path": deepest, "file_text": "x"})
+    assert answer == f"File created successfully at: {deepest}"
+    assert requests == 2 + MAX_DEPTH - 1  # the write, a one-key listing, a HEAD per ancestor
+    assert stored_keys(s3, MEMORIES) == [MEMORIES + deepest[len("/memories/") :]]
+
+
+def test_a_directory_rename_that_would_go_too_deep_is_refused(
+    make_memory: Callable[..., S3Memory], s3: Any
+) -> None:
+    memory = make_memory()
+    memory.run({"command": "create", "path": "/memories/a/b/c/d.md", "file_text": "x"})
+    deep = "/memories/" + "/".join(f"d{level}" for level in range(MAX_DEPTH - 2))
+    with pytest.raises(
+        CommandError, match=rf"^Error: Cannot rename to {deep}: it would lie {MAX_DEPTH + 1} levels"
+    ):
+        memory.run({"command": "rename", "old_path": "/memories/a", "new_path": deep})
+    assert stored_keys(s3, MEMORIES) == [MEMORIES + "a/b/c/d.md"]
