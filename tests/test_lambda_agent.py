@@ -20,6 +20,7 @@ from bench.metrics import RequestCounter
 from s3memory.aws_lambda import agent as lambda_agent
 from s3memory.aws_lambda import memory as lambda_memory
 from s3memory.aws_lambda import memory_handler, metrics
+from s3memory.concurrency import parallel, side
 from s3memory.scripted_api import Reply, ScriptedMessagesAPI, ScriptError, Turn, last_tool_results
 
 from .support.bucket import BUCKET, stored_keys
@@ -729,16 +730,20 @@ def test_concurrent_invocations_count_their_own_requests(
     assert counter.total == 8
 
 
-def test_nested_tally_and_pool_threads(memory_env: Any) -> None:
-    """A thread without the invocation's context is counted to the only invocation in progress."""
+def test_the_cores_workers_count_to_the_invocation_that_started_them(memory_env: Any) -> None:
+    """Requests the core overlaps on its worker pool run in the invocation's context and are counted
+    to it; a thread that carries no invocation's context is counted to none."""
     counter = independent()
     client = lambda_memory.get_runtime().s3_client
     with metrics.tally() as tally:
-        worker = threading.Thread(target=lambda: client.list_objects_v2(Bucket=BUCKET))
-        worker.start()
-        worker.join(timeout=30)
+        side(lambda: client.list_objects_v2(Bucket=BUCKET)).result()
+        parallel(lambda _item: client.list_objects_v2(Bucket=BUCKET), [1, 2])
         client.list_objects_v2(Bucket=BUCKET)
-    assert tally.count("s3") == counter.total == 2
+        stranger = threading.Thread(target=lambda: client.list_objects_v2(Bucket=BUCKET))
+        stranger.start()
+        stranger.join(timeout=30)
+    assert tally.count("s3") == 4
+    assert counter.total == 5
 
 
 def test_metrics_can_be_turned_off(memory_env: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:

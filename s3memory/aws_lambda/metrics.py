@@ -4,11 +4,9 @@
 and possibly by several threads at once, so a counter on the client would mix invocations. Instead a
 botocore ``request-created`` hook (registered once per client, under a fixed ``unique_id``) adds each
 HTTP request, retries included, to the :class:`RequestTally` of the invocation that made it: the one
-held in a context variable by :func:`tally`. A thread that does not carry the invocation's context
-(a worker of a thread pool the core starts for parallel requests) is counted to the only invocation
-in progress; in Lambda there is never more than one per process, so the counts are exact there. With
-several invocations running at once in one process, such requests are left uncounted rather than
-given to the wrong invocation.
+held in a context variable by :func:`tally`. The core runs its parallel requests in copies of the
+caller's context (``s3memory.concurrency``), so they are counted to the invocation that started
+them; a thread that carries no invocation's context is counted to none.
 
 **EMF.** One JSON object per line on stdout (CloudWatch Logs turns it into metrics; a logger would
 prefix it and spoil the JSON): namespace ``s3memory``, one dimension set ``[command, outcome]``.
@@ -53,8 +51,6 @@ class RequestTally:
 
 
 _current: ContextVar[RequestTally | None] = ContextVar("s3memory_request_tally", default=None)
-_active_lock = threading.Lock()
-_active: list[RequestTally] = []
 
 
 @contextlib.contextmanager
@@ -62,22 +58,10 @@ def tally() -> Iterator[RequestTally]:
     """Count the requests made while the block runs (in this context) into a new tally."""
     counts = RequestTally()
     token = _current.set(counts)
-    with _active_lock:
-        _active.append(counts)
     try:
         yield counts
     finally:
-        with _active_lock:
-            _active.remove(counts)
         _current.reset(token)
-
-
-def _owner() -> RequestTally | None:
-    counts = _current.get()
-    if counts is not None:
-        return counts
-    with _active_lock:
-        return _active[0] if len(_active) == 1 else None
 
 
 class _Hook:
@@ -87,7 +71,7 @@ class _Hook:
         self.service = service
 
     def __call__(self, **_: Any) -> None:
-        owner = _owner()
+        owner = _current.get()
         if owner is not None:
             owner.add(self.service)
 
