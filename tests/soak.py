@@ -670,20 +670,33 @@ def digest(content: str) -> str:
     return f"{len(content)} B, sha {hashlib.sha256(content.encode()).hexdigest()[:8]}"
 
 
-def state_difference(expected: Mapping[str, str], observed: Mapping[str, str]) -> str:
+def state_difference(
+    expected: Mapping[str, str], observed: Mapping[str, str], origins: Mapping[str, str] | None = None
+) -> str:
+    """Paths missing, unexpected or changed; with ``origins`` (content digest to where the agent saw
+    or sent that content), where each unexpected or changed content came from."""
     missing = sorted(set(expected) - set(observed))
     extra = sorted(set(observed) - set(expected))
     changed = sorted(name for name in set(expected) & set(observed) if expected[name] != observed[name])
+
+    def origin(content: str) -> str:
+        if origins is None:
+            return ""
+        return f"; its content is {origins.get(digest(content), 'one the agent never saw')}"
+
     parts = []
     if missing:
         parts.append("missing " + ", ".join(missing))
     if extra:
-        parts.append("unexpected " + ", ".join(extra))
+        parts.append(
+            "unexpected "
+            + ", ".join(f"{name} ({digest(observed[name])}{origin(observed[name])})" for name in extra)
+        )
     if changed:
         parts.append(
             "changed "
             + ", ".join(
-                f"{name} (expected {digest(expected[name])}, found {digest(observed[name])})"
+                f"{name} (expected {digest(expected[name])}, found {digest(observed[name])}{origin(observed[name])})"
                 for name in changed
             )
         )
@@ -958,6 +971,8 @@ class Agent:
         self.commands = Commands(self.rng, self.root, self.config.max_files)
         self._state: State = {}
         self.directories_seen: set[str] = set()
+        self.origins: dict[str, str] = {}
+        """Content digest to where the agent first had it: a path at a step, or a command's text."""
         self.history: list[str] = []
         self.tally = Tally()
         self.process: Process | None = None
@@ -976,6 +991,12 @@ class Agent:
 
     def saw(self, state: Mapping[str, str]) -> None:
         self.directories_seen.update(directories_of(state, self.root))
+        for path, content in state.items():
+            self.origins.setdefault(digest(content), f"what {path} held at #{len(self.history)}")
+
+    def sent(self, command: Command) -> None:
+        if command["command"] == "create":
+            self.origins.setdefault(digest(command["file_text"]), f"the text of #{len(self.history) + 1}")
 
     @property
     def ghosts(self) -> set[str]:
@@ -1032,6 +1053,7 @@ class Agent:
         rules = draw_rules(self.rng, self.config.fault_rate, estimated_requests(label, command, self.state))
         if self.process is None or self.rng.random() < self.config.cold_start:
             self.process = self.new_process()
+        self.sent(command)
         outcome = self.process.run(command, rules)
         self.tally.commands[label] += 1
         self.count_faults(outcome)
@@ -1176,7 +1198,7 @@ class Agent:
         for problem in problems:
             self.violation("unreadable", f"{problem} ({reason})")
         if observed not in candidates:
-            self.violation(mismatch, f"{reason}: {mismatch_detail(candidates, observed)}")
+            self.violation(mismatch, f"{reason}: {mismatch_detail(candidates, observed, self.origins)}")
             self.saw(observed)
             self.repair()
             return
@@ -1220,13 +1242,15 @@ class Agent:
         self.state = {}
 
 
-def mismatch_detail(candidates: Sequence[State], observed: State) -> str:
+def mismatch_detail(candidates: Sequence[State], observed: State, origins: Mapping[str, str]) -> str:
     below_a_file = sorted(name for name in observed if file_ancestor(observed, name) is not None)
     hint = f" (a file lies below a file: {', '.join(below_a_file)})" if below_a_file else ""
     if len(candidates) == 1:
-        return f"the subtree differs from the model{hint}: {state_difference(candidates[0], observed)}"
+        return (
+            f"the subtree differs from the model{hint}: {state_difference(candidates[0], observed, origins)}"
+        )
     differences = " | ".join(
-        f"vs candidate {number}: {state_difference(state, observed)}"
+        f"vs candidate {number}: {state_difference(state, observed, origins)}"
         for number, state in enumerate(candidates, 1)
     )
     both: State = {}
@@ -1370,7 +1394,7 @@ class UserCheck:
         for problem in problems:
             self.report("unreadable", problem, agent.history, agent.label)
         if observed != agent.state:
-            difference = state_difference(agent.state, observed)
+            difference = state_difference(agent.state, observed, agent.origins)
             self.report(
                 "lost-or-changed",
                 f"at the end, the subtree differs from the model: {difference}",
