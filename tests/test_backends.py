@@ -18,6 +18,8 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from s3memory.store import S3Store
+
 from .support.backends import REGION, SeaweedServer
 from .support.bucket import ALL_BACKENDS, BUCKET, common_prefixes, empty_bucket, stored_keys
 
@@ -190,6 +192,26 @@ def test_delete_objects_of_missing_keys_reports_no_error(s3: Any) -> None:
     )
     assert sorted(item["Key"] for item in answer.get("Deleted", [])) == ["absent", "present"]
     assert not answer.get("Errors")
+
+
+DELETE_OBJECTS_WITH_AN_ETAG_OF_A_MISSING_KEY = {
+    "moto": ([], ["absent"]),
+    "seaweedfs": ([("absent", "NoSuchKey")], []),
+}
+
+
+def test_delete_objects_with_an_etag_of_a_missing_key(s3: Any, backend: str) -> None:
+    """A job's retry deletes keys it may have deleted already, each with its planned ETag:
+    ``store.delete_batch`` counts a ``NoSuchKey`` for such a key as deleted."""
+    etag = put(s3, "present")
+    answer = s3.delete_objects(
+        Bucket=BUCKET, Delete={"Objects": [{"Key": "absent", "ETag": etag}], "Quiet": False}
+    )
+    errors = [(item["Key"], item["Code"]) for item in answer.get("Errors", [])]
+    expected_errors, expected_deleted = DELETE_OBJECTS_WITH_AN_ETAG_OF_A_MISSING_KEY[backend]
+    assert errors == expected_errors
+    assert [item["Key"] for item in answer.get("Deleted", [])] == expected_deleted
+    assert S3Store(s3, BUCKET).delete_batch([("absent", etag)]) == []
 
 
 # -- listings and directories ---------------------------------------------------------------------
