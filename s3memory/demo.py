@@ -302,8 +302,8 @@ def _offline_aws_environment() -> Iterator[None]:
     changes: dict[str, str | None] = {
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_SECURITY_TOKEN": "testing",
+        "AWS_SESSION_TOKEN": None,
+        "AWS_SECURITY_TOKEN": None,
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_REGION": "us-east-1",
         "AWS_CONFIG_FILE": os.devnull,
