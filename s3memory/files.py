@@ -6,6 +6,7 @@ conditional; deletes tell the usage tracker to measure again.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
@@ -18,10 +19,19 @@ from .errors import CommandError, IntegrityError, StorageError
 from .jobs import MAX_SOURCES, Source
 from .paths import KeyLayout, MemoryPath
 from .quota import Usage
-from .store import DELETE_BATCH, ConditionalConflict, PreconditionFailed, S3Store
+from .store import (
+    DELETE_BATCH,
+    BatchDeleted,
+    ConditionalConflict,
+    ObjectTooLarge,
+    PreconditionFailed,
+    S3Store,
+)
 
 ORIGIN_METADATA = "s3memory-origin"
 """Metadata on a renamed file: the keyed fingerprint of the path it was copied from."""
+RELIED_ON_TAG = "s3memory-relied-on"
+"""A tag on a copy that a process other than its writer relied on to delete the copy's source."""
 WRITE_ATTEMPTS = 32
 """Conditional writes that lose to another writer (409) are retried this many times."""
 _SEALED_SLACK = 4096
@@ -113,7 +123,7 @@ class MemoryFiles:
     def put_new(self, key: str, body: bytes, origin: MemoryPath | None = None) -> str | None:
         """Write ``body`` at ``key`` only if no object is there; its ETag, or None if one is.
 
-        With ``origin``, the object's metadata carries that path's fingerprint (see ``holds``).
+        With ``origin``, the object's metadata carries that path's fingerprint (see ``accept``).
         """
         metadata = None if origin is None else {ORIGIN_METADATA: self.cipher.fingerprint(origin.canonical)}
         for attempt in range(WRITE_ATTEMPTS):
@@ -142,36 +152,56 @@ class MemoryFiles:
         """The ETag of the object at ``key`` if it is exactly ``body``: our own write, whose answer was
         lost and whose retry then lost to it. Every sealed body is unique (fresh salt and nonce), so
         equal bytes prove it."""
-        stored = self.store.get(key, max_bytes=len(body))
+        try:
+            stored = self.store.get(key, max_bytes=len(body))
+        except ObjectTooLarge:
+            return None  # larger than ours: another writer's
         return stored.etag if stored is not None and stored.body == body else None
 
-    def holds(self, path: MemoryPath, text: str, origin: MemoryPath) -> bool:
-        """True if the file at ``path`` is ``text`` copied from ``origin``: a retried copy that landed."""
-        stored = self.store.get(self.layout.file_key(path), max_bytes=self.max_file_bytes + _SEALED_SLACK)
+    def accept(self, path: MemoryPath, text: str, origin: MemoryPath) -> bool:
+        """Rely on the copy of ``origin`` already at ``path`` (left by a process that may have died,
+        or written by another finisher) if it holds ``text``: it is marked relied-on (a tag; its
+        bytes and ETag stay), so its writer will not withdraw it. False if ``path`` holds anything
+        else, or nothing."""
+        key = self.layout.file_key(path)
+        stored = self.store.get(key, max_bytes=self.max_file_bytes + _SEALED_SLACK)
         if stored is None or stored.metadata.get(ORIGIN_METADATA) != self.cipher.fingerprint(
             origin.canonical
         ):
             return False
-        return self.decode(path, stored.body) == text
+        return self.decode(path, stored.body) == text and self.store.tag(key, {RELIED_ON_TAG: "1"})
+
+    def withdraw(self, path: MemoryPath, etag: str) -> None:
+        """Remove this process's own new copy at ``path`` (still the object with ``etag``), unless
+        another process has marked it relied-on. Called when its source turned out changed or gone
+        after the copy was written: the copy came too late, or would shadow an edit. A copy is
+        marked before its source is deleted, so a copy whose source is gone and that is not marked
+        is one nobody relied on."""
+        key = self.layout.file_key(path)
+        if self.store.tags(key).get(RELIED_ON_TAG):
+            return
+        with contextlib.suppress(PreconditionFailed):
+            self.delete(key, if_match=etag)
 
     def delete(self, key: str, *, if_match: str | None = None) -> None:
         """Delete one object (only if it still has ``if_match``, when given: else PreconditionFailed)."""
         self.usage.forget()
         self.store.delete(key, if_match=if_match)
 
-    def delete_all(self, sources: Sequence[Source]) -> list[str]:
+    def delete_all(self, sources: Sequence[Source]) -> BatchDeleted:
         """Delete ``sources`` in parallel batches of 1,000, each only if it still has its ETag (an
-        empty ETag: unconditionally); returns the keys kept because they changed."""
+        empty ETag: unconditionally); what they left (see ``S3Store.delete_batch``)."""
         self.usage.forget()
-        kept: list[str] = []
+        left = BatchDeleted()
         batches = [sources[start : start + DELETE_BATCH] for start in range(0, len(sources), DELETE_BATCH)]
-        parallel(
-            lambda batch: kept.extend(
-                self.store.delete_batch([(source.key, source.etag or None) for source in batch])
-            ),
-            batches,
-        )
-        return kept
+
+        def delete(batch: Sequence[Source]) -> None:
+            outcome = self.store.delete_batch([(source.key, source.etag or None) for source in batch])
+            left.changed.extend(outcome.changed)
+            left.gone.extend(outcome.gone)
+
+        parallel(delete, batches)
+        return left
 
     def measure(self) -> tuple[int, int]:
         """The plaintext bytes and the number of the user's memory files, from a full listing."""

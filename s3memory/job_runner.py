@@ -66,6 +66,20 @@ class Intent:
         )
 
 
+@dataclass(frozen=True)
+class Pending:
+    """The runnable jobs a listing found, oldest first, and whether a record it listed was gone
+    when read (a job ended meanwhile, so what the caller read alongside may be stale)."""
+
+    jobs: list[Job]
+    vanished: bool = False
+
+    @property
+    def moved_on(self) -> bool:
+        """True if the memory may have changed since the listing: a job is to run, or one ended."""
+        return bool(self.jobs) or self.vanished
+
+
 class JobRunner:
     """Directory jobs of one user: recorded under ``internal/jobs/``, finished by whoever finds them."""
 
@@ -92,14 +106,15 @@ class JobRunner:
 
     # -- finding ----------------------------------------------------------------------------
 
-    def pending(self) -> list[Job]:
-        """The runnable jobs recorded for this user, oldest first."""
+    def pending(self) -> Pending:
+        """The runnable jobs recorded for this user."""
         return self.load([listed for page in self._store.pages(self.prefix) for listed in page.objects])
 
-    def load(self, listed: list[Listed]) -> list[Job]:
-        """The runnable jobs recorded at ``listed`` (objects below ``prefix``), oldest first. Records
-        gone meanwhile are skipped; records that can never run are set aside."""
+    def load(self, listed: list[Listed]) -> Pending:
+        """The runnable jobs recorded at ``listed`` (objects below ``prefix``). Records that can never
+        run are set aside."""
         jobs: list[Job] = []
+        vanished = False
         for record in listed:
             name = record.key[len(self._layout.internal_prefix) :]
             if not record_name_is_ours(name) or record.size > RECORD_MAX_BYTES:
@@ -111,6 +126,7 @@ class JobRunner:
                 self._set_aside(record.key, name, None, "not a record s3memory writes")
                 continue
             if stored is None:
+                vanished = True
                 continue
             try:
                 job = Job.decode(name, self._files.cipher.open(RECORD_PATH_PREFIX + name, stored.body))
@@ -125,7 +141,7 @@ class JobRunner:
                 self._set_aside(record.key, name, stored.etag, problem)
                 continue
             jobs.append(job)
-        return sorted(jobs, key=lambda job: job.name)
+        return Pending(sorted(jobs, key=lambda job: job.name), vanished)
 
     def _age_problem(self, job: Job) -> str | None:
         age = self.clock() - job.created / 1000
@@ -150,21 +166,21 @@ class JobRunner:
     def settle_listed(self, page: ListingPage) -> bool:
         """Finish the jobs recorded in ``page``, a listing of the user's whole namespace (internal
         objects sort before ``memories/``), listing the rest of them when the page stops among
-        them. True if any job ran: the page no longer shows the memory as it is."""
+        them. True if a job ran or ended meanwhile: the page may not show the memory as it is."""
         if page.truncated and not (page.objects and listed_past(page.objects[-1].key, self.prefix)):
-            jobs = self.pending()
+            pending = self.pending()
         else:
-            jobs = self.load([listed for listed in page.objects if listed.key.startswith(self.prefix)])
-        self.settle(jobs)
-        return bool(jobs)
+            pending = self.load([listed for listed in page.objects if listed.key.startswith(self.prefix)])
+        self.settle(pending)
+        return pending.moved_on
 
     # -- running ----------------------------------------------------------------------------
 
-    def settle(self, jobs: list[Job], intent: Intent | None = None) -> list[str] | None:
-        """Finish ``jobs`` in order; if one of them is ``intent`` asked before (judged on what the
-        intent found before any of them ran), the paths it kept, else None."""
+    def settle(self, pending: Pending, intent: Intent | None = None) -> list[str] | None:
+        """Finish the ``pending`` jobs in order; if one of them is ``intent`` asked before (judged on
+        what the intent found before any of them ran), the paths it kept, else None."""
         retried = None
-        for job in jobs:
+        for job in pending.jobs:
             is_retry = retried is None and intent is not None and intent.is_retried_by(job)
             kept = self.finish(job)
             if is_retry:
@@ -172,10 +188,10 @@ class JobRunner:
         return retried
 
     def finish_pending(self) -> bool:
-        """Finish every pending job of this user; True if there were any."""
-        jobs = self.pending()
-        self.settle(jobs)
-        return bool(jobs)
+        """Finish every pending job of this user; True if there were any, or one ended meanwhile."""
+        pending = self.pending()
+        self.settle(pending)
+        return pending.moved_on
 
     def retried(self, attempt: Callable[[], str]) -> str:
         """``attempt()``; if it refuses with what an unfinished job could explain (a path missing or
@@ -209,7 +225,7 @@ class JobRunner:
         returns once the job's record is stored, or raises."""
         if job.kind == "delete":
             before_changes()
-            kept = self._files.delete_all(job.sources)
+            kept = self._files.delete_all(job.sources).changed
         else:
             kept = self._move(job, before_changes)
         before_changes()
@@ -218,9 +234,17 @@ class JobRunner:
 
     def _move(self, job: Job, before_changes: Callable[[], object]) -> list[str]:
         """Copy every source that still has its planned ETag below ``new``, then delete the sources
-        whose copy is written, each only if it still has that ETag; the keys left in place."""
+        whose copy is written, each only if it still has that ETag; the keys left in place.
+
+        A copy this process created where nothing was (rather than one it took over from another
+        writer) is withdrawn when its source's delete finds the source changed or gone: the copy
+        then came too late (another finisher ended the job, and the file may have been deleted or
+        moved since) or would shadow an edit. A copy found at the destination is relied on only
+        once it is marked so (``MemoryFiles.accept``), and its writer then keeps it.
+        """
         old, new = memory_path(job.old), memory_path(job.new or "")
         copied: list[Source] = []
+        created: dict[str, tuple[MemoryPath, str]] = {}
         kept: list[str] = []
 
         def copy(source: Source) -> None:
@@ -240,12 +264,17 @@ class JobRunner:
                 kept.append(source.key)  # cannot be moved as it is: it stays where it is
                 return
             before_changes()
-            if self._files.put_new(
-                self._layout.file_key(target), body, origin=path
-            ) is not None or self._files.holds(target, found.text, path):
-                copied.append(source)
-            else:
-                kept.append(source.key)
+            etag = self._files.put_new(self._layout.file_key(target), body, origin=path)
+            if etag is not None:
+                created[source.key] = (target, etag)
+            elif not self._files.accept(target, found.text, path):
+                kept.append(source.key)  # something else is at the destination
+                return
+            copied.append(source)
 
         parallel(copy, job.sources)
-        return kept + self._files.delete_all(copied)
+        left = self._files.delete_all(copied)
+        for key in left.changed + left.gone:
+            if key in created:
+                self._files.withdraw(*created[key])
+        return kept + left.changed

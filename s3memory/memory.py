@@ -128,7 +128,10 @@ class S3Memory:
         self.files.check_size(path, len(file_text.encode("utf-8")))
         body = self.files.encode(path, self._screen(path, file_text))
         self.usage.check(path, len(body) - OVERHEAD, 1)
-        if not write_new_file(self.files, path, body, refusal, refusal(f"{path.canonical} is a directory")):
+        if (
+            write_new_file(self.files, path, body, refusal, refusal(f"{path.canonical} is a directory"))
+            is None
+        ):
             raise Unsettled(f"Error: File {path.text} already exists")
         self.usage.add(len(body) - OVERHEAD, 1)
         self.files.directories.add(path.ancestors())
@@ -198,7 +201,7 @@ class S3Memory:
         kept = self.jobs.settle(pending.result(), Intent("delete", path, None, None if is_file else sources))
         if kept is not None:
             return _deleted(path, kept)
-        if pending.result():  # finished jobs may have changed the path: look again
+        if pending.result().moved_on:  # jobs that ran or ended may have changed the path: look again
             is_file, sources = self.browser.file_or_sources(path, probe)
         if is_file:
             self.files.delete(key)
@@ -221,12 +224,12 @@ class S3Memory:
         found, sources = self.browser.file_or_sources(old, lambda: self.files.read(old))
         intent = Intent("rename", old, new, None if found is not None else sources)
         kept = self.jobs.settle(pending.result(), intent)
-        if kept is not None or pending.result():
+        if kept is not None or pending.result().moved_on:
             if survey is not None:
                 survey.abandon()
             if kept is not None:
                 return _renamed(old, new, kept)
-            # finished jobs may have moved either path: look again
+            # jobs that ran or ended may have moved either path: look again
             survey = self._destination_survey(old, new)
             found, sources = self.browser.file_or_sources(old, lambda: self.files.read(old))
         if found is not None:
@@ -252,6 +255,9 @@ class S3Memory:
     def _rename_file(
         self, old: MemoryPath, new: MemoryPath, found: Found, exists: CommandError, survey: Survey | None
     ) -> str:
+        """Copy the file to ``new`` (or rely on a copy an earlier try left there), then delete it at
+        ``old`` if it has not changed. A copy this try created is withdrawn when the source turns
+        out changed or gone (a late copy, or one that would shadow an edit)."""
         if new.segments == old.segments:
             raise exists
         if new.is_within(old):
@@ -261,14 +267,26 @@ class S3Memory:
         refusal = _destination_refusal(new)
         require_file_path(new, refusal)
         body = self.files.encode(new, found.text)
-        if not write_new_file(
-            self.files, new, body, refusal, exists, origin=old, survey=survey
-        ) and not self.files.holds(new, found.text, old):
+        created = write_new_file(self.files, new, body, refusal, exists, origin=old, survey=survey)
+        if created is None and not self.files.accept(new, found.text, old):
             raise exists
         self.files.directories.add(new.ancestors())
+        source = self.layout.file_key(old)
         try:
-            self.files.delete(self.layout.file_key(old), if_match=found.etag)
-        except PreconditionFailed:
+            self.files.delete(source, if_match=found.etag)
+        except PreconditionFailed as failed:
+            gone = not self.store.exists(source)
+            if gone and (failed.after_retry or created is None):
+                return _renamed(old, new, [])  # our own delete's answer was lost, or a twin finished it
+            if created is not None:
+                self.files.withdraw(new, created)
+            if gone:
+                raise CommandError(f"Error: The path {old.text} does not exist") from None
+            if created is not None:
+                raise CommandError(
+                    f"Error: {old.text} changed while it was being renamed; it was left where it is and "
+                    "nothing was renamed."
+                ) from None
             return _renamed(old, new, [old.canonical])
         return _renamed(old, new, [])
 

@@ -93,21 +93,23 @@ def write_new_file(
     occupied: CommandError,
     origin: MemoryPath | None = None,
     survey: Survey | None = None,
-) -> bool:
+) -> str | None:
     """Write ``body`` as a new file at ``path``, which the caller has passed through
-    ``require_file_path``; False if a file is there already.
+    ``require_file_path``; its ETag, or None if a file is there already.
 
     With ``survey`` (the checks of the path's place, already under way) the checks come first.
     Without, the conditional write and the checks go out at once, so a create costs one round
     trip; a write that the checks then refuse (a directory at the path, an ancestor that is a
-    file) or cannot confirm is removed again before the refusal is raised.
+    file) or cannot confirm is removed again before the refusal is raised, also when the write's
+    own answer was lost (its bytes are looked for), and also when it is an earlier try of this
+    command, refused the same way, that died before it could remove its write.
     """
     key = files.layout.file_key(path)
     if survey is not None:
         obstacle = survey.obstacle(refusal, occupied)
         if obstacle is not None:
             raise obstacle
-        return files.put_new(key, body, origin) is not None
+        return files.put_new(key, body, origin)
     checks = Survey(files, path, file_occupies=False)
     written = side(partial(files.put_new, key, body, origin))
     unchecked: StorageError | None = None
@@ -118,17 +120,26 @@ def write_new_file(
     try:
         etag = written.result()
     except StorageError:
-        if obstacle is not None:
-            raise obstacle from None  # nothing was written; the refusal is the answer
-        raise
+        if obstacle is None:
+            raise
+        etag = files.landed(key, body)  # the write may have landed with its answer lost
+        if etag is None:
+            raise obstacle from None
+        raise _withdrawn(files, path, key, etag, obstacle) from None
     if etag is None:
-        if obstacle is not None:
-            raise obstacle  # some S3 servers answer 412 for a key that is a directory
-        return False
+        if obstacle is None:
+            return None
+        try:  # some S3 servers answer 412 for a key that is a directory: then nothing is read
+            earlier = files.read(path)
+        except CommandError:
+            earlier = None
+        if earlier is not None and earlier.text == files.cipher.open(path.canonical, body).decode("utf-8"):
+            raise _withdrawn(files, path, key, earlier.etag, obstacle)
+        raise obstacle
     problem = obstacle or unchecked
     if problem is not None:
         raise _withdrawn(files, path, key, etag, problem)
-    return True
+    return etag
 
 
 def _withdrawn(
@@ -138,7 +149,7 @@ def _withdrawn(
     try:
         files.delete(key, if_match=etag)
     except PreconditionFailed:
-        pass  # another writer has changed it since: it is theirs now
+        pass  # another writer has changed it since (or our lost delete removed it): not ours now
     except StorageError:
         return StorageError(
             f"{obstacle.message} The file written while this was checked could not be removed "

@@ -41,6 +41,16 @@ class ObjectTooLarge(StorageError):
     """An object larger than s3memory writes there; it was not read."""
 
 
+@dataclass(frozen=True)
+class BatchDeleted:
+    """What a conditional ``DeleteObjects`` left: keys kept because their ETag changed, and keys
+    already gone before it (left empty when botocore had retried the request, since its own lost
+    first attempt may have deleted them)."""
+
+    changed: list[str] = field(default_factory=list)
+    gone: list[str] = field(default_factory=list)
+
+
 class ConditionalConflict(Exception):
     """S3 answered 409 to a conditional write racing another one; retry."""
 
@@ -67,6 +77,11 @@ class ListingPage:
     objects: list[Listed] = field(default_factory=list)
     prefixes: list[str] = field(default_factory=list)
     truncated: bool = False
+
+
+def _retried(error: ClientError) -> bool:
+    """True if botocore had retried the request that failed: its first answer may have been lost."""
+    return int(error.response.get("ResponseMetadata", {}).get("RetryAttempts", 0)) > 0
 
 
 def _status(error: ClientError) -> int:
@@ -142,7 +157,7 @@ class S3Store:
             return str(self.client.put_object(**arguments)["ETag"])
         except ClientError as error:
             code = aws_error_code(error)
-            retried = int(error.response.get("ResponseMetadata", {}).get("RetryAttempts", 0)) > 0
+            retried = _retried(error)
             if code in _PRECONDITION_FAILED or _status(error) == 412:
                 raise PreconditionFailed(key, after_retry=retried) from None
             if code in _CONFLICT or _status(error) == 409:
@@ -154,7 +169,8 @@ class S3Store:
             raise _failure("PutObject", error) from None
 
     def delete(self, key: str, *, if_match: str | None = None) -> None:
-        """Delete ``key``; with ``if_match``, raise PreconditionFailed if the object has changed."""
+        """Delete ``key``; with ``if_match``, raise PreconditionFailed if the object has changed (or,
+        on some servers, is gone: a retry of a delete whose answer was lost finds it so)."""
         arguments: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
         if if_match is not None:
             arguments["IfMatch"] = if_match
@@ -162,10 +178,35 @@ class S3Store:
             self.client.delete_object(**arguments)
         except ClientError as error:
             if aws_error_code(error) in _PRECONDITION_FAILED or _status(error) == 412:
-                raise PreconditionFailed(key) from None
+                raise PreconditionFailed(key, after_retry=_retried(error)) from None
             raise _failure("DeleteObject", error) from None
         except BotoCoreError as error:
             raise _failure("DeleteObject", error) from None
+
+    def tag(self, key: str, tags: dict[str, str]) -> bool:
+        """Set ``key``'s tags (its bytes and ETag stay as they are); False if there is no such object."""
+        tag_set: list[Any] = [{"Key": name, "Value": value} for name, value in tags.items()]
+        try:
+            self.client.put_object_tagging(Bucket=self.bucket, Key=key, Tagging={"TagSet": tag_set})
+        except ClientError as error:
+            if aws_error_code(error) in _NOT_FOUND or _status(error) == 404:
+                return False
+            raise _failure("PutObjectTagging", error) from None
+        except BotoCoreError as error:
+            raise _failure("PutObjectTagging", error) from None
+        return True
+
+    def tags(self, key: str) -> dict[str, str]:
+        """``key``'s tags (none if there is no such object)."""
+        try:
+            response = self.client.get_object_tagging(Bucket=self.bucket, Key=key)
+        except ClientError as error:
+            if aws_error_code(error) in _NOT_FOUND or _status(error) == 404:
+                return {}
+            raise _failure("GetObjectTagging", error) from None
+        except BotoCoreError as error:
+            raise _failure("GetObjectTagging", error) from None
+        return {str(tag["Key"]): str(tag["Value"]) for tag in response.get("TagSet", [])}
 
     def copy(self, source: str, target: str) -> bool:
         """Copy the object at ``source`` to ``target`` within the bucket (the bytes stay on the
@@ -225,14 +266,13 @@ class S3Store:
         page = next(self.pages(prefix, max_keys=1))
         return bool(page.objects)
 
-    def delete_batch(self, items: Sequence[tuple[str, str | None]]) -> list[str]:
+    def delete_batch(self, items: Sequence[tuple[str, str | None]]) -> BatchDeleted:
         """Delete up to 1,000 keys in one request, each only if its ETag still matches when one is given.
 
-        Returns the keys left in place because their ETag no longer matched. A key already gone
-        counts as deleted; any other per-key error fails loudly.
+        Any per-key error but a changed ETag or a key already gone fails loudly.
         """
         if not items:
-            return []
+            return BatchDeleted()
         if len(items) > DELETE_BATCH:
             raise ValueError(f"at most {DELETE_BATCH} keys per DeleteObjects request")
         objects: list[Any] = [
@@ -245,7 +285,6 @@ class S3Store:
         except (ClientError, BotoCoreError) as error:
             raise _failure("DeleteObjects", error) from None
         errors = response.get("Errors", [])
-        changed = [str(item.get("Key")) for item in errors if item.get("Code") in _PRECONDITION_FAILED]
         failed = [item for item in errors if item.get("Code") not in _PRECONDITION_FAILED | _NOT_FOUND]
         if failed:
             codes = sorted({str(item.get("Code", "Unknown")) for item in failed})
@@ -253,4 +292,10 @@ class S3Store:
                 f"Error: S3 DeleteObjects could not delete {len(failed)} of {len(items)} objects "
                 f"({', '.join(codes)}). Nothing was reported as done; try again."
             )
-        return changed
+        retried = int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0)) > 0
+        return BatchDeleted(
+            changed=[str(item.get("Key")) for item in errors if item.get("Code") in _PRECONDITION_FAILED],
+            gone=[]
+            if retried
+            else [str(item.get("Key")) for item in errors if item.get("Code") in _NOT_FOUND],
+        )

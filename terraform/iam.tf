@@ -49,9 +49,10 @@ locals {
   # What both functions need to run s3memory against the bucket.
   memory_store_statements = [
     {
-      Sid      = "MemoryObjects"
-      Effect   = "Allow"
-      Action   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
+      Sid    = "MemoryObjects"
+      Effect = "Allow"
+      # Tagging: a rename marks a copy it relies on (docs/jobs.md); CopyObject needs Get and Put.
+      Action   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:GetObjectTagging", "s3:PutObjectTagging"]
       Resource = local.memory_objects_arn
     },
     {

@@ -1120,14 +1120,43 @@ class Agent:
                 mismatch = "acknowledged-write-lost"
         elif self.rng.random() < self.config.retry_after_unknown:
             candidates = self.retry(command, candidates)
+        interim = interim_state(label, command, before)
         for candidate in candidates:
             self.saw(candidate)
-        self.settle(candidates, f"after {describe(command)}", mismatch=mismatch)
+        self.settle(
+            candidates if interim is None else [*candidates, interim],
+            f"after {describe(command)}",
+            mismatch=mismatch,
+        )
+        if interim is not None and self.state == interim:
+            self.converge(command, before)
         if label in ("rename-dir", "delete-dir") and before != after:
             if self.state == after:
                 self.tally.events["directory jobs of unknown outcome, found done"] += 1
             elif self.state == before:
                 self.tally.events["directory jobs of unknown outcome, found not started"] += 1
+
+    def converge(self, command: Command, before: State) -> None:
+        """The first try of a single-object command died between its write and its second request
+        (README: a file rename copied but did not delete; a refused create wrote but did not
+        withdraw). Its retry must answer as on the state before, and leave the state it promises."""
+        self.tally.events["interim states, retried"] += 1
+        expected = Model.apply(command, before)
+        for _attempt in range(SETTLE_ATTEMPTS):
+            outcome = self.new_process().run(command)
+            self.note(f"retry from the interim state: {describe(command)} -> {outcome.summary()}")
+            if outcome.unknown:
+                continue
+            if not expected.matches(outcome.ok, outcome.text):
+                self.violation(
+                    "wrong-answer",
+                    f"the retry of {describe(command)} from its interim state answered {outcome.summary()}, "
+                    f"not '{first_line(expected.answer)}'",
+                )
+            break
+        self.settle(
+            [expected.state], f"after retrying {describe(command)}", mismatch="neither-before-nor-after"
+        )
 
     def retry(self, command: Command, candidates: list[State]) -> list[State]:
         """Run the command again, as a model told "try again" would; keep the states its answer fits."""
@@ -1240,6 +1269,18 @@ class Agent:
             )
             self.broken = True
         self.state = {}
+
+
+def interim_state(label: str, command: Command, before: State) -> State | None:
+    """The state a single-object command leaves when its process dies between its two writes, if
+    that differs from before and after: a file rename's copy written, its source not yet deleted; a
+    create refused below a file, its write landed, not yet withdrawn. Its retry converges."""
+    moves_a_file = label == "rename" and command["old_path"] in before
+    if moves_a_file and not exists(before, command["new_path"]) and Model.apply(command, before).ok:
+        return {**before, command["new_path"]: before[command["old_path"]]}
+    if label == "create" and file_ancestor(before, command["path"]) is not None:
+        return {**before, command["path"]: command["file_text"]}
+    return None
 
 
 def mismatch_detail(candidates: Sequence[State], observed: State, origins: Mapping[str, str]) -> str:

@@ -186,15 +186,6 @@ def test_a_dead_process_sends_nothing_more(seaweedfs: SeaweedServer, endpoint: s
     assert found.ok  # CRASH_AFTER: the write landed before the process died
 
 
-@pytest.mark.xfail(
-    reason=(
-        "finds core bugs on the current main: the xfail tests below reproduce each alone (a slow finisher "
-        "brings back a deleted file; a file rename dies between copy and delete; a refused create leaves a "
-        "file below a file; a lost DeleteObject answer reports a moved file as left behind; view /memories "
-        "shows a half-done rename)"
-    ),
-    strict=False,
-)
 def test_a_short_soak_under_faults_finds_no_violation(seaweedfs: SeaweedServer, endpoint: str) -> None:
     report = run(seaweedfs, endpoint, duration=24, phases=(1, 8, 32))
     assert [phase.agents for phase in report.phases] == [1, 8, 32]
@@ -204,8 +195,8 @@ def test_a_short_soak_under_faults_finds_no_violation(seaweedfs: SeaweedServer, 
 
 # -- what the soak found in the core, each alone (SeaweedFS) -------------------------------------------
 #
-# Each test asserts what the contract or the README promises. Those marked xfail fail on the core as
-# it is; the marks go when the core is fixed.
+# Each test asserts what the contract or the README promises; each failed on the core the soak first
+# ran against.
 
 
 class Users:
@@ -293,7 +284,6 @@ def test_two_processes_finishing_one_job_both_succeed(users: Users) -> None:
     assert users.files("f-two") == ["/memories/e/a.md"]
 
 
-@pytest.mark.xfail(reason="a finisher that read a source before the job ended copies it after", strict=False)
 def test_a_slow_finisher_never_brings_back_a_file_deleted_after_its_job_ended(users: Users) -> None:
     users.run("f-stale", create("/memories/d/f.md"))
     died_after_recording(users, "f-stale", "/memories/d", "/memories/e")
@@ -311,9 +301,6 @@ def test_a_slow_finisher_never_brings_back_a_file_deleted_after_its_job_ended(us
     assert users.files("f-stale") == []
 
 
-@pytest.mark.xfail(
-    reason="view /memories reads a stale listing when a record vanishes under it", strict=False
-)
 def test_view_of_the_root_never_shows_a_half_done_rename(users: Users) -> None:
     users.run("f-half", create("/memories/d/a.md"))
     users.run("f-half", create("/memories/d/b.md"))
@@ -331,37 +318,36 @@ def test_view_of_the_root_never_shows_a_half_done_rename(users: Users) -> None:
     assert ("4.0K\t/memories/d/" in rows) != ("4.0K\t/memories/e/" in rows), rows
 
 
-@pytest.mark.xfail(
-    reason="a single-file rename has no job record: only its own retry finishes it", strict=False
-)
-def test_a_file_rename_that_died_between_copy_and_delete_is_not_left_at_both_paths(users: Users) -> None:
+def test_a_file_rename_that_died_between_copy_and_delete_is_finished_by_its_retry(users: Users) -> None:
+    """A single-file rename has no job record (README): a process dying between its copy and its
+    delete leaves the file at both paths, and the retry of the rename converges."""
     users.run("f-both", create("/memories/a.md"))
     plan = FaultPlan().fail("DeleteObject", Fault.CRASH, call=1)
     rename = {"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/b.md"}
     assert users.run("f-both", rename, plan) == "(the process died)"
-    users.run("f-both", ROOT_VIEW)  # the next conversation starts
-    assert users.files("f-both") in (["/memories/a.md"], ["/memories/b.md"])
+    assert users.files("f-both") == ["/memories/a.md", "/memories/b.md"]
+    assert users.run("f-both", rename) == "Successfully renamed /memories/a.md to /memories/b.md"
+    assert users.files("f-both") == ["/memories/b.md"]
 
 
-@pytest.mark.xfail(
-    reason="the write of a refused create is withdrawn only when its answer arrives", strict=False
-)
 @pytest.mark.parametrize("fault", [Fault.DROP_AFTER, Fault.CRASH_AFTER])
 def test_a_refused_create_leaves_no_file_below_a_file(users: Users, fault: Fault) -> None:
+    """A write whose answer was lost is looked for and withdrawn; one whose process died before it
+    could withdraw is withdrawn by the retry (the same text), which is refused the same way."""
     user = f"f-below-{fault.value}"
     users.run(user, create("/memories/f.md"))
     plan = FaultPlan().fail("PutObject", fault, call=1, attempts=ALL if fault is Fault.DROP_AFTER else 1)
+    refusal = "Error: Cannot create /memories/f.md/x.md: /memories/f.md is a file, not a directory."
     answer = users.run(user, create("/memories/f.md/x.md"), plan)
-    assert answer in (
-        "(the process died)",
-        "Error: Cannot create /memories/f.md/x.md: /memories/f.md is a file, not a directory.",
-    )
+    if fault is Fault.DROP_AFTER:
+        assert answer == refusal
+    else:
+        assert answer == "(the process died)"
+        assert users.files(user) == ["/memories/f.md", "/memories/f.md/x.md"]
+        assert users.run(user, create("/memories/f.md/x.md")) == refusal
     assert users.files(user) == ["/memories/f.md"]
 
 
-@pytest.mark.xfail(
-    reason="the retried DeleteObject meets 412 on the key it deleted (SeaweedFS)", strict=False
-)
 def test_a_file_rename_whose_delete_answer_was_lost_succeeds(users: Users) -> None:
     users.run("f-lost", create("/memories/a.md"))
     plan = FaultPlan().fail("DeleteObject", Fault.DROP_AFTER, call=1)
@@ -370,9 +356,6 @@ def test_a_file_rename_whose_delete_answer_was_lost_succeeds(users: Users) -> No
     assert users.run("f-lost", rename, plan) == "Successfully renamed /memories/a.md to /memories/b.md"
 
 
-@pytest.mark.xfail(
-    reason="the check that a lost write landed reads at most the new body's size", strict=False
-)
 def test_a_create_whose_answer_was_lost_onto_a_larger_file_says_it_exists(users: Users) -> None:
     users.run(
         "f-larger", {"command": "create", "path": "/memories/a.md", "file_text": "a longer text stored\n"}
