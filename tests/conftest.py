@@ -18,6 +18,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.config import Config
 from moto import mock_aws
 from moto.s3.responses import S3Response
 
@@ -211,6 +212,20 @@ def local_env(monkeypatch: pytest.MonkeyPatch, s3: Any) -> Any:
     monkeypatch.setenv("S3MEMORY_BUCKET", BUCKET)
     monkeypatch.setenv("S3MEMORY_LOCAL_KEY", LOCAL_KEY_B64)
     return s3
+
+
+@pytest.fixture
+def new_client(backend: str, s3: Any, request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """``new_client(attempts)``: a fresh client on this test's backend, standard retry mode."""
+    if backend == "seaweedfs":
+        server: SeaweedServer = request.getfixturevalue("seaweedfs")
+        return lambda attempts=5: server.client(attempts=attempts)
+
+    def moto_client(attempts: int = 5) -> Any:
+        config = Config(retries={"mode": "standard", "total_max_attempts": attempts})
+        return boto3.client("s3", region_name=REGION, config=config)
+
+    return moto_client
 
 
 @pytest.fixture

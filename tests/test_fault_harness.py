@@ -47,20 +47,6 @@ pytestmark = pytest.mark.usefixtures("no_back_off")
 # -- the botocore hook plan ---------------------------------------------------------------------
 
 
-@pytest.fixture
-def new_client(backend: str, s3: Any, request: pytest.FixtureRequest) -> Callable[..., Any]:
-    """``new_client(attempts)``: a fresh client on this test's backend, standard retry mode."""
-    if backend == "seaweedfs":
-        server: SeaweedServer = request.getfixturevalue("seaweedfs")
-        return lambda attempts=5: server.client(attempts=attempts)
-
-    def moto_client(attempts: int = 5) -> Any:
-        config = Config(retries={"mode": "standard", "total_max_attempts": attempts})
-        return boto3.client("s3", region_name=REGION, config=config)
-
-    return moto_client
-
-
 EXPECTED_FAILURE: dict[Fault, tuple[type[BaseException], str | None]] = {
     Fault.DROP: (EndpointConnectionError, None),
     Fault.DROP_AFTER: (ConnectionClosedError, None),

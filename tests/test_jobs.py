@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import boto3
 import pytest
 
 from s3memory.crypto import LocalKeyProvider
@@ -20,7 +19,6 @@ from s3memory.memory import S3Memory
 from s3memory.paths import memory_path
 from s3memory.store import S3Store
 
-from .support.backends import REGION, SeaweedServer
 from .support.bucket import ALL_BACKENDS, BUCKET, snapshot, stored_keys
 from .support.faults import ProcessDeath, SimulatedCrash
 from .support.memories import seed
@@ -29,15 +27,6 @@ BACKENDS = ALL_BACKENDS
 JOBS = "users/alice/internal/jobs/"
 QUARANTINE = "users/alice/internal/quarantine/"
 Process = Callable[[], tuple[S3Memory, Any]]
-
-
-@pytest.fixture
-def new_client(backend: str, s3: Any, request: pytest.FixtureRequest) -> Callable[..., Any]:
-    """A fresh client on this test's backend (TODO: one fixture with test_fault_harness's)."""
-    if backend == "seaweedfs":
-        server: SeaweedServer = request.getfixturevalue("seaweedfs")
-        return lambda: server.client()
-    return lambda: boto3.client("s3", region_name=REGION)
 
 
 @pytest.fixture
