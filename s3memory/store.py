@@ -6,6 +6,7 @@ code, never object content. Conditional-write outcomes are exceptions of their o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -23,6 +24,7 @@ DELETE_BATCH = 1000
 _NOT_FOUND = frozenset({"NoSuchKey", "404", "NotFound"})
 _PRECONDITION_FAILED = frozenset({"PreconditionFailed", "412"})
 _CONFLICT = frozenset({"ConditionalRequestConflict", "409", "OperationAborted"})
+_SNAKE_CASE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 class PreconditionFailed(Exception):
@@ -94,8 +96,18 @@ def _failure(operation: str, error: Exception) -> StorageError:
     )
 
 
+class _Missing(Exception):
+    """S3 has no object at the key. ``failure`` is the error to raise where that is a fault;
+    ``after_retry`` as in ``PreconditionFailed``."""
+
+    def __init__(self, failure: StorageError, *, after_retry: bool) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+        self.after_retry = after_retry
+
+
 class S3Store:
-    """One bucket, as the memory core needs it."""
+    """One bucket, as the memory core needs it. Every request goes through ``_call``."""
 
     def __init__(self, client: S3Client, bucket: str, *, page_size: int = 1000) -> None:
         self.client = client
@@ -103,37 +115,52 @@ class S3Store:
         self.page_size = page_size
         """Keys per listing page unless a call asks for fewer (S3 gives at most 1,000)."""
 
+    def _call(self, operation: str, **arguments: Any) -> Any:
+        """Send one ``operation`` (``"GetObject"``...) on this bucket. A failure becomes
+        ``PreconditionFailed`` (412; ``after_retry`` when botocore had retried), ``ConditionalConflict``
+        (409), ``_Missing`` (no such object), or else a ``StorageError`` naming the operation and
+        the S3 error code, never content."""
+        method = getattr(self.client, _SNAKE_CASE.sub("_", operation).lower())
+        try:
+            return method(Bucket=self.bucket, **arguments)
+        except ClientError as error:
+            code, key = aws_error_code(error), str(arguments.get("Key", ""))
+            if code in _PRECONDITION_FAILED or _status(error) == 412:
+                raise PreconditionFailed(key, after_retry=_retried(error)) from None
+            if code in _CONFLICT or _status(error) == 409:
+                raise ConditionalConflict(key) from None
+            if code in _NOT_FOUND:
+                raise _Missing(_failure(operation, error), after_retry=_retried(error)) from None
+            raise _failure(operation, error) from None
+        except BotoCoreError as error:
+            raise _failure(operation, error) from None
+
     def get(self, key: str, *, max_bytes: int) -> StoredObject | None:
         """The object's bytes and ETag, or None if there is no such object.
 
         An object over ``max_bytes`` is refused unread, so a hostile bucket cannot exhaust memory.
         """
         try:
-            response = self.client.get_object(Bucket=self.bucket, Key=key)
-            if int(response.get("ContentLength", 0)) > max_bytes:
-                response["Body"].close()
-                raise ObjectTooLarge(
-                    f"Error: The stored object is larger than {max_bytes:,} bytes, more than s3memory writes; "
-                    "it was not read."
-                )
+            response = self._call("GetObject", Key=key)
+        except _Missing:
+            return None
+        if int(response.get("ContentLength", 0)) > max_bytes:
+            response["Body"].close()
+            raise ObjectTooLarge(
+                f"Error: The stored object is larger than {max_bytes:,} bytes, more than s3memory writes; "
+                "it was not read."
+            )
+        try:
             body = response["Body"].read()
-        except ClientError as error:
-            if aws_error_code(error) in _NOT_FOUND:
-                return None
-            raise _failure("GetObject", error) from None
         except BotoCoreError as error:
             raise _failure("GetObject", error) from None
         return StoredObject(body, response["ETag"], dict(response.get("Metadata", {})))
 
     def exists(self, key: str) -> bool:
         try:
-            self.client.head_object(Bucket=self.bucket, Key=key)
-        except ClientError as error:
-            if aws_error_code(error) in _NOT_FOUND or _status(error) == 404:
-                return False
-            raise _failure("HeadObject", error) from None
-        except BotoCoreError as error:
-            raise _failure("HeadObject", error) from None
+            self._call("HeadObject", Key=key)
+        except _Missing:
+            return False
         return True
 
     def put(
@@ -146,7 +173,7 @@ class S3Store:
         metadata: dict[str, str] | None = None,
     ) -> str:
         """Write ``body``; with a condition, raise PreconditionFailed or ConditionalConflict on losing."""
-        arguments: dict[str, Any] = {"Bucket": self.bucket, "Key": key, "Body": body}
+        arguments: dict[str, Any] = {"Key": key, "Body": body}
         if metadata:
             arguments["Metadata"] = metadata
         if if_none_match:
@@ -154,73 +181,48 @@ class S3Store:
         if if_match is not None:
             arguments["IfMatch"] = if_match
         try:
-            return str(self.client.put_object(**arguments)["ETag"])
-        except ClientError as error:
-            code = aws_error_code(error)
-            retried = _retried(error)
-            if code in _PRECONDITION_FAILED or _status(error) == 412:
-                raise PreconditionFailed(key, after_retry=retried) from None
-            if code in _CONFLICT or _status(error) == 409:
-                raise ConditionalConflict(key) from None
-            if if_match is not None and code in _NOT_FOUND:
-                raise PreconditionFailed(key, after_retry=retried) from None
-            raise _failure("PutObject", error) from None
-        except BotoCoreError as error:
-            raise _failure("PutObject", error) from None
+            return str(self._call("PutObject", **arguments)["ETag"])
+        except _Missing as missing:  # IfMatch on a key that is gone (moto answers 404)
+            if if_match is None:
+                raise missing.failure from None
+            raise PreconditionFailed(key, after_retry=missing.after_retry) from None
 
     def delete(self, key: str, *, if_match: str | None = None) -> None:
-        """Delete ``key``; with ``if_match``, raise PreconditionFailed if the object has changed (or,
-        on some servers, is gone: a retry of a delete whose answer was lost finds it so)."""
-        arguments: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
+        """Delete ``key``; with ``if_match``, raise PreconditionFailed if the object has changed or
+        is gone (a retry of a delete whose answer was lost may find it so: see ``after_retry``)."""
+        arguments: dict[str, Any] = {"Key": key}
         if if_match is not None:
             arguments["IfMatch"] = if_match
         try:
-            self.client.delete_object(**arguments)
-        except ClientError as error:
-            if aws_error_code(error) in _PRECONDITION_FAILED or _status(error) == 412:
-                raise PreconditionFailed(key, after_retry=_retried(error)) from None
-            raise _failure("DeleteObject", error) from None
-        except BotoCoreError as error:
-            raise _failure("DeleteObject", error) from None
+            self._call("DeleteObject", **arguments)
+        except _Missing as missing:
+            if if_match is not None:
+                raise PreconditionFailed(key, after_retry=missing.after_retry) from None
 
     def tag(self, key: str, tags: dict[str, str]) -> bool:
         """Set ``key``'s tags (its bytes and ETag stay as they are); False if there is no such object."""
         tag_set: list[Any] = [{"Key": name, "Value": value} for name, value in tags.items()]
         try:
-            self.client.put_object_tagging(Bucket=self.bucket, Key=key, Tagging={"TagSet": tag_set})
-        except ClientError as error:
-            if aws_error_code(error) in _NOT_FOUND or _status(error) == 404:
-                return False
-            raise _failure("PutObjectTagging", error) from None
-        except BotoCoreError as error:
-            raise _failure("PutObjectTagging", error) from None
+            self._call("PutObjectTagging", Key=key, Tagging={"TagSet": tag_set})
+        except _Missing:
+            return False
         return True
 
     def tags(self, key: str) -> dict[str, str]:
         """``key``'s tags (none if there is no such object)."""
         try:
-            response = self.client.get_object_tagging(Bucket=self.bucket, Key=key)
-        except ClientError as error:
-            if aws_error_code(error) in _NOT_FOUND or _status(error) == 404:
-                return {}
-            raise _failure("GetObjectTagging", error) from None
-        except BotoCoreError as error:
-            raise _failure("GetObjectTagging", error) from None
+            response = self._call("GetObjectTagging", Key=key)
+        except _Missing:
+            return {}
         return {str(tag["Key"]): str(tag["Value"]) for tag in response.get("TagSet", [])}
 
     def copy(self, source: str, target: str) -> bool:
         """Copy the object at ``source`` to ``target`` within the bucket (the bytes stay on the
         server); False if there is no object at ``source``."""
         try:
-            self.client.copy_object(
-                Bucket=self.bucket, Key=target, CopySource={"Bucket": self.bucket, "Key": source}
-            )
-        except ClientError as error:
-            if aws_error_code(error) in _NOT_FOUND or _status(error) == 404:
-                return False
-            raise _failure("CopyObject", error) from None
-        except BotoCoreError as error:
-            raise _failure("CopyObject", error) from None
+            self._call("CopyObject", Key=target, CopySource={"Bucket": self.bucket, "Key": source})
+        except _Missing:
+            return False
         return True
 
     def pages(
@@ -233,20 +235,13 @@ class S3Store:
     ) -> Iterator[ListingPage]:
         """ListObjectsV2 pages below ``prefix`` (after ``start_after``, if given); with ``delimiter``,
         one level (common prefixes)."""
-        arguments: dict[str, Any] = {
-            "Bucket": self.bucket,
-            "Prefix": prefix,
-            "MaxKeys": max_keys or self.page_size,
-        }
+        arguments: dict[str, Any] = {"Prefix": prefix, "MaxKeys": max_keys or self.page_size}
         if delimiter:
             arguments["Delimiter"] = "/"
         if start_after is not None:
             arguments["StartAfter"] = start_after
         while True:
-            try:
-                response = self.client.list_objects_v2(**arguments)
-            except (ClientError, BotoCoreError) as error:
-                raise _failure("ListObjectsV2", error) from None
+            response = self._call("ListObjectsV2", **arguments)
             token = response.get("NextContinuationToken")
             more = bool(response.get("IsTruncated")) and bool(token)
             yield ListingPage(
@@ -278,12 +273,7 @@ class S3Store:
         objects: list[Any] = [
             {"Key": key} if etag is None else {"Key": key, "ETag": etag} for key, etag in items
         ]
-        try:
-            response = self.client.delete_objects(
-                Bucket=self.bucket, Delete={"Objects": objects, "Quiet": True}
-            )
-        except (ClientError, BotoCoreError) as error:
-            raise _failure("DeleteObjects", error) from None
+        response = self._call("DeleteObjects", Delete={"Objects": objects, "Quiet": True})
         errors = response.get("Errors", [])
         failed = [item for item in errors if item.get("Code") not in _PRECONDITION_FAILED | _NOT_FOUND]
         if failed:
