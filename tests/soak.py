@@ -1120,7 +1120,7 @@ class Agent:
                 mismatch = "acknowledged-write-lost"
         elif self.rng.random() < self.config.retry_after_unknown:
             candidates = self.retry(command, candidates)
-        interim = interim_state(label, command, before)
+        interim = interim_state(command, before)
         for candidate in candidates:
             self.saw(candidate)
         self.settle(
@@ -1271,14 +1271,14 @@ class Agent:
         self.state = {}
 
 
-def interim_state(label: str, command: Command, before: State) -> State | None:
+def interim_state(command: Command, before: State) -> State | None:
     """The state a single-object command leaves when its process dies between its two writes, if
     that differs from before and after: a file rename's copy written, its source not yet deleted; a
     create refused below a file, its write landed, not yet withdrawn. Its retry converges."""
-    moves_a_file = label == "rename" and command["old_path"] in before
+    moves_a_file = command["command"] == "rename" and command["old_path"] in before
     if moves_a_file and not exists(before, command["new_path"]) and Model.apply(command, before).ok:
         return {**before, command["new_path"]: before[command["old_path"]]}
-    if label == "create" and file_ancestor(before, command["path"]) is not None:
+    if command["command"] == "create" and file_ancestor(before, command["path"]) is not None:
         return {**before, command["path"]: command["file_text"]}
     return None
 
