@@ -128,6 +128,8 @@ def write_new_file(
         raise _withdrawn(files, path, key, etag, obstacle) from None
     if etag is None:
         if obstacle is None:
+            if unchecked is not None:
+                raise unchecked  # the key is taken, by a file or (some servers say) a directory
             return None
         try:  # some S3 servers answer 412 for a key that is a directory: then nothing is read
             earlier = files.read(path)
