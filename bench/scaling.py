@@ -43,6 +43,8 @@ class ViewResult:
     breakdown: str
     seconds: Summary
     output_chars: int
+    level_one_directories: int = 0
+    """Directories directly below ``/memories`` (the deep trees': ``TOPICS``)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "seconds": self.seconds.as_dict()}
@@ -191,6 +193,7 @@ def run_views(
             breakdown=describe(counts[name]),
             seconds=Summary.of(times[name]),
             output_chars=chars[name],
+            level_one_directories=TOPICS if hidden else 0,
         )
         for name, objects, hidden, _ in trees
     ]

@@ -149,16 +149,25 @@ class Browser:
 
         ``seen`` holds the keys below ``prefix`` up to ``last``; ``last`` None means they are all
         of them, else the listing resumes after ``last`` with a delimiter. A name is given out only
-        once no key still to come can change it (see ``_settled_below``).
+        once no key still to come can change it (see ``_settled_below``). A shorter name that
+        holds the rest back is probed for a directory (a one-key listing) only when the next page
+        did not get past it: usually that page ends the listing and settles everything.
         """
         entries: dict[str, _Entry] = {}
         probed: set[str] = set()
         for listed in seen:
             self._note_key(entries, prefix, listed.key, listed.size)
         pages = iter(()) if last is None else self._store.pages(prefix, delimiter=True, start_after=last)
+        held_back_by: str | None = None
         while last is not None:
-            given_below = self._settled_below(entries, probed, prefix, last)
+            given_below, blocker = _settled_below(prefix, last, probed)
             yield from _give_out(entries, given_below)
+            if blocker is not None and blocker == held_back_by:
+                probed.add(blocker)
+                if not is_hidden(blocker) and self._store.any_below(f"{prefix}{blocker}/"):
+                    self._note_key(entries, prefix, f"{prefix}{blocker}/", None)
+                continue
+            held_back_by = blocker
             page = next(pages, None)
             if page is None:
                 break
@@ -186,22 +195,22 @@ class Browser:
         elif size is None or self._layout.path_of_key(key) is not None:
             entries.setdefault(name, _Entry(name)).is_directory = True
 
-    def _settled_below(self, entries: dict[str, _Entry], probed: set[str], prefix: str, last: str) -> str:
-        """The bound below which every name is settled, once the listing has reached ``last``.
 
-        Keys after ``last`` belong to the last name listed or later ones, or to a shorter name that
-        the last one extends with a character sorting before '/' (``notes/...`` keys sort after
-        ``notes.md``): each such name is probed once for a directory (a one-key listing), and is
-        then settled too.
-        """
-        name, below, _rest = last[len(prefix) :].partition("/")
-        for end in range(1, len(name)):
-            shorter = name[:end]
-            if name[end] < "/" and shorter not in probed:
-                probed.add(shorter)
-                if not is_hidden(shorter) and self._store.any_below(f"{prefix}{shorter}/"):
-                    self._note_key(entries, prefix, f"{prefix}{shorter}/", None)
-        return name + "\x00" if below else name
+def _settled_below(prefix: str, last: str, probed: set[str]) -> tuple[str, str | None]:
+    """The bound below which every name is settled once the listing has reached ``last``, and the
+    name that holds the rest back, if any.
+
+    Keys after ``last`` belong to the last name listed or later ones, or to a shorter name that the
+    last one extends with a character sorting before '/' (``notes/...`` keys sort after
+    ``notes.md``). Such a shorter name settles once it has been probed for a directory; until
+    then, the shortest of them is the bound.
+    """
+    name, below, _rest = last[len(prefix) :].partition("/")
+    for end in range(1, len(name)):
+        shorter = name[:end]
+        if name[end] < "/" and shorter not in probed:
+            return shorter, shorter
+    return (name + "\x00" if below else name), None
 
 
 def _give_out(entries: dict[str, _Entry], bound: str | None) -> Iterator[_Entry]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from s3memory.crypto import LocalKeyProvider, plaintext_size
@@ -54,6 +54,9 @@ _PATHS = st.lists(
     page_size=st.integers(min_value=1, max_value=9),
     view=st.sampled_from(["/memories", "/memories/notes", "/memories/a"]),
 )
+@example(
+    paths=["notes x", "notes-x", "notes.md", "notes/a"], page_size=1, view="/memories"
+)  # two pages held back by `notes`
 def test_a_view_listed_in_pieces_answers_what_a_view_of_everything_would(
     s3: Any, paths: list[str], page_size: int, view: str
 ) -> None:
