@@ -20,39 +20,18 @@ from s3memory.paths import memory_path
 from s3memory.store import S3Store
 
 from .support.bucket import BUCKET, MASTER_KEY, stored_keys
-from .support.faults import SimulatedCrash
+from .support.faults import ProcessDeath, SimulatedCrash
 from .support.memories import seed
 
 
-class CrashAt:
-    """From the ``ordinal``-th request of ``operation`` on, every request of the client dies."""
-
-    def __init__(self, client: Any, operation: str, ordinal: int) -> None:
-        self.operation = operation
-        self.ordinal = ordinal
-        self.seen = 0
-        self.crashed = False
-        self._lock = threading.Lock()
-        client.meta.events.register("before-send.s3", self._before_send)
-
-    def _before_send(self, event_name: str, **_: Any) -> None:
-        with self._lock:
-            if event_name.rsplit(".", 1)[-1] == self.operation:
-                self.seen += 1
-                if self.seen >= self.ordinal:
-                    self.crashed = True
-            if self.crashed:
-                raise SimulatedCrash(f"crashed at {self.operation} #{self.ordinal}")
-
-
-def crash_during(command: dict[str, Any], operation: str, ordinal: int) -> CrashAt:
+def crash_during(command: dict[str, Any], operation: str, ordinal: int) -> ProcessDeath:
     """Run ``command`` in a fresh process that dies at the ``ordinal``-th ``operation`` request."""
     doomed, client = fresh_memory()
-    crash = CrashAt(client, operation, ordinal)
+    death = ProcessDeath(client, operation, ordinal)
     with pytest.raises(SimulatedCrash):
         doomed.run(command)
-    assert crash.crashed
-    return crash
+    assert death.dead
+    return death
 
 
 def fresh_memory(user: str = "alice") -> tuple[S3Memory, Any]:
