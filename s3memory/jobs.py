@@ -83,18 +83,6 @@ class Job:
         """The associated-data path the record is sealed under."""
         return RECORD_PATH_PREFIX + self.name
 
-    def is_retry_of(
-        self, kind: JobKind, old: MemoryPath, new: MemoryPath | None, found: list[Source]
-    ) -> bool:
-        """True if a command that now finds ``found`` below ``old`` is this job asked for again:
-        the same command, and nothing below ``old`` that the job did not plan (nor changed since)."""
-        same = (kind, old.canonical, None if new is None else new.canonical) == (
-            self.kind,
-            self.old,
-            self.new,
-        )
-        return same and set(found) <= set(self.sources)
-
     def encode(self) -> bytes:
         return json.dumps(
             {
