@@ -390,6 +390,18 @@ class Model:
         return Expected(False, f"Error: The path {path} does not exist", state)
 
     @staticmethod
+    def _destination_refused(new: str, state: State, taken: Expected) -> Expected | None:
+        """A rename's refusal for its destination (taken, or below a file), or None if it is free."""
+        if exists(state, new):
+            return taken
+        ancestor = file_ancestor(state, new)
+        if ancestor is not None:
+            return Expected(
+                False, f"Error: Cannot rename to {new}: {ancestor} is a file, not a directory.", state
+            )
+        return None
+
+    @staticmethod
     def _rename(old: str, new: str, state: State) -> Expected:
         taken = Expected(False, f"Error: The destination {new} already exists", state)
         if old in state:
@@ -399,26 +411,18 @@ class Model:
                 return Expected(
                     False, f"Error: Cannot rename to {new}: {old} is a file, not a directory.", state
                 )
-            if exists(state, new):
-                return taken
-            ancestor = file_ancestor(state, new)
-            if ancestor is not None:
-                return Expected(
-                    False, f"Error: Cannot rename to {new}: {ancestor} is a file, not a directory.", state
-                )
+            refused = Model._destination_refused(new, state, taken)
+            if refused is not None:
+                return refused
             moved = {k: v for k, v in state.items() if k != old}
             moved[new] = state[old]
             return Expected(True, f"Successfully renamed {old} to {new}", moved)
         if is_dir(state, old):
             if new == old or new.startswith(old + "/"):
                 return Expected(False, f"Error: Cannot move {old} into itself ({new})", state)
-            if exists(state, new):
-                return taken
-            ancestor = file_ancestor(state, new)
-            if ancestor is not None:
-                return Expected(
-                    False, f"Error: Cannot rename to {new}: {ancestor} is a file, not a directory.", state
-                )
+            refused = Model._destination_refused(new, state, taken)
+            if refused is not None:
+                return refused
             moved = {}
             for name, content in state.items():
                 moved[new + name[len(old) :] if name.startswith(old + "/") else name] = content
