@@ -3,8 +3,8 @@
 
     python tools/build_lambda_zip.py [--output dist/lambda.zip]
 
-1. ``pip install --target`` the runtime dependencies (``[project] dependencies`` and the ``anthropic``
-   extra of pyproject.toml, so both handlers run) as manylinux2014 x86_64 CPython 3.11 wheels, every
+1. ``pip install --target`` the runtime dependencies (``[project] dependencies`` and the ``lambda``
+   extra of pyproject.toml: the agent's SDK and the HTTP edge's JWT check) as manylinux2014 x86_64 CPython 3.11 wheels, every
    version pinned by ``constraints.txt``. boto3 and botocore are included, pinned, although the
    runtime has its own: the function then runs what the tests ran. manylinux2014 (glibc 2.17) because
    the python3.11 runtime is Amazon Linux 2 (glibc 2.26): newer manylinux wheels would not load there.
@@ -36,7 +36,7 @@ PACKAGE = "s3memory"
 DEFAULT_OUTPUT = REPO_ROOT / "dist" / "lambda.zip"
 DEFAULT_PLATFORM = "manylinux2014_x86_64"
 DEFAULT_PYTHON_VERSION = "3.11"
-EXTRAS = ("anthropic",)
+EXTRAS = ("lambda",)
 FIXED_DATE_TIME = (1980, 1, 1, 0, 0, 0)
 FILE_MODE = 0o100644
 EXCLUDED_DIRECTORIES = frozenset({"__pycache__"})
