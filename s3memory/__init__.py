@@ -9,6 +9,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
+
 if TYPE_CHECKING:
     from .crypto import KeyProvider, KMSKeyProvider, LocalKeyProvider
     from .errors import CommandError
@@ -23,6 +25,7 @@ __all__ = [
     "LocalKeyProvider",
     "S3Memory",
     "S3MemoryTool",
+    "__version__",
 ]
 
 _HOMES = {

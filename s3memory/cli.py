@@ -5,9 +5,35 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib.util import find_spec
+
+from ._version import __version__
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 """The model used when none is named: by the demo's ``--live`` and by the agent Lambda."""
+
+EXIT_USAGE = 2
+"""No command, or ``demo`` without the ``demo`` extra installed."""
+
+DEMO_MODULES = {
+    "anthropic": "anthropic",
+    "moto": "moto[server]",
+    "flask": "moto[server]",
+    "flask_cors": "moto[server]",
+}
+"""What ``s3memory demo`` imports beyond the core, by top-level module, with the requirement of the
+``demo`` extra that provides it: the SDK's tool runner, and moto's threaded S3 server (Flask)."""
+
+DEMO_INSTALL_HINT = "pip install 's3memory[demo]'"
+
+
+def missing_for_demo() -> list[str]:
+    """The requirements of the ``demo`` extra whose modules cannot be found, without importing any."""
+    missing: list[str] = []
+    for module, requirement in DEMO_MODULES.items():
+        if requirement not in missing and find_spec(module) is None:
+            missing.append(requirement)
+    return missing
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -15,6 +41,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="s3memory",
         description="Claude's memory tool (memory_20250818) on Amazon S3, encrypted on the client.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = commands.add_parser(
         "demo",
@@ -22,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Run two conversations through the Anthropic SDK's tool runner with S3MemoryTool on an embedded "
             "moto S3 server: the second starts with an empty context and recalls what the first stored. "
-            "Offline by default (a scripted stand-in answers for Claude)."
+            f"Offline by default (a scripted stand-in answers for Claude). Needs the demo extra: {DEMO_INSTALL_HINT}"
         ),
     )
     demo.add_argument(
@@ -38,11 +65,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     arguments = parser.parse_args(argv)
     if arguments.command == "demo":
+        missing = missing_for_demo()
+        if missing:
+            print(
+                f"s3memory demo needs the demo extra (missing: {', '.join(missing)}): {DEMO_INSTALL_HINT}",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
         from .demo import demo_main
 
         return demo_main(live=arguments.live, model=arguments.model)
     parser.print_help(sys.stderr)
-    return 2
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+import s3memory
 from s3memory.scripted_api import Reply, ScriptedMessagesAPI, last_tool_results
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -78,10 +79,9 @@ def test_zip_holds_the_package_and_its_dependencies(built_zip: Path) -> None:
         names = archive.namelist()
     for wanted in (
         "s3memory/__init__.py",
+        "s3memory/_version.py",
+        "s3memory/cli.py",
         "s3memory/aws_lambda/__init__.py",
-        "s3memory/aws_lambda/memory.py",
-        "s3memory/aws_lambda/agent.py",
-        "s3memory/aws_lambda/metrics.py",
         "s3memory/py.typed",
         "anthropic/__init__.py",
         "boto3/__init__.py",
@@ -93,6 +93,40 @@ def test_zip_holds_the_package_and_its_dependencies(built_zip: Path) -> None:
     assert not [name for name in names if "__pycache__" in name or name.endswith((".pyc", ".pyo"))]
     assert not [name for name in names if name.startswith("bin/")]
     assert not [name for name in names if name.startswith(("tests/", "tools/", "terraform/"))]
+
+
+def package_sources() -> set[str]:
+    """The package's ``*.py`` and ``py.typed`` files in this checkout, by archive name."""
+    return {
+        path.relative_to(REPO_ROOT).as_posix()
+        for pattern in ("*.py", "py.typed")
+        for path in (REPO_ROOT / "s3memory").rglob(pattern)
+        if "__pycache__" not in path.parts
+    }
+
+
+def test_zip_holds_every_package_module_but_the_demo(built_zip: Path) -> None:
+    with zipfile.ZipFile(built_zip) as archive:
+        packaged = {name for name in archive.namelist() if name.startswith("s3memory/")}
+    demo_modules = {"s3memory/demo.py", "s3memory/scripted_api.py", "s3memory/local_s3.py"}
+    assert not packaged & demo_modules
+    assert packaged == package_sources() - demo_modules
+    # Both handlers' modules, whatever files s3memory.aws_lambda is made of.
+    handlers = {name for name in packaged if name.startswith("s3memory/aws_lambda/")}
+    assert handlers == {name for name in package_sources() if name.startswith("s3memory/aws_lambda/")}
+    assert "s3memory/aws_lambda/__init__.py" in handlers and len(handlers) > 1
+
+
+def test_the_demo_exclusions_are_named_with_reasons() -> None:
+    tool = load_tool()
+    excluded = tool.EXCLUDED_PACKAGE_FILES
+    assert set(excluded) == {"s3memory/demo.py", "s3memory/scripted_api.py", "s3memory/local_s3.py"}
+    assert all(
+        isinstance(reason, str) and reason.strip() and "\n" not in reason for reason in excluded.values()
+    )
+    assert set(excluded) <= package_sources()  # each names a real module: the list is not stale
+    entries = tool.package_entries(REPO_ROOT / "s3memory")
+    assert set(entries) == package_sources() - set(excluded)
 
 
 def test_zip_is_deterministic(built_zip: Path, extracted: Path, tmp_path: Path) -> None:
@@ -196,6 +230,7 @@ def test_memory_handler_runs_from_the_zip_without_anthropic(
         from cryptography.hazmat.bindings import _rust
         print(json.dumps({
             "created": created, "viewed": viewed, "anthropic": "anthropic" in sys.modules,
+            "version": s3memory.__version__,
             "files": [m.__file__ for m in (s3memory, boto3, botocore, cryptography, _rust)],
         }))
         """,
@@ -206,6 +241,7 @@ def test_memory_handler_runs_from_the_zip_without_anthropic(
     }
     assert outcome["viewed"]["is_error"] is False and "from the zip" in outcome["viewed"]["content"]
     assert outcome["anthropic"] is False
+    assert outcome["version"] == s3memory.__version__  # from the package itself: the zip has no dist-info
     for path in outcome["files"]:
         assert Path(path).is_relative_to(extracted), path
 

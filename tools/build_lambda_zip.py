@@ -8,7 +8,9 @@
    version pinned by ``constraints.txt``. boto3 and botocore are included, pinned, although the
    runtime has its own: the function then runs what the tests ran. manylinux2014 (glibc 2.17) because
    the python3.11 runtime is Amazon Linux 2 (glibc 2.26): newer manylinux wheels would not load there.
-2. Add the ``s3memory`` package from this checkout (``*.py`` and ``py.typed``).
+2. Add the ``s3memory`` package from this checkout (``*.py`` and ``py.typed``), less the modules of
+   ``s3memory demo`` (:data:`EXCLUDED_PACKAGE_FILES`): no handler imports them, and the embedded moto
+   server has no place in a deployed function.
 3. Write a deterministic zip: entries sorted, timestamps fixed (1980-01-01), modes fixed (0644), no
    ``__pycache__``/``*.pyc``, no ``bin/`` scripts. The same inputs give the same bytes.
 
@@ -43,6 +45,12 @@ EXCLUDED_DIRECTORIES = frozenset({"__pycache__"})
 EXCLUDED_TOP_LEVEL = frozenset({"bin"})
 EXCLUDED_SUFFIXES = (".pyc", ".pyo")
 PACKAGE_FILES = ("*.py", "py.typed")
+EXCLUDED_PACKAGE_FILES = {
+    f"{PACKAGE}/demo.py": "the `s3memory demo` command, a local walk-through (the demo extra)",
+    f"{PACKAGE}/scripted_api.py": "the demo's scripted stand-in for the Messages API, never a real endpoint",
+    f"{PACKAGE}/local_s3.py": "the demo's embedded moto S3 server (moto[server]), which the zip does not hold",
+}
+"""Package modules left out of the zip, by archive name, each with the reason."""
 EXIT_REFUSED = 1
 EXIT_PIP_FAILED = 3
 
@@ -160,12 +168,16 @@ def tree_entries(root: Path) -> dict[str, Path]:
 
 
 def package_entries(source: Path) -> dict[str, Path]:
-    """The package's own files (``*.py``, ``py.typed``), by archive name."""
+    """The package's own files (``*.py``, ``py.typed``) but :data:`EXCLUDED_PACKAGE_FILES`, by archive name."""
     entries: dict[str, Path] = {}
     for pattern in PACKAGE_FILES:
         for path in source.rglob(pattern):
             relative = path.relative_to(source.parent)
-            if path.is_file() and not _excluded(relative):
+            if (
+                path.is_file()
+                and not _excluded(relative)
+                and relative.as_posix() not in EXCLUDED_PACKAGE_FILES
+            ):
                 entries[relative.as_posix()] = path
     return entries
 
