@@ -9,6 +9,7 @@ import logging
 import os
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -20,6 +21,8 @@ from bench.metrics import RequestCounter
 from s3memory.aws_lambda import agent as lambda_agent
 from s3memory.aws_lambda import memory as lambda_memory
 from s3memory.aws_lambda import memory_handler, metrics
+from s3memory.aws_lambda.agent import conversation, credentials
+from s3memory.aws_lambda.agent import deadline as agent_deadline
 from s3memory.concurrency import parallel, side
 from s3memory.scripted_api import Reply, ScriptedMessagesAPI, ScriptError, Turn, last_tool_results
 
@@ -61,22 +64,16 @@ class FakeContext:
 
 
 class FakeClock:
-    """Stands in for the agent module's ``time``: a monotonic clock that scripted turns move forward."""
+    """Stands in for the deadline module's ``time``: a monotonic clock that scripted turns move forward."""
 
     def __init__(self) -> None:
-        import time
-
-        self._time = time
         self.offset = 0.0
 
     def advance(self, seconds: float) -> None:
         self.offset += seconds
 
     def monotonic(self) -> float:
-        return self._time.monotonic() + self.offset
-
-    def perf_counter(self) -> float:
-        return self._time.perf_counter()
+        return time.monotonic() + self.offset
 
 
 @pytest.fixture(autouse=True)
@@ -86,10 +83,10 @@ def clean(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in ("NO_PROXY", "no_proxy"):
         monkeypatch.setenv(name, "127.0.0.1,localhost")
     lambda_memory._reset_for_tests()
-    lambda_agent._reset_for_tests()
+    credentials._reset_for_tests()
     yield
     lambda_memory._reset_for_tests()
-    lambda_agent._reset_for_tests()
+    credentials._reset_for_tests()
 
 
 @pytest.fixture
@@ -170,7 +167,7 @@ def test_requests_carry_the_memory_tool_beta_and_the_key(env: Any, api: Scripted
     body, headers = api.requests[0], api.headers[0]
     assert body["model"] == "claude-test-model" and body["max_tokens"] == 321
     assert body["tools"] == [{"type": "memory_20250818", "name": "memory"}]
-    assert lambda_agent.MEMORY_BETA in headers.get("anthropic-beta", "")
+    assert conversation.MEMORY_BETA in headers.get("anthropic-beta", "")
     assert api.api_keys == [API_KEY]
 
 
@@ -212,7 +209,7 @@ def test_parameters_pass_through_from_env_and_event(
     assert first["context_management"] == context_management
     assert first["stop_sequences"] == ["END"]
     betas = api.headers[0]["anthropic-beta"]
-    assert lambda_agent.MEMORY_BETA in betas and "another-beta-2099-01-01" in betas
+    assert conversation.MEMORY_BETA in betas and "another-beta-2099-01-01" in betas
 
 
 def test_whole_history_without_server_threads(env: Any, api: ScriptedMessagesAPI) -> None:
@@ -282,7 +279,7 @@ def test_deadline_stops_before_the_next_request(
     env: Any, api: ScriptedMessagesAPI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = FakeClock()
-    monkeypatch.setattr(lambda_agent, "time", clock)
+    monkeypatch.setattr(agent_deadline, "time", clock)
 
     def slow_turn(messages: list[dict[str, Any]]) -> Turn:
         clock.advance(45)  # this turn "took" 45 of the 60 seconds: 15 left, then the tool runs
@@ -311,12 +308,12 @@ def test_request_timeout_is_bounded_by_the_deadline(monkeypatch: pytest.MonkeyPa
         seen.append(request.timeout)
         return SimpleNamespace(http_response=SimpleNamespace(status_code=200, headers={}))
 
-    guard = lambda_agent._DeadlineGuard()
+    guard = agent_deadline.DeadlineGuard()
     request = APIRequest(
         options=FinalRequestOptions.construct(method="post", url="/v1/messages", json_data={}, timeout=600.0),
         cast_to=object,
     )
-    token = lambda_agent._deadline.set(lambda_agent.Deadline(lambda_agent.time.monotonic() + 30, 10))
+    token = agent_deadline.current_deadline.set(agent_deadline.Deadline(time.monotonic() + 30, 10))
     try:
         guard.handle(request, call_next)
         short = APIRequest(
@@ -327,7 +324,7 @@ def test_request_timeout_is_bounded_by_the_deadline(monkeypatch: pytest.MonkeyPa
         )
         guard.handle(short, call_next)
     finally:
-        lambda_agent._deadline.reset(token)
+        agent_deadline.current_deadline.reset(token)
     assert isinstance(seen[0], float) and 27.5 < seen[0] <= 29.0  # 30 s left, less the 1 s reserve
     assert seen[1] == 5.0  # a shorter timeout is kept
     guard.handle(request, call_next)  # no deadline (not in Lambda): untouched
@@ -338,7 +335,7 @@ def test_retryable_error_without_time_to_retry_is_a_clear_error(
     env: Any, api: ScriptedMessagesAPI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = FakeClock()
-    monkeypatch.setattr(lambda_agent, "time", clock)
+    monkeypatch.setattr(agent_deadline, "time", clock)
 
     def overloaded(messages: list[dict[str, Any]]) -> Turn:
         clock.advance(49.8)  # about 10.2 s of 60 left: the SDK's 0.5 s backoff would end inside the margin
@@ -378,7 +375,7 @@ def test_api_client_error_is_a_clear_answer(env: Any, api: ScriptedMessagesAPI) 
 def test_api_server_error_after_retries_is_a_clear_answer(
     env: Any, api: ScriptedMessagesAPI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(lambda_agent, "API_MAX_RETRIES", 0)
+    monkeypatch.setattr(credentials, "API_MAX_RETRIES", 0)
 
     def broken(messages: list[dict[str, Any]]) -> Turn:
         raise ScriptError("boom", status=500, error_type="api_error")
@@ -396,7 +393,7 @@ def test_unreachable_api_is_a_clear_answer(env: Any, monkeypatch: pytest.MonkeyP
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{port}")
-    monkeypatch.setattr(lambda_agent, "API_MAX_RETRIES", 0)
+    monkeypatch.setattr(credentials, "API_MAX_RETRIES", 0)
     answer = run({"user_id": "alice", "prompt": "x"})
     assert set(answer) == {"error"}
     assert answer["error"].startswith("Error: The Messages API could not be reached")
@@ -760,14 +757,17 @@ def test_agent_handler_is_lazy_and_the_memory_handler_never_imports_anthropic() 
     script = textwrap.dedent(
         """
         import json, sys
+        import s3memory.aws_lambda.memory
         import s3memory.aws_lambda as package
-        before = "anthropic" in sys.modules
+        def loaded():
+            return sorted(name for name in ("anthropic", "s3memory.aws_lambda.agent") if name in sys.modules)
+        before = loaded()
         handler = package.memory_handler
         answer = handler({"user_id": "a/b", "input": {}}, None)
-        after_memory = "anthropic" in sys.modules
+        after_memory = loaded()
         agent = package.agent_handler
         print(json.dumps({
-            "before": before, "after_memory": after_memory, "after_agent": "anthropic" in sys.modules,
+            "before": before, "after_memory": after_memory, "after_agent": loaded(),
             "agent": agent.__module__, "all": sorted(package.__all__),
             "error": answer["is_error"],
         }))
@@ -775,10 +775,10 @@ def test_agent_handler_is_lazy_and_the_memory_handler_never_imports_anthropic() 
     )
     outcome = run_python_json(script, S3MEMORY_METRICS="off")
     assert outcome == {
-        "before": False,
-        "after_memory": False,
-        "after_agent": True,
-        "agent": "s3memory.aws_lambda.agent",
+        "before": [],
+        "after_memory": [],
+        "after_agent": ["anthropic", "s3memory.aws_lambda.agent"],
+        "agent": "s3memory.aws_lambda.agent.handler",
         "all": ["agent_handler", "memory_handler"],
         "error": True,
     }

@@ -1,0 +1,179 @@
+"""The handler: serves one event (parse, configure, run under the deadline), maps every failure to a
+clear ``{"error": ...}`` answer, and writes the invocation's log line and EMF metrics."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anthropic
+
+from ...errors import shown, unexpected_failure
+from ...settings import SettingsError
+from ...tool import S3MemoryTool
+from .. import metrics
+from ..memory import get_runtime
+from .config import BASE_URL, AgentConfig, Misconfigured, setting
+from .conversation import run
+from .credentials import anthropic_client, api_key
+from .deadline import Deadline, NoTimeToRetry, current_deadline
+from .event import Invalid, parse_event
+
+logger = logging.getLogger("s3memory")
+
+
+def _api_error(error: anthropic.APIStatusError) -> str:
+    kind = f" ({error.type})" if error.type else ""
+    detail = f": {shown(error.api_message)}" if error.api_message else ""
+    request = f" [request id {shown(error.request_id)}]" if error.request_id else ""
+    return f"Error: The Messages API answered {error.status_code}{kind}{detail}{request}."
+
+
+@dataclass
+class _Outcome:
+    answer: dict[str, Any]
+    error_type: str | None = None
+
+
+def _unexpected(error: Exception) -> _Outcome:
+    return _Outcome(
+        {"error": unexpected_failure(error, "s3memory's agent", consequence="")}, type(error).__name__
+    )
+
+
+def _serve(event: object, context: object, environ: Mapping[str, str], record: dict[str, Any]) -> _Outcome:
+    try:
+        request = parse_event(event)
+    except Invalid as error:
+        return _Outcome({"error": error.message}, "request")
+    record["user_id"] = request.user_id
+    try:
+        config = AgentConfig.from_env(environ)
+        runtime = get_runtime(environ)
+        key = api_key(environ)
+    except (SettingsError, Misconfigured) as error:
+        return _Outcome({"error": f"Error: s3memory's agent is misconfigured: {error}."}, "configuration")
+    record["model"] = shown(request.model or config.model)
+
+    deadline = Deadline.of(context, config.deadline_margin)
+    if deadline is not None and deadline.reached:
+        return _Outcome(
+            {
+                "content": [],
+                "text": "",
+                "stop_reason": None,
+                "usage": {"input_tokens": 0, "output_tokens": 0},
+                "iterations": 0,
+                "stopped_early": "deadline",
+            }
+        )
+    settings = runtime.settings
+    token = current_deadline.set(deadline)
+    try:
+        tool = S3MemoryTool(
+            bucket=settings.bucket,
+            user_id=request.user_id,
+            key_provider=runtime.key_provider,
+            s3_client=runtime.s3_client,
+            prefix=settings.prefix,
+        )
+        client = anthropic_client(key, setting(environ, BASE_URL))
+        return _Outcome(run(request, config, client, tool, record))
+    except NoTimeToRetry as error:
+        kind = f" ({error.error_type})" if error.error_type else ""
+        return _Outcome(
+            {
+                "error": f"Error: The Messages API answered {error.status}{kind}, and too little time is "
+                "left before the Lambda deadline to retry."
+            },
+            "api_status",
+        )
+    except anthropic.APIStatusError as error:
+        return _Outcome({"error": _api_error(error)}, "api_status")
+    except anthropic.APITimeoutError:
+        return _Outcome({"error": "Error: The Messages API did not answer in time (timeout)."}, "api_timeout")
+    except anthropic.APIConnectionError as error:
+        return _Outcome(
+            {
+                "error": f"Error: The Messages API could not be reached ({type(error.__cause__ or error).__name__})."
+            },
+            "api_connection",
+        )
+    except (TypeError, ValueError) as error:
+        return _Outcome(
+            {"error": f"Error: The request was refused before it was sent: {shown(str(error))}"},
+            type(error).__name__,
+        )
+    except Exception as error:
+        logger.error("s3memory agent: unexpected %s", type(error).__name__)
+        return _unexpected(error)
+    finally:
+        current_deadline.reset(token)
+
+
+# -- the invocation's record: its log line and metrics ----------------------------------------------
+
+
+def _outcome_name(outcome: _Outcome) -> str:
+    if "error" in outcome.answer:
+        return "error"
+    stopped = outcome.answer.get("stopped_early")
+    return stopped if isinstance(stopped, str) else "ok"
+
+
+def handle(event: object, context: object = None, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Serve one event (``environ`` defaults to ``os.environ``); never raises."""
+    started = time.perf_counter()
+    environment = os.environ if environ is None else environ
+    record: dict[str, Any] = {
+        "event": "s3memory.agent_invocation",
+        "request_id": None,
+        "user_id": None,
+        "model": None,
+        "iterations": 0,
+        "tool_calls": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+    }
+    with metrics.tally() as requests:
+        try:
+            request_id = getattr(context, "aws_request_id", None)
+            record["request_id"] = shown(request_id) if isinstance(request_id, str) else None
+            outcome = _serve(event, context, environment, record)
+        except Exception as error:  # pragma: no cover - _serve answers every failure itself
+            outcome = _unexpected(error)
+    record["outcome"] = _outcome_name(outcome)
+    record["stopped_early"] = outcome.answer.get("stopped_early")
+    record["error_type"] = outcome.error_type
+    record["latency_ms"] = round((time.perf_counter() - started) * 1000, 1)
+    record["s3_requests"] = requests.count("s3")
+    record["kms_requests"] = requests.count("kms")
+    level = logging.ERROR if outcome.error_type not in (None, "request") else logging.INFO
+    with contextlib.suppress(Exception):  # logging must never fail an invocation
+        logger.log(level, json.dumps(record, sort_keys=True))
+    metrics.emit(
+        environment,
+        command="agent",
+        outcome=record["outcome"],
+        metrics={
+            "Latency": (record["latency_ms"], metrics.MILLISECONDS),
+            "S3Requests": (record["s3_requests"], metrics.COUNT),
+            "KMSRequests": (record["kms_requests"], metrics.COUNT),
+            "Iterations": (record["iterations"], metrics.COUNT),
+            "InputTokens": (record["input_tokens"], metrics.COUNT),
+            "OutputTokens": (record["output_tokens"], metrics.COUNT),
+        },
+        properties={"function": "agent", "request_id": record["request_id"]},
+    )
+    return outcome.answer
+
+
+def agent_handler(event: object, context: object = None) -> dict[str, Any]:
+    """The Lambda handler (``s3memory.aws_lambda.agent_handler``)."""
+    return handle(event, context)
