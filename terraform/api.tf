@@ -50,6 +50,8 @@ resource "aws_apigatewayv2_route" "memory" {
   target             = "integrations/${aws_apigatewayv2_integration.memory[0].id}"
   authorization_type = "JWT"
   authorizer_id      = aws_apigatewayv2_authorizer.jwt[0].id
+  # The token must carry at least one of these scopes (the function checks the same).
+  authorization_scopes = length(var.jwt_authorization_scopes) > 0 ? var.jwt_authorization_scopes : null
 }
 
 resource "aws_apigatewayv2_stage" "default" {

@@ -4,6 +4,11 @@ data "aws_region" "current" {}
 
 data "aws_partition" "current" {}
 
+# The IAM role (or user) behind the identity running Terraform: the default key administrator.
+data "aws_iam_session_context" "current" {
+  arn = data.aws_caller_identity.current.arn
+}
+
 locals {
   account_id = data.aws_caller_identity.current.account_id
   region     = data.aws_region.current.name

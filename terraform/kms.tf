@@ -1,15 +1,30 @@
-# The customer-managed key. It serves three purposes, each fenced by its own key-policy statement:
-#   1. s3memory's envelope keys: the library calls GenerateDataKey/Decrypt with the encryption
-#      context {"s3memory:user": <user id>, "s3memory:key_version": "<n>"}. Calls without the
-#      s3memory:user context key are refused.
-#   2. SSE-KMS of the bucket: S3 calls KMS on behalf of the role that reads or writes an object.
-#      With bucket keys the encryption context is the bucket ARN; such calls are allowed only via
-#      S3 in this region and only for this bucket.
-#   3. Optionally, encryption of the module's CloudWatch log groups, for exactly those groups.
+# The customer-managed key, and who may do what with it. Each grant is a key-policy statement:
 #
-# The account root principal (i.e. IAM administrators of this account) may administer the key but
-# not use it for cryptography: nobody decrypts memories except the principals listed here, however
-# broad their IAM policies are. Key policies name the IAM roles directly, so the roles are created
+#   Use (cryptography), only under conditions:
+#     1. s3memory's envelope keys: the two Lambda roles and var.additional_key_user_arns may call
+#        GenerateDataKey/Decrypt only with the encryption context {"s3memory:user": <user id>,
+#        "s3memory:key_version": "<n>"} that the library sends; calls without it are refused.
+#     2. SSE-KMS of the bucket: the same principals, only via S3 in this region, from this account,
+#        for this bucket (with bucket keys the encryption context is the bucket ARN).
+#     3. Optionally (var.encrypt_log_groups), CloudWatch Logs, for exactly the module's log groups.
+#
+#   Administration, no cryptography: var.kms_key_administrator_arns (default: the identity that
+#   runs Terraform; for an assumed-role session, its role). They may describe the key, enable and
+#   disable it, set rotation, tag it, manage its aliases, revoke grants and schedule or cancel its
+#   deletion, and kms:PutKeyPolicy. PutKeyPolicy is the break-glass path, on purpose: a key policy
+#   must let someone change it (AWS refuses one that locks out its caller), and whoever can change
+#   it can grant themselves Decrypt. No statement grants kms:CreateGrant, kms:Create*, kms:Put* or
+#   kms:* to anyone.
+#
+#   The account (its root principal, i.e. the IAM policies of this account): Describe*, Get* and
+#   List* only. An IAM policy alone, however broad, can neither decrypt, nor create a grant, nor
+#   change this policy.
+#
+# Who can still reach the data besides the key users: a key administrator (by changing this policy)
+# and anyone who can change a function's code or configuration (lambda:UpdateFunctionCode), pass or
+# edit its role (iam:PassRole, iam:PutRolePolicy), since the roles decrypt every user's memory. That
+# is the break-glass path; it is logged in CloudTrail (PutKeyPolicy, UpdateFunctionCode, the IAM
+# calls, and every Decrypt). Key policies name the IAM roles directly, so the roles are created
 # before the key (their inline policies, which mention the key, come after it).
 
 resource "aws_kms_key" "memory" {
@@ -19,6 +34,17 @@ resource "aws_kms_key" "memory" {
   deletion_window_in_days = var.kms_key_deletion_window_in_days
   policy                  = jsonencode(local.kms_key_policy)
   tags                    = local.tags
+
+  lifecycle {
+    precondition {
+      condition     = !anytrue([for arn in local.kms_key_administrator_arns : endswith(arn, ":root")])
+      error_message = "Terraform runs as the account's root user, which would make the root principal (every IAM policy of the account) a key administrator. Run Terraform as an IAM role or user, or set kms_key_administrator_arns."
+    }
+    precondition {
+      condition     = length(var.kms_key_administrator_arns) == 0 || contains(var.kms_key_administrator_arns, local.kms_caller_arn)
+      error_message = "kms_key_administrator_arns must include the identity that runs Terraform (${local.kms_caller_arn}): AWS refuses a key policy that would lock its caller out of PutKeyPolicy, and later applies need it to update the policy."
+    }
+  }
 }
 
 resource "aws_kms_alias" "memory" {
@@ -27,6 +53,37 @@ resource "aws_kms_alias" "memory" {
 }
 
 locals {
+  # The identity running Terraform; for an assumed-role session, the role behind it (a key policy
+  # must name the role, not the session).
+  kms_caller_arn = data.aws_iam_session_context.current.issuer_arn
+
+  kms_key_administrator_arns = length(var.kms_key_administrator_arns) > 0 ? var.kms_key_administrator_arns : [local.kms_caller_arn]
+
+  # Administration without cryptography and without CreateGrant; PutKeyPolicy has its own statement.
+  kms_key_administration_actions = [
+    "kms:CancelKeyDeletion",
+    "kms:CreateAlias",
+    "kms:DeleteAlias",
+    "kms:DescribeKey",
+    "kms:DisableKey",
+    "kms:DisableKeyRotation",
+    "kms:EnableKey",
+    "kms:EnableKeyRotation",
+    "kms:GetKeyPolicy",
+    "kms:GetKeyRotationStatus",
+    "kms:ListGrants",
+    "kms:ListKeyPolicies",
+    "kms:ListKeyRotations",
+    "kms:ListResourceTags",
+    "kms:RevokeGrant",
+    "kms:RotateKeyOnDemand",
+    "kms:ScheduleKeyDeletion",
+    "kms:TagResource",
+    "kms:UntagResource",
+    "kms:UpdateAlias",
+    "kms:UpdateKeyDescription",
+  ]
+
   kms_key_user_arns = concat(
     [aws_iam_role.memory.arn, aws_iam_role.agent.arn],
     var.additional_key_user_arns,
@@ -42,28 +99,29 @@ locals {
     Statement = concat(
       [
         {
-          Sid       = "KeyAdministrationByAccount"
+          # IAM policies of the account may read the key's metadata, nothing more.
+          Sid       = "ReadOnlyByAccount"
           Effect    = "Allow"
           Principal = { AWS = "arn:${local.partition}:iam::${local.account_id}:root" }
-          Action = [
-            "kms:CancelKeyDeletion",
-            "kms:Create*",
-            "kms:Delete*",
-            "kms:Describe*",
-            "kms:Disable*",
-            "kms:Enable*",
-            "kms:Get*",
-            "kms:List*",
-            "kms:Put*",
-            "kms:Revoke*",
-            "kms:RotateKeyOnDemand",
-            "kms:ScheduleKeyDeletion",
-            "kms:TagResource",
-            "kms:UntagResource",
-            "kms:Update*",
-          ]
+          Action    = ["kms:Describe*", "kms:Get*", "kms:List*"]
           # In a key policy, "*" means "this key".
           Resource = "*"
+        },
+        {
+          Sid       = "KeyAdministration"
+          Effect    = "Allow"
+          Principal = { AWS = local.kms_key_administrator_arns }
+          Action    = local.kms_key_administration_actions
+          Resource  = "*"
+        },
+        {
+          # Break-glass: whoever may change the key policy may grant themselves Decrypt. Every
+          # PutKeyPolicy call is logged in CloudTrail.
+          Sid       = "KeyPolicyChangeBreakGlass"
+          Effect    = "Allow"
+          Principal = { AWS = local.kms_key_administrator_arns }
+          Action    = ["kms:PutKeyPolicy"]
+          Resource  = "*"
         },
         {
           Sid       = "EnvelopeKeysWithS3memoryContext"

@@ -9,11 +9,33 @@
 locals {
   lambda_source_code_hash = filebase64sha256(var.lambda_zip_path)
 
-  common_environment = {
-    S3MEMORY_BUCKET     = aws_s3_bucket.memory.bucket
-    S3MEMORY_PREFIX     = var.memory_prefix
-    S3MEMORY_KMS_KEY_ID = aws_kms_key.memory.arn
-  }
+  # Limits and guard, for both functions. A variable is set only when its value is not the
+  # function's own default, which keeps the environment minimal.
+  common_environment = merge(
+    {
+      S3MEMORY_BUCKET     = aws_s3_bucket.memory.bucket
+      S3MEMORY_PREFIX     = var.memory_prefix
+      S3MEMORY_KMS_KEY_ID = aws_kms_key.memory.arn
+    },
+    var.memory_quota_bytes == null ? {} : { S3MEMORY_QUOTA_BYTES = format("%d", var.memory_quota_bytes) },
+    var.memory_quota_files == null ? {} : { S3MEMORY_QUOTA_FILES = format("%d", var.memory_quota_files) },
+    var.content_guard_mode == "refuse" ? {} : { S3MEMORY_GUARD = var.content_guard_mode },
+    var.max_file_bytes == 1048576 ? {} : { S3MEMORY_MAX_FILE_BYTES = format("%d", var.max_file_bytes) },
+  )
+
+  # Events without API Gateway's requestContext name their own user_id. By default they are served
+  # only when no HTTP API fronts the function; always set explicitly.
+  memory_direct_invocation = coalesce(var.memory_function_allow_direct_invocation, !var.create_http_api) ? "allow" : "refuse"
+
+  # The function verifies every HTTP API event's bearer token itself (issuer's JWKS, iss, aud, exp,
+  # scopes), so a forged API Gateway-shaped event from a direct invoker is refused.
+  memory_jwt_environment = var.create_http_api ? merge(
+    {
+      S3MEMORY_JWT_ISSUER   = var.jwt_issuer
+      S3MEMORY_JWT_AUDIENCE = join(",", var.jwt_audience)
+    },
+    length(var.jwt_authorization_scopes) == 0 ? {} : { S3MEMORY_JWT_SCOPES = join(" ", var.jwt_authorization_scopes) },
+  ) : {}
 }
 
 resource "aws_lambda_function" "memory" {
@@ -35,7 +57,19 @@ resource "aws_lambda_function" "memory" {
   reserved_concurrent_executions = var.memory_function_reserved_concurrency
 
   environment {
-    variables = local.common_environment
+    variables = merge(
+      local.common_environment,
+      { S3MEMORY_DIRECT_INVOCATION = local.memory_direct_invocation },
+      local.memory_jwt_environment,
+    )
+  }
+
+  # One JSON record per invocation, written by Lambda's JSON formatter with the handler's fields
+  # (and the EMF block) at the top level; it is logged at INFO, so log_level must be INFO or lower.
+  logging_config {
+    log_format            = "JSON"
+    application_log_level = var.log_level
+    system_log_level      = "WARN"
   }
 
   tracing_config {
@@ -76,6 +110,12 @@ resource "aws_lambda_function" "agent" {
       { S3MEMORY_MODEL = var.agent_model },
       var.anthropic_api_key_secret_arn == null ? {} : { ANTHROPIC_API_KEY_SECRET_ARN = var.anthropic_api_key_secret_arn },
     )
+  }
+
+  logging_config {
+    log_format            = "JSON"
+    application_log_level = var.log_level
+    system_log_level      = "WARN"
   }
 
   tracing_config {

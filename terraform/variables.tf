@@ -170,6 +170,18 @@ variable "additional_key_user_arns" {
   }
 }
 
+variable "kms_key_administrator_arns" {
+  description = "IAM role or user ARNs that administer the KMS key: describe, enable/disable, rotation settings, description, tags, aliases, grants (list/revoke), deletion (schedule/cancel) and kms:PutKeyPolicy, the documented break-glass path (whoever can change the key policy can grant themselves Decrypt; CloudTrail logs it). No cryptographic operation. [] (default) means the identity that runs Terraform (for an assumed-role session, its role). An explicit list replaces it and must include that identity: AWS refuses a key policy that locks out its caller, and later applies change the policy with PutKeyPolicy."
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = length(var.kms_key_administrator_arns) <= 20 && alltrue([for arn in var.kms_key_administrator_arns : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]+$", arn))])
+    error_message = "kms_key_administrator_arns must be a list of at most 20 IAM role or user ARNs (arn:<partition>:iam::<account>:role/... or :user/...); the account root and wildcards are refused."
+  }
+}
+
 # ---------------------------------------------------------------------------------------------------
 # IAM
 # ---------------------------------------------------------------------------------------------------
@@ -262,9 +274,9 @@ variable "memory_function_memory_size" {
 }
 
 variable "memory_function_reserved_concurrency" {
-  description = "Reserved concurrent executions of the memory function; -1 leaves it unreserved (uses the account's unreserved pool), 0 disables the function."
+  description = "Reserved concurrent executions of the memory function (default 100): also its ceiling, so a flood of slow requests cannot take the account's whole concurrency pool. Lambda keeps 100 of the account's concurrency unreserved, so an account whose limit is low (new accounts may have 10) must lower this and agent_function_reserved_concurrency, or apply fails. -1 leaves the function unreserved (the account's unreserved pool, no ceiling), 0 disables it."
   type        = number
-  default     = -1
+  default     = 100
   nullable    = false
 
   validation {
@@ -298,9 +310,9 @@ variable "agent_function_memory_size" {
 }
 
 variable "agent_function_reserved_concurrency" {
-  description = "Reserved concurrent executions of the agent function; -1 leaves it unreserved, 0 disables the function."
+  description = "Reserved concurrent executions of the agent function (default 10): also its ceiling (each invocation waits on the Anthropic API for up to its timeout). See memory_function_reserved_concurrency for accounts with a low concurrency limit. -1 leaves it unreserved, 0 disables it."
   type        = number
-  default     = -1
+  default     = 10
   nullable    = false
 
   validation {
@@ -355,6 +367,74 @@ variable "tracing_mode" {
   }
 }
 
+variable "log_level" {
+  description = "Application log level of both functions (Lambda's JSON log format: TRACE, DEBUG, INFO, WARN, ERROR or FATAL). The handlers log one record per invocation at INFO through Python logging, and the CloudWatch EMF metrics ride in that record: keep INFO or lower (TRACE, DEBUG), or the per-invocation log line and the metrics disappear."
+  type        = string
+  default     = "INFO"
+  nullable    = false
+
+  validation {
+    condition     = contains(["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"], var.log_level)
+    error_message = "log_level must be one of TRACE, DEBUG, INFO, WARN, ERROR or FATAL (INFO or lower keeps the per-invocation record and its metrics)."
+  }
+}
+
+# ---------------------------------------------------------------------------------------------------
+# Limits and content guard (both functions)
+# ---------------------------------------------------------------------------------------------------
+
+variable "memory_quota_bytes" {
+  description = "Per-user limit on the total plaintext bytes of the memory files (S3MEMORY_QUOTA_BYTES), for both functions. A soft limit: usage is measured by listing and tracked per container, so concurrent writers may pass it by what they write meanwhile. null (default) sets no limit."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.memory_quota_bytes == null ? true : (var.memory_quota_bytes >= 1 && var.memory_quota_bytes <= 1099511627776 && floor(var.memory_quota_bytes) == var.memory_quota_bytes)
+    error_message = "memory_quota_bytes must be null (no limit) or a whole number of bytes between 1 and 1099511627776 (1 TiB)."
+  }
+}
+
+variable "memory_quota_files" {
+  description = "Per-user limit on the number of memory files (S3MEMORY_QUOTA_FILES), for both functions; soft in the same way as memory_quota_bytes. null (default) sets no limit."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.memory_quota_files == null ? true : (var.memory_quota_files >= 1 && var.memory_quota_files <= 1000000000 && floor(var.memory_quota_files) == var.memory_quota_files)
+    error_message = "memory_quota_files must be null (no limit) or a whole number of files between 1 and 1000000000."
+  }
+}
+
+variable "content_guard_mode" {
+  description = "What both functions do with text that looks like a secret (API keys, private keys, tokens) in a write (S3MEMORY_GUARD): \"refuse\" (default) refuses the write, \"redact\" stores it with each secret replaced by [REDACTED <kind>], \"off\" stores it as sent."
+  type        = string
+  default     = "refuse"
+  nullable    = false
+
+  validation {
+    condition     = contains(["refuse", "redact", "off"], var.content_guard_mode)
+    error_message = "content_guard_mode must be \"refuse\", \"redact\" or \"off\"."
+  }
+}
+
+variable "max_file_bytes" {
+  description = "Largest memory file, in plaintext bytes, that both functions write (S3MEMORY_MAX_FILE_BYTES): 1 to 4194304 (4 MiB), default 1048576 (1 MiB)."
+  type        = number
+  default     = 1048576
+  nullable    = false
+
+  validation {
+    condition     = var.max_file_bytes >= 1 && var.max_file_bytes <= 4194304 && floor(var.max_file_bytes) == var.max_file_bytes
+    error_message = "max_file_bytes must be a whole number of bytes between 1 and 4194304 (4 MiB)."
+  }
+}
+
+variable "memory_function_allow_direct_invocation" {
+  description = "Whether the memory function serves events without API Gateway's requestContext, in which the caller names the user_id (S3MEMORY_DIRECT_INVOCATION = allow or refuse). null (default): allowed when create_http_api is false, refused when the HTTP API fronts the function, so that lambda:InvokeFunction alone does not reach every user's memory. HTTP API events are always served after the function verifies their JWT itself. The agent function is direct-invoked by design and is not affected."
+  type        = bool
+  default     = null
+}
+
 # ---------------------------------------------------------------------------------------------------
 # Logs
 # ---------------------------------------------------------------------------------------------------
@@ -407,8 +487,20 @@ variable "jwt_audience" {
   nullable    = false
 
   validation {
-    condition     = length(var.jwt_audience) <= 50 && alltrue([for audience in var.jwt_audience : length(trimspace(audience)) > 0])
-    error_message = "jwt_audience must be a list of at most 50 non-empty strings."
+    condition     = length(var.jwt_audience) <= 50 && alltrue([for audience in var.jwt_audience : length(trimspace(audience)) > 0 && !strcontains(audience, ",")])
+    error_message = "jwt_audience must be a list of at most 50 non-empty strings without ',' (the function receives them comma-separated in S3MEMORY_JWT_AUDIENCE)."
+  }
+}
+
+variable "jwt_authorization_scopes" {
+  description = "OAuth scopes of the route POST /memory: API Gateway's JWT authorizer and the function itself (S3MEMORY_JWT_SCOPES) require the token to carry at least one of them (`scope` or `scp` claim). [] (default) requires none. Used only with create_http_api."
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = length(var.jwt_authorization_scopes) <= 50 && alltrue([for scope in var.jwt_authorization_scopes : can(regex("^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,256}$", scope))])
+    error_message = "jwt_authorization_scopes must be a list of at most 50 scopes of 1-256 printable ASCII characters without spaces, quotes or backslashes (the OAuth scope-token syntax)."
   }
 }
 

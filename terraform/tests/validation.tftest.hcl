@@ -64,23 +64,68 @@ run "rejects_bad_kms_settings" {
     kms_key_alias                   = "agent-memory" # missing alias/
     kms_key_deletion_window_in_days = 3
     additional_key_user_arns        = ["*"]
+    kms_key_administrator_arns      = ["arn:aws:iam::123456789012:root"]
   }
 
   expect_failures = [
     var.kms_key_alias,
     var.kms_key_deletion_window_in_days,
     var.additional_key_user_arns,
+    var.kms_key_administrator_arns,
   ]
 }
 
-run "rejects_aws_reserved_alias" {
+run "rejects_aws_reserved_alias_and_wildcard_administrators" {
   command = plan
 
   variables {
-    kms_key_alias = "alias/aws/s3"
+    kms_key_alias              = "alias/aws/s3"
+    kms_key_administrator_arns = ["arn:aws:iam::123456789012:role/*"]
   }
 
-  expect_failures = [var.kms_key_alias]
+  expect_failures = [var.kms_key_alias, var.kms_key_administrator_arns]
+}
+
+run "rejects_bad_limits_guard_and_logging" {
+  command = plan
+
+  variables {
+    memory_quota_bytes       = 0
+    memory_quota_files       = 1.5
+    content_guard_mode       = "warn"
+    max_file_bytes           = 4194305
+    log_level                = "info" # Lambda's levels are upper case
+    jwt_authorization_scopes = ["memory read"]
+    jwt_audience             = ["client-a,client-b"] # passed on comma-separated
+  }
+
+  expect_failures = [
+    var.memory_quota_bytes,
+    var.memory_quota_files,
+    var.content_guard_mode,
+    var.max_file_bytes,
+    var.log_level,
+    var.jwt_authorization_scopes,
+    var.jwt_audience,
+  ]
+}
+
+run "rejects_negative_and_empty_limits" {
+  command = plan
+
+  variables {
+    memory_quota_bytes       = -1
+    memory_quota_files       = 0
+    max_file_bytes           = 0
+    jwt_authorization_scopes = [""]
+  }
+
+  expect_failures = [
+    var.memory_quota_bytes,
+    var.memory_quota_files,
+    var.max_file_bytes,
+    var.jwt_authorization_scopes,
+  ]
 }
 
 run "rejects_bad_lambda_settings" {
@@ -161,6 +206,8 @@ run "accepts_valid_non_default_values" {
     iam_permissions_boundary_arn = "arn:aws:iam::123456789012:policy/boundary"
     log_retention_in_days        = 0
     lambda_architecture          = "arm64"
+    kms_key_administrator_arns   = ["arn:aws:iam::123456789012:role/ci/terraform-deployer", "arn:aws:iam::123456789012:user/break-glass"]
+    jwt_authorization_scopes     = ["memory/read", "https://api.example.com/memory.write"]
   }
 
   assert {

@@ -3,11 +3,22 @@
 # predictable; resources whose computed ARNs are passed to other resources get realistic ARNs,
 # because the provider validates ARN-shaped arguments even when mocked.
 
+# Terraform runs in an assumed-role session; the session context resolves it to its role (with the
+# role's path), which is the default key administrator.
 mock_data "aws_caller_identity" {
   defaults = {
     account_id = "123456789012"
-    arn        = "arn:aws:iam::123456789012:user/terraform-test"
-    user_id    = "AIDATERRAFORMTEST"
+    arn        = "arn:aws:sts::123456789012:assumed-role/terraform-deployer/ci-session"
+    user_id    = "AROATERRAFORMTEST:ci-session"
+  }
+}
+
+mock_data "aws_iam_session_context" {
+  defaults = {
+    issuer_arn   = "arn:aws:iam::123456789012:role/ci/terraform-deployer"
+    issuer_id    = "AROATERRAFORMTEST"
+    issuer_name  = "terraform-deployer"
+    session_name = "ci-session"
   }
 }
 
