@@ -1,7 +1,7 @@
 """s3memory: Claude's memory tool (``memory_20250818``) on Amazon S3, encrypted on the client.
 
 ``import s3memory`` is light: the SDK adapters (which import ``anthropic``) and the core are
-loaded on first use of their names.
+loaded on first use of their names. ``s3memory.__version__`` is the package's version.
 """
 
 from __future__ import annotations
