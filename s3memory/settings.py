@@ -8,6 +8,14 @@ provider and an S3 client.
 | ``S3MEMORY_KMS_KEY_ID`` | KMS key id, ARN or alias for envelope keys |
 | ``S3MEMORY_LOCAL_KEY`` | base64 of exactly 32 bytes: a local master key, for local use and tests only |
 | ``S3MEMORY_ENDPOINT_URL`` | an S3 endpoint (local S3, tests); optional |
+| ``S3MEMORY_QUOTA_BYTES`` | per-user limit on the memory's plaintext bytes (unset: none) |
+| ``S3MEMORY_QUOTA_FILES`` | per-user limit on the number of files (unset: none) |
+| ``S3MEMORY_GUARD`` | the content guard: ``refuse`` (default), ``redact`` or ``off`` |
+| ``S3MEMORY_MAX_FILE_BYTES`` | the largest file, 1 to 4,194,304 (default 1,048,576) |
+| ``S3MEMORY_DIRECT_INVOCATION`` | ``allow`` (default) or ``refuse``: events that name their own user |
+| ``S3MEMORY_JWT_ISSUER`` | the issuer whose tokens the HTTP edge verifies (https; http on loopback) |
+| ``S3MEMORY_JWT_AUDIENCE`` | comma-separated audiences; required with the issuer |
+| ``S3MEMORY_JWT_SCOPES`` | space-separated scopes; when set, a token needs at least one |
 
 Exactly one of ``S3MEMORY_KMS_KEY_ID`` and ``S3MEMORY_LOCAL_KEY`` must be set. Empty values count
 as unset, except ``S3MEMORY_PREFIX``, where an empty value means no prefix. Every error names the
@@ -20,10 +28,14 @@ import base64
 import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from .crypto import DATA_KEY_BYTES, KeyProvider, KMSKeyProvider, LocalKeyProvider
+from .guard import ContentGuard
+from .memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES
 from .paths import validate_namespace
+from .quota import Quota
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -33,7 +45,22 @@ PREFIX = "S3MEMORY_PREFIX"
 KMS_KEY_ID = "S3MEMORY_KMS_KEY_ID"
 LOCAL_KEY = "S3MEMORY_LOCAL_KEY"
 ENDPOINT_URL = "S3MEMORY_ENDPOINT_URL"
+QUOTA_BYTES = "S3MEMORY_QUOTA_BYTES"
+QUOTA_FILES = "S3MEMORY_QUOTA_FILES"
+GUARD = "S3MEMORY_GUARD"
+MAX_FILE_BYTES = "S3MEMORY_MAX_FILE_BYTES"
+DIRECT_INVOCATION = "S3MEMORY_DIRECT_INVOCATION"
+JWT_ISSUER = "S3MEMORY_JWT_ISSUER"
+JWT_AUDIENCE = "S3MEMORY_JWT_AUDIENCE"
+JWT_SCOPES = "S3MEMORY_JWT_SCOPES"
 DEFAULT_PREFIX = "users/"
+MAX_FILE_BYTES_LIMIT = 4 * 1024 * 1024
+"""A synchronous Lambda answer is at most 6 MB, and a viewed file grows by its line numbers."""
+QUOTA_LIMIT = 10**15
+GuardMode = Literal["refuse", "redact", "off"]
+GUARD_MODES: tuple[GuardMode, ...] = ("refuse", "redact", "off")
+_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+_Choice = TypeVar("_Choice", bound=str)
 
 
 class SettingsError(ValueError):
@@ -65,6 +92,109 @@ def _decode_local_key(value: str) -> bytes:
     return key
 
 
+def _whole(environ: Mapping[str, str], name: str, high: int) -> int | None:
+    """A whole number from 1 to ``high``, or None when unset."""
+    text = _get(environ, name)
+    if text is None:
+        return None
+    text = text.strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= len(str(high)) and 1 <= int(text) <= high):
+        raise SettingsError(f"{name} must be a whole number from 1 to {high:,}")
+    return int(text)
+
+
+def _choice(environ: Mapping[str, str], name: str, choices: tuple[_Choice, ...]) -> _Choice:
+    """One of ``choices`` (any case); the first when unset."""
+    text = _get(environ, name)
+    if text is None:
+        return choices[0]
+    for choice in choices:
+        if text.strip().lower() == choice:
+            return choice
+    raise SettingsError(f"{name} must be one of {', '.join(choices)}")
+
+
+def secure_url(url: object) -> bool:
+    """An https URL, or an http URL on a loopback address (local tests)."""
+    if not isinstance(url, str) or _has_space_or_control(url):
+        return False
+    parts = urlsplit(url)
+    return bool(parts.hostname) and (
+        parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in _LOOPBACK_HOSTS)
+    )
+
+
+def _words(text: str, separator: str | None) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(word.strip() for word in text.split(separator) if word.strip()))
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a user may store: the quota, the content guard's mode and the largest file."""
+
+    quota: Quota | None = None
+    guard_mode: GuardMode = "refuse"
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Limits:
+        max_bytes = _whole(environ, QUOTA_BYTES, QUOTA_LIMIT)
+        max_files = _whole(environ, QUOTA_FILES, QUOTA_LIMIT)
+        quota = None if max_bytes is None and max_files is None else Quota(max_bytes, max_files)
+        guard_mode = _choice(environ, GUARD, GUARD_MODES)
+        max_file_bytes = _whole(environ, MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT) or DEFAULT_MAX_FILE_BYTES
+        return cls(quota, guard_mode, max_file_bytes)
+
+    def memory_options(self) -> dict[str, Any]:
+        """The keyword arguments of ``S3Memory`` (and the SDK adapters) these limits set."""
+        guard = {"refuse": DEFAULT_GUARD, "redact": ContentGuard(mode="redact"), "off": None}[self.guard_mode]
+        return {"quota": self.quota, "content_guard": guard, "max_file_bytes": self.max_file_bytes}
+
+
+@dataclass(frozen=True)
+class TokenCheck:
+    """Whose JSON Web Tokens the HTTP edge accepts: the issuer, its audiences and the scopes."""
+
+    issuer: str
+    audiences: tuple[str, ...]
+    scopes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> TokenCheck | None:
+        issuer = _get(environ, JWT_ISSUER)
+        audience = _get(environ, JWT_AUDIENCE)
+        scopes = _get(environ, JWT_SCOPES)
+        if issuer is None:
+            if audience is not None or scopes is not None:
+                raise SettingsError(f"{JWT_AUDIENCE} and {JWT_SCOPES} need {JWT_ISSUER}")
+            return None
+        issuer = issuer.strip()
+        parts = urlsplit(issuer)
+        if not secure_url(issuer) or parts.query or parts.fragment:
+            raise SettingsError(f"{JWT_ISSUER} must be an https:// URL (http:// only on a loopback address)")
+        audiences = () if audience is None else _words(audience, ",")
+        if not audiences:
+            raise SettingsError(
+                f"{JWT_AUDIENCE} is required with {JWT_ISSUER}: the audiences a token may name"
+            )
+        if any(_has_space_or_control(word) for word in audiences):
+            raise SettingsError(f"{JWT_AUDIENCE} must be audiences separated by commas, without spaces")
+        return cls(issuer, audiences, () if scopes is None else _words(scopes, None))
+
+
+@dataclass(frozen=True)
+class Edge:
+    """Who may name the user: direct events (the caller's word), and the tokens of HTTP API events."""
+
+    direct_invocation: bool = True
+    tokens: TokenCheck | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Edge:
+        direct = _choice(environ, DIRECT_INVOCATION, ("allow", "refuse")) == "allow"
+        return cls(direct, TokenCheck.from_env(environ))
+
+
 @dataclass(frozen=True)
 class Settings:
     """Validated settings; equal settings build equal providers and clients (a usable cache key)."""
@@ -74,6 +204,8 @@ class Settings:
     kms_key_id: str | None = None
     local_key: bytes | None = field(default=None, repr=False)
     endpoint_url: str | None = None
+    limits: Limits = field(default_factory=Limits)
+    edge: Edge = field(default_factory=Edge)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -121,6 +253,8 @@ class Settings:
             kms_key_id=kms_key_id,
             local_key=local_key,
             endpoint_url=endpoint_url,
+            limits=Limits.from_env(environ),
+            edge=Edge.from_env(environ),
         )
 
     @property

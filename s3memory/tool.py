@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
 from anthropic.types.beta import BetaCacheControlEphemeralParam
@@ -80,6 +80,14 @@ class _S3Configured:
             content_guard=content_guard,
             quota=quota,
         )
+
+    @classmethod
+    def over(cls, memory: S3Memory, *, cache_control: BetaCacheControlEphemeralParam | None = None) -> Self:
+        """A tool over an existing ``S3Memory`` (a warm Lambda container keeps one per user)."""
+        tool = cls.__new__(cls)
+        super(_S3Configured, tool).__init__(cache_control=cache_control)  # type: ignore[call-arg]
+        tool.memory = memory
+        return tool
 
 
 class S3MemoryTool(_S3Configured, BetaAbstractMemoryTool):

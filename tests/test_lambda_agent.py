@@ -21,6 +21,7 @@ from bench.metrics import RequestCounter
 from s3memory.aws_lambda import agent as lambda_agent
 from s3memory.aws_lambda import memory as lambda_memory
 from s3memory.aws_lambda import memory_handler, metrics
+from s3memory.aws_lambda import runtime as lambda_runtime
 from s3memory.aws_lambda.agent import conversation, credentials
 from s3memory.aws_lambda.agent import deadline as agent_deadline
 from s3memory.concurrency import parallel, side
@@ -28,6 +29,7 @@ from s3memory.scripted_api import Reply, ScriptedMessagesAPI, ScriptError, Turn,
 
 from .support.bucket import BUCKET, stored_keys
 from .support.processes import run_python_json
+from .support.records import invocation_records
 
 API_KEY = "sk-ant-test-agent-key-0123456789"
 PREFS_PATH = "/memories/preferences.md"
@@ -82,10 +84,10 @@ def clean(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         monkeypatch.delenv(name, raising=False)
     for name in ("NO_PROXY", "no_proxy"):
         monkeypatch.setenv(name, "127.0.0.1,localhost")
-    lambda_memory._reset_for_tests()
+    lambda_runtime.reset()
     credentials._reset_for_tests()
     yield
-    lambda_memory._reset_for_tests()
+    lambda_runtime.reset()
     credentials._reset_for_tests()
 
 
@@ -582,14 +584,14 @@ def test_agent_and_memory_handler_share_the_runtime_and_the_kms_key_cache(
         None,
     )
     assert created["is_error"] is False
-    runtime = lambda_memory.get_runtime()
+    runtime = lambda_runtime.get_runtime()
 
     caplog.set_level(logging.INFO, logger="s3memory")
     api.play([{"command": "view", "path": PREFS_PATH}], lambda messages: last_tool_results(messages)[0].text)
     answer = run({"user_id": "alice", "prompt": "what do I prefer?"})
     assert "metric units" in answer["text"]
-    assert lambda_memory.get_runtime() is runtime  # one runtime, one key provider for both handlers
-    line = json.loads([r.getMessage() for r in caplog.records if "agent_invocation" in r.getMessage()][-1])
+    assert lambda_runtime.get_runtime() is runtime  # one runtime, one key provider for both handlers
+    line = invocation_records(caplog, "agent")[-1]
     assert line["kms_requests"] == 0  # warm: the shared provider's cache answered
     assert line["s3_requests"] == 1
 
@@ -604,19 +606,22 @@ def test_log_line_is_json_without_content_or_keys(
     )
     run({"user_id": "alice", "prompt": "remember " + SECRET_NOTE})
     run({"user_id": "a/b", "prompt": "x"})
-    lines = [json.loads(r.getMessage()) for r in caplog.records if "agent_invocation" in r.getMessage()]
-    ok, refused = lines
-    assert ok["request_id"] == "req-agent-1" and ok["user_id"] == "alice"
+    ok, refused = invocation_records(caplog, "agent")
+    assert ok["request_id"] == "req-agent-1" and ok["command"] == "agent"
     assert (ok["iterations"], ok["tool_calls"], ok["outcome"], ok["stopped_early"]) == (2, 1, "ok", None)
     assert ok["input_tokens"] > 0 and ok["output_tokens"] > 0 and ok["s3_requests"] >= 1
     assert isinstance(ok["latency_ms"], float) and ok["model"] == "claude-sonnet-4-5"
-    assert refused["outcome"] == "error" and refused["error_type"] == "request" and refused["user_id"] is None
-    text = caplog.text
-    assert SECRET_NOTE not in text and "private-name" not in text and API_KEY not in text
+    assert refused["outcome"] == "error" and refused["error_type"] == "request"
+    text = caplog.text + json.dumps([ok, refused])
+    for private in (SECRET_NOTE, "private-name", API_KEY, "alice"):
+        assert private not in text
 
 
-def emf_lines(output: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in output.splitlines() if line.startswith('{"') and '"_aws"' in line]
+def emf_records(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    """The invocation records that carry metrics, and forget them."""
+    records = [record for record in invocation_records(caplog) if "_aws" in record]
+    caplog.clear()
+    return records
 
 
 def check_emf(document: dict[str, Any], command: str, outcome: str, metric_names: set[str]) -> None:
@@ -633,14 +638,14 @@ def check_emf(document: dict[str, Any], command: str, outcome: str, metric_names
     assert (document["command"], document["outcome"]) == (command, outcome)
 
 
-def test_agent_emits_an_emf_line(
-    env: Any, api: ScriptedMessagesAPI, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_the_agents_record_carries_its_metrics(
+    env: Any, api: ScriptedMessagesAPI, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv("S3MEMORY_METRICS", "emf")
+    caplog.set_level(logging.INFO, logger="s3memory")
     api.play([{"command": "view", "path": "/memories"}], "done")
-    capsys.readouterr()
     run({"user_id": "alice", "prompt": "x"})
-    (document,) = emf_lines(capsys.readouterr().out)
+    (document,) = emf_records(caplog)
     check_emf(
         document,
         "agent",
@@ -650,23 +655,24 @@ def test_agent_emits_an_emf_line(
     assert document["Iterations"] == 2 and document["S3Requests"] >= 1 and document["KMSRequests"] == 0
     assert document["request_id"] == "req-agent-1" and "user_id" not in document
     run({"user_id": "alice"})
-    (refused,) = emf_lines(capsys.readouterr().out)
+    (refused,) = emf_records(caplog)
     assert (refused["outcome"], refused["S3Requests"]) == ("error", 0)
 
 
 @pytest.fixture
-def memory_env(monkeypatch: pytest.MonkeyPatch, local_env: Any) -> Any:
+def memory_env(monkeypatch: pytest.MonkeyPatch, local_env: Any, caplog: pytest.LogCaptureFixture) -> Any:
     monkeypatch.setenv("S3MEMORY_METRICS", "emf")
+    caplog.set_level(logging.INFO, logger="s3memory")
     return local_env
 
 
 def independent() -> RequestCounter:
     """Counts the runtime client's requests with a hook of its own, to check the EMF counts."""
-    return RequestCounter(lambda_memory.get_runtime().s3_client)
+    return RequestCounter(lambda_runtime.get_runtime().s3_client)
 
 
-def test_memory_handler_emits_emf_with_exact_s3_counts(
-    memory_env: Any, capsys: pytest.CaptureFixture[str]
+def test_the_memory_handlers_record_counts_its_exact_s3_requests(
+    memory_env: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     counter = independent()
     commands = [
@@ -677,10 +683,10 @@ def test_memory_handler_emits_emf_with_exact_s3_counts(
         {"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"},  # parallel copies
         {"command": "view", "path": "/memories/missing.md"},
     ]
-    capsys.readouterr()
+    caplog.clear()
     for command in commands:
         memory_handler({"user_id": "alice", "input": command}, SimpleNamespace(aws_request_id="r1"))
-        (document,) = emf_lines(capsys.readouterr().out)
+        (document,) = emf_records(caplog)
         check_emf(
             document, str(command["command"]), document["outcome"], {"Latency", "S3Requests", "KMSRequests"}
         )
@@ -688,7 +694,7 @@ def test_memory_handler_emits_emf_with_exact_s3_counts(
         counter.reset()
         assert document["KMSRequests"] == 0 and document["request_id"] == "r1"
     memory_handler({"user_id": "a/b", "input": {"command": "view", "path": "/memories"}}, None)
-    (refused,) = emf_lines(capsys.readouterr().out)
+    (refused,) = emf_records(caplog)
     check_emf(refused, "unknown", "error", {"Latency", "S3Requests", "KMSRequests"})
     assert refused["S3Requests"] == 0
 
@@ -720,10 +726,11 @@ def test_concurrent_invocations_count_their_own_requests(
         thread.start()
     for thread in threads:
         thread.join(timeout=60)
-    lines = [json.loads(r.getMessage()) for r in caplog.records if "s3memory.invocation" in r.getMessage()]
-    assert sorted(line["user_id"] for line in lines) == [f"u{index}" for index in range(8)]
+    lines = invocation_records(caplog, "memory")
     # each invocation counted its own GetObject and none of the others', while all ran at once
-    assert [line["s3_requests"] for line in lines] == [1] * 8
+    assert [(line["command"], line["outcome"], line["s3_requests"]) for line in lines] == [
+        ("view", "ok", 1)
+    ] * 8
     assert counter.total == 8
 
 
@@ -731,7 +738,7 @@ def test_the_cores_workers_count_to_the_invocation_that_started_them(memory_env:
     """Requests the core overlaps on its worker pool run in the invocation's context and are counted
     to it; a thread that carries no invocation's context is counted to none."""
     counter = independent()
-    client = lambda_memory.get_runtime().s3_client
+    client = lambda_runtime.get_runtime().s3_client
     with metrics.tally() as tally:
         side(lambda: client.list_objects_v2(Bucket=BUCKET)).result()
         parallel(lambda _item: client.list_objects_v2(Bucket=BUCKET), [1, 2])
@@ -743,11 +750,14 @@ def test_the_cores_workers_count_to_the_invocation_that_started_them(memory_env:
     assert counter.total == 5
 
 
-def test_metrics_can_be_turned_off(memory_env: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+def test_metrics_can_be_turned_off(
+    memory_env: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setenv("S3MEMORY_METRICS", "off")
-    capsys.readouterr()
+    caplog.clear()
     memory_handler({"user_id": "alice", "input": {"command": "view", "path": "/memories"}}, None)
-    assert emf_lines(capsys.readouterr().out) == []
+    (record,) = invocation_records(caplog)
+    assert "_aws" not in record and "S3Requests" not in record and record["s3_requests"] == 1
 
 
 # -- imports ----------------------------------------------------------------------------------------

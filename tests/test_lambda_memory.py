@@ -1,4 +1,5 @@
-"""The memory Lambda: direct and API Gateway (HTTP API v2) events, settings, reuse, logs, no anthropic."""
+"""The memory Lambda: direct and API Gateway (HTTP API v2) events, the caller's identity, settings,
+warm reuse, the invocation record, no anthropic."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import base64
 import json
 import logging
 import textwrap
+import time
 from collections.abc import Iterator, Mapping
 from types import SimpleNamespace
 from typing import Any
@@ -13,13 +15,14 @@ from typing import Any
 import boto3
 import pytest
 
-from s3memory.aws_lambda import memory as lambda_memory
-from s3memory.aws_lambda import memory_handler
+from s3memory.aws_lambda import memory_handler, runtime
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
 from s3memory.settings import Settings, SettingsError
 
 from .support.bucket import BUCKET, LOCAL_KEY_B64, snapshot, stored_keys
+from .support.issuer import AUDIENCE, Issuer, loopback_issuer, new_rsa_key
 from .support.processes import run_python_json
+from .support.records import invocation_records
 
 SETTINGS_VARIABLES = (
     "S3MEMORY_BUCKET",
@@ -27,6 +30,14 @@ SETTINGS_VARIABLES = (
     "S3MEMORY_KMS_KEY_ID",
     "S3MEMORY_LOCAL_KEY",
     "S3MEMORY_ENDPOINT_URL",
+    "S3MEMORY_DIRECT_INVOCATION",
+    "S3MEMORY_JWT_ISSUER",
+    "S3MEMORY_JWT_AUDIENCE",
+    "S3MEMORY_JWT_SCOPES",
+    "S3MEMORY_QUOTA_BYTES",
+    "S3MEMORY_QUOTA_FILES",
+    "S3MEMORY_GUARD",
+    "S3MEMORY_MAX_FILE_BYTES",
 )
 CONTEXT = SimpleNamespace(aws_request_id="req-123")
 SECRET = "the secret plan: meet at dawn"
@@ -36,9 +47,18 @@ SECRET = "the secret plan: meet at dawn"
 def clean_runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in SETTINGS_VARIABLES:
         monkeypatch.delenv(name, raising=False)
-    lambda_memory._reset_for_tests()
+    runtime.reset()
     yield
-    lambda_memory._reset_for_tests()
+    runtime.reset()
+
+
+@pytest.fixture
+def issuer(local_env: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Issuer]:
+    """A loopback issuer that the memory function trusts."""
+    with loopback_issuer() as served:
+        for name, value in served.environ().items():
+            monkeypatch.setenv(name, value)
+        yield served
 
 
 def direct(user_id: object, tool_input: object) -> dict[str, Any]:
@@ -46,17 +66,27 @@ def direct(user_id: object, tool_input: object) -> dict[str, Any]:
 
 
 def http_event(
-    body: object = None, *, sub: object = "alice", raw_body: str | None = None, base64_body: bool = False
+    body: object = None,
+    *,
+    token: str | None = None,
+    claimed_sub: object = "alice",
+    raw_body: str | None = None,
+    base64_body: bool = False,
 ) -> dict[str, Any]:
+    """An HTTP API event whose authorizer context claims ``claimed_sub`` (the function ignores that)
+    and whose Authorization header carries ``token``."""
     text = raw_body if raw_body is not None else json.dumps(body)
     if base64_body:
         text = base64.b64encode(text.encode("utf-8")).decode("ascii")
-    claims = {} if sub is None else {"sub": sub}
+    claims = {} if claimed_sub is None else {"sub": claimed_sub}
+    headers = {"content-type": "application/json"}
+    if token is not None:
+        headers["authorization"] = f"Bearer {token}"
     return {
         "version": "2.0",
         "routeKey": "POST /memory",
         "rawPath": "/memory",
-        "headers": {"content-type": "application/json"},
+        "headers": headers,
         "requestContext": {
             "requestId": "api-req",
             "authorizer": {"jwt": {"claims": claims, "scopes": None}},
@@ -171,29 +201,31 @@ def test_context_without_request_id_is_fine(local_env: Any) -> None:
 
 # -- API Gateway HTTP API (payload 2.0) -------------------------------------------------------
 
+VIEW = {"input": {"command": "view", "path": "/memories"}}
+CREATE_X = {"input": {"command": "create", "path": "/memories/x", "file_text": "x"}}
 
-def test_http_happy_path(local_env: Any) -> None:
+
+def test_http_happy_path(issuer: Issuer, local_env: Any) -> None:
     create = {"input": {"command": "create", "path": "/memories/n.txt", "file_text": "note"}}
-    status, body = http_answer(memory_handler(http_event(create), CONTEXT))
+    status, body = http_answer(memory_handler(http_event(create, token=issuer.token()), CONTEXT))
     assert (status, body) == (
         200,
         {"content": "File created successfully at: /memories/n.txt", "is_error": False},
     )
-    status, body = http_answer(
-        memory_handler(http_event({"input": {"command": "view", "path": "/memories/n.txt"}}), CONTEXT)
-    )
+    view = {"input": {"command": "view", "path": "/memories/n.txt"}}
+    status, body = http_answer(memory_handler(http_event(view, token=issuer.token()), CONTEXT))
     assert status == 200 and body["is_error"] is False and "note" in body["content"]
     assert stored_keys(local_env) == ["users/alice/memories/n.txt"]
 
 
-def test_http_base64_body(local_env: Any) -> None:
-    event = http_event({"input": {"command": "view", "path": "/memories"}}, base64_body=True)
+def test_http_base64_body(issuer: Issuer) -> None:
+    event = http_event(VIEW, token=issuer.token(), base64_body=True)
     status, body = http_answer(memory_handler(event, CONTEXT))
     assert status == 200 and body["is_error"] is False
 
 
-def test_http_tool_error_is_200_with_is_error(local_env: Any) -> None:
-    event = http_event({"input": {"command": "view", "path": "/memories/missing.txt"}})
+def test_http_tool_error_is_200_with_is_error(issuer: Issuer) -> None:
+    event = http_event({"input": {"command": "view", "path": "/memories/missing.txt"}}, token=issuer.token())
     status, body = http_answer(memory_handler(event, CONTEXT))
     assert (status, body) == (
         200,
@@ -204,88 +236,187 @@ def test_http_tool_error_is_200_with_is_error(local_env: Any) -> None:
     )
 
 
-@pytest.mark.parametrize("sub", [None, "", 7])
-def test_http_without_subject_is_401(local_env: Any, sub: object) -> None:
-    event = http_event({"input": {"command": "create", "path": "/memories/x", "file_text": "x"}}, sub=sub)
-    status, body = http_answer(memory_handler(event, CONTEXT))
-    assert status == 401 and body["is_error"] is True
-    assert stored_keys(local_env) == []
-
-
-@pytest.mark.parametrize(
-    "mutate",
-    [
-        lambda e: e.pop("requestContext") and e.update(requestContext=None),
-        lambda e: e["requestContext"].pop("authorizer"),
-        lambda e: e["requestContext"]["authorizer"].update(jwt="nope"),
-    ],
-    ids=["no context", "no authorizer", "jwt not an object"],
-)
-def test_http_missing_authorizer_is_401(local_env: Any, mutate: Any) -> None:
-    event = http_event({"input": {"command": "view", "path": "/memories"}})
-    mutate(event)
-    status, _ = http_answer(memory_handler(event, CONTEXT))
-    assert status == 401
-
-
-def test_http_hostile_subject_is_refused(local_env: Any) -> None:
-    event = http_event(
-        {"input": {"command": "create", "path": "/memories/x", "file_text": "x"}}, sub="../bob"
+def test_a_forged_event_without_a_token_reads_nothing(issuer: Issuer, local_env: Any) -> None:
+    """A direct invoker can write API Gateway's event, claims included; without the issuer's
+    signature it is refused, and the claims in the event are never read."""
+    direct("bob", {"command": "create", "path": "/memories/secret.txt", "file_text": SECRET})
+    before = snapshot(local_env)
+    for token in (None, "", "not-a-jwt"):
+        event = http_event({"input": {"command": "view", "path": "/memories/secret.txt"}}, token=token)
+        event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = "bob"
+        status, body = http_answer(memory_handler(event, CONTEXT))
+        assert status == 401 and body["is_error"] is True
+        assert SECRET not in body["content"]
+    assert http_answer(memory_handler(http_event(CREATE_X, claimed_sub="bob"), CONTEXT)) == (
+        401,
+        {"content": "Error: The request is not authenticated: it carries no bearer token.", "is_error": True},
     )
+    assert snapshot(local_env) == before
+
+
+def test_the_user_is_the_tokens_subject_never_the_events_claims(issuer: Issuer, local_env: Any) -> None:
+    direct("bob", {"command": "create", "path": "/memories/secret.txt", "file_text": SECRET})
+    before = snapshot(local_env)
+    attack = {"user_id": "bob", "input": {"command": "view", "path": "/memories/secret.txt"}}
+    event = http_event(attack, token=issuer.token("mallory"), claimed_sub="bob")
     status, body = http_answer(memory_handler(event, CONTEXT))
-    assert status == 403 and body["is_error"] is True
+    assert status == 200 and body["is_error"] is True and SECRET not in body["content"]
+    write = {"user_id": "bob", "input": {"command": "create", "path": "/memories/m.txt", "file_text": "x"}}
+    status, body = http_answer(
+        memory_handler(http_event(write, token=issuer.token("mallory"), claimed_sub="bob"), CONTEXT)
+    )
+    assert status == 200 and body["is_error"] is False
+    assert set(snapshot(local_env)) - set(before) == {"users/mallory/memories/m.txt"}
+
+
+def _refusal(issuer: Issuer, token: str) -> tuple[int, str]:
+    status, body = http_answer(memory_handler(http_event(CREATE_X, token=token), CONTEXT))
+    assert body["is_error"] is True
+    return status, body["content"]
+
+
+def test_tokens_that_prove_nothing_are_refused_and_write_nothing(issuer: Issuer, local_env: Any) -> None:
+    now = int(time.time())
+    other = new_rsa_key()
+    reason = "Error: The request's token is not valid: {}."
+    cases = {
+        "it has expired": issuer.token(exp=now - 120),
+        "it is not valid yet": issuer.token(nbf=now + 600),
+        "it was issued by another issuer": issuer.token(iss="https://issuer.example"),
+        "it is not meant for this API (audience)": issuer.token(aud="another-api"),
+        "its signature does not verify": issuer.token(key=other),
+        "it is signed by a key its issuer does not publish": issuer.token(key=other, headers={"kid": "k9"}),
+        "its signing algorithm is not accepted": issuer.token(
+            key="a-shared-secret-of-32-bytes-or-more", algorithm="HS256"
+        ),
+        "its signing algorithm does not match its key": issuer.token(algorithm="RS512"),
+        "it has no exp claim": issuer.token(exp=None),
+        "it has no sub claim": issuer.token(sub=None),
+        "it is not a well-formed JWT": "a.b.c",
+    }
+    for expected, token in cases.items():
+        assert _refusal(issuer, token) == (401, reason.format(expected)), expected
+    unsigned = jwt_none(issuer)
+    assert _refusal(issuer, unsigned) == (401, reason.format("its signing algorithm is not accepted"))
     assert stored_keys(local_env) == []
 
 
-@pytest.mark.parametrize(
-    "event",
-    [
-        http_event(raw_body="{not json"),
-        http_event(raw_body=""),
-        http_event([{"input": {"command": "view", "path": "/memories"}}]),
-        http_event("just a string"),
-        http_event({"command": "view", "path": "/memories"}),
-        http_event({"input": "view /memories"}),
-        http_event(raw_body="{not json", base64_body=True),
-        {
-            **http_event({"input": {"command": "view", "path": "/memories"}}),
-            "body": "%%%",
-            "isBase64Encoded": True,
-        },
-        {**http_event({"input": {"command": "view", "path": "/memories"}}), "body": None},
-        {**http_event({"input": {"command": "view", "path": "/memories"}}), "version": "1.0"},
-    ],
-    ids=[
-        "bad json",
-        "empty body",
-        "array body",
-        "string body",
-        "missing input",
-        "input not object",
-        "bad json base64",
-        "bad base64",
-        "no body",
-        "payload 1.0",
-    ],
-)
-def test_http_malformed_requests_are_400(local_env: Any, event: dict[str, Any]) -> None:
+def jwt_none(issuer: Issuer) -> str:
+    """The token with ``alg: none`` and no signature."""
+    _, payload, _ = issuer.token().split(".")
+    none = base64.urlsafe_b64encode(json.dumps({"alg": "none", "typ": "JWT"}).encode()).rstrip(b"=").decode()
+    return f"{none}.{payload}."
+
+
+def test_client_id_stands_for_the_audience_as_api_gateway_reads_it(issuer: Issuer) -> None:
+    token = issuer.token(aud=None, client_id=AUDIENCE)
+    status, body = http_answer(memory_handler(http_event(VIEW, token=token), CONTEXT))
+    assert status == 200 and body["is_error"] is False
+
+
+def test_required_scopes(issuer: Issuer, monkeypatch: pytest.MonkeyPatch, local_env: Any) -> None:
+    monkeypatch.setenv("S3MEMORY_JWT_SCOPES", "memory/read memory/write")
+    assert _refusal(issuer, issuer.token(scope="profile email")) == (
+        403,
+        "Error: The request's token lacks the scope this API requires (one of: memory/read memory/write).",
+    )
+    assert _refusal(issuer, issuer.token())[0] == 403
+    assert stored_keys(local_env) == []
+    for token in (issuer.token(scope="openid memory/write"), issuer.token(scp=["memory/read"])):
+        status, body = http_answer(memory_handler(http_event(VIEW, token=token), CONTEXT))
+        assert status == 200 and body["is_error"] is False
+
+
+def test_unknown_key_ids_refetch_the_key_set_at_most_once_a_minute(issuer: Issuer) -> None:
+    other = new_rsa_key()
+    assert http_answer(memory_handler(http_event(VIEW, token=issuer.token()), CONTEXT))[0] == 200
+    assert issuer.fetches == 1
+    for number in range(20):
+        token = issuer.token(key=other, headers={"kid": f"made-up-{number}"})
+        assert _refusal(issuer, token)[0] == 401
+    assert issuer.fetches == 1  # fetched under a minute ago: no refetch for made-up key ids
+
+
+def test_an_unreachable_issuer_is_503_and_writes_nothing(issuer: Issuer, local_env: Any) -> None:
+    issuer.available = False
+    status, content = _refusal(issuer, issuer.token())
+    assert status == 503
+    assert content.startswith("Error: The request's token could not be checked: ")
+    assert content.endswith(". Try again later.")
+    assert stored_keys(local_env) == []
+
+
+def test_http_events_need_an_issuer_to_check_tokens_against(local_env: Any) -> None:
+    status, body = http_answer(memory_handler(http_event(VIEW, token="x.y.z"), CONTEXT))
+    assert status == 500 and body == {
+        "content": "Error: s3memory is misconfigured: S3MEMORY_JWT_ISSUER is required to serve HTTP API "
+        "events (the function verifies each request's token itself).",
+        "is_error": True,
+    }
+
+
+def test_http_hostile_subject_is_refused(issuer: Issuer, local_env: Any) -> None:
+    status, body = http_answer(memory_handler(http_event(CREATE_X, token=issuer.token("../bob")), CONTEXT))
+    assert status == 403 and body["is_error"] is True
+    assert body["content"].startswith("Error: The token's subject is not a usable user id: ")
+    assert stored_keys(local_env) == []
+
+
+MALFORMED_HTTP: list[tuple[str, dict[str, Any]]] = [
+    ("bad json", {"raw_body": "{not json"}),
+    ("empty body", {"raw_body": ""}),
+    ("array body", {"body": [VIEW]}),
+    ("string body", {"body": "just a string"}),
+    ("missing input", {"body": {"command": "view", "path": "/memories"}}),
+    ("input not object", {"body": {"input": "view /memories"}}),
+    ("bad json base64", {"raw_body": "{not json", "base64_body": True}),
+]
+
+
+@pytest.mark.parametrize("shape", [shape for _, shape in MALFORMED_HTTP], ids=[n for n, _ in MALFORMED_HTTP])
+def test_http_malformed_requests_are_400(issuer: Issuer, local_env: Any, shape: dict[str, Any]) -> None:
+    event = http_event(shape.pop("body", None), token=issuer.token(), **shape)
     status, body = http_answer(memory_handler(event, CONTEXT))
     assert status == 400
     assert body["is_error"] is True and body["content"].startswith("Error: ")
     assert stored_keys(local_env) == []
 
 
-def test_http_body_user_id_is_ignored_for_the_jwt_subject(local_env: Any) -> None:
+@pytest.mark.parametrize(
+    "change",
+    [{"body": "%%%", "isBase64Encoded": True}, {"body": None}, {"version": "1.0"}],
+    ids=["bad base64", "no body", "payload 1.0"],
+)
+def test_http_malformed_events_are_400(issuer: Issuer, local_env: Any, change: dict[str, Any]) -> None:
+    event = {**http_event(VIEW, token=issuer.token()), **change}
+    status, body = http_answer(memory_handler(event, CONTEXT))
+    assert status == 400 and body["content"].startswith("Error: ")
+    assert stored_keys(local_env) == []
+
+
+# -- direct invocation refused -----------------------------------------------------------------
+
+
+def test_a_function_behind_the_http_api_refuses_direct_events(
+    issuer: Issuer, local_env: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     direct("bob", {"command": "create", "path": "/memories/secret.txt", "file_text": SECRET})
+    monkeypatch.setenv("S3MEMORY_DIRECT_INVOCATION", "refuse")
     before = snapshot(local_env)
-    attack = {"user_id": "bob", "input": {"command": "view", "path": "/memories/secret.txt"}}
-    status, body = http_answer(memory_handler(http_event(attack, sub="mallory"), CONTEXT))
-    assert status == 200 and body["is_error"] is True
-    assert SECRET not in body["content"]
-    write = {"user_id": "bob", "input": {"command": "create", "path": "/memories/m.txt", "file_text": "x"}}
-    status, body = http_answer(memory_handler(http_event(write, sub="mallory"), CONTEXT))
-    assert status == 200 and body["is_error"] is False
-    assert set(snapshot(local_env)) - set(before) == {"users/mallory/memories/m.txt"}
+    for command in (
+        {"command": "view", "path": "/memories/secret.txt"},
+        {"command": "create", "path": "/memories/new.txt", "file_text": "x"},
+        {"command": "delete", "path": "/memories/secret.txt"},
+    ):
+        assert direct("bob", command) == {
+            "content": "Error: This function serves the HTTP API only: direct invocation, where the event "
+            "names its own user, is refused (S3MEMORY_DIRECT_INVOCATION=refuse). Nothing was read or changed.",
+            "is_error": True,
+        }
+    assert memory_handler(None, CONTEXT)["is_error"] is True
+    assert snapshot(local_env) == before
+    status, body = http_answer(memory_handler(http_event(VIEW, token=issuer.token("bob")), CONTEXT))
+    assert status == 200 and "secret.txt" in body["content"]
 
 
 # -- configuration ------------------------------------------------------------------------------
@@ -430,21 +561,21 @@ def test_handler_config_errors_name_the_variable(
 
 def test_warm_invocations_reuse_client_and_provider(local_env: Any) -> None:
     direct("alice", {"command": "view", "path": "/memories"})
-    first = lambda_memory.get_runtime()
+    first = runtime.get_runtime()
     direct("bob", {"command": "view", "path": "/memories"})
-    second = lambda_memory.get_runtime()
+    second = runtime.get_runtime()
     assert second is first
     assert second.s3_client is first.s3_client and second.key_provider is first.key_provider
 
 
 def test_changed_settings_rebuild_the_runtime(local_env: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    first = lambda_memory.get_runtime()
+    first = runtime.get_runtime()
     monkeypatch.setenv("S3MEMORY_PREFIX", "tenants/")
-    second = lambda_memory.get_runtime()
+    second = runtime.get_runtime()
     assert second is not first and second.settings.prefix == "tenants/"
-    lambda_memory._reset_for_tests()
+    runtime.reset()
     monkeypatch.setenv("S3MEMORY_PREFIX", "tenants/")
-    assert lambda_memory.get_runtime() is not second
+    assert runtime.get_runtime() is not second
 
 
 def test_kms_settings_share_one_provider_and_its_key_cache(monkeypatch: pytest.MonkeyPatch, s3: Any) -> None:
@@ -455,8 +586,7 @@ def test_kms_settings_share_one_provider_and_its_key_cache(monkeypatch: pytest.M
 
     created = direct("alice", {"command": "create", "path": "/memories/k.txt", "file_text": SECRET})
     assert created["is_error"] is False
-    runtime = lambda_memory.get_runtime()
-    provider = runtime.key_provider
+    provider = runtime.get_runtime().key_provider
     assert isinstance(provider, KMSKeyProvider) and provider.key_id == key_id
 
     kms_calls: list[str] = []
@@ -465,47 +595,158 @@ def test_kms_settings_share_one_provider_and_its_key_cache(monkeypatch: pytest.M
     )
     viewed = direct("alice", {"command": "view", "path": "/memories/k.txt"})
     assert viewed["is_error"] is False and SECRET in viewed["content"]
-    assert lambda_memory.get_runtime().key_provider is provider
+    assert runtime.get_runtime().key_provider is provider
     assert kms_calls == []  # warm: the shared provider's cache answered
     assert sorted(stored_keys(s3)) == ["users/alice/internal/keys/v1", "users/alice/memories/k.txt"]
 
 
-# -- logs ---------------------------------------------------------------------------------------
+# -- warm memories -------------------------------------------------------------------------------
 
 
-def _invocation_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
-    return [json.loads(r.getMessage()) for r in caplog.records if r.name == "s3memory"]
+def _s3_requests(client: Any) -> list[tuple[str, str]]:
+    """(operation, listed prefix) of each S3 request the client sends from now on."""
+    sent: list[tuple[str, str]] = []
+
+    def record(model: Any, params: dict[str, Any], **_: Any) -> None:
+        query = params.get("query_string") or {}
+        prefix = query.get("prefix", "") if isinstance(query, dict) else ""
+        sent.append((model.name, prefix))
+
+    client.meta.events.register("before-call.s3", record)
+    return sent
 
 
-def test_log_line_is_json_without_content_or_paths(local_env: Any, caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_a_warm_container_lists_nothing_the_last_invocation_listed(
+    local_env: Any, monkeypatch: pytest.MonkeyPatch, warm: bool
+) -> None:
+    """A quota is measured by listing the user's memory; a warm container remembers the usage (and the
+    directories it saw) from one invocation to the next. Cold, every invocation lists again."""
+    monkeypatch.setenv("S3MEMORY_QUOTA_FILES", "10")
+    direct("alice", {"command": "create", "path": "/memories/notes/a.md", "file_text": "a"})
+    runtime.reset()
+
+    def listings(path: str) -> list[str]:
+        if not warm:
+            runtime.reset()
+        sent = _s3_requests(runtime.get_runtime().s3_client)
+        assert direct("alice", {"command": "create", "path": path, "file_text": "x"})["is_error"] is False
+        return [prefix for operation, prefix in sent if operation == "ListObjectsV2"]
+
+    first = listings("/memories/notes/b.md")
+    second = listings("/memories/notes/c.md")
+    assert "users/alice/memories/" in first  # the quota's measure
+    if warm:
+        assert not set(first) & set(second)
+    else:
+        assert "users/alice/memories/" in second
+
+
+def test_warm_memories_are_per_user_and_bounded(local_env: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runtime, "WARM_USERS", 3)
+    warm = runtime.get_runtime()
+    alice = warm.memory("alice")
+    assert warm.memory("alice") is alice and warm.memory("bob") is not alice
+    for user in ("carol", "dave"):
+        warm.memory(user)
+    assert warm.memory("bob") is warm.memory("bob")
+    assert warm.memory("alice") is not alice  # the least recently used was dropped
+
+
+def test_limits_from_the_environment_reach_every_memory(
+    local_env: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("S3MEMORY_MAX_FILE_BYTES", "64")
+    monkeypatch.setenv("S3MEMORY_GUARD", "redact")
+    big = direct("alice", {"command": "create", "path": "/memories/big.md", "file_text": "x" * 65})
+    assert big["is_error"] is True and "64" in big["content"]
+    key = "AKIA" + "Q" * 16
+    assert (
+        direct("alice", {"command": "create", "path": "/memories/k.md", "file_text": key})["is_error"]
+        is False
+    )
+    viewed = direct("alice", {"command": "view", "path": "/memories/k.md"})["content"]
+    assert key not in viewed and "[REDACTED" in viewed
+    assert stored_keys(local_env) == ["users/alice/memories/k.md"]
+
+
+# -- the invocation record -----------------------------------------------------------------------
+
+
+def test_one_record_per_invocation_without_content_paths_or_users(
+    local_env: Any, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("S3MEMORY_METRICS", "off")
     caplog.set_level(logging.INFO, logger="s3memory")
     direct("alice", {"command": "create", "path": "/memories/private-name.txt", "file_text": SECRET})
     direct("alice", {"command": "view", "path": "/memories/private-name.txt"})
     direct("alice", {"command": "create", "path": "/memories/private-name.txt", "file_text": SECRET})
-    lines = _invocation_lines(caplog)
-    assert len(lines) == 3
-    for line in lines:
-        assert {"request_id", "command", "user_id", "outcome", "latency_ms"} <= set(line)
-        assert line["request_id"] == "req-123" and line["user_id"] == "alice"
-        assert isinstance(line["latency_ms"], int | float)
-    assert [line["command"] for line in lines] == ["create", "view", "create"]
-    assert [line["outcome"] for line in lines] == ["ok", "ok", "error"]
-    text = caplog.text
-    assert SECRET not in text and "private-name" not in text and "/memories" not in text
-    assert LOCAL_KEY_B64 not in text
+    records = invocation_records(caplog)
+    assert len(records) == 3
+    for record in records:
+        assert set(record) == {
+            "function", "request_id", "command", "outcome", "error_type", "latency_ms",
+            "s3_requests", "kms_requests", "source",
+        }  # fmt: skip
+        assert record["function"] == "memory" and record["request_id"] == "req-123"
+        assert isinstance(record["latency_ms"], float) and record["s3_requests"] >= 1
+    assert [(r["command"], r["outcome"], r["error_type"]) for r in records] == [
+        ("create", "ok", None),
+        ("view", "ok", None),
+        ("create", "error", "Unsettled"),
+    ]
+    text = json.dumps(records) + caplog.text
+    for private in (SECRET, "private-name", "/memories", "alice", LOCAL_KEY_B64):
+        assert private not in text
 
 
-def test_log_line_for_http_and_malformed(local_env: Any, caplog: pytest.LogCaptureFixture) -> None:
+def test_records_for_http_and_malformed_events(
+    issuer: Issuer, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("S3MEMORY_METRICS", "off")
     caplog.set_level(logging.INFO, logger="s3memory")
-    memory_handler(http_event({"input": {"command": "view", "path": "/memories"}}, sub="carol"), None)
+    memory_handler(http_event(VIEW, token=issuer.token("carol")), None)
+    memory_handler(http_event(VIEW, token="forged"), None)
     memory_handler({"user_id": "a/b", "input": {"command": "delete", "path": "/memories/x"}}, CONTEXT)
     memory_handler({"user_id": "alice", "input": {"command": "not-a-command " + SECRET}}, CONTEXT)
-    http, hostile, unknown = _invocation_lines(caplog)
-    assert http["source"] == "http" and http["status"] == 200 and http["user_id"] == "carol"
-    assert http["request_id"] is None and http["outcome"] == "ok"
-    assert hostile["outcome"] == "error" and hostile["user_id"] is None
-    assert unknown["command"] is None and unknown["outcome"] == "error"
-    assert SECRET not in caplog.text
+    http, forged, hostile, unknown = invocation_records(caplog)
+    assert (http["source"], http["status"], http["outcome"], http["request_id"]) == ("http", 200, "ok", None)
+    assert (forged["status"], forged["error_type"], forged["command"]) == (401, "token", "unknown")
+    assert (hostile["outcome"], hostile["error_type"], hostile["source"]) == ("error", "request", "direct")
+    assert (unknown["command"], unknown["outcome"]) == ("unknown", "error")
+    assert SECRET not in caplog.text and "carol" not in json.dumps(invocation_records(caplog))
+
+
+def test_a_misconfigured_function_logs_at_error(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="s3memory")
+    direct("alice", {"command": "view", "path": "/memories"})
+    (record,) = [r for r in caplog.records if r.getMessage() == "s3memory invocation"]
+    assert record.levelno == logging.ERROR and vars(record)["error_type"] == "configuration"
+
+
+def test_lambdas_json_log_format_writes_one_line_that_cloudwatch_reads_as_metrics(
+    local_env: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The record through the Lambda runtime's own JSON formatter: the fields and the EMF block are
+    top-level keys of one JSON line, and each metric the block names has its value beside it."""
+    from awslambdaric.lambda_runtime_log_utils import JsonFormatter
+
+    caplog.set_level(logging.INFO, logger="s3memory")
+    direct("alice", {"command": "create", "path": "/memories/a.md", "file_text": SECRET})
+    (record,) = [r for r in caplog.records if r.getMessage() == "s3memory invocation"]
+    line = JsonFormatter().format(record)
+    assert line.endswith("\n") and line.count("\n") == 1
+    document = json.loads(line)
+    assert document["message"] == "s3memory invocation" and document["level"] == "INFO"
+    (directive,) = document["_aws"]["CloudWatchMetrics"]
+    assert directive["Namespace"] == "s3memory" and directive["Dimensions"] == [["command", "outcome"]]
+    assert isinstance(document["_aws"]["Timestamp"], int)
+    names = [metric["Name"] for metric in directive["Metrics"]]
+    assert names == ["Latency", "S3Requests", "KMSRequests"]
+    assert all(isinstance(document[name], int | float) for name in names)
+    assert (document["command"], document["outcome"]) == ("create", "ok")
+    assert document["S3Requests"] == document["s3_requests"] >= 1
+    assert SECRET not in line and "/memories" not in line and "alice" not in line
 
 
 # -- no anthropic --------------------------------------------------------------------------------

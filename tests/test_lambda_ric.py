@@ -26,9 +26,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 
 from s3memory.scripted_api import Reply, ScriptedMessagesAPI, last_tool_results
+
+from .support.issuer import loopback_issuer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 API_PREFIX = "/2018-06-01/runtime"
@@ -258,12 +261,19 @@ def lambda_runtime(handler: str, s3_endpoint: str, **extra_env: str) -> Iterator
         api.stop()
 
 
+JSON_LOGS = {"AWS_LAMBDA_LOG_FORMAT": "JSON", "AWS_LAMBDA_LOG_LEVEL": "INFO"}
+"""What the Terraform module's ``logging_config`` sets: the runtime's own JSON log formatter."""
+
+
 def emf(output: list[str]) -> list[dict[str, Any]]:
+    """The runtime's JSON log lines that CloudWatch reads as metrics."""
     return [json.loads(line) for line in output if line.startswith('{"') and '"_aws"' in line]
 
 
 def test_memory_handler_under_the_runtime_client(moto_endpoint_with_bucket: str) -> None:
-    with lambda_runtime("s3memory.aws_lambda.memory_handler", moto_endpoint_with_bucket) as runtime:
+    with lambda_runtime(
+        "s3memory.aws_lambda.memory_handler", moto_endpoint_with_bucket, **JSON_LOGS
+    ) as runtime:
         created = runtime.api.invoke(
             {
                 "user_id": "ric",
@@ -290,6 +300,72 @@ def test_memory_handler_under_the_runtime_client(moto_endpoint_with_bucket: str)
     ]
     assert lines[1]["S3Requests"] == 1 and lines[2]["S3Requests"] == 0
     assert all(line["request_id"] for line in lines[:2])  # the runtime's request id reached the handler
+    assert all(line["requestId"] == line["request_id"] for line in lines)  # and the runtime's formatter
+    assert all(line["message"] == "s3memory invocation" and line["level"] == "INFO" for line in lines)
+    assert not any("via the RIC" in line or "/memories" in line for line in runtime.output)
+
+
+def test_a_function_behind_the_http_api_under_the_runtime_client(moto_endpoint_with_bucket: str) -> None:
+    """Deployed behind the HTTP API: a direct event and a forged API Gateway event are refused and
+    change nothing; an event with the issuer's token is served as the token's subject."""
+    with (
+        loopback_issuer() as issuer,
+        lambda_runtime(
+            "s3memory.aws_lambda.memory_handler",
+            moto_endpoint_with_bucket,
+            S3MEMORY_DIRECT_INVOCATION="refuse",
+            **issuer.environ(),
+            **JSON_LOGS,
+        ) as runtime,
+    ):
+        create = {"command": "create", "path": "/memories/d.md", "file_text": "direct"}
+        direct = runtime.api.invoke({"user_id": "victim", "input": create})
+        assert direct == Outcome(
+            "response",
+            {
+                "content": "Error: This function serves the HTTP API only: direct invocation, where the event "
+                "names its own user, is refused (S3MEMORY_DIRECT_INVOCATION=refuse). Nothing was read or "
+                "changed.",
+                "is_error": True,
+            },
+        )
+        forged = runtime.api.invoke(api_gateway_event(create, claimed_sub="victim"))
+        assert forged.kind == "response" and forged.body["statusCode"] == 401
+        served = runtime.api.invoke(api_gateway_event(create, token=issuer.token("http-user")))
+        assert served.kind == "response" and served.body["statusCode"] == 200
+        time.sleep(0.2)
+        lines = emf(runtime.output)
+    assert [(line.get("error_type"), line.get("status")) for line in lines] == [  # None values are left out
+        ("direct_refused", None),
+        ("token", 401),
+        (None, 200),
+    ]
+    s3 = boto3.client(
+        "s3", endpoint_url=moto_endpoint_with_bucket, region_name="us-east-1",
+        aws_access_key_id="testing", aws_secret_access_key="testing",
+    )  # fmt: skip
+    def keys(user: str) -> list[str]:
+        listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"users/{user}/").get("Contents", [])
+        return [item["Key"] for item in listed]
+
+    assert keys("victim") == [] and keys("http-user") == ["users/http-user/memories/d.md"]
+
+
+def api_gateway_event(
+    tool_input: dict[str, Any], *, token: str | None = None, claimed_sub: str = "x"
+) -> dict[str, Any]:
+    """An HTTP API (payload 2.0) event as API Gateway writes it, authorizer claims included."""
+    headers = {"content-type": "application/json"}
+    if token is not None:
+        headers["authorization"] = f"Bearer {token}"
+    return {
+        "version": "2.0",
+        "routeKey": "POST /memory",
+        "headers": headers,
+        "requestContext": {"authorizer": {"jwt": {"claims": {"sub": claimed_sub}, "scopes": None}}},
+        "body": json.dumps({"input": tool_input}),
+        "isBase64Encoded": False,
+    }
 
 
 def test_agent_handler_under_the_runtime_client(moto_endpoint_with_bucket: str) -> None:

@@ -8,16 +8,14 @@ held in a context variable by :func:`tally`. The core runs its parallel requests
 caller's context (``s3memory.concurrency``), so they are counted to the invocation that started
 them; a thread that carries no invocation's context is counted to none.
 
-**EMF.** One JSON object per line on stdout (CloudWatch Logs turns it into metrics; a logger would
-prefix it and spoil the JSON): namespace ``s3memory``, one dimension set ``[command, outcome]``.
-``S3MEMORY_METRICS=off`` turns the lines off (local runs, tests).
+**EMF.** The metadata and values that make a JSON log record a set of CloudWatch metrics: namespace
+``s3memory``, one dimension set ``[command, outcome]``. The invocation record (``record``) carries
+them; ``S3MEMORY_METRICS=off`` leaves them out.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import sys
 import threading
 import time
 from collections import Counter
@@ -88,7 +86,7 @@ def instrument(client: Any, service: str) -> None:
 
 
 def enabled(environ: Mapping[str, str]) -> bool:
-    """Whether EMF lines are written (``S3MEMORY_METRICS`` is not ``off``)."""
+    """Whether records carry EMF metrics (``S3MEMORY_METRICS`` is not ``off``)."""
     value = environ.get(METRICS_VARIABLE, "")
     return not (isinstance(value, str) and value.strip().lower() in _OFF)
 
@@ -98,47 +96,21 @@ def emf_document(
     command: str,
     outcome: str,
     metrics: Mapping[str, tuple[float, str]],
-    properties: Mapping[str, object] | None = None,
-    timestamp_ms: int | None = None,
 ) -> dict[str, Any]:
-    """One EMF document: ``metrics`` maps a metric name to (value, unit); ``properties`` are extra
-    searchable fields (never dimensions, so they add no metric cardinality)."""
-    document: dict[str, Any] = {}
-    for name, value in (properties or {}).items():
-        if name not in metrics and name not in DIMENSIONS and name != "_aws":
-            document[name] = value
-    document.update(
-        {
-            "_aws": {
-                "Timestamp": int(time.time() * 1000) if timestamp_ms is None else timestamp_ms,
-                "CloudWatchMetrics": [
-                    {
-                        "Namespace": NAMESPACE,
-                        "Dimensions": [list(DIMENSIONS)],
-                        "Metrics": [{"Name": name, "Unit": unit} for name, (_, unit) in metrics.items()],
-                    }
-                ],
-            },
-            "command": command,
-            "outcome": outcome,
-        }
-    )
+    """The EMF fields of a record: ``metrics`` maps a metric name to (value, unit)."""
+    document: dict[str, Any] = {
+        "_aws": {
+            "Timestamp": int(time.time() * 1000),
+            "CloudWatchMetrics": [
+                {
+                    "Namespace": NAMESPACE,
+                    "Dimensions": [list(DIMENSIONS)],
+                    "Metrics": [{"Name": name, "Unit": unit} for name, (_, unit) in metrics.items()],
+                }
+            ],
+        },
+        "command": command,
+        "outcome": outcome,
+    }
     document.update({name: value for name, (value, _) in metrics.items()})
     return document
-
-
-def emit(
-    environ: Mapping[str, str],
-    *,
-    command: str,
-    outcome: str,
-    metrics: Mapping[str, tuple[float, str]],
-    properties: Mapping[str, object] | None = None,
-) -> None:
-    """Write one EMF line to stdout, unless turned off; never fails the invocation."""
-    with contextlib.suppress(Exception):
-        if not enabled(environ):
-            return
-        document = emf_document(command=command, outcome=outcome, metrics=metrics, properties=properties)
-        sys.stdout.write(json.dumps(document, separators=(",", ":")) + "\n")
-        sys.stdout.flush()

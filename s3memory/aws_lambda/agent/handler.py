@@ -1,13 +1,10 @@
-"""The handler: serves one event (parse, configure, run under the deadline), maps every failure to a
-clear ``{"error": ...}`` answer, and writes the invocation's log line and EMF metrics."""
+"""The handler: serves one event (parse, configure, run under the deadline) and maps every failure to
+a clear ``{"error": ...}`` answer; the shared invocation record (``record``) notes what it did."""
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 import os
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,8 +14,8 @@ import anthropic
 from ...errors import shown, unexpected_failure
 from ...settings import SettingsError
 from ...tool import S3MemoryTool
-from .. import metrics
-from ..memory import get_runtime
+from .. import metrics, record
+from ..runtime import get_runtime
 from .config import BASE_URL, AgentConfig, Misconfigured, setting
 from .conversation import run
 from .credentials import anthropic_client, api_key
@@ -47,19 +44,18 @@ def _unexpected(error: Exception) -> _Outcome:
     )
 
 
-def _serve(event: object, context: object, environ: Mapping[str, str], record: dict[str, Any]) -> _Outcome:
+def _serve(event: object, context: object, environ: Mapping[str, str], fields: dict[str, Any]) -> _Outcome:
     try:
         request = parse_event(event)
     except Invalid as error:
         return _Outcome({"error": error.message}, "request")
-    record["user_id"] = request.user_id
     try:
         config = AgentConfig.from_env(environ)
         runtime = get_runtime(environ)
         key = api_key(environ)
     except (SettingsError, Misconfigured) as error:
         return _Outcome({"error": f"Error: s3memory's agent is misconfigured: {error}."}, "configuration")
-    record["model"] = shown(request.model or config.model)
+    fields["model"] = shown(request.model or config.model)
 
     deadline = Deadline.of(context, config.deadline_margin)
     if deadline is not None and deadline.reached:
@@ -73,18 +69,11 @@ def _serve(event: object, context: object, environ: Mapping[str, str], record: d
                 "stopped_early": "deadline",
             }
         )
-    settings = runtime.settings
     token = current_deadline.set(deadline)
     try:
-        tool = S3MemoryTool(
-            bucket=settings.bucket,
-            user_id=request.user_id,
-            key_provider=runtime.key_provider,
-            s3_client=runtime.s3_client,
-            prefix=settings.prefix,
-        )
+        tool = S3MemoryTool.over(runtime.memory(request.user_id))
         client = anthropic_client(key, setting(environ, BASE_URL))
-        return _Outcome(run(request, config, client, tool, record))
+        return _Outcome(run(request, config, client, tool, fields))
     except NoTimeToRetry as error:
         kind = f" ({error.error_type})" if error.error_type else ""
         return _Outcome(
@@ -117,9 +106,6 @@ def _serve(event: object, context: object, environ: Mapping[str, str], record: d
         current_deadline.reset(token)
 
 
-# -- the invocation's record: its log line and metrics ----------------------------------------------
-
-
 def _outcome_name(outcome: _Outcome) -> str:
     if "error" in outcome.answer:
         return "error"
@@ -129,48 +115,24 @@ def _outcome_name(outcome: _Outcome) -> str:
 
 def handle(event: object, context: object = None, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Serve one event (``environ`` defaults to ``os.environ``); never raises."""
-    started = time.perf_counter()
     environment = os.environ if environ is None else environ
-    record: dict[str, Any] = {
-        "event": "s3memory.agent_invocation",
-        "request_id": None,
-        "user_id": None,
-        "model": None,
-        "iterations": 0,
-        "tool_calls": 0,
-        "input_tokens": 0,
-        "output_tokens": 0,
-    }
-    with metrics.tally() as requests:
+    with record.invocation("agent", context, environment) as invocation:
+        fields = invocation.fields
+        fields.update(model=None, iterations=0, tool_calls=0, input_tokens=0, output_tokens=0)
+        invocation.command = "agent"
         try:
-            request_id = getattr(context, "aws_request_id", None)
-            record["request_id"] = shown(request_id) if isinstance(request_id, str) else None
-            outcome = _serve(event, context, environment, record)
+            outcome = _serve(event, context, environment, fields)
         except Exception as error:  # pragma: no cover - _serve answers every failure itself
             outcome = _unexpected(error)
-    record["outcome"] = _outcome_name(outcome)
-    record["stopped_early"] = outcome.answer.get("stopped_early")
-    record["error_type"] = outcome.error_type
-    record["latency_ms"] = round((time.perf_counter() - started) * 1000, 1)
-    record["s3_requests"] = requests.count("s3")
-    record["kms_requests"] = requests.count("kms")
-    level = logging.ERROR if outcome.error_type not in (None, "request") else logging.INFO
-    with contextlib.suppress(Exception):  # logging must never fail an invocation
-        logger.log(level, json.dumps(record, sort_keys=True))
-    metrics.emit(
-        environment,
-        command="agent",
-        outcome=record["outcome"],
-        metrics={
-            "Latency": (record["latency_ms"], metrics.MILLISECONDS),
-            "S3Requests": (record["s3_requests"], metrics.COUNT),
-            "KMSRequests": (record["kms_requests"], metrics.COUNT),
-            "Iterations": (record["iterations"], metrics.COUNT),
-            "InputTokens": (record["input_tokens"], metrics.COUNT),
-            "OutputTokens": (record["output_tokens"], metrics.COUNT),
-        },
-        properties={"function": "agent", "request_id": record["request_id"]},
-    )
+        invocation.outcome = _outcome_name(outcome)
+        invocation.error_type = outcome.error_type
+        invocation.failed = outcome.error_type not in (None, "request")
+        fields["stopped_early"] = outcome.answer.get("stopped_early")
+        invocation.metrics = {
+            "Iterations": (fields["iterations"], metrics.COUNT),
+            "InputTokens": (fields["input_tokens"], metrics.COUNT),
+            "OutputTokens": (fields["output_tokens"], metrics.COUNT),
+        }
     return outcome.answer
 
 

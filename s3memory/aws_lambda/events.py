@@ -1,0 +1,148 @@
+"""The memory function's two event shapes, and who each one says the user is.
+
+- **Direct invocation** (Lambda Invoke API): ``{"user_id": "alice", "input": {...}}``. The caller
+  names the user, so it is served only where ``S3MEMORY_DIRECT_INVOCATION`` allows it; a function
+  behind the HTTP API refuses it.
+- **API Gateway HTTP API, payload format 2.0** (any event with ``requestContext``): the body is
+  ``{"input": {...}}`` and the user is the ``sub`` of the bearer token, verified by the function
+  itself (``tokens``), never anything else in the event.
+
+Every refusal is a ``Refused`` with an HTTP status and a clear message, raised before any storage
+request.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from typing import Any, TypeGuard
+
+from ..commands import COMMANDS
+from ..errors import type_name
+from ..paths import validate_namespace
+from ..settings import DIRECT_INVOCATION, JWT_ISSUER, Edge
+from .tokens import KeysUnavailable, TokenRefused, TokenVerifier
+
+
+@dataclass(frozen=True)
+class Request:
+    """A served event: whose memory, and the raw tool_use input."""
+
+    user_id: str
+    tool_input: dict[str, Any]
+
+
+class Refused(Exception):
+    """An event refused before any storage request; ``error_type`` names the kind for the record."""
+
+    def __init__(self, status: int, message: str, error_type: str = "request") -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.error_type = error_type
+
+
+def is_http(event: object) -> TypeGuard[dict[Any, Any]]:
+    """Whether the event has the API Gateway shape (and so must carry a verifiable token)."""
+    return isinstance(event, dict) and "requestContext" in event
+
+
+def command_name(tool_input: object) -> str:
+    """The command for the record, only when it is one of the six (no untrusted text in logs)."""
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    return command if isinstance(command, str) and command in COMMANDS else "unknown"
+
+
+def _checked_user(user_id: str, status: int, what: str) -> str:
+    try:
+        validate_namespace(user_id, "")
+    except ValueError as error:
+        raise Refused(status, f"Error: {what} is not a usable user id: {error}.") from None
+    return user_id
+
+
+def _tool_input(container: dict[Any, Any], where: str) -> dict[str, Any]:
+    if "input" not in container:
+        raise Refused(400, f"Error: {where} has no `input` (the memory tool's tool_use input object).")
+    raw_input = container["input"]
+    if not isinstance(raw_input, dict):
+        raise Refused(
+            400, f"Error: `input` must be an object (the tool_use input), got {type_name(raw_input)}."
+        )
+    return raw_input
+
+
+def direct_request(event: object, edge: Edge) -> Request:
+    """The user and input of a direct invocation, where the settings allow one."""
+    if not edge.direct_invocation:
+        raise Refused(
+            403,
+            "Error: This function serves the HTTP API only: direct invocation, where the event names "
+            f"its own user, is refused ({DIRECT_INVOCATION}=refuse). Nothing was read or changed.",
+            "direct_refused",
+        )
+    if not isinstance(event, dict):
+        raise Refused(
+            400,
+            f"Error: The event must be an object with `user_id` and `input`, got {type_name(event)}.",
+        )
+    if "user_id" not in event:
+        raise Refused(400, "Error: The event has no `user_id` (a non-empty string).")
+    user_id = event["user_id"]
+    if not isinstance(user_id, str) or not user_id:
+        raise Refused(400, f"Error: `user_id` must be a non-empty string, got {type_name(user_id)}.")
+    _checked_user(user_id, 400, "`user_id`")
+    return Request(user_id, _tool_input(event, "The event"))
+
+
+def _http_body(event: dict[Any, Any]) -> dict[Any, Any]:
+    body = event.get("body")
+    if body is None or body == "":
+        raise Refused(400, "Error: The request has no body; send a JSON object with `input`.")
+    if not isinstance(body, str):
+        raise Refused(400, "Error: The request body must be JSON text.")
+    if event.get("isBase64Encoded") is True:
+        try:
+            body = base64.b64decode(body, validate=True).decode("utf-8")
+        except (binascii.Error, ValueError):
+            raise Refused(400, "Error: The request body is not valid base64-encoded UTF-8.") from None
+    try:
+        parsed = json.loads(body)
+    except (ValueError, RecursionError):
+        raise Refused(400, "Error: The request body is not valid JSON.") from None
+    if not isinstance(parsed, dict):
+        raise Refused(
+            400, f"Error: The request body must be a JSON object with `input`, got {type_name(parsed)}."
+        )
+    return parsed
+
+
+def _authorization(event: dict[Any, Any]) -> object:
+    """The ``Authorization`` header (HTTP API payload 2.0 lower-cases header names)."""
+    headers = event.get("headers")
+    return headers.get("authorization") if isinstance(headers, dict) else None
+
+
+def http_request(event: dict[Any, Any], tokens: TokenVerifier | None) -> Request:
+    """The user (the verified token's subject) and input of an HTTP API request."""
+    if tokens is None:
+        raise Refused(
+            500,
+            f"Error: s3memory is misconfigured: {JWT_ISSUER} is required to serve HTTP API events "
+            "(the function verifies each request's token itself).",
+            "configuration",
+        )
+    if event.get("version") != "2.0":
+        raise Refused(400, "Error: Only API Gateway HTTP API events of payload format 2.0 are supported.")
+    try:
+        subject = tokens.subject(_authorization(event))
+    except TokenRefused as refusal:
+        raise Refused(refusal.status, refusal.message, "token") from None
+    except KeysUnavailable as error:
+        raise Refused(
+            503, f"Error: The request's token could not be checked: {error}. Try again later.", "token_keys"
+        ) from None
+    user_id = _checked_user(subject, 403, "The token's subject")
+    return Request(user_id, _tool_input(_http_body(event), "The request body"))

@@ -1,0 +1,92 @@
+"""What a warm container keeps between invocations, for both handlers.
+
+The settings, the S3 client, the key provider (its cache of unwrapped data keys keeps warm commands
+free of KMS requests), the token verifier (its cache of the issuer's signing keys), and one
+``S3Memory`` per user, the least recently used dropped beyond ``WARM_USERS``: a user's directory
+hints and quota usage survive from one invocation to the next, so a warm command lists nothing the
+last one listed. Everything is built on first use and rebuilt when the settings change.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from ..crypto import KeyProvider, KMSKeyProvider
+from ..memory import S3Memory
+from ..settings import Settings
+from ..store import S3Store
+from . import metrics
+from .tokens import TokenVerifier
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+WARM_USERS = 128
+"""Users whose memory objects a container keeps; each holds at most a few thousand directory hints."""
+
+
+class Runtime:
+    """One container's clients, providers and per-user memories, for one set of settings."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.s3_client: S3Client = settings.make_s3_client()
+        self.key_provider: KeyProvider = settings.make_key_provider()
+        tokens = settings.edge.tokens
+        self.tokens = None if tokens is None else TokenVerifier(tokens)
+        self._store = S3Store(self.s3_client, settings.bucket)
+        self._memories: OrderedDict[str, S3Memory] = OrderedDict()
+        self._lock = threading.Lock()
+        metrics.instrument(self.s3_client, "s3")
+        if isinstance(self.key_provider, KMSKeyProvider):
+            metrics.instrument(self.key_provider.client, "kms")
+
+    def memory(self, user_id: str) -> S3Memory:
+        """The user's memory, kept warm (``ValueError`` for an unusable user id)."""
+        with self._lock:
+            memory = self._memories.get(user_id)
+            if memory is not None:
+                self._memories.move_to_end(user_id)
+                return memory
+        settings = self.settings
+        memory = S3Memory(
+            self._store,
+            user_id,
+            self.key_provider,
+            prefix=settings.prefix,
+            **settings.limits.memory_options(),
+        )
+        with self._lock:
+            memory = self._memories.setdefault(user_id, memory)
+            self._memories.move_to_end(user_id)
+            while len(self._memories) > WARM_USERS:
+                self._memories.popitem(last=False)
+        return memory
+
+
+_lock = threading.Lock()
+_runtime: Runtime | None = None
+
+
+def get_runtime(environ: Mapping[str, str] | None = None) -> Runtime:
+    """The container's runtime, built on first use and rebuilt only when the settings change.
+
+    Raises ``SettingsError`` (naming the variable) when the settings are missing or invalid.
+    """
+    global _runtime
+    settings = Settings.from_env(os.environ if environ is None else environ)
+    with _lock:
+        if _runtime is None or _runtime.settings != settings:
+            _runtime = Runtime(settings)
+        return _runtime
+
+
+def reset() -> None:
+    """Forget the container's runtime (tests; the next invocation builds a new one)."""
+    global _runtime
+    with _lock:
+        _runtime = None

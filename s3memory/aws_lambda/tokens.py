@@ -1,0 +1,218 @@
+"""The HTTP edge's identity: the user is the ``sub`` of a bearer token the function verified itself.
+
+API Gateway's JWT authorizer checks the token before the route invokes the function and copies its
+claims into the event. But an event is only JSON: anyone allowed to invoke the function directly can
+write one that names any subject. So the function never reads the claims of the event. It verifies
+the token of the ``Authorization`` header as the authorizer does (the issuer's signing keys from its
+OpenID discovery document, the signature, ``iss``, ``exp`` and ``nbf``, an audience in ``aud`` or
+``client_id``, and a required scope in ``scope`` or ``scp``) and takes the user from that token.
+
+Only asymmetric algorithms are accepted, and a key whose JWK names an algorithm verifies only that
+one. The signing keys are fetched once per container and kept an hour; a token signed by a key the
+set lacks fetches the set again at most once a minute, so a flood of made-up key ids costs the issuer
+nothing. PyJWT does the cryptography and the claim checks.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..settings import TokenCheck, secure_url
+
+FAMILIES = {"RSA": ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"), "EC": ("ES256", "ES384", "ES512")}
+"""Accepted algorithms, by the key type (``kty``) that signs with them."""
+MAX_TOKEN_CHARS = 16_384
+MAX_DOCUMENT_BYTES = 1024 * 1024
+FETCH_TIMEOUT_SECONDS = 5.0
+LEEWAY_SECONDS = 30
+KEYS_LIFETIME_SECONDS = 3600.0
+REFETCH_AFTER_SECONDS = 60.0
+
+Fetch = Callable[[str], bytes]
+
+
+class TokenRefused(Exception):
+    """The token does not prove who the caller is: 401, or 403 for a valid token that may not pass."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class KeysUnavailable(Exception):
+    """The issuer's signing keys could not be fetched; the message says why, never a token."""
+
+
+def fetch_url(url: str) -> bytes:
+    """GET ``url`` (at most ``MAX_DOCUMENT_BYTES``); ``KeysUnavailable`` on any failure."""
+    try:
+        with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT_SECONDS) as response:
+            body: bytes = response.read(MAX_DOCUMENT_BYTES + 1)
+    except Exception as error:
+        raise KeysUnavailable(f"{type(error).__name__} from the issuer") from None
+    if len(body) > MAX_DOCUMENT_BYTES:
+        raise KeysUnavailable("the issuer's document is larger than 1 MiB")
+    return body
+
+
+def _invalid(reason: str) -> TokenRefused:
+    return TokenRefused(401, f"Error: The request's token is not valid: {reason}.")
+
+
+def _document(fetch: Fetch, url: str) -> dict[str, Any]:
+    try:
+        document = json.loads(fetch(url))
+    except (ValueError, RecursionError):
+        raise KeysUnavailable("the issuer answered with something that is not JSON") from None
+    if not isinstance(document, dict):
+        raise KeysUnavailable("the issuer answered with JSON that is not an object")
+    return document
+
+
+class TokenVerifier:
+    """Verifies bearer tokens for one ``TokenCheck``; holds the issuer's signing keys between calls."""
+
+    def __init__(
+        self, check: TokenCheck, fetch: Fetch = fetch_url, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.check = check
+        self._fetch = fetch
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._jwks_uri: str | None = None
+        self._keys: dict[str | None, dict[str, Any]] = {}
+        self._fetched_at: float | None = None
+
+    def subject(self, authorization: object) -> str:
+        """The ``sub`` of the verified token in an ``Authorization`` header value."""
+        import jwt
+
+        token = _bearer_token(authorization)
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError:
+            raise _invalid("it is not a well-formed JWT") from None
+        algorithm, key_id = header.get("alg"), header.get("kid")
+        if not any(algorithm in family for family in FAMILIES.values()):
+            raise _invalid("its signing algorithm is not accepted")
+        key = self._signing_key(key_id if isinstance(key_id, str) else None)
+        claims = _verified_claims(token, key, str(algorithm), self.check.issuer)
+        self._check_audience(claims)
+        self._check_scopes(claims)
+        subject = claims.get("sub")
+        if not isinstance(subject, str) or not subject:
+            raise _invalid("it has no subject (sub)")
+        return subject
+
+    def _signing_key(self, key_id: str | None) -> dict[str, Any]:
+        with self._lock:
+            now = self._clock()
+            stale = self._fetched_at is None or now - self._fetched_at >= KEYS_LIFETIME_SECONDS
+            missing = self._find(key_id) is None
+            if stale or (missing and now - (self._fetched_at or 0.0) >= REFETCH_AFTER_SECONDS):
+                try:
+                    self._refresh()
+                except KeysUnavailable:
+                    if self._find(key_id) is None:
+                        raise
+            key = self._find(key_id)
+        if key is None:
+            raise _invalid("it is signed by a key its issuer does not publish")
+        return key
+
+    def _find(self, key_id: str | None) -> dict[str, Any] | None:
+        if key_id is None and len(self._keys) == 1:
+            return next(iter(self._keys.values()))
+        return self._keys.get(key_id)
+
+    def _refresh(self) -> None:
+        """Fetch the issuer's keys (and, the first time, its discovery document)."""
+        if self._jwks_uri is None:
+            issuer = self.check.issuer
+            discovery = _document(self._fetch, issuer.rstrip("/") + "/.well-known/openid-configuration")
+            if discovery.get("issuer") != issuer:
+                raise KeysUnavailable("the issuer's discovery document names another issuer")
+            jwks_uri = discovery.get("jwks_uri")
+            if not secure_url(jwks_uri):
+                raise KeysUnavailable("the issuer's discovery document has no https jwks_uri")
+            self._jwks_uri = str(jwks_uri)
+        listed = _document(self._fetch, self._jwks_uri).get("keys")
+        if not isinstance(listed, list):
+            raise KeysUnavailable("the issuer's key set has no list of keys")
+        keys: dict[str | None, dict[str, Any]] = {}
+        for key in listed:
+            if isinstance(key, dict) and key.get("kty") in FAMILIES and key.get("use", "sig") == "sig":
+                key_id = key.get("kid")
+                keys[key_id if isinstance(key_id, str) else None] = key
+        self._keys = keys
+        self._fetched_at = self._clock()
+
+    def _check_audience(self, claims: Mapping[str, Any]) -> None:
+        audience = claims.get("aud")
+        named = [audience] if isinstance(audience, str) else audience if isinstance(audience, list) else []
+        named.append(claims.get("client_id"))
+        if not any(isinstance(name, str) and name in self.check.audiences for name in named):
+            raise _invalid("it is not meant for this API (audience)")
+
+    def _check_scopes(self, claims: Mapping[str, Any]) -> None:
+        required = self.check.scopes
+        if not required:
+            return
+        held: set[str] = set()
+        for name in ("scope", "scp"):
+            value = claims.get(name)
+            if isinstance(value, str):
+                held.update(value.split())
+            elif isinstance(value, list):
+                held.update(item for item in value if isinstance(item, str))
+        if not held.intersection(required):
+            raise TokenRefused(
+                403,
+                f"Error: The request's token lacks the scope this API requires (one of: {' '.join(required)}).",
+            )
+
+
+def _bearer_token(authorization: object) -> str:
+    if not isinstance(authorization, str) or not authorization.strip():
+        raise TokenRefused(401, "Error: The request is not authenticated: it carries no bearer token.")
+    if len(authorization) > MAX_TOKEN_CHARS:
+        raise _invalid(f"it is longer than {MAX_TOKEN_CHARS:,} characters")
+    scheme, _, rest = authorization.strip().partition(" ")
+    return rest.strip() if scheme.lower() == "bearer" and rest.strip() else authorization.strip()
+
+
+def _verified_claims(token: str, key: dict[str, Any], algorithm: str, issuer: str) -> dict[str, Any]:
+    """The claims of ``token`` after its signature, ``iss``, ``exp`` and ``nbf`` checked out."""
+    import jwt
+
+    declared = key.get("alg")
+    if algorithm not in FAMILIES[key["kty"]] or (declared is not None and declared != algorithm):
+        raise _invalid("its signing algorithm does not match its key")
+    try:
+        claims: dict[str, Any] = jwt.decode(
+            token,
+            jwt.PyJWK(key, algorithm),
+            algorithms=[algorithm],
+            issuer=issuer,
+            leeway=LEEWAY_SECONDS,
+            options={"require": ["exp", "iss", "sub"], "verify_aud": False},
+        )
+    except jwt.ExpiredSignatureError:
+        raise _invalid("it has expired") from None
+    except jwt.ImmatureSignatureError:
+        raise _invalid("it is not valid yet") from None
+    except jwt.InvalidIssuerError:
+        raise _invalid("it was issued by another issuer") from None
+    except jwt.MissingRequiredClaimError as error:
+        raise _invalid(f"it has no {error.claim} claim") from None
+    except jwt.InvalidSignatureError:
+        raise _invalid("its signature does not verify") from None
+    except (jwt.PyJWTError, ValueError, TypeError):
+        raise _invalid("it could not be verified") from None
+    return claims

@@ -1,0 +1,94 @@
+"""A loopback OpenID issuer: a discovery document and a JWK set over HTTP on 127.0.0.1, and tokens
+signed with its RSA key (or with keys it does not publish, for attacks)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import jwt
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+AUDIENCE = "s3memory-api"
+KEY_ID = "key-1"
+
+
+def new_rsa_key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+class Issuer:
+    """The issuer at ``url``; ``fetches`` counts the GETs of its key set."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.key = new_rsa_key()
+        self.fetches = 0
+        self.available = True
+
+    def documents(self, path: str) -> dict[str, Any] | None:
+        if path == "/.well-known/openid-configuration":
+            return {"issuer": self.url, "jwks_uri": f"{self.url}/jwks.json"}
+        if path == "/jwks.json":
+            self.fetches += 1
+            public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key()))
+            return {"keys": [{**public, "kid": KEY_ID, "use": "sig", "alg": "RS256"}]}
+        return None
+
+    def token(
+        self,
+        sub: object = "alice",
+        *,
+        key: Any = None,
+        algorithm: str = "RS256",
+        headers: dict[str, Any] | None = None,
+        **claims: Any,
+    ) -> str:
+        """A token with the usual claims (``claims`` override them; a None value removes one)."""
+        now = int(time.time())
+        body = {"iss": self.url, "aud": AUDIENCE, "sub": sub, "iat": now, "exp": now + 600, **claims}
+        body = {name: value for name, value in body.items() if value is not None}
+        return jwt.encode(
+            body,
+            self.key if key is None else key,
+            algorithm=algorithm,
+            headers={"kid": KEY_ID, **(headers or {})},
+        )
+
+    def environ(self, **more: str) -> dict[str, str]:
+        """The settings that make the HTTP edge trust this issuer."""
+        return {"S3MEMORY_JWT_ISSUER": self.url, "S3MEMORY_JWT_AUDIENCE": AUDIENCE, **more}
+
+
+@contextmanager
+def loopback_issuer() -> Iterator[Issuer]:
+    """An ``Issuer`` served on 127.0.0.1 while the block runs."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    issuer = Issuer(f"http://127.0.0.1:{server.server_address[1]}")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            document = issuer.documents(self.path) if issuer.available else None
+            body = json.dumps(document).encode() if document is not None else b"{}"
+            self.send_response(200 if document is not None else 503)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server.RequestHandlerClass = Handler
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield issuer
+    finally:
+        server.shutdown()
+        server.server_close()
