@@ -1,0 +1,178 @@
+"""The settings for limits and for the edge: each one's good values, its default, and bad values that
+name the variable (the storage settings are tested in test_lambda_memory.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from s3memory.guard import ContentGuard
+from s3memory.memory import DEFAULT_GUARD
+from s3memory.quota import Quota
+from s3memory.settings import Edge, Limits, Settings, SettingsError, TokenCheck, secure_url
+
+from .support.bucket import BUCKET, LOCAL_KEY_B64
+
+BASE = {"S3MEMORY_BUCKET": BUCKET, "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64}
+
+
+def settings(**environ: str) -> Settings:
+    return Settings.from_env({**BASE, **environ})
+
+
+def refusal(**environ: str) -> str:
+    with pytest.raises(SettingsError) as raised:
+        settings(**environ)
+    return str(raised.value)
+
+
+def test_defaults_limit_nothing_but_file_size_and_secrets() -> None:
+    defaults = settings()
+    assert defaults.limits == Limits(quota=None, guard_mode="refuse", max_file_bytes=1024 * 1024)
+    assert defaults.edge == Edge(direct_invocation=True, tokens=None)
+    assert defaults.limits.memory_options() == {
+        "quota": None,
+        "content_guard": DEFAULT_GUARD,
+        "max_file_bytes": 1024 * 1024,
+    }
+
+
+@pytest.mark.parametrize(
+    ("environ", "quota"),
+    [
+        ({"S3MEMORY_QUOTA_BYTES": "1000"}, Quota(max_bytes=1000)),
+        ({"S3MEMORY_QUOTA_FILES": "20"}, Quota(max_files=20)),
+        ({"S3MEMORY_QUOTA_BYTES": " 5000 ", "S3MEMORY_QUOTA_FILES": "1"}, Quota(5000, 1)),
+        ({"S3MEMORY_QUOTA_BYTES": "", "S3MEMORY_QUOTA_FILES": "  "}, None),
+        ({"S3MEMORY_QUOTA_FILES": "1000000000000000"}, Quota(max_files=10**15)),
+    ],
+)
+def test_quota(environ: dict[str, str], quota: Quota | None) -> None:
+    assert settings(**environ).limits.quota == quota
+
+
+@pytest.mark.parametrize(
+    "variable", ["S3MEMORY_QUOTA_BYTES", "S3MEMORY_QUOTA_FILES", "S3MEMORY_MAX_FILE_BYTES"]
+)
+@pytest.mark.parametrize("value", ["0", "-1", "1.5", "ten", "1e6", "١٢", "9" * 5000])
+def test_whole_numbers_refuse_anything_else_and_name_the_variable(variable: str, value: str) -> None:
+    message = refusal(**{variable: value})
+    assert message.startswith(f"{variable} must be a whole number from 1 to ")
+
+
+def test_the_upper_bounds() -> None:
+    assert refusal(S3MEMORY_QUOTA_BYTES="1000000000000001") == (
+        "S3MEMORY_QUOTA_BYTES must be a whole number from 1 to 1,000,000,000,000,000"
+    )
+    assert refusal(S3MEMORY_MAX_FILE_BYTES="4194305") == (
+        "S3MEMORY_MAX_FILE_BYTES must be a whole number from 1 to 4,194,304"
+    )
+    assert settings(S3MEMORY_MAX_FILE_BYTES="4194304").limits.max_file_bytes == 4194304
+
+
+@pytest.mark.parametrize(("value", "mode"), [("refuse", "refuse"), ("REDACT", "redact"), (" off ", "off")])
+def test_guard_modes(value: str, mode: str) -> None:
+    limits = settings(S3MEMORY_GUARD=value).limits
+    assert limits.guard_mode == mode
+    guard = limits.memory_options()["content_guard"]
+    if mode == "off":
+        assert guard is None
+    else:
+        assert isinstance(guard, ContentGuard) and guard.mode == mode
+
+
+@pytest.mark.parametrize("value", ["block", "none", "refuse,redact", "0"])
+def test_a_bad_guard_mode_is_named(value: str) -> None:
+    assert refusal(S3MEMORY_GUARD=value) == "S3MEMORY_GUARD must be one of refuse, redact, off"
+
+
+@pytest.mark.parametrize(("value", "allowed"), [("allow", True), ("Refuse", False), ("", True)])
+def test_direct_invocation(value: str, allowed: bool) -> None:
+    assert settings(S3MEMORY_DIRECT_INVOCATION=value).edge.direct_invocation is allowed
+
+
+@pytest.mark.parametrize("value", ["yes", "false", "deny"])
+def test_a_bad_direct_invocation_is_named(value: str) -> None:
+    assert (
+        refusal(S3MEMORY_DIRECT_INVOCATION=value) == "S3MEMORY_DIRECT_INVOCATION must be one of allow, refuse"
+    )
+
+
+def test_token_check() -> None:
+    edge = settings(
+        S3MEMORY_JWT_ISSUER="https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_abc",
+        S3MEMORY_JWT_AUDIENCE="client-a, client-b,client-a",
+        S3MEMORY_JWT_SCOPES="memory/read  memory/write",
+    ).edge
+    assert edge.tokens == TokenCheck(
+        "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_abc",
+        ("client-a", "client-b"),
+        ("memory/read", "memory/write"),
+    )
+    trailing = settings(S3MEMORY_JWT_ISSUER="https://tenant.auth0.com/", S3MEMORY_JWT_AUDIENCE="api").edge
+    assert trailing.tokens is not None and trailing.tokens.issuer == "https://tenant.auth0.com/"
+    loopback = settings(S3MEMORY_JWT_ISSUER="http://127.0.0.1:8080", S3MEMORY_JWT_AUDIENCE="api").edge
+    assert loopback.tokens is not None and loopback.tokens.scopes == ()
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        (
+            {"S3MEMORY_JWT_ISSUER": "http://issuer.example", "S3MEMORY_JWT_AUDIENCE": "api"},
+            "S3MEMORY_JWT_ISSUER must be an https:// URL (http:// only on a loopback address)",
+        ),
+        (
+            {"S3MEMORY_JWT_ISSUER": "https://issuer.example?x=1", "S3MEMORY_JWT_AUDIENCE": "api"},
+            "S3MEMORY_JWT_ISSUER must be an https:// URL (http:// only on a loopback address)",
+        ),
+        (
+            {"S3MEMORY_JWT_ISSUER": "issuer.example", "S3MEMORY_JWT_AUDIENCE": "api"},
+            "S3MEMORY_JWT_ISSUER must be an https:// URL (http:// only on a loopback address)",
+        ),
+        (
+            {"S3MEMORY_JWT_ISSUER": "https://issuer.example"},
+            "S3MEMORY_JWT_AUDIENCE is required with S3MEMORY_JWT_ISSUER: the audiences a token may name",
+        ),
+        (
+            {"S3MEMORY_JWT_ISSUER": "https://issuer.example", "S3MEMORY_JWT_AUDIENCE": " , "},
+            "S3MEMORY_JWT_AUDIENCE is required with S3MEMORY_JWT_ISSUER: the audiences a token may name",
+        ),
+        (
+            {"S3MEMORY_JWT_ISSUER": "https://issuer.example", "S3MEMORY_JWT_AUDIENCE": "a b"},
+            "S3MEMORY_JWT_AUDIENCE must be audiences separated by commas, without spaces",
+        ),
+        (
+            {"S3MEMORY_JWT_AUDIENCE": "api"},
+            "S3MEMORY_JWT_AUDIENCE and S3MEMORY_JWT_SCOPES need S3MEMORY_JWT_ISSUER",
+        ),
+        (
+            {"S3MEMORY_JWT_SCOPES": "x"},
+            "S3MEMORY_JWT_AUDIENCE and S3MEMORY_JWT_SCOPES need S3MEMORY_JWT_ISSUER",
+        ),
+    ],
+)
+def test_bad_token_settings_are_named(environ: dict[str, str], message: str) -> None:
+    assert refusal(**environ) == message
+
+
+@pytest.mark.parametrize(
+    ("url", "secure"),
+    [
+        ("https://issuer.example/.well-known/jwks.json", True),
+        ("http://localhost:9000/jwks", True),
+        ("http://issuer.example/jwks", False),
+        ("https://", False),
+        ("ftp://issuer.example", False),
+        ("https://issuer.example/a b", False),
+        (None, False),
+    ],
+)
+def test_secure_urls(url: object, secure: bool) -> None:
+    assert secure_url(url) is secure
+
+
+def test_changed_limits_are_changed_settings() -> None:
+    """The container's runtime is rebuilt when its settings change: limits are part of them."""
+    assert settings(S3MEMORY_QUOTA_FILES="5") != settings(S3MEMORY_QUOTA_FILES="6")
+    assert settings(S3MEMORY_GUARD="off") != settings()
+    assert settings(S3MEMORY_DIRECT_INVOCATION="refuse") != settings()
