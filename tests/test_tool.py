@@ -42,6 +42,20 @@ def test_the_tools_are_the_sdks_memory_tools(s3: Any) -> None:
     assert isinstance(async_tool, BetaAsyncAbstractMemoryTool)
 
 
+def test_a_tool_over_an_existing_memory_shares_it(s3: Any) -> None:
+    """A warm Lambda container keeps one ``S3Memory`` per user and hands it to each invocation's tool."""
+    first = make_tool(s3)
+    second = S3MemoryTool.over(first.memory, cache_control={"type": "ephemeral"})
+    async_tool = AsyncS3MemoryTool.over(first.memory)
+    assert second.memory is first.memory and async_tool.memory is first.memory
+    assert second.to_dict()["cache_control"] == {"type": "ephemeral"}
+    assert isinstance(async_tool, BetaAsyncAbstractMemoryTool)
+    first.call({"command": "create", "path": "/memories/a.md", "file_text": "shared"})
+    assert "shared" in second.call({"command": "view", "path": "/memories/a.md"})
+    assert "shared" in asyncio.run(async_tool.call({"command": "view", "path": "/memories/a.md"}))
+    assert stored_keys(s3) == ["users/alice/memories/a.md"]
+
+
 def test_the_sdks_typed_dispatch_reaches_the_core(s3: Any) -> None:
     tool = make_tool(s3)
     command = BetaMemoryTool20250818ViewCommand(command="view", path="/memories")
