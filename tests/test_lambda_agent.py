@@ -610,6 +610,7 @@ def test_log_line_is_json_without_content_or_keys(
     assert ok["request_id"] == "req-agent-1" and ok["command"] == "agent"
     assert (ok["iterations"], ok["tool_calls"], ok["outcome"], ok["stopped_early"]) == (2, 1, "ok", None)
     assert ok["input_tokens"] > 0 and ok["output_tokens"] > 0 and ok["s3_requests"] >= 1
+    assert ok["job_records_set_aside"] == 0 and "job_records_set_aside" not in refused
     assert isinstance(ok["latency_ms"], float) and ok["model"] == "claude-sonnet-4-5"
     assert refused["outcome"] == "error" and refused["error_type"] == "request"
     text = caplog.text + json.dumps([ok, refused])

@@ -686,7 +686,7 @@ def test_one_record_per_invocation_without_content_paths_or_users(
     for record in records:
         assert set(record) == {
             "function", "request_id", "command", "outcome", "error_type", "latency_ms",
-            "s3_requests", "kms_requests", "source",
+            "s3_requests", "kms_requests", "source", "job_records_set_aside",
         }  # fmt: skip
         assert record["function"] == "memory" and record["request_id"] == "req-123"
         assert isinstance(record["latency_ms"], float) and record["s3_requests"] >= 1
@@ -698,6 +698,21 @@ def test_one_record_per_invocation_without_content_paths_or_users(
     text = json.dumps(records) + caplog.text
     for private in (SECRET, "private-name", "/memories", "alice", LOCAL_KEY_B64):
         assert private not in text
+
+
+def test_the_record_counts_job_records_set_aside(
+    local_env: Any, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bucket writer's planted job records are quarantined; operators see how many, per invocation."""
+    monkeypatch.setenv("S3MEMORY_METRICS", "off")
+    caplog.set_level(logging.INFO, logger="s3memory")
+    direct("alice", {"command": "create", "path": "/memories/a.md", "file_text": "a"})
+    for name in ("junk-1", "junk-2"):
+        local_env.put_object(Bucket=BUCKET, Key=f"users/alice/internal/jobs/{name}", Body=b"planted")
+    direct("alice", {"command": "view", "path": "/memories"})
+    direct("alice", {"command": "view", "path": "/memories"})
+    assert [r["job_records_set_aside"] for r in invocation_records(caplog)] == [0, 2, 0]
+    assert stored_keys(local_env, "users/alice/internal/jobs/") == []
 
 
 def test_records_for_http_and_malformed_events(

@@ -10,8 +10,8 @@ unexpected fault, 503 when the issuer's keys cannot be fetched.
 
 The handler never raises: every failure is an answer with a clear message. The container's runtime
 (``runtime``) keeps the clients, the key provider and one memory object per user between
-invocations. One record per invocation (``record``) names the request, command, outcome, latency and
-request counts, never content, paths or user ids.
+invocations. One record per invocation (``record``) names the request, command, outcome, latency,
+request counts and the job records set aside in quarantine, never content, paths or user ids.
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ def _serve(event: object, environ: Mapping[str, str], invocation: record.Invocat
         return _Answer(refusal.status, refusal.message, True, refusal.error_type)
     invocation.command = command_name(request.tool_input)
     try:
-        return _Answer(200, runtime.memory(request.user_id).run(request.tool_input), False)
+        with runtime.serving(request.user_id, invocation.fields) as memory:
+            return _Answer(200, memory.run(request.tool_input), False)
     except CommandError as error:
         return _Answer(200, error.message, True, type(error).__name__)
     except Exception as error:

@@ -9,11 +9,12 @@ last one listed. Everything is built on first use and rebuilt when the settings 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..crypto import KeyProvider, KMSKeyProvider
 from ..memory import S3Memory
@@ -66,6 +67,17 @@ class Runtime:
             while len(self._memories) > WARM_USERS:
                 self._memories.popitem(last=False)
         return memory
+
+    @contextlib.contextmanager
+    def serving(self, user_id: str, fields: dict[str, Any]) -> Iterator[S3Memory]:
+        """The user's memory for one invocation; notes in ``fields`` how many job records it set
+        aside in quarantine (``job_records_set_aside``)."""
+        memory = self.memory(user_id)
+        before = len(memory.jobs.set_aside)
+        try:
+            yield memory
+        finally:
+            fields["job_records_set_aside"] = len(memory.jobs.set_aside) - before
 
 
 _lock = threading.Lock()

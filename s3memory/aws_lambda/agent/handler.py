@@ -71,9 +71,9 @@ def _serve(event: object, context: object, environ: Mapping[str, str], fields: d
         )
     token = current_deadline.set(deadline)
     try:
-        tool = S3MemoryTool.over(runtime.memory(request.user_id))
-        client = anthropic_client(key, setting(environ, BASE_URL))
-        return _Outcome(run(request, config, client, tool, fields))
+        with runtime.serving(request.user_id, fields) as memory:
+            client = anthropic_client(key, setting(environ, BASE_URL))
+            return _Outcome(run(request, config, client, S3MemoryTool.over(memory), fields))
     except NoTimeToRetry as error:
         kind = f" ({error.error_type})" if error.error_type else ""
         return _Outcome(
