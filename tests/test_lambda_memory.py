@@ -20,7 +20,7 @@ from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
 from s3memory.settings import Settings, SettingsError
 
 from .support.bucket import BUCKET, LOCAL_KEY_B64, snapshot, stored_keys
-from .support.issuer import AUDIENCE, Issuer, loopback_issuer, new_rsa_key
+from .support.issuer import AUDIENCE, Issuer, http_event, loopback_issuer, new_rsa_key
 from .support.processes import run_python_json
 from .support.records import invocation_records
 
@@ -63,38 +63,6 @@ def issuer(local_env: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Issuer]:
 
 def direct(user_id: object, tool_input: object) -> dict[str, Any]:
     return memory_handler({"user_id": user_id, "input": tool_input}, CONTEXT)
-
-
-def http_event(
-    body: object = None,
-    *,
-    token: str | None = None,
-    claimed_sub: object = "alice",
-    raw_body: str | None = None,
-    base64_body: bool = False,
-) -> dict[str, Any]:
-    """An HTTP API event whose authorizer context claims ``claimed_sub`` (the function ignores that)
-    and whose Authorization header carries ``token``."""
-    text = raw_body if raw_body is not None else json.dumps(body)
-    if base64_body:
-        text = base64.b64encode(text.encode("utf-8")).decode("ascii")
-    claims = {} if claimed_sub is None else {"sub": claimed_sub}
-    headers = {"content-type": "application/json"}
-    if token is not None:
-        headers["authorization"] = f"Bearer {token}"
-    return {
-        "version": "2.0",
-        "routeKey": "POST /memory",
-        "rawPath": "/memory",
-        "headers": headers,
-        "requestContext": {
-            "requestId": "api-req",
-            "authorizer": {"jwt": {"claims": claims, "scopes": None}},
-            "http": {"method": "POST", "path": "/memory"},
-        },
-        "body": text,
-        "isBase64Encoded": base64_body,
-    }
 
 
 def http_answer(response: dict[str, Any]) -> tuple[int, dict[str, Any]]:

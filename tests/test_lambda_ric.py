@@ -31,7 +31,7 @@ import pytest
 
 from s3memory.scripted_api import Reply, ScriptedMessagesAPI, last_tool_results
 
-from .support.issuer import loopback_issuer
+from .support.issuer import http_event, loopback_issuer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 API_PREFIX = "/2018-06-01/runtime"
@@ -329,9 +329,9 @@ def test_a_function_behind_the_http_api_under_the_runtime_client(moto_endpoint_w
                 "is_error": True,
             },
         )
-        forged = runtime.api.invoke(api_gateway_event(create, claimed_sub="victim"))
+        forged = runtime.api.invoke(http_event({"input": create}, claimed_sub="victim"))
         assert forged.kind == "response" and forged.body["statusCode"] == 401
-        served = runtime.api.invoke(api_gateway_event(create, token=issuer.token("http-user")))
+        served = runtime.api.invoke(http_event({"input": create}, token=issuer.token("http-user")))
         assert served.kind == "response" and served.body["statusCode"] == 200
         time.sleep(0.2)
         lines = emf(runtime.output)
@@ -344,28 +344,12 @@ def test_a_function_behind_the_http_api_under_the_runtime_client(moto_endpoint_w
         "s3", endpoint_url=moto_endpoint_with_bucket, region_name="us-east-1",
         aws_access_key_id="testing", aws_secret_access_key="testing",
     )  # fmt: skip
+
     def keys(user: str) -> list[str]:
         listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"users/{user}/").get("Contents", [])
         return [item["Key"] for item in listed]
 
     assert keys("victim") == [] and keys("http-user") == ["users/http-user/memories/d.md"]
-
-
-def api_gateway_event(
-    tool_input: dict[str, Any], *, token: str | None = None, claimed_sub: str = "x"
-) -> dict[str, Any]:
-    """An HTTP API (payload 2.0) event as API Gateway writes it, authorizer claims included."""
-    headers = {"content-type": "application/json"}
-    if token is not None:
-        headers["authorization"] = f"Bearer {token}"
-    return {
-        "version": "2.0",
-        "routeKey": "POST /memory",
-        "headers": headers,
-        "requestContext": {"authorizer": {"jwt": {"claims": {"sub": claimed_sub}, "scopes": None}}},
-        "body": json.dumps({"input": tool_input}),
-        "isBase64Encoded": False,
-    }
 
 
 def test_agent_handler_under_the_runtime_client(moto_endpoint_with_bucket: str) -> None:

@@ -3,6 +3,7 @@ signed with its RSA key (or with keys it does not publish, for attacks)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -92,3 +93,35 @@ def loopback_issuer() -> Iterator[Issuer]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def http_event(
+    body: object = None,
+    *,
+    token: str | None = None,
+    claimed_sub: object = "alice",
+    raw_body: str | None = None,
+    base64_body: bool = False,
+) -> dict[str, Any]:
+    """An HTTP API event whose authorizer context claims ``claimed_sub`` (the function ignores that)
+    and whose Authorization header carries ``token``."""
+    text = raw_body if raw_body is not None else json.dumps(body)
+    if base64_body:
+        text = base64.b64encode(text.encode("utf-8")).decode("ascii")
+    claims = {} if claimed_sub is None else {"sub": claimed_sub}
+    headers = {"content-type": "application/json"}
+    if token is not None:
+        headers["authorization"] = f"Bearer {token}"
+    return {
+        "version": "2.0",
+        "routeKey": "POST /memory",
+        "rawPath": "/memory",
+        "headers": headers,
+        "requestContext": {
+            "requestId": "api-req",
+            "authorizer": {"jwt": {"claims": claims, "scopes": None}},
+            "http": {"method": "POST", "path": "/memory"},
+        },
+        "body": text,
+        "isBase64Encoded": base64_body,
+    }
