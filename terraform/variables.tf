@@ -475,8 +475,8 @@ variable "jwt_issuer" {
   default     = null
 
   validation {
-    condition     = var.jwt_issuer == null ? true : can(regex("^https://[^\\s/]+(/\\S*)?$", var.jwt_issuer))
-    error_message = "jwt_issuer must be null or an https:// URL."
+    condition     = var.jwt_issuer == null ? true : can(regex("^https://[^\\s/?#]+(/[^\\s?#]*)?$", var.jwt_issuer))
+    error_message = "jwt_issuer must be null or an https:// URL without query or fragment."
   }
 }
 
@@ -487,8 +487,8 @@ variable "jwt_audience" {
   nullable    = false
 
   validation {
-    condition     = length(var.jwt_audience) <= 50 && alltrue([for audience in var.jwt_audience : length(trimspace(audience)) > 0 && !strcontains(audience, ",")])
-    error_message = "jwt_audience must be a list of at most 50 non-empty strings without ',' (the function receives them comma-separated in S3MEMORY_JWT_AUDIENCE)."
+    condition     = length(var.jwt_audience) <= 50 && alltrue([for audience in var.jwt_audience : can(regex("^[^\\s,]{1,256}$", audience))])
+    error_message = "jwt_audience must be a list of at most 50 non-empty strings of at most 256 characters without spaces or ',' (the function receives them comma-separated in S3MEMORY_JWT_AUDIENCE)."
   }
 }
 

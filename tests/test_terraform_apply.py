@@ -22,11 +22,30 @@ Where moto differs from AWS, the test adapts and says why:
   provider's schema on two cores), the whole test takes about two minutes.
 - **KMS endpoint.** `s3memory.settings` has no KMS endpoint setting; botocore's
   `AWS_ENDPOINT_URL_KMS` points the key provider's KMS client at moto.
+- **Key policy.** moto neither evaluates key policies nor runs AWS's lockout safety check, and its
+  caller is `arn:aws:sts::<account>:user/moto` (no assumed role): the test checks the policy apply
+  set (account root read-only, the caller as the administrator with PutKeyPolicy, no CreateGrant),
+  not its enforcement; `terraform test` covers the policy's rules.
+- **Logging config.** moto (5.2) accepts `LoggingConfig` but neither keeps nor returns it, so the
+  JSON log format and levels cannot be read back through the Lambda API (nor from the state, which
+  the provider fills from what it reads back): the test checks them in the plan that apply printed
+  (and would check the API's answer if moto returned it); `terraform test` checks the plan too.
+- **Reserved concurrency.** moto stores it and returns it with `GetFunction` (`Concurrency`), so the
+  defaults (100 and 10) are read back through the Lambda API.
+
+The module is applied with `memory_quota_files = 1`. The memory handler then runs in process with
+exactly the environment that the applied memory function has (read back through the Lambda API),
+plus the endpoint variables for moto: its first create is stored, a second create is refused with
+the quota's answer and writes nothing.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
+import logging
+import os
+import re
 import shutil
 import subprocess
 import uuid
@@ -37,7 +56,6 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from s3memory.aws_lambda import memory as lambda_memory
 from s3memory.aws_lambda import memory_handler
 
 from .test_terraform import MODULE_DIR, _clean_environment, assert_ok, find_provider_mirror
@@ -46,6 +64,10 @@ FIXTURE_ZIP = MODULE_DIR / "tests" / "fixtures" / "lambda.zip"
 COMMAND_TIMEOUT_SECONDS = 300
 SERVICES = ("s3", "kms", "iam", "lambda", "cloudwatchlogs", "sts", "secretsmanager", "apigatewayv2")
 SECRET = "meet at the old mill at dawn"
+QUOTA_REFUSAL = (
+    "Error: Cannot write /memories/second.md: the memory quota allows 1 files and 1 exist. "
+    "Delete or merge files first; nothing was changed."
+)
 BUCKET_POLICY_SIDS = {
     "DenyInsecureTransport",
     "DenyOutdatedTls",
@@ -89,6 +111,7 @@ module "s3memory" {{
   kms_key_deletion_window_in_days = 7
   force_destroy                   = true
   lambda_zip_path                 = "{FIXTURE_ZIP.as_posix()}"
+  memory_quota_files              = 1
 }}
 
 output "module" {{
@@ -107,8 +130,8 @@ def client(service: str, endpoint: str) -> Any:
     )
 
 
-def check_applied(outputs: dict[str, Any], endpoint: str) -> None:
-    """What apply created, read back through the AWS APIs."""
+def check_applied(outputs: dict[str, Any], endpoint: str) -> dict[str, str]:
+    """What apply created, read back through the AWS APIs; the memory function's environment."""
     s3, kms, lam, iam, logs = (client(name, endpoint) for name in ("s3", "kms", "lambda", "iam", "logs"))
     bucket, key_arn = outputs["bucket_name"], outputs["kms_key_arn"]
     assert s3.get_bucket_versioning(Bucket=bucket)["Status"] == "Enabled"
@@ -130,45 +153,138 @@ def check_applied(outputs: dict[str, Any], endpoint: str) -> None:
     }
 
     assert kms.get_key_rotation_status(KeyId=key_arn)["KeyRotationEnabled"] is True
+    caller = client("sts", endpoint).get_caller_identity()
+    key_policy = json.loads(kms.get_key_policy(KeyId=key_arn, PolicyName="default")["Policy"])
+    by_sid = {statement["Sid"]: statement for statement in key_policy["Statement"]}
+    assert by_sid["ReadOnlyByAccount"]["Principal"]["AWS"] == f"arn:aws:iam::{caller['Account']}:root"
+    assert sorted(by_sid["ReadOnlyByAccount"]["Action"]) == ["kms:Describe*", "kms:Get*", "kms:List*"]
+    for sid in ("KeyAdministration", "KeyPolicyChangeBreakGlass"):
+        assert by_sid[sid]["Principal"]["AWS"] in (caller["Arn"], [caller["Arn"]])  # no assumed role on moto
+    assert by_sid["KeyPolicyChangeBreakGlass"]["Action"] in ("kms:PutKeyPolicy", ["kms:PutKeyPolicy"])
+    actions = [action for statement in key_policy["Statement"] for action in _listed(statement["Action"])]
+    assert "kms:CreateGrant" not in actions and not {"kms:*", "kms:Create*", "kms:Put*"} & set(actions)
     aliases = {alias["AliasName"]: alias.get("TargetKeyId") for alias in kms.list_aliases()["Aliases"]}
     assert aliases[outputs["kms_key_alias"]] == outputs["kms_key_id"]
 
-    for kind in ("memory", "agent"):
-        configuration = lam.get_function(FunctionName=outputs[f"{kind}_function_name"])["Configuration"]
+    environments: dict[str, dict[str, str]] = {}
+    for kind, reserved in (("memory", 100), ("agent", 10)):
+        function = lam.get_function(FunctionName=outputs[f"{kind}_function_name"])
+        configuration = function["Configuration"]
         assert configuration["Handler"] == f"s3memory.aws_lambda.{kind}_handler"
         assert configuration["Runtime"] == "python3.11"
         assert configuration["Role"] == outputs[f"{kind}_role_arn"]
-        variables = configuration["Environment"]["Variables"]
+        assert function["Concurrency"] == {"ReservedConcurrentExecutions": reserved}
+        # moto does not keep LoggingConfig (see the docstring): when it one day returns it, it must be right.
+        if "LoggingConfig" in configuration:
+            assert configuration["LoggingConfig"]["LogFormat"] == "JSON"
+            assert configuration["LoggingConfig"]["ApplicationLogLevel"] == "INFO"
+            assert configuration["LoggingConfig"]["SystemLogLevel"] == "WARN"
+        variables = environments[kind] = configuration["Environment"]["Variables"]
         assert variables["S3MEMORY_BUCKET"] == bucket and variables["S3MEMORY_KMS_KEY_ID"] == key_arn
         assert variables["S3MEMORY_PREFIX"] == "users/"
+        assert variables["S3MEMORY_QUOTA_FILES"] == "1"
         role_name = outputs[f"{kind}_role_arn"].rsplit("/", 1)[1]
         assert iam.list_role_policies(RoleName=role_name)["PolicyNames"]
         (group,) = logs.describe_log_groups(logGroupNamePrefix=outputs["log_group_names"][kind])["logGroups"]
         assert group["retentionInDays"] == 30
     assert outputs["api_endpoint"] is None
+    # Only what differs from the functions' defaults is set; the memory function always says
+    # whether it serves direct events (allowed: no HTTP API fronts it).
+    assert set(environments["memory"]) == {
+        "S3MEMORY_BUCKET",
+        "S3MEMORY_PREFIX",
+        "S3MEMORY_KMS_KEY_ID",
+        "S3MEMORY_QUOTA_FILES",
+        "S3MEMORY_DIRECT_INVOCATION",
+    }
+    assert environments["memory"]["S3MEMORY_DIRECT_INVOCATION"] == "allow"
+    assert set(environments["agent"]) == {
+        "S3MEMORY_BUCKET",
+        "S3MEMORY_PREFIX",
+        "S3MEMORY_KMS_KEY_ID",
+        "S3MEMORY_QUOTA_FILES",
+        "S3MEMORY_MODEL",
+    }
+    return environments["memory"]
 
 
-def use_memory(outputs: dict[str, Any], endpoint: str, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
-    """The memory handler, in process, on the applied bucket and key."""
+def new_container() -> None:
+    """Forget the warm container's clients, key cache and memories, as a cold start does."""
+    # s3memory.aws_lambda.runtime holds the container's state shared by both handlers; before it,
+    # the memory handler's module did.
+    for module_name, name in (
+        ("s3memory.aws_lambda.runtime", "reset"),
+        ("s3memory.aws_lambda.memory", "_reset_for_tests"),
+    ):
+        try:
+            reset = getattr(importlib.import_module(module_name), name, None)
+        except ImportError:
+            continue
+        if reset is not None:
+            reset()
+            return
+    raise AssertionError("no way to reset the Lambda container's state")
+
+
+def _listed(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else value
+
+
+def check_logging_config_planned(apply_output: str) -> None:
+    """Both functions' logging_config as the plan that apply printed has it: moto accepts
+    LoggingConfig but neither keeps nor returns it, so neither the Lambda API nor the state (which
+    the provider fills from what it reads back) has it."""
+    blocks = re.findall(r"\+ logging_config \{(.*?)\}", apply_output, flags=re.DOTALL)
+    assert len(blocks) == 2, apply_output
+    for block in blocks:
+        settings = dict(re.findall(r'\+ (\w+)\s+= "([^"]*)"', block))
+        assert settings == {"application_log_level": "INFO", "log_format": "JSON", "system_log_level": "WARN"}
+
+
+def last_metrics(out: str, records: list[logging.LogRecord]) -> dict[str, Any]:
+    """The EMF fields of the last invocation record: a log record whose extra fields carry the
+    `_aws` block (Lambda's JSON formatter writes them top level), or a JSON line on stdout."""
+    for record in reversed(records):
+        if hasattr(record, "_aws"):
+            return dict(record.__dict__)
+    lines: list[dict[str, Any]] = [json.loads(line) for line in out.splitlines() if '"_aws"' in line]
+    assert lines, "the invocation wrote no EMF record"
+    return lines[-1]
+
+
+def use_memory(
+    outputs: dict[str, Any],
+    environment: dict[str, str],
+    endpoint: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The memory handler, in process, on the applied bucket and key, with exactly the applied memory
+    function's environment (plus moto's endpoints)."""
     bucket, key_arn = outputs["bucket_name"], outputs["kms_key_arn"]
     s3 = client("s3", endpoint)
     # moto reads the module's conditional Deny statements as unconditional (see the docstring).
     s3.delete_bucket_policy(Bucket=bucket)
-    monkeypatch.setenv("S3MEMORY_BUCKET", bucket)
-    monkeypatch.setenv("S3MEMORY_PREFIX", outputs["memory_prefix"])
-    monkeypatch.setenv("S3MEMORY_KMS_KEY_ID", key_arn)
+    for name in list(os.environ):
+        if name.startswith("S3MEMORY_"):
+            monkeypatch.delenv(name)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
     monkeypatch.setenv("S3MEMORY_ENDPOINT_URL", endpoint)
     monkeypatch.setenv("AWS_ENDPOINT_URL_KMS", endpoint)
-    monkeypatch.setenv("S3MEMORY_METRICS", "emf")
-    monkeypatch.delenv("S3MEMORY_LOCAL_KEY", raising=False)
+    caplog.set_level(logging.INFO)
 
     def invoke(tool_input: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         capsys.readouterr()
+        caplog.clear()
         answer = memory_handler({"user_id": "tf-user", "input": tool_input}, None)
-        emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
-        return answer, emf[-1]
+        return answer, last_metrics(capsys.readouterr().out, caplog.records)
 
-    lambda_memory._reset_for_tests()
+    def stored_keys() -> list[str]:
+        return sorted(item["Key"] for item in s3.list_objects_v2(Bucket=bucket).get("Contents", []))
+
+    new_container()
     try:
         created, created_metrics = invoke(
             {"command": "create", "path": "/memories/plan.md", "file_text": SECRET}
@@ -178,14 +294,20 @@ def use_memory(outputs: dict[str, Any], endpoint: str, monkeypatch: pytest.Monke
         viewed, viewed_metrics = invoke({"command": "view", "path": "/memories/plan.md"})
         assert viewed["is_error"] is False and SECRET in viewed["content"]
         assert viewed_metrics["KMSRequests"] == 0  # warm: the key provider's cache
-        lambda_memory._reset_for_tests()  # a new container: the wrapped key is unwrapped by KMS Decrypt
+        new_container()  # a new container: the wrapped key is unwrapped by KMS Decrypt
         cold, cold_metrics = invoke({"command": "view", "path": "/memories/plan.md"})
         assert cold["is_error"] is False and SECRET in cold["content"]
         assert cold_metrics["KMSRequests"] == 1
-    finally:
-        lambda_memory._reset_for_tests()
 
-    keys = sorted(item["Key"] for item in s3.list_objects_v2(Bucket=bucket)["Contents"])
+        # memory_quota_files = 1, as the function's environment says: a second file is refused.
+        before = stored_keys()
+        refused, _ = invoke({"command": "create", "path": "/memories/second.md", "file_text": "more\n"})
+        assert refused == {"content": QUOTA_REFUSAL, "is_error": True}
+        assert stored_keys() == before
+    finally:
+        new_container()
+
+    keys = stored_keys()
     assert keys == ["users/tf-user/internal/keys/v1", "users/tf-user/memories/plan.md"]
     stored = s3.get_object(Bucket=bucket, Key="users/tf-user/memories/plan.md")
     body = stored["Body"].read()
@@ -194,7 +316,11 @@ def use_memory(outputs: dict[str, Any], endpoint: str, monkeypatch: pytest.Monke
 
 
 def test_apply_use_destroy(
-    tmp_path: Path, moto_endpoint: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    moto_endpoint: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     binary = shutil.which("terraform")
     if binary is None:
@@ -244,8 +370,9 @@ def test_apply_use_destroy(
         output = terraform("output", "-json")
         assert_ok(output, "terraform output")
         outputs = json.loads(output.stdout)["module"]["value"]
-        check_applied(outputs, moto_endpoint)
-        use_memory(outputs, moto_endpoint, monkeypatch, capsys)
+        environment = check_applied(outputs, moto_endpoint)
+        check_logging_config_planned(applied.stdout)
+        use_memory(outputs, environment, moto_endpoint, monkeypatch, capsys, caplog)
     finally:
         # Without refresh: nothing changed behind terraform's back but the policy deleted above.
         destroyed = terraform("destroy", "-auto-approve", "-input=false", "-refresh=false")

@@ -118,6 +118,8 @@ run "rejects_negative_and_empty_limits" {
     memory_quota_files       = 0
     max_file_bytes           = 0
     jwt_authorization_scopes = [""]
+    jwt_issuer               = "https://issuer.example.com/?tenant=a" # the function refuses a query
+    jwt_audience             = ["client a"]                           # and audiences with spaces
   }
 
   expect_failures = [
@@ -125,6 +127,8 @@ run "rejects_negative_and_empty_limits" {
     var.memory_quota_files,
     var.max_file_bytes,
     var.jwt_authorization_scopes,
+    var.jwt_issuer,
+    var.jwt_audience,
   ]
 }
 
