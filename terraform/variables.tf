@@ -470,7 +470,7 @@ variable "create_http_api" {
 }
 
 variable "jwt_issuer" {
-  description = "Issuer URL of the JWT authorizer (the `iss` claim, e.g. https://cognito-idp.<region>.amazonaws.com/<pool id>). Required when create_http_api is true."
+  description = "Issuer URL of the JWT authorizer, exactly the tokens' `iss` claim as the issuer's OIDC discovery document names it (e.g. https://cognito-idp.<region>.amazonaws.com/<pool id>, no trailing slash). Passed to the memory function as S3MEMORY_JWT_ISSUER: it verifies every HTTP API event's token itself. Required when create_http_api is true."
   type        = string
   default     = null
 
@@ -481,7 +481,7 @@ variable "jwt_issuer" {
 }
 
 variable "jwt_audience" {
-  description = "Accepted audiences (`aud` claim, or the client id for Cognito access tokens) of the JWT authorizer. Required (non-empty) when create_http_api is true."
+  description = "Accepted audiences (`aud` claim, or `client_id` for Cognito access tokens) of the JWT authorizer and of the memory function's own check (S3MEMORY_JWT_AUDIENCE, comma-separated). Required (non-empty) when create_http_api is true."
   type        = list(string)
   default     = []
   nullable    = false
