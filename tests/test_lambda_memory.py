@@ -305,12 +305,16 @@ def test_unknown_key_ids_refetch_the_key_set_at_most_once_a_minute(issuer: Issue
     assert issuer.fetches == 1  # fetched under a minute ago: no refetch for made-up key ids
 
 
-def test_an_unreachable_issuer_is_503_and_writes_nothing(issuer: Issuer, local_env: Any) -> None:
+def test_an_unreachable_issuer_is_503_tried_once_a_minute_and_writes_nothing(
+    issuer: Issuer, local_env: Any
+) -> None:
     issuer.available = False
-    status, content = _refusal(issuer, issuer.token())
-    assert status == 503
-    assert content.startswith("Error: The request's token could not be checked: ")
-    assert content.endswith(". Try again later.")
+    for _ in range(5):
+        status, content = _refusal(issuer, issuer.token())
+        assert status == 503
+        assert content.startswith("Error: The request's token could not be checked: ")
+        assert content.endswith(". Try again later.")
+    assert issuer.gets == 1  # the discovery document, once: no fetch per request while it is down
     assert stored_keys(local_env) == []
 
 

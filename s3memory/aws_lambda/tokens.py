@@ -8,9 +8,9 @@ OpenID discovery document, the signature, ``iss``, ``exp`` and ``nbf``, an audie
 ``client_id``, and a required scope in ``scope`` or ``scp``) and takes the user from that token.
 
 Only asymmetric algorithms are accepted, and a key whose JWK names an algorithm verifies only that
-one. The signing keys are fetched once per container and kept an hour; a token signed by a key the
-set lacks fetches the set again at most once a minute, so a flood of made-up key ids costs the issuer
-nothing. PyJWT does the cryptography and the claim checks.
+one. The signing keys are fetched once per container and kept an hour. The keys are fetched again at most
+once a minute, whatever arrives: a token signed by a key the set lacks, or an issuer that did not
+answer, costs the issuer (and the caller's latency) one fetch a minute, not one per request. PyJWT does the cryptography and the claim checks.
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ class TokenVerifier:
         self._jwks_uri: str | None = None
         self._keys: dict[str | None, dict[str, Any]] = {}
         self._fetched_at: float | None = None
+        self._tried_at: float | None = None
 
     def subject(self, authorization: object) -> str:
         """The ``sub`` of the verified token in an ``Authorization`` header value."""
@@ -113,15 +114,21 @@ class TokenVerifier:
     def _signing_key(self, key_id: str | None) -> dict[str, Any]:
         with self._lock:
             now = self._clock()
+            may_fetch = self._tried_at is None or now - self._tried_at >= REFETCH_AFTER_SECONDS
             stale = self._fetched_at is None or now - self._fetched_at >= KEYS_LIFETIME_SECONDS
-            missing = self._find(key_id) is None
-            if stale or (missing and now - (self._fetched_at or 0.0) >= REFETCH_AFTER_SECONDS):
+            if may_fetch and (stale or self._find(key_id) is None):
+                self._tried_at = now
                 try:
                     self._refresh()
                 except KeysUnavailable:
                     if self._find(key_id) is None:
                         raise
             key = self._find(key_id)
+            fetched = self._fetched_at is not None
+        if key is None and not fetched:
+            raise KeysUnavailable(
+                "the issuer's keys could not be fetched a moment ago; the next try is within a minute"
+            )
         if key is None:
             raise _invalid("it is signed by a key its issuer does not publish")
         return key

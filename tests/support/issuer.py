@@ -24,12 +24,14 @@ def new_rsa_key() -> rsa.RSAPrivateKey:
 
 
 class Issuer:
-    """The issuer at ``url``; ``fetches`` counts the GETs of its key set."""
+    """The issuer at ``url``; ``fetches`` counts the GETs of its key set, ``gets`` all its GETs."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.key = new_rsa_key()
+        self.key_id = KEY_ID
         self.fetches = 0
+        self.gets = 0
         self.available = True
 
     def documents(self, path: str) -> dict[str, Any] | None:
@@ -38,7 +40,7 @@ class Issuer:
         if path == "/jwks.json":
             self.fetches += 1
             public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key()))
-            return {"keys": [{**public, "kid": KEY_ID, "use": "sig", "alg": "RS256"}]}
+            return {"keys": [{**public, "kid": self.key_id, "use": "sig", "alg": "RS256"}]}
         return None
 
     def token(
@@ -58,7 +60,7 @@ class Issuer:
             body,
             self.key if key is None else key,
             algorithm=algorithm,
-            headers={"kid": KEY_ID, **(headers or {})},
+            headers={"kid": self.key_id, **(headers or {})},
         )
 
     def environ(self, **more: str) -> dict[str, str]:
@@ -74,6 +76,7 @@ def loopback_issuer() -> Iterator[Issuer]:
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            issuer.gets += 1
             document = issuer.documents(self.path) if issuer.available else None
             body = json.dumps(document).encode() if document is not None else b"{}"
             self.send_response(200 if document is not None else 503)
