@@ -10,6 +10,14 @@ lambda_zip_path = "../../../dist/lambda.zip"
 # a year after it was written (see terraform/README.md before enabling). null keeps data forever.
 object_expiration_days = null
 
+# Who administers the KMS key (with kms:PutKeyPolicy, the break-glass path). Unset: the identity that
+# runs Terraform. A list must include that identity, e.g. the CI role and a break-glass role.
+# kms_key_administrator_arns = ["arn:aws:iam::123456789012:role/ci-deployer", "arn:aws:iam::123456789012:role/break-glass"]
+
+# Per-user limits (null: none).
+memory_quota_bytes = null
+memory_quota_files = null
+
 # The agent function reads its Anthropic API key from this secret (create it first).
 # anthropic_api_key_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"
 
@@ -17,3 +25,4 @@ object_expiration_days = null
 create_http_api = false
 # jwt_issuer    = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_EXAMPLE"
 # jwt_audience  = ["your-app-client-id"]
+# jwt_authorization_scopes = ["memory/read"] # optional: the token must carry one of them

@@ -25,9 +25,14 @@ module "s3memory" {
   anthropic_api_key_secret_arn = var.anthropic_api_key_secret_arn
   agent_model                  = var.agent_model
 
-  create_http_api = var.create_http_api
-  jwt_issuer      = var.jwt_issuer
-  jwt_audience    = var.jwt_audience
+  kms_key_administrator_arns = var.kms_key_administrator_arns
+  memory_quota_bytes         = var.memory_quota_bytes
+  memory_quota_files         = var.memory_quota_files
+
+  create_http_api          = var.create_http_api
+  jwt_issuer               = var.jwt_issuer
+  jwt_audience             = var.jwt_audience
+  jwt_authorization_scopes = var.jwt_authorization_scopes
 
   tags = {
     Component = "agent-memory"

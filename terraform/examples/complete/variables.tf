@@ -118,3 +118,27 @@ variable "jwt_audience" {
     error_message = "jwt_audience entries must not be empty."
   }
 }
+
+variable "jwt_authorization_scopes" {
+  description = "Scopes of which a token must carry one (with create_http_api); [] requires none."
+  type        = list(string)
+  default     = []
+}
+
+variable "kms_key_administrator_arns" {
+  description = "IAM roles/users that administer the KMS key; [] means the identity running Terraform (an explicit list must include it)."
+  type        = list(string)
+  default     = []
+}
+
+variable "memory_quota_bytes" {
+  description = "Per-user limit on the memory's plaintext bytes (null: none)."
+  type        = number
+  default     = null
+}
+
+variable "memory_quota_files" {
+  description = "Per-user limit on the number of memory files (null: none)."
+  type        = number
+  default     = null
+}
