@@ -41,7 +41,6 @@ the quota's answer and writes nothing.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
@@ -56,7 +55,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from s3memory.aws_lambda import memory_handler
+from s3memory.aws_lambda import memory_handler, runtime
 
 from .test_terraform import MODULE_DIR, _clean_environment, assert_ok, find_provider_mirror
 
@@ -210,20 +209,7 @@ def check_applied(outputs: dict[str, Any], endpoint: str) -> dict[str, str]:
 
 def new_container() -> None:
     """Forget the warm container's clients, key cache and memories, as a cold start does."""
-    # s3memory.aws_lambda.runtime holds the container's state shared by both handlers; before it,
-    # the memory handler's module did.
-    for module_name, name in (
-        ("s3memory.aws_lambda.runtime", "reset"),
-        ("s3memory.aws_lambda.memory", "_reset_for_tests"),
-    ):
-        try:
-            reset = getattr(importlib.import_module(module_name), name, None)
-        except ImportError:
-            continue
-        if reset is not None:
-            reset()
-            return
-    raise AssertionError("no way to reset the Lambda container's state")
+    runtime.reset()
 
 
 def _listed(value: str | list[str]) -> list[str]:
@@ -241,15 +227,12 @@ def check_logging_config_planned(apply_output: str) -> None:
         assert settings == {"application_log_level": "INFO", "log_format": "JSON", "system_log_level": "WARN"}
 
 
-def last_metrics(out: str, records: list[logging.LogRecord]) -> dict[str, Any]:
-    """The EMF fields of the last invocation record: a log record whose extra fields carry the
-    `_aws` block (Lambda's JSON formatter writes them top level), or a JSON line on stdout."""
-    for record in reversed(records):
-        if hasattr(record, "_aws"):
-            return dict(record.__dict__)
-    lines: list[dict[str, Any]] = [json.loads(line) for line in out.splitlines() if '"_aws"' in line]
-    assert lines, "the invocation wrote no EMF record"
-    return lines[-1]
+def last_metrics(records: list[logging.LogRecord]) -> dict[str, Any]:
+    """The fields of the invocation's record: its `extra` fields, which Lambda's JSON formatter writes
+    top level, with the EMF block (`_aws`) and the metric values among them."""
+    found = [dict(record.__dict__) for record in records if hasattr(record, "_aws")]
+    assert found, "the invocation logged no record with metrics"
+    return found[-1]
 
 
 def use_memory(
@@ -257,7 +240,6 @@ def use_memory(
     environment: dict[str, str],
     endpoint: str,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: Any,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The memory handler, in process, on the applied bucket and key, with exactly the applied memory
@@ -276,10 +258,9 @@ def use_memory(
     caplog.set_level(logging.INFO)
 
     def invoke(tool_input: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        capsys.readouterr()
         caplog.clear()
         answer = memory_handler({"user_id": "tf-user", "input": tool_input}, None)
-        return answer, last_metrics(capsys.readouterr().out, caplog.records)
+        return answer, last_metrics(caplog.records)
 
     def stored_keys() -> list[str]:
         return sorted(item["Key"] for item in s3.list_objects_v2(Bucket=bucket).get("Contents", []))
@@ -301,8 +282,11 @@ def use_memory(
 
         # memory_quota_files = 1, as the function's environment says: a second file is refused.
         before = stored_keys()
-        refused, _ = invoke({"command": "create", "path": "/memories/second.md", "file_text": "more\n"})
+        refused, refused_record = invoke(
+            {"command": "create", "path": "/memories/second.md", "file_text": "more\n"}
+        )
         assert refused == {"content": QUOTA_REFUSAL, "is_error": True}
+        assert (refused_record["command"], refused_record["outcome"]) == ("create", "error")
         assert stored_keys() == before
     finally:
         new_container()
@@ -319,7 +303,6 @@ def test_apply_use_destroy(
     tmp_path: Path,
     moto_endpoint: str,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     binary = shutil.which("terraform")
@@ -372,7 +355,7 @@ def test_apply_use_destroy(
         outputs = json.loads(output.stdout)["module"]["value"]
         environment = check_applied(outputs, moto_endpoint)
         check_logging_config_planned(applied.stdout)
-        use_memory(outputs, environment, moto_endpoint, monkeypatch, capsys, caplog)
+        use_memory(outputs, environment, moto_endpoint, monkeypatch, caplog)
     finally:
         # Without refresh: nothing changed behind terraform's back but the policy deleted above.
         destroyed = terraform("destroy", "-auto-approve", "-input=false", "-refresh=false")
