@@ -13,18 +13,18 @@
 #   disable it, set rotation, tag it, manage its aliases, revoke grants and schedule or cancel its
 #   deletion, and kms:PutKeyPolicy. PutKeyPolicy is the break-glass path, on purpose: a key policy
 #   must let someone change it (AWS refuses one that locks out its caller), and whoever can change
-#   it can grant themselves Decrypt. No statement grants kms:CreateGrant, kms:Create*, kms:Put* or
-#   kms:* to anyone.
+#   it can grant themselves Decrypt. No statement grants kms:CreateGrant, nor a wildcard such as
+#   kms:Create*, kms:Put* or kms:*, to anyone.
 #
 #   The account (its root principal, i.e. the IAM policies of this account): Describe*, Get* and
 #   List* only. An IAM policy alone, however broad, can neither decrypt, nor create a grant, nor
 #   change this policy.
 #
 # Who can still reach the data besides the key users: a key administrator (by changing this policy)
-# and anyone who can change a function's code or configuration (lambda:UpdateFunctionCode), pass or
-# edit its role (iam:PassRole, iam:PutRolePolicy), since the roles decrypt every user's memory. That
-# is the break-glass path; it is logged in CloudTrail (PutKeyPolicy, UpdateFunctionCode, the IAM
-# calls, and every Decrypt). Key policies name the IAM roles directly, so the roles are created
+# and anyone who can change a function's code or configuration (lambda:UpdateFunctionCode,
+# lambda:UpdateFunctionConfiguration), or pass or edit its role (iam:PassRole, iam:PutRolePolicy),
+# since the roles decrypt every user's memory. That is the break-glass path; CloudTrail logs it
+# (PutKeyPolicy, the Lambda and IAM calls, and every Decrypt). Key policies name the IAM roles directly, so the roles are created
 # before the key (their inline policies, which mention the key, come after it).
 
 resource "aws_kms_key" "memory" {
@@ -53,8 +53,8 @@ resource "aws_kms_alias" "memory" {
 }
 
 locals {
-  # The identity running Terraform; for an assumed-role session, the role behind it (a key policy
-  # must name the role, not the session).
+  # The identity running Terraform; for an assumed-role session, the role behind it (which
+  # outlives the session; the session context resolves its path).
   kms_caller_arn = data.aws_iam_session_context.current.issuer_arn
 
   kms_key_administrator_arns = length(var.kms_key_administrator_arns) > 0 ? var.kms_key_administrator_arns : [local.kms_caller_arn]
