@@ -47,9 +47,12 @@ class KnownDirectories:
     """Paths this process last saw as directories: a hint that orders requests, never a proof."""
 
     LIMIT = 4096
+    CHARACTER_LIMIT = 128 * 1024
+    """Hints of long names are forgotten sooner: a warm Lambda container keeps many users' hints."""
 
     def __init__(self) -> None:
         self._paths: set[tuple[str, ...]] = set()
+        self._characters = 0
         self._lock = threading.Lock()
 
     def __contains__(self, path: MemoryPath) -> bool:
@@ -57,15 +60,24 @@ class KnownDirectories:
 
     def add(self, paths: Iterable[MemoryPath]) -> None:
         with self._lock:
-            self._paths.update(path.segments for path in paths if not path.is_root)
-            if len(self._paths) > self.LIMIT:
+            for path in paths:
+                if not path.is_root and path.segments not in self._paths:
+                    self._paths.add(path.segments)
+                    self._characters += _characters(path.segments)
+            if len(self._paths) > self.LIMIT or self._characters > self.CHARACTER_LIMIT:
                 self._paths.clear()
+                self._characters = 0
 
     def forget(self, path: MemoryPath) -> None:
         """Forget ``path`` and every directory below it."""
         depth = len(path.segments)
         with self._lock:
             self._paths = {known for known in self._paths if known[:depth] != path.segments}
+            self._characters = sum(_characters(known) for known in self._paths)
+
+
+def _characters(segments: tuple[str, ...]) -> int:
+    return sum(len(segment) for segment in segments)
 
 
 class FileTooLarge(CommandError):

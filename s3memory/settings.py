@@ -12,7 +12,7 @@ provider and an S3 client.
 | ``S3MEMORY_QUOTA_FILES`` | per-user limit on the number of files (unset: none) |
 | ``S3MEMORY_GUARD`` | the content guard: ``refuse`` (default), ``redact`` or ``off`` |
 | ``S3MEMORY_MAX_FILE_BYTES`` | the largest file, 1 to 4,194,304 (default 1,048,576) |
-| ``S3MEMORY_DIRECT_INVOCATION`` | ``allow`` (default) or ``refuse``: events that name their own user |
+| ``S3MEMORY_DIRECT_INVOCATION`` | ``allow`` or ``refuse`` events that name their own user (default: ``refuse`` with an issuer, else ``allow``) |
 | ``S3MEMORY_JWT_ISSUER`` | the issuer whose tokens the HTTP edge verifies (https; http on loopback) |
 | ``S3MEMORY_JWT_AUDIENCE`` | comma-separated audiences; required with the issuer |
 | ``S3MEMORY_JWT_SCOPES`` | space-separated scopes; when set, a token needs at least one |
@@ -103,11 +103,13 @@ def _whole(environ: Mapping[str, str], name: str, high: int) -> int | None:
     return int(text)
 
 
-def _choice(environ: Mapping[str, str], name: str, choices: tuple[_Choice, ...]) -> _Choice:
-    """One of ``choices`` (any case); the first when unset."""
+def _choice(
+    environ: Mapping[str, str], name: str, choices: tuple[_Choice, ...], default: _Choice | None = None
+) -> _Choice:
+    """One of ``choices`` (any case); ``default`` (else the first) when unset."""
     text = _get(environ, name)
     if text is None:
-        return choices[0]
+        return choices[0] if default is None else default
     for choice in choices:
         if text.strip().lower() == choice:
             return choice
@@ -191,8 +193,10 @@ class Edge:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Edge:
-        direct = _choice(environ, DIRECT_INVOCATION, ("allow", "refuse")) == "allow"
-        return cls(direct, TokenCheck.from_env(environ))
+        tokens = TokenCheck.from_env(environ)
+        # A function that checks tokens serves the HTTP API: unless told otherwise, only the API.
+        default = "allow" if tokens is None else "refuse"
+        return cls(_choice(environ, DIRECT_INVOCATION, ("allow", "refuse"), default) == "allow", tokens)
 
 
 @dataclass(frozen=True)

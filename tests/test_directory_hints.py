@@ -13,7 +13,9 @@ import pytest
 
 from bench.metrics import RequestCounter
 from s3memory.errors import CommandError
+from s3memory.files import KnownDirectories
 from s3memory.memory import S3Memory
+from s3memory.paths import memory_path
 
 from .support.bucket import ALL_BACKENDS, BUCKET
 
@@ -103,3 +105,20 @@ def test_a_directory_seen_before_is_viewed_with_one_listing(
         counter.reset()
         memory.run({"command": "view", "path": "/memories/d/inner.md"})
         assert counter.calls == {"GetObject": 1}
+
+
+def test_hints_are_bounded_by_their_characters_as_well_as_their_number() -> None:
+    """A warm Lambda container keeps one set of hints per user: long names must not make it large."""
+    hints = KnownDirectories()
+    short = memory_path("/memories/a")
+    hints.add([short])
+    long_names = [memory_path(f"/memories/{index:03d}{'x' * 900}") for index in range(200)]
+    held = []
+    for path in long_names:
+        hints.add([path])
+        held.append(sum(path in hints for path in long_names))
+    assert max(held) * 903 <= KnownDirectories.CHARACTER_LIMIT  # never more than the budget holds
+    assert max(held) > 100 and short not in hints  # it filled up, and was cleared once past the budget
+    hints.forget(memory_path("/memories"))
+    hints.add([short])
+    assert short in hints

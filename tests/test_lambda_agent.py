@@ -611,11 +611,24 @@ def test_log_line_is_json_without_content_or_keys(
     assert (ok["iterations"], ok["tool_calls"], ok["outcome"], ok["stopped_early"]) == (2, 1, "ok", None)
     assert ok["input_tokens"] > 0 and ok["output_tokens"] > 0 and ok["s3_requests"] >= 1
     assert ok["job_records_set_aside"] == 0 and "job_records_set_aside" not in refused
+
     assert isinstance(ok["latency_ms"], float) and ok["model"] == "claude-sonnet-4-5"
     assert refused["outcome"] == "error" and refused["error_type"] == "request"
     text = caplog.text + json.dumps([ok, refused])
     for private in (SECRET_NOTE, "private-name", API_KEY, "alice"):
         assert private not in text
+
+
+def test_the_record_names_a_model_only_when_it_looks_like_a_model_id(
+    env: Any, api: ScriptedMessagesAPI, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="s3memory")
+    api.play([], "ok")
+    api.play([], "ok")
+    run({"user_id": "alice", "prompt": "x", "model": "claude-opus-4-1"})
+    run({"user_id": "alice", "prompt": "x", "model": "bob@example.com: " + SECRET_NOTE})
+    assert [record["model"] for record in invocation_records(caplog, "agent")] == ["claude-opus-4-1", "other"]
+    assert SECRET_NOTE not in caplog.text
 
 
 def emf_records(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:

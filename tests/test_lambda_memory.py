@@ -56,8 +56,8 @@ def clean_runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def issuer(local_env: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Issuer]:
     """A loopback issuer that the memory function trusts."""
     with loopback_issuer() as served:
-        for name, value in served.environ().items():
-            monkeypatch.setenv(name, value)
+        for name, value in served.environ(S3MEMORY_DIRECT_INVOCATION="allow").items():
+            monkeypatch.setenv(name, value)  # direct events seed other users' data
         yield served
 
 

@@ -90,6 +90,12 @@ def test_direct_invocation(value: str, allowed: bool) -> None:
     assert settings(S3MEMORY_DIRECT_INVOCATION=value).edge.direct_invocation is allowed
 
 
+def test_a_function_that_checks_tokens_refuses_direct_events_unless_told_otherwise() -> None:
+    issuer = {"S3MEMORY_JWT_ISSUER": "https://issuer.example", "S3MEMORY_JWT_AUDIENCE": "api"}
+    assert settings(**issuer).edge.direct_invocation is False
+    assert settings(**issuer, S3MEMORY_DIRECT_INVOCATION="allow").edge.direct_invocation is True
+
+
 @pytest.mark.parametrize("value", ["yes", "false", "deny"])
 def test_a_bad_direct_invocation_is_named(value: str) -> None:
     assert (

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
+from s3memory.aws_lambda import tokens as tokens_module
 from s3memory.aws_lambda.tokens import (
     KEYS_LIFETIME_SECONDS,
+    KEYS_MAX_AGE_SECONDS,
     REFETCH_AFTER_SECONDS,
     KeysUnavailable,
     TokenRefused,
     TokenVerifier,
+    fetch_url,
 )
 from s3memory.settings import TokenCheck
 
@@ -107,3 +116,103 @@ def test_what_is_not_a_token(authorization: object, status: int, message: str) -
         verifier(issuer, clock, fetched).subject(authorization)
     assert (refused.value.status, refused.value.message) == (status, message)
     assert fetched == []  # refused before the issuer is asked
+
+
+def test_known_keys_serve_two_hours_at_most_while_the_issuer_is_down() -> None:
+    issuer, clock, fetched = Issuer(ISSUER), Clock(), []
+    tokens = verifier(issuer, clock, fetched)
+    assert tokens.subject(issuer.token()) == "alice"
+    issuer.available = False
+    clock.now += KEYS_MAX_AGE_SECONDS - 1
+    assert tokens.subject(issuer.token()) == "alice"
+    clock.now += 1
+    with pytest.raises(KeysUnavailable, match="could not be fetched lately"):
+        tokens.subject(issuer.token())
+
+
+def test_the_audience_is_aud_when_the_token_has_one_else_client_id() -> None:
+    """As API Gateway reads it: a token for another API carries ``aud``, whatever its ``client_id``."""
+    issuer, clock, fetched = Issuer(ISSUER), Clock(), []
+    tokens = verifier(issuer, clock, fetched)
+    for token in (
+        issuer.token(aud="https://other-api.example", client_id=AUDIENCE),
+        issuer.token(aud=["https://other-api.example"], client_id=AUDIENCE),
+        issuer.token(aud=None, client_id="another-client"),
+    ):
+        with pytest.raises(TokenRefused, match=r"not meant for this API \(audience\)"):
+            tokens.subject(token)
+    assert tokens.subject(issuer.token(aud=["x", AUDIENCE])) == "alice"
+    assert tokens.subject(issuer.token(aud=None, client_id=AUDIENCE)) == "alice"
+
+
+def test_a_malformed_entry_of_the_key_set_is_skipped() -> None:
+    issuer, clock, fetched = Issuer(ISSUER), Clock(), []
+    served = issuer.documents
+
+    def with_junk(path: str) -> dict[str, Any] | None:
+        document = served(path)
+        if path == "/jwks.json" and document is not None:
+            junk: list[Any] = [{"kty": ["RSA"]}, {"kty": {"x": 1}}, "key", {"kty": "oct", "k": "c2VjcmV0"}]
+            document["keys"] = junk + document["keys"]
+        return document
+
+    issuer.documents = with_junk  # type: ignore[method-assign]
+    assert verifier(issuer, clock, fetched).subject(issuer.token()) == "alice"
+
+
+@contextlib.contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_fetch_ends_at_its_deadline_however_slowly_the_issuer_sends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each read has a socket timeout; an issuer that sends a byte at a time within it must not hold
+    the invocation until the Lambda timeout."""
+    monkeypatch.setattr(tokens_module, "FETCH_TIMEOUT_SECONDS", 1.0)
+
+    class Dripping(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-length", "100")
+            self.end_headers()
+            with contextlib.suppress(OSError):
+                for _ in range(100):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.1)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    with serving(Dripping) as url:
+        started = time.monotonic()
+        with pytest.raises(KeysUnavailable, match="did not answer within 1 s"):
+            fetch_url(url + "/jwks.json")
+        assert time.monotonic() - started < 3  # the drip alone would take 10 s
+
+
+def test_a_fetch_follows_no_redirect_away_from_https() -> None:
+    class Redirecting(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(302)
+            self.send_header("location", "http://issuer.example/jwks.json")
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    with (
+        serving(Redirecting) as url,
+        pytest.raises(KeysUnavailable, match="redirected to a URL that is not https"),
+    ):
+        fetch_url(url + "/jwks.json")

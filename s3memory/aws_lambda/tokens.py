@@ -8,14 +8,17 @@ OpenID discovery document, the signature, ``iss``, ``exp`` and ``nbf``, an audie
 ``client_id``, and a required scope in ``scope`` or ``scp``) and takes the user from that token.
 
 Only asymmetric algorithms are accepted, and a key whose JWK names an algorithm verifies only that
-one. The signing keys are fetched once per container and kept an hour. The keys are fetched again at most
-once a minute, whatever arrives: a token signed by a key the set lacks, or an issuer that did not
-answer, costs the issuer (and the caller's latency) one fetch a minute, not one per request. PyJWT does the cryptography and the claim checks.
+one. The signing keys are fetched once per container and kept an hour; while the issuer cannot be reached
+they serve for at most two hours, as API Gateway's. The keys are fetched again at most once a minute,
+whatever arrives: a token signed by a key the set lacks, or an issuer that did not answer, costs the
+issuer one fetch a minute, not one per request. A fetch (redirects only to https) ends within 5 s,
+however slowly the issuer sends. PyJWT does the cryptography and the claim checks.
 """
 
 from __future__ import annotations
 
 import json
+import queue
 import threading
 import time
 import urllib.request
@@ -32,6 +35,8 @@ FETCH_TIMEOUT_SECONDS = 5.0
 LEEWAY_SECONDS = 30
 KEYS_LIFETIME_SECONDS = 3600.0
 REFETCH_AFTER_SECONDS = 60.0
+KEYS_MAX_AGE_SECONDS = 7200.0
+"""Keys not refreshed for this long are not used (API Gateway keeps an issuer's keys two hours)."""
 
 Fetch = Callable[[str], bytes]
 
@@ -49,16 +54,48 @@ class KeysUnavailable(Exception):
     """The issuer's signing keys could not be fetched; the message says why, never a token."""
 
 
-def fetch_url(url: str) -> bytes:
-    """GET ``url`` (at most ``MAX_DOCUMENT_BYTES``); ``KeysUnavailable`` on any failure."""
-    try:
-        with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT_SECONDS) as response:
-            body: bytes = response.read(MAX_DOCUMENT_BYTES + 1)
-    except Exception as error:
-        raise KeysUnavailable(f"{type(error).__name__} from the issuer") from None
+class _SecureRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only to an https URL (http on loopback), as the issuer's own URLs must be."""
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> Any:
+        if not secure_url(newurl):
+            raise KeysUnavailable("the issuer redirected to a URL that is not https")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_opener = urllib.request.build_opener(_SecureRedirects)
+
+
+def _get(url: str) -> bytes:
+    with _opener.open(url, timeout=FETCH_TIMEOUT_SECONDS) as response:
+        body: bytes = response.read(MAX_DOCUMENT_BYTES + 1)
     if len(body) > MAX_DOCUMENT_BYTES:
         raise KeysUnavailable("the issuer's document is larger than 1 MiB")
     return body
+
+
+def fetch_url(url: str) -> bytes:
+    """GET ``url`` (at most ``MAX_DOCUMENT_BYTES``), all of it within ``FETCH_TIMEOUT_SECONDS``: a
+    socket timeout bounds each read, not a server that sends a byte a second, so the GET runs on a
+    daemon thread that is abandoned at the deadline. ``KeysUnavailable`` on any failure."""
+    outcome: queue.Queue[bytes | BaseException] = queue.Queue(maxsize=1)
+
+    def fetch() -> None:
+        try:
+            outcome.put(_get(url))
+        except BaseException as error:
+            outcome.put(error)
+
+    threading.Thread(target=fetch, name="s3memory-token-keys", daemon=True).start()
+    try:
+        result = outcome.get(timeout=FETCH_TIMEOUT_SECONDS)
+    except queue.Empty:
+        raise KeysUnavailable(f"the issuer did not answer within {FETCH_TIMEOUT_SECONDS:g} s") from None
+    if isinstance(result, KeysUnavailable):
+        raise result
+    if isinstance(result, BaseException):
+        raise KeysUnavailable(f"{type(result).__name__} from the issuer") from None
+    return result
 
 
 def _invalid(reason: str) -> TokenRefused:
@@ -97,7 +134,7 @@ class TokenVerifier:
         token = _bearer_token(authorization)
         try:
             header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError:
+        except (jwt.PyJWTError, ValueError, RecursionError):
             raise _invalid("it is not a well-formed JWT") from None
         algorithm, key_id = header.get("alg"), header.get("kid")
         if not any(algorithm in family for family in FAMILIES.values()):
@@ -124,10 +161,10 @@ class TokenVerifier:
                     if self._find(key_id) is None:
                         raise
             key = self._find(key_id)
-            fetched = self._fetched_at is not None
-        if key is None and not fetched:
+            fetched_at = self._fetched_at
+        if fetched_at is None or now - fetched_at >= KEYS_MAX_AGE_SECONDS:
             raise KeysUnavailable(
-                "the issuer's keys could not be fetched a moment ago; the next try is within a minute"
+                "the issuer's keys could not be fetched lately; the next try is within a minute"
             )
         if key is None:
             raise _invalid("it is signed by a key its issuer does not publish")
@@ -139,6 +176,17 @@ class TokenVerifier:
         return self._keys.get(key_id)
 
     def _refresh(self) -> None:
+        """Fetch the issuer's keys; whatever goes wrong is ``KeysUnavailable``."""
+        try:
+            self._fetch_keys()
+        except KeysUnavailable:
+            raise
+        except Exception as error:
+            raise KeysUnavailable(
+                f"the issuer's documents could not be read ({type(error).__name__})"
+            ) from None
+
+    def _fetch_keys(self) -> None:
         """Fetch the issuer's keys (and, the first time, its discovery document)."""
         if self._jwks_uri is None:
             issuer = self.check.issuer
@@ -154,16 +202,19 @@ class TokenVerifier:
             raise KeysUnavailable("the issuer's key set has no list of keys")
         keys: dict[str | None, dict[str, Any]] = {}
         for key in listed:
-            if isinstance(key, dict) and key.get("kty") in FAMILIES and key.get("use", "sig") == "sig":
+            if not isinstance(key, dict):
+                continue
+            kind, use = key.get("kty"), key.get("use", "sig")
+            if isinstance(kind, str) and kind in FAMILIES and use == "sig":
                 key_id = key.get("kid")
                 keys[key_id if isinstance(key_id, str) else None] = key
         self._keys = keys
         self._fetched_at = self._clock()
 
     def _check_audience(self, claims: Mapping[str, Any]) -> None:
-        audience = claims.get("aud")
-        named = [audience] if isinstance(audience, str) else audience if isinstance(audience, list) else []
-        named.append(claims.get("client_id"))
+        """As API Gateway reads it: ``aud`` when the token has one, else ``client_id``."""
+        audience = claims.get("aud", claims.get("client_id"))
+        named = audience if isinstance(audience, list) else [audience]
         if not any(isinstance(name, str) and name in self.check.audiences for name in named):
             raise _invalid("it is not meant for this API (audience)")
 
@@ -220,6 +271,6 @@ def _verified_claims(token: str, key: dict[str, Any], algorithm: str, issuer: st
         raise _invalid(f"it has no {error.claim} claim") from None
     except jwt.InvalidSignatureError:
         raise _invalid("its signature does not verify") from None
-    except (jwt.PyJWTError, ValueError, TypeError):
+    except (jwt.PyJWTError, ValueError, TypeError, RecursionError):
         raise _invalid("it could not be verified") from None
     return claims

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,9 @@ from .deadline import Deadline, NoTimeToRetry, current_deadline
 from .event import Invalid, parse_event
 
 logger = logging.getLogger("s3memory")
+
+MODEL_ID = re.compile(r"[A-Za-z0-9._:/-]{1,100}")
+"""What a model id looks like; the record names any other model ``other`` (the event's text is not logged)."""
 
 
 def _api_error(error: anthropic.APIStatusError) -> str:
@@ -55,7 +59,8 @@ def _serve(event: object, context: object, environ: Mapping[str, str], fields: d
         key = api_key(environ)
     except (SettingsError, Misconfigured) as error:
         return _Outcome({"error": f"Error: s3memory's agent is misconfigured: {error}."}, "configuration")
-    fields["model"] = shown(request.model or config.model)
+    model = request.model or config.model
+    fields["model"] = model if MODEL_ID.fullmatch(model) else "other"
 
     deadline = Deadline.of(context, config.deadline_margin)
     if deadline is not None and deadline.reached:
