@@ -153,7 +153,15 @@ def test_the_checker_reports_a_lost_write_and_a_stray_job_record(
     original = soak.check_phase
 
     def sabotaged(context: soak.SoakContext, phase: int, agents: Any) -> None:
-        agent = next(agent for agent in agents if agent.state)
+        (agent,) = agents
+        if not agent.state:  # the random walk may end with nothing stored: store one file to lose
+            kept = f"{agent.root}/kept.md"
+            assert (
+                soak.Process(context, agent.user)
+                .run({"command": "create", "path": kept, "file_text": "k\n"})
+                .ok
+            )
+            agent.state = {kept: "k\n"}
         victim = sorted(agent.state)[0]
         admin = context.admin
         admin.delete_object(
