@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from importlib.util import find_spec
 
 from ._version import __version__
+from .console import Console, add_commands
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 """The model used when none is named: by the demo's ``--live`` and by the agent Lambda."""
@@ -58,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
         help="talk to real Claude (needs ANTHROPIC_API_KEY); S3 stays embedded",
     )
     demo.add_argument("--model", default=DEFAULT_MODEL, help=f"model for --live (default: {DEFAULT_MODEL})")
+    add_commands(commands)
     return parser
 
 
@@ -75,6 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .demo import demo_main
 
         return demo_main(live=arguments.live, model=arguments.model)
+    if arguments.command is not None:
+        return Console(arguments).run()
     parser.print_help(sys.stderr)
     return EXIT_USAGE
 

@@ -1,0 +1,230 @@
+"""The operator commands of ``s3memory``: settings from ``S3MEMORY_*`` with flags over them, one call
+into ``operations``, the answer as text or ``--json``, and one audit line per command.
+
+The audit line is JSON on stderr: who ran the command (the local user),
+which command, which user's memory, and counts; never content or paths. Exit status: 0 done, 1 a
+refusal or an incomplete transfer, 2 bad usage or settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from .errors import CommandError, StorageError
+
+if TYPE_CHECKING:
+    from .operations import Operations, Transfer
+    from .settings import Settings
+
+EXIT_OK = 0
+EXIT_INCOMPLETE = 1
+EXIT_USAGE = 2
+
+FLAG_VARIABLES = {
+    "bucket": "S3MEMORY_BUCKET",
+    "prefix": "S3MEMORY_PREFIX",
+    "kms_key_id": "S3MEMORY_KMS_KEY_ID",
+    "endpoint_url": "S3MEMORY_ENDPOINT_URL",
+}
+"""The flags that override a setting, with the variable (``s3memory.settings``) each overrides."""
+
+
+def add_commands(commands: Any) -> None:
+    """The operator subcommands, on the ``s3memory`` parser's subparsers."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--bucket", help="the bucket (S3MEMORY_BUCKET)")
+    common.add_argument("--prefix", help="the users' key prefix (S3MEMORY_PREFIX, default users/)")
+    common.add_argument("--kms-key-id", help="the KMS key (S3MEMORY_KMS_KEY_ID)")
+    common.add_argument("--endpoint-url", help="an S3 endpoint (S3MEMORY_ENDPOINT_URL)")
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+    user = argparse.ArgumentParser(add_help=False)
+    user.add_argument("--user", required=True, help="the user id")
+
+    commands.add_parser("users", parents=[common], help="list the user ids in the store")
+    ls = commands.add_parser("ls", parents=[common, user], help="a user's files and their sizes")
+    ls.add_argument("path", nargs="?", default="/memories")
+    cat = commands.add_parser("cat", parents=[common, user], help="a user's file, decrypted")
+    cat.add_argument("path")
+    export = commands.add_parser(
+        "export",
+        parents=[common, user],
+        help="write a user's memory as DIR/memories/... (the SDK's local layout)",
+    )
+    export.add_argument("directory", type=Path)
+    export.add_argument("--overwrite", action="store_true", help="replace local files that differ")
+    load = commands.add_parser(
+        "import", parents=[common, user], help="load DIR/memories/... (what the SDK's local tool wrote)"
+    )
+    load.add_argument("directory", type=Path)
+    load.add_argument("--overwrite", action="store_true", help="replace stored files whose text differs")
+    load.add_argument("--dry-run", action="store_true", help="check every file, change nothing")
+    load.add_argument("--yes", action="store_true", help="do not ask before overwriting")
+
+
+def settings_from(arguments: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
+    """``S3MEMORY_*`` of ``environ``, with the flags given over them."""
+    from .settings import Settings
+
+    merged = dict(environ)
+    for flag, variable in FLAG_VARIABLES.items():
+        value = getattr(arguments, flag, None)
+        if value is not None:
+            merged[variable] = value
+            if flag == "kms_key_id":
+                merged.pop("S3MEMORY_LOCAL_KEY", None)
+    return Settings.from_env(merged)
+
+
+class Console:
+    """One operator command: its settings, its output streams and its confirmation prompt."""
+
+    def __init__(
+        self,
+        arguments: argparse.Namespace,
+        *,
+        environ: Mapping[str, str] | None = None,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+        confirm: Callable[[str], bool] | None = None,
+        operations: Operations | None = None,
+    ) -> None:
+        self.arguments = arguments
+        self.environ = os.environ if environ is None else environ
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.confirm = confirm or _ask
+        self._operations = operations
+
+    def run(self) -> int:
+        from .operations import Operations
+        from .settings import SettingsError
+
+        command = self.arguments.command
+        started = time.monotonic()
+        counts: dict[str, int] = {}
+        try:
+            operations = self._operations or Operations.from_settings(
+                settings_from(self.arguments, self.environ)
+            )
+            handlers: dict[str, Callable[[Operations, dict[str, int]], int]] = {
+                "users": self._users,
+                "ls": self._ls,
+                "cat": self._cat,
+                "export": self._export,
+                "import": self._import,
+            }
+            status = handlers[command](operations, counts)
+        except SettingsError as error:
+            self.err.write(f"s3memory {command}: {error}\n")
+            status = EXIT_USAGE
+        except (CommandError, StorageError) as error:
+            self.err.write(f"s3memory {command}: {error.message}\n")
+            status = EXIT_INCOMPLETE
+        except (ValueError, OSError) as error:
+            self.err.write(f"s3memory {command}: {error}\n")
+            status = EXIT_INCOMPLETE
+        self._audit(command, status, counts, time.monotonic() - started)
+        return status
+
+    def _audit(self, command: str, status: int, counts: dict[str, int], seconds: float) -> None:
+        record = {
+            "event": "s3memory.operator",
+            "operator": _operator(),
+            "command": command,
+            "user_id": getattr(self.arguments, "user", None),
+            "status": status,
+            "seconds": round(seconds, 3),
+            **counts,
+        }
+        self.err.write(json.dumps(record, sort_keys=True) + "\n")
+
+    def _emit(self, document: object, text: str) -> None:
+        self.out.write((json.dumps(document, indent=2) if self.arguments.json else text) + "\n")
+
+    def _users(self, operations: Operations, counts: dict[str, int]) -> int:
+        users = list(operations.users())
+        counts["users"] = len(users)
+        self._emit({"users": users}, "\n".join(users) if users else "(no users)")
+        return EXIT_OK
+
+    def _ls(self, operations: Operations, counts: dict[str, int]) -> int:
+        files = operations.files(self.arguments.user, self.arguments.path)
+        counts["files"] = len(files)
+        rows = [f"{file.size:>10,}  {file.path}" for file in files]
+        self._emit(
+            {"files": [{"path": file.path, "size": file.size} for file in files]},
+            "\n".join(rows) if rows else f"(no files at {self.arguments.path})",
+        )
+        return EXIT_OK
+
+    def _cat(self, operations: Operations, counts: dict[str, int]) -> int:
+        text = operations.read(self.arguments.user, self.arguments.path)
+        counts["bytes"] = len(text.encode("utf-8"))
+        if self.arguments.json:
+            self._emit({"path": self.arguments.path, "text": text}, "")
+        else:
+            self.out.write(text)
+        return EXIT_OK
+
+    def _export(self, operations: Operations, counts: dict[str, int]) -> int:
+        transfer = operations.export(
+            self.arguments.user, self.arguments.directory, overwrite=self.arguments.overwrite
+        )
+        return self._report(transfer, counts)
+
+    def _import(self, operations: Operations, counts: dict[str, int]) -> int:
+        arguments = self.arguments
+        if (
+            arguments.overwrite
+            and not arguments.dry_run
+            and not arguments.yes
+            and not self.confirm(
+                f"Replace {arguments.user}'s stored files that differ from {arguments.directory}?"
+            )
+        ):
+            self.err.write("s3memory import: not confirmed; nothing was changed\n")
+            return EXIT_INCOMPLETE
+        transfer = operations.import_folder(
+            arguments.user, arguments.directory, overwrite=arguments.overwrite, dry_run=arguments.dry_run
+        )
+        return self._report(transfer, counts)
+
+    def _report(self, transfer: Transfer, counts: dict[str, int]) -> int:
+        counts.update(transfer.counts())
+        verb = "would write" if getattr(self.arguments, "dry_run", False) else "written"
+        lines = [f"{verb} {path}" for path in transfer.written]
+        lines += [f"skipped {path}: {why}" for path, why in transfer.skipped]
+        lines += [f"refused {path}: {why}" for path, why in transfer.refused]
+        summary = ", ".join(f"{count} {name}" for name, count in transfer.counts().items())
+        self._emit(
+            {
+                **transfer.counts(),
+                "written_paths": transfer.written,
+                "unchanged_paths": transfer.unchanged,
+                "skipped_paths": [{"path": path, "reason": why} for path, why in transfer.skipped],
+                "refused_paths": [{"path": path, "reason": why} for path, why in transfer.refused],
+            },
+            "\n".join([*lines, summary]),
+        )
+        return EXIT_OK if transfer.complete else EXIT_INCOMPLETE
+
+
+def _operator() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "unknown"
+
+
+def _ask(question: str) -> bool:
+    if not sys.stdin.isatty():
+        return False
+    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")

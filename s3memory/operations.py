@@ -1,0 +1,196 @@
+"""What an operator does to the memory in a store: list its users, show a user's files, and move a
+user's memory to and from a folder in the layout of the SDK's ``BetaLocalFilesystemMemoryTool``.
+The ``s3memory`` command is a thin layer over this.
+
+Export and import can be run again after a crash or an interruption: a file already in place with
+the same bytes is counted ``unchanged``, so a rerun finishes the work and changes nothing twice.
+Import sends every file through the memory tool's own ``create``, so it refuses what the tool would
+refuse (bad paths, files over the size limit, secrets per the content guard, a quota) and never
+overwrites unless asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import folders
+from .crypto import KeyProvider, plaintext_size
+from .errors import CommandError
+from .memory import S3Memory
+from .paths import memory_path, validate_namespace
+from .settings import Limits, Settings
+from .store import S3Store
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """A user's memory file: its path and plaintext size."""
+
+    path: str
+    size: int
+
+
+@dataclass
+class Transfer:
+    """What an export or import did, file by file."""
+
+    written: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """Files that differ and were left alone (no ``overwrite``), with why."""
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    """Files the memory tool refused, with its message."""
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "written": len(self.written),
+            "unchanged": len(self.unchanged),
+            "skipped": len(self.skipped),
+            "refused": len(self.refused),
+        }
+
+    @property
+    def complete(self) -> bool:
+        return not self.skipped and not self.refused
+
+
+class Operations:
+    """The memory of every user in one store (bucket and prefix), for an operator."""
+
+    def __init__(
+        self,
+        store: S3Store,
+        key_provider: KeyProvider,
+        *,
+        prefix: str = "users/",
+        limits: Limits | None = None,
+    ) -> None:
+        self.store = store
+        self.key_provider = key_provider
+        self.prefix = prefix
+        self.limits = limits or Limits()
+
+    @classmethod
+    def from_settings(cls, settings: Settings, s3_client: S3Client | None = None) -> Operations:
+        """Built from the same settings as the Lambda handlers (``S3MEMORY_*``)."""
+        client = s3_client or settings.make_s3_client()
+        store = S3Store(client, settings.bucket)
+        return cls(store, settings.make_key_provider(), prefix=settings.prefix, limits=settings.limits)
+
+    def users(self) -> Iterator[str]:
+        """The user ids that have objects in the store, in key order; names that are no user id a
+        memory could have (planted by a bucket writer) are left out."""
+        for page in self.store.pages(self.prefix, delimiter=True):
+            for common in page.prefixes:
+                user_id = common[len(self.prefix) : -1]
+                try:
+                    validate_namespace(user_id, self.prefix)
+                except ValueError:
+                    continue
+                yield user_id
+
+    def memory(self, user_id: str) -> S3Memory:
+        """The user's memory, with the store's limits (``ValueError`` for an unusable user id)."""
+        return S3Memory(
+            self.store, user_id, self.key_provider, prefix=self.prefix, **self.limits.memory_options()
+        )
+
+    def files(self, user_id: str, path: str = "/memories") -> list[StoredFile]:
+        """The user's files at or below ``path``, in key order."""
+        memory = self.memory(user_id)
+        below = memory_path(path)
+        layout = memory.layout
+        found: list[StoredFile] = []
+        for page in self.store.pages(layout.directory_prefix(below)):
+            for listed in page.objects:
+                file = layout.path_of_key(listed.key)
+                if file is not None:
+                    found.append(StoredFile(file.text, plaintext_size(listed.size)))
+        if not found and not below.is_root:
+            exact = memory.files.read(below)
+            if exact is not None:
+                found.append(StoredFile(below.text, len(exact.text.encode("utf-8"))))
+        return found
+
+    def read(self, user_id: str, path: str) -> str:
+        """The text of one file; ``CommandError`` when there is none."""
+        target = memory_path(path)
+        found = self.memory(user_id).files.read(target)
+        if found is None or target.is_root:
+            raise CommandError(f"Error: The file {path} does not exist.")
+        return found.text
+
+    def export(self, user_id: str, base: Path, *, overwrite: bool = False) -> Transfer:
+        """Write the user's memory below ``base/memories``, byte for byte; a different local file
+        is left alone unless ``overwrite``."""
+        memory = self.memory(user_id)
+        transfer = Transfer()
+        for stored in self.files(user_id):
+            found = memory.files.read(memory_path(stored.path))
+            if found is None:
+                continue  # deleted since it was listed
+            data = found.text.encode("utf-8")
+            existing = folders.read_existing(base, stored.path)
+            if existing == data:
+                transfer.unchanged.append(stored.path)
+            elif existing is not None and not overwrite:
+                transfer.skipped.append((stored.path, "a different local file is there"))
+            else:
+                folders.write(base, stored.path, data)
+                transfer.written.append(stored.path)
+        return transfer
+
+    def import_folder(
+        self, user_id: str, base: Path, *, overwrite: bool = False, dry_run: bool = False
+    ) -> Transfer:
+        """Create each file of ``base/memories`` in the user's memory through the tool's ``create``.
+        A stored file with other text is left alone unless ``overwrite`` (then replaced: deleted and
+        created again). ``dry_run`` checks everything and changes nothing."""
+        memory = self.memory(user_id)
+        transfer = Transfer()
+        for local in folders.walk(base):
+            problem = local.problem or _text_problem(local.data)
+            if problem is not None or local.data is None:
+                transfer.refused.append(
+                    (local.path, f"Error: {local.path} is {problem}; it was not imported.")
+                )
+                continue
+            text = local.data.decode("utf-8")
+            try:
+                target = memory_path(local.path)
+                found = memory.files.read(target)
+                if found is not None and found.text == text:
+                    transfer.unchanged.append(local.path)
+                    continue
+                if found is not None and not overwrite:
+                    transfer.skipped.append((local.path, "a file with other text is stored there"))
+                    continue
+                if dry_run:
+                    memory.files.check_size(target, len(local.data))
+                    if memory.content_guard is not None:
+                        memory.content_guard.screen(local.path, text)
+                    transfer.written.append(local.path)
+                    continue
+                if found is not None:
+                    memory.run({"command": "delete", "path": local.path})
+                memory.run({"command": "create", "path": local.path, "file_text": text})
+                transfer.written.append(local.path)
+            except CommandError as error:
+                transfer.refused.append((local.path, error.message))
+        return transfer
+
+
+def _text_problem(data: bytes | None) -> str | None:
+    if data is None:
+        return "not a regular file"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not a valid UTF-8 text file"
+    return None
