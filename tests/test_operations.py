@@ -1,0 +1,290 @@
+"""The operator's library API and commands: users, ls, cat, export and import (moto and SeaweedFS)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from anthropic.tools import BetaLocalFilesystemMemoryTool
+from anthropic.types.beta import BetaMemoryTool20250818CreateCommand
+
+from s3memory import folders
+from s3memory.cli import _parser
+from s3memory.console import Console
+from s3memory.crypto import LocalKeyProvider
+from s3memory.operations import Operations
+from s3memory.settings import Limits
+from s3memory.store import S3Store
+
+from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot, stored_keys
+
+BACKENDS = ALL_BACKENDS
+AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
+FILES = {
+    "/memories/preferences.md": "# Preferences\n- metric units\n",
+    "/memories/projects/acme/notes.md": "line one\nline two",
+    "/memories/projects/acme/todo.txt": "ünïcödé ✓\n",
+    "/memories/empty.md": "",
+}
+
+
+@pytest.fixture
+def operations(s3: Any) -> Operations:
+    return Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
+
+
+def seed(operations: Operations, user: str, files: dict[str, str] = FILES) -> None:
+    memory = operations.memory(user)
+    for path, text in files.items():
+        memory.run({"command": "create", "path": path, "file_text": text})
+
+
+def tree(base: Path) -> dict[str, bytes]:
+    """Every file below ``base``, by its path relative to it."""
+    return {
+        path.relative_to(base).as_posix(): path.read_bytes()
+        for path in sorted(base.rglob("*"))
+        if path.is_file()
+    }
+
+
+def test_users_are_the_valid_names_below_the_prefix(operations: Operations, s3: Any, backend: str) -> None:
+    seed(operations, "alice", {"/memories/a.md": "a"})
+    seed(operations, "bob@example.com", {"/memories/b.md": "b"})
+    if backend == "moto":  # SeaweedFS refuses the key itself
+        s3.put_object(Bucket=BUCKET, Key="users/../planted", Body=b"x")
+    s3.put_object(Bucket=BUCKET, Key="users/" + "u" * 300 + "/x", Body=b"x")  # no user id is that long
+    assert list(operations.users()) == ["alice", "bob@example.com"]
+
+
+def test_files_and_read(operations: Operations) -> None:
+    seed(operations, "alice")
+    assert [(file.path, file.size) for file in operations.files("alice")] == sorted(
+        (path, len(text.encode())) for path, text in FILES.items()
+    )
+    assert [file.path for file in operations.files("alice", "/memories/projects")] == [
+        "/memories/projects/acme/notes.md",
+        "/memories/projects/acme/todo.txt",
+    ]
+    assert [file.path for file in operations.files("alice", "/memories/empty.md")] == ["/memories/empty.md"]
+    assert operations.read("alice", "/memories/projects/acme/todo.txt") == "ünïcödé ✓\n"
+    assert operations.files("bob") == []
+
+
+def test_export_import_export_gives_identical_folders(operations: Operations, tmp_path: Path) -> None:
+    seed(operations, "alice")
+    first = operations.export("alice", tmp_path / "one")
+    assert sorted(first.written) == sorted(FILES) and first.complete
+    assert tree(tmp_path / "one") == {path[1:]: text.encode() for path, text in FILES.items()}
+    loaded = operations.import_folder("carol", tmp_path / "one")
+    assert sorted(loaded.written) == sorted(FILES) and loaded.complete
+    operations.export("carol", tmp_path / "two")
+    assert tree(tmp_path / "two") == tree(tmp_path / "one")
+    mode = os.stat(tmp_path / "two" / "memories" / "preferences.md").st_mode & 0o777
+    assert mode == folders.FILE_MODE
+
+
+def test_a_folder_the_sdks_local_tool_wrote_reads_the_same_after_import(
+    operations: Operations, tmp_path: Path
+) -> None:
+    local = BetaLocalFilesystemMemoryTool(base_path=str(tmp_path / "sdk"))
+    for path, text in FILES.items():
+        local.create(BetaMemoryTool20250818CreateCommand(command="create", path=path, file_text=text))
+    assert operations.import_folder("dave", tmp_path / "sdk").complete
+    for path, text in FILES.items():
+        assert operations.read("dave", path) == text
+    memory = operations.memory("dave")
+    assert memory.run({"command": "view", "path": "/memories/preferences.md"}) == (
+        "Here's the content of /memories/preferences.md with line numbers:\n"
+        "     1\t# Preferences\n     2\t- metric units"
+    )
+
+
+def test_import_refuses_what_the_tool_refuses_and_reports_it(s3: Any, tmp_path: Path) -> None:
+    operations = Operations(
+        S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), limits=Limits(max_file_bytes=64)
+    )
+    root = tmp_path / "memories"
+    (root / "ok").mkdir(parents=True)
+    (root / "ok" / "fine.md").write_text("fine\n")
+    (root / "big.md").write_text("x" * 65)
+    (root / "secret.md").write_text(f"key {AWS_KEY}\n")
+    (root / "binary.md").write_bytes(b"\xff\xfe")
+    (root / "back\\slash.md").write_text("x")
+    (root / "link.md").symlink_to(root / "ok" / "fine.md")
+    before = snapshot(s3)
+    dry = operations.import_folder("erin", tmp_path, dry_run=True)
+    assert snapshot(s3) == before  # a dry run changes nothing
+    transfer = operations.import_folder("erin", tmp_path)
+    assert transfer.written == ["/memories/ok/fine.md"] == dry.written
+    refused = dict(transfer.refused)
+    assert (
+        sorted(refused)
+        == sorted(dict(dry.refused))
+        == [
+            "/memories/back\\slash.md",
+            "/memories/big.md",
+            "/memories/binary.md",
+            "/memories/link.md",
+            "/memories/secret.md",
+        ]
+    )
+    assert refused["/memories/big.md"] == (
+        "Error: The file /memories/big.md would be 65 bytes; the limit is 64 bytes. Nothing was changed."
+    )
+    assert refused["/memories/binary.md"] == (
+        "Error: /memories/binary.md is not a valid UTF-8 text file; it was not imported."
+    )
+    assert refused["/memories/link.md"] == "Error: /memories/link.md is a symbolic link; it was not imported."
+    assert "AWS" in refused["/memories/secret.md"] and AWS_KEY not in refused["/memories/secret.md"]
+    assert refused["/memories/back\\slash.md"].startswith("Error: ")
+    assert stored_keys(s3, "users/erin/") == ["users/erin/memories/ok/fine.md"]
+    assert not transfer.complete
+
+
+def test_import_never_overwrites_unless_asked(operations: Operations, tmp_path: Path) -> None:
+    seed(operations, "frank", {"/memories/a.md": "stored\n", "/memories/b.md": "same\n"})
+    folders.write(tmp_path, "/memories/a.md", b"local\n")
+    folders.write(tmp_path, "/memories/b.md", b"same\n")
+    kept = operations.import_folder("frank", tmp_path)
+    assert kept.skipped == [("/memories/a.md", "a file with other text is stored there")]
+    assert kept.unchanged == ["/memories/b.md"]
+    assert operations.read("frank", "/memories/a.md") == "stored\n"
+    replaced = operations.import_folder("frank", tmp_path, overwrite=True)
+    assert replaced.written == ["/memories/a.md"] and replaced.complete
+    assert operations.read("frank", "/memories/a.md") == "local\n"
+
+
+def test_export_leaves_a_different_local_file_alone_unless_asked(
+    operations: Operations, tmp_path: Path
+) -> None:
+    seed(operations, "gina", {"/memories/a.md": "stored\n"})
+    folders.write(tmp_path, "/memories/a.md", b"local\n")
+    assert operations.export("gina", tmp_path).skipped == [
+        ("/memories/a.md", "a different local file is there")
+    ]
+    assert (tmp_path / "memories" / "a.md").read_bytes() == b"local\n"
+    assert operations.export("gina", tmp_path, overwrite=True).written == ["/memories/a.md"]
+    assert (tmp_path / "memories" / "a.md").read_bytes() == b"stored\n"
+
+
+class Died(BaseException):
+    """The process died here."""
+
+
+def test_an_import_that_dies_half_way_is_finished_by_running_it_again(
+    operations: Operations, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed(operations, "source")
+    folder = tmp_path / "folder"
+    operations.export("source", folder)
+    calls = {"count": 0}
+    real_run = type(operations.memory("x")).run
+
+    def dying_run(self: Any, raw_input: object) -> str:
+        calls["count"] += 1
+        if calls["count"] == 3:
+            raise Died()
+        return real_run(self, raw_input)
+
+    monkeypatch.setattr(type(operations.memory("x")), "run", dying_run)
+    with pytest.raises(Died):
+        operations.import_folder("target", folder)
+    monkeypatch.setattr(type(operations.memory("x")), "run", real_run)
+    again = operations.import_folder("target", folder)
+    assert len(again.unchanged) == 2 and len(again.written) == 2 and again.complete
+    assert operations.export("target", tmp_path / "check").complete
+    assert tree(tmp_path / "check") == tree(folder)
+
+
+def test_an_export_that_dies_half_way_is_finished_by_running_it_again(
+    operations: Operations, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed(operations, "alice")
+    real_write = folders.write
+    calls = {"count": 0}
+
+    def dying_write(base: Path, path: str, data: bytes) -> None:
+        calls["count"] += 1
+        if calls["count"] == 3:
+            raise Died()
+        real_write(base, path, data)
+
+    monkeypatch.setattr(folders, "write", dying_write)
+    with pytest.raises(Died):
+        operations.export("alice", tmp_path)
+    monkeypatch.setattr(folders, "write", real_write)
+    again = operations.export("alice", tmp_path)
+    assert len(again.unchanged) == 2 and len(again.written) == 2
+    assert tree(tmp_path) == {path[1:]: text.encode() for path, text in FILES.items()}
+
+
+# -- the commands ------------------------------------------------------------------------------
+
+
+def command(operations: Operations, *argv: str, confirm: bool = False) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    arguments = _parser().parse_args(list(argv))
+    console = Console(
+        arguments, environ={}, out=out, err=err, confirm=lambda _: confirm, operations=operations
+    )
+    return console.run(), out.getvalue(), err.getvalue()
+
+
+def audit(err: str) -> dict[str, Any]:
+    (line,) = [line for line in err.splitlines() if line.startswith("{")]
+    record: dict[str, Any] = json.loads(line)
+    return record
+
+
+def test_the_commands_answer_as_text_and_as_json(operations: Operations, tmp_path: Path) -> None:
+    seed(operations, "alice")
+    status, out, err = command(operations, "users")
+    assert (status, out) == (0, "alice\n")
+    assert audit(err)["command"] == "users" and audit(err)["users"] == 1
+    status, out, _ = command(operations, "ls", "--user", "alice", "--json")
+    assert status == 0 and json.loads(out)["files"][0] == {"path": "/memories/empty.md", "size": 0}
+    status, out, err = command(operations, "cat", "--user", "alice", "/memories/preferences.md")
+    assert (status, out) == (0, FILES["/memories/preferences.md"])
+    record = audit(err)
+    assert record["user_id"] == "alice" and record["bytes"] == len(FILES["/memories/preferences.md"])
+    assert "preferences" not in err and "metric" not in err  # the audit line names no path or content
+    status, out, err = command(operations, "export", "--user", "alice", str(tmp_path), "--json")
+    assert status == 0 and json.loads(out)["written"] == 4 and audit(err)["written"] == 4
+    assert "memories/" not in err
+
+
+def test_bad_input_gets_a_clear_error_and_changes_nothing(
+    operations: Operations, s3: Any, tmp_path: Path
+) -> None:
+    seed(operations, "alice")
+    before = snapshot(s3)
+    assert command(operations, "cat", "--user", "alice", "/memories/../x")[0] == 1
+    status, _, err = command(operations, "cat", "--user", "alice", "/memories/missing.md")
+    assert status == 1 and "Error: The file /memories/missing.md does not exist." in err
+    status, _, err = command(operations, "ls", "--user", "../bob")
+    assert status == 1 and "s3memory ls:" in err
+    status, _, err = command(operations, "import", "--user", "alice", str(tmp_path / "absent"))
+    assert status == 1 and "is not a directory" in err
+    folders.write(tmp_path, "/memories/preferences.md", b"other\n")
+    status, _, err = command(operations, "import", "--user", "alice", str(tmp_path), "--overwrite")
+    assert status == 1 and "not confirmed; nothing was changed" in err
+    assert snapshot(s3) == before
+    assert command(operations, "import", "--user", "alice", str(tmp_path), "--overwrite", "--yes")[0] == 0
+    assert operations.read("alice", "/memories/preferences.md") == "other\n"
+
+
+def test_settings_come_from_the_environment_under_the_flags(session_s3: Any) -> None:
+    session_s3.create_bucket(Bucket="operator-settings")
+    out, err = io.StringIO(), io.StringIO()
+    arguments = _parser().parse_args(["users", "--bucket", "operator-settings", "--json"])
+    environ = {"S3MEMORY_BUCKET": "not-this-one", "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64}
+    assert Console(arguments, environ=environ, out=out, err=err).run() == 0
+    assert json.loads(out.getvalue()) == {"users": []}
+    arguments = _parser().parse_args(["users"])
+    status = Console(arguments, environ={"S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64}, out=out, err=err).run()
+    assert status == 2 and "s3memory users: S3MEMORY_BUCKET is required" in err.getvalue()
