@@ -80,6 +80,17 @@ class Pending:
         return bool(self.jobs) or self.vanished
 
 
+@dataclass(frozen=True)
+class Judged:
+    """A job record as read: its job if it can run, else why not (``problem``); neither when the
+    record was gone when read."""
+
+    name: str
+    job: Job | None
+    problem: str | None
+    etag: str | None
+
+
 class JobRunner:
     """Directory jobs of one user: recorded under ``internal/jobs/``, finished by whoever finds them."""
 
@@ -116,32 +127,36 @@ class JobRunner:
         jobs: list[Job] = []
         vanished = False
         for record in listed:
-            name = record.key[len(self._layout.internal_prefix) :]
-            if not record_name_is_ours(name) or record.size > RECORD_MAX_BYTES:
-                self._set_aside(record.key, name, record.etag, "not a record s3memory writes")
-                continue
-            try:
-                stored = self._store.get(record.key, max_bytes=RECORD_MAX_BYTES)
-            except ObjectTooLarge:
-                self._set_aside(record.key, name, None, "not a record s3memory writes")
-                continue
-            if stored is None:
+            judged = self.judge(record)
+            if judged.job is not None:
+                jobs.append(judged.job)
+            elif judged.problem is not None:
+                self._set_aside(record.key, judged.name, judged.etag, judged.problem)
+            else:
                 vanished = True
-                continue
-            try:
-                job = Job.decode(name, self._files.cipher.open(RECORD_PATH_PREFIX + name, stored.body))
-            except RecordRefused:
-                self._set_aside(record.key, name, stored.etag, "not in the record format")
-                continue
-            except IntegrityError:
-                self._set_aside(record.key, name, stored.etag, "failed authentication")
-                continue
-            problem = plan_problem(job, self._layout) or self._age_problem(job)
-            if problem is not None:
-                self._set_aside(record.key, name, stored.etag, problem)
-                continue
-            jobs.append(job)
         return Pending(sorted(jobs, key=lambda job: job.name), vanished)
+
+    def judge(self, record: Listed) -> Judged:
+        """What the record at ``record`` (listed below ``prefix``) is, read and changed nothing."""
+        name = record.key[len(self._layout.internal_prefix) :]
+        if not record_name_is_ours(name) or record.size > RECORD_MAX_BYTES:
+            return Judged(name, None, "not a record s3memory writes", record.etag)
+        try:
+            stored = self._store.get(record.key, max_bytes=RECORD_MAX_BYTES)
+        except ObjectTooLarge:
+            return Judged(name, None, "not a record s3memory writes", None)
+        if stored is None:
+            return Judged(name, None, None, None)
+        try:
+            job = Job.decode(name, self._files.cipher.open(RECORD_PATH_PREFIX + name, stored.body))
+        except RecordRefused:
+            return Judged(name, None, "not in the record format", stored.etag)
+        except IntegrityError:
+            return Judged(name, None, "failed authentication", stored.etag)
+        problem = plan_problem(job, self._layout) or self._age_problem(job)
+        if problem is not None:
+            return Judged(name, None, problem, stored.etag)
+        return Judged(name, job, None, stored.etag)
 
     def _age_problem(self, job: Job) -> str | None:
         age = self.clock() - job.created / 1000
