@@ -67,6 +67,12 @@ def add_commands(commands: Any) -> None:
     load.add_argument("--overwrite", action="store_true", help="replace stored files whose text differs")
     load.add_argument("--dry-run", action="store_true", help="check every file, change nothing")
     load.add_argument("--yes", action="store_true", help="do not ask before overwriting")
+    verify = commands.add_parser(
+        "verify", parents=[common], help="authenticate every object; exit 1 on any problem"
+    )
+    whom = verify.add_mutually_exclusive_group(required=True)
+    whom.add_argument("--user", help="the user id")
+    whom.add_argument("--all", action="store_true", help="every user in the store")
 
 
 def settings_from(arguments: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
@@ -120,6 +126,7 @@ class Console:
                 "cat": self._cat,
                 "export": self._export,
                 "import": self._import,
+                "verify": self._verify,
             }
             status = handlers[command](operations, counts)
         except SettingsError as error:
@@ -196,6 +203,39 @@ class Console:
             arguments.user, arguments.directory, overwrite=arguments.overwrite, dry_run=arguments.dry_run
         )
         return self._report(transfer, counts)
+
+    def _verify(self, operations: Operations, counts: dict[str, int]) -> int:
+        users = list(operations.users()) if self.arguments.all else [self.arguments.user]
+        reports = [operations.verify(user) for user in users]
+        problems = sum(len(report.problems) for report in reports)
+        counts.update(
+            users=len(reports), checked=sum(report.checked for report in reports), problems=problems
+        )
+        lines = [
+            f"{report.user_id}: {finding.kind} {finding.key}: {finding.detail}"
+            for report in reports
+            for finding in report.findings
+        ]
+        lines.append(
+            f"{counts['checked']:,} objects of {len(reports):,} users checked: "
+            + (f"{problems:,} problems" if problems else "no problem")
+        )
+        document = {
+            "users": [
+                {
+                    "user_id": report.user_id,
+                    "checked": report.checked,
+                    "findings": [
+                        {"kind": f.kind, "key": f.key, "detail": f.detail, "problem": f.problem}
+                        for f in report.findings
+                    ],
+                }
+                for report in reports
+            ],
+            "problems": problems,
+        }
+        self._emit(document, "\n".join(lines))
+        return EXIT_INCOMPLETE if problems else EXIT_OK
 
     def _report(self, transfer: Transfer, counts: dict[str, int]) -> int:
         counts.update(transfer.counts())

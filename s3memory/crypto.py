@@ -92,6 +92,10 @@ class ObjectCipher:
         key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_FINGERPRINT_INFO).derive(data_key)
         return hmac.new(key, path.encode("utf-8"), "sha256").hexdigest()[:32]
 
+    def check_key(self, version: int) -> None:
+        """Refuse (``IntegrityError``) when this user's data key of ``version`` cannot be had."""
+        self._keys.version(version)
+
     def open(self, path: str, blob: bytes) -> bytes:
         """Decrypt an object read at ``path``; anything not sealed by us for this user and path is refused."""
         refused = IntegrityError(

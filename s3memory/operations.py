@@ -11,6 +11,7 @@ overwrites unless asked.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,10 +20,11 @@ from typing import TYPE_CHECKING
 from . import folders
 from .crypto import KeyProvider, plaintext_size
 from .errors import CommandError
+from .jobs import JOB_PREFIX, QUARANTINE_PREFIX
 from .memory import S3Memory
 from .paths import memory_path, validate_namespace
 from .settings import Limits, Settings
-from .store import S3Store
+from .store import Listed, S3Store
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -58,6 +60,33 @@ class Transfer:
     @property
     def complete(self) -> bool:
         return not self.skipped and not self.refused
+
+
+STUCK_AFTER_SECONDS = 15 * 60
+"""A job record this old was left by a process that died: any command of the user would finish it."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One object ``verify`` has something to say about: its kind, the object's key and why."""
+
+    kind: str
+    key: str
+    detail: str
+    problem: bool = True
+
+
+@dataclass
+class Verification:
+    """What ``verify`` found for one user: every object checked, and the findings."""
+
+    user_id: str
+    checked: int = 0
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def problems(self) -> list[Finding]:
+        return [finding for finding in self.findings if finding.problem]
 
 
 class Operations:
@@ -126,6 +155,62 @@ class Operations:
             raise CommandError(f"Error: The file {path} does not exist.")
         return found.text
 
+    def verify(self, user_id: str, *, now: float | None = None) -> Verification:
+        """Read and authenticate every object of the user's namespace, changing nothing.
+
+        Problems: a memory file that fails authentication (tampered, truncated, copied from another
+        user or path, wrongly keyed), a key that maps to no memory path, a job record that can never
+        run or is stuck (older than ``STUCK_AFTER_SECONDS``), a record set aside in quarantine, a
+        wrapped data key that cannot be unwrapped, and any other object in the namespace. A job in
+        progress is reported, not counted as a problem.
+        """
+        memory = self.memory(user_id)
+        layout = memory.layout
+        report = Verification(user_id)
+        clock = time.time() if now is None else now
+        for page in self.store.pages(layout.namespace):
+            for listed in page.objects:
+                report.checked += 1
+                finding = self._check(memory, listed, clock)
+                if finding is not None:
+                    report.findings.append(finding)
+        return report
+
+    def _check(self, memory: S3Memory, listed: Listed, now: float) -> Finding | None:
+        layout, key = memory.layout, listed.key
+        if key.startswith(layout.memories_prefix):
+            path = layout.path_of_key(key)
+            if path is None:
+                return Finding("foreign", key, "a key that maps to no memory path")
+            try:
+                memory.files.read(path)
+            except CommandError as error:
+                return Finding("unreadable", key, error.message)
+            return None
+        name = key[len(layout.internal_prefix) :] if key.startswith(layout.internal_prefix) else None
+        if name is None:
+            return Finding("foreign", key, "an object outside memories/ and internal/")
+        if name.startswith(JOB_PREFIX):
+            judged = memory.jobs.judge(listed)
+            if judged.problem is not None:
+                return Finding("bad job record", key, f"a job record that can never run: {judged.problem}")
+            if judged.job is None:
+                return None  # finished while listed
+            age = now - judged.job.created / 1000
+            if age > STUCK_AFTER_SECONDS:
+                return Finding("stuck job", key, f"a {judged.job.kind} left {age / 60:,.0f} minutes ago")
+            return Finding("pending job", key, f"a {judged.job.kind} in progress", problem=False)
+        if name.startswith(QUARANTINE_PREFIX):
+            return Finding("quarantined", key, "a job record set aside: planted, tampered or replayed")
+        version = _key_version(name)
+        if version is None:
+            return Finding("foreign", key, "an internal object s3memory does not write")
+        try:
+            memory.files.cipher.check_key(version)
+        except CommandError as error:
+            return Finding("unreadable key", key, error.message)
+        return None
+
     def export(self, user_id: str, base: Path, *, overwrite: bool = False) -> Transfer:
         """Write the user's memory below ``base/memories``, byte for byte; a different local file
         is left alone unless ``overwrite``."""
@@ -184,6 +269,14 @@ class Operations:
             except CommandError as error:
                 transfer.refused.append((local.path, error.message))
         return transfer
+
+
+def _key_version(name: str) -> int | None:
+    """The version of a wrapped data key's name (``keys/v<n>``), or None."""
+    digits = name.removeprefix("keys/v")
+    if not name.startswith("keys/v") or not digits.isascii() or not digits.isdigit() or len(digits) > 9:
+        return None
+    return int(digits)
 
 
 def _text_problem(data: bytes | None) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,10 @@ from anthropic.types.beta import BetaMemoryTool20250818CreateCommand
 from s3memory import folders
 from s3memory.cli import _parser
 from s3memory.console import Console
-from s3memory.crypto import LocalKeyProvider
+from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
+from s3memory.jobs import Job
 from s3memory.operations import Operations
+from s3memory.paths import memory_path
 from s3memory.settings import Limits
 from s3memory.store import S3Store
 
@@ -288,3 +291,75 @@ def test_settings_come_from_the_environment_under_the_flags(session_s3: Any) -> 
     arguments = _parser().parse_args(["users"])
     status = Console(arguments, environ={"S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64}, out=out, err=err).run()
     assert status == 2 and "s3memory users: S3MEMORY_BUCKET is required" in err.getvalue()
+
+
+# -- verify ----------------------------------------------------------------------------------------
+
+
+def seal_job(operations: Operations, user: str, kind: str, path: str, created: float) -> str:
+    """A job record as s3memory writes it, created at ``created`` (seconds)."""
+    memory = operations.memory(user)
+    job = Job.plan(kind, memory_path(path), None, (), created)  # type: ignore[arg-type]
+    key = memory.layout.key_of_internal(job.name)
+    memory.store.put(key, memory.files.cipher.seal(job.record_path, job.encode()))
+    return key
+
+
+def test_verify_finds_tampered_foreign_and_stuck_and_changes_nothing(
+    operations: Operations, s3: Any, tmp_path: Path
+) -> None:
+    seed(operations, "alice")
+    seed(operations, "bob", {"/memories/bob.md": "bob's\n"})
+    clean, _, _ = command(operations, "verify", "--user", "alice")
+    assert clean == 0
+    tampered = "users/alice/memories/preferences.md"
+    body = bytearray(s3.get_object(Bucket=BUCKET, Key=tampered)["Body"].read())
+    body[-1] ^= 1
+    s3.put_object(Bucket=BUCKET, Key=tampered, Body=bytes(body))
+    s3.copy_object(
+        Bucket=BUCKET,
+        Key="users/alice/memories/copied.md",
+        CopySource={"Bucket": BUCKET, "Key": "users/bob/memories/bob.md"},
+    )
+    s3.put_object(Bucket=BUCKET, Key="users/alice/memories/folder/", Body=b"")
+    s3.put_object(Bucket=BUCKET, Key="users/alice/internal/other", Body=b"x")
+    s3.put_object(Bucket=BUCKET, Key="users/alice/internal/jobs/junk", Body=b"x")
+    now = time.time()
+    stuck = seal_job(operations, "alice", "delete", "/memories/old", now - 3600)
+    pending = seal_job(operations, "alice", "delete", "/memories/new", now - 5)
+    before = snapshot(s3)
+
+    report = operations.verify("alice", now=now)
+    found = {(finding.kind, finding.key, finding.problem) for finding in report.findings}
+    assert found == {
+        ("unreadable", tampered, True),
+        ("unreadable", "users/alice/memories/copied.md", True),
+        ("foreign", "users/alice/memories/folder/", True),
+        ("foreign", "users/alice/internal/other", True),
+        ("bad job record", "users/alice/internal/jobs/junk", True),
+        ("stuck job", stuck, True),
+        ("pending job", pending, False),
+    }
+    assert report.checked == len(FILES) + 6  # the files and the six planted (local keys store no wrapped key)
+    status, out, err = command(operations, "verify", "--all", "--json")
+    assert status == 1
+    document = json.loads(out)
+    assert [user["user_id"] for user in document["users"]] == ["alice", "bob"] and document["problems"] == 6
+    assert audit(err)["problems"] == 6 and "preferences" not in err
+    assert snapshot(s3) == before  # verify reads; it never moves, deletes or finishes anything
+
+
+def test_verify_finds_a_wrapped_key_kms_refuses(session_s3: Any, key_id: str) -> None:
+    session_s3.create_bucket(Bucket="operator-kms")
+
+    def operations() -> Operations:  # a new process: no data key cached
+        return Operations(S3Store(session_s3, "operator-kms"), KMSKeyProvider(key_id))
+
+    seed(operations(), "alice", {"/memories/a.md": "a\n"})
+    assert operations().verify("alice").problems == []
+    wrapped = "users/alice/internal/keys/v1"
+    body = bytearray(session_s3.get_object(Bucket="operator-kms", Key=wrapped)["Body"].read())
+    body[len(body) // 2] ^= 1
+    session_s3.put_object(Bucket="operator-kms", Key=wrapped, Body=bytes(body))
+    kinds = {(finding.kind, finding.key) for finding in operations().verify("alice").problems}
+    assert kinds == {("unreadable key", wrapped), ("unreadable", "users/alice/memories/a.md")}
