@@ -67,6 +67,11 @@ def add_commands(commands: Any) -> None:
     load.add_argument("--overwrite", action="store_true", help="replace stored files whose text differs")
     load.add_argument("--dry-run", action="store_true", help="check every file, change nothing")
     load.add_argument("--yes", action="store_true", help="do not ask before overwriting")
+    erase = commands.add_parser(
+        "erase", parents=[common, user], help="remove every object and version of a user, keys first"
+    )
+    erase.add_argument("--dry-run", action="store_true", help="count what would go, change nothing")
+    erase.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     verify = commands.add_parser(
         "verify", parents=[common], help="authenticate every object; exit 1 on any problem"
     )
@@ -127,6 +132,7 @@ class Console:
                 "export": self._export,
                 "import": self._import,
                 "verify": self._verify,
+                "erase": self._erase,
             }
             status = handlers[command](operations, counts)
         except SettingsError as error:
@@ -236,6 +242,40 @@ class Console:
         }
         self._emit(document, "\n".join(lines))
         return EXIT_INCOMPLETE if problems else EXIT_OK
+
+    def _erase(self, operations: Operations, counts: dict[str, int]) -> int:
+        arguments = self.arguments
+        if (
+            not arguments.dry_run
+            and not arguments.yes
+            and not self.confirm(f"Erase every object and version of user {arguments.user}, for good?")
+        ):
+            self.err.write("s3memory erase: not confirmed; nothing was changed\n")
+            return EXIT_INCOMPLETE
+        erasure = operations.erase(arguments.user, dry_run=arguments.dry_run)
+        counts.update(
+            key_versions=erasure.key_versions, other_versions=erasure.other_versions, left=erasure.left
+        )
+        verb = "would remove" if arguments.dry_run else "removed"
+        shredding = (
+            "copies kept elsewhere can no longer be decrypted: every version of the wrapped data keys is gone"
+            if erasure.shredded
+            else "with a local master key, copies kept elsewhere stay readable with that key"
+        )
+        lines = [
+            f"{verb} {erasure.key_versions:,} wrapped key versions and {erasure.other_versions:,} other object versions",
+            *([] if arguments.dry_run else [f"left: {erasure.left:,} object versions", shredding]),
+        ]
+        document = {
+            "user_id": erasure.user_id,
+            "dry_run": arguments.dry_run,
+            "key_versions": erasure.key_versions,
+            "other_versions": erasure.other_versions,
+            "left": erasure.left,
+            "shredded": erasure.shredded and not arguments.dry_run,
+        }
+        self._emit(document, "\n".join(lines))
+        return EXIT_INCOMPLETE if erasure.left else EXIT_OK
 
     def _report(self, transfer: Transfer, counts: dict[str, int]) -> int:
         counts.update(transfer.counts())

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import folders
-from .crypto import KeyProvider, plaintext_size
+from .crypto import KeyProvider, KMSKeyProvider, plaintext_size
 from .errors import CommandError
 from .jobs import JOB_PREFIX, QUARANTINE_PREFIX
 from .memory import S3Memory
 from .paths import memory_path, validate_namespace
 from .settings import Limits, Settings
-from .store import Listed, S3Store
+from .store import DELETE_BATCH, Listed, S3Store, Version
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -87,6 +87,19 @@ class Verification:
     @property
     def problems(self) -> list[Finding]:
         return [finding for finding in self.findings if finding.problem]
+
+
+@dataclass
+class Erasure:
+    """What ``erase`` removed (or, in a dry run, would remove), and what is left after it."""
+
+    user_id: str
+    key_versions: int = 0
+    other_versions: int = 0
+    left: int = 0
+    shredded: bool = False
+    """Copies of the user's objects kept elsewhere can no longer be decrypted (the data keys existed
+    only wrapped, and every version of them is gone); False with a local master key."""
 
 
 class Operations:
@@ -211,6 +224,41 @@ class Operations:
             return Finding("unreadable key", key, error.message)
         return None
 
+    def erase(self, user_id: str, *, dry_run: bool = False) -> Erasure:
+        """Remove every object and every version of the user's namespace, wrapped data keys first:
+        from the first batch on, what is left (here, in a backup or a replica) cannot be decrypted
+        without a key that is gone. Run it again to finish an erase that was interrupted; the user
+        must not be served meanwhile (a write would start a new key). ``left`` counts what a last
+        listing still found."""
+        layout = self.memory(user_id).layout
+        keys = layout.key_of_internal("keys/")
+        erasure = Erasure(user_id, shredded=isinstance(self.key_provider, KMSKeyProvider))
+        for prefix in (keys, layout.namespace):
+            pages = self.store.versions(prefix) if dry_run else self._first_pages(prefix)
+            for page in pages:
+                if dry_run and prefix != keys:
+                    page = [version for version in page if not version.key.startswith(keys)]
+                for batch in _batches(page, DELETE_BATCH):
+                    if not dry_run:
+                        self.store.delete_versions(batch)
+                    erasure.key_versions += sum(version.key.startswith(keys) for version in batch)
+                    erasure.other_versions += sum(not version.key.startswith(keys) for version in batch)
+        if not dry_run:
+            erasure.left = sum(len(page) for page in self.store.versions(layout.namespace))
+        return erasure
+
+    def _first_pages(self, prefix: str) -> Iterator[list[Version]]:
+        """The first page of versions below ``prefix``, listed again after each is removed, until
+        none is left (a marker of versions just removed is not a safe place to go on from) or the
+        same page comes back (its removal did not take; ``left`` will say so)."""
+        previous: list[Version] | None = None
+        while True:
+            page = next(self.store.versions(prefix))
+            if not page or page == previous:
+                return
+            yield page
+            previous = page
+
     def export(self, user_id: str, base: Path, *, overwrite: bool = False) -> Transfer:
         """Write the user's memory below ``base/memories``, byte for byte; a different local file
         is left alone unless ``overwrite``."""
@@ -269,6 +317,11 @@ class Operations:
             except CommandError as error:
                 transfer.refused.append((local.path, error.message))
         return transfer
+
+
+def _batches(items: list[Version], size: int) -> Iterator[list[Version]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def _key_version(name: str) -> int | None:

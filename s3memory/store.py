@@ -72,6 +72,14 @@ class Listed(NamedTuple):
     etag: str
 
 
+class Version(NamedTuple):
+    """One stored version of a key (``null`` on a bucket without versioning), or a delete marker."""
+
+    key: str
+    version_id: str
+    delete_marker: bool = False
+
+
 @dataclass
 class ListingPage:
     """One ListObjectsV2 answer: objects, common prefixes, and whether more pages follow."""
@@ -260,6 +268,41 @@ class S3Store:
         """True if at least one object lies below ``prefix`` (one request)."""
         page = next(self.pages(prefix, max_keys=1))
         return bool(page.objects)
+
+    def versions(self, prefix: str) -> Iterator[list[Version]]:
+        """ListObjectVersions pages below ``prefix``: every version and delete marker (on a bucket
+        without versioning, each object once, as version ``null``)."""
+        arguments: dict[str, Any] = {"Prefix": prefix, "MaxKeys": self.page_size}
+        while True:
+            response = self._call("ListObjectVersions", **arguments)
+            yield [
+                Version(str(item["Key"]), str(item.get("VersionId") or "null"), marker)
+                for marker, field in ((False, "Versions"), (True, "DeleteMarkers"))
+                for item in response.get(field, [])
+            ]
+            if not response.get("IsTruncated") or not response.get("NextKeyMarker"):
+                return
+            arguments["KeyMarker"] = response["NextKeyMarker"]
+            if response.get("NextVersionIdMarker"):
+                arguments["VersionIdMarker"] = response["NextVersionIdMarker"]
+            else:
+                arguments.pop("VersionIdMarker", None)
+
+    def delete_versions(self, versions: Sequence[Version]) -> None:
+        """Remove up to 1,000 object versions (or delete markers) for good, in one request."""
+        if len(versions) > DELETE_BATCH:
+            raise ValueError(f"at most {DELETE_BATCH} keys per DeleteObjects request")
+        if not versions:
+            return
+        objects: list[Any] = [{"Key": version.key, "VersionId": version.version_id} for version in versions]
+        response = self._call("DeleteObjects", Delete={"Objects": objects, "Quiet": True})
+        failed = [item for item in response.get("Errors", []) if item.get("Code") not in _NOT_FOUND]
+        if failed:
+            codes = sorted({str(item.get("Code", "Unknown")) for item in failed})
+            raise StorageError(
+                f"Error: S3 DeleteObjects could not remove {len(failed)} of {len(versions)} object versions "
+                f"({', '.join(codes)}); run the command again."
+            )
 
     def delete_batch(self, items: Sequence[tuple[str, str | None]]) -> BatchDeleted:
         """Delete up to 1,000 keys in one request, each only if its ETag still matches when one is given.

@@ -1,0 +1,139 @@
+"""``s3memory erase``: every object and every version of a user goes, wrapped keys first; a rerun
+finishes an interrupted erase (moto and SeaweedFS, with and without versioning)."""
+
+from __future__ import annotations
+
+import io
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from s3memory.cli import _parser
+from s3memory.console import Console
+from s3memory.crypto import LocalKeyProvider
+from s3memory.operations import Operations
+from s3memory.store import S3Store
+
+from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
+
+BACKENDS = ALL_BACKENDS
+
+
+@pytest.fixture
+def versioned(s3: Any) -> Iterator[str]:
+    """A new bucket with versioning on (on the test's backend), removed afterwards, every version."""
+    bucket = f"erase-{uuid.uuid4().hex[:12]}"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    try:
+        yield bucket
+    finally:
+        for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+            for item in page.get("Versions", []) + page.get("DeleteMarkers", []):
+                s3.delete_object(Bucket=bucket, Key=item["Key"], VersionId=item["VersionId"])
+        s3.delete_bucket(Bucket=bucket)
+
+
+def all_versions(s3: Any, bucket: str, prefix: str) -> list[tuple[str, bool]]:
+    found: list[tuple[str, bool]] = []
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
+        found += [(item["Key"], False) for item in page.get("Versions", [])]
+        found += [(item["Key"], True) for item in page.get("DeleteMarkers", [])]
+    return sorted(found)
+
+
+def history_for(operations: Operations, user: str) -> None:
+    """Files written, edited, deleted and renamed: versions and delete markers."""
+    memory = operations.memory(user)
+    memory.run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
+    memory.run({"command": "str_replace", "path": "/memories/a.md", "old_str": "one", "new_str": "two"})
+    memory.run({"command": "create", "path": "/memories/d/b.md", "file_text": "b\n"})
+    memory.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
+    memory.run({"command": "delete", "path": "/memories/a.md"})
+
+
+def test_erase_leaves_no_version_of_the_user_and_no_one_else_is_touched(s3: Any, versioned: str) -> None:
+    operations = Operations(S3Store(s3, versioned, page_size=2), LocalKeyProvider(MASTER_KEY))  # many pages
+    history_for(operations, "alice")
+    history_for(operations, "alice2")  # a user whose id starts with the other's
+    s3.put_object(Bucket=versioned, Key="users/alice/internal/keys/v1", Body=b"wrapped")  # as KMS stores it
+    before = all_versions(s3, versioned, "users/alice2/")
+    assert any(marker for _, marker in all_versions(s3, versioned, "users/alice/"))
+    dry = operations.erase("alice", dry_run=True)
+    assert (
+        dry.key_versions == 1 and dry.other_versions == len(all_versions(s3, versioned, "users/alice/")) - 1
+    )
+    erased = operations.erase("alice")
+    assert (erased.key_versions, erased.other_versions, erased.left) == (
+        dry.key_versions,
+        dry.other_versions,
+        0,
+    )
+    assert all_versions(s3, versioned, "users/alice/") == []
+    assert all_versions(s3, versioned, "users/alice2/") == before
+    again = operations.erase("alice")
+    assert (again.key_versions, again.other_versions, again.left) == (0, 0, 0)
+
+
+def test_erase_without_versioning(s3: Any) -> None:
+    operations = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
+    history_for(operations, "bob")
+    assert operations.erase("bob").left == 0
+    assert all_versions(s3, BUCKET, "users/bob/") == []
+
+
+class Died(BaseException):
+    """The process died here."""
+
+
+def test_an_erase_that_dies_half_way_has_removed_the_keys_and_a_rerun_finishes(
+    s3: Any, versioned: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = S3Store(s3, versioned, page_size=2)
+    operations = Operations(store, LocalKeyProvider(MASTER_KEY))
+    history_for(operations, "carol")
+    s3.put_object(Bucket=versioned, Key="users/carol/internal/keys/v1", Body=b"wrapped")
+    real = S3Store.delete_versions
+    calls = {"count": 0}
+
+    def dying(self: S3Store, versions: Any) -> None:
+        calls["count"] += 1
+        if calls["count"] == 2:
+            raise Died()
+        real(self, versions)
+
+    monkeypatch.setattr(S3Store, "delete_versions", dying)
+    with pytest.raises(Died):
+        operations.erase("carol")
+    monkeypatch.setattr(S3Store, "delete_versions", real)
+    assert all_versions(s3, versioned, "users/carol/internal/keys/") == []  # the keys went first
+    assert all_versions(s3, versioned, "users/carol/") != []
+    assert operations.erase("carol").left == 0
+    assert all_versions(s3, versioned, "users/carol/") == []
+
+
+def test_the_erase_command_asks_first(s3: Any, versioned: str) -> None:
+    operations = Operations(S3Store(s3, versioned), LocalKeyProvider(MASTER_KEY))
+    history_for(operations, "dave")
+    before = all_versions(s3, versioned, "users/dave/")
+
+    def run(*argv: str, confirm: bool = False) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        arguments = _parser().parse_args(["erase", "--user", "dave", *argv])
+        console = Console(
+            arguments, environ={}, out=out, err=err, confirm=lambda _: confirm, operations=operations
+        )
+        return console.run(), out.getvalue(), err.getvalue()
+
+    status, _, err = run()
+    assert status == 1 and "not confirmed; nothing was changed" in err
+    status, out, _ = run("--dry-run")
+    assert status == 0 and out.startswith("would remove 0 wrapped key versions and ")
+    assert all_versions(s3, versioned, "users/dave/") == before
+    status, out, err = run(confirm=True)
+    assert status == 0 and "left: 0 object versions" in out
+    assert "with a local master key, copies kept elsewhere stay readable with that key" in out
+    assert '"left": 0' in err and "a.md" not in err
+    assert all_versions(s3, versioned, "users/dave/") == []
