@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -17,6 +17,7 @@ from s3memory.operations import Operations
 from s3memory.store import S3Store
 
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
+from .support.faults import ProcessDeath, SimulatedCrash
 
 BACKENDS = ALL_BACKENDS
 
@@ -84,30 +85,16 @@ def test_erase_without_versioning(s3: Any) -> None:
     assert all_versions(s3, BUCKET, "users/bob/") == []
 
 
-class Died(BaseException):
-    """The process died here."""
-
-
 def test_an_erase_that_dies_half_way_has_removed_the_keys_and_a_rerun_finishes(
-    s3: Any, versioned: str, monkeypatch: pytest.MonkeyPatch
+    s3: Any, versioned: str, new_client: Callable[..., Any]
 ) -> None:
-    store = S3Store(s3, versioned, page_size=2)
-    operations = Operations(store, LocalKeyProvider(MASTER_KEY))
+    operations = Operations(S3Store(s3, versioned, page_size=2), LocalKeyProvider(MASTER_KEY))
     history_for(operations, "carol")
     s3.put_object(Bucket=versioned, Key="users/carol/internal/keys/v1", Body=b"wrapped")
-    real = S3Store.delete_versions
-    calls = {"count": 0}
-
-    def dying(self: S3Store, versions: Any) -> None:
-        calls["count"] += 1
-        if calls["count"] == 2:
-            raise Died()
-        real(self, versions)
-
-    monkeypatch.setattr(S3Store, "delete_versions", dying)
-    with pytest.raises(Died):
-        operations.erase("carol")
-    monkeypatch.setattr(S3Store, "delete_versions", real)
+    dying = new_client()
+    ProcessDeath(dying, "DeleteObjects", 2)
+    with pytest.raises(SimulatedCrash):
+        Operations(S3Store(dying, versioned, page_size=2), LocalKeyProvider(MASTER_KEY)).erase("carol")
     assert all_versions(s3, versioned, "users/carol/internal/keys/") == []  # the keys went first
     assert all_versions(s3, versioned, "users/carol/") != []
     assert operations.erase("carol").left == 0

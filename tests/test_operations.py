@@ -6,6 +6,7 @@ import io
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from s3memory.settings import Limits
 from s3memory.store import S3Store
 
 from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot, stored_keys
+from .support.faults import ProcessDeath, SimulatedCrash
 
 BACKENDS = ALL_BACKENDS
 AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
@@ -180,24 +182,15 @@ class Died(BaseException):
 
 
 def test_an_import_that_dies_half_way_is_finished_by_running_it_again(
-    operations: Operations, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    operations: Operations, tmp_path: Path, new_client: Callable[..., Any]
 ) -> None:
     seed(operations, "source")
     folder = tmp_path / "folder"
     operations.export("source", folder)
-    calls = {"count": 0}
-    real_run = type(operations.memory("x")).run
-
-    def dying_run(self: Any, raw_input: object) -> str:
-        calls["count"] += 1
-        if calls["count"] == 3:
-            raise Died()
-        return real_run(self, raw_input)
-
-    monkeypatch.setattr(type(operations.memory("x")), "run", dying_run)
-    with pytest.raises(Died):
-        operations.import_folder("target", folder)
-    monkeypatch.setattr(type(operations.memory("x")), "run", real_run)
+    dying = new_client()
+    ProcessDeath(dying, "PutObject", 3)
+    with pytest.raises(SimulatedCrash):
+        Operations(S3Store(dying, BUCKET), LocalKeyProvider(MASTER_KEY)).import_folder("target", folder)
     again = operations.import_folder("target", folder)
     assert len(again.unchanged) == 2 and len(again.written) == 2 and again.complete
     assert operations.export("target", tmp_path / "check").complete
