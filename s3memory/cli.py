@@ -6,9 +6,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
 
 from ._version import __version__
-from .console import Console, add_commands
+from .console import Console
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 """The model used when none is named: by the demo's ``--live`` and by the agent Lambda."""
@@ -35,6 +37,63 @@ def missing_for_demo() -> list[str]:
         if requirement not in missing and find_spec(module) is None:
             missing.append(requirement)
     return missing
+
+
+def add_commands(commands: Any) -> None:
+    """The operator subcommands, on the ``s3memory`` parser's subparsers."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--bucket", help="the bucket (S3MEMORY_BUCKET)")
+    common.add_argument("--prefix", help="the users' key prefix (S3MEMORY_PREFIX, default users/)")
+    common.add_argument("--kms-key-id", help="the KMS key (S3MEMORY_KMS_KEY_ID)")
+    common.add_argument("--endpoint-url", help="an S3 endpoint (S3MEMORY_ENDPOINT_URL)")
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+    user = argparse.ArgumentParser(add_help=False)
+    user.add_argument("--user", required=True, help="the user id")
+
+    commands.add_parser("users", parents=[common], help="list the user ids in the store")
+    ls = commands.add_parser("ls", parents=[common, user], help="a user's files and their sizes")
+    ls.add_argument("path", nargs="?", default="/memories")
+    cat = commands.add_parser("cat", parents=[common, user], help="a user's file, decrypted")
+    cat.add_argument("path")
+    export = commands.add_parser(
+        "export",
+        parents=[common, user],
+        help="write a user's memory as DIR/memories/... (the SDK's local layout)",
+    )
+    export.add_argument("directory", type=Path)
+    export.add_argument("--overwrite", action="store_true", help="replace local files that differ")
+    load = commands.add_parser(
+        "import", parents=[common, user], help="load DIR/memories/... (what the SDK's local tool wrote)"
+    )
+    load.add_argument("directory", type=Path)
+    load.add_argument("--overwrite", action="store_true", help="replace stored files whose text differs")
+    load.add_argument("--dry-run", action="store_true", help="check every file, change nothing")
+    load.add_argument("--yes", action="store_true", help="do not ask before overwriting")
+    history = commands.add_parser("history", parents=[common, user], help="every version of a file")
+    history.add_argument("path")
+    restore = commands.add_parser(
+        "restore", parents=[common, user], help="a file's version, or the whole memory as it was at a time"
+    )
+    restore.add_argument("path", nargs="?", help="the file (with --version)")
+    point = restore.add_mutually_exclusive_group(required=True)
+    point.add_argument("--version", help="the version id (from history)")
+    point.add_argument("--as-of", help="a time, ISO 8601 (UTC unless it names a zone)")
+    restore.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    redact = commands.add_parser("redact", parents=[common, user], help="remove one stored version for good")
+    redact.add_argument("path")
+    redact.add_argument("--version", required=True, help="the version id (from history)")
+    redact.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    erase = commands.add_parser(
+        "erase", parents=[common, user], help="remove every object and version of a user, keys first"
+    )
+    erase.add_argument("--dry-run", action="store_true", help="count what would go, change nothing")
+    erase.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    verify = commands.add_parser(
+        "verify", parents=[common], help="authenticate every object; exit 1 on any problem"
+    )
+    whom = verify.add_mutually_exclusive_group(required=True)
+    whom.add_argument("--user", help="the user id")
+    whom.add_argument("--all", action="store_true", help="every user in the store")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -15,14 +15,14 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from .errors import CommandError, StorageError
 
 if TYPE_CHECKING:
     from .operations import Operations, Transfer
     from .settings import Settings
+    from .versions import MemoryVersions
 
 EXIT_OK = 0
 EXIT_INCOMPLETE = 1
@@ -35,49 +35,6 @@ FLAG_VARIABLES = {
     "endpoint_url": "S3MEMORY_ENDPOINT_URL",
 }
 """The flags that override a setting, with the variable (``s3memory.settings``) each overrides."""
-
-
-def add_commands(commands: Any) -> None:
-    """The operator subcommands, on the ``s3memory`` parser's subparsers."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--bucket", help="the bucket (S3MEMORY_BUCKET)")
-    common.add_argument("--prefix", help="the users' key prefix (S3MEMORY_PREFIX, default users/)")
-    common.add_argument("--kms-key-id", help="the KMS key (S3MEMORY_KMS_KEY_ID)")
-    common.add_argument("--endpoint-url", help="an S3 endpoint (S3MEMORY_ENDPOINT_URL)")
-    common.add_argument("--json", action="store_true", help="machine-readable output")
-    user = argparse.ArgumentParser(add_help=False)
-    user.add_argument("--user", required=True, help="the user id")
-
-    commands.add_parser("users", parents=[common], help="list the user ids in the store")
-    ls = commands.add_parser("ls", parents=[common, user], help="a user's files and their sizes")
-    ls.add_argument("path", nargs="?", default="/memories")
-    cat = commands.add_parser("cat", parents=[common, user], help="a user's file, decrypted")
-    cat.add_argument("path")
-    export = commands.add_parser(
-        "export",
-        parents=[common, user],
-        help="write a user's memory as DIR/memories/... (the SDK's local layout)",
-    )
-    export.add_argument("directory", type=Path)
-    export.add_argument("--overwrite", action="store_true", help="replace local files that differ")
-    load = commands.add_parser(
-        "import", parents=[common, user], help="load DIR/memories/... (what the SDK's local tool wrote)"
-    )
-    load.add_argument("directory", type=Path)
-    load.add_argument("--overwrite", action="store_true", help="replace stored files whose text differs")
-    load.add_argument("--dry-run", action="store_true", help="check every file, change nothing")
-    load.add_argument("--yes", action="store_true", help="do not ask before overwriting")
-    erase = commands.add_parser(
-        "erase", parents=[common, user], help="remove every object and version of a user, keys first"
-    )
-    erase.add_argument("--dry-run", action="store_true", help="count what would go, change nothing")
-    erase.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    verify = commands.add_parser(
-        "verify", parents=[common], help="authenticate every object; exit 1 on any problem"
-    )
-    whom = verify.add_mutually_exclusive_group(required=True)
-    whom.add_argument("--user", help="the user id")
-    whom.add_argument("--all", action="store_true", help="every user in the store")
 
 
 def settings_from(arguments: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
@@ -133,6 +90,9 @@ class Console:
                 "import": self._import,
                 "verify": self._verify,
                 "erase": self._erase,
+                "history": self._history,
+                "restore": self._restore,
+                "redact": self._redact,
             }
             status = handlers[command](operations, counts)
         except SettingsError as error:
@@ -242,6 +202,82 @@ class Console:
         }
         self._emit(document, "\n".join(lines))
         return EXIT_INCOMPLETE if problems else EXIT_OK
+
+    def _versions(self, operations: Operations) -> MemoryVersions:
+        from .versions import MemoryVersions
+
+        return MemoryVersions(operations.memory(self.arguments.user))
+
+    def _history(self, operations: Operations, counts: dict[str, int]) -> int:
+        history = self._versions(operations).history(self.arguments.path)
+        counts["versions"] = len(history)
+        rows = [
+            f"{v.modified.isoformat(timespec='seconds')}  {v.operation:<7}  {v.size:>9,}  {v.version_id}"
+            + ("  (current)" if v.current else "")
+            for v in history
+        ]
+        document = {
+            "path": self.arguments.path,
+            "versions": [
+                {
+                    "version_id": v.version_id,
+                    "modified": v.modified.isoformat(),
+                    "operation": v.operation,
+                    "size": v.size,
+                    "current": v.current,
+                }
+                for v in history
+            ],
+        }
+        self._emit(document, "\n".join(rows) if rows else f"(no versions of {self.arguments.path})")
+        return EXIT_OK
+
+    def _restore(self, operations: Operations, counts: dict[str, int]) -> int:
+        from .versions import when
+
+        arguments = self.arguments
+        if arguments.version is not None and arguments.path is None:
+            raise CommandError("Error: restore --version needs the file's path.")
+        what = arguments.path if arguments.version is not None else f"all of {arguments.user}'s memory"
+        if not arguments.yes and not self.confirm(f"Restore {what}?"):
+            self.err.write("s3memory restore: not confirmed; nothing was changed\n")
+            return EXIT_INCOMPLETE
+        versions = self._versions(operations)
+        if arguments.version is not None:
+            outcome = versions.restore(arguments.path, arguments.version)
+            counts[outcome] = 1
+            self._emit({"path": arguments.path, "outcome": outcome}, f"{outcome} {arguments.path}")
+            return EXIT_OK
+        try:
+            moment = when(arguments.as_of)
+        except ValueError:
+            raise CommandError(f"Error: --as-of must be an ISO 8601 time, got {arguments.as_of!r}.") from None
+        restored = versions.restore_as_of(moment)
+        groups = {
+            "written": restored.written,
+            "deleted": restored.deleted,
+            "unchanged": restored.unchanged,
+            "changed_meanwhile": restored.changed_meanwhile,
+        }
+        counts.update({name: len(paths) for name, paths in groups.items()})
+        lines = [
+            f"{name} {path}" for name in ("written", "deleted", "changed_meanwhile") for path in groups[name]
+        ]
+        lines.append(", ".join(f"{len(paths)} {name.replace('_', ' ')}" for name, paths in groups.items()))
+        self._emit(groups, "\n".join(lines))
+        return EXIT_INCOMPLETE if restored.changed_meanwhile else EXIT_OK
+
+    def _redact(self, operations: Operations, counts: dict[str, int]) -> int:
+        arguments = self.arguments
+        if not arguments.yes and not self.confirm(
+            f"Remove version {arguments.version} of {arguments.path} for good?"
+        ):
+            self.err.write("s3memory redact: not confirmed; nothing was changed\n")
+            return EXIT_INCOMPLETE
+        self._versions(operations).redact(arguments.path, arguments.version)
+        counts["removed"] = 1
+        self._emit({"path": arguments.path, "removed": arguments.version}, f"removed {arguments.version}")
+        return EXIT_OK
 
     def _erase(self, operations: Operations, counts: dict[str, int]) -> int:
         arguments = self.arguments

@@ -105,9 +105,11 @@ class MemoryFiles:
         self.usage = usage
         self.directories = KnownDirectories()
 
-    def read(self, path: MemoryPath) -> Found | None:
-        """The file at ``path``, or None if there is none."""
-        stored = self.store.get(self.layout.file_key(path), max_bytes=self.max_file_bytes + _SEALED_SLACK)
+    def read(self, path: MemoryPath, version_id: str | None = None) -> Found | None:
+        """The file at ``path`` (its version ``version_id`` if given), or None if there is none."""
+        stored = self.store.get(
+            self.layout.file_key(path), max_bytes=self.max_file_bytes + _SEALED_SLACK, version_id=version_id
+        )
         if stored is None:
             return None
         return Found(self.decode(path, stored.body), stored.etag)

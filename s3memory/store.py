@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 DELETE_BATCH = 1000
 """S3's limit of keys per DeleteObjects request."""
 
-_NOT_FOUND = frozenset({"NoSuchKey", "404", "NotFound"})
+_NOT_FOUND = frozenset({"NoSuchKey", "404", "NotFound", "NoSuchVersion"})
 _PRECONDITION_FAILED = frozenset({"PreconditionFailed", "412"})
 _CONFLICT = frozenset({"ConditionalRequestConflict", "409", "OperationAborted"})
 _SNAKE_CASE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -78,6 +78,10 @@ class Version(NamedTuple):
     key: str
     version_id: str
     delete_marker: bool = False
+    modified: str = ""
+    """When it was written, as S3 sends it (ISO 8601)."""
+    size: int = 0
+    latest: bool = False
 
 
 @dataclass
@@ -143,13 +147,14 @@ class S3Store:
         except BotoCoreError as error:
             raise _failure(operation, error) from None
 
-    def get(self, key: str, *, max_bytes: int) -> StoredObject | None:
-        """The object's bytes and ETag, or None if there is no such object.
+    def get(self, key: str, *, max_bytes: int, version_id: str | None = None) -> StoredObject | None:
+        """The object's bytes and ETag (of ``version_id`` if given), or None if there is none.
 
         An object over ``max_bytes`` is refused unread, so a hostile bucket cannot exhaust memory.
         """
         try:
-            response = self._call("GetObject", Key=key)
+            extra = {} if version_id is None else {"VersionId": version_id}
+            response = self._call("GetObject", Key=key, **extra)
         except _Missing:
             return None
         if int(response.get("ContentLength", 0)) > max_bytes:
@@ -276,7 +281,14 @@ class S3Store:
         while True:
             response = self._call("ListObjectVersions", **arguments)
             yield [
-                Version(str(item["Key"]), str(item.get("VersionId") or "null"), marker)
+                Version(
+                    str(item["Key"]),
+                    str(item.get("VersionId") or "null"),
+                    marker,
+                    str(item.get("LastModified", "")),
+                    int(item.get("Size", 0)),
+                    bool(item.get("IsLatest")),
+                )
                 for marker, field in ((False, "Versions"), (True, "DeleteMarkers"))
                 for item in response.get(field, [])
             ]
@@ -287,6 +299,11 @@ class S3Store:
                 arguments["VersionIdMarker"] = response["NextVersionIdMarker"]
             else:
                 arguments.pop("VersionIdMarker", None)
+
+    def versioning(self) -> str | None:
+        """The bucket's versioning status (``Enabled``, ``Suspended``), or None if it was never on."""
+        status = self._call("GetBucketVersioning").get("Status")
+        return str(status) if status else None
 
     def delete_versions(self, versions: Sequence[Version]) -> None:
         """Remove up to 1,000 object versions (or delete markers) for good, in one request."""

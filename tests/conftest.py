@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -244,3 +245,18 @@ def make_memory(s3: Any, local_keys: LocalKeyProvider) -> Callable[..., S3Memory
 @pytest.fixture
 def memory(make_memory: Callable[..., S3Memory]) -> S3Memory:
     return make_memory()
+
+
+@pytest.fixture
+def versioned(s3: Any) -> Iterator[str]:
+    """A new bucket with versioning on (on the test's backend), removed afterwards, every version."""
+    bucket = f"erase-{uuid.uuid4().hex[:12]}"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    try:
+        yield bucket
+    finally:
+        for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+            for item in page.get("Versions", []) + page.get("DeleteMarkers", []):
+                s3.delete_object(Bucket=bucket, Key=item["Key"], VersionId=item["VersionId"])
+        s3.delete_bucket(Bucket=bucket)

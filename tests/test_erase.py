@@ -4,8 +4,7 @@ finishes an interrupted erase (moto and SeaweedFS, with and without versioning).
 from __future__ import annotations
 
 import io
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,21 +19,6 @@ from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
 from .support.faults import ProcessDeath, SimulatedCrash
 
 BACKENDS = ALL_BACKENDS
-
-
-@pytest.fixture
-def versioned(s3: Any) -> Iterator[str]:
-    """A new bucket with versioning on (on the test's backend), removed afterwards, every version."""
-    bucket = f"erase-{uuid.uuid4().hex[:12]}"
-    s3.create_bucket(Bucket=bucket)
-    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
-    try:
-        yield bucket
-    finally:
-        for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
-            for item in page.get("Versions", []) + page.get("DeleteMarkers", []):
-                s3.delete_object(Bucket=bucket, Key=item["Key"], VersionId=item["VersionId"])
-        s3.delete_bucket(Bucket=bucket)
 
 
 def all_versions(s3: Any, bucket: str, prefix: str) -> list[tuple[str, bool]]:

@@ -1,0 +1,163 @@
+"""A user's memory through time, on S3 versioning: a file's history, restoring a version or the whole
+memory as it was, and removing one version for good.
+
+Every version is read through the user's cipher, so only what s3memory sealed for that user and path
+is shown or restored. A restore is an ordinary conditional write: a file that changes while it is
+restored is left as the other writer left it and reported, never overwritten blindly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from .crypto import plaintext_size
+from .errors import CommandError
+from .memory import S3Memory
+from .paths import MemoryPath, memory_path
+from .store import PreconditionFailed, Version
+
+
+@dataclass(frozen=True)
+class FileVersion:
+    """One version of a file: when, its plaintext size, and whether it wrote or deleted the file."""
+
+    path: str
+    version_id: str
+    modified: datetime
+    size: int
+    operation: str
+    """``written`` or ``deleted`` (a delete marker)."""
+    current: bool
+
+
+@dataclass
+class Restored:
+    """What a restore of the whole memory did, file by file."""
+
+    written: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    changed_meanwhile: list[str] = field(default_factory=list)
+
+
+def when(text: str) -> datetime:
+    """A timestamp of S3 or of the operator (ISO 8601; UTC unless it names a zone)."""
+    moment = datetime.fromisoformat(text.strip().replace(" ", "T", 1))
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+class MemoryVersions:
+    """The versions of one user's memory files."""
+
+    def __init__(self, memory: S3Memory) -> None:
+        self.memory = memory
+        self.store = memory.store
+        status = self.store.versioning()
+        if status is None:
+            raise CommandError(
+                f"Error: The bucket {self.store.bucket} has never had S3 versioning on, so it keeps no "
+                "earlier versions: history, restore and redact need it (the Terraform module enables it)."
+            )
+
+    def history(self, path: str) -> list[FileVersion]:
+        """Every version of the file at ``path``, newest first (delete markers included)."""
+        target = memory_path(path)
+        key = self.memory.layout.file_key(target)
+        found = [version for page in self.store.versions(key) for version in page if version.key == key]
+        return sorted((self._described(target, version) for version in found), key=_newest_first)
+
+    def _described(self, target: MemoryPath, version: Version) -> FileVersion:
+        return FileVersion(
+            target.text,
+            version.version_id,
+            when(version.modified),
+            0 if version.delete_marker else plaintext_size(version.size),
+            "deleted" if version.delete_marker else "written",
+            version.latest,
+        )
+
+    def text_of(self, path: str, version_id: str) -> str:
+        """The text the file had in ``version_id``, authenticated for this user and path."""
+        found = self.memory.files.read(memory_path(path), version_id)
+        if found is None:
+            raise CommandError(f"Error: {path} has no version {version_id} (or it is a deletion).")
+        return found.text
+
+    def restore(self, path: str, version_id: str) -> str:
+        """Make ``version_id`` the file's current text again: ``written`` or ``unchanged``."""
+        text = self.text_of(path, version_id)
+        return self._put(memory_path(path), text)
+
+    def _put(self, target: MemoryPath, text: str) -> str:
+        files = self.memory.files
+        current = files.read(target)
+        if current is not None and current.text == text:
+            return "unchanged"
+        if current is None:
+            self.memory.run({"command": "create", "path": target.text, "file_text": text})
+            return "written"
+        if not files.replace(target, files.encode(target, text), current.etag):
+            raise CommandError(f"Error: {target.text} changed while it was restored; it was left as it is.")
+        return "written"
+
+    def restore_as_of(self, moment: datetime) -> Restored:
+        """Every file as it was at ``moment``: files written since are put back or deleted, files
+        deleted since come back. Each change is conditional on what was read."""
+        layout = self.memory.layout
+        chosen: dict[str, Version | None] = {}
+        for page in self.store.versions(layout.memories_prefix):
+            for listed in page:
+                if layout.path_of_key(listed.key) is None:
+                    continue
+                best = chosen.get(listed.key)
+                if when(listed.modified) <= moment and (best is None or _later(listed, best)):
+                    chosen[listed.key] = listed
+                else:
+                    chosen.setdefault(listed.key, None)
+        restored = Restored()
+        for key, version in sorted(chosen.items()):
+            target = layout.path_of_key(key)
+            assert target is not None
+            try:
+                if version is None or version.delete_marker:
+                    self._delete(target, restored)
+                else:
+                    text = self.text_of(target.text, version.version_id)
+                    outcome = self._put(target, text)
+                    (restored.unchanged if outcome == "unchanged" else restored.written).append(target.text)
+            except CommandError:
+                restored.changed_meanwhile.append(target.text)
+        return restored
+
+    def _delete(self, target: MemoryPath, restored: Restored) -> None:
+        current = self.memory.files.read(target)
+        if current is None:
+            return
+        try:
+            self.memory.files.delete(self.memory.layout.file_key(target), if_match=current.etag)
+        except PreconditionFailed:
+            restored.changed_meanwhile.append(target.text)
+            return
+        restored.deleted.append(target.text)
+
+    def redact(self, path: str, version_id: str) -> None:
+        """Remove one version of the file for good (the current one too, if named)."""
+        target = memory_path(path)
+        key = self.memory.layout.file_key(target)
+        if not any(version.version_id == version_id for version in self._versions_of(key)):
+            raise CommandError(f"Error: {path} has no version {version_id}; nothing was changed.")
+        self.store.delete_versions([Version(key, version_id)])
+
+    def _versions_of(self, key: str) -> list[Version]:
+        return [version for page in self.store.versions(key) for version in page if version.key == key]
+
+
+def _newest_first(version: FileVersion) -> tuple[bool, float]:
+    return (not version.current, -version.modified.timestamp())
+
+
+def _later(version: Version, other: Version) -> bool:
+    if when(version.modified) != when(other.modified):
+        return when(version.modified) > when(other.modified)
+    return version.latest or (not other.latest and version.delete_marker)

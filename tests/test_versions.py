@@ -1,0 +1,158 @@
+"""History, restore and redact over S3 versioning (moto and SeaweedFS)."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from s3memory.cli import _parser
+from s3memory.console import Console
+from s3memory.crypto import LocalKeyProvider
+from s3memory.errors import CommandError
+from s3memory.operations import Operations
+from s3memory.store import S3Store
+from s3memory.versions import MemoryVersions
+
+from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
+
+BACKENDS = ALL_BACKENDS
+
+
+@pytest.fixture
+def operations(s3: Any, versioned: str) -> Operations:
+    return Operations(S3Store(s3, versioned), LocalKeyProvider(MASTER_KEY))
+
+
+def tick() -> datetime:
+    """A moment strictly between two writes (S3 keeps modification times to the second)."""
+    time.sleep(1.1)
+    moment = datetime.now(UTC)
+    time.sleep(1.1)
+    return moment
+
+
+def test_history_shows_each_edit_and_the_deletion_newest_first(operations: Operations) -> None:
+    memory = operations.memory("alice")
+    memory.run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
+    memory.run({"command": "str_replace", "path": "/memories/a.md", "old_str": "one", "new_str": "two"})
+    memory.run({"command": "insert", "path": "/memories/a.md", "insert_line": 1, "insert_text": "three"})
+    memory.run({"command": "delete", "path": "/memories/a.md"})
+    versions = MemoryVersions(memory)
+    history = versions.history("/memories/a.md")
+    assert [(v.operation, v.current) for v in history] == [
+        ("deleted", True),
+        ("written", False),
+        ("written", False),
+        ("written", False),
+    ]
+    written = [v for v in history if v.operation == "written"]
+    assert sorted(versions.text_of("/memories/a.md", v.version_id) for v in written) == [
+        "one\n",
+        "two\n",
+        "two\nthree\n",
+    ]
+    assert sorted(v.size for v in written) == [4, 4, 10]
+
+
+def test_restore_a_version_of_a_deleted_file_and_of_an_edited_one(operations: Operations) -> None:
+    memory = operations.memory("bob")
+    memory.run({"command": "create", "path": "/memories/a.md", "file_text": "first\n"})
+    versions = MemoryVersions(memory)
+    (first,) = versions.history("/memories/a.md")
+    memory.run({"command": "str_replace", "path": "/memories/a.md", "old_str": "first", "new_str": "second"})
+    assert versions.restore("/memories/a.md", first.version_id) == "written"
+    assert operations.read("bob", "/memories/a.md") == "first\n"
+    assert versions.restore("/memories/a.md", first.version_id) == "unchanged"
+    memory.run({"command": "delete", "path": "/memories/a.md"})
+    assert versions.restore("/memories/a.md", first.version_id) == "written"
+    assert operations.read("bob", "/memories/a.md") == "first\n"
+    with pytest.raises(CommandError, match="has no version"):
+        versions.restore("/memories/a.md", "no-such-version")
+
+
+def test_restore_as_of_brings_back_the_earlier_tree_exactly(operations: Operations) -> None:
+    memory = operations.memory("carol")
+    memory.run({"command": "create", "path": "/memories/keep.md", "file_text": "keep\n"})
+    memory.run({"command": "create", "path": "/memories/edit.md", "file_text": "before\n"})
+    memory.run({"command": "create", "path": "/memories/gone.md", "file_text": "gone\n"})
+    memory.run({"command": "create", "path": "/memories/d/x.md", "file_text": "x\n"})
+    moment = tick()
+    memory.run(
+        {"command": "str_replace", "path": "/memories/edit.md", "old_str": "before", "new_str": "after"}
+    )
+    memory.run({"command": "delete", "path": "/memories/gone.md"})
+    memory.run({"command": "create", "path": "/memories/new.md", "file_text": "new\n"})
+    memory.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
+    restored = MemoryVersions(memory).restore_as_of(moment)
+    assert restored.changed_meanwhile == []
+    assert sorted(restored.deleted) == ["/memories/e/x.md", "/memories/new.md"]
+    assert sorted(restored.written) == ["/memories/d/x.md", "/memories/edit.md", "/memories/gone.md"]
+    assert restored.unchanged == ["/memories/keep.md"]
+    files = {file.path: operations.read("carol", file.path) for file in operations.files("carol")}
+    assert files == {
+        "/memories/d/x.md": "x\n",
+        "/memories/edit.md": "before\n",
+        "/memories/gone.md": "gone\n",
+        "/memories/keep.md": "keep\n",
+    }
+
+
+def test_redact_removes_one_version_for_good(operations: Operations) -> None:
+    memory = operations.memory("dave")
+    memory.run({"command": "create", "path": "/memories/a.md", "file_text": "oops: a secret\n"})
+    memory.run(
+        {"command": "str_replace", "path": "/memories/a.md", "old_str": "oops: a secret", "new_str": "ok"}
+    )
+    versions = MemoryVersions(memory)
+    leaked = [v for v in versions.history("/memories/a.md") if not v.current]
+    (old,) = leaked
+    versions.redact("/memories/a.md", old.version_id)
+    assert [v.version_id for v in versions.history("/memories/a.md")] != [] and all(
+        v.version_id != old.version_id for v in versions.history("/memories/a.md")
+    )
+    assert operations.read("dave", "/memories/a.md") == "ok\n"
+    with pytest.raises(CommandError, match="nothing was changed"):
+        versions.redact("/memories/a.md", old.version_id)
+
+
+def test_without_versioning_history_is_refused_clearly(s3: Any) -> None:
+    memory = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY)).memory("erin")
+    with pytest.raises(CommandError, match="has never had S3 versioning on"):
+        MemoryVersions(memory)
+
+
+def test_the_commands(operations: Operations) -> None:
+    memory = operations.memory("frank")
+    memory.run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
+    moment = tick()
+    memory.run({"command": "str_replace", "path": "/memories/a.md", "old_str": "one", "new_str": "two"})
+
+    def run(*argv: str, confirm: bool = False) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        arguments = _parser().parse_args(list(argv))
+        console = Console(
+            arguments, environ={}, out=out, err=err, confirm=lambda _: confirm, operations=operations
+        )
+        return console.run(), out.getvalue(), err.getvalue()
+
+    status, out, err = run("history", "--user", "frank", "/memories/a.md", "--json")
+    versions = json.loads(out)["versions"]
+    assert status == 0 and [v["current"] for v in versions] == [True, False] and '"versions": 2' in err
+    old = versions[1]["version_id"]
+    assert run("restore", "--user", "frank", "/memories/a.md", "--version", old)[0] == 1  # not confirmed
+    assert operations.read("frank", "/memories/a.md") == "two\n"
+    status, out, _ = run("restore", "--user", "frank", "--as-of", moment.isoformat(), confirm=True)
+    assert status == 0 and out.splitlines() == [
+        "written /memories/a.md",
+        "1 written, 0 deleted, 0 unchanged, 0 changed meanwhile",
+    ]
+    assert operations.read("frank", "/memories/a.md") == "one\n"
+    status, _, err = run("restore", "--user", "frank", "--as-of", "yesterday", "--yes")
+    assert status == 1 and "--as-of must be an ISO 8601 time" in err
+    status, out, _ = run("redact", "--user", "frank", "/memories/a.md", "--version", old, "--yes")
+    assert (status, out) == (0, f"removed {old}\n")
