@@ -214,6 +214,7 @@ class Console:
         rows = [
             f"{v.modified.isoformat(timespec='seconds')}  {v.operation:<7}  {v.size:>9,}  {v.version_id}"
             + ("  (current)" if v.current else "")
+            + (f"  renamed from {v.renamed_from}" if v.renamed_from else "")
             for v in history
         ]
         document = {
@@ -225,6 +226,7 @@ class Console:
                     "operation": v.operation,
                     "size": v.size,
                     "current": v.current,
+                    "renamed_from": v.renamed_from,
                 }
                 for v in history
             ],

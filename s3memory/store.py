@@ -176,6 +176,15 @@ class S3Store:
             return False
         return True
 
+    def metadata(self, key: str, version_id: str | None = None) -> dict[str, str] | None:
+        """The user metadata of the object (of ``version_id`` if given), or None if there is none."""
+        try:
+            extra = {} if version_id is None else {"VersionId": version_id}
+            response = self._call("HeadObject", Key=key, **extra)
+        except _Missing:
+            return None
+        return dict(response.get("Metadata", {}))
+
     def put(
         self,
         key: str,

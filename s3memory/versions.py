@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from .crypto import plaintext_size
 from .errors import CommandError
+from .files import ORIGIN_METADATA
 from .memory import S3Memory
 from .paths import MemoryPath, memory_path
 from .store import PreconditionFailed, Version
@@ -29,6 +30,8 @@ class FileVersion:
     operation: str
     """``written`` or ``deleted`` (a delete marker)."""
     current: bool
+    renamed_from: str | None = None
+    """The path this version was copied from by a rename, when the user's memory still shows it."""
 
 
 @dataclass
@@ -64,10 +67,18 @@ class MemoryVersions:
         """Every version of the file at ``path``, newest first (delete markers included)."""
         target = memory_path(path)
         key = self.memory.layout.file_key(target)
-        found = [version for page in self.store.versions(key) for version in page if version.key == key]
-        return sorted((self._described(target, version) for version in found), key=_newest_first)
+        origins = _Origins(self.memory)
+        return sorted(
+            (self._described(target, version, origins) for version in self._versions_of(key)),
+            key=_newest_first,
+        )
 
-    def _described(self, target: MemoryPath, version: Version) -> FileVersion:
+    def _described(self, target: MemoryPath, version: Version, origins: _Origins) -> FileVersion:
+        renamed_from = None
+        if not version.delete_marker:
+            metadata = self.store.metadata(version.key, version.version_id) or {}
+            fingerprint = metadata.get(ORIGIN_METADATA)
+            renamed_from = None if fingerprint is None else origins.path_of(fingerprint)
         return FileVersion(
             target.text,
             version.version_id,
@@ -75,6 +86,7 @@ class MemoryVersions:
             0 if version.delete_marker else plaintext_size(version.size),
             "deleted" if version.delete_marker else "written",
             version.latest,
+            renamed_from,
         )
 
     def text_of(self, path: str, version_id: str) -> str:
@@ -151,6 +163,27 @@ class MemoryVersions:
 
     def _versions_of(self, key: str) -> list[Version]:
         return [version for page in self.store.versions(key) for version in page if version.key == key]
+
+
+class _Origins:
+    """Which path a rename's keyed fingerprint stands for: any path the user's versions still show,
+    listed once, on first need (the metadata holds the fingerprint only, never the path)."""
+
+    def __init__(self, memory: S3Memory) -> None:
+        self._memory = memory
+        self._paths: dict[str, str] | None = None
+
+    def path_of(self, fingerprint: str) -> str | None:
+        if self._paths is None:
+            layout, cipher = self._memory.layout, self._memory.files.cipher
+            paths = {
+                path
+                for page in self._memory.store.versions(layout.memories_prefix)
+                for version in page
+                if (path := layout.path_of_key(version.key)) is not None
+            }
+            self._paths = {cipher.fingerprint(path.canonical): path.text for path in paths}
+        return self._paths.get(fingerprint)
 
 
 def _newest_first(version: FileVersion) -> tuple[bool, float]:

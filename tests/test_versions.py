@@ -59,6 +59,24 @@ def test_history_shows_each_edit_and_the_deletion_newest_first(operations: Opera
     assert sorted(v.size for v in written) == [4, 4, 10]
 
 
+def test_history_says_where_a_renamed_file_came_from(operations: Operations) -> None:
+    memory = operations.memory("gina")
+    memory.run({"command": "create", "path": "/memories/old.md", "file_text": "moved\n"})
+    memory.run({"command": "rename", "old_path": "/memories/old.md", "new_path": "/memories/new.md"})
+    memory.run({"command": "create", "path": "/memories/d/x.md", "file_text": "x\n"})
+    memory.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
+    memory.run(
+        {"command": "str_replace", "path": "/memories/new.md", "old_str": "moved", "new_str": "edited"}
+    )
+    versions = MemoryVersions(memory)
+    assert [(v.current, v.renamed_from) for v in versions.history("/memories/new.md")] == [
+        (True, None),
+        (False, "/memories/old.md"),
+    ]
+    assert [v.renamed_from for v in versions.history("/memories/e/x.md")] == ["/memories/d/x.md"]
+    assert [v.renamed_from for v in versions.history("/memories/old.md")] == [None, None]
+
+
 def test_restore_a_version_of_a_deleted_file_and_of_an_edited_one(operations: Operations) -> None:
     memory = operations.memory("bob")
     memory.run({"command": "create", "path": "/memories/a.md", "file_text": "first\n"})
