@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,6 +20,7 @@ from s3memory.store import S3Store
 from s3memory.versions import MemoryVersions
 
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
+from .support.faults import ProcessDeath, SimulatedCrash
 
 BACKENDS = ALL_BACKENDS
 
@@ -174,3 +176,64 @@ def test_the_commands(operations: Operations) -> None:
     assert status == 1 and "--as-of must be an ISO 8601 time" in err
     status, out, _ = run("redact", "--user", "frank", "/memories/a.md", "--version", old, "--yes")
     assert (status, out) == (0, f"removed {old}\n")
+
+
+def test_a_restore_that_dies_half_way_is_finished_by_running_it_again(
+    operations: Operations, s3: Any, versioned: str, new_client: Callable[..., Any]
+) -> None:
+    memory = operations.memory("hank")
+    for name in ("a", "b", "c", "d"):
+        memory.run({"command": "create", "path": f"/memories/{name}.md", "file_text": f"{name} before\n"})
+    moment = tick()
+    for name in ("a", "b", "c", "d"):
+        memory.run(
+            {
+                "command": "str_replace",
+                "path": f"/memories/{name}.md",
+                "old_str": "before",
+                "new_str": "after",
+            }
+        )
+    dying = new_client()
+    ProcessDeath(dying, "PutObject", 2)
+    dead = Operations(S3Store(dying, versioned), LocalKeyProvider(MASTER_KEY)).memory("hank")
+    with pytest.raises(SimulatedCrash):
+        MemoryVersions(dead).restore_as_of(moment)
+    again = MemoryVersions(memory).restore_as_of(moment)
+    assert len(again.unchanged) == 1 and len(again.written) == 3 and again.changed_meanwhile == []
+    assert {f.path: operations.read("hank", f.path) for f in operations.files("hank")} == {
+        f"/memories/{name}.md": f"{name} before\n" for name in ("a", "b", "c", "d")
+    }
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["history", "--user", "ivy", "/memories/../x"], "would escape /memories"),
+        (["history", "--user", "../ivy", "/memories/a.md"], "s3memory history: "),
+        (["restore", "--user", "ivy", "--version", "v1", "--yes"], "restore --version needs the file's path"),
+        (["restore", "--user", "ivy", "/memories/a.md", "--version", "nope", "--yes"], "has no version nope"),
+        (["redact", "--user", "ivy", "/memories/a.md", "--version", "nope", "--yes"], "nothing was changed"),
+        (
+            ["redact", "--user", "ivy", "/etc/passwd", "--version", "v", "--yes"],
+            "Path must start with /memories",
+        ),
+    ],
+)
+def test_bad_input_is_refused_clearly_and_changes_nothing(
+    operations: Operations, s3: Any, versioned: str, argv: list[str], message: str
+) -> None:
+    operations.memory("ivy").run({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
+    before = sorted(
+        (item["Key"], item["VersionId"])
+        for item in s3.list_object_versions(Bucket=versioned).get("Versions", [])
+    )
+    out, err = io.StringIO(), io.StringIO()
+    console = Console(_parser().parse_args(argv), environ={}, out=out, err=err, operations=operations)
+    assert console.run() == 1
+    assert message in err.getvalue()
+    after = sorted(
+        (item["Key"], item["VersionId"])
+        for item in s3.list_object_versions(Bucket=versioned).get("Versions", [])
+    )
+    assert after == before
