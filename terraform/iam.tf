@@ -2,6 +2,12 @@
 # memory_prefix, and use the KMS key only (a) with s3memory's encryption context and (b) through S3
 # for this bucket. Each may write only to its own log group. Only the agent role may read the
 # Anthropic API key secret, and only when one is configured. No wildcard actions anywhere.
+#
+# Optionally (create_operator_role), a third role for the operator commands of the `s3memory` CLI
+# (users, ls, cat, export, import, verify, erase, history, restore, redact), assumed by
+# operator_trusted_principal_arns only (with MFA by default). It has what the serving roles have
+# plus what only an operator needs: the bucket's versioning status, and listing, reading and
+# removing object versions. The serving roles never get those.
 
 resource "aws_iam_role" "memory" {
   name                 = "${local.memory_function_name}-lambda"
@@ -21,6 +27,26 @@ resource "aws_iam_role" "agent" {
   tags                 = local.tags
 }
 
+# The operator role: for the people (or the automation) who run the `s3memory` operator commands.
+resource "aws_iam_role" "operator" {
+  count = var.create_operator_role ? 1 : 0
+
+  name                 = "${var.name_prefix}-operator"
+  path                 = var.iam_role_path
+  description          = "Operator role of s3memory ${var.name_prefix}: the s3memory operator commands on every user's memory"
+  assume_role_policy   = jsonencode(local.operator_assume_role_policy)
+  max_session_duration = var.operator_role_max_session_duration
+  permissions_boundary = var.iam_permissions_boundary_arn
+  tags                 = local.tags
+
+  lifecycle {
+    precondition {
+      condition     = length(var.operator_trusted_principal_arns) > 0
+      error_message = "create_operator_role = true needs operator_trusted_principal_arns: the IAM role or user ARNs allowed to assume the operator role (it reads and erases every user's memory, so nobody is trusted by default)."
+    }
+  }
+}
+
 resource "aws_iam_role_policy" "memory" {
   name   = "s3memory-memory-function"
   role   = aws_iam_role.memory.id
@@ -31,6 +57,14 @@ resource "aws_iam_role_policy" "agent" {
   name   = "s3memory-agent-function"
   role   = aws_iam_role.agent.id
   policy = jsonencode(local.agent_role_policy)
+}
+
+resource "aws_iam_role_policy" "operator" {
+  count = var.create_operator_role ? 1 : 0
+
+  name   = "s3memory-operator"
+  role   = aws_iam_role.operator[0].id
+  policy = jsonencode(local.operator_role_policy)
 }
 
 locals {
@@ -46,24 +80,94 @@ locals {
     ]
   }
 
+  # Only the listed principals, each with sts:AssumeRole, and by default only with MFA.
+  operator_assume_role_policy = {
+    Version = "2012-10-17"
+    Statement = [
+      merge(
+        {
+          Sid       = "TrustedOperators"
+          Effect    = "Allow"
+          Principal = { AWS = var.operator_trusted_principal_arns }
+          Action    = "sts:AssumeRole"
+        },
+        var.operator_require_mfa ? { Condition = { Bool = { "aws:MultiFactorAuthPresent" = "true" } } } : {},
+      ),
+    ]
+  }
+
+  operator_role_policy = {
+    Version = "2012-10-17"
+    Statement = concat(
+      [
+        {
+          # ListObjectsV2 (users, ls, export, verify, and the memory tool's own listings) and
+          # ListObjectVersions (erase, history, restore, redact), under the prefix only. The
+          # prefix itself is the `users` listing (with the delimiter "/"); "<prefix>*" already
+          # matches it ("*" matches nothing too), it is named to say so.
+          Sid      = "ListMemoryPrefixAndVersions"
+          Effect   = "Allow"
+          Action   = ["s3:ListBucket", "s3:ListBucketVersions"]
+          Resource = local.bucket_arn
+          Condition = {
+            StringLike = { "s3:prefix" = [var.memory_prefix, "${var.memory_prefix}*"] }
+          }
+        },
+        {
+          # history, restore and redact first check that the bucket keeps versions. Bucket
+          # configuration only, no object: s3:prefix does not apply to it.
+          Sid      = "BucketVersioningStatus"
+          Effect   = "Allow"
+          Action   = "s3:GetBucketVersioning"
+          Resource = local.bucket_arn
+        },
+        {
+          # Get/Put/Delete and tagging: what the memory tool does (cat, export, import, verify).
+          # GetObjectVersion: reading an earlier version (history, restore).
+          # DeleteObjectVersion: removing versions and delete markers for good (erase, redact).
+          Sid    = "MemoryObjectsAndVersions"
+          Effect = "Allow"
+          Action = [
+            "s3:GetObject",
+            "s3:GetObjectVersion",
+            "s3:PutObject",
+            "s3:DeleteObject",
+            "s3:DeleteObjectVersion",
+            "s3:GetObjectTagging",
+            "s3:PutObjectTagging",
+          ]
+          Resource = local.memory_objects_arn
+        },
+      ],
+      local.key_use_statements,
+    )
+  }
+
   # What both functions need to run s3memory against the bucket.
-  memory_store_statements = [
-    {
-      Sid    = "MemoryObjects"
-      Effect = "Allow"
-      # Tagging: a rename marks a copy it relies on (docs/jobs.md); CopyObject needs Get and Put.
-      Action   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:GetObjectTagging", "s3:PutObjectTagging"]
-      Resource = local.memory_objects_arn
-    },
-    {
-      Sid      = "ListMemoryPrefix"
-      Effect   = "Allow"
-      Action   = "s3:ListBucket"
-      Resource = local.bucket_arn
-      Condition = {
-        StringLike = { "s3:prefix" = "${var.memory_prefix}*" }
-      }
-    },
+  memory_store_statements = concat(
+    [
+      {
+        Sid    = "MemoryObjects"
+        Effect = "Allow"
+        # Tagging: a rename marks a copy it relies on (docs/jobs.md); CopyObject needs Get and Put.
+        Action   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:GetObjectTagging", "s3:PutObjectTagging"]
+        Resource = local.memory_objects_arn
+      },
+      {
+        Sid      = "ListMemoryPrefix"
+        Effect   = "Allow"
+        Action   = "s3:ListBucket"
+        Resource = local.bucket_arn
+        Condition = {
+          StringLike = { "s3:prefix" = "${var.memory_prefix}*" }
+        }
+      },
+    ],
+    local.key_use_statements,
+  )
+
+  # The key, used as the serving roles and the operator role use it.
+  key_use_statements = [
     {
       Sid      = "EnvelopeKeysWithS3memoryContext"
       Effect   = "Allow"

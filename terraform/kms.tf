@@ -1,7 +1,8 @@
 # The customer-managed key, and who may do what with it. Each grant is a key-policy statement:
 #
 #   Use (cryptography), only under conditions:
-#     1. s3memory's envelope keys: the two Lambda roles and var.additional_key_user_arns may call
+#     1. s3memory's envelope keys: the two Lambda roles, the operator role (when
+#        var.create_operator_role) and var.additional_key_user_arns may call
 #        GenerateDataKey/Decrypt only with the encryption context {"s3memory:user": <user id>,
 #        "s3memory:key_version": "<n>"} that the library sends; calls without it are refused.
 #     2. SSE-KMS of the bucket: the same principals, only via S3 in this region, from this account,
@@ -86,6 +87,7 @@ locals {
 
   kms_key_user_arns = concat(
     [aws_iam_role.memory.arn, aws_iam_role.agent.arn],
+    aws_iam_role.operator[*].arn,
     var.additional_key_user_arns,
   )
 

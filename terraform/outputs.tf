@@ -58,6 +58,11 @@ output "agent_role_arn" {
   value       = aws_iam_role.agent.arn
 }
 
+output "operator_role_arn" {
+  description = "ARN of the operator role (assume it to run the s3memory operator commands); null when create_operator_role is false."
+  value       = one(aws_iam_role.operator[*].arn)
+}
+
 output "log_group_names" {
   description = "CloudWatch log groups created by the module (the API's only when create_http_api is true)."
   value = {

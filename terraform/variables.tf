@@ -159,7 +159,7 @@ variable "kms_key_deletion_window_in_days" {
 }
 
 variable "additional_key_user_arns" {
-  description = "IAM role or user ARNs in this account, besides the two Lambda roles, that may use the key for s3memory data keys (same encryption-context condition) and through S3 on this bucket, e.g. an operator running the s3memory CLI. They still need an IAM policy of their own for S3."
+  description = "IAM role or user ARNs in this account, besides the two Lambda roles, that may use the key for s3memory data keys (same encryption-context condition) and through S3 on this bucket, e.g. a principal of your own running the s3memory CLI (create_operator_role creates such a role, with its S3 permissions, and makes it a key user itself). They still need an IAM policy of their own for S3."
   type        = list(string)
   default     = []
   nullable    = false
@@ -187,7 +187,7 @@ variable "kms_key_administrator_arns" {
 # ---------------------------------------------------------------------------------------------------
 
 variable "iam_role_path" {
-  description = "Path of the two Lambda execution roles."
+  description = "Path of the module's IAM roles (the two Lambda execution roles and the optional operator role)."
   type        = string
   default     = "/"
   nullable    = false
@@ -199,13 +199,55 @@ variable "iam_role_path" {
 }
 
 variable "iam_permissions_boundary_arn" {
-  description = "ARN of a managed policy to set as the permissions boundary of both Lambda execution roles, if your organisation requires one. null (default) sets none."
+  description = "ARN of a managed policy to set as the permissions boundary of the module's IAM roles (both Lambda execution roles and the optional operator role), if your organisation requires one. null (default) sets none."
   type        = string
   default     = null
 
   validation {
     condition     = var.iam_permissions_boundary_arn == null ? true : can(regex("^arn:aws[a-z-]*:iam::([0-9]{12}|aws):policy/.+$", var.iam_permissions_boundary_arn))
     error_message = "iam_permissions_boundary_arn must be null or an IAM managed policy ARN."
+  }
+}
+
+# ---------------------------------------------------------------------------------------------------
+# Operator role (optional)
+# ---------------------------------------------------------------------------------------------------
+
+variable "create_operator_role" {
+  description = "Create the IAM role `<name_prefix>-operator` for the operator commands of the s3memory CLI (users, ls, cat, export, import, verify, erase, history, restore, redact): it reads, writes and erases every user's memory (object versions included) under memory_prefix, and uses the key like the Lambda roles (it is added to the key policy's key users). Requires operator_trusted_principal_arns. The Lambda roles' permissions do not change."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
+variable "operator_trusted_principal_arns" {
+  description = "IAM role or user ARNs allowed to assume the operator role (sts:AssumeRole; with MFA unless operator_require_mfa is false). Required (non-empty) when create_operator_role is true; ignored otherwise."
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = length(var.operator_trusted_principal_arns) <= 20 && alltrue([for arn in var.operator_trusted_principal_arns : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]+$", arn))])
+    error_message = "operator_trusted_principal_arns must be a list of at most 20 IAM role or user ARNs (arn:<partition>:iam::<account>:role/... or :user/...); an account root, an assumed-role session, a service and wildcards are refused."
+  }
+}
+
+variable "operator_require_mfa" {
+  description = "Trust the operator principals only when their request carries MFA (Condition Bool aws:MultiFactorAuthPresent = true): an IAM user calling AssumeRole with its MFA device's --serial-number and --token-code, or a session from GetSessionToken with MFA. Sessions federated through IAM Identity Center, SAML or OIDC, and role-chained sessions, usually carry no MFA context even when the sign-in used MFA: for such principals set false and enforce MFA at the identity provider."
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
+variable "operator_role_max_session_duration" {
+  description = "Longest session of the operator role, in seconds (3600 to 43200). A role-chained session (assumed from another role's session) is limited to one hour by AWS whatever this says."
+  type        = number
+  default     = 3600
+  nullable    = false
+
+  validation {
+    condition     = var.operator_role_max_session_duration >= 3600 && var.operator_role_max_session_duration <= 43200 && floor(var.operator_role_max_session_duration) == var.operator_role_max_session_duration
+    error_message = "operator_role_max_session_duration must be a whole number of seconds between 3600 (1 hour) and 43200 (12 hours)."
   }
 }
 

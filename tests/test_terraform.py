@@ -1,5 +1,6 @@
 """Checks of the Terraform module in terraform/: formatting, init + validate (the module and
-examples/complete) and its `terraform test` suites, which run against a mocked AWS provider.
+examples/complete), its `terraform test` suites, which run against a mocked AWS provider, and the
+messages of plans it refuses (`REFUSALS`).
 
 Nothing is written into the repository: the module is copied to a temporary directory and
 TF_DATA_DIR points there too. Providers come from a local filesystem mirror (no registry access),
@@ -245,3 +246,54 @@ def test_terraform_test(initialized_module: TerraformWorkspace, test_file: str) 
     )
     assert_ok(result, f"terraform test -filter=tests/{test_file}")
     assert "0 failed" in result.stdout, result.stdout
+
+
+# Plans the module must refuse, each with the message an operator reads: variables (HCL values)
+# and the message's words. `terraform test` stops a file at its first failing run, so each case is
+# a file of one run without expect_failures, and the run's failure is the point.
+REFUSALS = {
+    "operator_role_without_principals": (
+        {"create_operator_role": "true"},
+        "create_operator_role = true needs operator_trusted_principal_arns: the IAM role or user ARNs "
+        "allowed to assume the operator role",
+    ),
+    "operator_principal_not_a_role_or_user": (
+        {
+            "create_operator_role": "true",
+            "operator_trusted_principal_arns": '["arn:aws:iam::123456789012:root"]',
+        },
+        "operator_trusted_principal_arns must be a list of at most 20 IAM role or user ARNs",
+    ),
+    "operator_session_too_short": (
+        {"operator_role_max_session_duration": "900"},
+        "operator_role_max_session_duration must be a whole number of seconds between 3600 (1 hour) "
+        "and 43200 (12 hours).",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_refusal_messages(initialized_module: TerraformWorkspace, case: str) -> None:
+    variables, message = REFUSALS[case]
+    assignments = "\n".join(f"    {name} = {value}" for name, value in variables.items())
+    test_file = initialized_module.module_dir / "tests" / f"refusal_{case}.tftest.hcl"
+    test_file.write_text(
+        'mock_provider "aws" {\n  source = "./tests/mocks"\n}\n\n'
+        'variables {\n  bucket_name     = "s3memory-test-bucket"\n'
+        '  lambda_zip_path = "tests/fixtures/lambda.zip"\n}\n\n'
+        f'run "{case}" {{\n  command = plan\n\n  variables {{\n{assignments}\n  }}\n}}\n',
+        encoding="utf-8",
+    )
+    try:
+        result = initialized_module.run(
+            "test",
+            "-no-color",
+            f"-filter=tests/{test_file.name}",
+            cwd=initialized_module.module_dir,
+            data_dir_name="module-data",
+        )
+    finally:
+        test_file.unlink()
+    output = " ".join((result.stdout + result.stderr).split())  # terraform wraps long messages
+    assert result.returncode != 0, output
+    assert " ".join(message.split()) in output, output

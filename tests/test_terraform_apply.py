@@ -33,10 +33,13 @@ Where moto differs from AWS, the test adapts and says why:
 - **Reserved concurrency.** moto stores it and returns it with `GetFunction` (`Concurrency`), so the
   defaults (100 and 10) are read back through the Lambda API.
 
-The module is applied with `memory_quota_files = 1`. The memory handler then runs in process with
-exactly the environment that the applied memory function has (read back through the Lambda API),
-plus the endpoint variables for moto: its first create is stored, a second create is refused with
-the quota's answer and writes nothing.
+The module is applied with `memory_quota_files = 1` and the operator role on, trusted to a role
+that the root module creates: the operator role, its trust policy (that role, with MFA) and its
+inline policy are read back through IAM, and the key policy names it as a key user (moto evaluates
+neither trust nor key policies: these check what apply set, `terraform test` covers the rest). The
+memory handler then runs in process with exactly the environment that the applied memory function
+has (read back through the Lambda API), plus the endpoint variables for moto: its first create is
+stored, a second create is refused with the quota's answer and writes nothing.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import boto3
 import pytest
@@ -101,6 +105,21 @@ provider "aws" {{
   }}
 }}
 
+data "aws_caller_identity" "current" {{}}
+
+# The principal that operators sign in as; the module's operator role trusts it.
+resource "aws_iam_role" "memory_admin" {{
+  name = "s3m-{suffix}-memory-admin"
+  assume_role_policy = jsonencode({{
+    Version = "2012-10-17"
+    Statement = [{{
+      Effect    = "Allow"
+      Principal = {{ AWS = "arn:aws:iam::${{data.aws_caller_identity.current.account_id}}:root" }}
+      Action    = "sts:AssumeRole"
+    }}]
+  }})
+}}
+
 module "s3memory" {{
   source = "{module_dir.as_posix()}"
 
@@ -111,10 +130,16 @@ module "s3memory" {{
   force_destroy                   = true
   lambda_zip_path                 = "{FIXTURE_ZIP.as_posix()}"
   memory_quota_files              = 1
+  create_operator_role            = true
+  operator_trusted_principal_arns = [aws_iam_role.memory_admin.arn]
 }}
 
 output "module" {{
   value = module.s3memory
+}}
+
+output "memory_admin_role_arn" {{
+  value = aws_iam_role.memory_admin.arn
 }}
 """
 
@@ -205,6 +230,89 @@ def check_applied(outputs: dict[str, Any], endpoint: str) -> dict[str, str]:
         "S3MEMORY_MODEL",
     }
     return environments["memory"]
+
+
+OPERATOR_ACTIONS = {
+    "ListMemoryPrefixAndVersions": {"s3:ListBucket", "s3:ListBucketVersions"},
+    "BucketVersioningStatus": {"s3:GetBucketVersioning"},
+    "MemoryObjectsAndVersions": {
+        "s3:GetObject",
+        "s3:GetObjectVersion",
+        "s3:PutObject",
+        "s3:DeleteObject",
+        "s3:DeleteObjectVersion",
+        "s3:GetObjectTagging",
+        "s3:PutObjectTagging",
+    },
+    "EnvelopeKeysWithS3memoryContext": {"kms:GenerateDataKey", "kms:Decrypt"},
+    "BucketSseViaS3": {"kms:GenerateDataKey", "kms:Decrypt"},
+}
+VERSION_ACTIONS = {
+    "s3:ListBucketVersions",
+    "s3:GetObjectVersion",
+    "s3:DeleteObjectVersion",
+    "s3:GetBucketVersioning",
+}
+
+
+def check_operator_role(outputs: dict[str, Any], admin_arn: str, endpoint: str) -> None:
+    """The operator role as IAM has it: trusted to the admin role only, with MFA; exactly the
+    operator's actions on the bucket, the prefix and the key; a key user in the key policy; and the
+    serving roles still without any version permission."""
+    iam, kms = client("iam", endpoint), client("kms", endpoint)
+    operator_arn = outputs["operator_role_arn"]
+    role_name = operator_arn.rsplit("/", 1)[1]
+    assert role_name == f"{outputs['memory_function_name'].removesuffix('-memory')}-operator"
+    role = iam.get_role(RoleName=role_name)["Role"]
+    assert role["Arn"] == operator_arn and role["Path"] == "/"
+    assert role["MaxSessionDuration"] == 3600
+    (trust,) = _document(role["AssumeRolePolicyDocument"])["Statement"]
+    assert _listed(trust["Principal"]["AWS"]) == [admin_arn]
+    assert (trust["Effect"], trust["Action"]) == ("Allow", "sts:AssumeRole")
+    assert trust["Condition"] == {"Bool": {"aws:MultiFactorAuthPresent": "true"}}
+
+    assert iam.list_role_policies(RoleName=role_name)["PolicyNames"] == ["s3memory-operator"]
+    document = _document(
+        iam.get_role_policy(RoleName=role_name, PolicyName="s3memory-operator")["PolicyDocument"]
+    )
+    by_sid = {statement["Sid"]: statement for statement in document["Statement"]}
+    assert {sid: set(_listed(statement["Action"])) for sid, statement in by_sid.items()} == OPERATOR_ACTIONS
+    bucket_arn, key_arn = outputs["bucket_arn"], outputs["kms_key_arn"]
+    assert by_sid["ListMemoryPrefixAndVersions"]["Resource"] == bucket_arn
+    assert by_sid["ListMemoryPrefixAndVersions"]["Condition"] == {
+        "StringLike": {"s3:prefix": ["users/", "users/*"]}
+    }
+    assert by_sid["BucketVersioningStatus"]["Resource"] == bucket_arn
+    assert "Condition" not in by_sid["BucketVersioningStatus"]
+    assert by_sid["MemoryObjectsAndVersions"]["Resource"] == f"{bucket_arn}/users/*"
+    assert "Condition" not in by_sid["MemoryObjectsAndVersions"]
+    assert by_sid["EnvelopeKeysWithS3memoryContext"]["Resource"] == key_arn
+    assert by_sid["BucketSseViaS3"]["Resource"] == key_arn
+
+    key_policy = json.loads(kms.get_key_policy(KeyId=key_arn, PolicyName="default")["Policy"])
+    users = {
+        statement["Sid"]: set(_listed(statement["Principal"]["AWS"]))
+        for statement in key_policy["Statement"]
+        if statement["Sid"] in ("EnvelopeKeysWithS3memoryContext", "BucketSseViaS3")
+    }
+    serving = {outputs["memory_role_arn"], outputs["agent_role_arn"]}
+    assert users == {
+        "EnvelopeKeysWithS3memoryContext": serving | {operator_arn},
+        "BucketSseViaS3": serving | {operator_arn},
+    }
+    for kind in ("memory", "agent"):
+        name = outputs[f"{kind}_role_arn"].rsplit("/", 1)[1]
+        (policy_name,) = iam.list_role_policies(RoleName=name)["PolicyNames"]
+        statements = _document(iam.get_role_policy(RoleName=name, PolicyName=policy_name)["PolicyDocument"])
+        actions = {action for statement in statements["Statement"] for action in _listed(statement["Action"])}
+        assert not actions & VERSION_ACTIONS, (kind, actions)
+
+
+def _document(value: str | dict[str, Any]) -> dict[str, Any]:
+    """A policy document as IAM returns it (boto3 decodes it; a string is URL-encoded JSON)."""
+    if isinstance(value, dict):
+        return value
+    return dict(json.loads(unquote(value)))
 
 
 def new_container() -> None:
@@ -349,11 +457,14 @@ def test_apply_use_destroy(
     destroyed: subprocess.CompletedProcess[str] | None = None
     try:
         assert_ok(applied, "terraform apply against moto")
-        assert "Apply complete! Resources: 17 added" in applied.stdout
+        # 17 of the module by default, the operator role and its policy, and the root's admin role.
+        assert "Apply complete! Resources: 20 added" in applied.stdout
         output = terraform("output", "-json")
         assert_ok(output, "terraform output")
-        outputs = json.loads(output.stdout)["module"]["value"]
+        root_outputs = json.loads(output.stdout)
+        outputs = root_outputs["module"]["value"]
         environment = check_applied(outputs, moto_endpoint)
+        check_operator_role(outputs, root_outputs["memory_admin_role_arn"]["value"], moto_endpoint)
         check_logging_config_planned(applied.stdout)
         use_memory(outputs, environment, moto_endpoint, monkeypatch, caplog)
     finally:

@@ -26,3 +26,8 @@ create_http_api = false
 # jwt_issuer    = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_EXAMPLE"
 # jwt_audience  = ["your-app-client-id"]
 # jwt_authorization_scopes = ["memory/read"] # optional: the token must carry one of them
+
+# Optional operator role for the s3memory operator commands (verify, export, erase, ...): who may
+# assume it, with MFA unless operator_require_mfa = false (see docs/deploy.md, "Operator role").
+create_operator_role = false
+# operator_trusted_principal_arns = ["arn:aws:iam::123456789012:role/memory-admins"]

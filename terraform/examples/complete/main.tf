@@ -1,5 +1,5 @@
 # A complete deployment of the s3memory module: bucket, KMS key, both functions and, optionally,
-# the JWT-protected HTTP API. Build the Lambda zip first (`make lambda-zip` at the repo root).
+# the JWT-protected HTTP API and the operator role. Build the Lambda zip first (`make lambda-zip` at the repo root).
 
 provider "aws" {
   region = var.region
@@ -33,6 +33,10 @@ module "s3memory" {
   jwt_issuer               = var.jwt_issuer
   jwt_audience             = var.jwt_audience
   jwt_authorization_scopes = var.jwt_authorization_scopes
+
+  create_operator_role            = var.create_operator_role
+  operator_trusted_principal_arns = var.operator_trusted_principal_arns
+  operator_require_mfa            = var.operator_require_mfa
 
   tags = {
     Component = "agent-memory"

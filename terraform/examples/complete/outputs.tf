@@ -3,6 +3,11 @@ output "bucket_name" {
   value       = module.s3memory.bucket_name
 }
 
+output "memory_prefix" {
+  description = "S3MEMORY_PREFIX for clients outside Lambda."
+  value       = module.s3memory.memory_prefix
+}
+
 output "kms_key_arn" {
   description = "S3MEMORY_KMS_KEY_ID for clients outside Lambda."
   value       = module.s3memory.kms_key_arn
@@ -26,4 +31,9 @@ output "agent_function_name" {
 output "api_endpoint" {
   description = "HTTP API base URL (null unless create_http_api)."
   value       = module.s3memory.api_endpoint
+}
+
+output "operator_role_arn" {
+  description = "The role to assume for the s3memory operator commands (null unless create_operator_role)."
+  value       = module.s3memory.operator_role_arn
 }

@@ -142,3 +142,21 @@ variable "memory_quota_files" {
   type        = number
   default     = null
 }
+
+variable "create_operator_role" {
+  description = "Create the operator role for the s3memory operator commands (requires operator_trusted_principal_arns)."
+  type        = bool
+  default     = false
+}
+
+variable "operator_trusted_principal_arns" {
+  description = "IAM roles/users that may assume the operator role."
+  type        = list(string)
+  default     = []
+}
+
+variable "operator_require_mfa" {
+  description = "Let them assume it only with MFA (false for federated or role-chained principals)."
+  type        = bool
+  default     = true
+}

@@ -46,6 +46,11 @@ override_resource {
 }
 
 override_resource {
+  target = aws_iam_role.operator
+  values = { arn = "arn:aws:iam::123456789012:role/s3memory-operator" }
+}
+
+override_resource {
   target = aws_kms_key.memory
   values = {
     arn    = "arn:aws:kms:eu-west-1:123456789012:key/11111111-2222-3333-4444-555555555555"
