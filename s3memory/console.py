@@ -119,6 +119,13 @@ class Console:
         }
         self.err.write(json.dumps(record, sort_keys=True) + "\n")
 
+    def _confirmed(self, question: str) -> bool:
+        """``--yes``, or the operator's answer; a refusal says that nothing was changed."""
+        if self.arguments.yes or self.confirm(question):
+            return True
+        self.err.write(f"s3memory {self.arguments.command}: not confirmed; nothing was changed\n")
+        return False
+
     def _emit(self, document: object, text: str) -> None:
         self.out.write((json.dumps(document, indent=2) if self.arguments.json else text) + "\n")
 
@@ -158,12 +165,10 @@ class Console:
         if (
             arguments.overwrite
             and not arguments.dry_run
-            and not arguments.yes
-            and not self.confirm(
+            and not self._confirmed(
                 f"Replace {arguments.user}'s stored files that differ from {arguments.directory}?"
             )
         ):
-            self.err.write("s3memory import: not confirmed; nothing was changed\n")
             return EXIT_INCOMPLETE
         transfer = operations.import_folder(
             arguments.user, arguments.directory, overwrite=arguments.overwrite, dry_run=arguments.dry_run
@@ -241,8 +246,7 @@ class Console:
         if arguments.version is not None and arguments.path is None:
             raise CommandError("Error: restore --version needs the file's path.")
         what = arguments.path if arguments.version is not None else f"all of {arguments.user}'s memory"
-        if not arguments.yes and not self.confirm(f"Restore {what}?"):
-            self.err.write("s3memory restore: not confirmed; nothing was changed\n")
+        if not self._confirmed(f"Restore {what}?"):
             return EXIT_INCOMPLETE
         versions = self._versions(operations)
         if arguments.version is not None:
@@ -271,10 +275,7 @@ class Console:
 
     def _redact(self, operations: Operations, counts: dict[str, int]) -> int:
         arguments = self.arguments
-        if not arguments.yes and not self.confirm(
-            f"Remove version {arguments.version} of {arguments.path} for good?"
-        ):
-            self.err.write("s3memory redact: not confirmed; nothing was changed\n")
+        if not self._confirmed(f"Remove version {arguments.version} of {arguments.path} for good?"):
             return EXIT_INCOMPLETE
         self._versions(operations).redact(arguments.path, arguments.version)
         counts["removed"] = 1
@@ -283,12 +284,9 @@ class Console:
 
     def _erase(self, operations: Operations, counts: dict[str, int]) -> int:
         arguments = self.arguments
-        if (
-            not arguments.dry_run
-            and not arguments.yes
-            and not self.confirm(f"Erase every object and version of user {arguments.user}, for good?")
+        if not arguments.dry_run and not self._confirmed(
+            f"Erase every object and version of user {arguments.user}, for good?"
         ):
-            self.err.write("s3memory erase: not confirmed; nothing was changed\n")
             return EXIT_INCOMPLETE
         erasure = operations.erase(arguments.user, dry_run=arguments.dry_run)
         counts.update(

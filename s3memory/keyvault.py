@@ -6,6 +6,16 @@ from .paths import KeyLayout
 from .store import ConditionalConflict, PreconditionFailed, S3Store
 
 WRAPPED_KEY_MAX_BYTES = 64 * 1024
+KEYS_PREFIX = "keys/"
+"""Where the wrapped data keys lie below a user's ``internal/``: ``keys/v<version>``."""
+
+
+def key_version(name: str) -> int | None:
+    """The version of a wrapped data key's name below ``internal/`` (``keys/v<n>``), or None."""
+    digits = name.removeprefix(KEYS_PREFIX + "v")
+    if digits == name or not digits.isascii() or not digits.isdigit() or len(digits) > 9:
+        return None
+    return int(digits)
 
 
 class KeyVault:
@@ -20,7 +30,7 @@ class KeyVault:
         return f"s3://{self._store.bucket}/{self._layout.namespace}"
 
     def _key(self, version: int) -> str:
-        return self._layout.key_of_internal(f"keys/v{version}")
+        return self._layout.key_of_internal(f"{KEYS_PREFIX}v{version}")
 
     def get_wrapped(self, version: int) -> bytes | None:
         stored = self._store.get(self._key(version), max_bytes=WRAPPED_KEY_MAX_BYTES)

@@ -21,10 +21,11 @@ from . import folders
 from .crypto import KeyProvider, KMSKeyProvider, plaintext_size
 from .errors import CommandError
 from .jobs import JOB_PREFIX, QUARANTINE_PREFIX
+from .keyvault import KEYS_PREFIX, key_version
 from .memory import S3Memory
 from .paths import memory_path, validate_namespace
 from .settings import Limits, Settings
-from .store import DELETE_BATCH, Listed, S3Store, Version
+from .store import Listed, S3Store, Version
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -215,7 +216,7 @@ class Operations:
             return Finding("pending job", key, f"a {judged.job.kind} in progress", problem=False)
         if name.startswith(QUARANTINE_PREFIX):
             return Finding("quarantined", key, "a job record set aside: planted, tampered or replayed")
-        version = _key_version(name)
+        version = key_version(name)
         if version is None:
             return Finding("foreign", key, "an internal object s3memory does not write")
         try:
@@ -231,18 +232,17 @@ class Operations:
         must not be served meanwhile (a write would start a new key). ``left`` counts what a last
         listing still found."""
         layout = self.memory(user_id).layout
-        keys = layout.key_of_internal("keys/")
+        keys = layout.key_of_internal(KEYS_PREFIX)
         erasure = Erasure(user_id, shredded=isinstance(self.key_provider, KMSKeyProvider))
         for prefix in (keys, layout.namespace):
             pages = self.store.versions(prefix) if dry_run else self._first_pages(prefix)
             for page in pages:
                 if dry_run and prefix != keys:
                     page = [version for version in page if not version.key.startswith(keys)]
-                for batch in _batches(page, DELETE_BATCH):
-                    if not dry_run:
-                        self.store.delete_versions(batch)
-                    erasure.key_versions += sum(version.key.startswith(keys) for version in batch)
-                    erasure.other_versions += sum(not version.key.startswith(keys) for version in batch)
+                if not dry_run:
+                    self.store.delete_versions(page)  # a page holds at most 1,000: one request
+                erasure.key_versions += sum(version.key.startswith(keys) for version in page)
+                erasure.other_versions += sum(not version.key.startswith(keys) for version in page)
         if not dry_run:
             erasure.left = sum(len(page) for page in self.store.versions(layout.namespace))
         return erasure
@@ -288,13 +288,12 @@ class Operations:
         memory = self.memory(user_id)
         transfer = Transfer()
         for local in folders.walk(base):
-            problem = local.problem or _text_problem(local.data)
-            if problem is not None or local.data is None:
+            text, problem = _text(local)
+            if text is None or local.data is None:
                 transfer.refused.append(
                     (local.path, f"Error: {local.path} is {problem}; it was not imported.")
                 )
                 continue
-            text = local.data.decode("utf-8")
             try:
                 target = memory_path(local.path)
                 found = memory.files.read(target)
@@ -319,24 +318,11 @@ class Operations:
         return transfer
 
 
-def _batches(items: list[Version], size: int) -> Iterator[list[Version]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def _key_version(name: str) -> int | None:
-    """The version of a wrapped data key's name (``keys/v<n>``), or None."""
-    digits = name.removeprefix("keys/v")
-    if not name.startswith("keys/v") or not digits.isascii() or not digits.isdigit() or len(digits) > 9:
-        return None
-    return int(digits)
-
-
-def _text_problem(data: bytes | None) -> str | None:
-    if data is None:
-        return "not a regular file"
+def _text(local: folders.LocalFile) -> tuple[str | None, str | None]:
+    """The file's text, or None and why it has none."""
+    if local.data is None:
+        return None, local.problem or "not a regular file"
     try:
-        data.decode("utf-8")
+        return local.data.decode("utf-8"), None
     except UnicodeDecodeError:
-        return "not a valid UTF-8 text file"
-    return None
+        return None, "not a valid UTF-8 text file"
