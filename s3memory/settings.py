@@ -92,8 +92,9 @@ def _decode_local_key(value: str) -> bytes:
     return key
 
 
-def _whole(environ: Mapping[str, str], name: str, high: int) -> int | None:
-    """A whole number from 1 to ``high``, or None when unset."""
+def whole_number(environ: Mapping[str, str], name: str, high: int) -> int | None:
+    """The variable as a whole number from 1 to ``high`` (its length checked before it is read), or
+    None when unset; ``SettingsError`` naming it otherwise."""
     text = _get(environ, name)
     if text is None:
         return None
@@ -140,11 +141,11 @@ class Limits:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Limits:
-        max_bytes = _whole(environ, QUOTA_BYTES, QUOTA_LIMIT)
-        max_files = _whole(environ, QUOTA_FILES, QUOTA_LIMIT)
+        max_bytes = whole_number(environ, QUOTA_BYTES, QUOTA_LIMIT)
+        max_files = whole_number(environ, QUOTA_FILES, QUOTA_LIMIT)
         quota = None if max_bytes is None and max_files is None else Quota(max_bytes, max_files)
         guard_mode = _choice(environ, GUARD, GUARD_MODES)
-        max_file_bytes = _whole(environ, MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT) or DEFAULT_MAX_FILE_BYTES
+        max_file_bytes = whole_number(environ, MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT) or DEFAULT_MAX_FILE_BYTES
         return cls(quota, guard_mode, max_file_bytes)
 
     def memory_options(self) -> dict[str, Any]:

@@ -39,6 +39,10 @@ class _Answer:
     error_type: str | None = None
 
 
+def _unexpected(error: Exception) -> _Answer:
+    return _Answer(500, unexpected_failure(error), True, type(error).__name__)
+
+
 def _serve(event: object, environ: Mapping[str, str], invocation: record.Invocation) -> _Answer:
     try:
         runtime = get_runtime(environ)
@@ -58,7 +62,7 @@ def _serve(event: object, environ: Mapping[str, str], invocation: record.Invocat
     except CommandError as error:
         return _Answer(200, error.message, True, type(error).__name__)
     except Exception as error:
-        return _Answer(500, unexpected_failure(error), True, type(error).__name__)
+        return _unexpected(error)
 
 
 def handle(event: object, context: object = None, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -70,7 +74,7 @@ def handle(event: object, context: object = None, environ: Mapping[str, str] | N
         try:
             answer = _serve(event, environment, invocation)
         except Exception as error:  # pragma: no cover - _serve answers every failure itself
-            answer = _Answer(500, unexpected_failure(error), True, type(error).__name__)
+            answer = _unexpected(error)
         invocation.outcome = "error" if answer.is_error else "ok"
         invocation.error_type = answer.error_type
         invocation.failed = answer.status >= 500

@@ -10,6 +10,7 @@ from typing import Any
 
 from ...cli import DEFAULT_MODEL
 from ...errors import type_name
+from ...settings import whole_number
 from .event import ITERATIONS_LIMIT, MAX_TOKENS_LIMIT, Invalid, checked_params
 
 API_KEY = "ANTHROPIC_API_KEY"
@@ -48,10 +49,11 @@ class AgentConfig:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> AgentConfig:
-        """Read and check the agent's variables; ``Misconfigured`` names the one that is wrong."""
+        """Read and check the agent's variables; ``Misconfigured`` (or ``SettingsError``, for a whole
+        number) names the one that is wrong."""
         model = setting(environ, MODEL) or DEFAULT_MODEL
-        max_tokens = cls._whole(environ, MAX_TOKENS, DEFAULT_MAX_TOKENS, MAX_TOKENS_LIMIT)
-        max_iterations = cls._whole(environ, MAX_ITERATIONS, DEFAULT_MAX_ITERATIONS, ITERATIONS_LIMIT)
+        max_tokens = whole_number(environ, MAX_TOKENS, MAX_TOKENS_LIMIT) or DEFAULT_MAX_TOKENS
+        max_iterations = whole_number(environ, MAX_ITERATIONS, ITERATIONS_LIMIT) or DEFAULT_MAX_ITERATIONS
         margin_text = setting(environ, DEADLINE_MARGIN)
         margin = DEFAULT_DEADLINE_MARGIN_SECONDS
         if margin_text is not None:
@@ -75,12 +77,3 @@ class AgentConfig:
             except Invalid as error:
                 raise Misconfigured(error.message.removeprefix("Error: ").rstrip(".")) from None
         return cls(model, max_tokens, max_iterations, margin, params)
-
-    @staticmethod
-    def _whole(environ: Mapping[str, str], name: str, default: int, high: int) -> int:
-        text = setting(environ, name)
-        if text is None:
-            return default
-        if not text.isdigit() or not 1 <= int(text) <= high:
-            raise Misconfigured(f"{name} must be a whole number from 1 to {high}")
-        return int(text)
