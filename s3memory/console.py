@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TextIO
 
+from .authors import validate_author
 from .errors import CommandError, StorageError
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ class Console:
         counts: dict[str, int] = {}
         try:
             operations = self._operations or Operations.from_settings(
-                settings_from(self.arguments, self.environ)
+                settings_from(self.arguments, self.environ), actor=operator_actor()
             )
             handlers: dict[str, Callable[[Operations, dict[str, int]], int]] = {
                 "users": self._users,
@@ -219,7 +220,9 @@ class Console:
         rows = [
             f"{v.modified.isoformat(timespec='seconds')}  {v.operation:<7}  {v.size:>9,}  {v.version_id}"
             + ("  (current)" if v.current else "")
+            + (f"  by {v.author}" if v.author else "")
             + (f"  renamed from {v.renamed_from}" if v.renamed_from else "")
+            + ("" if v.authentic else "  FAILED AUTHENTICATION (not written by s3memory for this file)")
             for v in history
         ]
         document = {
@@ -232,12 +235,14 @@ class Console:
                     "size": v.size,
                     "current": v.current,
                     "renamed_from": v.renamed_from,
+                    "author": v.author,
+                    "authentic": v.authentic,
                 }
                 for v in history
             ],
         }
         self._emit(document, "\n".join(rows) if rows else f"(no versions of {self.arguments.path})")
-        return EXIT_OK
+        return EXIT_OK if all(v.authentic for v in history) else EXIT_INCOMPLETE
 
     def _restore(self, operations: Operations, counts: dict[str, int]) -> int:
         from .versions import when
@@ -331,6 +336,14 @@ class Console:
             "\n".join([*lines, summary]),
         )
         return EXIT_OK if transfer.complete else EXIT_INCOMPLETE
+
+
+def operator_actor() -> str:
+    """The author named on what an operator command writes: ``operator:<local user>``."""
+    try:
+        return validate_author(f"operator:{_operator()}")
+    except ValueError:
+        return "operator"
 
 
 def _operator() -> str:

@@ -8,7 +8,9 @@ Object format, version 1 (all integers big-endian)::
 Per object, HKDF-SHA256 over the user's data key and the random salt gives an encryption key and a
 commitment key; the commitment is stored in the header and checked in constant time before
 decrypting (as the committing suites of the AWS Encryption SDK do). The associated data is the
-header plus the user id and the memory path, so a ciphertext moved to another user or path is refused.
+header plus the user id and the memory path, so a ciphertext moved to another user or path is refused,
+and, for an object written by a named author, that author too (kept in the object's metadata, so a
+changed, added or removed author is refused like a changed byte). ``docs/format.md`` has the details.
 """
 
 from __future__ import annotations
@@ -73,17 +75,20 @@ class ObjectCipher:
         self._user = _length_prefixed(user_id)
         self._keys = keys
 
-    def _associated_data(self, header: bytes, path: str) -> bytes:
-        return header + self._user + _length_prefixed(path)
+    def _associated_data(self, header: bytes, path: str, author: str | None) -> bytes:
+        named = b"" if author is None else _length_prefixed(author)
+        return header + self._user + _length_prefixed(path) + named
 
-    def seal(self, path: str, plaintext: bytes) -> bytes:
-        """Encrypt ``plaintext`` for the memory ``path``."""
+    def seal(self, path: str, plaintext: bytes, author: str | None = None) -> bytes:
+        """Encrypt ``plaintext`` for the memory ``path``, written by ``author`` when one is named."""
         version, data_key = self._keys.current()
         salt = os.urandom(SALT_BYTES)
         nonce = os.urandom(NONCE_BYTES)
         encryption_key, commitment = _object_keys(data_key, salt)
         header = _HEADER.pack(MAGIC, FORMAT_VERSION, version, salt, commitment, nonce)
-        return header + AESGCM(encryption_key).encrypt(nonce, plaintext, self._associated_data(header, path))
+        return header + AESGCM(encryption_key).encrypt(
+            nonce, plaintext, self._associated_data(header, path, author)
+        )
 
     def fingerprint(self, path: str) -> str:
         """A keyed hash of ``path`` (HMAC-SHA256 under a key derived from the data key): names a path
@@ -96,8 +101,9 @@ class ObjectCipher:
         """Refuse (``IntegrityError``) when this user's data key of ``version`` cannot be had."""
         self._keys.version(version)
 
-    def open(self, path: str, blob: bytes) -> bytes:
-        """Decrypt an object read at ``path``; anything not sealed by us for this user and path is refused."""
+    def open(self, path: str, blob: bytes, author: str | None = None) -> bytes:
+        """Decrypt an object read at ``path`` whose metadata names ``author`` (or none); anything not
+        sealed by us for this user, path and author is refused."""
         refused = IntegrityError(
             f"Error: The stored object for {path} failed its integrity check (tampered, truncated, "
             "foreign, wrongly keyed or not encrypted); it was not read."
@@ -120,7 +126,7 @@ class ObjectCipher:
             raise refused
         try:
             return AESGCM(encryption_key).decrypt(
-                nonce, blob[HEADER_BYTES:], self._associated_data(header, path)
+                nonce, blob[HEADER_BYTES:], self._associated_data(header, path, author)
             )
         except InvalidTag:
             raise refused from None

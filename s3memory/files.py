@@ -7,12 +7,14 @@ conditional; deletes tell the usage tracker to measure again.
 from __future__ import annotations
 
 import contextlib
+import copy
 import random
 import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from .authors import author_metadata, author_of
 from .concurrency import parallel
 from .crypto import ObjectCipher, plaintext_size
 from .errors import CommandError, IntegrityError, StorageError
@@ -86,24 +88,41 @@ class FileTooLarge(CommandError):
 
 @dataclass(frozen=True)
 class Found:
-    """A file's text and the ETag of the object it was read from."""
+    """A file's text, the ETag of the object it was read from, who wrote it (None: unnamed), and
+    the fingerprint of the path a rename copied it from (``ORIGIN_METADATA``)."""
 
     text: str
     etag: str
+    author: str | None = None
+    origin: str | None = None
 
 
 class MemoryFiles:
     """One user's memory files in one bucket, encrypted with the user's keys."""
 
     def __init__(
-        self, store: S3Store, layout: KeyLayout, cipher: ObjectCipher, max_file_bytes: int, usage: Usage
+        self,
+        store: S3Store,
+        layout: KeyLayout,
+        cipher: ObjectCipher,
+        max_file_bytes: int,
+        usage: Usage,
+        author: str | None = None,
     ) -> None:
         self.store = store
         self.layout = layout
         self.cipher = cipher
         self.max_file_bytes = max_file_bytes
         self.usage = usage
+        self.author = author
+        """Named as the author of every write (bound into each object's authentication)."""
         self.directories = KnownDirectories()
+
+    def by(self, author: str | None) -> MemoryFiles:
+        """These files, written by ``author``: the directory hints and usage stay shared."""
+        twin = copy.copy(self)
+        twin.author = author
+        return twin
 
     def read(self, path: MemoryPath, version_id: str | None = None) -> Found | None:
         """The file at ``path`` (its version ``version_id`` if given), or None if there is none."""
@@ -112,11 +131,15 @@ class MemoryFiles:
         )
         if stored is None:
             return None
-        return Found(self.decode(path, stored.body), stored.etag)
+        author = author_of(stored.metadata)
+        text = self.decode(path, stored.body, author)
+        return Found(text, stored.etag, author, stored.metadata.get(ORIGIN_METADATA))
 
-    def decode(self, path: MemoryPath, body: bytes) -> str:
+    def decode(self, path: MemoryPath, body: bytes, author: str | None) -> str:
+        """The text of ``body`` read at ``path`` with metadata naming ``author``; refused unless
+        s3memory sealed it for this user, path and author."""
         try:
-            return self.cipher.open(path.canonical, body).decode("utf-8")
+            return self.cipher.open(path.canonical, body, author).decode("utf-8")
         except UnicodeDecodeError:
             raise IntegrityError(f"Error: The file {path.text} is not a valid UTF-8 text file.") from None
 
@@ -129,17 +152,19 @@ class MemoryFiles:
             )
 
     def encode(self, path: MemoryPath, text: str) -> bytes:
-        """``text`` sealed for ``path``; refused over the size limit."""
+        """``text`` sealed for ``path`` and this author; refused over the size limit."""
         data = text.encode("utf-8")
         self.check_size(path, len(data))
-        return self.cipher.seal(path.canonical, data)
+        return self.cipher.seal(path.canonical, data, self.author)
 
     def put_new(self, key: str, body: bytes, origin: MemoryPath | None = None) -> str | None:
         """Write ``body`` at ``key`` only if no object is there; its ETag, or None if one is.
 
         With ``origin``, the object's metadata carries that path's fingerprint (see ``accept``).
         """
-        metadata = None if origin is None else {ORIGIN_METADATA: self.cipher.fingerprint(origin.canonical)}
+        metadata = author_metadata(self.author)
+        if origin is not None:
+            metadata[ORIGIN_METADATA] = self.cipher.fingerprint(origin.canonical)
         for attempt in range(WRITE_ATTEMPTS):
             try:
                 return self.store.put(key, body, if_none_match=True, metadata=metadata)
@@ -155,7 +180,7 @@ class MemoryFiles:
         """Write ``body`` over the file at ``path`` if it still has ``etag``; False if it changed."""
         key = self.layout.file_key(path)
         try:
-            self.store.put(key, body, if_match=etag)
+            self.store.put(key, body, if_match=etag, metadata=author_metadata(self.author))
         except PreconditionFailed as lost:
             return lost.after_retry and self.landed(key, body) is not None
         except ConditionalConflict:
@@ -183,7 +208,9 @@ class MemoryFiles:
             origin.canonical
         ):
             return False
-        return self.decode(path, stored.body) == text and self.store.tag(key, {RELIED_ON_TAG: "1"})
+        return self.decode(path, stored.body, author_of(stored.metadata)) == text and self.store.tag(
+            key, {RELIED_ON_TAG: "1"}
+        )
 
     def withdraw(self, path: MemoryPath, etag: str) -> None:
         """Remove this process's own new copy at ``path`` (still the object with ``etag``), unless

@@ -9,9 +9,11 @@ module: ``files`` (one user's encrypted objects), ``placement`` (where a new fil
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import assert_never
 
+from .authors import validate_author
 from .browse import Browser
 from .commands import Command, Create, Delete, Insert, Rename, StrReplace, View, parse_command
 from .concurrency import side
@@ -50,6 +52,7 @@ class S3Memory:
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         content_guard: ContentGuard | None = DEFAULT_GUARD,
         quota: Quota | None = None,
+        actor: str | None = None,
     ) -> None:
         if not isinstance(key_provider, KeyProvider):
             raise ValueError("key_provider must be a KMSKeyProvider or LocalKeyProvider")
@@ -65,9 +68,21 @@ class S3Memory:
         self.content_guard = content_guard
         cipher = ObjectCipher(user_id, DataKeySource(key_provider, user_id, KeyVault(store, self.layout)))
         self.usage = Usage(quota, lambda: self.files.measure())
-        self.files = MemoryFiles(store, self.layout, cipher, max_file_bytes, self.usage)
+        self.files = MemoryFiles(store, self.layout, cipher, max_file_bytes, self.usage, _author(actor))
         self.browser = Browser(self.files)
         self.jobs = JobRunner(self.files)
+
+    def acting_as(self, actor: str | None) -> S3Memory:
+        """This memory with every write recorded as ``actor``'s (what this process learned of the
+        user's memory stays shared: directory hints, usage)."""
+        author = _author(actor)
+        if author == self.files.author:
+            return self
+        twin = copy.copy(self)
+        twin.files = self.files.by(author)
+        twin.browser = Browser(twin.files)
+        twin.jobs = JobRunner(twin.files, self.jobs.clock)
+        return twin
 
     def run(self, raw_input: object) -> str:
         """Run one raw ``tool_use`` input and return the answer text.
@@ -319,6 +334,15 @@ class S3Memory:
         listed = [listed for page in self.store.pages(self.layout.memories_prefix) for listed in page.objects]
         self.files.delete_all([Source(item.key, "") for item in listed])
         return "All memory cleared"
+
+
+def _author(actor: str | None) -> str | None:
+    if actor is None:
+        return None
+    try:
+        return validate_author(actor)
+    except ValueError as error:
+        raise ValueError(f"actor: {error}") from None
 
 
 def _destination_refusal(new: MemoryPath) -> Refusal:

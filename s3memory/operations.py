@@ -113,18 +113,25 @@ class Operations:
         *,
         prefix: str = "users/",
         limits: Limits | None = None,
+        actor: str | None = None,
     ) -> None:
         self.store = store
         self.key_provider = key_provider
         self.prefix = prefix
         self.limits = limits or Limits()
+        self.actor = actor
+        """Named as the author of what restore and import write."""
 
     @classmethod
-    def from_settings(cls, settings: Settings, s3_client: S3Client | None = None) -> Operations:
+    def from_settings(
+        cls, settings: Settings, s3_client: S3Client | None = None, *, actor: str | None = None
+    ) -> Operations:
         """Built from the same settings as the Lambda handlers (``S3MEMORY_*``)."""
         client = s3_client or settings.make_s3_client()
         store = S3Store(client, settings.bucket)
-        return cls(store, settings.make_key_provider(), prefix=settings.prefix, limits=settings.limits)
+        return cls(
+            store, settings.make_key_provider(), prefix=settings.prefix, limits=settings.limits, actor=actor
+        )
 
     def users(self) -> Iterator[str]:
         """The user ids that have objects in the store, in key order; names that are no user id a
@@ -141,7 +148,12 @@ class Operations:
     def memory(self, user_id: str) -> S3Memory:
         """The user's memory, with the store's limits (``ValueError`` for an unusable user id)."""
         return S3Memory(
-            self.store, user_id, self.key_provider, prefix=self.prefix, **self.limits.memory_options()
+            self.store,
+            user_id,
+            self.key_provider,
+            prefix=self.prefix,
+            actor=self.actor,
+            **self.limits.memory_options(),
         )
 
     def files(self, user_id: str, path: str = "/memories") -> list[StoredFile]:

@@ -135,7 +135,7 @@ def write_new_file(
             earlier = files.read(path)
         except CommandError:
             earlier = None
-        if earlier is not None and earlier.text == files.cipher.open(path.canonical, body).decode("utf-8"):
+        if earlier is not None and earlier.text == files.decode(path, body, files.author):
             raise _withdrawn(files, path, key, earlier.etag, obstacle)
         raise obstacle
     problem = obstacle or unchecked

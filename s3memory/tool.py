@@ -63,6 +63,7 @@ class _S3Configured:
         content_guard: ContentGuard | None = DEFAULT_GUARD,
         quota: Quota | None = None,
         cache_control: BetaCacheControlEphemeralParam | None = None,
+        actor: str | None = None,
     ) -> None:
         super().__init__(cache_control=cache_control)  # type: ignore[call-arg]
         if not isinstance(bucket, str) or not bucket:
@@ -79,6 +80,7 @@ class _S3Configured:
             max_file_bytes=max_file_bytes,
             content_guard=content_guard,
             quota=quota,
+            actor=actor,
         )
 
     @classmethod

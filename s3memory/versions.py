@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 
 from .crypto import plaintext_size
 from .errors import CommandError
-from .files import ORIGIN_METADATA
 from .memory import S3Memory
 from .paths import MemoryPath, memory_path
 from .store import PreconditionFailed, Version
@@ -32,6 +31,11 @@ class FileVersion:
     current: bool
     renamed_from: str | None = None
     """The path this version was copied from by a rename, when the user's memory still shows it."""
+    author: str | None = None
+    """Who wrote it, as the writer named itself; authenticated with the version's content."""
+    authentic: bool = True
+    """False when the version failed authentication (tampered, foreign, or keyed otherwise): then
+    neither its author nor where it came from is shown."""
 
 
 @dataclass
@@ -74,11 +78,18 @@ class MemoryVersions:
         )
 
     def _described(self, target: MemoryPath, version: Version, origins: _Origins) -> FileVersion:
-        renamed_from = None
+        """The version, read and authenticated (a GET: the author is trusted only once its content
+        has opened with it)."""
+        renamed_from, author, authentic = None, None, True
         if not version.delete_marker:
-            metadata = self.store.metadata(version.key, version.version_id) or {}
-            fingerprint = metadata.get(ORIGIN_METADATA)
-            renamed_from = None if fingerprint is None else origins.path_of(fingerprint)
+            try:
+                found = self.memory.files.read(target, version.version_id)
+            except CommandError:
+                authentic = False
+            else:
+                if found is not None:
+                    author = found.author
+                    renamed_from = None if found.origin is None else origins.path_of(found.origin)
         return FileVersion(
             target.text,
             version.version_id,
@@ -87,6 +98,8 @@ class MemoryVersions:
             "deleted" if version.delete_marker else "written",
             version.latest,
             renamed_from,
+            author,
+            authentic,
         )
 
     def text_of(self, path: str, version_id: str) -> str:

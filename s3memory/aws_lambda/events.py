@@ -1,10 +1,12 @@
 """The memory function's two event shapes, and who each one says the user is.
 
-- **Direct invocation** (Lambda Invoke API): ``{"user_id": "alice", "input": {...}}``. The caller
+- **Direct invocation** (Lambda Invoke API): ``{"user_id": "alice", "input": {...}}``, and an
+  optional ``"actor"`` (who is writing: a session or agent id, recorded on every write). The caller
   names the user, so it is served only where ``S3MEMORY_DIRECT_INVOCATION`` allows it; a function
   behind the HTTP API refuses it.
 - **API Gateway HTTP API, payload format 2.0** (any event with ``requestContext``): the body is
-  ``{"input": {...}}`` and the user is the ``sub`` of the bearer token, verified by the function
+  ``{"input": {...}}`` (and an optional ``"actor"``) and the user is the ``sub`` of the bearer token,
+  verified by the function
   itself (``tokens``), never anything else in the event.
 
 Every refusal is a ``Refused`` with an HTTP status and a clear message, raised before any storage
@@ -19,6 +21,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
+from ..authors import validate_author
 from ..commands import COMMANDS
 from ..errors import type_name
 from ..paths import validate_namespace
@@ -28,10 +31,11 @@ from .tokens import KeysUnavailable, TokenRefused, TokenVerifier
 
 @dataclass(frozen=True)
 class Request:
-    """A served event: whose memory, and the raw tool_use input."""
+    """A served event: whose memory, the raw tool_use input, and who the writes are by."""
 
     user_id: str
     tool_input: dict[str, Any]
+    actor: str | None = None
 
 
 class Refused(Exception):
@@ -74,6 +78,16 @@ def _tool_input(container: dict[Any, Any], where: str) -> dict[str, Any]:
     return raw_input
 
 
+def actor_of(container: dict[Any, Any]) -> str | None:
+    """The optional ``actor`` of an event or request body; refused unless a usable author name."""
+    if "actor" not in container:
+        return None
+    try:
+        return validate_author(container["actor"])
+    except ValueError as error:
+        raise Refused(400, f"Error: `actor` is not usable: {error}. Nothing was read or changed.") from None
+
+
 def direct_request(event: object, edge: Edge) -> Request:
     """The user and input of a direct invocation, where the settings allow one."""
     if not edge.direct_invocation:
@@ -94,7 +108,7 @@ def direct_request(event: object, edge: Edge) -> Request:
     if not isinstance(user_id, str) or not user_id:
         raise Refused(400, f"Error: `user_id` must be a non-empty string, got {type_name(user_id)}.")
     _checked_user(user_id, 400, "`user_id`")
-    return Request(user_id, _tool_input(event, "The event"))
+    return Request(user_id, _tool_input(event, "The event"), actor_of(event))
 
 
 def _http_body(event: dict[Any, Any]) -> dict[Any, Any]:
@@ -145,4 +159,5 @@ def http_request(event: dict[Any, Any], tokens: TokenVerifier | None) -> Request
             503, f"Error: The request's token could not be checked: {error}. Try again later.", "token_keys"
         ) from None
     user_id = _checked_user(subject, 403, "The token's subject")
-    return Request(user_id, _tool_input(_http_body(event), "The request body"))
+    body = _http_body(event)
+    return Request(user_id, _tool_input(body, "The request body"), actor_of(body))

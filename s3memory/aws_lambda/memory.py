@@ -57,7 +57,7 @@ def _serve(event: object, environ: Mapping[str, str], invocation: record.Invocat
         return _Answer(refusal.status, refusal.message, True, refusal.error_type)
     invocation.command = command_name(request.tool_input)
     try:
-        with runtime.serving(request.user_id, invocation.fields) as memory:
+        with runtime.serving(request.user_id, invocation.fields, request.actor) as memory:
             return _Answer(200, memory.run(request.tool_input), False)
     except CommandError as error:
         return _Answer(200, error.message, True, type(error).__name__)

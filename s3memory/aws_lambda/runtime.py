@@ -69,10 +69,10 @@ class Runtime:
         return memory
 
     @contextlib.contextmanager
-    def serving(self, user_id: str, fields: dict[str, Any]) -> Iterator[S3Memory]:
-        """The user's memory for one invocation; notes in ``fields`` how many job records it set
-        aside in quarantine (``job_records_set_aside``)."""
-        memory = self.memory(user_id)
+    def serving(self, user_id: str, fields: dict[str, Any], actor: str | None = None) -> Iterator[S3Memory]:
+        """The user's memory for one invocation, its writes by ``actor``; notes in ``fields`` how
+        many job records it set aside in quarantine (``job_records_set_aside``)."""
+        memory = self.memory(user_id).acting_as(actor)
         before = len(memory.jobs.set_aside)
         try:
             yield memory

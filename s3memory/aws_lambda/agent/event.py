@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...authors import validate_author
 from ...errors import shown, type_name
 from ...paths import validate_namespace
 
@@ -61,7 +62,7 @@ PASS_THROUGH: dict[str, tuple[str, Callable[[object], bool]]] = {
 """Request parameters an event (or ``S3MEMORY_AGENT_PARAMS``) may set, with the type each needs.
 Those the installed SDK's ``tool_runner`` takes as keywords go there; the others go in the body."""
 
-_EVENT_KEYS = frozenset({"user_id", "prompt", "messages", "model", "max_tokens", "max_iterations"})
+_EVENT_KEYS = frozenset({"user_id", "actor", "prompt", "messages", "model", "max_tokens", "max_iterations"})
 _ROLES = ("user", "assistant")
 
 
@@ -83,6 +84,8 @@ class AgentRequest:
     max_tokens: int | None = None
     max_iterations: int | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    actor: str | None = None
+    """Who the memory writes are by (a session or agent id), when the event names one."""
 
 
 def _whole_in_range(value: object, name: str, low: int, high: int) -> int:
@@ -168,4 +171,10 @@ def parse_event(event: object) -> AgentRequest:
     if max_iterations is not None:
         max_iterations = _whole_in_range(max_iterations, "max_iterations", 1, ITERATIONS_LIMIT)
     params = checked_params({k: v for k, v in event.items() if k in PASS_THROUGH}, "The event")
-    return AgentRequest(user_id, messages, model, max_tokens, max_iterations, params)
+    actor = None
+    if "actor" in event:
+        try:
+            actor = validate_author(event["actor"])
+        except ValueError as error:
+            raise Invalid(f"Error: `actor` is not usable: {error}.") from None
+    return AgentRequest(user_id, messages, model, max_tokens, max_iterations, params, actor)

@@ -76,7 +76,7 @@ def _serve(event: object, context: object, environ: Mapping[str, str], fields: d
         )
     token = current_deadline.set(deadline)
     try:
-        with runtime.serving(request.user_id, fields) as memory:
+        with runtime.serving(request.user_id, fields, request.actor) as memory:
             client = anthropic_client(key, setting(environ, BASE_URL))
             return _Outcome(run(request, config, client, S3MemoryTool.over(memory), fields))
     except NoTimeToRetry as error:
