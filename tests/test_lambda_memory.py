@@ -15,6 +15,7 @@ from typing import Any
 import boto3
 import pytest
 
+from s3memory.authors import AUTHOR_METADATA
 from s3memory.aws_lambda import memory_handler, runtime
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
 from s3memory.settings import Settings, SettingsError
@@ -766,3 +767,33 @@ def test_serving_does_not_import_anthropic() -> None:
         "is_error": False,
     }
     assert outcome["viewed"]["is_error"] is False and "hi" in outcome["viewed"]["content"]
+
+
+# -- who writes ---------------------------------------------------------------------------------
+
+
+def test_the_memory_function_records_the_events_actor(local_env: Any) -> None:
+    create = {"command": "create", "path": "/memories/notes.md", "file_text": "one\n"}
+    answer = memory_handler({"user_id": "alice", "actor": "session-9", "input": create}, CONTEXT)
+    assert answer == {"content": "File created successfully at: /memories/notes.md", "is_error": False}
+    assert local_env.head_object(Bucket=BUCKET, Key="users/alice/memories/notes.md")["Metadata"] == {
+        AUTHOR_METADATA: "session-9"
+    }
+    edit = {"command": "str_replace", "path": "/memories/notes.md", "old_str": "one", "new_str": "two"}
+    assert memory_handler({"user_id": "alice", "input": edit}, CONTEXT)["is_error"] is False
+    assert local_env.head_object(Bucket=BUCKET, Key="users/alice/memories/notes.md")["Metadata"] == {}
+    before = snapshot(local_env)
+    refused = memory_handler({"user_id": "alice", "actor": "two words", "input": create}, CONTEXT)
+    assert refused == {
+        "content": "Error: `actor` is not usable: an author may hold only ASCII letters, digits and "
+        ". _ : @ / + = -. Nothing was read or changed.",
+        "is_error": True,
+    }
+    assert snapshot(local_env) == before
+
+
+def test_an_http_request_names_its_actor_in_the_body(issuer: Issuer, local_env: Any) -> None:
+    body = {"input": {"command": "create", "path": "/memories/web.md", "file_text": "x\n"}, "actor": "web-1"}
+    status, _ = http_answer(memory_handler(http_event(body, token=issuer.token("alice")), CONTEXT))
+    stored = local_env.head_object(Bucket=BUCKET, Key="users/alice/memories/web.md")["Metadata"]
+    assert (status, stored) == (200, {AUTHOR_METADATA: "web-1"})
