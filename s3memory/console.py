@@ -2,23 +2,26 @@
 into ``operations``, the answer as text or ``--json``, and one audit line per command.
 
 The audit line is JSON on stderr: who ran the command (the local user),
-which command, which user's memory, and counts; never content or paths. Exit status: 0 done, 1 a
-refusal or an incomplete transfer, 2 bad usage or settings.
+which command, which user's memory, and counts; never content or paths. Long commands draw a
+progress bar on stderr when it is a terminal (tqdm). Exit status: 0 done, 1 a refusal or an
+incomplete transfer, 2 bad usage or settings.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import getpass
 import json
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .authors import validate_author
 from .errors import CommandError, StorageError
+from .progress import Progress
 
 if TYPE_CHECKING:
     from .operations import Operations, Transfer
@@ -127,6 +130,17 @@ class Console:
         self.err.write(f"s3memory {self.arguments.command}: not confirmed; nothing was changed\n")
         return False
 
+    @contextlib.contextmanager
+    def _progress(self, unit: str) -> Iterator[Progress]:
+        """A progress bar on stderr while the block runs: only on a terminal, never with --json."""
+        from tqdm import tqdm
+
+        shown = not self.arguments.json and self.err.isatty()
+        with tqdm(
+            desc=self.arguments.command, unit=unit, file=self.err, disable=not shown, leave=False
+        ) as bar:
+            yield _Bar(bar)
+
     def _emit(self, document: object, text: str) -> None:
         self.out.write((json.dumps(document, indent=2) if self.arguments.json else text) + "\n")
 
@@ -156,9 +170,13 @@ class Console:
         return EXIT_OK
 
     def _export(self, operations: Operations, counts: dict[str, int]) -> int:
-        transfer = operations.export(
-            self.arguments.user, self.arguments.directory, overwrite=self.arguments.overwrite
-        )
+        with self._progress("file") as progress:
+            transfer = operations.export(
+                self.arguments.user,
+                self.arguments.directory,
+                overwrite=self.arguments.overwrite,
+                progress=progress,
+            )
         return self._report(transfer, counts)
 
     def _import(self, operations: Operations, counts: dict[str, int]) -> int:
@@ -171,14 +189,20 @@ class Console:
             )
         ):
             return EXIT_INCOMPLETE
-        transfer = operations.import_folder(
-            arguments.user, arguments.directory, overwrite=arguments.overwrite, dry_run=arguments.dry_run
-        )
+        with self._progress("file") as progress:
+            transfer = operations.import_folder(
+                arguments.user,
+                arguments.directory,
+                overwrite=arguments.overwrite,
+                dry_run=arguments.dry_run,
+                progress=progress,
+            )
         return self._report(transfer, counts)
 
     def _verify(self, operations: Operations, counts: dict[str, int]) -> int:
         users = list(operations.users()) if self.arguments.all else [self.arguments.user]
-        reports = [operations.verify(user) for user in users]
+        with self._progress("object") as progress:
+            reports = [operations.verify(user, progress=progress) for user in users]
         problems = sum(len(report.problems) for report in reports)
         counts.update(
             users=len(reports), checked=sum(report.checked for report in reports), problems=problems
@@ -263,7 +287,8 @@ class Console:
             moment = when(arguments.as_of)
         except ValueError:
             raise CommandError(f"Error: --as-of must be an ISO 8601 time, got {arguments.as_of!r}.") from None
-        restored = versions.restore_as_of(moment)
+        with self._progress("file") as progress:
+            restored = versions.restore_as_of(moment, progress)
         groups = {
             "written": restored.written,
             "deleted": restored.deleted,
@@ -293,7 +318,8 @@ class Console:
             f"Erase every object and version of user {arguments.user}, for good?"
         ):
             return EXIT_INCOMPLETE
-        erasure = operations.erase(arguments.user, dry_run=arguments.dry_run)
+        with self._progress("version") as progress:
+            erasure = operations.erase(arguments.user, dry_run=arguments.dry_run, progress=progress)
         counts.update(
             key_versions=erasure.key_versions, other_versions=erasure.other_versions, left=erasure.left
         )
@@ -336,6 +362,20 @@ class Console:
             "\n".join([*lines, summary]),
         )
         return EXIT_OK if transfer.complete else EXIT_INCOMPLETE
+
+
+class _Bar:
+    """``Progress`` drawn by a tqdm bar."""
+
+    def __init__(self, bar: Any) -> None:
+        self._bar = bar
+
+    def expect(self, total: int) -> None:
+        self._bar.total = total
+        self._bar.refresh()
+
+    def advance(self, count: int = 1) -> None:
+        self._bar.update(count)
 
 
 def operator_actor() -> str:

@@ -152,6 +152,28 @@ class S3Memory:
         self.files.directories.add(path.ancestors())
         return f"File created successfully at: {path.text}"
 
+    def check_create(
+        self, path: MemoryPath, file_text: str, planned: tuple[int, int] = (0, 0), *, replacing: bool = False
+    ) -> None:
+        """Raise what ``create`` would refuse, changing nothing: a path that cannot hold a new file,
+        the size limit, the content guard (``redact`` is no refusal), the quota counted with the
+        ``planned`` (bytes, files) of other writes not yet made, and the place (a directory at
+        the path, an ancestor that is a file, a file already there unless ``replacing`` it)."""
+
+        def refusal(reason: str) -> CommandError:
+            return CommandError(f"Error: Cannot create {path.text}: {reason}.")
+
+        require_file_path(path, refusal)
+        size = len(file_text.encode("utf-8"))
+        self.files.check_size(path, size)
+        self._screen(path, file_text)
+        self.usage.check(path, size, 0 if replacing else 1, planned)
+        obstacle = Survey(self.files, path, file_occupies=not replacing).obstacle(
+            refusal, refusal(f"{path.canonical} is a directory or a file already")
+        )
+        if obstacle is not None:
+            raise obstacle
+
     def _screen(self, path: MemoryPath, text: str) -> str:
         return text if self.content_guard is None else self.content_guard.screen(path.text, text)
 

@@ -24,6 +24,7 @@ from .jobs import JOB_PREFIX, QUARANTINE_PREFIX
 from .keyvault import KEYS_PREFIX, key_version
 from .memory import S3Memory
 from .paths import memory_path, validate_namespace
+from .progress import SILENT, Progress
 from .settings import Limits, Settings
 from .store import Listed, S3Store, Version
 
@@ -181,7 +182,7 @@ class Operations:
             raise CommandError(f"Error: The file {path} does not exist.")
         return found.text
 
-    def verify(self, user_id: str, *, now: float | None = None) -> Verification:
+    def verify(self, user_id: str, *, now: float | None = None, progress: Progress = SILENT) -> Verification:
         """Read and authenticate every object of the user's namespace, changing nothing.
 
         Problems: a memory file that fails authentication (tampered, truncated, copied from another
@@ -197,6 +198,7 @@ class Operations:
         for page in self.store.pages(layout.namespace):
             for listed in page.objects:
                 report.checked += 1
+                progress.advance()
                 finding = self._check(memory, listed, clock)
                 if finding is not None:
                     report.findings.append(finding)
@@ -237,7 +239,7 @@ class Operations:
             return Finding("unreadable key", key, error.message)
         return None
 
-    def erase(self, user_id: str, *, dry_run: bool = False) -> Erasure:
+    def erase(self, user_id: str, *, dry_run: bool = False, progress: Progress = SILENT) -> Erasure:
         """Remove every object and every version of the user's namespace, wrapped data keys first:
         from the first batch on, what is left (here, in a backup or a replica) cannot be decrypted
         without a key that is gone. Run it again to finish an erase that was interrupted; the user
@@ -253,6 +255,7 @@ class Operations:
                     page = [version for version in page if not version.key.startswith(keys)]
                 if not dry_run:
                     self.store.delete_versions(page)  # a page holds at most 1,000: one request
+                progress.advance(len(page))
                 erasure.key_versions += sum(version.key.startswith(keys) for version in page)
                 erasure.other_versions += sum(not version.key.startswith(keys) for version in page)
         if not dry_run:
@@ -271,12 +274,17 @@ class Operations:
             yield page
             previous = page
 
-    def export(self, user_id: str, base: Path, *, overwrite: bool = False) -> Transfer:
+    def export(
+        self, user_id: str, base: Path, *, overwrite: bool = False, progress: Progress = SILENT
+    ) -> Transfer:
         """Write the user's memory below ``base/memories``, byte for byte; a different local file
         is left alone unless ``overwrite``."""
         memory = self.memory(user_id)
         transfer = Transfer()
-        for stored in self.files(user_id):
+        stored_files = self.files(user_id)
+        progress.expect(len(stored_files))
+        for stored in stored_files:
+            progress.advance()
             found = memory.files.read(memory_path(stored.path))
             if found is None:
                 continue  # deleted since it was listed
@@ -292,14 +300,23 @@ class Operations:
         return transfer
 
     def import_folder(
-        self, user_id: str, base: Path, *, overwrite: bool = False, dry_run: bool = False
+        self,
+        user_id: str,
+        base: Path,
+        *,
+        overwrite: bool = False,
+        dry_run: bool = False,
+        progress: Progress = SILENT,
     ) -> Transfer:
         """Create each file of ``base/memories`` in the user's memory through the tool's ``create``.
         A stored file with other text is left alone unless ``overwrite`` (then replaced: deleted and
         created again). ``dry_run`` checks everything and changes nothing."""
         memory = self.memory(user_id)
         transfer = Transfer()
-        for local in folders.walk(base):
+        planned = (0, 0)
+        """What the dry run's earlier files would add to the quota's usage: (bytes, files)."""
+        for local in folders.walk(base):  # one file in memory at a time: no total is known
+            progress.advance()
             text, problem = _text(local)
             if text is None or local.data is None:
                 transfer.refused.append(
@@ -316,9 +333,8 @@ class Operations:
                     transfer.skipped.append((local.path, "a file with other text is stored there"))
                     continue
                 if dry_run:
-                    memory.files.check_size(target, len(local.data))
-                    if memory.content_guard is not None:
-                        memory.content_guard.screen(local.path, text)
+                    memory.check_create(target, text, planned, replacing=found is not None)
+                    planned = (planned[0] + len(local.data), planned[1] + (found is None))
                     transfer.written.append(local.path)
                     continue
                 if found is not None:

@@ -53,12 +53,16 @@ class Usage:
                 self._known = known
         return known[1], known[2]
 
-    def check(self, path: MemoryPath, added_bytes: int, added_files: int) -> None:
-        """Refuse a write that would pass the user's quota; nothing is changed."""
+    def check(
+        self, path: MemoryPath, added_bytes: int, added_files: int, planned: tuple[int, int] = (0, 0)
+    ) -> None:
+        """Refuse a write that would pass the user's quota, counting as used the ``planned``
+        (bytes, files) of writes a dry run has passed but not made; nothing is changed."""
         quota = self.quota
         if quota is None:
             return
         used_bytes, used_files = self._current(quota)
+        used_bytes, used_files = used_bytes + planned[0], used_files + planned[1]
         if quota.max_files is not None and added_files and used_files + added_files > quota.max_files:
             raise CommandError(
                 f"Error: Cannot write {path.text}: the memory quota allows {quota.max_files:,} files and "

@@ -15,6 +15,7 @@ from .crypto import plaintext_size
 from .errors import CommandError
 from .memory import S3Memory
 from .paths import MemoryPath, memory_path
+from .progress import SILENT, Progress
 from .store import PreconditionFailed, Version
 
 
@@ -126,7 +127,7 @@ class MemoryVersions:
             raise CommandError(f"Error: {target.text} changed while it was restored; it was left as it is.")
         return "written"
 
-    def restore_as_of(self, moment: datetime) -> Restored:
+    def restore_as_of(self, moment: datetime, progress: Progress = SILENT) -> Restored:
         """Every file as it was at ``moment``: files written since are put back or deleted, files
         deleted since come back. Each change is conditional on what was read."""
         layout = self.memory.layout
@@ -141,7 +142,9 @@ class MemoryVersions:
                 else:
                     chosen.setdefault(listed.key, None)
         restored = Restored()
+        progress.expect(len(chosen))
         for key, version in sorted(chosen.items()):
+            progress.advance()
             target = layout.path_of_key(key)
             assert target is not None
             try:

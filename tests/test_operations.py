@@ -356,3 +356,33 @@ def test_verify_finds_a_wrapped_key_kms_refuses(session_s3: Any, key_id: str) ->
     session_s3.put_object(Bucket="operator-kms", Key=wrapped, Body=bytes(body))
     kinds = {(finding.kind, finding.key) for finding in operations().verify("alice").problems}
     assert kinds == {("unreadable key", wrapped), ("unreadable", "users/alice/memories/a.md")}
+
+
+def test_a_dry_run_refuses_what_the_import_refuses_also_for_the_place_and_the_quota(
+    s3: Any, tmp_path: Path
+) -> None:
+    from s3memory.quota import Quota
+
+    store, keys = S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY)
+    for user, limits in (("gail", Limits(quota=Quota(max_files=3))), ("hal", Limits())):
+        operations = Operations(store, keys, limits=limits)
+        seed(operations, user, {"/memories/0": "a file where the folder has a directory\n"})
+        base = tmp_path / user
+        for path in ("/memories/0/x.md", "/memories/a.md", "/memories/b.md", "/memories/c.md"):
+            folders.write(base, path, b"text\n")
+        before = snapshot(s3)
+        dry = operations.import_folder(user, base, dry_run=True)
+        assert snapshot(s3) == before
+        transfer = operations.import_folder(user, base)
+        assert (dry.written, dict(dry.refused)) == (transfer.written, dict(transfer.refused))
+        refused = dict(dry.refused)
+        if user == "gail":
+            assert dry.written == ["/memories/a.md", "/memories/b.md"]
+            assert refused["/memories/c.md"] == (
+                "Error: Cannot write /memories/c.md: the memory quota allows 3 files and 3 exist. Delete "
+                "or merge files first; nothing was changed."
+            )
+        else:
+            assert dry.written == ["/memories/a.md", "/memories/b.md", "/memories/c.md"]
+            assert list(refused) == ["/memories/0/x.md"]
+            assert refused["/memories/0/x.md"].startswith("Error: Cannot create /memories/0/x.md: ")
