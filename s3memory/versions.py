@@ -8,11 +8,14 @@ restored is left as the other writer left it and reported, never overwritten bli
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from .concurrency import parallel
 from .crypto import plaintext_size
-from .errors import CommandError
+from .errors import CommandError, IntegrityError
+from .files import Found
 from .memory import S3Memory
 from .paths import MemoryPath, memory_path
 from .progress import SILENT, Progress
@@ -69,28 +72,28 @@ class MemoryVersions:
             )
 
     def history(self, path: str) -> list[FileVersion]:
-        """Every version of the file at ``path``, newest first (delete markers included)."""
+        """Every version of the file at ``path``, newest first (delete markers included). Each
+        written version is read and authenticated (a GET each, in parallel): its author is
+        trusted only once its content has opened with it."""
         target = memory_path(path)
-        key = self.memory.layout.file_key(target)
+        versions = self._versions_of(self.memory.layout.file_key(target))
+        opened: dict[str, Found | None] = {}
+
+        def read(version: Version) -> None:
+            with contextlib.suppress(IntegrityError):  # not authentic: no author, no origin
+                opened[version.version_id] = self.memory.files.read(target, version.version_id)
+
+        parallel(read, [version for version in versions if not version.delete_marker])
         origins = _Origins(self.memory)
         return sorted(
-            (self._described(target, version, origins) for version in self._versions_of(key)),
-            key=_newest_first,
+            (self._described(target, version, opened, origins) for version in versions), key=_newest_first
         )
 
-    def _described(self, target: MemoryPath, version: Version, origins: _Origins) -> FileVersion:
-        """The version, read and authenticated (a GET: the author is trusted only once its content
-        has opened with it)."""
-        renamed_from, author, authentic = None, None, True
-        if not version.delete_marker:
-            try:
-                found = self.memory.files.read(target, version.version_id)
-            except CommandError:
-                authentic = False
-            else:
-                if found is not None:
-                    author = found.author
-                    renamed_from = None if found.origin is None else origins.path_of(found.origin)
+    def _described(
+        self, target: MemoryPath, version: Version, opened: dict[str, Found | None], origins: _Origins
+    ) -> FileVersion:
+        found = opened.get(version.version_id)
+        renamed_from = None if found is None or found.origin is None else origins.path_of(found.origin)
         return FileVersion(
             target.text,
             version.version_id,
@@ -99,8 +102,8 @@ class MemoryVersions:
             "deleted" if version.delete_marker else "written",
             version.latest,
             renamed_from,
-            author,
-            authentic,
+            None if found is None else found.author,
+            version.delete_marker or version.version_id in opened,
         )
 
     def text_of(self, path: str, version_id: str) -> str:
