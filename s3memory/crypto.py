@@ -22,8 +22,9 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -51,11 +52,31 @@ _OBJECT_KEYS_INFO = b"s3memory/v1/object-keys"
 _FINGERPRINT_INFO = b"s3memory/v1/path-fingerprint"
 _LOCAL_DATA_KEY_SALT = b"s3memory/v1/local-data-key"
 WRAPPED_KEY_MAGIC = b"S3MK\x01"
+MAX_KEY_VERSION = 999_999_999
+"""The highest key version: a wrapped key's name holds at most nine digits (``keyvault``)."""
+MAX_KEY_CACHE_SECONDS = 300.0
+"""The longest any process keeps what it learned of a user's keys, the current version included. A
+rotation removes an old version only once the switch away from it is older than this
+(``docs/rotation.md``)."""
+_VERSION = struct.Struct(">4sBI")
+SEALED_VERSION_BYTES = _VERSION.size
+"""The leading bytes of an object that name its key version."""
+_Key = TypeVar("_Key")
+_Value = TypeVar("_Value")
 
 
 def plaintext_size(object_size: int) -> int:
     """The plaintext size of an object of ``object_size`` bytes in our format (0 if too small)."""
     return max(0, object_size - OVERHEAD)
+
+
+def sealed_version(blob: bytes) -> int | None:
+    """The key version the header of ``blob`` names (not authenticated), or None if ``blob`` does not
+    begin as an object in our format."""
+    if len(blob) < SEALED_VERSION_BYTES:
+        return None
+    magic, format_version, version = _VERSION.unpack_from(blob)
+    return int(version) if magic == MAGIC and format_version == FORMAT_VERSION else None
 
 
 def _length_prefixed(text: str) -> bytes:
@@ -140,6 +161,10 @@ class WrappedKeyVault(Protocol):
         """Names the user's key space uniquely (bucket and namespace), for caching."""
         ...
 
+    def versions(self) -> list[int]:
+        """The versions of the wrapped keys stored now (one listing)."""
+        ...
+
     def get_wrapped(self, version: int) -> bytes | None: ...
 
     def put_wrapped_if_absent(self, version: int, wrapped: bytes) -> bool:
@@ -147,44 +172,125 @@ class WrappedKeyVault(Protocol):
         ...
 
 
+def _missing(version: int) -> IntegrityError:
+    return IntegrityError(f"Error: No data key of version {version} exists for this user.")
+
+
+def _checked_version(version: object, name: str) -> int:
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= MAX_KEY_VERSION:
+        raise ValueError(f"{name} must be a key version: a whole number from 1 to {MAX_KEY_VERSION:,}")
+    return version
+
+
 class KeyProvider(ABC):
     """Hands out a user's data keys. Subclasses decide where the keys come from."""
 
-    current_version = 1
+    @abstractmethod
+    def current(self, user_id: str, vault: WrappedKeyVault) -> tuple[int, bytes]:
+        """The version the user's new objects are sealed with, and its data key."""
 
     @abstractmethod
     def data_key(self, user_id: str, version: int, vault: WrappedKeyVault) -> bytes:
-        """The user's data key of ``version``; creates the current version if it is missing."""
+        """The user's data key of ``version``; ``IntegrityError`` when there is none."""
+
+    @abstractmethod
+    def forget(self, user_id: str, vault: WrappedKeyVault) -> None:
+        """Drop what this process learned of the user's current version (a rotation switched it)."""
 
 
 class LocalKeyProvider(KeyProvider):
-    """Data keys derived per user from one local master key (HKDF). For local use and tests."""
+    """Data keys derived per user (HKDF) from a local master key. The current master key, of
+    ``version``, seals; ``previous`` master keys (by version) still open what they sealed, as
+    MultiFernet's older keys do, until a rotation has sealed it again. For local use and tests."""
 
-    def __init__(self, master_key: bytes) -> None:
+    def __init__(
+        self, master_key: bytes, *, version: int = 1, previous: Mapping[int, bytes] | None = None
+    ) -> None:
         if not isinstance(master_key, bytes) or len(master_key) != DATA_KEY_BYTES:
             raise ValueError("LocalKeyProvider needs master_key: exactly 32 bytes (bytes, not str)")
-        self._master_key = master_key
+        self.version = _checked_version(version, "LocalKeyProvider's version")
+        if previous is not None and not isinstance(previous, Mapping):
+            raise ValueError("LocalKeyProvider's previous must map key versions to master keys")
+        masters = {self.version: master_key}
+        for old, key in (previous or {}).items():
+            _checked_version(old, "each of LocalKeyProvider's previous versions")
+            if old in masters:
+                raise ValueError(f"LocalKeyProvider's previous holds version {old}, the current version")
+            if not isinstance(key, bytes) or len(key) != DATA_KEY_BYTES:
+                raise ValueError(
+                    f"LocalKeyProvider's previous master key of version {old} must be exactly 32 bytes"
+                )
+            masters[old] = key
+        if len(set(masters.values())) != len(masters):
+            raise ValueError("LocalKeyProvider needs a different master key for each version")
+        self._masters = masters
+
+    @property
+    def previous_versions(self) -> list[int]:
+        """The versions of the previous master keys, which open but never seal."""
+        return sorted(version for version in self._masters if version != self.version)
 
     def __repr__(self) -> str:
-        return "LocalKeyProvider(master_key=<redacted>)"
+        return (
+            f"LocalKeyProvider(master_key=<redacted>, version={self.version}, "
+            f"previous_versions={self.previous_versions})"
+        )
+
+    def current(self, user_id: str, vault: WrappedKeyVault) -> tuple[int, bytes]:
+        return self.version, self.data_key(user_id, self.version, vault)
+
+    def forget(self, user_id: str, vault: WrappedKeyVault) -> None:
+        """Nothing to drop: the current version is the configured one."""
 
     def data_key(self, user_id: str, version: int, vault: WrappedKeyVault) -> bytes:
-        if version != self.current_version:
-            raise IntegrityError(f"Error: No data key of version {version} exists for this user.")
+        master = self._masters.get(version)
+        if master is None:
+            raise _missing(version)
         return HKDF(
             algorithm=hashes.SHA256(),
             length=DATA_KEY_BYTES,
             salt=_LOCAL_DATA_KEY_SALT,
             info=user_id.encode("utf-8"),
-        ).derive(self._master_key)
+        ).derive(master)
+
+
+class _Expiring(Generic[_Key, _Value]):
+    """A map bounded in count whose entries lapse at a time of ``clock``; least recently used go first."""
+
+    def __init__(self, entries: int, clock: Callable[[], float]) -> None:
+        self._entries = entries
+        self._clock = clock
+        self._items: OrderedDict[_Key, tuple[float, _Value]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: _Key) -> _Value | None:
+        with self._lock:
+            item = self._items.get(key)
+            if item is None or item[0] <= self._clock():
+                return None
+            self._items.move_to_end(key)
+            return item[1]
+
+    def put(self, key: _Key, value: _Value, expires: float) -> None:
+        with self._lock:
+            self._items[key] = (expires, value)
+            self._items.move_to_end(key)
+            while len(self._items) > self._entries:
+                self._items.popitem(last=False)
+
+    def drop(self, key: _Key) -> None:
+        with self._lock:
+            self._items.pop(key, None)
 
 
 class KMSKeyProvider(KeyProvider):
-    """Envelope keys: one data key per user from KMS ``GenerateDataKey``, stored only wrapped.
+    """Envelope keys: per user, data keys from KMS ``GenerateDataKey``, stored only wrapped, one per
+    version; the current version is the highest one stored (a listing of the user's keys).
 
-    Unwrapped keys are cached in process for ``cache_seconds`` (bounded in count too), so warm
-    commands make no KMS request. Of processes racing to create a user's first key, exactly one
-    stores its wrapped key (``IfNoneMatch``); the others use the winner's.
+    Unwrapped keys and the current version are cached in process for ``cache_seconds`` (at most
+    ``MAX_KEY_CACHE_SECONDS``, counted from before the request that learned them; bounded in count
+    too), so warm commands make no KMS request and no key request. Of processes racing to create a
+    user's first key, exactly one stores its wrapped key (``IfNoneMatch``); the others use the winner's.
     """
 
     def __init__(
@@ -192,17 +298,27 @@ class KMSKeyProvider(KeyProvider):
         key_id: str,
         kms_client: KMSClient | None = None,
         *,
-        cache_seconds: float = 300.0,
+        cache_seconds: float = MAX_KEY_CACHE_SECONDS,
         cache_entries: int = 1024,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not isinstance(key_id, str) or not key_id:
             raise ValueError("KMSKeyProvider needs key_id: a KMS key id, ARN or alias")
+        if (
+            isinstance(cache_seconds, bool)
+            or not isinstance(cache_seconds, int | float)
+            or not 0 <= cache_seconds <= MAX_KEY_CACHE_SECONDS
+        ):
+            raise ValueError(
+                f"KMSKeyProvider's cache_seconds must be from 0 to {MAX_KEY_CACHE_SECONDS:g}: a key "
+                "rotation waits that long for every process to learn the new version"
+            )
         self.key_id = key_id
         self._client = kms_client
         self._cache_seconds = cache_seconds
-        self._cache_entries = cache_entries
-        self._cache: OrderedDict[tuple[str, str, int], tuple[float, bytes]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._clock = clock
+        self._keys: _Expiring[tuple[str, str, int], bytes] = _Expiring(cache_entries, clock)
+        self._currents: _Expiring[tuple[str, str], int] = _Expiring(cache_entries, clock)
 
     def __repr__(self) -> str:
         return f"KMSKeyProvider(key_id={self.key_id!r})"
@@ -219,43 +335,57 @@ class KMSKeyProvider(KeyProvider):
     def encryption_context(user_id: str, version: int) -> dict[str, str]:
         return {"s3memory:user": user_id, "s3memory:key_version": str(version)}
 
+    def current(self, user_id: str, vault: WrappedKeyVault) -> tuple[int, bytes]:
+        """The highest version stored, learned at most ``cache_seconds`` ago; the user's first data
+        key (version 1) is created when none is stored."""
+        place = (vault.identity, user_id)
+        version = self._currents.get(place)
+        if version is None:
+            expires = self._clock() + self._cache_seconds
+            stored = vault.versions()
+            version = max(stored, default=1)
+            if not stored:
+                self.create(user_id, version, vault)
+            self._currents.put(place, version, expires)
+        return version, self.data_key(user_id, version, vault)
+
+    def forget(self, user_id: str, vault: WrappedKeyVault) -> None:
+        self._currents.drop((vault.identity, user_id))
+
     def data_key(self, user_id: str, version: int, vault: WrappedKeyVault) -> bytes:
-        cache_key = (vault.identity, user_id, version)
-        with self._lock:
-            cached = self._cache.get(cache_key)
-            if cached is not None and cached[0] > time.monotonic():
-                self._cache.move_to_end(cache_key)
-                return cached[1]
-        key = self._load_or_create(user_id, version, vault)
-        with self._lock:
-            self._cache[cache_key] = (time.monotonic() + self._cache_seconds, key)
-            self._cache.move_to_end(cache_key)
-            while len(self._cache) > self._cache_entries:
-                self._cache.popitem(last=False)
+        cached = self._keys.get((vault.identity, user_id, version))
+        if cached is not None:
+            return cached
+        expires = self._clock() + self._cache_seconds
+        key = self._unwrap(user_id, version, vault)
+        self._keys.put((vault.identity, user_id, version), key, expires)
         return key
 
-    def _load_or_create(self, user_id: str, version: int, vault: WrappedKeyVault) -> bytes:
-        context = self.encryption_context(user_id, version)
+    def create(self, user_id: str, version: int, vault: WrappedKeyVault) -> bool:
+        """Generate the user's data key of ``version`` and store it wrapped unless one of that
+        version is stored already; True if this call stored it."""
+        expires = self._clock() + self._cache_seconds
+        generated = self._kms(
+            "GenerateDataKey",
+            KeyId=self.key_id,
+            KeySpec="AES_256",
+            EncryptionContext=self.encryption_context(user_id, version),
+        )
+        if not vault.put_wrapped_if_absent(version, WRAPPED_KEY_MAGIC + generated["CiphertextBlob"]):
+            return False
+        self._keys.put((vault.identity, user_id, version), bytes(generated["Plaintext"]), expires)
+        return True
+
+    def _unwrap(self, user_id: str, version: int, vault: WrappedKeyVault) -> bytes:
         wrapped = vault.get_wrapped(version)
         if wrapped is None:
-            if version != self.current_version:
-                raise IntegrityError(f"Error: No data key of version {version} exists for this user.")
-            generated = self._kms(
-                "GenerateDataKey", KeyId=self.key_id, KeySpec="AES_256", EncryptionContext=context
-            )
-            if vault.put_wrapped_if_absent(version, WRAPPED_KEY_MAGIC + generated["CiphertextBlob"]):
-                return bytes(generated["Plaintext"])
-            wrapped = vault.get_wrapped(version)
-            if wrapped is None:
-                raise StorageError(
-                    "Error: The user's data key vanished while it was being created; try again."
-                )
+            raise _missing(version)
         if not wrapped.startswith(WRAPPED_KEY_MAGIC):
             raise IntegrityError("Error: The user's wrapped data key is not in a format s3memory wrote.")
         unwrapped = self._kms(
             "Decrypt",
             CiphertextBlob=wrapped[len(WRAPPED_KEY_MAGIC) :],
-            EncryptionContext=context,
+            EncryptionContext=self.encryption_context(user_id, version),
             KeyId=self.key_id,
         )
         plaintext = bytes(unwrapped["Plaintext"])
@@ -288,8 +418,7 @@ class DataKeySource:
     vault: WrappedKeyVault
 
     def current(self) -> tuple[int, bytes]:
-        version = self.provider.current_version
-        return version, self.provider.data_key(self.user_id, version, self.vault)
+        return self.provider.current(self.user_id, self.vault)
 
     def version(self, version: int) -> bytes:
         return self.provider.data_key(self.user_id, version, self.vault)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .crypto import MAX_KEY_VERSION
 from .paths import KeyLayout
 from .store import ConditionalConflict, PreconditionFailed, S3Store
 
@@ -11,11 +12,13 @@ KEYS_PREFIX = "keys/"
 
 
 def key_version(name: str) -> int | None:
-    """The version of a wrapped data key's name below ``internal/`` (``keys/v<n>``), or None."""
+    """The version of a wrapped data key's name below ``internal/`` (``keys/v<n>``, ``n`` from 1 to
+    ``MAX_KEY_VERSION`` without leading zeros), or None."""
     digits = name.removeprefix(KEYS_PREFIX + "v")
     if digits == name or not digits.isascii() or not digits.isdigit() or len(digits) > 9:
         return None
-    return int(digits)
+    version = int(digits)
+    return version if str(version) == digits and 1 <= version <= MAX_KEY_VERSION else None
 
 
 class KeyVault:
@@ -29,16 +32,34 @@ class KeyVault:
     def identity(self) -> str:
         return f"s3://{self._store.bucket}/{self._layout.namespace}"
 
-    def _key(self, version: int) -> str:
+    @property
+    def prefix(self) -> str:
+        """The key prefix of the user's wrapped keys."""
+        return self._layout.key_of_internal(KEYS_PREFIX)
+
+    def key(self, version: int) -> str:
+        """The object key of the wrapped key of ``version``."""
         return self._layout.key_of_internal(f"{KEYS_PREFIX}v{version}")
 
+    def version_of(self, key: str) -> int | None:
+        """The version of the wrapped key stored at the object key ``key``, or None."""
+        return key_version(key[len(self._layout.internal_prefix) :]) if key.startswith(self.prefix) else None
+
+    def versions(self) -> list[int]:
+        return sorted(
+            version
+            for page in self._store.pages(self.prefix)
+            for listed in page.objects
+            if (version := self.version_of(listed.key)) is not None
+        )
+
     def get_wrapped(self, version: int) -> bytes | None:
-        stored = self._store.get(self._key(version), max_bytes=WRAPPED_KEY_MAX_BYTES)
+        stored = self._store.get(self.key(version), max_bytes=WRAPPED_KEY_MAX_BYTES)
         return None if stored is None else stored.body
 
     def put_wrapped_if_absent(self, version: int, wrapped: bytes) -> bool:
         try:
-            self._store.put(self._key(version), wrapped, if_none_match=True)
+            self._store.put(self.key(version), wrapped, if_none_match=True)
         except (PreconditionFailed, ConditionalConflict):
             return False
         return True

@@ -7,6 +7,8 @@ provider and an S3 client.
 | ``S3MEMORY_PREFIX`` | the key prefix of the user namespaces (default ``users/``) |
 | ``S3MEMORY_KMS_KEY_ID`` | KMS key id, ARN or alias for envelope keys |
 | ``S3MEMORY_LOCAL_KEY`` | base64 of exactly 32 bytes: a local master key, for local use and tests only |
+| ``S3MEMORY_LOCAL_KEY_VERSION`` | the local master key's version, 1 to 999,999,999 (default 1) |
+| ``S3MEMORY_PREVIOUS_LOCAL_KEYS`` | earlier local master keys that still open what they sealed: ``version:base64`` pairs separated by commas (``docs/rotation.md``) |
 | ``S3MEMORY_ENDPOINT_URL`` | an S3 endpoint (local S3, tests); optional |
 | ``S3MEMORY_QUOTA_BYTES`` | per-user limit on the memory's plaintext bytes (unset: none) |
 | ``S3MEMORY_QUOTA_FILES`` | per-user limit on the number of files (unset: none) |
@@ -17,7 +19,8 @@ provider and an S3 client.
 | ``S3MEMORY_JWT_AUDIENCE`` | comma-separated audiences; required with the issuer |
 | ``S3MEMORY_JWT_SCOPES`` | space-separated scopes; when set, a token needs at least one |
 
-Exactly one of ``S3MEMORY_KMS_KEY_ID`` and ``S3MEMORY_LOCAL_KEY`` must be set. Empty values count
+Exactly one of ``S3MEMORY_KMS_KEY_ID`` and ``S3MEMORY_LOCAL_KEY`` must be set; the other two local key
+variables need ``S3MEMORY_LOCAL_KEY``. Empty values count
 as unset, except ``S3MEMORY_PREFIX``, where an empty value means no prefix. Every error names the
 variable, never the value of a key.
 """
@@ -31,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
-from .crypto import DATA_KEY_BYTES, KeyProvider, KMSKeyProvider, LocalKeyProvider
+from .crypto import DATA_KEY_BYTES, MAX_KEY_VERSION, KeyProvider, KMSKeyProvider, LocalKeyProvider
 from .guard import ContentGuard
 from .memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES
 from .paths import validate_namespace
@@ -44,6 +47,10 @@ BUCKET = "S3MEMORY_BUCKET"
 PREFIX = "S3MEMORY_PREFIX"
 KMS_KEY_ID = "S3MEMORY_KMS_KEY_ID"
 LOCAL_KEY = "S3MEMORY_LOCAL_KEY"
+LOCAL_KEY_VERSION = "S3MEMORY_LOCAL_KEY_VERSION"
+PREVIOUS_LOCAL_KEYS = "S3MEMORY_PREVIOUS_LOCAL_KEYS"
+LOCAL_KEY_VARIABLES = (LOCAL_KEY, LOCAL_KEY_VERSION, PREVIOUS_LOCAL_KEYS)
+"""The variables of a local master key: a command told to use KMS drops them all."""
 ENDPOINT_URL = "S3MEMORY_ENDPOINT_URL"
 QUOTA_BYTES = "S3MEMORY_QUOTA_BYTES"
 QUOTA_FILES = "S3MEMORY_QUOTA_FILES"
@@ -80,16 +87,44 @@ def _has_space_or_control(value: str) -> bool:
     return any(character.isspace() or not character.isprintable() for character in value)
 
 
-def _decode_local_key(value: str) -> bytes:
+def _decode_local_key(value: str, name: str = LOCAL_KEY) -> bytes:
+    """The 32 bytes of a base64 master key; ``SettingsError`` naming where it was (``name``), never
+    its value."""
     try:
         key = base64.b64decode(value.strip(), validate=True)
     except (binascii.Error, ValueError):
-        raise SettingsError(f"{LOCAL_KEY} is not valid base64") from None
+        raise SettingsError(f"{name} is not valid base64") from None
     if len(key) != DATA_KEY_BYTES:
         raise SettingsError(
-            f"{LOCAL_KEY} must be the base64 of exactly {DATA_KEY_BYTES} bytes (it decodes to {len(key)})"
+            f"{name} must be the base64 of exactly {DATA_KEY_BYTES} bytes (it decodes to {len(key)})"
         )
     return key
+
+
+def _previous_local_keys(text: str, current: int) -> tuple[tuple[int, bytes], ...]:
+    """``version:base64`` pairs separated by commas, each version once and none the current one."""
+    pairs: dict[int, bytes] = {}
+    for index, entry in enumerate((part.strip() for part in text.split(",") if part.strip()), start=1):
+        where = f"{PREVIOUS_LOCAL_KEYS} (entry {index})"
+        version_text, colon, encoded = entry.partition(":")
+        version_text = version_text.strip()
+        if not (
+            colon
+            and version_text.isascii()
+            and version_text.isdigit()
+            and len(version_text) <= len(str(MAX_KEY_VERSION))
+            and 1 <= int(version_text) <= MAX_KEY_VERSION
+        ):
+            raise SettingsError(
+                f"{where} must be VERSION:BASE64, VERSION a whole number from 1 to {MAX_KEY_VERSION:,}"
+            )
+        version = int(version_text)
+        if version == current or version in pairs:
+            raise SettingsError(f"{where} repeats version {version} (the current key's version is {current})")
+        pairs[version] = _decode_local_key(encoded, where)
+    if not pairs:
+        raise SettingsError(f"{PREVIOUS_LOCAL_KEYS} holds no VERSION:BASE64 entry")
+    return tuple(sorted(pairs.items()))
 
 
 def whole_number(environ: Mapping[str, str], name: str, high: int) -> int | None:
@@ -208,6 +243,9 @@ class Settings:
     prefix: str = DEFAULT_PREFIX
     kms_key_id: str | None = None
     local_key: bytes | None = field(default=None, repr=False)
+    local_key_version: int = field(default=1, repr=False)
+    previous_local_keys: tuple[tuple[int, bytes], ...] = field(default=(), repr=False)
+    """Earlier local master keys by version: they open what they sealed, and never seal."""
     endpoint_url: str | None = None
     limits: Limits = field(default_factory=Limits)
     edge: Edge = field(default_factory=Edge)
@@ -245,6 +283,16 @@ class Settings:
         if kms_key_id is not None and _has_space_or_control(kms_key_id):
             raise SettingsError(f"{KMS_KEY_ID} must be a KMS key id, ARN or alias, without spaces")
         local_key = None if raw_local_key is None else _decode_local_key(raw_local_key)
+        local_key_version = whole_number(environ, LOCAL_KEY_VERSION, MAX_KEY_VERSION)
+        raw_previous = _get(environ, PREVIOUS_LOCAL_KEYS)
+        for name, value in ((LOCAL_KEY_VERSION, local_key_version), (PREVIOUS_LOCAL_KEYS, raw_previous)):
+            if value is not None and local_key is None:
+                raise SettingsError(f"{name} needs {LOCAL_KEY}: it belongs to a local master key")
+        local_key_version = local_key_version or 1
+        previous = () if raw_previous is None else _previous_local_keys(raw_previous, local_key_version)
+        masters = [local_key, *(key for _, key in previous)]
+        if len(set(masters)) != len(masters):
+            raise SettingsError(f"{PREVIOUS_LOCAL_KEYS} repeats a master key: each version needs its own")
 
         endpoint_url = _get(environ, ENDPOINT_URL)
         if endpoint_url is not None and (
@@ -257,6 +305,8 @@ class Settings:
             prefix=prefix,
             kms_key_id=kms_key_id,
             local_key=local_key,
+            local_key_version=local_key_version,
+            previous_local_keys=previous,
             endpoint_url=endpoint_url,
             limits=Limits.from_env(environ),
             edge=Edge.from_env(environ),
@@ -274,7 +324,9 @@ class Settings:
             return KMSKeyProvider(self.kms_key_id)
         if self.local_key is None:  # pragma: no cover - from_env guarantees one of the two
             raise SettingsError(f"{KMS_KEY_ID} or {LOCAL_KEY} must be set")
-        return LocalKeyProvider(self.local_key)
+        return LocalKeyProvider(
+            self.local_key, version=self.local_key_version, previous=dict(self.previous_local_keys)
+        )
 
     def make_s3_client(self) -> S3Client:
         """An S3 client with our standard client settings (see ``s3memory.clients``)."""

@@ -17,10 +17,12 @@ from s3memory.crypto import (
     MAGIC,
     OVERHEAD,
     DataKeySource,
+    KeyProvider,
     KMSKeyProvider,
     LocalKeyProvider,
     ObjectCipher,
     plaintext_size,
+    sealed_version,
 )
 from s3memory.errors import CommandError, IntegrityError
 from s3memory.keyvault import KeyVault
@@ -35,6 +37,9 @@ SECRET = "my passport number is X1234567"
 class _NoVault:
     identity = "none"
 
+    def versions(self) -> list[int]:
+        raise AssertionError("a local key provider needs no vault")
+
     def get_wrapped(self, version: int) -> bytes | None:
         raise AssertionError("a local key provider needs no vault")
 
@@ -42,8 +47,10 @@ class _NoVault:
         raise AssertionError("a local key provider needs no vault")
 
 
-def cipher(user: str = "alice", master: bytes = MASTER_KEY) -> ObjectCipher:
-    return ObjectCipher(user, DataKeySource(LocalKeyProvider(master), user, _NoVault()))
+def cipher(
+    user: str = "alice", master: bytes = MASTER_KEY, provider: KeyProvider | None = None
+) -> ObjectCipher:
+    return ObjectCipher(user, DataKeySource(provider or LocalKeyProvider(master), user, _NoVault()))
 
 
 @given(st.binary(max_size=4096))
@@ -102,9 +109,51 @@ def test_local_key_provider_needs_exactly_32_bytes(bad: Any) -> None:
         LocalKeyProvider(bad)
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"version": 0}, "LocalKeyProvider's version must be a key version: a whole number from 1 to "),
+        ({"version": True}, "LocalKeyProvider's version must be a key version"),
+        ({"version": 1_000_000_000}, "LocalKeyProvider's version must be a key version"),
+        ({"previous": [MASTER_KEY]}, "LocalKeyProvider's previous must map key versions to master keys"),
+        (
+            {"previous": {"1": bytes(32)}},
+            "each of LocalKeyProvider's previous versions must be a key version",
+        ),
+        ({"previous": {1: bytes(32)}}, "LocalKeyProvider's previous holds version 1, the current version"),
+        ({"version": 2, "previous": {1: b"short"}}, "previous master key of version 1 must be exactly 32"),
+        ({"version": 2, "previous": {1: MASTER_KEY}}, "needs a different master key for each version"),
+    ],
+)
+def test_local_key_versions_are_checked(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        LocalKeyProvider(MASTER_KEY, **options)
+
+
 def test_providers_never_show_key_material() -> None:
-    assert MASTER_KEY.hex() not in repr(LocalKeyProvider(MASTER_KEY))
-    assert "redacted" in repr(LocalKeyProvider(MASTER_KEY))
+    provider = LocalKeyProvider(MASTER_KEY, version=3, previous={1: bytes(32), 2: bytes(range(1, 33))})
+    assert MASTER_KEY.hex() not in repr(provider) and bytes(32).hex() not in repr(provider)
+    assert repr(provider) == "LocalKeyProvider(master_key=<redacted>, version=3, previous_versions=[1, 2])"
+
+
+def test_a_local_rotation_seals_with_the_new_key_and_opens_with_the_old() -> None:
+    new_master = bytes(range(50, 82))
+    old = cipher()
+    new = cipher(provider=LocalKeyProvider(new_master, version=2, previous={1: MASTER_KEY}))
+    before = old.seal("/memories/a.txt", SECRET.encode())
+    after = new.seal("/memories/a.txt", SECRET.encode())
+    assert (sealed_version(before), sealed_version(after)) == (1, 2)
+    assert new.open("/memories/a.txt", before) == new.open("/memories/a.txt", after) == SECRET.encode()
+    alone = cipher(provider=LocalKeyProvider(new_master, version=2))
+    with pytest.raises(IntegrityError, match="names data key version 1, which this user does not have"):
+        alone.open("/memories/a.txt", before)
+    assert sealed_version(b"S3ME") is None and sealed_version(b"XXXX" + after[4:]) is None
+
+
+@pytest.mark.parametrize("seconds", [-1, 301, float("nan"), True, "60"])
+def test_the_kms_key_cache_lasts_at_most_the_rotation_wait(seconds: Any) -> None:
+    with pytest.raises(ValueError, match="cache_seconds must be from 0 to 300: a key rotation waits"):
+        KMSKeyProvider("alias/k", cache_seconds=seconds)
 
 
 def test_stored_objects_hold_no_plaintext_anywhere(memory: S3Memory, s3: Any) -> None:
@@ -236,3 +285,53 @@ def test_racing_first_use_creates_exactly_one_data_key(
     reader = make_memory("newcomer", key_provider=KMSKeyProvider(key_id, kms_client=kms))
     for index in range(writers):
         assert f"written by {index}" in reader.run({"command": "view", "path": f"/memories/w{index}.txt"})
+
+
+def test_the_cold_path_lists_the_keys_only_to_seal(
+    make_memory: Callable[..., S3Memory], s3: Any, kms: Any, key_id: str
+) -> None:
+    """A cold process reads an object with the key its header names (a GET and a Decrypt, as before
+    versions); to seal, it also lists the user's keys once to learn the current version."""
+    make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms)).create(
+        memory_path("/memories/a.txt"), SECRET
+    )
+    s3_requests, kms_requests = RequestCounter(s3), RequestCounter(kms)
+    reader = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms))
+    reader.run({"command": "view", "path": "/memories/a.txt"})
+    assert (s3_requests.calls, kms_requests.calls) == ({"GetObject": 2}, {"Decrypt": 1})
+    s3_requests.reset()
+    reader.run({"command": "create", "path": "/memories/b.txt", "file_text": "b"})
+    assert s3_requests.calls == {"ListObjectsV2": 2, "PutObject": 1}  # the keys, the place, the write
+    s3_requests.reset()
+    kms_requests.reset()
+    writer = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms))
+    writer.run({"command": "create", "path": "/memories/c.txt", "file_text": "c"})
+    assert s3_requests.calls == {"ListObjectsV2": 2, "GetObject": 1, "PutObject": 1}
+    assert kms_requests.calls == {"Decrypt": 1}
+    s3_requests.reset()
+    kms_requests.reset()
+    writer.run({"command": "view", "path": "/memories/c.txt"})
+    writer.run({"command": "create", "path": "/memories/d.txt", "file_text": "d"})
+    assert s3_requests.calls == {"GetObject": 1, "ListObjectsV2": 1, "PutObject": 1}  # warm: no key requests
+    assert kms_requests.total == 0
+
+
+def test_a_warm_process_learns_a_new_version_when_its_cache_lapses(
+    make_memory: Callable[..., S3Memory], s3: Any, kms: Any, key_id: str
+) -> None:
+    now = [0.0]
+    serving = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms, clock=lambda: now[0]))
+    serving.create(memory_path("/memories/a.txt"), SECRET)
+    vault = KeyVault(serving.store, serving.layout)
+    assert KMSKeyProvider(key_id, kms_client=kms).create("alice", 2, vault)
+    assert not KMSKeyProvider(key_id, kms_client=kms).create("alice", 2, vault)  # one winner
+
+    def version_of(path: str) -> int | None:
+        return sealed_version(s3.get_object(Bucket=BUCKET, Key=f"users/alice/memories/{path}")["Body"].read())
+
+    now[0] = 299.0
+    serving.create(memory_path("/memories/b.txt"), SECRET)
+    now[0] = 300.0
+    serving.create(memory_path("/memories/c.txt"), SECRET)
+    assert [version_of(name) for name in ("a.txt", "b.txt", "c.txt")] == [1, 1, 2]
+    assert SECRET in serving.run({"command": "view", "path": "/memories/b.txt"})

@@ -1,16 +1,21 @@
-"""The settings for limits and for the edge: each one's good values, its default, and bad values that
-name the variable (the storage settings are tested in test_lambda_memory.py)."""
+"""The settings for limits, for the edge and for local master key versions: each one's good values, its
+default, and bad values that name the variable (the other storage settings are tested in
+test_lambda_memory.py)."""
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
+from s3memory.crypto import DataKeySource, KeyProvider, LocalKeyProvider, ObjectCipher, sealed_version
+from s3memory.errors import IntegrityError
 from s3memory.guard import ContentGuard
 from s3memory.memory import DEFAULT_GUARD
 from s3memory.quota import Quota
 from s3memory.settings import Edge, Limits, Settings, SettingsError, TokenCheck, secure_url
 
-from .support.bucket import BUCKET, LOCAL_KEY_B64
+from .support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY
 
 BASE = {"S3MEMORY_BUCKET": BUCKET, "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64}
 
@@ -182,3 +187,109 @@ def test_changed_limits_are_changed_settings() -> None:
     assert settings(S3MEMORY_QUOTA_FILES="5") != settings(S3MEMORY_QUOTA_FILES="6")
     assert settings(S3MEMORY_GUARD="off") != settings()
     assert settings(S3MEMORY_DIRECT_INVOCATION="refuse") != settings()
+
+
+NEW_KEY = bytes(range(100, 132))
+NEW_KEY_B64 = base64.b64encode(NEW_KEY).decode("ascii")
+OTHER_B64 = base64.b64encode(bytes(range(200, 232))).decode("ascii")
+
+
+class _NoVault:
+    identity = "none"
+
+    def versions(self) -> list[int]:
+        raise AssertionError("a local key provider needs no vault")
+
+    def get_wrapped(self, version: int) -> bytes | None:
+        raise AssertionError("a local key provider needs no vault")
+
+    def put_wrapped_if_absent(self, version: int, wrapped: bytes) -> bool:
+        raise AssertionError("a local key provider needs no vault")
+
+
+def sealer(provider: KeyProvider) -> ObjectCipher:
+    return ObjectCipher("alice", DataKeySource(provider, "alice", _NoVault()))
+
+
+def test_a_new_local_master_key_seals_and_the_previous_ones_still_open() -> None:
+    old = settings()
+    assert (old.local_key_version, old.previous_local_keys) == (1, ())
+    new = settings(
+        S3MEMORY_LOCAL_KEY=NEW_KEY_B64,
+        S3MEMORY_LOCAL_KEY_VERSION=" 3 ",
+        S3MEMORY_PREVIOUS_LOCAL_KEYS=f"1:{LOCAL_KEY_B64}, 2:{OTHER_B64} ,",
+    )
+    assert (new.local_key, new.local_key_version) == (NEW_KEY, 3)
+    assert [version for version, _ in new.previous_local_keys] == [1, 2]
+    assert NEW_KEY_B64 not in repr(new) and LOCAL_KEY_B64 not in repr(new)
+    provider = new.make_key_provider()
+    assert isinstance(provider, LocalKeyProvider)
+    assert (provider.version, provider.previous_versions) == (3, [1, 2])
+    written_before = sealer(old.make_key_provider()).seal("/memories/a.md", b"kept")
+    assert sealer(provider).open("/memories/a.md", written_before) == b"kept"
+    written_after = sealer(provider).seal("/memories/a.md", b"new")
+    assert sealed_version(written_after) == 3
+    with pytest.raises(IntegrityError, match="names data key version 3"):
+        sealer(LocalKeyProvider(MASTER_KEY)).open("/memories/a.md", written_after)
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        ({"S3MEMORY_LOCAL_KEY_VERSION": "0"}, "S3MEMORY_LOCAL_KEY_VERSION must be a whole number from 1 to "),
+        ({"S3MEMORY_LOCAL_KEY_VERSION": "1000000000"}, "S3MEMORY_LOCAL_KEY_VERSION must be a whole number"),
+        (
+            {"S3MEMORY_PREVIOUS_LOCAL_KEYS": OTHER_B64},
+            "S3MEMORY_PREVIOUS_LOCAL_KEYS (entry 1) must be VERSION:",
+        ),
+        (
+            {"S3MEMORY_PREVIOUS_LOCAL_KEYS": f"2:{OTHER_B64},x:{OTHER_B64}"},
+            "S3MEMORY_PREVIOUS_LOCAL_KEYS (entry 2) must be VERSION:BASE64",
+        ),
+        ({"S3MEMORY_PREVIOUS_LOCAL_KEYS": f"0:{OTHER_B64}"}, "(entry 1) must be VERSION:BASE64, VERSION a"),
+        ({"S3MEMORY_PREVIOUS_LOCAL_KEYS": f"{'9' * 5000}:{OTHER_B64}"}, "(entry 1) must be VERSION:BASE64"),
+        ({"S3MEMORY_PREVIOUS_LOCAL_KEYS": f"1:{OTHER_B64}"}, "(entry 1) repeats version 1 (the current"),
+        (
+            {"S3MEMORY_PREVIOUS_LOCAL_KEYS": f"2:{OTHER_B64},2:{NEW_KEY_B64}"},
+            "S3MEMORY_PREVIOUS_LOCAL_KEYS (entry 2) repeats version 2",
+        ),
+        (
+            {"S3MEMORY_PREVIOUS_LOCAL_KEYS": "2:not-base64!"},
+            "S3MEMORY_PREVIOUS_LOCAL_KEYS (entry 1) is not valid",
+        ),
+        (
+            {"S3MEMORY_PREVIOUS_LOCAL_KEYS": "2:" + base64.b64encode(bytes(31)).decode()},
+            "S3MEMORY_PREVIOUS_LOCAL_KEYS (entry 1) must be the base64 of exactly 32 bytes (it decodes to 31)",
+        ),
+        (
+            {"S3MEMORY_PREVIOUS_LOCAL_KEYS": f"2:{LOCAL_KEY_B64}"},
+            "S3MEMORY_PREVIOUS_LOCAL_KEYS repeats a master",
+        ),
+        (
+            {"S3MEMORY_PREVIOUS_LOCAL_KEYS": f"2:{OTHER_B64},3:{OTHER_B64}"},
+            "S3MEMORY_PREVIOUS_LOCAL_KEYS repeats a master key",
+        ),
+        (
+            {"S3MEMORY_PREVIOUS_LOCAL_KEYS": " , "},
+            "S3MEMORY_PREVIOUS_LOCAL_KEYS holds no VERSION:BASE64 entry",
+        ),
+    ],
+)
+def test_bad_local_key_versions_are_named_and_never_shown(environ: dict[str, str], message: str) -> None:
+    text = refusal(**environ)
+    assert message in text
+    for key in (LOCAL_KEY_B64, OTHER_B64, NEW_KEY_B64):
+        assert key not in text
+
+
+@pytest.mark.parametrize("variable", ["S3MEMORY_LOCAL_KEY_VERSION", "S3MEMORY_PREVIOUS_LOCAL_KEYS"])
+def test_the_local_key_versions_need_a_local_key(variable: str) -> None:
+    value = "2" if variable == "S3MEMORY_LOCAL_KEY_VERSION" else f"1:{OTHER_B64}"
+    with pytest.raises(SettingsError) as raised:
+        Settings.from_env({"S3MEMORY_BUCKET": BUCKET, "S3MEMORY_KMS_KEY_ID": "alias/k", variable: value})
+    assert str(raised.value) == f"{variable} needs S3MEMORY_LOCAL_KEY: it belongs to a local master key"
+
+
+def test_changed_local_key_versions_are_changed_settings() -> None:
+    assert settings(S3MEMORY_LOCAL_KEY_VERSION="2") != settings()
+    assert settings(S3MEMORY_PREVIOUS_LOCAL_KEYS=f"2:{OTHER_B64}") != settings()
