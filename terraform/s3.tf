@@ -51,7 +51,6 @@ resource "aws_s3_bucket_server_side_encryption_configuration" "memory" {
 }
 
 resource "aws_s3_bucket_lifecycle_configuration" "memory" {
-  #checkov:skip=CKV_AWS_300:False positive: checkov (3.3.30) replaces the static rule blocks with the optional dynamic one when it renders this resource; the abort-incomplete-multipart rule below always exists and tests/defaults.tftest.hcl asserts it.
   bucket = aws_s3_bucket.memory.id
 
   rule {
@@ -81,22 +80,9 @@ resource "aws_s3_bucket_lifecycle_configuration" "memory" {
     }
   }
 
-  dynamic "rule" {
-    for_each = var.object_expiration_days == null ? [] : [var.object_expiration_days]
-
-    content {
-      id     = "expire-idle-memories"
-      status = "Enabled"
-
-      filter {
-        prefix = var.memory_prefix
-      }
-
-      expiration {
-        days = rule.value
-      }
-    }
-  }
+  # No rule expires current objects: a filter cannot skip a user's wrapped data key
+  # (<prefix><user>/internal/keys/v<n>, written once), and expiring it would make all of that
+  # user's memory unreadable. Idle expiry is the expiry function's job (var.expiry_idle_days).
 
   # Lifecycle rules on noncurrent versions need versioning to be configured first.
   depends_on = [aws_s3_bucket_versioning.memory]

@@ -97,13 +97,13 @@ variable "abort_incomplete_multipart_upload_days" {
 }
 
 variable "object_expiration_days" {
-  description = "When set, every object under memory_prefix expires this many days after it was last written (S3 lifecycle counts from the last write, not the last read; on this versioned bucket expiry adds a delete marker and the data goes noncurrent_version_expiration_days later). WARNING: this includes each user's wrapped data key (<prefix><user>/internal/keys/v<n>), which is written once, so a user's remaining memories become unreadable this many days after the user's first write. Use only where that hard per-user lifetime is intended. null (default) disables expiration."
+  description = "Removed: must stay null. Its S3 lifecycle rule expired every object under memory_prefix, each user's wrapped data key (<prefix><user>/internal/keys/v<n>, written once) included, which made all of that user's memory unreadable. Use expiry_idle_days instead (idle expiry by the s3memory expiry function, which never removes keys). Kept only so that a configuration that still sets it fails at plan with this explanation."
   type        = number
   default     = null
 
   validation {
-    condition     = var.object_expiration_days == null ? true : (var.object_expiration_days >= 1 && var.object_expiration_days <= 36500 && floor(var.object_expiration_days) == var.object_expiration_days)
-    error_message = "object_expiration_days must be null (disabled) or a whole number between 1 and 36500."
+    condition     = var.object_expiration_days == null
+    error_message = "object_expiration_days was removed: its lifecycle rule also expired each user's wrapped data key, making their memory unreadable. Use expiry_idle_days (idle expiry by the s3memory expiry function, which never removes keys)."
   }
 }
 

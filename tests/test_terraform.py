@@ -269,6 +269,12 @@ REFUSALS = {
         "operator_role_max_session_duration must be a whole number of seconds between 3600 (1 hour) "
         "and 43200 (12 hours).",
     ),
+    "object_expiration_days_removed": (
+        {"object_expiration_days": "365"},
+        "object_expiration_days was removed: its lifecycle rule also expired each user's wrapped data "
+        "key, making their memory unreadable. Use expiry_idle_days (idle expiry by the s3memory expiry "
+        "function, which never removes keys).",
+    ),
 }
 
 

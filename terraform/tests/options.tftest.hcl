@@ -74,25 +74,24 @@ run "prefix_scopes_iam" {
   }
 }
 
-run "object_expiration_enabled" {
+run "noncurrent_version_expiration" {
   command = plan
 
   variables {
-    object_expiration_days             = 365
     noncurrent_version_expiration_days = 14
-  }
-
-  assert {
-    condition = length([
-      for rule in aws_s3_bucket_lifecycle_configuration.memory.rule : rule
-      if rule.id == "expire-idle-memories" && try(rule.filter[0].prefix == "users/" && rule.expiration[0].days == 365, false)
-    ]) == 1
-    error_message = "object_expiration_days adds an expiration rule limited to memory_prefix."
   }
 
   assert {
     condition     = aws_s3_bucket_lifecycle_configuration.memory.rule[0].noncurrent_version_expiration[0].noncurrent_days == 14
     error_message = "noncurrent_version_expiration_days is applied."
+  }
+
+  assert {
+    condition = alltrue([
+      for rule in aws_s3_bucket_lifecycle_configuration.memory.rule :
+      alltrue([for expiration in rule.expiration : contains([null, 0], expiration.days) && expiration.date == null])
+    ])
+    error_message = "No lifecycle rule expires current objects (it would expire users' wrapped data keys too)."
   }
 }
 

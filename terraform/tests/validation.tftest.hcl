@@ -19,7 +19,7 @@ run "rejects_bad_bucket_settings" {
     memory_prefix                          = "users"           # no trailing slash
     noncurrent_version_expiration_days     = 0
     abort_incomplete_multipart_upload_days = 1.5
-    object_expiration_days                 = -1
+    object_expiration_days                 = 365 # removed: only null is accepted
     access_log_bucket                      = "Not A Bucket"
     access_log_prefix                      = "/logs/"
   }
@@ -203,7 +203,6 @@ run "accepts_valid_non_default_values" {
     bucket_name                  = "my-org-agent-memory-prod"
     memory_prefix                = "tenants/prod_1/"
     kms_key_alias                = "alias/team/agent-memory"
-    object_expiration_days       = 180
     additional_key_user_arns     = ["arn:aws:iam::123456789012:role/ops/s3memory-operator"]
     anthropic_api_key_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/anthropic-AbCdEf"
     iam_role_path                = "/service/s3memory/"

@@ -6,10 +6,6 @@ name_prefix = "s3memory-dev"
 # Built by `make lambda-zip` at the repository root.
 lambda_zip_path = "../../../dist/lambda.zip"
 
-# Hard per-user lifetime: expires everything under the prefix, including the wrapped data keys,
-# a year after it was written (see terraform/README.md before enabling). null keeps data forever.
-object_expiration_days = null
-
 # Who administers the KMS key (with kms:PutKeyPolicy, the break-glass path). Unset: the identity that
 # runs Terraform. A list must include that identity, e.g. the CI role and a break-glass role.
 # kms_key_administrator_arns = ["arn:aws:iam::123456789012:role/ci-deployer", "arn:aws:iam::123456789012:role/break-glass"]

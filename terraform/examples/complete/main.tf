@@ -19,7 +19,6 @@ module "s3memory" {
 
   memory_prefix                      = "users/"
   noncurrent_version_expiration_days = 30
-  object_expiration_days             = var.object_expiration_days
   log_retention_in_days              = 30
 
   anthropic_api_key_secret_arn = var.anthropic_api_key_secret_arn

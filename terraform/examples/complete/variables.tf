@@ -58,17 +58,6 @@ variable "lambda_zip_path" {
   }
 }
 
-variable "object_expiration_days" {
-  description = "Expire everything under the prefix (memory files and wrapped data keys) this many days after it was written; null keeps data forever. See ../../README.md."
-  type        = number
-  default     = null
-
-  validation {
-    condition     = var.object_expiration_days == null ? true : var.object_expiration_days >= 1
-    error_message = "object_expiration_days must be null or at least 1."
-  }
-}
-
 variable "anthropic_api_key_secret_arn" {
   description = "Secrets Manager ARN of the Anthropic API key for the agent function (null: none)."
   type        = string
