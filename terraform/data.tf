@@ -22,14 +22,23 @@ locals {
 
   memory_function_name = "${var.name_prefix}-memory"
   agent_function_name  = "${var.name_prefix}-agent"
+  expiry_function_name = "${var.name_prefix}-expiry"
+
+  # Idle expiry (expiry.tf) exists only when expiry_idle_days is set.
+  expiry_enabled = var.expiry_idle_days != null
 
   memory_log_group_name = "/aws/lambda/${local.memory_function_name}"
   agent_log_group_name  = "/aws/lambda/${local.agent_function_name}"
+  expiry_log_group_name = "/aws/lambda/${local.expiry_function_name}"
   api_log_group_name    = "/aws/apigateway/${var.name_prefix}-http-api"
+
+  # The schedule's role may invoke exactly this function (unqualified: no version or alias).
+  expiry_function_arn = "arn:${local.partition}:lambda:${local.region}:${local.account_id}:function:${local.expiry_function_name}"
 
   log_group_arn_prefix    = "arn:${local.partition}:logs:${local.region}:${local.account_id}:log-group:"
   memory_log_group_arn    = "${local.log_group_arn_prefix}${local.memory_log_group_name}"
   agent_log_group_arn     = "${local.log_group_arn_prefix}${local.agent_log_group_name}"
+  expiry_log_group_arn    = "${local.log_group_arn_prefix}${local.expiry_log_group_name}"
   api_log_group_arn       = "${local.log_group_arn_prefix}${local.api_log_group_name}"
   s3_kms_via_service      = "s3.${local.region}.${local.dns_suffix}"
   secrets_kms_via_service = "secretsmanager.${local.region}.${local.dns_suffix}"

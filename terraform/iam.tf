@@ -8,6 +8,10 @@
 # operator_trusted_principal_arns only (with MFA by default). It has what the serving roles have
 # plus what only an operator needs: the bucket's versioning status, and listing, reading and
 # removing object versions. The serving roles never get those.
+#
+# Optionally (expiry_idle_days), the expiry function's role: it lists, reads and deletes under
+# memory_prefix and may only decrypt with the key; it writes nothing and touches no version. The
+# schedule that invokes it has its own role, in expiry.tf.
 
 resource "aws_iam_role" "memory" {
   name                 = "${local.memory_function_name}-lambda"
@@ -22,6 +26,17 @@ resource "aws_iam_role" "agent" {
   name                 = "${local.agent_function_name}-lambda"
   path                 = var.iam_role_path
   description          = "Execution role of the s3memory agent function ${local.agent_function_name}"
+  assume_role_policy   = jsonencode(local.lambda_assume_role_policy)
+  permissions_boundary = var.iam_permissions_boundary_arn
+  tags                 = local.tags
+}
+
+resource "aws_iam_role" "expiry" {
+  count = local.expiry_enabled ? 1 : 0
+
+  name                 = "${local.expiry_function_name}-lambda"
+  path                 = var.iam_role_path
+  description          = "Execution role of the s3memory expiry function ${local.expiry_function_name}"
   assume_role_policy   = jsonencode(local.lambda_assume_role_policy)
   permissions_boundary = var.iam_permissions_boundary_arn
   tags                 = local.tags
@@ -57,6 +72,14 @@ resource "aws_iam_role_policy" "agent" {
   name   = "s3memory-agent-function"
   role   = aws_iam_role.agent.id
   policy = jsonencode(local.agent_role_policy)
+}
+
+resource "aws_iam_role_policy" "expiry" {
+  count = local.expiry_enabled ? 1 : 0
+
+  name   = "s3memory-expiry-function"
+  role   = aws_iam_role.expiry[0].id
+  policy = jsonencode(local.expiry_role_policy)
 }
 
 resource "aws_iam_role_policy" "operator" {
@@ -213,6 +236,60 @@ locals {
           Effect   = "Allow"
           Action   = ["logs:CreateLogStream", "logs:PutLogEvents"]
           Resource = "${local.memory_log_group_arn}:*"
+        },
+      ],
+      local.xray_statements,
+    )
+  }
+
+  # Idle expiry: find idle users and delete their memory (current versions only: on the versioned
+  # bucket a delete adds a delete marker). No PutObject, no tagging, no version permission, and
+  # Decrypt without GenerateDataKey: it never writes, so it never needs a new data key.
+  expiry_role_policy = {
+    Version = "2012-10-17"
+    Statement = concat(
+      [
+        {
+          Sid      = "ListMemoryPrefix"
+          Effect   = "Allow"
+          Action   = "s3:ListBucket"
+          Resource = local.bucket_arn
+          Condition = {
+            StringLike = { "s3:prefix" = "${var.memory_prefix}*" }
+          }
+        },
+        {
+          Sid      = "ReadAndDeleteMemoryObjects"
+          Effect   = "Allow"
+          Action   = ["s3:GetObject", "s3:DeleteObject"]
+          Resource = local.memory_objects_arn
+        },
+        {
+          # A user's wrapped data key, unwrapped with the s3memory encryption context.
+          Sid      = "DecryptWithS3memoryContext"
+          Effect   = "Allow"
+          Action   = "kms:Decrypt"
+          Resource = aws_kms_key.memory.arn
+          Condition = {
+            Null = { (local.encryption_context_user_key) = "false" }
+          }
+        },
+        {
+          # SSE-KMS of the objects it reads, through S3 for this bucket only.
+          Sid      = "DecryptViaS3"
+          Effect   = "Allow"
+          Action   = "kms:Decrypt"
+          Resource = aws_kms_key.memory.arn
+          Condition = {
+            StringEquals = { "kms:ViaService" = local.s3_kms_via_service }
+            StringLike   = { "kms:EncryptionContext:aws:s3:arn" = [local.bucket_arn, local.memory_objects_arn] }
+          }
+        },
+        {
+          Sid      = "OwnLogGroup"
+          Effect   = "Allow"
+          Action   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+          Resource = "${local.expiry_log_group_arn}:*"
         },
       ],
       local.xray_statements,

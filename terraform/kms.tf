@@ -7,6 +7,8 @@
 #        "s3memory:key_version": "<n>"} that the library sends; calls without it are refused.
 #     2. SSE-KMS of the bucket: the same principals, only via S3 in this region, from this account,
 #        for this bucket (with bucket keys the encryption context is the bucket ARN).
+#     1 and 2 for the expiry function's role (when var.expiry_idle_days), with Decrypt only: it
+#        reads and deletes, never writes, so it never needs GenerateDataKey.
 #     3. Optionally (var.encrypt_log_groups), CloudWatch Logs, for exactly the module's log groups.
 #
 #   Administration, no cryptography: var.kms_key_administrator_arns (default: the identity that
@@ -93,6 +95,7 @@ locals {
 
   kms_log_group_arns = concat(
     [local.memory_log_group_arn, local.agent_log_group_arn],
+    local.expiry_enabled ? [local.expiry_log_group_arn] : [],
     var.create_http_api ? [local.api_log_group_arn] : [],
   )
 
@@ -152,6 +155,35 @@ locals {
           }
         },
       ],
+      # The expiry function's role (when it exists) unwraps users' data keys; it never makes one.
+      flatten([for expiry_role_arn in aws_iam_role.expiry[*].arn : [
+        {
+          Sid       = "ExpiryDecryptWithS3memoryContext"
+          Effect    = "Allow"
+          Principal = { AWS = expiry_role_arn }
+          Action    = "kms:Decrypt"
+          Resource  = "*"
+          Condition = {
+            Null = { (local.encryption_context_user_key) = "false" }
+          }
+        },
+        {
+          Sid       = "ExpiryDecryptViaS3"
+          Effect    = "Allow"
+          Principal = { AWS = expiry_role_arn }
+          Action    = "kms:Decrypt"
+          Resource  = "*"
+          Condition = {
+            StringEquals = {
+              "kms:ViaService"    = local.s3_kms_via_service
+              "kms:CallerAccount" = local.account_id
+            }
+            StringLike = {
+              "kms:EncryptionContext:aws:s3:arn" = [local.bucket_arn, local.memory_objects_arn]
+            }
+          }
+        },
+      ]]),
       var.encrypt_log_groups ? [
         {
           Sid       = "CloudWatchLogsForModuleLogGroups"

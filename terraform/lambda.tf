@@ -1,22 +1,28 @@
-# Two functions from the same deployment zip (built by `make lambda-zip`):
+# Functions from the same deployment zip (built by `make lambda-zip`):
 #   - memory: executes memory-tool commands (s3memory.aws_lambda.memory_handler);
-#   - agent:  runs a Claude conversation with the memory tool (s3memory.aws_lambda.agent_handler).
-# Both are invoked synchronously (API Gateway or the Lambda Invoke API), so the caller sees
-# failures; there is no asynchronous event source that would need a dead-letter queue.
+#   - agent:  runs a Claude conversation with the memory tool (s3memory.aws_lambda.agent_handler);
+#   - expiry (only with var.expiry_idle_days): deletes the memory of idle users
+#     (s3memory.aws_lambda.expiry.handler), run by the EventBridge Scheduler schedule in expiry.tf.
+# memory and agent are invoked synchronously (API Gateway or the Lambda Invoke API), so the caller
+# sees failures; there is no asynchronous event source that would need a dead-letter queue. The
+# expiry function is invoked asynchronously by the schedule; see its skips.
 #
 # The checkov checks skipped on the functions are justified next to each skip.
 
 locals {
   lambda_source_code_hash = filebase64sha256(var.lambda_zip_path)
 
+  # Where every function finds the store: the bucket, the users' prefix and the key.
+  storage_environment = {
+    S3MEMORY_BUCKET     = aws_s3_bucket.memory.bucket
+    S3MEMORY_PREFIX     = var.memory_prefix
+    S3MEMORY_KMS_KEY_ID = aws_kms_key.memory.arn
+  }
+
   # Limits and guard, for both functions. A variable is set only when its value is not the
   # function's own default, which keeps the environment minimal.
   common_environment = merge(
-    {
-      S3MEMORY_BUCKET     = aws_s3_bucket.memory.bucket
-      S3MEMORY_PREFIX     = var.memory_prefix
-      S3MEMORY_KMS_KEY_ID = aws_kms_key.memory.arn
-    },
+    local.storage_environment,
     var.memory_quota_bytes == null ? {} : { S3MEMORY_QUOTA_BYTES = format("%d", var.memory_quota_bytes) },
     var.memory_quota_files == null ? {} : { S3MEMORY_QUOTA_FILES = format("%d", var.memory_quota_files) },
     var.content_guard_mode == "refuse" ? {} : { S3MEMORY_GUARD = var.content_guard_mode },
@@ -127,5 +133,52 @@ resource "aws_lambda_function" "agent" {
   depends_on = [
     aws_iam_role_policy.agent,
     aws_cloudwatch_log_group.agent,
+  ]
+}
+
+resource "aws_lambda_function" "expiry" {
+  #checkov:skip=CKV_AWS_116:Invoked asynchronously by its own schedule with the input {}: a failed run's error is in its log group, and the users it did not reach are still idle at the next scheduled run, so a dead-letter queue would hold nothing worth replaying.
+  #checkov:skip=CKV_AWS_117:Reaches S3 and KMS over public endpoints with IAM and TLS; a VPC would add NAT/endpoint cost without reducing exposure.
+  #checkov:skip=CKV_AWS_173:Environment variables hold no secrets (bucket, prefix, key ARN, a number of days); encrypting them with a CMK adds nothing.
+  #checkov:skip=CKV_AWS_272:Code signing is an organisation-level choice (signing profile); the zip is built and deployed by the same pipeline.
+  #checkov:skip=CKV_AWS_50:X-Ray is opt-in via var.tracing_mode = "Active" because it needs wildcard xray permissions and costs money.
+  count = local.expiry_enabled ? 1 : 0
+
+  function_name    = local.expiry_function_name
+  description      = "s3memory: deletes the memory of users idle for ${var.expiry_idle_days} days from s3://${var.bucket_name} (never their keys)"
+  role             = aws_iam_role.expiry[0].arn
+  handler          = "s3memory.aws_lambda.expiry.handler"
+  runtime          = var.lambda_runtime
+  architectures    = [var.lambda_architecture]
+  filename         = var.lambda_zip_path
+  source_code_hash = local.lambda_source_code_hash
+  timeout          = var.expiry_function_timeout
+  memory_size      = 256
+  # One run at a time: a run still going when the next one is due is never overlapped (the next
+  # invocation waits in Lambda's asynchronous queue).
+  reserved_concurrent_executions = 1
+
+  environment {
+    variables = merge(
+      local.storage_environment,
+      { S3MEMORY_EXPIRE_IDLE_DAYS = format("%d", var.expiry_idle_days) },
+    )
+  }
+
+  logging_config {
+    log_format            = "JSON"
+    application_log_level = var.log_level
+    system_log_level      = "WARN"
+  }
+
+  tracing_config {
+    mode = var.tracing_mode
+  }
+
+  tags = local.tags
+
+  depends_on = [
+    aws_iam_role_policy.expiry,
+    aws_cloudwatch_log_group.expiry,
   ]
 }

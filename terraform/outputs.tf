@@ -63,11 +63,17 @@ output "operator_role_arn" {
   value       = one(aws_iam_role.operator[*].arn)
 }
 
+output "expiry_function_name" {
+  description = "Name of the expiry Lambda function that the schedule invokes; null when expiry_idle_days is null (expiry off)."
+  value       = one(aws_lambda_function.expiry[*].function_name)
+}
+
 output "log_group_names" {
-  description = "CloudWatch log groups created by the module (the API's only when create_http_api is true)."
+  description = "CloudWatch log groups created by the module (the expiry function's only with expiry_idle_days, the API's only when create_http_api is true)."
   value = {
     memory = aws_cloudwatch_log_group.memory.name
     agent  = aws_cloudwatch_log_group.agent.name
+    expiry = one(aws_cloudwatch_log_group.expiry[*].name)
     api    = one(aws_cloudwatch_log_group.api[*].name)
   }
 }

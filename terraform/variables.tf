@@ -252,6 +252,45 @@ variable "operator_role_max_session_duration" {
 }
 
 # ---------------------------------------------------------------------------------------------------
+# Idle expiry (optional)
+# ---------------------------------------------------------------------------------------------------
+
+variable "expiry_idle_days" {
+  description = "Turns idle expiry on: a scheduled function `<name_prefix>-expiry` (handler s3memory.aws_lambda.expiry.handler, S3MEMORY_EXPIRE_IDLE_DAYS) deletes the memory of users idle for this many days, and never removes a user's wrapped data keys. It deletes current versions only: on this versioned bucket that adds delete markers, and the data stays recoverable until noncurrent_version_expiration_days later. A whole number of days, 1 to 3650; null (default) leaves expiry off and creates nothing."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.expiry_idle_days == null ? true : (var.expiry_idle_days >= 1 && var.expiry_idle_days <= 3650 && floor(var.expiry_idle_days) == var.expiry_idle_days)
+    error_message = "expiry_idle_days must be null (expiry off) or a whole number of days between 1 and 3650."
+  }
+}
+
+variable "expiry_schedule_expression" {
+  description = "When the expiry function runs (with expiry_idle_days): an EventBridge Scheduler rate or cron expression, in UTC, such as \"rate(1 day)\" (default) or \"cron(0 3 * * ? *)\"."
+  type        = string
+  default     = "rate(1 day)"
+  nullable    = false
+
+  validation {
+    condition     = can(regex("^(rate\\([1-9][0-9]{0,5} (minute|minutes|hour|hours|day|days)\\)|cron\\([^ ()]+( [^ ()]+){5}\\))$", var.expiry_schedule_expression))
+    error_message = "expiry_schedule_expression must be an EventBridge Scheduler rate or cron expression, such as \"rate(1 day)\", \"rate(12 hours)\" or \"cron(0 3 * * ? *)\" (six fields); a one-time at(...) expression is refused."
+  }
+}
+
+variable "expiry_function_timeout" {
+  description = "Timeout of the expiry function, in seconds (default 900, Lambda's longest; with expiry_idle_days)."
+  type        = number
+  default     = 900
+  nullable    = false
+
+  validation {
+    condition     = var.expiry_function_timeout >= 1 && var.expiry_function_timeout <= 900 && floor(var.expiry_function_timeout) == var.expiry_function_timeout
+    error_message = "expiry_function_timeout must be a whole number of seconds between 1 and 900."
+  }
+}
+
+# ---------------------------------------------------------------------------------------------------
 # Lambda
 # ---------------------------------------------------------------------------------------------------
 

@@ -14,6 +14,17 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 TERRAFORM = ROOT / "terraform"
 SKIP = re.compile(r"#checkov:skip=(CKV2?_[A-Z0-9_]+):(.*)")
+# Optional resources that the scan must reach (checkov renders every resource whatever its count):
+# the idle-expiry function, its schedule, their roles, policies and log group.
+EXPIRY_RESOURCES = {
+    "aws_lambda_function.expiry",
+    "aws_scheduler_schedule.expiry",
+    "aws_iam_role.expiry",
+    "aws_iam_role_policy.expiry",
+    "aws_iam_role.expiry_scheduler",
+    "aws_iam_role_policy.expiry_scheduler",
+    "aws_cloudwatch_log_group.expiry",
+}
 
 
 def _checkov() -> str:
@@ -31,15 +42,27 @@ def _checkov() -> str:
 
 @pytest.mark.parametrize("var_file", [None, "tests/fixtures/checkov-all-features.tfvars"])
 def test_checkov_finds_no_failed_check(var_file: str | None) -> None:
-    command = [_checkov(), "-d", ".", "--framework", "terraform", "--skip-download", "--quiet", "-o", "json"]
+    command = [_checkov(), "-d", ".", "--framework", "terraform", "--skip-download", "-o", "json"]
     if var_file:
         command += ["--var-file", var_file]
     result = subprocess.run(command, cwd=TERRAFORM, capture_output=True, text=True, timeout=300)
     report = json.loads(result.stdout)
     reports = report if isinstance(report, list) else [report]
     summary = [item["summary"] for item in reports]
-    assert all(item["failed"] == 0 for item in summary), result.stdout[-4000:]
+    failed = [
+        (check["check_id"], check["resource"], check["check_name"])
+        for item in reports
+        for check in item["results"].get("failed_checks", [])
+    ]
+    assert all(item["failed"] == 0 for item in summary), failed
     assert sum(item["passed"] for item in summary) > 40
+    scanned = {
+        check["resource"].split("module.s3memory.", 1)[-1]
+        for item in reports
+        for kind in ("passed_checks", "failed_checks", "skipped_checks")
+        for check in item["results"].get(kind, [])
+    }
+    assert scanned >= EXPIRY_RESOURCES, sorted(EXPIRY_RESOURCES - scanned)
     assert result.returncode == 0, result.stderr[-2000:]
 
 

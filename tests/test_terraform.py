@@ -275,6 +275,16 @@ REFUSALS = {
         "key, making their memory unreadable. Use expiry_idle_days (idle expiry by the s3memory expiry "
         "function, which never removes keys).",
     ),
+    "expiry_idle_days_out_of_range": (
+        {"expiry_idle_days": "3651"},
+        "expiry_idle_days must be null (expiry off) or a whole number of days between 1 and 3650.",
+    ),
+    "expiry_schedule_one_time": (
+        {"expiry_idle_days": "30", "expiry_schedule_expression": '"at(2030-01-01T00:00:00)"'},
+        "expiry_schedule_expression must be an EventBridge Scheduler rate or cron expression, such as "
+        '"rate(1 day)", "rate(12 hours)" or "cron(0 3 * * ? *)" (six fields); a one-time at(...) '
+        "expression is refused.",
+    ),
 }
 
 

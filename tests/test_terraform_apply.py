@@ -3,9 +3,9 @@ handler against the bucket and KMS key that apply created, then `terraform destr
 
 The root module is written to a temporary directory and calls a private copy of terraform/, with a
 provider whose every endpoint (S3, KMS, IAM, Lambda, CloudWatch Logs, STS, Secrets Manager, API
-Gateway v2) is the moto server; TF_DATA_DIR and the CLI configuration are temporary too, and
-providers come from the local mirror (`find_provider_mirror` in test_terraform.py). Names carry a
-random suffix, so runs never collide. It skips, with the reason, where terraform or the mirror is
+Gateway v2, EventBridge Scheduler) is the moto server; TF_DATA_DIR and the CLI configuration are
+temporary too, and providers come from the local mirror (`find_provider_mirror` in
+test_terraform.py). Names carry a random suffix, so runs never collide. It skips, with the reason, where terraform or the mirror is
 missing. The lambda functions are created from the tiny placeholder zip in terraform/tests/fixtures.
 
 Where moto differs from AWS, the test adapts and says why:
@@ -31,13 +31,20 @@ Where moto differs from AWS, the test adapts and says why:
   the provider fills from what it reads back): the test checks them in the plan that apply printed
   (and would check the API's answer if moto returned it); `terraform test` checks the plan too.
 - **Reserved concurrency.** moto stores it and returns it with `GetFunction` (`Concurrency`), so the
-  defaults (100 and 10) are read back through the Lambda API.
+  defaults (100 and 10, and the expiry function's 1) are read back through the Lambda API.
+- **EventBridge Scheduler.** moto (5.2) stores a schedule and returns it with `GetSchedule`
+  (expression, flexible time window, state, target ARN, role and input), so those are read back. It
+  never runs a schedule, nor assumes its role: that the schedule's role may invoke the function, and
+  only it, is checked on the policies apply set, not by an invocation.
 
-The module is applied with `memory_quota_files = 1` and the operator role on, trusted to a role
-that the root module creates: the operator role, its trust policy (that role, with MFA) and its
-inline policy are read back through IAM, and the key policy names it as a key user (moto evaluates
-neither trust nor key policies: these check what apply set, `terraform test` covers the rest). The
-memory handler then runs in process with exactly the environment that the applied memory function
+The module is applied with `memory_quota_files = 1`, idle expiry on (`expiry_idle_days = 30`) and
+the operator role on, trusted to a role that the root module creates. The expiry function, its
+role, policy and log group, its Decrypt-only statements in the key policy, the schedule and the
+schedule's role are read back through Lambda, IAM, CloudWatch Logs, KMS and Scheduler (the function
+is created from the placeholder zip and never runs). The operator role, its trust policy (that
+role, with MFA) and its inline policy are read back through IAM, and the key policy names it as a
+key user (moto evaluates neither trust nor key policies: these check what apply set, `terraform
+test` covers the rest). The memory handler then runs in process with exactly the environment that the applied memory function
 has (read back through the Lambda API), plus the endpoint variables for moto: its first create is
 stored, a second create is refused with the quota's answer and writes nothing.
 """
@@ -65,12 +72,23 @@ from .test_terraform import MODULE_DIR, _clean_environment, assert_ok, find_prov
 
 FIXTURE_ZIP = MODULE_DIR / "tests" / "fixtures" / "lambda.zip"
 COMMAND_TIMEOUT_SECONDS = 300
-SERVICES = ("s3", "kms", "iam", "lambda", "cloudwatchlogs", "sts", "secretsmanager", "apigatewayv2")
+SERVICES = (
+    "s3",
+    "kms",
+    "iam",
+    "lambda",
+    "cloudwatchlogs",
+    "sts",
+    "secretsmanager",
+    "apigatewayv2",
+    "scheduler",
+)
 SECRET = "meet at the old mill at dawn"
 QUOTA_REFUSAL = (
     "Error: Cannot write /memories/second.md: the memory quota allows 1 files and 1 exist. "
     "Delete or merge files first; nothing was changed."
 )
+EXPIRY_IDLE_DAYS = 30
 BUCKET_POLICY_SIDS = {
     "DenyInsecureTransport",
     "DenyOutdatedTls",
@@ -132,6 +150,7 @@ module "s3memory" {{
   memory_quota_files              = 1
   create_operator_role            = true
   operator_trusted_principal_arns = [aws_iam_role.memory_admin.arn]
+  expiry_idle_days                = {EXPIRY_IDLE_DAYS}
 }}
 
 output "module" {{
@@ -308,6 +327,94 @@ def check_operator_role(outputs: dict[str, Any], admin_arn: str, endpoint: str) 
         assert not actions & VERSION_ACTIONS, (kind, actions)
 
 
+EXPIRY_ACTIONS = {
+    "ListMemoryPrefix": {"s3:ListBucket"},
+    "ReadAndDeleteMemoryObjects": {"s3:GetObject", "s3:DeleteObject"},
+    "DecryptWithS3memoryContext": {"kms:Decrypt"},
+    "DecryptViaS3": {"kms:Decrypt"},
+    "OwnLogGroup": {"logs:CreateLogStream", "logs:PutLogEvents"},
+}
+
+
+def check_expiry(outputs: dict[str, Any], endpoint: str) -> None:
+    """Idle expiry as the AWS APIs have it: the function (handler, environment, one run at a time),
+    its role and inline policy, its log group, the key policy's Decrypt-only statements for it, and
+    the EventBridge Scheduler schedule that invokes it with its own role (moto evaluates none of
+    these policies, nor runs the schedule: `terraform test` covers the rules)."""
+    lam, iam, kms, logs, scheduler = (
+        client(name, endpoint) for name in ("lambda", "iam", "kms", "logs", "scheduler")
+    )
+    name = outputs["expiry_function_name"]
+    prefix = outputs["memory_function_name"].removesuffix("-memory")
+    assert name == f"{prefix}-expiry"
+    function = lam.get_function(FunctionName=name)
+    configuration = function["Configuration"]
+    role_arn = iam.get_role(RoleName=f"{name}-lambda")["Role"]["Arn"]
+    assert configuration["Handler"] == "s3memory.aws_lambda.expiry.handler"
+    assert configuration["Runtime"] == "python3.11"
+    assert configuration["Role"] == role_arn
+    assert configuration["Timeout"] == 900
+    assert function["Concurrency"] == {"ReservedConcurrentExecutions": 1}
+    if "LoggingConfig" in configuration:  # moto does not keep it (see the docstring)
+        assert configuration["LoggingConfig"]["LogFormat"] == "JSON"
+    assert configuration["Environment"]["Variables"] == {
+        "S3MEMORY_BUCKET": outputs["bucket_name"],
+        "S3MEMORY_PREFIX": "users/",
+        "S3MEMORY_KMS_KEY_ID": outputs["kms_key_arn"],
+        "S3MEMORY_EXPIRE_IDLE_DAYS": str(EXPIRY_IDLE_DAYS),
+    }
+    assert outputs["log_group_names"]["expiry"] == f"/aws/lambda/{name}"
+    (group,) = logs.describe_log_groups(logGroupNamePrefix=f"/aws/lambda/{name}")["logGroups"]
+    assert group["retentionInDays"] == 30
+
+    role = iam.get_role(RoleName=f"{name}-lambda")["Role"]
+    (trust,) = _document(role["AssumeRolePolicyDocument"])["Statement"]
+    assert (trust["Principal"], trust["Action"]) == ({"Service": "lambda.amazonaws.com"}, "sts:AssumeRole")
+    assert iam.list_role_policies(RoleName=f"{name}-lambda")["PolicyNames"] == ["s3memory-expiry-function"]
+    document = _document(
+        iam.get_role_policy(RoleName=f"{name}-lambda", PolicyName="s3memory-expiry-function")[
+            "PolicyDocument"
+        ]
+    )
+    by_sid = {statement["Sid"]: statement for statement in document["Statement"]}
+    assert {sid: set(_listed(statement["Action"])) for sid, statement in by_sid.items()} == EXPIRY_ACTIONS
+    bucket_arn, key_arn = outputs["bucket_arn"], outputs["kms_key_arn"]
+    assert by_sid["ListMemoryPrefix"]["Resource"] == bucket_arn
+    assert by_sid["ListMemoryPrefix"]["Condition"] == {"StringLike": {"s3:prefix": "users/*"}}
+    assert by_sid["ReadAndDeleteMemoryObjects"]["Resource"] == f"{bucket_arn}/users/*"
+    assert by_sid["DecryptWithS3memoryContext"]["Resource"] == key_arn
+    assert by_sid["DecryptViaS3"]["Resource"] == key_arn
+
+    key_policy = json.loads(kms.get_key_policy(KeyId=key_arn, PolicyName="default")["Policy"])
+    expiry_statements = {
+        statement["Sid"]: statement
+        for statement in key_policy["Statement"]
+        if role_arn in _listed(statement.get("Principal", {}).get("AWS", []))
+    }
+    assert set(expiry_statements) == {"ExpiryDecryptWithS3memoryContext", "ExpiryDecryptViaS3"}
+    assert all(_listed(statement["Action"]) == ["kms:Decrypt"] for statement in expiry_statements.values())
+
+    schedule = scheduler.get_schedule(Name=name)
+    scheduler_role = iam.get_role(RoleName=f"{name}-scheduler")["Role"]
+    assert schedule["ScheduleExpression"] == "rate(1 day)"
+    assert schedule["FlexibleTimeWindow"] == {"Mode": "OFF"}
+    assert schedule["State"] == "ENABLED"
+    assert schedule["Target"]["Arn"] == configuration["FunctionArn"]
+    assert schedule["Target"]["RoleArn"] == scheduler_role["Arn"]
+    assert json.loads(schedule["Target"]["Input"]) == {}
+    (scheduler_trust,) = _document(scheduler_role["AssumeRolePolicyDocument"])["Statement"]
+    account = client("sts", endpoint).get_caller_identity()["Account"]
+    assert scheduler_trust["Principal"] == {"Service": "scheduler.amazonaws.com"}
+    assert scheduler_trust["Action"] == "sts:AssumeRole"
+    assert scheduler_trust["Condition"] == {"StringEquals": {"aws:SourceAccount": account}}
+    (invoke,) = _document(
+        iam.get_role_policy(RoleName=f"{name}-scheduler", PolicyName="s3memory-expiry-schedule")[
+            "PolicyDocument"
+        ]
+    )["Statement"]
+    assert (invoke["Action"], invoke["Resource"]) == ("lambda:InvokeFunction", configuration["FunctionArn"])
+
+
 def _document(value: str | dict[str, Any]) -> dict[str, Any]:
     """A policy document as IAM returns it (boto3 decodes it; a string is URL-encoded JSON)."""
     if isinstance(value, dict):
@@ -325,11 +432,11 @@ def _listed(value: str | list[str]) -> list[str]:
 
 
 def check_logging_config_planned(apply_output: str) -> None:
-    """Both functions' logging_config as the plan that apply printed has it: moto accepts
+    """The three functions' logging_config as the plan that apply printed has it: moto accepts
     LoggingConfig but neither keeps nor returns it, so neither the Lambda API nor the state (which
     the provider fills from what it reads back) has it."""
     blocks = re.findall(r"\+ logging_config \{(.*?)\}", apply_output, flags=re.DOTALL)
-    assert len(blocks) == 2, apply_output
+    assert len(blocks) == 3, apply_output  # memory, agent, expiry
     for block in blocks:
         settings = dict(re.findall(r'\+ (\w+)\s+= "([^"]*)"', block))
         assert settings == {"application_log_level": "INFO", "log_format": "JSON", "system_log_level": "WARN"}
@@ -457,14 +564,16 @@ def test_apply_use_destroy(
     destroyed: subprocess.CompletedProcess[str] | None = None
     try:
         assert_ok(applied, "terraform apply against moto")
-        # 17 of the module by default, the operator role and its policy, and the root's admin role.
-        assert "Apply complete! Resources: 20 added" in applied.stdout
+        # 17 of the module by default, the operator role and its policy, the root's admin role, and
+        # idle expiry's 7: function, log group, role and policy, schedule, its role and policy.
+        assert "Apply complete! Resources: 27 added" in applied.stdout
         output = terraform("output", "-json")
         assert_ok(output, "terraform output")
         root_outputs = json.loads(output.stdout)
         outputs = root_outputs["module"]["value"]
         environment = check_applied(outputs, moto_endpoint)
         check_operator_role(outputs, root_outputs["memory_admin_role_arn"]["value"], moto_endpoint)
+        check_expiry(outputs, moto_endpoint)
         check_logging_config_planned(applied.stdout)
         use_memory(outputs, environment, moto_endpoint, monkeypatch, caplog)
     finally:
@@ -473,12 +582,15 @@ def test_apply_use_destroy(
     assert_ok(destroyed, "terraform destroy against moto")
     assert "Destroy complete!" in destroyed.stdout
 
-    s3, kms, lam = (client(name, moto_endpoint) for name in ("s3", "kms", "lambda"))
+    s3, kms, lam, scheduler = (client(name, moto_endpoint) for name in ("s3", "kms", "lambda", "scheduler"))
     with pytest.raises(ClientError):
         s3.head_bucket(Bucket=outputs["bucket_name"])
     assert kms.describe_key(KeyId=outputs["kms_key_arn"])["KeyMetadata"]["KeyState"] == "PendingDeletion"
+    for function_name in (outputs["memory_function_name"], outputs["expiry_function_name"]):
+        with pytest.raises(ClientError):
+            lam.get_function(FunctionName=function_name)
     with pytest.raises(ClientError):
-        lam.get_function(FunctionName=outputs["memory_function_name"])
+        scheduler.get_schedule(Name=outputs["expiry_function_name"])
     state = json.loads((root / "terraform.tfstate").read_text(encoding="utf-8"))
     assert state["resources"] == []
     assert not (root / ".terraform").exists()  # provider and modules went to TF_DATA_DIR

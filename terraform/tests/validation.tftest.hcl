@@ -203,6 +203,9 @@ run "accepts_valid_non_default_values" {
     bucket_name                  = "my-org-agent-memory-prod"
     memory_prefix                = "tenants/prod_1/"
     kms_key_alias                = "alias/team/agent-memory"
+    expiry_idle_days             = 180
+    expiry_schedule_expression   = "cron(0 3 ? * MON-FRI *)"
+    expiry_function_timeout      = 600
     additional_key_user_arns     = ["arn:aws:iam::123456789012:role/ops/s3memory-operator"]
     anthropic_api_key_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/anthropic-AbCdEf"
     iam_role_path                = "/service/s3memory/"

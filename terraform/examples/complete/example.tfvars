@@ -6,6 +6,12 @@ name_prefix = "s3memory-dev"
 # Built by `make lambda-zip` at the repository root.
 lambda_zip_path = "../../../dist/lambda.zip"
 
+# Idle expiry: a scheduled function deletes the memory of users idle this many days (never their
+# wrapped data keys; deleted files stay recoverable as noncurrent versions for 30 days). null (off)
+# keeps memory forever. See docs/deploy.md, "Idle expiry".
+expiry_idle_days = null
+# expiry_schedule_expression = "rate(1 day)"
+
 # Who administers the KMS key (with kms:PutKeyPolicy, the break-glass path). Unset: the identity that
 # runs Terraform. A list must include that identity, e.g. the CI role and a break-glass role.
 # kms_key_administrator_arns = ["arn:aws:iam::123456789012:role/ci-deployer", "arn:aws:iam::123456789012:role/break-glass"]

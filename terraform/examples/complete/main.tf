@@ -1,5 +1,5 @@
 # A complete deployment of the s3memory module: bucket, KMS key, both functions and, optionally,
-# the JWT-protected HTTP API and the operator role. Build the Lambda zip first (`make lambda-zip` at the repo root).
+# the JWT-protected HTTP API, the operator role and idle expiry. Build the Lambda zip first (`make lambda-zip` at the repo root).
 
 provider "aws" {
   region = var.region
@@ -20,6 +20,9 @@ module "s3memory" {
   memory_prefix                      = "users/"
   noncurrent_version_expiration_days = 30
   log_retention_in_days              = 30
+
+  expiry_idle_days           = var.expiry_idle_days
+  expiry_schedule_expression = var.expiry_schedule_expression
 
   anthropic_api_key_secret_arn = var.anthropic_api_key_secret_arn
   agent_model                  = var.agent_model

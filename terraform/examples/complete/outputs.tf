@@ -37,3 +37,8 @@ output "operator_role_arn" {
   description = "The role to assume for the s3memory operator commands (null unless create_operator_role)."
   value       = module.s3memory.operator_role_arn
 }
+
+output "expiry_function_name" {
+  description = "Name of the scheduled expiry function (null unless expiry_idle_days)."
+  value       = module.s3memory.expiry_function_name
+}

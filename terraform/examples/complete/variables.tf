@@ -58,6 +58,28 @@ variable "lambda_zip_path" {
   }
 }
 
+variable "expiry_idle_days" {
+  description = "Delete the memory of users idle this many days, by the scheduled expiry function (it never removes wrapped data keys); null keeps memory forever. See docs/deploy.md, \"Idle expiry\"."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.expiry_idle_days == null ? true : var.expiry_idle_days >= 1
+    error_message = "expiry_idle_days must be null or at least 1."
+  }
+}
+
+variable "expiry_schedule_expression" {
+  description = "When the expiry function runs: an EventBridge Scheduler rate or cron expression (UTC)."
+  type        = string
+  default     = "rate(1 day)"
+
+  validation {
+    condition     = startswith(var.expiry_schedule_expression, "rate(") || startswith(var.expiry_schedule_expression, "cron(")
+    error_message = "expiry_schedule_expression must be a rate(...) or cron(...) expression."
+  }
+}
+
 variable "anthropic_api_key_secret_arn" {
   description = "Secrets Manager ARN of the Anthropic API key for the agent function (null: none)."
   type        = string

@@ -51,6 +51,16 @@ override_resource {
 }
 
 override_resource {
+  target = aws_iam_role.expiry
+  values = { arn = "arn:aws:iam::123456789012:role/s3memory-expiry-lambda" }
+}
+
+override_resource {
+  target = aws_iam_role.expiry_scheduler
+  values = { arn = "arn:aws:iam::123456789012:role/s3memory-expiry-scheduler" }
+}
+
+override_resource {
   target = aws_kms_key.memory
   values = {
     arn    = "arn:aws:kms:eu-west-1:123456789012:key/11111111-2222-3333-4444-555555555555"
@@ -71,6 +81,14 @@ override_resource {
   values = {
     arn        = "arn:aws:lambda:eu-west-1:123456789012:function:s3memory-agent"
     invoke_arn = "arn:aws:apigateway:eu-west-1:lambda:path/2015-03-31/functions/arn:aws:lambda:eu-west-1:123456789012:function:s3memory-agent/invocations"
+  }
+}
+
+override_resource {
+  target = aws_lambda_function.expiry
+  values = {
+    arn        = "arn:aws:lambda:eu-west-1:123456789012:function:s3memory-expiry"
+    invoke_arn = "arn:aws:apigateway:eu-west-1:lambda:path/2015-03-31/functions/arn:aws:lambda:eu-west-1:123456789012:function:s3memory-expiry/invocations"
   }
 }
 
