@@ -1,0 +1,345 @@
+"""Key rotation: seal every object of a user again under the current data key version, and retire the
+old versions once nothing needs them. The protocol, its invariants and their tests are in
+``docs/rotation.md``.
+
+With KMS, a rotation creates the user's next version (a new wrapped key, ``keys/v<n+1>``); serving
+processes switch to it when what they cached lapses (``MAX_KEY_CACHE_SECONDS``), so an old wrapped
+key is removed only once that switch is older than ``ROTATION_WAIT_SECONDS`` and a pass that began
+after it found nothing sealed with the old version. With a local master key, the new version comes
+from the settings (``S3MEMORY_LOCAL_KEY_VERSION``, the old key in ``S3MEMORY_PREVIOUS_LOCAL_KEYS``):
+a rotation seals everything again and reports the previous versions nothing needs any more.
+
+Every run may be cut off anywhere: running it again finishes the work. Every re-encryption is a
+conditional replace on the ETag read, by the author the file's version names.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from .authors import author_of
+from .concurrency import parallel
+from .crypto import (
+    MAX_KEY_CACHE_SECONDS,
+    MAX_KEY_VERSION,
+    OVERHEAD,
+    KMSKeyProvider,
+    LocalKeyProvider,
+    sealed_version,
+)
+from .errors import CommandError, IntegrityError
+from .files import WRITE_ATTEMPTS, backoff
+from .jobs import RECORD_MAX_BYTES, RECORD_PATH_PREFIX
+from .keyvault import KeyVault
+from .memory import S3Memory
+from .operations import Operations
+from .paths import MemoryPath
+from .store import (
+    DELETE_BATCH,
+    ConditionalConflict,
+    ObjectTooLarge,
+    PreconditionFailed,
+    S3Store,
+    StoredObject,
+    Version,
+)
+from .versions import when
+
+CLOCK_MARGIN_SECONDS = 120.0
+"""How far the operator's clock may be behind S3's (the switch is dated by S3's ``LastModified``)."""
+ROTATION_WAIT_SECONDS = MAX_KEY_CACHE_SECONDS + CLOCK_MARGIN_SECONDS
+"""How long after the switch to a new version no serving process can still seal with an old one."""
+
+
+@dataclass
+class RotationReport:
+    """What a rotation of one user's keys did (in a dry run: would do), and what is left."""
+
+    user_id: str
+    dry_run: bool = False
+    current: int | None = None
+    """The version the user's objects are sealed with from now on (None: the user has no data key)."""
+    created: bool = False
+    """This run created ``current`` (a KMS rotation starting)."""
+    old: list[int] = field(default_factory=list)
+    """The other versions: stored wrapped keys (KMS), or previous master keys (local)."""
+    reencrypted: list[str] = field(default_factory=list)
+    """Files sealed again under ``current``."""
+    left: list[tuple[str, str]] = field(default_factory=list)
+    """Files still sealed with an old version, with why: the next run tries them again."""
+    records: int = 0
+    """Internal records (job records, the access record) sealed again under ``current``."""
+    retired: list[int] = field(default_factory=list)
+    """Old versions nothing needs any more. With KMS their wrapped keys are removed, every S3 version
+    of them; with a local master key, the operator may drop them from the settings."""
+    switched_at: float | None = None
+    """When the user's objects began to be sealed with ``current`` (KMS; seconds since the epoch)."""
+    run_again_after: float | None = None
+    """When the old versions may be removed, if that time has not come: run again then."""
+
+    @property
+    def complete(self) -> bool:
+        """Nothing is sealed with an old version any more, and every old version is retired."""
+        return not self.left and sorted(self.retired) == self.old
+
+    def counts(self) -> dict[str, int]:
+        """The numbers of the report, for an audit line (no path, no key)."""
+        return {
+            "reencrypted": len(self.reencrypted),
+            "left": len(self.left),
+            "records": self.records,
+            "retired": len(self.retired),
+        }
+
+
+@dataclass
+class _StoredKey:
+    """Every S3 version of one wrapped key, and when its current object was written (None when only
+    earlier versions or a delete marker are left)."""
+
+    versions: list[Version] = field(default_factory=list)
+    written: datetime | None = None
+
+
+def rotate(
+    operations: Operations, user_id: str, *, dry_run: bool = False, now: float | None = None
+) -> RotationReport:
+    """Rotate ``user_id``'s data keys one step: with KMS, create the next version unless a rotation is
+    under way; seal every file sealed with an old version again; retire the old versions when nothing
+    needs them (KMS: only once the switch is older than ``ROTATION_WAIT_SECONDS``; else
+    ``run_again_after`` says when). ``dry_run`` reads everything and changes nothing. ``now``
+    (seconds since the epoch) stands for the operator's clock."""
+    memory = operations.memory(user_id)
+    provider = operations.key_provider
+    vault = KeyVault(memory.store, memory.layout)
+    started = time.time() if now is None else now
+    report = RotationReport(user_id, dry_run)
+    if isinstance(provider, LocalKeyProvider):
+        report.current, report.old = provider.version, provider.previous_versions
+        waited = True
+    elif isinstance(provider, KMSKeyProvider):
+        if not _start(provider, memory, vault, report, started):
+            return report
+        waited = report.switched_at is not None and report.switched_at + ROTATION_WAIT_SECONDS <= started
+        if not waited:
+            report.run_again_after = (report.switched_at or started) + ROTATION_WAIT_SECONDS
+    else:
+        raise ValueError("rotate needs a KMSKeyProvider or a LocalKeyProvider")
+    if not report.old:
+        return report
+    if not dry_run:
+        memory.jobs.finish_pending()
+    _seal_again(memory, report)
+    if waited and not report.left:
+        if isinstance(provider, KMSKeyProvider) and not dry_run:
+            _remove(memory.store, vault, report)
+        report.retired = list(report.old)
+    return report
+
+
+def rotate_waiting(
+    operations: Operations,
+    user_id: str,
+    *,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], object] = time.sleep,
+) -> RotationReport:
+    """``rotate``, then, if the old versions may not be removed yet, wait until they may and rotate
+    again: the whole rotation in one call (a KMS rotation waits ``ROTATION_WAIT_SECONDS``)."""
+    report = rotate(operations, user_id, now=clock())
+    if report.run_again_after is not None:
+        sleep(max(0.0, report.run_again_after - clock()))
+        report = _merged(report, rotate(operations, user_id, now=clock()))
+    return report
+
+
+def _merged(first: RotationReport, second: RotationReport) -> RotationReport:
+    """``second``, counting what ``first`` created and sealed again."""
+    second.created = second.created or first.created
+    second.reencrypted = sorted(set(first.reencrypted) | set(second.reencrypted))
+    second.records += first.records
+    return second
+
+
+def _start(
+    provider: KMSKeyProvider, memory: S3Memory, vault: KeyVault, report: RotationReport, now: float
+) -> bool:
+    """Find the user's stored versions and, unless a rotation is under way, create the next one (in a
+    dry run: say so); fill ``current``, ``old`` and ``switched_at``. False: the user has no data key."""
+    stored = _stored_keys(memory.store, vault)
+    if not stored:
+        return False
+    live = [version for version, key in stored.items() if key.written is not None]
+    current = max(live, default=0)
+    if current < max(stored):
+        raise CommandError(
+            f"Error: The newest wrapped data key of this user (version {max(stored)}) was deleted; only "
+            "earlier S3 versions of it remain. Put its latest version back before rotating; nothing was "
+            "changed."
+        )
+    try:
+        provider.data_key(report.user_id, current, vault)
+    except CommandError as error:
+        raise CommandError(
+            f"Error: Rotation needs this user's newest data key (version {current}), which cannot be "
+            f"had ({error.message}); nothing was changed."
+        ) from None
+    report.current = current
+    report.old = sorted(version for version in stored if version != current)
+    written = stored[current].written
+    if not report.old:
+        if current >= MAX_KEY_VERSION:
+            raise CommandError(
+                f"Error: This user's keys are at version {current}, the last; nothing was changed."
+            )
+        report.current, report.old, report.created = current + 1, [current], True
+        written = None
+        if not report.dry_run:
+            provider.create(report.user_id, current + 1, vault)  # False: a concurrent rotation made it
+            written = _stored_keys(memory.store, vault).get(current + 1, _StoredKey()).written
+    provider.forget(report.user_id, vault)
+    report.switched_at = None if written is None else written.timestamp()
+    return True
+
+
+def _stored_keys(store: S3Store, vault: KeyVault) -> dict[int, _StoredKey]:
+    """The user's wrapped keys by version, with every S3 version of each (one listing of versions)."""
+    found: dict[int, _StoredKey] = {}
+    for page in store.versions(vault.prefix):
+        for version in page:
+            number = vault.version_of(version.key)
+            if number is None:
+                continue
+            key = found.setdefault(number, _StoredKey())
+            key.versions.append(version)
+            if version.latest and not version.delete_marker:
+                key.written = when(version.modified)
+    return found
+
+
+def _seal_again(memory: S3Memory, report: RotationReport) -> None:
+    """One pass over the user's namespace, a page at a time (its objects in parallel): seal again every
+    memory file and every internal record sealed with an old version."""
+    layout = memory.layout
+    old = set(report.old)
+    for page in memory.store.pages(layout.namespace):
+        tasks: list[tuple[str, Callable[[], bool]]] = []
+        for listed in page.objects:
+            if (path := layout.path_of_key(listed.key)) is not None:
+                once = functools.partial(_file_once, memory, path, listed.key, old, report)
+                tasks.append((path.text, once))
+            elif listed.key.startswith(layout.internal_prefix):
+                name = listed.key[len(layout.internal_prefix) :]
+                tasks.append((f"internal/{name}", functools.partial(_record_once, memory, name, old, report)))
+        parallel(lambda task: _until_settled(*task, report), tasks)
+    report.reencrypted.sort()
+    report.left.sort()
+
+
+def _until_settled(label: str, once: Callable[[], bool], report: RotationReport) -> None:
+    """``once()`` until it has settled the object named ``label`` (True), backing off after each
+    write it lost to another writer."""
+    for attempt in range(WRITE_ATTEMPTS):
+        if once():
+            return
+        backoff(attempt)
+    report.left.append((label, "it kept changing while it was sealed again"))
+
+
+def _file_once(memory: S3Memory, path: MemoryPath, key: str, old: set[int], report: RotationReport) -> bool:
+    """Seal the file at ``path`` again, by the author its version names, if an ``old`` version
+    sealed it; False if it changed meanwhile."""
+    files = memory.files
+    try:
+        stored = _sealed_with_old(memory, key, files.max_file_bytes + OVERHEAD, old)
+    except ObjectTooLarge:
+        report.left.append((path.text, "larger than the file size limit: it could not be read"))
+        return True
+    if stored is None:
+        return True
+    author = author_of(stored.metadata)
+    try:
+        text = files.decode(path, stored.body, author)
+    except IntegrityError as refused:
+        _refused(memory, path.text, stored, refused, report)
+        return True
+    if not report.dry_run:
+        writer = files.by(author)
+        if not writer.replace(path, writer.encode(path, text), stored.etag):
+            return False
+    report.reencrypted.append(path.text)
+    return True
+
+
+def _record_once(memory: S3Memory, name: str, old: set[int], report: RotationReport) -> bool:
+    """Seal the internal record ``name`` again (under its associated-data path, ``internal:`` and the
+    name) if an ``old`` version sealed it; False if it changed meanwhile."""
+    key = memory.layout.key_of_internal(name)
+    try:
+        stored = _sealed_with_old(memory, key, RECORD_MAX_BYTES, old)
+    except ObjectTooLarge:
+        return True  # no record s3memory writes is this large
+    if stored is None:
+        return True
+    cipher = memory.files.cipher
+    try:
+        body = cipher.open(RECORD_PATH_PREFIX + name, stored.body)
+    except IntegrityError as refused:
+        _refused(memory, f"internal/{name}", stored, refused, report)
+        return True
+    if not report.dry_run:
+        try:
+            memory.store.put(
+                key,
+                cipher.seal(RECORD_PATH_PREFIX + name, body),
+                if_match=stored.etag,
+                metadata=stored.metadata,
+            )
+        except (PreconditionFailed, ConditionalConflict):
+            return False
+    report.records += 1
+    return True
+
+
+def _sealed_with_old(memory: S3Memory, key: str, max_bytes: int, old: set[int]) -> StoredObject | None:
+    """The object at ``key`` if its header names an ``old`` version; else None."""
+    stored = memory.store.get(key, max_bytes=max_bytes)
+    return stored if stored is not None and sealed_version(stored.body) in old else None
+
+
+def _refused(
+    memory: S3Memory, label: str, stored: StoredObject, refused: CommandError, report: RotationReport
+) -> None:
+    """An object that names an old version and did not open: left (blocking the removal) when that
+    version's key cannot be had, else not sealed by s3memory here (``verify`` reports it)."""
+    version = sealed_version(stored.body)
+    if version is not None and _key_missing(memory, version):
+        report.left.append((label, refused.message))
+
+
+def _key_missing(memory: S3Memory, version: int) -> bool:
+    """True if the user's data key of ``version`` cannot be had (a KMS failure is raised)."""
+    try:
+        memory.files.cipher.check_key(version)
+    except IntegrityError:
+        return True
+    return False
+
+
+def _remove(store: S3Store, vault: KeyVault, report: RotationReport) -> None:
+    """Remove every S3 version of the old wrapped keys, once a last listing shows the current version
+    still stored and the newest."""
+    stored = _stored_keys(store, vault)
+    current = stored.get(report.current or 0)
+    if current is None or current.written is None or max(stored) != report.current:
+        raise CommandError(
+            "Error: This user's wrapped data keys changed while the rotation ran; no key was removed. "
+            "Run it again."
+        )
+    doomed = [version for number in report.old for version in stored.get(number, _StoredKey()).versions]
+    for start in range(0, len(doomed), DELETE_BATCH):
+        store.delete_versions(doomed[start : start + DELETE_BATCH])

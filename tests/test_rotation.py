@@ -1,0 +1,522 @@
+"""Key rotation (``s3memory.rotation``, docs/rotation.md): every file sealed again under the new
+version with its author, the old KMS version removed only when no serving process can still seal with
+it and nothing needs it, local master keys MultiFernet-style; concurrent edits, warm serving
+processes, crashes and a bucket writer (moto and SeaweedFS)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from s3memory.crypto import (
+    MAX_KEY_CACHE_SECONDS,
+    KeyProvider,
+    KMSKeyProvider,
+    LocalKeyProvider,
+    sealed_version,
+)
+from s3memory.errors import CommandError
+from s3memory.memory import S3Memory
+from s3memory.operations import Operations
+from s3memory.paths import memory_path
+from s3memory.rotation import ROTATION_WAIT_SECONDS, RotationReport, rotate, rotate_waiting
+from s3memory.store import S3Store
+
+from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
+from .support.faults import ProcessDeath, SimulatedCrash
+
+BACKENDS = ALL_BACKENDS
+NEW_MASTER_KEY = bytes(range(64, 96))
+FILES = {
+    "/memories/notes.md": ("alpha\n", None),
+    "/memories/projects/plan.md": ("beta\n", "session:1"),
+    "/memories/projects/deep/todo.md": ("gamma\n", "agent:helper"),
+    "/memories/ünï.md": ("delta\n", "operator:ann"),
+}
+MEMORIES = "users/alice/memories/"
+INTERNAL = "users/alice/internal/"
+KEYS = INTERNAL + "keys/"
+
+
+def kms_operations(s3: Any, bucket: str, kms: Any, key_id: str, **options: Any) -> Operations:
+    """An operator's process (a store and a KMS provider of its own)."""
+    return Operations(S3Store(s3, bucket), KMSKeyProvider(key_id, kms_client=kms, **options))
+
+
+def serving(s3: Any, bucket: str, provider: KeyProvider, user: str = "alice") -> S3Memory:
+    """A serving process of ``user`` with ``provider``."""
+    return S3Memory(S3Store(s3, bucket), user, provider)
+
+
+def settled(memory: S3Memory) -> S3Memory:
+    """``memory`` once the writes it started off the answer's path (its access record) have landed."""
+    wait = getattr(getattr(memory, "access", None), "wait", None)
+    if wait is not None:
+        wait()
+    return memory
+
+
+def seed(operations: Operations, user: str = "alice") -> None:
+    """The files of ``FILES``, each written by its author."""
+    memory = operations.memory(user)
+    for path, (text, author) in FILES.items():
+        memory.acting_as(author).run({"command": "create", "path": path, "file_text": text})
+    settled(memory)
+
+
+def later() -> float:
+    """A moment when a switch made now is older than the wait."""
+    return time.time() + ROTATION_WAIT_SECONDS + 60
+
+
+def sealed_with(s3: Any, bucket: str, prefix: str = MEMORIES) -> dict[str, int | None]:
+    """The key version each object below ``prefix`` names in its header."""
+    found: dict[str, int | None] = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Contents", []):
+            found[item["Key"]] = sealed_version(s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read())
+    return found
+
+
+def all_versions(s3: Any, bucket: str, prefix: str) -> list[tuple[str, str]]:
+    """Every S3 version and delete marker below ``prefix`` (key, version id)."""
+    found: list[tuple[str, str]] = []
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Versions", []) + page.get("DeleteMarkers", []):
+            found.append((item["Key"], item["VersionId"]))
+    return sorted(found)
+
+
+def everything(s3: Any, bucket: str) -> dict[tuple[str, str], bytes | None]:
+    """Every version of every object with its bytes, and every delete marker: proof that nothing changed."""
+    found: dict[tuple[str, str], bytes | None] = {}
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+        for item in page.get("Versions", []):
+            body = s3.get_object(Bucket=bucket, Key=item["Key"], VersionId=item["VersionId"])["Body"].read()
+            found[(item["Key"], item["VersionId"])] = body
+        for item in page.get("DeleteMarkers", []):
+            found[(item["Key"], item["VersionId"])] = None
+    return found
+
+
+def contents(memory: S3Memory) -> dict[str, tuple[str, str | None]]:
+    """Each file's text and author, read and authenticated through ``memory``."""
+    found: dict[str, tuple[str, str | None]] = {}
+    for path in FILES:
+        read = memory.files.read(memory_path(path))
+        assert read is not None, path
+        found[path] = (read.text, read.author)
+    return found
+
+
+def key_names(s3: Any, bucket: str) -> list[str]:
+    return [key for key, _ in all_versions(s3, bucket, KEYS)]
+
+
+def test_a_kms_rotation_seals_everything_again_and_removes_the_old_key_only_when_allowed(
+    s3: Any, versioned: str, kms: Any, key_id: str
+) -> None:
+    operations = kms_operations(s3, versioned, kms, key_id)
+    seed(operations)
+    assert set(sealed_with(s3, versioned).values()) == {1}
+    first = rotate(operations, "alice")
+    assert (first.current, first.created, first.old, first.retired) == (2, True, [1], [])
+    assert first.reencrypted == sorted(FILES) and not first.complete
+    assert (
+        first.switched_at is not None and first.run_again_after == first.switched_at + ROTATION_WAIT_SECONDS
+    )
+    assert set(sealed_with(s3, versioned).values()) == {2}
+    assert key_names(s3, versioned) == [KEYS + "v1", KEYS + "v2"]  # the old key stays until the wait is over
+
+    just_before = rotate(operations, "alice", now=first.run_again_after - 1)
+    assert (just_before.created, just_before.reencrypted, just_before.retired) == (False, [], [])
+    assert key_names(s3, versioned) == [KEYS + "v1", KEYS + "v2"]
+
+    done = rotate(operations, "alice", now=first.run_again_after)
+    assert (done.current, done.old, done.retired, done.reencrypted, done.run_again_after) == (
+        2,
+        [1],
+        [1],
+        [],
+        None,
+    )
+    assert done.complete
+    assert key_names(s3, versioned) == [KEYS + "v2"]  # every S3 version of v1 is gone
+    cold = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
+    assert contents(cold) == dict(FILES)
+
+    again = rotate(operations, "alice", now=later())  # a finished rotation: the next one starts
+    assert (again.current, again.created, again.old) == (3, True, [2])
+
+
+def test_a_dry_run_changes_nothing(s3: Any, versioned: str, kms: Any, key_id: str) -> None:
+    operations = kms_operations(s3, versioned, kms, key_id)
+    seed(operations)
+    before = everything(s3, versioned)
+    would = rotate(operations, "alice", dry_run=True, now=later())
+    assert (would.current, would.created, would.old, would.reencrypted, would.retired) == (
+        2,
+        True,
+        [1],
+        sorted(FILES),
+        [],
+    )
+    assert would.run_again_after is not None and everything(s3, versioned) == before
+    rotate(operations, "alice")
+    middle = everything(s3, versioned)
+    would = rotate(operations, "alice", dry_run=True, now=later())
+    assert (would.created, would.reencrypted, would.retired) == (False, [], [1])
+    assert everything(s3, versioned) == middle
+    assert key_names(s3, versioned) == [KEYS + "v1", KEYS + "v2"]
+
+
+def test_a_local_master_key_rotation(s3: Any) -> None:
+    seed(Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY)))
+    rotated = Operations(
+        S3Store(s3, BUCKET), LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY})
+    )
+    dry = rotate(rotated, "alice", dry_run=True)
+    assert (dry.current, dry.old, dry.reencrypted, dry.retired) == (2, [1], sorted(FILES), [1])
+    assert set(sealed_with(s3, BUCKET).values()) == {1}
+    report = rotate(rotated, "alice")
+    assert (report.current, report.created, report.old, report.reencrypted, report.retired) == (
+        2,
+        False,
+        [1],
+        sorted(FILES),
+        [1],
+    )
+    assert report.complete and report.run_again_after is None
+    assert set(sealed_with(s3, BUCKET).values()) == {2}
+    alone = serving(s3, BUCKET, LocalKeyProvider(NEW_MASTER_KEY, version=2))  # the old key dropped
+    assert contents(alone) == dict(FILES)
+    assert rotate(rotated, "alice").reencrypted == []
+
+
+def test_a_file_edited_during_the_rotation_keeps_the_edit(
+    s3: Any, versioned: str, kms: Any, key_id: str, new_client: Callable[..., Any]
+) -> None:
+    seed(kms_operations(s3, versioned, kms, key_id))
+    client = new_client()
+    editor = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
+    editor.run({"command": "create", "path": "/memories/warm-up.md", "file_text": "x"})  # learns version 1
+    edited: list[str] = []
+
+    def edit_first(params: dict[str, Any], **_: Any) -> None:
+        if params.get("Key") == MEMORIES + "notes.md" and "IfMatch" in params and not edited:
+            edited.append(
+                editor.run(
+                    {
+                        "command": "str_replace",
+                        "path": "/memories/notes.md",
+                        "old_str": "alpha",
+                        "new_str": "omega",
+                    }
+                )
+            )
+
+    client.meta.events.register("before-parameter-build.s3.PutObject", edit_first)
+    report = rotate(Operations(S3Store(client, versioned), KMSKeyProvider(key_id, kms_client=kms)), "alice")
+    assert edited and report.left == []
+    assert report.reencrypted == sorted([*FILES, "/memories/warm-up.md"])  # the edit (version 1) read again
+    assert sealed_with(s3, versioned)[MEMORIES + "notes.md"] == 2
+    done = rotate(kms_operations(s3, versioned, kms, key_id), "alice", now=later())
+    assert done.complete
+    assert contents(serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))) == {
+        **FILES,
+        "/memories/notes.md": ("omega\n", None),
+    }
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["own-provider", "shared-provider"])
+def test_a_serving_process_with_a_warm_cache_loses_nothing(
+    s3: Any, versioned: str, kms: Any, key_id: str, shared: bool
+) -> None:
+    operations = kms_operations(s3, versioned, kms, key_id)
+    seed(operations)
+    clock = [0.0]
+    provider = (
+        operations.key_provider if shared else KMSKeyProvider(key_id, kms_client=kms, clock=lambda: clock[0])
+    )
+    warm = serving(s3, versioned, provider)
+    warm.run({"command": "view", "path": "/memories/notes.md"})
+    warm.run({"command": "create", "path": "/memories/warm.md", "file_text": "one\n"})  # learns version 1
+    first = rotate(operations, "alice")
+    assert first.run_again_after is not None
+    warm.run({"command": "create", "path": "/memories/during.md", "file_text": "two\n"})
+    warm.run(
+        {"command": "str_replace", "path": "/memories/notes.md", "old_str": "alpha", "new_str": "alpha!"}
+    )
+    during = sealed_with(s3, versioned)
+    expected = 2 if shared else 1  # a process of its own seals with what it cached until the cache lapses
+    assert (during[MEMORIES + "during.md"], during[MEMORIES + "notes.md"]) == (expected, expected)
+    too_soon = rotate(operations, "alice", now=first.run_again_after - 1)
+    assert too_soon.retired == [] and KEYS + "v1" in key_names(s3, versioned)
+    clock[0] += MAX_KEY_CACHE_SECONDS  # the serving process's cache lapses
+    warm.run({"command": "create", "path": "/memories/after.md", "file_text": "three\n"})
+    assert sealed_with(s3, versioned)[MEMORIES + "after.md"] == 2
+    done = rotate(operations, "alice", now=first.run_again_after)
+    assert done.complete and key_names(s3, versioned) == [KEYS + "v2"]
+    assert set(sealed_with(s3, versioned).values()) == {2}
+    for memory in (warm, serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))):
+        assert "alpha!" in memory.run({"command": "view", "path": "/memories/notes.md"})
+        for path in ("/memories/warm.md", "/memories/during.md", "/memories/after.md"):
+            memory.run({"command": "view", "path": path})
+
+
+@pytest.mark.parametrize(
+    ("operation", "ordinal"),
+    [("PutObject", 1), ("PutObject", 3), ("DeleteObjects", 1)],
+    ids=["creating-the-key", "sealing-again", "removing-the-old-key"],
+)
+def test_a_rotation_that_dies_half_way_is_finished_by_running_it_again(
+    s3: Any,
+    versioned: str,
+    kms: Any,
+    key_id: str,
+    new_client: Callable[..., Any],
+    operation: str,
+    ordinal: int,
+) -> None:
+    operations = kms_operations(s3, versioned, kms, key_id)
+    seed(operations)
+    moment = later()
+    dying = new_client()
+    death = ProcessDeath(dying, operation, ordinal)
+    if operation == "DeleteObjects":
+        rotate(operations, "alice")  # the dying run is the one that may remove the old key
+    with pytest.raises(SimulatedCrash):
+        rotate(
+            Operations(S3Store(dying, versioned), KMSKeyProvider(key_id, kms_client=kms)), "alice", now=moment
+        )
+    assert death.dead
+    assert contents(serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))) == dict(FILES)
+    finished = rotate(kms_operations(s3, versioned, kms, key_id), "alice", now=moment)
+    assert finished.complete and finished.current == 2
+    assert key_names(s3, versioned) == [KEYS + "v2"]
+    assert set(sealed_with(s3, versioned).values()) == {2}
+    assert contents(serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))) == dict(FILES)
+
+
+def test_a_restored_old_key_seals_nothing_and_is_removed_again(
+    s3: Any, versioned: str, kms: Any, key_id: str
+) -> None:
+    operations = kms_operations(s3, versioned, kms, key_id)
+    seed(operations)
+    kept = s3.get_object(Bucket=versioned, Key=KEYS + "v1")["Body"].read()  # a bucket writer's copy
+    rotate(operations, "alice")
+    assert rotate(operations, "alice", now=later()).complete
+    s3.put_object(Bucket=versioned, Key=KEYS + "v1", Body=kept)
+    cold = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
+    cold.run({"command": "create", "path": "/memories/new.md", "file_text": "new\n"})
+    assert sealed_with(s3, versioned)[MEMORIES + "new.md"] == 2  # the highest version seals
+    forged = s3.get_object(Bucket=versioned, Key=MEMORIES + "notes.md")["Body"].read()
+    forged = forged[:5] + (1).to_bytes(4, "big") + forged[9:]  # names version 1: not ours
+    s3.put_object(Bucket=versioned, Key=MEMORIES + "forged.md", Body=forged)
+    again = rotate(operations, "alice", now=later())
+    assert (again.created, again.retired, again.reencrypted) == (False, [1], [])
+    assert key_names(s3, versioned) == [KEYS + "v2"]
+
+
+def test_a_deleted_new_key_stops_the_rotation_until_it_is_put_back(
+    s3: Any, versioned: str, kms: Any, key_id: str
+) -> None:
+    operations = kms_operations(s3, versioned, kms, key_id)
+    seed(operations)
+    rotate(operations, "alice")
+    s3.delete_object(Bucket=versioned, Key=KEYS + "v2")  # a bucket writer
+    cold = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
+    cold.run({"command": "create", "path": "/memories/meanwhile.md", "file_text": "kept\n"})  # sealed with 1
+    settled(cold)
+    with pytest.raises(CommandError, match=r"version 2\) was deleted.*nothing was changed"):
+        rotate(operations, "alice", now=later())
+    before = everything(s3, versioned)
+    with pytest.raises(CommandError):
+        rotate(operations, "alice", dry_run=True, now=later())
+    assert everything(s3, versioned) == before
+    (latest,) = [
+        item["VersionId"]
+        for item in s3.list_object_versions(Bucket=versioned, Prefix=KEYS + "v2")["Versions"]
+    ]
+    s3.copy_object(
+        Bucket=versioned,
+        Key=KEYS + "v2",
+        CopySource={"Bucket": versioned, "Key": KEYS + "v2", "VersionId": latest},
+    )
+    done = rotate(operations, "alice", now=later())
+    assert done.complete and done.reencrypted == ["/memories/meanwhile.md"]
+    reader = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
+    assert contents(reader) == dict(FILES)
+    assert "kept" in reader.run({"command": "view", "path": "/memories/meanwhile.md"})
+
+
+def test_a_deleted_old_key_still_needed_is_never_removed(
+    s3: Any, versioned: str, kms: Any, key_id: str
+) -> None:
+    operations = kms_operations(s3, versioned, kms, key_id)
+    seed(operations)
+    stale = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
+    stale.run({"command": "create", "path": "/memories/stale.md", "file_text": "s\n"})  # learns version 1
+    rotate(operations, "alice")
+    stale.run({"command": "create", "path": "/memories/late.md", "file_text": "late\n"})  # sealed with 1
+    settled(stale)
+    s3.delete_object(Bucket=versioned, Key=KEYS + "v1")  # a bucket writer
+    operations = kms_operations(s3, versioned, kms, key_id)  # an operator who never had version 1's key
+    blocked = rotate(operations, "alice", now=later())
+    assert [path for path, _ in blocked.left] == ["/memories/late.md"]
+    assert "names data key version 1" in blocked.left[0][1]
+    assert (blocked.retired, blocked.complete) == ([], False)
+    assert len(all_versions(s3, versioned, KEYS + "v1")) == 2  # the key and the marker: nothing shredded
+    (latest,) = [
+        item["VersionId"]
+        for item in s3.list_object_versions(Bucket=versioned, Prefix=KEYS + "v1")["Versions"]
+    ]
+    s3.copy_object(
+        Bucket=versioned,
+        Key=KEYS + "v1",
+        CopySource={"Bucket": versioned, "Key": KEYS + "v1", "VersionId": latest},
+    )
+    done = rotate(operations, "alice", now=later())
+    assert done.complete and done.reencrypted == ["/memories/late.md"]
+    assert "late" in serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms)).run(
+        {"command": "view", "path": "/memories/late.md"}
+    )
+
+
+def test_a_planted_newer_key_stops_the_rotation_and_locks_no_reader_out(
+    s3: Any, versioned: str, kms: Any, key_id: str
+) -> None:
+    operations = kms_operations(s3, versioned, kms, key_id)
+    seed(operations)
+    wrapped = s3.get_object(Bucket=versioned, Key=KEYS + "v1")["Body"].read()
+    s3.put_object(Bucket=versioned, Key=KEYS + "v2", Body=wrapped)  # version 1's key under another version
+    s3.put_object(Bucket=versioned, Key=MEMORIES + "planted.md", Body=wrapped)  # not ours
+    before = everything(s3, versioned)
+    with pytest.raises(CommandError, match=r"newest data key \(version 2\), which cannot be had"):
+        rotate(operations, "alice", now=later())
+    assert everything(s3, versioned) == before
+    cold = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
+    assert contents(cold) == dict(FILES)
+    with pytest.raises(CommandError, match="refused by KMS"):
+        cold.run({"command": "create", "path": "/memories/x.md", "file_text": "x"})
+
+
+def dies_renaming(client: Any, bucket: str, provider: KeyProvider) -> None:
+    """A serving process that records a rename of ``/memories/projects`` and dies before its first copy."""
+    doomed = serving(client, bucket, provider)
+    settled(doomed).run({"command": "view", "path": "/memories"})
+    settled(doomed)
+    death = ProcessDeath(client, "PutObject", 2)  # the record is the first write, the copies follow
+    with pytest.raises(SimulatedCrash):
+        doomed.run({"command": "rename", "old_path": "/memories/projects", "new_path": "/memories/done"})
+    assert death.dead
+
+
+def records(s3: Any, bucket: str) -> dict[str, int | None]:
+    """The key version each internal object but the wrapped keys names."""
+    return {
+        key: version for key, version in sealed_with(s3, bucket, INTERNAL).items() if not key.startswith(KEYS)
+    }
+
+
+def test_pending_jobs_are_finished_first_and_records_are_sealed_again(
+    s3: Any, versioned: str, kms: Any, key_id: str, new_client: Callable[..., Any]
+) -> None:
+    operations = kms_operations(s3, versioned, kms, key_id)
+    seed(operations)
+    dies_renaming(new_client(), versioned, KMSKeyProvider(key_id, kms_client=kms))
+    stale = records(s3, versioned)
+    assert any(key.startswith(INTERNAL + "jobs/") for key in stale) and set(stale.values()) == {1}
+    dry = rotate(operations, "alice", dry_run=True, now=later())
+    assert dry.records == len(stale) and dry.retired == []
+    report = rotate(operations, "alice", now=later())
+    assert report.created and report.records == len(stale) - 1  # the job was finished, not sealed again
+    assert not any(key.startswith(INTERNAL + "jobs/") for key in records(s3, versioned))
+    assert set(records(s3, versioned).values()) <= {2}
+    assert MEMORIES + "done/plan.md" in sealed_with(s3, versioned)
+
+
+def test_a_job_recorded_during_the_pass_is_sealed_again_and_loses_nothing(
+    s3: Any, versioned: str, kms: Any, key_id: str, new_client: Callable[..., Any]
+) -> None:
+    operations = kms_operations(s3, versioned, kms, key_id)
+    seed(operations)
+    stale = KMSKeyProvider(key_id, kms_client=kms)  # a serving process that learned version 1
+    serving(s3, versioned, stale).run({"command": "create", "path": "/memories/warm.md", "file_text": "w\n"})
+    client = new_client()
+    listings: list[str] = []
+
+    def die_renaming_before_the_pass(params: dict[str, Any], **_: Any) -> None:
+        listings.append(params["Prefix"])
+        if params["Prefix"] == "users/alice/":  # the pass begins: a stale process records a job and dies
+            dies_renaming(new_client(), versioned, stale)
+
+    client.meta.events.register("before-parameter-build.s3.ListObjectsV2", die_renaming_before_the_pass)
+    report = rotate(Operations(S3Store(client, versioned), KMSKeyProvider(key_id, kms_client=kms)), "alice")
+    assert "users/alice/" in listings and report.records >= 1 and report.left == []
+    assert set(records(s3, versioned).values()) == {2}  # the job's record among them
+    assert rotate(operations, "alice", now=later()).complete
+    assert key_names(s3, versioned) == [KEYS + "v2"]
+    reader = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
+    listing = reader.run({"command": "view", "path": "/memories"})  # finishes the job
+    assert sealed_with(s3, versioned, INTERNAL + "jobs/") == {}
+    for path, (text, _) in FILES.items():
+        moved = path.replace("/memories/projects", "/memories/done")
+        found = reader.files.read(memory_path(path)) or reader.files.read(memory_path(moved))
+        assert found is not None and found.text == text, listing
+
+
+def test_bad_input_is_refused_clearly_and_changes_nothing(
+    s3: Any, versioned: str, kms: Any, key_id: str
+) -> None:
+    operations = kms_operations(s3, versioned, kms, key_id)
+    seed(operations)
+    before = everything(s3, versioned)
+    for user in ("", "a/b", "..", "x" * 300):
+        with pytest.raises(ValueError, match="user_id"):
+            rotate(operations, user)
+
+    class Other(KeyProvider):
+        def current(self, user_id: str, vault: Any) -> tuple[int, bytes]:
+            raise AssertionError("not asked")
+
+        def data_key(self, user_id: str, version: int, vault: Any) -> bytes:
+            raise AssertionError("not asked")
+
+        def forget(self, user_id: str, vault: Any) -> None:
+            raise AssertionError("not asked")
+
+    odd = Operations(S3Store(s3, versioned), Other())
+    with pytest.raises(ValueError, match="rotate needs a KMSKeyProvider or a LocalKeyProvider"):
+        rotate(odd, "alice")
+    nobody = rotate(operations, "nobody")
+    assert (nobody.current, nobody.old, nobody.complete) == (None, [], True)
+    assert everything(s3, versioned) == before
+
+
+def test_rotate_waiting_does_the_whole_rotation_in_one_call(
+    s3: Any, versioned: str, kms: Any, key_id: str
+) -> None:
+    operations = kms_operations(s3, versioned, kms, key_id)
+    seed(operations)
+    moment = [time.time()]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        moment[0] += seconds
+
+    report = rotate_waiting(operations, "alice", clock=lambda: moment[0], sleep=sleep)
+    assert report.complete and report.created and report.reencrypted == sorted(FILES)
+    assert len(slept) == 1 and ROTATION_WAIT_SECONDS - 60 < slept[0] <= ROTATION_WAIT_SECONDS
+    assert key_names(s3, versioned) == [KEYS + "v2"]
+
+
+def test_the_report_counts_name_no_path() -> None:
+    report = RotationReport(
+        "alice", reencrypted=["/memories/secret-name.md"], left=[("/memories/b.md", "why")]
+    )
+    assert report.counts() == {"reencrypted": 1, "left": 1, "records": 0, "retired": 0}
