@@ -34,7 +34,7 @@ from .crypto import (
 from .errors import CommandError, IntegrityError
 from .files import WRITE_ATTEMPTS, backoff
 from .jobs import RECORD_MAX_BYTES, RECORD_PATH_PREFIX
-from .keyvault import KeyVault
+from .keyvault import KEYS_PREFIX, KeyVault
 from .memory import S3Memory
 from .operations import Operations
 from .paths import MemoryPath
@@ -71,8 +71,9 @@ class RotationReport:
     """Files sealed again under ``current``."""
     left: list[tuple[str, str]] = field(default_factory=list)
     """Files still sealed with an old version, with why: the next run tries them again."""
-    records: int = 0
-    """Internal records (job records, the access record) sealed again under ``current``."""
+    records: list[str] = field(default_factory=list)
+    """Internal records (job records, the access record) sealed again, by their names below
+    ``internal/``."""
     retired: list[int] = field(default_factory=list)
     """Old versions nothing needs any more. With KMS their wrapped keys are removed, every S3 version
     of them; with a local master key, the operator may drop them from the settings."""
@@ -91,7 +92,7 @@ class RotationReport:
         return {
             "reencrypted": len(self.reencrypted),
             "left": len(self.left),
-            "records": self.records,
+            "records": len(self.records),
             "retired": len(self.retired),
         }
 
@@ -122,7 +123,7 @@ def rotate(
         report.current, report.old = provider.version, provider.previous_versions
         waited = True
     elif isinstance(provider, KMSKeyProvider):
-        if not _start(provider, memory, vault, report, started):
+        if not _start(provider, memory, vault, report):
             return report
         waited = report.switched_at is not None and report.switched_at + ROTATION_WAIT_SECONDS <= started
         if not waited:
@@ -161,13 +162,11 @@ def _merged(first: RotationReport, second: RotationReport) -> RotationReport:
     """``second``, counting what ``first`` created and sealed again."""
     second.created = second.created or first.created
     second.reencrypted = sorted(set(first.reencrypted) | set(second.reencrypted))
-    second.records += first.records
+    second.records = sorted(set(first.records) | set(second.records))
     return second
 
 
-def _start(
-    provider: KMSKeyProvider, memory: S3Memory, vault: KeyVault, report: RotationReport, now: float
-) -> bool:
+def _start(provider: KMSKeyProvider, memory: S3Memory, vault: KeyVault, report: RotationReport) -> bool:
     """Find the user's stored versions and, unless a rotation is under way, create the next one (in a
     dry run: say so); fill ``current``, ``old`` and ``switched_at``. False: the user has no data key."""
     stored = _stored_keys(memory.store, vault)
@@ -225,6 +224,7 @@ def _seal_again(memory: S3Memory, report: RotationReport) -> None:
     """One pass over the user's namespace, a page at a time (its objects in parallel): seal again every
     memory file and every internal record sealed with an old version."""
     layout = memory.layout
+    keys = layout.key_of_internal(KEYS_PREFIX)  # wrapped keys, not sealed records
     old = set(report.old)
     for page in memory.store.pages(layout.namespace):
         tasks: list[tuple[str, Callable[[], bool]]] = []
@@ -232,11 +232,12 @@ def _seal_again(memory: S3Memory, report: RotationReport) -> None:
             if (path := layout.path_of_key(listed.key)) is not None:
                 once = functools.partial(_file_once, memory, path, listed.key, old, report)
                 tasks.append((path.text, once))
-            elif listed.key.startswith(layout.internal_prefix):
+            elif listed.key.startswith(layout.internal_prefix) and not listed.key.startswith(keys):
                 name = listed.key[len(layout.internal_prefix) :]
                 tasks.append((f"internal/{name}", functools.partial(_record_once, memory, name, old, report)))
         parallel(lambda task: _until_settled(*task, report), tasks)
     report.reencrypted.sort()
+    report.records.sort()
     report.left.sort()
 
 
@@ -301,7 +302,7 @@ def _record_once(memory: S3Memory, name: str, old: set[int], report: RotationRep
             )
         except (PreconditionFailed, ConditionalConflict):
             return False
-    report.records += 1
+    report.records.append(name)
     return True
 
 
