@@ -124,24 +124,30 @@ def key_names(s3: Any, bucket: str) -> list[str]:
     return [key for key, _ in all_versions(s3, bucket, KEYS)]
 
 
+@pytest.fixture(params=["versioned", "unversioned"])
+def bucket(request: pytest.FixtureRequest, s3: Any) -> str:
+    """A bucket with S3 versioning on, or ``BUCKET``, which never had it."""
+    return str(request.getfixturevalue("versioned")) if request.param == "versioned" else BUCKET
+
+
 def test_a_kms_rotation_seals_everything_again_and_removes_the_old_key_only_when_allowed(
-    s3: Any, versioned: str, kms: Any, key_id: str
+    s3: Any, bucket: str, kms: Any, key_id: str
 ) -> None:
-    operations = kms_operations(s3, versioned, kms, key_id)
+    operations = kms_operations(s3, bucket, kms, key_id)
     seed(operations)
-    assert set(sealed_with(s3, versioned).values()) == {1}
+    assert set(sealed_with(s3, bucket).values()) == {1}
     first = rotate(operations, "alice")
     assert (first.current, first.created, first.old, first.retired) == (2, True, [1], [])
     assert first.reencrypted == sorted(FILES) and not first.complete
     assert (
         first.switched_at is not None and first.run_again_after == first.switched_at + ROTATION_WAIT_SECONDS
     )
-    assert set(sealed_with(s3, versioned).values()) == {2}
-    assert key_names(s3, versioned) == [KEYS + "v1", KEYS + "v2"]  # the old key stays until the wait is over
+    assert set(sealed_with(s3, bucket).values()) == {2}
+    assert key_names(s3, bucket) == [KEYS + "v1", KEYS + "v2"]  # the old key stays until the wait is over
 
     just_before = rotate(operations, "alice", now=first.run_again_after - 1)
     assert (just_before.created, just_before.reencrypted, just_before.retired) == (False, [], [])
-    assert key_names(s3, versioned) == [KEYS + "v1", KEYS + "v2"]
+    assert key_names(s3, bucket) == [KEYS + "v1", KEYS + "v2"]
 
     done = rotate(operations, "alice", now=first.run_again_after)
     assert (done.current, done.old, done.retired, done.reencrypted, done.run_again_after) == (
@@ -152,8 +158,8 @@ def test_a_kms_rotation_seals_everything_again_and_removes_the_old_key_only_when
         None,
     )
     assert done.complete
-    assert key_names(s3, versioned) == [KEYS + "v2"]  # every S3 version of v1 is gone
-    cold = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
+    assert key_names(s3, bucket) == [KEYS + "v2"]  # every S3 version of v1 is gone
+    cold = serving(s3, bucket, KMSKeyProvider(key_id, kms_client=kms))
     assert contents(cold) == dict(FILES)
 
     again = rotate(operations, "alice", now=later())  # a finished rotation: the next one starts
