@@ -50,7 +50,8 @@ from .store import (
 from .versions import when
 
 CLOCK_MARGIN_SECONDS = 120.0
-"""How far the operator's clock may be behind S3's (the switch is dated by S3's ``LastModified``)."""
+"""How far the operator's clock may run ahead of S3's: the switch is dated by S3's ``LastModified``,
+the wait by the operator's clock."""
 ROTATION_WAIT_SECONDS = MAX_KEY_CACHE_SECONDS + CLOCK_MARGIN_SECONDS
 """How long after the switch to a new version no serving process can still seal with an old one."""
 
@@ -70,7 +71,8 @@ class RotationReport:
     reencrypted: list[str] = field(default_factory=list)
     """Files sealed again under ``current``."""
     left: list[tuple[str, str]] = field(default_factory=list)
-    """Files still sealed with an old version, with why: the next run tries them again."""
+    """Objects still sealed with an old version (files by path, records as ``internal/<name>``), with
+    why: they hold the old versions back, and the next run tries them again."""
     records: list[str] = field(default_factory=list)
     """Internal records (job records, the access record) sealed again, by their names below
     ``internal/``."""
