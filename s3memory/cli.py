@@ -88,6 +88,21 @@ def add_commands(commands: Any) -> None:
     )
     erase.add_argument("--dry-run", action="store_true", help="count what would go, change nothing")
     erase.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    rotate = commands.add_parser(
+        "rotate",
+        parents=[common],
+        help="seal every file again under a new data key version; the old one goes when nothing needs it",
+    )
+    whose = rotate.add_mutually_exclusive_group(required=True)
+    whose.add_argument("--user", help="the user id")
+    whose.add_argument("--all", action="store_true", help="every user in the store")
+    rotate.add_argument(
+        "--dry-run", action="store_true", help="count what would be sealed again, change nothing"
+    )
+    rotate.add_argument(
+        "--wait", action="store_true", help="wait until the old key may go (KMS: about 7 minutes) and finish"
+    )
+    rotate.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     verify = commands.add_parser(
         "verify", parents=[common], help="authenticate every object; exit 1 on any problem"
     )

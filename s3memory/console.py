@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import getpass
 import json
 import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .authors import validate_author
@@ -25,6 +27,7 @@ from .progress import Progress
 
 if TYPE_CHECKING:
     from .operations import Operations, Transfer
+    from .rotation import RotationReport
     from .settings import Settings
     from .versions import MemoryVersions
 
@@ -43,7 +46,7 @@ FLAG_VARIABLES = {
 
 def settings_from(arguments: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     """``S3MEMORY_*`` of ``environ``, with the flags given over them."""
-    from .settings import Settings
+    from .settings import LOCAL_KEY_VARIABLES, Settings
 
     merged = dict(environ)
     for flag, variable in FLAG_VARIABLES.items():
@@ -51,7 +54,8 @@ def settings_from(arguments: argparse.Namespace, environ: Mapping[str, str]) -> 
         if value is not None:
             merged[variable] = value
             if flag == "kms_key_id":
-                merged.pop("S3MEMORY_LOCAL_KEY", None)
+                for local in LOCAL_KEY_VARIABLES:
+                    merged.pop(local, None)
     return Settings.from_env(merged)
 
 
@@ -97,6 +101,7 @@ class Console:
                 "history": self._history,
                 "restore": self._restore,
                 "redact": self._redact,
+                "rotate": self._rotate,
             }
             status = handlers[command](operations, counts)
         except SettingsError as error:
@@ -344,6 +349,34 @@ class Console:
         self._emit(document, "\n".join(lines))
         return EXIT_INCOMPLETE if erasure.left else EXIT_OK
 
+    def _rotate(self, operations: Operations, counts: dict[str, int]) -> int:
+        from .rotation import rotate, rotate_waiting
+
+        arguments = self.arguments
+        whom = "every user" if arguments.all else f"user {arguments.user}"
+        if not arguments.dry_run and not self._confirmed(
+            f"Seal every file of {whom} again under a new data key version?"
+        ):
+            return EXIT_INCOMPLETE
+        users = list(operations.users()) if arguments.all else [arguments.user]
+        reports = []
+        with self._progress("user") as progress:
+            progress.expect(len(users))
+            for user in users:
+                if arguments.wait and not arguments.dry_run:
+                    reports.append(rotate_waiting(operations, user))
+                else:
+                    reports.append(rotate(operations, user, dry_run=arguments.dry_run))
+                progress.advance()
+        for report in reports:
+            for name, count in report.counts().items():
+                counts[name] = counts.get(name, 0) + count
+        counts["users"] = len(reports)
+        lines = [line for report in reports for line in _rotation_lines(report, operations)]
+        document = {"users": [{**dataclasses.asdict(r), "complete": r.complete} for r in reports]}
+        self._emit(document, "\n".join(lines) if lines else "(no users)")
+        return EXIT_OK if all(report.complete for report in reports) else EXIT_INCOMPLETE
+
     def _report(self, transfer: Transfer, counts: dict[str, int]) -> int:
         counts.update(transfer.counts())
         verb = "would write" if getattr(self.arguments, "dry_run", False) else "written"
@@ -362,6 +395,35 @@ class Console:
             "\n".join([*lines, summary]),
         )
         return EXIT_OK if transfer.complete else EXIT_INCOMPLETE
+
+
+def _rotation_lines(report: RotationReport, operations: Operations) -> list[str]:
+    """What a rotation of one user did, as the operator reads it."""
+    from .crypto import KMSKeyProvider
+
+    user = report.user_id
+    if report.current is None:
+        return [f"{user}: no data key yet, nothing to rotate"]
+    verb = "would seal" if report.dry_run else "sealed"
+    lines = [
+        f"{user}: key version {report.current}" + (" (created)" if report.created else ""),
+        f"{user}: {verb} {len(report.reencrypted):,} files and {len(report.records):,} records again",
+        *(f"{user}: left {label}: {why}" for label, why in report.left),
+    ]
+    kms = isinstance(operations.key_provider, KMSKeyProvider)
+    for version in report.retired:
+        if report.dry_run:
+            lines.append(f"{user}: once sealed again, nothing would need key version {version}")
+        elif kms:
+            lines.append(f"{user}: removed wrapped key v{version}")
+        else:
+            lines.append(
+                f"{user}: no object needs key version {version}: drop it from S3MEMORY_PREVIOUS_LOCAL_KEYS"
+            )
+    if report.run_again_after is not None:
+        moment = datetime.fromtimestamp(report.run_again_after, UTC).isoformat(timespec="seconds")
+        lines.append(f"{user}: the old key can go once no process can still use it: run again after {moment}")
+    return lines
 
 
 class _Bar:
