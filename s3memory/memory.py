@@ -10,9 +10,11 @@ module: ``files`` (one user's encrypted objects), ``placement`` (where a new fil
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable
 from typing import assert_never
 
+from .access import AccessRecord
 from .authors import validate_author
 from .browse import Browser
 from .commands import Command, Create, Delete, Insert, Rename, StrReplace, View, parse_command
@@ -53,6 +55,7 @@ class S3Memory:
         content_guard: ContentGuard | None = DEFAULT_GUARD,
         quota: Quota | None = None,
         actor: str | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         if not isinstance(key_provider, KeyProvider):
             raise ValueError("key_provider must be a KMSKeyProvider or LocalKeyProvider")
@@ -62,6 +65,8 @@ class S3Memory:
             raise ValueError("content_guard must be a ContentGuard or None")
         if quota is not None and not isinstance(quota, Quota):
             raise ValueError("quota must be a Quota or None")
+        if not callable(clock):
+            raise ValueError("clock must be a function that returns seconds since the epoch")
         self.layout = KeyLayout(validate_namespace(user_id, prefix))
         self.store = store
         self.key_provider = key_provider
@@ -70,7 +75,9 @@ class S3Memory:
         self.usage = Usage(quota, lambda: self.files.measure())
         self.files = MemoryFiles(store, self.layout, cipher, max_file_bytes, self.usage, _author(actor))
         self.browser = Browser(self.files)
-        self.jobs = JobRunner(self.files)
+        self.jobs = JobRunner(self.files, clock)
+        self.access = AccessRecord(self.files, clock)
+        """When the user last used the memory: each command answered notes it (``access.py``)."""
 
     def acting_as(self, actor: str | None) -> S3Memory:
         """This memory with every write recorded as ``actor``'s (what this process learned of the
@@ -88,9 +95,12 @@ class S3Memory:
         """Run one raw ``tool_use`` input and return the answer text.
 
         A refusal that an unfinished job could explain is retried once after pending jobs finish.
+        A command answered notes the user's access (``access``), off the answer's path.
         """
         command = parse_command(raw_input)
-        return self.jobs.retried(lambda: self._dispatch(command))
+        answer = self.jobs.retried(lambda: self._dispatch(command))
+        self.access.touch()
+        return answer
 
     def _dispatch(self, command: Command) -> str:
         match command:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import folders
+from .access import ACCESS_NAME
 from .crypto import KeyProvider, KMSKeyProvider, plaintext_size
 from .errors import CommandError
 from .jobs import JOB_PREFIX, QUARANTINE_PREFIX
@@ -230,6 +231,12 @@ class Operations:
             return Finding("pending job", key, f"a {judged.job.kind} in progress", problem=False)
         if name.startswith(QUARANTINE_PREFIX):
             return Finding("quarantined", key, "a job record set aside: planted, tampered or replayed")
+        if name == ACCESS_NAME:
+            try:
+                memory.access.read()
+            except CommandError as error:
+                return Finding("unreadable access record", key, error.message)
+            return None
         version = key_version(name)
         if version is None:
             return Finding("foreign", key, "an internal object s3memory does not write")

@@ -1413,12 +1413,13 @@ class UserCheck:
             self.report(
                 "stray-internal", f"{len(jobs)} object(s) left under internal/jobs/: {', '.join(jobs)}"
             )
-        # The soak plants nothing: any other internal object but a wrapped data key (KMS) is s3memory's
-        # own record set aside (quarantined) or left behind.
+        # The soak plants nothing: any other internal object but a wrapped data key (KMS) and the
+        # user's access record is s3memory's own record set aside (quarantined) or left behind.
         others = [
             key
             for key in soak.admin_keys(f"{namespace(user)}internal/")
             if not key.startswith((f"{namespace(user)}internal/jobs/", f"{namespace(user)}internal/keys/"))
+            and key != f"{namespace(user)}internal/access"
         ]
         if others:
             self.report("stray-internal", f"{len(others)} other internal object(s) left: {', '.join(others)}")

@@ -34,7 +34,10 @@ def stored_text(tool: S3MemoryTool, path: str) -> str | None:
 
 
 def ok(tool: S3MemoryTool, **command: Any) -> str:
-    return tool.call(command)
+    """The answer, once what the command writes off the answer's path (its access record) has landed."""
+    answer = tool.call(command)
+    tool.memory.access.wait()
+    return answer
 
 
 def refused(tool: S3MemoryTool, **command: Any) -> str:

@@ -242,6 +242,8 @@ def test_the_key_cache_is_bounded_in_time(
     provider = KMSKeyProvider(key_id, kms_client=kms, cache_seconds=0)
     memory = make_memory(key_provider=provider)
     memory.create(memory_path("/memories/a.txt"), SECRET)
+    memory.run({"command": "view", "path": "/memories/a.txt"})
+    memory.access.wait()  # the first answer's access record is written; the views below write none
     kms_requests = RequestCounter(kms)
     memory.run({"command": "view", "path": "/memories/a.txt"})
     memory.run({"command": "view", "path": "/memories/a.txt"})
@@ -291,22 +293,30 @@ def test_the_cold_path_lists_the_keys_only_to_seal(
     make_memory: Callable[..., S3Memory], s3: Any, kms: Any, key_id: str
 ) -> None:
     """A cold process reads an object with the key its header names (a GET and a Decrypt, as before
-    versions); to seal, it also lists the user's keys once to learn the current version."""
+    versions); to seal, it also lists the user's keys once to learn the current version. The access
+    record the first answer writes off the answer's path is sealed too (its one PUT), so a reader
+    lists the keys for it."""
     make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms)).create(
         memory_path("/memories/a.txt"), SECRET
     )
     s3_requests, kms_requests = RequestCounter(s3), RequestCounter(kms)
     reader = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms))
     reader.run({"command": "view", "path": "/memories/a.txt"})
-    assert (s3_requests.calls, kms_requests.calls) == ({"GetObject": 2}, {"Decrypt": 1})
+    reader.access.wait()
+    # the key and the file; then the access record, sealed: the keys listed, its PUT
+    assert (s3_requests.calls, kms_requests.calls) == (
+        {"GetObject": 2, "ListObjectsV2": 1, "PutObject": 1},
+        {"Decrypt": 1},
+    )
     s3_requests.reset()
     reader.run({"command": "create", "path": "/memories/b.txt", "file_text": "b"})
-    assert s3_requests.calls == {"ListObjectsV2": 2, "PutObject": 1}  # the keys, the place, the write
+    assert s3_requests.calls == {"ListObjectsV2": 1, "PutObject": 1}  # the place, the write
     s3_requests.reset()
     kms_requests.reset()
     writer = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms))
     writer.run({"command": "create", "path": "/memories/c.txt", "file_text": "c"})
-    assert s3_requests.calls == {"ListObjectsV2": 2, "GetObject": 1, "PutObject": 1}
+    writer.access.wait()
+    assert s3_requests.calls == {"ListObjectsV2": 2, "GetObject": 1, "PutObject": 2}  # and the record
     assert kms_requests.calls == {"Decrypt": 1}
     s3_requests.reset()
     kms_requests.reset()

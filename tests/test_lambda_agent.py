@@ -18,6 +18,7 @@ import boto3
 import pytest
 
 from bench.metrics import RequestCounter
+from s3memory.access import settle
 from s3memory.aws_lambda import agent as lambda_agent
 from s3memory.aws_lambda import memory as lambda_memory
 from s3memory.aws_lambda import memory_handler, metrics
@@ -27,6 +28,7 @@ from s3memory.aws_lambda.agent import deadline as agent_deadline
 from s3memory.concurrency import parallel, side
 from s3memory.scripted_api import Reply, ScriptedMessagesAPI, ScriptError, Turn, last_tool_results
 
+from .support.access import AccessRecordWrites
 from .support.bucket import BUCKET, stored_keys
 from .support.processes import run_python_json
 from .support.records import invocation_records
@@ -143,7 +145,8 @@ def test_second_conversation_recalls_what_the_first_stored(env: Any, api: Script
     }
     assert first["usage"]["input_tokens"] > 0 and first["usage"]["output_tokens"] > 0
     assert set(first["usage"]) == {"input_tokens", "output_tokens"}
-    assert stored_keys(env) == ["users/alice/memories/preferences.md"]
+    settle()  # the access record the first answer writes, off the answer's path
+    assert stored_keys(env) == ["users/alice/internal/access", "users/alice/memories/preferences.md"]
     stored = env.get_object(Bucket=BUCKET, Key="users/alice/memories/preferences.md")["Body"].read()
     assert b"metric" not in stored  # ciphertext only
 
@@ -244,7 +247,8 @@ def test_max_iterations_from_the_event(env: Any, api: ScriptedMessagesAPI) -> No
     assert answer["content"][0]["type"] == "tool_use"
     assert answer["text"] == ""
     # As the SDK does at max_iterations: the last turn's tool calls ran, no further request was sent.
-    assert stored_keys(env) == ["users/alice/memories/a.md"]
+    settle()
+    assert stored_keys(env) == ["users/alice/internal/access", "users/alice/memories/a.md"]
     assert api.remaining == 2
 
 
@@ -296,7 +300,11 @@ def test_deadline_stops_before_the_next_request(
     assert answer["stopped_early"] == "deadline"
     assert answer["iterations"] == 2 and answer["stop_reason"] == "tool_use"
     assert answer["content"][-1]["input"]["path"] == "/memories/late.md"
-    assert stored_keys(env) == ["users/alice/memories/late.md"]  # the last turn's tool calls ran
+    settle()
+    assert stored_keys(env) == [
+        "users/alice/internal/access",
+        "users/alice/memories/late.md",
+    ]  # the tool calls ran
     assert len(api.requests) == 2 and api.remaining == 1 and api.errors == []
 
 
@@ -690,6 +698,7 @@ def test_the_memory_handlers_record_counts_its_exact_s3_requests(
     memory_env: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     counter = independent()
+    records = AccessRecordWrites(lambda_runtime.get_runtime().s3_client)
     commands = [
         {"command": "create", "path": "/memories/d/a.md", "file_text": "a"},
         {"command": "create", "path": "/memories/d/b.md", "file_text": "b"},
@@ -701,12 +710,14 @@ def test_the_memory_handlers_record_counts_its_exact_s3_requests(
     caplog.clear()
     for command in commands:
         memory_handler({"user_id": "alice", "input": command}, SimpleNamespace(aws_request_id="r1"))
+        settle()  # the first answer's access record: off the answer's path, counted to no invocation
         (document,) = emf_records(caplog)
         check_emf(
             document, str(command["command"]), document["outcome"], {"Latency", "S3Requests", "KMSRequests"}
         )
-        assert document["S3Requests"] == counter.total > 0
+        assert document["S3Requests"] == counter.total - records.count > 0
         counter.reset()
+        records.reset()
         assert document["KMSRequests"] == 0 and document["request_id"] == "r1"
     memory_handler({"user_id": "a/b", "input": {"command": "view", "path": "/memories"}}, None)
     (refused,) = emf_records(caplog)
@@ -725,6 +736,7 @@ def test_concurrent_invocations_count_their_own_requests(
             },
             None,
         )
+    settle()  # the creates' access records, written off the answer's path
     counter = independent()
     caplog.clear()
     caplog.set_level(logging.INFO, logger="s3memory")

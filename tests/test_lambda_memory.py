@@ -15,6 +15,7 @@ from typing import Any
 import boto3
 import pytest
 
+from s3memory.access import settle
 from s3memory.authors import AUTHOR_METADATA
 from s3memory.aws_lambda import memory_handler, runtime
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
@@ -63,7 +64,10 @@ def issuer(local_env: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Issuer]:
 
 
 def direct(user_id: object, tool_input: object) -> dict[str, Any]:
-    return memory_handler({"user_id": user_id, "input": tool_input}, CONTEXT)
+    """The answer, once what the command wrote off the answer's path (its access record) has landed."""
+    answer = memory_handler({"user_id": user_id, "input": tool_input}, CONTEXT)
+    settle()
+    return answer
 
 
 def http_answer(response: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -80,7 +84,7 @@ def test_direct_create_then_view_round_trip(local_env: Any) -> None:
     viewed = direct("alice", {"command": "view", "path": "/memories/a.txt"})
     assert viewed["is_error"] is False
     assert "hello" in viewed["content"] and "world" in viewed["content"]
-    assert stored_keys(local_env) == ["users/alice/memories/a.txt"]
+    assert stored_keys(local_env) == ["users/alice/internal/access", "users/alice/memories/a.txt"]
     stored = local_env.get_object(Bucket=BUCKET, Key="users/alice/memories/a.txt")["Body"].read()
     assert b"hello" not in stored  # encrypted on the client
 
@@ -184,7 +188,8 @@ def test_http_happy_path(issuer: Issuer, local_env: Any) -> None:
     view = {"input": {"command": "view", "path": "/memories/n.txt"}}
     status, body = http_answer(memory_handler(http_event(view, token=issuer.token()), CONTEXT))
     assert status == 200 and body["is_error"] is False and "note" in body["content"]
-    assert stored_keys(local_env) == ["users/alice/memories/n.txt"]
+    settle()
+    assert stored_keys(local_env) == ["users/alice/internal/access", "users/alice/memories/n.txt"]
 
 
 def test_http_base64_body(issuer: Issuer) -> None:
@@ -235,7 +240,11 @@ def test_the_user_is_the_tokens_subject_never_the_events_claims(issuer: Issuer, 
         memory_handler(http_event(write, token=issuer.token("mallory"), claimed_sub="bob"), CONTEXT)
     )
     assert status == 200 and body["is_error"] is False
-    assert set(snapshot(local_env)) - set(before) == {"users/mallory/memories/m.txt"}
+    settle()
+    assert set(snapshot(local_env)) - set(before) == {
+        "users/mallory/internal/access",
+        "users/mallory/memories/m.txt",
+    }
 
 
 def _refusal(issuer: Issuer, token: str) -> tuple[int, str]:
@@ -570,7 +579,11 @@ def test_kms_settings_share_one_provider_and_its_key_cache(monkeypatch: pytest.M
     assert viewed["is_error"] is False and SECRET in viewed["content"]
     assert runtime.get_runtime().key_provider is provider
     assert kms_calls == []  # warm: the shared provider's cache answered
-    assert sorted(stored_keys(s3)) == ["users/alice/internal/keys/v1", "users/alice/memories/k.txt"]
+    assert sorted(stored_keys(s3)) == [
+        "users/alice/internal/access",
+        "users/alice/internal/keys/v1",
+        "users/alice/memories/k.txt",
+    ]
 
 
 # -- warm memories -------------------------------------------------------------------------------
@@ -640,7 +653,7 @@ def test_limits_from_the_environment_reach_every_memory(
     )
     viewed = direct("alice", {"command": "view", "path": "/memories/k.md"})["content"]
     assert key not in viewed and "[REDACTED" in viewed
-    assert stored_keys(local_env) == ["users/alice/memories/k.md"]
+    assert stored_keys(local_env) == ["users/alice/internal/access", "users/alice/memories/k.md"]
 
 
 # -- the invocation record -----------------------------------------------------------------------

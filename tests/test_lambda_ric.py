@@ -345,11 +345,13 @@ def test_a_function_behind_the_http_api_under_the_runtime_client(moto_endpoint_w
         aws_access_key_id="testing", aws_secret_access_key="testing",
     )  # fmt: skip
 
-    def keys(user: str) -> list[str]:
-        listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"users/{user}/").get("Contents", [])
+    def keys(prefix: str) -> list[str]:
+        listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
         return [item["Key"] for item in listed]
 
-    assert keys("victim") == [] and keys("http-user") == ["users/http-user/memories/d.md"]
+    # the served user's access record is written off the answer's path: only its memory is checked
+    assert keys("users/victim/") == []
+    assert keys("users/http-user/memories/") == ["users/http-user/memories/d.md"]
 
 
 def test_agent_handler_under_the_runtime_client(moto_endpoint_with_bucket: str) -> None:

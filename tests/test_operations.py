@@ -15,6 +15,7 @@ from anthropic.tools import BetaLocalFilesystemMemoryTool
 from anthropic.types.beta import BetaMemoryTool20250818CreateCommand
 
 from s3memory import folders
+from s3memory.access import settle
 from s3memory.cli import _parser
 from s3memory.console import Console
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
@@ -43,9 +44,11 @@ def operations(s3: Any) -> Operations:
 
 
 def seed(operations: Operations, user: str, files: dict[str, str] = FILES) -> None:
+    """The files created, and the access record the first create writes off the answer's path."""
     memory = operations.memory(user)
     for path, text in files.items():
         memory.run({"command": "create", "path": path, "file_text": text})
+    memory.access.wait()
 
 
 def tree(base: Path) -> dict[str, bytes]:
@@ -147,7 +150,8 @@ def test_import_refuses_what_the_tool_refuses_and_reports_it(s3: Any, tmp_path: 
     assert refused["/memories/link.md"] == "Error: /memories/link.md is a symbolic link; it was not imported."
     assert "AWS" in refused["/memories/secret.md"] and AWS_KEY not in refused["/memories/secret.md"]
     assert refused["/memories/back\\slash.md"].startswith("Error: ")
-    assert stored_keys(s3, "users/erin/") == ["users/erin/memories/ok/fine.md"]
+    settle()  # the access record of the import's create, written off the answer's path
+    assert stored_keys(s3, "users/erin/") == ["users/erin/internal/access", "users/erin/memories/ok/fine.md"]
     assert not transfer.complete
 
 
@@ -188,7 +192,7 @@ def test_an_import_that_dies_half_way_is_finished_by_running_it_again(
     folder = tmp_path / "folder"
     operations.export("source", folder)
     dying = new_client()
-    ProcessDeath(dying, "PutObject", 3)
+    ProcessDeath(dying, "GetObject", 3)  # at its third file: each is read before it is created
     with pytest.raises(SimulatedCrash):
         Operations(S3Store(dying, BUCKET), LocalKeyProvider(MASTER_KEY)).import_folder("target", folder)
     again = operations.import_folder("target", folder)
@@ -333,7 +337,8 @@ def test_verify_finds_tampered_foreign_and_stuck_and_changes_nothing(
         ("stuck job", stuck, True),
         ("pending job", pending, False),
     }
-    assert report.checked == len(FILES) + 6  # the files and the six planted (local keys store no wrapped key)
+    # the files, the six planted and the access record (local keys store no wrapped key)
+    assert report.checked == len(FILES) + 7
     status, out, err = command(operations, "verify", "--all", "--json")
     assert status == 1
     document = json.loads(out)
@@ -355,7 +360,11 @@ def test_verify_finds_a_wrapped_key_kms_refuses(session_s3: Any, key_id: str) ->
     body[len(body) // 2] ^= 1
     session_s3.put_object(Bucket="operator-kms", Key=wrapped, Body=bytes(body))
     kinds = {(finding.kind, finding.key) for finding in operations().verify("alice").problems}
-    assert kinds == {("unreadable key", wrapped), ("unreadable", "users/alice/memories/a.md")}
+    assert kinds == {
+        ("unreadable key", wrapped),
+        ("unreadable", "users/alice/memories/a.md"),
+        ("unreadable access record", "users/alice/internal/access"),
+    }
 
 
 def test_a_dry_run_refuses_what_the_import_refuses_also_for_the_place_and_the_quota(
@@ -374,6 +383,7 @@ def test_a_dry_run_refuses_what_the_import_refuses_also_for_the_place_and_the_qu
         dry = operations.import_folder(user, base, dry_run=True)
         assert snapshot(s3) == before
         transfer = operations.import_folder(user, base)
+        settle()  # the access record of the import's first create, written off the answer's path
         assert (dry.written, dict(dry.refused)) == (transfer.written, dict(transfer.refused))
         refused = dict(dry.refused)
         if user == "gail":

@@ -14,6 +14,7 @@ from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from s3memory.placement import MAX_DEPTH
 
+from .support.access import AccessRecordWrites
 from .support.bucket import ALL_BACKENDS, BUCKET, stored_keys
 
 BACKENDS = ALL_BACKENDS
@@ -28,12 +29,17 @@ def put_raw(s3: Any, keys: list[str], size: int = 120) -> None:
 
 
 def counted(memory: S3Memory, command: dict[str, Any]) -> tuple[str, int]:
+    """The answer to ``command`` and the requests it made. The access record an answered command
+    writes off the answer's path (at most one PUT) is waited for and not counted as the command's."""
     requests = RequestCounter(memory.store.client)
+    records = AccessRecordWrites(memory.store.client)
     try:
         answer = memory.run(command)
     except CommandError as refused:
         answer = refused.message
-    return answer, requests.total
+    memory.access.wait()
+    assert records.count <= 1
+    return answer, requests.total - records.count
 
 
 def test_a_view_over_many_top_level_directories_stops_once_its_answer_is_cut(

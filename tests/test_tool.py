@@ -53,7 +53,8 @@ def test_a_tool_over_an_existing_memory_shares_it(s3: Any) -> None:
     first.call({"command": "create", "path": "/memories/a.md", "file_text": "shared"})
     assert "shared" in second.call({"command": "view", "path": "/memories/a.md"})
     assert "shared" in asyncio.run(async_tool.call({"command": "view", "path": "/memories/a.md"}))
-    assert stored_keys(s3) == ["users/alice/memories/a.md"]
+    first.memory.access.wait()
+    assert stored_keys(s3) == ["users/alice/internal/access", "users/alice/memories/a.md"]  # one record
 
 
 def test_the_sdks_typed_dispatch_reaches_the_core(s3: Any) -> None:
