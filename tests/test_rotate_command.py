@@ -1,0 +1,84 @@
+"""``s3memory rotate``: the command over ``rotation.rotate`` (moto): it asks first, a dry run changes
+nothing, and the answer names what was sealed again and what the operator may drop."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+from s3memory.cli import _parser
+from s3memory.console import Console, settings_from
+from s3memory.crypto import LocalKeyProvider, sealed_version
+from s3memory.operations import Operations
+from s3memory.store import S3Store
+
+from .support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot
+
+NEW_MASTER_KEY = bytes(range(64, 96))
+
+
+def rotated(s3: Any) -> Operations:
+    """alice's two files (and her access record) sealed with master key version 1, and an operator
+    holding version 2."""
+    store = S3Store(s3, BUCKET)
+    memory = Operations(store, LocalKeyProvider(MASTER_KEY)).memory("alice")
+    memory.run({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
+    memory.run({"command": "create", "path": "/memories/d/b.md", "file_text": "b\n"})
+    memory.access.wait()
+    return Operations(store, LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}))
+
+
+def run(operations: Operations, *argv: str, confirm: bool = False) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    arguments = _parser().parse_args(list(argv))
+    console = Console(
+        arguments, environ={}, out=out, err=err, confirm=lambda _: confirm, operations=operations
+    )
+    return console.run(), out.getvalue(), err.getvalue()
+
+
+def test_rotate_seals_every_file_again_and_says_which_key_may_go(s3: Any) -> None:
+    operations = rotated(s3)
+    before = snapshot(s3)
+    assert run(operations, "rotate", "--user", "alice")[0] == 1  # not confirmed
+    status, out, _ = run(operations, "rotate", "--user", "alice", "--dry-run")
+    assert (status, out.splitlines()) == (
+        0,
+        [
+            "alice: key version 2",
+            "alice: would seal 2 files and 1 records again",
+            "alice: once sealed again, nothing would need key version 1",
+        ],
+    )
+    assert snapshot(s3) == before
+    status, out, err = run(operations, "rotate", "--all", "--yes")
+    assert (status, out.splitlines()) == (
+        0,
+        [
+            "alice: key version 2",
+            "alice: sealed 2 files and 1 records again",
+            "alice: no object needs key version 1: drop it from S3MEMORY_PREVIOUS_LOCAL_KEYS",
+        ],
+    )
+    audit = json.loads(err.splitlines()[-1])
+    assert (audit["command"], audit["users"], audit["reencrypted"], audit["retired"]) == ("rotate", 1, 2, 1)
+    assert {key: sealed_version(body) for key, body in snapshot(s3).items()} == {
+        "users/alice/internal/access": 2,
+        "users/alice/memories/a.md": 2,
+        "users/alice/memories/d/b.md": 2,
+    }
+    assert operations.read("alice", "/memories/d/b.md") == "b\n"
+    status, out, _ = run(operations, "rotate", "--user", "alice", "--yes", "--json")
+    (report,) = json.loads(out)["users"]
+    assert (status, report["reencrypted"], report["retired"], report["complete"]) == (0, [], [1], True)
+
+
+def test_a_kms_key_flag_drops_every_local_key_setting() -> None:
+    arguments = _parser().parse_args(["rotate", "--all", "--kms-key-id", "alias/k", "--bucket", "b"])
+    environ = {
+        "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64,
+        "S3MEMORY_LOCAL_KEY_VERSION": "2",
+        "S3MEMORY_PREVIOUS_LOCAL_KEYS": f"1:{LOCAL_KEY_B64}",
+    }
+    assert settings_from(arguments, environ).kms_key_id == "alias/k"
