@@ -70,6 +70,8 @@ class Listed(NamedTuple):
     key: str
     size: int
     etag: str
+    modified: str = ""
+    """When it was last written, as S3 sends it (ISO 8601)."""
 
 
 class Version(NamedTuple):
@@ -268,7 +270,12 @@ class S3Store:
             more = bool(response.get("IsTruncated")) and bool(token)
             yield ListingPage(
                 [
-                    Listed(item["Key"], int(item["Size"]), str(item.get("ETag", "")))
+                    Listed(
+                        item["Key"],
+                        int(item["Size"]),
+                        str(item.get("ETag", "")),
+                        str(item.get("LastModified", "")),
+                    )
                     for item in response.get("Contents", [])
                 ],
                 [item["Prefix"] for item in response.get("CommonPrefixes", [])],
