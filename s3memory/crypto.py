@@ -58,6 +58,9 @@ MAX_KEY_CACHE_SECONDS = 300.0
 """The longest any process keeps what it learned of a user's keys, the current version included. A
 rotation removes an old version only once the switch away from it is older than this
 (``docs/rotation.md``)."""
+FINGERPRINT_CHARACTERS = 32
+"""The hex digits of a path fingerprint's digest."""
+_HEX = frozenset("0123456789abcdef")
 _VERSION = struct.Struct(">4sBI")
 SEALED_VERSION_BYTES = _VERSION.size
 """The leading bytes of an object that name its key version."""
@@ -77,6 +80,28 @@ def sealed_version(blob: bytes) -> int | None:
         return None
     magic, format_version, version = _VERSION.unpack_from(blob)
     return int(version) if magic == MAGIC and format_version == FORMAT_VERSION else None
+
+
+def parsed_fingerprint(stored: str | None) -> tuple[int, str] | None:
+    """The key version and the hex digest of a path fingerprint as stored in metadata:
+    ``<version>:<hex>``, or a bare ``<hex>`` (written before fingerprints named their version: version
+    1). None for anything else."""
+    if stored is None:
+        return None
+    digits, colon, digest = stored.rpartition(":")
+    version = key_version_named(digits) if colon else 1
+    if version is None or len(digest) != FINGERPRINT_CHARACTERS or not set(digest) <= _HEX:
+        return None
+    return version, digest
+
+
+def key_version_named(digits: str) -> int | None:
+    """The key version ``digits`` spell (decimal, from 1 to ``MAX_KEY_VERSION``, no sign or leading
+    zero), or None."""
+    if not digits.isascii() or not digits.isdigit() or len(digits) > 9 or str(int(digits)) != digits:
+        return None
+    version = int(digits)
+    return version if 1 <= version <= MAX_KEY_VERSION else None
 
 
 def _length_prefixed(text: str) -> bytes:
@@ -111,12 +136,30 @@ class ObjectCipher:
             nonce, plaintext, self._associated_data(header, path, author)
         )
 
-    def fingerprint(self, path: str) -> str:
-        """A keyed hash of ``path`` (HMAC-SHA256 under a key derived from the data key): names a path
-        in object metadata without revealing it."""
-        _version, data_key = self._keys.current()
+    def fingerprint(self, path: str, version: int | None = None) -> str:
+        """A keyed hash of ``path`` that names it in object metadata without revealing it:
+        ``<version>:<hex>``, HMAC-SHA256 under a key derived from the data key of ``version`` (by
+        default the current one). ``IntegrityError`` when the user has no key of ``version``."""
+        if version is None:
+            version, data_key = self._keys.current()
+        else:
+            data_key = self._keys.version(version)
         key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_FINGERPRINT_INFO).derive(data_key)
-        return hmac.new(key, path.encode("utf-8"), "sha256").hexdigest()[:32]
+        digest = hmac.new(key, path.encode("utf-8"), "sha256").hexdigest()
+        return f"{version}:{digest[:FINGERPRINT_CHARACTERS]}"
+
+    def made_of(self, fingerprint: str | None, path: str) -> bool:
+        """True if the stored ``fingerprint`` is that of ``path`` under the key version it names;
+        False for anything else (no fingerprint, a malformed one, a version the user has no key of)."""
+        parsed = parsed_fingerprint(fingerprint)
+        if parsed is None:
+            return False
+        version, digest = parsed
+        try:
+            expected = self.fingerprint(path, version)
+        except IntegrityError:
+            return False
+        return hmac.compare_digest(expected, f"{version}:{digest}")
 
     def check_key(self, version: int) -> None:
         """Refuse (``IntegrityError``) when this user's data key of ``version`` cannot be had."""

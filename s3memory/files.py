@@ -31,7 +31,9 @@ from .store import (
 )
 
 ORIGIN_METADATA = "s3memory-origin"
-"""Metadata on a renamed file: the keyed fingerprint of the path it was copied from."""
+"""Metadata on a renamed file: the keyed fingerprint of the path it was copied from, naming the key
+version it was made with (``ObjectCipher.fingerprint``). Not authenticated: only a hint, matched
+against authentic paths."""
 RELIED_ON_TAG = "s3memory-relied-on"
 """A tag on a copy that a process other than its writer relied on to delete the copy's source."""
 WRITE_ATTEMPTS = 32
@@ -176,11 +178,15 @@ class MemoryFiles:
             "Error: S3 kept reporting conflicting writes at this path; nothing was changed. Try again."
         )
 
-    def replace(self, path: MemoryPath, body: bytes, etag: str) -> bool:
-        """Write ``body`` over the file at ``path`` if it still has ``etag``; False if it changed."""
+    def replace(self, path: MemoryPath, body: bytes, etag: str, origin: str | None = None) -> bool:
+        """Write ``body`` over the file at ``path`` if it still has ``etag``; False if it changed.
+        ``origin``: a stored fingerprint (``ORIGIN_METADATA``) the new object keeps."""
         key = self.layout.file_key(path)
+        metadata = author_metadata(self.author)
+        if origin is not None:
+            metadata[ORIGIN_METADATA] = origin
         try:
-            self.store.put(key, body, if_match=etag, metadata=author_metadata(self.author))
+            self.store.put(key, body, if_match=etag, metadata=metadata)
         except PreconditionFailed as lost:
             return lost.after_retry and self.landed(key, body) is not None
         except ConditionalConflict:
@@ -199,14 +205,13 @@ class MemoryFiles:
 
     def accept(self, path: MemoryPath, text: str, origin: MemoryPath) -> bool:
         """Rely on the copy of ``origin`` already at ``path`` (left by a process that may have died,
-        or written by another finisher) if it holds ``text``: it is marked relied-on (a tag; its
-        bytes and ETag stay), so its writer will not withdraw it. False if ``path`` holds anything
-        else, or nothing."""
+        or written by another finisher) if its fingerprint names ``origin`` (under the key version
+        it was made with, before or after a rotation) and it holds ``text``: it is marked relied-on
+        (a tag; its bytes and ETag stay), so its writer will not withdraw it. False if ``path``
+        holds anything else, or nothing."""
         key = self.layout.file_key(path)
         stored = self.store.get(key, max_bytes=self.max_file_bytes + _SEALED_SLACK)
-        if stored is None or stored.metadata.get(ORIGIN_METADATA) != self.cipher.fingerprint(
-            origin.canonical
-        ):
+        if stored is None or not self.cipher.made_of(stored.metadata.get(ORIGIN_METADATA), origin.canonical):
             return False
         return self.decode(path, stored.body, author_of(stored.metadata)) == text and self.store.tag(
             key, {RELIED_ON_TAG: "1"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .crypto import MAX_KEY_VERSION
+from .crypto import key_version_named
 from .paths import KeyLayout
 from .store import ConditionalConflict, PreconditionFailed, S3Store
 
@@ -15,10 +15,7 @@ def key_version(name: str) -> int | None:
     """The version of a wrapped data key's name below ``internal/`` (``keys/v<n>``, ``n`` from 1 to
     ``MAX_KEY_VERSION`` without leading zeros), or None."""
     digits = name.removeprefix(KEYS_PREFIX + "v")
-    if digits == name or not digits.isascii() or not digits.isdigit() or len(digits) > 9:
-        return None
-    version = int(digits)
-    return version if str(version) == digits and 1 <= version <= MAX_KEY_VERSION else None
+    return None if digits == name else key_version_named(digits)
 
 
 class KeyVault:

@@ -32,7 +32,7 @@ from .crypto import (
     sealed_version,
 )
 from .errors import CommandError, IntegrityError
-from .files import WRITE_ATTEMPTS, backoff
+from .files import ORIGIN_METADATA, WRITE_ATTEMPTS, backoff
 from .jobs import RECORD_MAX_BYTES, RECORD_PATH_PREFIX
 from .keyvault import KEYS_PREFIX, KeyVault
 from .memory import S3Memory
@@ -272,7 +272,8 @@ def _file_once(memory: S3Memory, path: MemoryPath, key: str, old: set[int], repo
         return True
     if not report.dry_run:
         writer = files.by(author)
-        if not writer.replace(path, writer.encode(path, text), stored.etag):
+        origin = stored.metadata.get(ORIGIN_METADATA)  # kept as it is: a hint, with its key version
+        if not writer.replace(path, writer.encode(path, text), stored.etag, origin):
             return False
     report.reencrypted.append(path.text)
     return True

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from .concurrency import parallel
-from .crypto import plaintext_size
+from .crypto import parsed_fingerprint, plaintext_size
 from .errors import CommandError, IntegrityError
 from .files import Found
 from .memory import S3Memory
@@ -186,23 +186,40 @@ class MemoryVersions:
 
 class _Origins:
     """Which path a rename's keyed fingerprint stands for: any path the user's versions still show,
-    listed once, on first need (the metadata holds the fingerprint only, never the path)."""
+    listed once, on first need, and fingerprinted under each key version a fingerprint names (the
+    metadata holds the fingerprint only, never the path)."""
 
     def __init__(self, memory: S3Memory) -> None:
         self._memory = memory
-        self._paths: dict[str, str] | None = None
+        self._paths: list[MemoryPath] | None = None
+        self._by_version: dict[int, dict[str, str]] = {}
 
     def path_of(self, fingerprint: str) -> str | None:
+        """The path a stored ``fingerprint`` was made of, or None."""
+        parsed = parsed_fingerprint(fingerprint)
+        if parsed is None:
+            return None
+        version, digest = parsed
+        if version not in self._by_version:
+            self._by_version[version] = self._fingerprinted(version)
+        return self._by_version[version].get(f"{version}:{digest}")
+
+    def _fingerprinted(self, version: int) -> dict[str, str]:
+        """Every listed path by its fingerprint under ``version`` (none if the user has no such key)."""
+        layout, cipher = self._memory.layout, self._memory.files.cipher
         if self._paths is None:
-            layout, cipher = self._memory.layout, self._memory.files.cipher
-            paths = {
-                path
-                for page in self._memory.store.versions(layout.memories_prefix)
-                for version in page
-                if (path := layout.path_of_key(version.key)) is not None
-            }
-            self._paths = {cipher.fingerprint(path.canonical): path.text for path in paths}
-        return self._paths.get(fingerprint)
+            self._paths = list(
+                {
+                    path
+                    for page in self._memory.store.versions(layout.memories_prefix)
+                    for listed in page
+                    if (path := layout.path_of_key(listed.key)) is not None
+                }
+            )
+        try:
+            return {cipher.fingerprint(path.canonical, version): path.text for path in self._paths}
+        except IntegrityError:
+            return {}
 
 
 def _newest_first(version: FileVersion) -> tuple[bool, float]:

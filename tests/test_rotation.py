@@ -19,6 +19,7 @@ from s3memory.crypto import (
     sealed_version,
 )
 from s3memory.errors import CommandError
+from s3memory.files import ORIGIN_METADATA
 from s3memory.memory import S3Memory
 from s3memory.operations import Operations
 from s3memory.paths import memory_path
@@ -427,6 +428,74 @@ def dies_renaming(client: Any, bucket: str, provider: KeyProvider) -> None:
     with pytest.raises(SimulatedCrash):
         run(doomed, {"command": "rename", "old_path": "/memories/projects", "new_path": "/memories/done"})
     assert death.dead
+
+
+@pytest.mark.parametrize("bare", [False, True], ids=["fingerprint-with-version", "bare-fingerprint"])
+def test_a_rename_copy_made_before_the_switch_is_accepted_after_it(
+    s3: Any, versioned: str, kms: Any, key_id: str, new_client: Callable[..., Any], bare: bool
+) -> None:
+    operations = kms_operations(s3, versioned, kms, key_id)
+    seed(operations)
+    client = new_client()
+    doomed = serving(client, versioned, KMSKeyProvider(key_id, kms_client=kms))
+    run(doomed, {"command": "view", "path": "/memories"})
+    death = ProcessDeath(client, "DeleteObjects", 1)  # both copies written under version 1, no source deleted
+    with pytest.raises(SimulatedCrash):
+        run(doomed, {"command": "rename", "old_path": "/memories/projects", "new_path": "/memories/done"})
+    assert death.dead
+    copies = [MEMORIES + "done/deep/todo.md", MEMORIES + "done/plan.md"]
+    origins: dict[str, str] = {}
+    for key in copies:
+        metadata = s3.head_object(Bucket=versioned, Key=key)["Metadata"]
+        assert metadata[ORIGIN_METADATA].startswith("1:")
+        origins[key] = metadata[ORIGIN_METADATA].removeprefix("1:") if bare else metadata[ORIGIN_METADATA]
+        if bare:  # as a copy written before fingerprints named their key version
+            s3.copy_object(
+                Bucket=versioned,
+                Key=key,
+                CopySource={"Bucket": versioned, "Key": key},
+                Metadata={**metadata, ORIGIN_METADATA: origins[key]},
+                MetadataDirective="REPLACE",
+            )
+    report = rotate(operations, "alice")  # the switch, then the pending rename finished under version 2
+    assert report.created and report.left == []
+    stored = sealed_with(s3, versioned)
+    assert not any(key.startswith(MEMORIES + "projects/") for key in stored)  # the copies were accepted
+    assert {key: stored[key] for key in copies} == {key: 2 for key in copies}
+    for key in copies:  # sealed again, the origin kept as it was
+        assert s3.head_object(Bucket=versioned, Key=key)["Metadata"][ORIGIN_METADATA] == origins[key]
+    reader = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
+    for path in ("/memories/projects/plan.md", "/memories/projects/deep/todo.md"):
+        found = reader.files.read(memory_path(path.replace("/projects/", "/done/")))
+        assert found is not None and (found.text, found.author) == (FILES[path][0], None)
+
+
+def test_a_fingerprint_names_its_key_version_and_matches_only_its_path(s3: Any) -> None:
+    path, other = "/memories/a.md", "/memories/b.md"
+    before = S3Memory(S3Store(s3, BUCKET), "alice", LocalKeyProvider(MASTER_KEY)).files.cipher
+    provider = LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY})
+    after = S3Memory(S3Store(s3, BUCKET), "alice", provider).files.cipher
+    made = before.fingerprint(path)
+    version, digest = made.split(":")
+    assert version == "1" and len(digest) == 32
+    assert after.fingerprint(path, 1) == made and after.fingerprint(path).startswith("2:")
+    for stored in (made, digest, after.fingerprint(path)):  # made before the switch, bare (older), after
+        assert after.made_of(stored, path) and not after.made_of(stored, other)
+    for malformed in (
+        None,
+        "",
+        "0:" + digest,
+        "01:" + digest,
+        "3:" + digest,  # no key of version 3
+        ":" + digest,
+        "1:1:" + digest,
+        "1:" + digest.upper(),
+        "1:" + digest[:-1],
+        "\uff11:" + digest,
+    ):
+        assert not after.made_of(malformed, path), malformed
+    bob = S3Memory(S3Store(s3, BUCKET), "bob", provider).files.cipher
+    assert not bob.made_of(made, path)  # another user's keys
 
 
 def records(s3: Any, bucket: str) -> dict[str, int | None]:

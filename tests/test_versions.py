@@ -16,7 +16,9 @@ from s3memory.cli import _parser
 from s3memory.console import Console
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
+from s3memory.files import ORIGIN_METADATA
 from s3memory.operations import Operations
+from s3memory.rotation import rotate
 from s3memory.store import S3Store
 from s3memory.versions import MemoryVersions
 
@@ -78,6 +80,58 @@ def test_history_says_where_a_renamed_file_came_from(operations: Operations) -> 
     ]
     assert [v.renamed_from for v in versions.history("/memories/e/x.md")] == ["/memories/d/x.md"]
     assert [v.renamed_from for v in versions.history("/memories/old.md")] == [None, None]
+
+
+def test_history_names_the_origin_of_a_rename_made_before_a_rotation(operations: Operations) -> None:
+    memory = operations.memory("gina")
+    memory.run({"command": "create", "path": "/memories/old.md", "file_text": "moved\n"})
+    memory.run({"command": "rename", "old_path": "/memories/old.md", "new_path": "/memories/new.md"})
+    new_key = bytes(range(100, 132))
+    rotated = Operations(operations.store, LocalKeyProvider(new_key, version=2, previous={1: MASTER_KEY}))
+    assert rotate(rotated, "gina").reencrypted == ["/memories/new.md"]
+    rotated.memory("gina").run(
+        {"command": "rename", "old_path": "/memories/new.md", "new_path": "/memories/newer.md"}
+    )
+    versions = MemoryVersions(rotated.memory("gina"))
+    # the deletion; the copy sealed again by the rotation, its origin kept; the rename's own copy
+    assert [(v.operation, v.renamed_from) for v in versions.history("/memories/new.md")] == [
+        ("deleted", None),
+        ("written", "/memories/old.md"),
+        ("written", "/memories/old.md"),
+    ]
+    assert [v.renamed_from for v in versions.history("/memories/newer.md")] == ["/memories/new.md"]
+
+
+@pytest.mark.parametrize(
+    ("stored", "named"),
+    [
+        (lambda fingerprint: fingerprint.removeprefix("1:"), "/memories/old.md"),  # written before versions
+        (lambda fingerprint: fingerprint.replace("1:", "7:", 1), None),  # no key of version 7
+        (lambda fingerprint: fingerprint.upper(), None),
+        (lambda fingerprint: "", None),
+    ],
+    ids=["bare", "unknown-version", "malformed", "empty"],
+)
+def test_history_reads_a_bare_fingerprint_and_names_nothing_for_another(
+    operations: Operations, s3: Any, versioned: str, stored: Callable[[str], str], named: str | None
+) -> None:
+    memory = operations.memory("gina")
+    memory.run({"command": "create", "path": "/memories/old.md", "file_text": "moved\n"})
+    memory.run({"command": "rename", "old_path": "/memories/old.md", "new_path": "/memories/new.md"})
+    key = "users/gina/memories/new.md"
+    metadata = s3.head_object(Bucket=versioned, Key=key)["Metadata"]
+    s3.copy_object(  # a bucket writer's, or how a rename wrote it before fingerprints named their key
+        Bucket=versioned,
+        Key=key,
+        CopySource={"Bucket": versioned, "Key": key},
+        Metadata={**metadata, ORIGIN_METADATA: stored(metadata[ORIGIN_METADATA])},
+        MetadataDirective="REPLACE",
+    )
+    history = MemoryVersions(memory).history("/memories/new.md")
+    assert [(v.current, v.authentic, v.renamed_from) for v in history] == [
+        (True, True, named),
+        (False, True, "/memories/old.md"),
+    ]
 
 
 def test_restore_a_version_of_a_deleted_file_and_of_an_edited_one(operations: Operations) -> None:
