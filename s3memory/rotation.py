@@ -9,6 +9,10 @@ after it found nothing sealed with the old version. With a local master key, the
 from the settings (``S3MEMORY_LOCAL_KEY_VERSION``, the old key in ``S3MEMORY_PREVIOUS_LOCAL_KEYS``):
 a rotation seals everything again and reports the previous versions nothing needs any more.
 
+On a bucket with S3 versioning, the earlier versions of files (what ``history`` and ``restore``
+read) keep the version that sealed them: it is retired only once none is left, or anyway with
+``drop_history``, which reports how many became unreadable.
+
 Every run may be cut off anywhere: running it again finishes the work. Every re-encryption is a
 conditional replace on the ETag read, by the author the file's version names.
 """
@@ -77,8 +81,16 @@ class RotationReport:
     """Internal records (job records, the access record) sealed again, by their names below
     ``internal/``."""
     retired: list[int] = field(default_factory=list)
-    """Old versions nothing needs any more. With KMS their wrapped keys are removed, every S3 version
-    of them; with a local master key, the operator may drop them from the settings."""
+    """Old versions nothing needs any more (or, with ``drop_history``, nothing current). With KMS
+    their wrapped keys are removed, every S3 version of them; with a local master key, the operator
+    may drop them from the settings."""
+    kept_for_history: int = 0
+    """Earlier S3 versions of files (what ``history`` and ``restore`` read) sealed with an old version
+    that is therefore kept: it is retired once they are gone (noncurrent-version expiry), or by a run
+    with ``drop_history``."""
+    history_dropped: int = 0
+    """Earlier S3 versions of files sealed with a version retired by this run with ``drop_history``:
+    unreadable once its key is gone (KMS: removed now; local: once dropped from the settings)."""
     switched_at: float | None = None
     """When the user's objects began to be sealed with ``current`` (KMS; seconds since the epoch)."""
     run_again_after: float | None = None
@@ -96,6 +108,8 @@ class RotationReport:
             "left": len(self.left),
             "records": len(self.records),
             "retired": len(self.retired),
+            "kept_for_history": self.kept_for_history,
+            "history_dropped": self.history_dropped,
         }
 
 
@@ -109,12 +123,19 @@ class _StoredKey:
 
 
 def rotate(
-    operations: Operations, user_id: str, *, dry_run: bool = False, now: float | None = None
+    operations: Operations,
+    user_id: str,
+    *,
+    dry_run: bool = False,
+    drop_history: bool = False,
+    now: float | None = None,
 ) -> RotationReport:
     """Rotate ``user_id``'s data keys one step: with KMS, create the next version unless a rotation is
     under way; seal every file sealed with an old version again; retire the old versions when nothing
     needs them (KMS: only once the switch is older than ``ROTATION_WAIT_SECONDS``; else
-    ``run_again_after`` says when). ``dry_run`` reads everything and changes nothing. ``now``
+    ``run_again_after`` says when). On a bucket with versioning, earlier versions of files sealed
+    with an old version keep it (``kept_for_history``) unless ``drop_history`` (then
+    ``history_dropped`` counts them). ``dry_run`` reads everything and changes nothing. ``now``
     (seconds since the epoch) stands for the operator's clock."""
     memory = operations.memory(user_id)
     provider = operations.key_provider
@@ -138,9 +159,15 @@ def rotate(
         memory.jobs.finish_pending()
     _seal_again(memory, report)
     if waited and not report.left:
-        if isinstance(provider, KMSKeyProvider) and not dry_run:
+        needs = _history_needs(memory, report)
+        kept = set() if drop_history else set().union(*needs)
+        report.retired = [version for version in report.old if version not in kept]
+        if drop_history:
+            report.history_dropped = len(needs)
+        else:
+            report.kept_for_history = len(needs)
+        if report.retired and isinstance(provider, KMSKeyProvider) and not dry_run:
             _remove(memory.store, vault, report)
-        report.retired = list(report.old)
     return report
 
 
@@ -148,15 +175,16 @@ def rotate_waiting(
     operations: Operations,
     user_id: str,
     *,
+    drop_history: bool = False,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], object] = time.sleep,
 ) -> RotationReport:
     """``rotate``, then, if the old versions may not be removed yet, wait until they may and rotate
     again: the whole rotation in one call (a KMS rotation waits ``ROTATION_WAIT_SECONDS``)."""
-    report = rotate(operations, user_id, now=clock())
+    report = rotate(operations, user_id, drop_history=drop_history, now=clock())
     if report.run_again_after is not None:
         sleep(max(0.0, report.run_again_after - clock()))
-        report = _merged(report, rotate(operations, user_id, now=clock()))
+        report = _merged(report, rotate(operations, user_id, drop_history=drop_history, now=clock()))
     return report
 
 
@@ -334,9 +362,51 @@ def _key_missing(memory: S3Memory, version: int) -> bool:
     return False
 
 
+def _history_needs(memory: S3Memory, report: RotationReport) -> list[set[int]]:
+    """For each earlier S3 version of the user's files (noncurrent, or behind a delete marker) that
+    needs an ``old`` version to be read, the versions it needs; none on a bucket that never had
+    versioning. One listing of versions and a GET of each earlier version. A dry run also counts each
+    file it would seal again, as the earlier version sealing it would leave."""
+    if memory.store.versioning() is None:
+        return []
+    layout, old = memory.layout, set(report.old)
+    needs: list[set[int]] = [old for _ in report.reencrypted] if report.dry_run else []
+    for page in memory.store.versions(layout.memories_prefix):
+        earlier = [
+            (version, path)
+            for version in page
+            if not version.latest
+            and not version.delete_marker
+            and (path := layout.path_of_key(version.key)) is not None
+        ]
+        parallel(lambda item: needs.append(_earlier_needs(memory, *item, old)), earlier)
+    return [need for need in needs if need]
+
+
+def _earlier_needs(memory: S3Memory, version: Version, path: MemoryPath, old: set[int]) -> set[int]:
+    """The ``old`` versions the earlier S3 version ``version`` of the file at ``path`` needs: the one
+    its header names if it opens with it, or if that key cannot be had (so it cannot be told); every
+    one if it is too large to tell; none if it names none or is not ours."""
+    try:
+        stored = memory.store.get(
+            version.key, max_bytes=memory.files.max_file_bytes + OVERHEAD, version_id=version.version_id
+        )
+    except ObjectTooLarge:
+        return old
+    named = None if stored is None else sealed_version(stored.body)
+    if stored is None or named is None or named not in old:
+        return set()
+    try:
+        memory.files.cipher.open(path.canonical, stored.body, author_of(stored.metadata))
+    except IntegrityError:
+        if not _key_missing(memory, named):
+            return set()
+    return {named}
+
+
 def _remove(store: S3Store, vault: KeyVault, report: RotationReport) -> None:
-    """Remove every S3 version of the old wrapped keys, once a last listing shows the current version
-    still stored and the newest."""
+    """Remove every S3 version of the wrapped keys of the ``retired`` versions, once a last listing
+    shows the current version still stored and the newest."""
     stored = _stored_keys(store, vault)
     current = stored.get(report.current or 0)
     if current is None or current.written is None or max(stored) != report.current:
@@ -344,6 +414,6 @@ def _remove(store: S3Store, vault: KeyVault, report: RotationReport) -> None:
             "Error: This user's wrapped data keys changed while the rotation ran; no key was removed. "
             "Run it again."
         )
-    doomed = [version for number in report.old for version in stored.get(number, _StoredKey()).versions]
+    doomed = [version for number in report.retired for version in stored.get(number, _StoredKey()).versions]
     for start in range(0, len(doomed), DELETE_BATCH):
         store.delete_versions(doomed[start : start + DELETE_BATCH])

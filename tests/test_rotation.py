@@ -13,6 +13,7 @@ import pytest
 
 from s3memory.crypto import (
     MAX_KEY_CACHE_SECONDS,
+    OVERHEAD,
     KeyProvider,
     KMSKeyProvider,
     LocalKeyProvider,
@@ -24,10 +25,13 @@ from s3memory.memory import S3Memory
 from s3memory.operations import Operations
 from s3memory.paths import memory_path
 from s3memory.rotation import ROTATION_WAIT_SECONDS, RotationReport, rotate, rotate_waiting
+from s3memory.settings import Limits
 from s3memory.store import S3Store
+from s3memory.versions import MemoryVersions
 
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
 from .support.faults import ProcessDeath, SimulatedCrash
+from .test_versions import tick
 
 BACKENDS = ALL_BACKENDS
 NEW_MASTER_KEY = bytes(range(64, 96))
@@ -151,20 +155,110 @@ def test_a_kms_rotation_seals_everything_again_and_removes_the_old_key_only_when
     assert key_names(s3, bucket) == [KEYS + "v1", KEYS + "v2"]
 
     done = rotate(operations, "alice", now=first.run_again_after)
-    assert (done.current, done.old, done.retired, done.reencrypted, done.run_again_after) == (
-        2,
-        [1],
-        [1],
-        [],
-        None,
-    )
-    assert done.complete
+    assert (done.current, done.old, done.reencrypted, done.run_again_after) == (2, [1], [], None)
+    if bucket != BUCKET:  # each file's version sealed with v1 is history now: v1 stays for it
+        assert (done.retired, done.kept_for_history, done.complete) == ([], len(FILES), False)
+        assert key_names(s3, bucket) == [KEYS + "v1", KEYS + "v2"]
+        done = rotate(operations, "alice", drop_history=True, now=first.run_again_after)
+        assert (done.history_dropped, done.kept_for_history) == (len(FILES), 0)
+    else:
+        assert (done.kept_for_history, done.history_dropped) == (0, 0)  # as before versions counted
+    assert done.retired == [1] and done.complete
     assert key_names(s3, bucket) == [KEYS + "v2"]  # every S3 version of v1 is gone
     cold = serving(s3, bucket, KMSKeyProvider(key_id, kms_client=kms))
     assert contents(cold) == dict(FILES)
 
     again = rotate(operations, "alice", now=later())  # a finished rotation: the next one starts
     assert (again.current, again.created, again.old) == (3, True, [2])
+
+
+def test_on_a_versioned_bucket_the_old_key_is_kept_while_history_needs_it(
+    s3: Any, versioned: str, kms: Any, key_id: str
+) -> None:
+    operations = kms_operations(s3, versioned, kms, key_id)
+    seed(operations)
+    writer = operations.memory("alice")
+    moment = tick()
+    run(
+        writer,
+        {"command": "str_replace", "path": "/memories/notes.md", "old_str": "alpha", "new_str": "omega"},
+    )
+    run(writer, {"command": "delete", "path": "/memories/ünï.md"})  # its version 1 behind a delete marker
+    ours = s3.get_object(Bucket=versioned, Key=MEMORIES + "notes.md")["Body"].read()
+    s3.put_object(Bucket=versioned, Key=MEMORIES + "forged.md", Body=ours)  # names version 1: not ours
+    s3.delete_object(Bucket=versioned, Key=MEMORIES + "forged.md")
+    first = rotate(operations, "alice")
+    assert first.run_again_after is not None
+    kept = rotate(operations, "alice", now=first.run_again_after)
+    # notes.md: alpha and omega; plan.md and todo.md: their first versions; ünï.md's behind its marker
+    assert (kept.left, kept.retired, kept.kept_for_history, kept.complete) == ([], [], 5, False)
+    assert key_names(s3, versioned) == [KEYS + "v1", KEYS + "v2"]
+
+    cold = MemoryVersions(kms_operations(s3, versioned, kms, key_id).memory("alice"))
+    history = cold.history("/memories/notes.md")
+    assert [(v.authentic, cold.text_of(v.path, v.version_id)) for v in history] == [
+        (True, "omega\n"),  # sealed again under version 2
+        (True, "omega\n"),
+        (True, "alpha\n"),
+    ]
+    restored = cold.restore_as_of(moment)
+    assert restored.written == ["/memories/notes.md", "/memories/ünï.md"]
+    assert restored.unchanged == ["/memories/projects/deep/todo.md", "/memories/projects/plan.md"]
+    assert contents(serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))) == {
+        path: (text, author) for path, (text, author) in FILES.items() if path != "/memories/ünï.md"
+    } | {"/memories/ünï.md": ("delta\n", None)}  # a restore is written by who restores
+
+    dropped = rotate(operations, "alice", drop_history=True, now=later())
+    assert (dropped.retired, dropped.history_dropped, dropped.kept_for_history) == ([1], 5, 0)
+    assert dropped.complete and key_names(s3, versioned) == [KEYS + "v2"]
+    cold = MemoryVersions(kms_operations(s3, versioned, kms, key_id).memory("alice"))
+    history = cold.history("/memories/notes.md")
+    assert [v.authentic for v in history] == [True, True, False, False]
+    with pytest.raises(CommandError, match="names data key version 1"):
+        cold.text_of("/memories/notes.md", history[-1].version_id)
+    assert cold.text_of("/memories/notes.md", history[0].version_id) == "alpha\n"
+
+
+@pytest.mark.parametrize("unknowable", ["key-deleted", "too-large"])
+def test_an_earlier_version_that_cannot_be_told_holds_the_old_key(
+    s3: Any, versioned: str, kms: Any, key_id: str, unknowable: str
+) -> None:
+    def operations() -> Operations:  # an operator's process, with files of at most 64 bytes
+        provider = KMSKeyProvider(key_id, kms_client=kms)
+        return Operations(S3Store(s3, versioned), provider, limits=Limits(max_file_bytes=64))
+
+    seed(operations())
+    held = len(FILES)
+    if unknowable == "too-large":  # planted, then hidden behind a delete marker: what it names is unread
+        s3.put_object(Bucket=versioned, Key=MEMORIES + "huge.md", Body=b"S3ME" + bytes(64 + OVERHEAD))
+        s3.delete_object(Bucket=versioned, Key=MEMORIES + "huge.md")
+        held += 1
+    rotate(operations(), "alice")
+    if unknowable == "key-deleted":
+        s3.delete_object(Bucket=versioned, Key=KEYS + "v1")  # a bucket writer, after the pass
+    kept = rotate(operations(), "alice", now=later())
+    assert (kept.left, kept.retired, kept.kept_for_history) == ([], [], held)
+    assert len(all_versions(s3, versioned, KEYS + "v1")) == (2 if unknowable == "key-deleted" else 1)
+    dropped = rotate(operations(), "alice", drop_history=True, now=later())
+    assert (dropped.retired, dropped.history_dropped) == ([1], held)
+    assert key_names(s3, versioned) == [KEYS + "v2"]
+
+
+def test_a_local_rotation_keeps_the_previous_key_while_history_needs_it(s3: Any, versioned: str) -> None:
+    seed(Operations(S3Store(s3, versioned), LocalKeyProvider(MASTER_KEY)))
+    rotated = Operations(
+        S3Store(s3, versioned), LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY})
+    )
+    report = rotate(rotated, "alice")
+    assert (report.reencrypted, report.retired, report.kept_for_history) == (sorted(FILES), [], len(FILES))
+    history = MemoryVersions(rotated.memory("alice")).history("/memories/notes.md")
+    assert [v.authentic for v in history] == [True, True]
+    dropped = rotate(rotated, "alice", drop_history=True)
+    assert (dropped.reencrypted, dropped.retired, dropped.history_dropped) == ([], [1], len(FILES))
+    alone = Operations(S3Store(s3, versioned), LocalKeyProvider(NEW_MASTER_KEY, version=2))
+    history = MemoryVersions(alone.memory("alice")).history("/memories/notes.md")
+    assert [v.authentic for v in history] == [True, False]  # what dropping the previous key costs
+    assert contents(alone.memory("alice")) == dict(FILES)
 
 
 def test_a_dry_run_changes_nothing(s3: Any, versioned: str, kms: Any, key_id: str) -> None:
@@ -183,7 +277,14 @@ def test_a_dry_run_changes_nothing(s3: Any, versioned: str, kms: Any, key_id: st
     rotate(operations, "alice")
     middle = everything(s3, versioned)
     would = rotate(operations, "alice", dry_run=True, now=later())
-    assert (would.created, would.reencrypted, would.retired) == (False, [], [1])
+    assert (would.created, would.reencrypted, would.retired, would.kept_for_history) == (
+        False,
+        [],
+        [],
+        len(FILES),
+    )
+    would = rotate(operations, "alice", dry_run=True, drop_history=True, now=later())
+    assert (would.retired, would.history_dropped) == ([1], len(FILES))
     assert everything(s3, versioned) == middle
     assert key_names(s3, versioned) == [KEYS + "v1", KEYS + "v2"]
 
@@ -239,8 +340,9 @@ def test_a_file_edited_during_the_rotation_keeps_the_edit(
     assert edited and report.left == []
     assert report.reencrypted == sorted([*FILES, "/memories/warm-up.md"])  # the edit (version 1) read again
     assert sealed_with(s3, versioned)[MEMORIES + "notes.md"] == 2
-    done = rotate(kms_operations(s3, versioned, kms, key_id), "alice", now=later())
-    assert done.complete
+    done = rotate(kms_operations(s3, versioned, kms, key_id), "alice", drop_history=True, now=later())
+    assert done.complete  # history: every first version, warm-up.md's, and the edit sealed with version 1
+    assert done.history_dropped == len(FILES) + 2
     assert contents(serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))) == {
         **FILES,
         "/memories/notes.md": ("omega\n", None),
@@ -275,7 +377,7 @@ def test_a_serving_process_with_a_warm_cache_loses_nothing(
     clock[0] += MAX_KEY_CACHE_SECONDS  # the serving process's cache lapses
     run(warm, {"command": "create", "path": "/memories/after.md", "file_text": "three\n"})
     assert sealed_with(s3, versioned)[MEMORIES + "after.md"] == 2
-    done = rotate(operations, "alice", now=first.run_again_after)
+    done = rotate(operations, "alice", drop_history=True, now=first.run_again_after)
     assert done.complete and key_names(s3, versioned) == [KEYS + "v2"]
     assert set(sealed_with(s3, versioned).values()) == {2}
     for memory in (warm, serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))):
@@ -307,11 +409,14 @@ def test_a_rotation_that_dies_half_way_is_finished_by_running_it_again(
         rotate(operations, "alice")  # the dying run is the one that may remove the old key
     with pytest.raises(SimulatedCrash):
         rotate(
-            Operations(S3Store(dying, versioned), KMSKeyProvider(key_id, kms_client=kms)), "alice", now=moment
+            Operations(S3Store(dying, versioned), KMSKeyProvider(key_id, kms_client=kms)),
+            "alice",
+            drop_history=True,
+            now=moment,
         )
     assert death.dead
     assert contents(serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))) == dict(FILES)
-    finished = rotate(kms_operations(s3, versioned, kms, key_id), "alice", now=moment)
+    finished = rotate(kms_operations(s3, versioned, kms, key_id), "alice", drop_history=True, now=moment)
     assert finished.complete and finished.current == 2
     assert key_names(s3, versioned) == [KEYS + "v2"]
     assert set(sealed_with(s3, versioned).values()) == {2}
@@ -325,7 +430,7 @@ def test_a_restored_old_key_seals_nothing_and_is_removed_again(
     seed(operations)
     kept = s3.get_object(Bucket=versioned, Key=KEYS + "v1")["Body"].read()  # a bucket writer's copy
     rotate(operations, "alice")
-    assert rotate(operations, "alice", now=later()).complete
+    assert rotate(operations, "alice", drop_history=True, now=later()).complete
     s3.put_object(Bucket=versioned, Key=KEYS + "v1", Body=kept)
     cold = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
     run(cold, {"command": "create", "path": "/memories/new.md", "file_text": "new\n"})
@@ -333,7 +438,9 @@ def test_a_restored_old_key_seals_nothing_and_is_removed_again(
     forged = s3.get_object(Bucket=versioned, Key=MEMORIES + "notes.md")["Body"].read()
     forged = forged[:5] + (1).to_bytes(4, "big") + forged[9:]  # names version 1: not ours
     s3.put_object(Bucket=versioned, Key=MEMORIES + "forged.md", Body=forged)
-    again = rotate(operations, "alice", now=later())
+    kept_for_history = rotate(operations, "alice", now=later())  # the restored key opens history again
+    assert (kept_for_history.retired, kept_for_history.kept_for_history) == ([], len(FILES))
+    again = rotate(operations, "alice", drop_history=True, now=later())
     assert (again.created, again.retired, again.reencrypted) == (False, [1], [])
     assert key_names(s3, versioned) == [KEYS + "v2"]
 
@@ -362,7 +469,7 @@ def test_a_deleted_new_key_stops_the_rotation_until_it_is_put_back(
         Key=KEYS + "v2",
         CopySource={"Bucket": versioned, "Key": KEYS + "v2", "VersionId": latest},
     )
-    done = rotate(operations, "alice", now=later())
+    done = rotate(operations, "alice", drop_history=True, now=later())
     assert done.complete and done.reencrypted == ["/memories/meanwhile.md"]
     reader = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
     assert contents(reader) == dict(FILES)
@@ -394,7 +501,7 @@ def test_a_deleted_old_key_still_needed_is_never_removed(
         Key=KEYS + "v1",
         CopySource={"Bucket": versioned, "Key": KEYS + "v1", "VersionId": latest},
     )
-    done = rotate(operations, "alice", now=later())
+    done = rotate(operations, "alice", drop_history=True, now=later())
     assert done.complete and done.reencrypted == ["/memories/late.md"]
     assert "late" in run(
         serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms)),
@@ -542,7 +649,7 @@ def test_a_job_recorded_during_the_pass_is_sealed_again_and_loses_nothing(
     assert "users/alice/" in listings and report.left == []
     assert [name for name in report.records if name.startswith("jobs/")] != []
     assert set(records(s3, versioned).values()) == {2}  # the job's record among them
-    assert rotate(operations, "alice", now=later()).complete
+    assert rotate(operations, "alice", drop_history=True, now=later()).complete
     assert key_names(s3, versioned) == [KEYS + "v2"]
     reader = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
     listing = run(reader, {"command": "view", "path": "/memories"})  # finishes the job
@@ -593,14 +700,25 @@ def test_rotate_waiting_does_the_whole_rotation_in_one_call(
         slept.append(seconds)
         moment[0] += seconds
 
-    report = rotate_waiting(operations, "alice", clock=lambda: moment[0], sleep=sleep)
+    report = rotate_waiting(operations, "alice", drop_history=True, clock=lambda: moment[0], sleep=sleep)
     assert report.complete and report.created and report.reencrypted == sorted(FILES)
+    assert report.history_dropped == len(FILES)
     assert len(slept) == 1 and ROTATION_WAIT_SECONDS - 60 < slept[0] <= ROTATION_WAIT_SECONDS
     assert key_names(s3, versioned) == [KEYS + "v2"]
 
 
 def test_the_report_counts_name_no_path() -> None:
     report = RotationReport(
-        "alice", reencrypted=["/memories/secret-name.md"], left=[("/memories/b.md", "why")]
+        "alice",
+        reencrypted=["/memories/secret-name.md"],
+        left=[("/memories/b.md", "why")],
+        kept_for_history=3,
     )
-    assert report.counts() == {"reencrypted": 1, "left": 1, "records": 0, "retired": 0}
+    assert report.counts() == {
+        "reencrypted": 1,
+        "left": 1,
+        "records": 0,
+        "retired": 0,
+        "kept_for_history": 3,
+        "history_dropped": 0,
+    }
