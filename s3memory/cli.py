@@ -102,6 +102,11 @@ def add_commands(commands: Any) -> None:
     rotate.add_argument(
         "--wait", action="store_true", help="wait until the old key may go (KMS: about 7 minutes) and finish"
     )
+    rotate.add_argument(
+        "--drop-history",
+        action="store_true",
+        help="remove an old key even while earlier versions of files need it (they become unreadable)",
+    )
     rotate.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     verify = commands.add_parser(
         "verify", parents=[common], help="authenticate every object; exit 1 on any problem"

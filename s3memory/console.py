@@ -354,8 +354,13 @@ class Console:
 
         arguments = self.arguments
         whom = "every user" if arguments.all else f"user {arguments.user}"
+        dropping = (
+            " and remove old keys that earlier versions of files still need, making that history unreadable"
+            if arguments.drop_history
+            else ""
+        )
         if not arguments.dry_run and not self._confirmed(
-            f"Seal every file of {whom} again under a new data key version?"
+            f"Seal every file of {whom} again under a new data key version{dropping}?"
         ):
             return EXIT_INCOMPLETE
         users = list(operations.users()) if arguments.all else [arguments.user]
@@ -364,9 +369,13 @@ class Console:
             progress.expect(len(users))
             for user in users:
                 if arguments.wait and not arguments.dry_run:
-                    reports.append(rotate_waiting(operations, user))
+                    reports.append(rotate_waiting(operations, user, drop_history=arguments.drop_history))
                 else:
-                    reports.append(rotate(operations, user, dry_run=arguments.dry_run))
+                    reports.append(
+                        rotate(
+                            operations, user, dry_run=arguments.dry_run, drop_history=arguments.drop_history
+                        )
+                    )
                 progress.advance()
         for report in reports:
             for name, count in report.counts().items():
@@ -420,6 +429,13 @@ def _rotation_lines(report: RotationReport, operations: Operations) -> list[str]
             lines.append(
                 f"{user}: no object needs key version {version}: drop it from S3MEMORY_PREVIOUS_LOCAL_KEYS"
             )
+    for version in sorted(set(report.old) - set(report.retired)) if report.kept_for_history else []:
+        lines.append(
+            f"{user}: key version {version} kept: {report.kept_for_history:,} earlier versions of files need "
+            "it (history, restore); it can go once noncurrent-version expiry removes them, or with --drop-history"
+        )
+    if report.history_dropped:
+        lines.append(f"{user}: {report.history_dropped:,} earlier versions of files are now unreadable")
     if report.run_again_after is not None:
         moment = datetime.fromtimestamp(report.run_again_after, UTC).isoformat(timespec="seconds")
         lines.append(f"{user}: the old key can go once no process can still use it: run again after {moment}")

@@ -82,3 +82,26 @@ def test_a_kms_key_flag_drops_every_local_key_setting() -> None:
         "S3MEMORY_PREVIOUS_LOCAL_KEYS": f"1:{LOCAL_KEY_B64}",
     }
     assert settings_from(arguments, environ).kms_key_id == "alias/k"
+
+
+def test_an_old_key_stays_for_history_unless_the_operator_drops_it(s3: Any, versioned: str) -> None:
+    store = S3Store(s3, versioned)
+    memory = Operations(store, LocalKeyProvider(MASTER_KEY)).memory("alice")
+    memory.run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
+    memory.run({"command": "str_replace", "path": "/memories/a.md", "old_str": "one", "new_str": "two"})
+    memory.access.wait()
+    operations = Operations(store, LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}))
+    status, out, _ = run(operations, "rotate", "--user", "alice", "--yes")
+    assert (status, out.splitlines()[-1]) == (
+        1,
+        "alice: key version 1 kept: 2 earlier versions of files need it (history, restore); it can go "
+        "once noncurrent-version expiry removes them, or with --drop-history",
+    )
+    status, out, _ = run(operations, "rotate", "--user", "alice", "--drop-history", "--yes")
+    assert (status, out.splitlines()[-2:]) == (
+        0,
+        [
+            "alice: no object needs key version 1: drop it from S3MEMORY_PREVIOUS_LOCAL_KEYS",
+            "alice: 2 earlier versions of files are now unreadable",
+        ],
+    )
