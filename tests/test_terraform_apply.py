@@ -66,6 +66,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from s3memory.access import settle
 from s3memory.aws_lambda import memory_handler, runtime
 
 from .test_terraform import MODULE_DIR, _clean_environment, assert_ok, find_provider_mirror
@@ -478,6 +479,7 @@ def use_memory(
         return answer, last_metrics(caplog.records)
 
     def stored_keys() -> list[str]:
+        settle()  # the access record a command writes once it has answered
         return sorted(item["Key"] for item in s3.list_objects_v2(Bucket=bucket).get("Contents", []))
 
     new_container()
@@ -507,7 +509,11 @@ def use_memory(
         new_container()
 
     keys = stored_keys()
-    assert keys == ["users/tf-user/internal/keys/v1", "users/tf-user/memories/plan.md"]
+    assert keys == [
+        "users/tf-user/internal/access",
+        "users/tf-user/internal/keys/v1",
+        "users/tf-user/memories/plan.md",
+    ]
     stored = s3.get_object(Bucket=bucket, Key="users/tf-user/memories/plan.md")
     body = stored["Body"].read()
     assert body.startswith(b"S3ME") and SECRET.encode() not in body and b"old mill" not in body
