@@ -88,6 +88,17 @@ def add_commands(commands: Any) -> None:
     )
     erase.add_argument("--dry-run", action="store_true", help="count what would go, change nothing")
     erase.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    expire = commands.add_parser(
+        "expire",
+        parents=[common],
+        help="delete the files of users idle for N days (written before, and no command since)",
+    )
+    idle = expire.add_mutually_exclusive_group(required=True)
+    idle.add_argument("--user", help="the user id")
+    idle.add_argument("--all", action="store_true", help="every user in the store")
+    expire.add_argument("--idle-days", type=int, required=True, help="days without any command (1 to 3650)")
+    expire.add_argument("--dry-run", action="store_true", help="list what would go, change nothing")
+    expire.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     rotate = commands.add_parser(
         "rotate",
         parents=[common],

@@ -102,6 +102,7 @@ class Console:
                 "restore": self._restore,
                 "redact": self._redact,
                 "rotate": self._rotate,
+                "expire": self._expire,
             }
             status = handlers[command](operations, counts)
         except SettingsError as error:
@@ -348,6 +349,38 @@ class Console:
         }
         self._emit(document, "\n".join(lines))
         return EXIT_INCOMPLETE if erasure.left else EXIT_OK
+
+    def _expire(self, operations: Operations, counts: dict[str, int]) -> int:
+        from .expiry import expire
+
+        arguments = self.arguments
+        whom = "every user" if arguments.all else f"user {arguments.user}"
+        if not arguments.dry_run and not self._confirmed(
+            f"Delete the files of {whom} if idle for {arguments.idle_days} days?"
+        ):
+            return EXIT_INCOMPLETE
+        users = list(operations.users()) if arguments.all else [arguments.user]
+        with self._progress("user") as progress:
+            report = expire(
+                operations, arguments.idle_days, users, dry_run=arguments.dry_run, progress=progress
+            )
+        counts.update(report.counts())
+        verb = "would expire" if arguments.dry_run else "expired"
+        lines = [f"{verb} {user.user_id} {path}" for user in report.users for path in user.expired]
+        lines += [
+            f"left {user.user_id}: {user.skipped}" + (f" ({user.error})" if user.error else "")
+            for user in report.users
+            if user.skipped is not None
+        ]
+        totals = report.counts()
+        lines.append(
+            f"{totals['expired']:,} files {verb} of {totals['users']:,} users; kept: "
+            f"{totals['kept_recent']:,} written since the cutoff, {totals['kept_changed']:,} changed meanwhile, "
+            f"{totals['active']:,} users active; {totals['problems']:,} problems"
+        )
+        document = {**dataclasses.asdict(report), "counts": totals}
+        self._emit(document, "\n".join(lines))
+        return EXIT_INCOMPLETE if report.problems or not report.finished else EXIT_OK
 
     def _rotate(self, operations: Operations, counts: dict[str, int]) -> int:
         from .rotation import rotate, rotate_waiting
