@@ -190,12 +190,14 @@ class Operations:
         user or path, wrongly keyed), a key that maps to no memory path, a job record that can never
         run or is stuck (older than ``STUCK_AFTER_SECONDS``), a record set aside in quarantine, a
         wrapped data key that cannot be unwrapped, and any other object in the namespace. A job in
-        progress is reported, not counted as a problem.
+        progress and a wrapped key older than the current one (a rotation not yet finished) are
+        reported, not counted as problems.
         """
         memory = self.memory(user_id)
         layout = memory.layout
         report = Verification(user_id)
         clock = time.time() if now is None else now
+        key_versions: dict[int, str] = {}
         for page in self.store.pages(layout.namespace):
             for listed in page.objects:
                 report.checked += 1
@@ -203,6 +205,20 @@ class Operations:
                 finding = self._check(memory, listed, clock)
                 if finding is not None:
                     report.findings.append(finding)
+                version = key_version(listed.key.removeprefix(layout.internal_prefix))
+                if version is not None and listed.key.startswith(layout.internal_prefix):
+                    key_versions[version] = listed.key
+        report.findings += [
+            Finding(
+                "old key",
+                key,
+                "an earlier data key version, kept while objects or their earlier versions need it "
+                "(`s3memory rotate` retires it once nothing does)",
+                problem=False,
+            )
+            for version, key in sorted(key_versions.items())
+            if version < max(key_versions)
+        ]
         return report
 
     def _check(self, memory: S3Memory, listed: Listed, now: float) -> Finding | None:

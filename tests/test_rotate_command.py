@@ -9,8 +9,9 @@ from typing import Any
 
 from s3memory.cli import _parser
 from s3memory.console import Console, settings_from
-from s3memory.crypto import LocalKeyProvider, sealed_version
+from s3memory.crypto import KMSKeyProvider, LocalKeyProvider, sealed_version
 from s3memory.operations import Operations
+from s3memory.rotation import rotate
 from s3memory.store import S3Store
 
 from .support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot
@@ -103,5 +104,24 @@ def test_an_old_key_stays_for_history_unless_the_operator_drops_it(s3: Any, vers
         [
             "alice: no object needs key version 1: drop it from S3MEMORY_PREVIOUS_LOCAL_KEYS",
             "alice: 2 earlier versions of files are now unreadable",
+        ],
+    )
+
+
+def test_verify_shows_an_old_key_version_without_calling_it_a_problem(s3: Any, kms: Any, key_id: str) -> None:
+    operations = Operations(S3Store(s3, BUCKET), KMSKeyProvider(key_id, kms_client=kms))
+    memory = operations.memory("alice")
+    memory.run({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
+    memory.access.wait()
+    assert [f.kind for f in operations.verify("alice").findings] == []
+    report = rotate(operations, "alice")  # the switch: the old key stays until the wait is over
+    assert report.run_again_after is not None and not report.retired
+    status, out, _ = run(operations, "verify", "--user", "alice")
+    assert (status, out.splitlines()) == (
+        0,
+        [
+            "alice: old key users/alice/internal/keys/v1: an earlier data key version, kept while objects "
+            "or their earlier versions need it (`s3memory rotate` retires it once nothing does)",
+            "4 objects of 1 users checked: no problem",
         ],
     )
