@@ -810,3 +810,18 @@ def test_an_http_request_names_its_actor_in_the_body(issuer: Issuer, local_env: 
     status, _ = http_answer(memory_handler(http_event(body, token=issuer.token("alice")), CONTEXT))
     stored = local_env.head_object(Bucket=BUCKET, Key="users/alice/memories/web.md")["Metadata"]
     assert (status, stored) == (200, {AUTHOR_METADATA: "web-1"})
+
+
+def test_the_access_record_lands_before_the_function_answers(local_env: Any) -> None:
+    """Lambda may freeze or end the process once the handler returns: the record's write, however
+    slow, has ended by then."""
+    served = runtime.get_runtime()
+
+    def slow_access_record(request: Any, **_: Any) -> None:
+        if str(request.url).split("?")[0].endswith("/internal/access"):
+            time.sleep(0.5)
+
+    served.s3_client.meta.events.register("request-created.s3.PutObject", slow_access_record)
+    answer = memory_handler({"user_id": "alice", "input": {"command": "view", "path": "/memories"}}, CONTEXT)
+    assert answer["is_error"] is False
+    assert stored_keys(local_env) == ["users/alice/internal/access"]

@@ -71,13 +71,17 @@ class Runtime:
     @contextlib.contextmanager
     def serving(self, user_id: str, fields: dict[str, Any], actor: str | None = None) -> Iterator[S3Memory]:
         """The user's memory for one invocation, its writes by ``actor``; notes in ``fields`` how
-        many job records it set aside in quarantine (``job_records_set_aside``)."""
+        many job records it set aside in quarantine (``job_records_set_aside``), and returns only
+        once the user's access record, if one is being written, has landed."""
         memory = self.memory(user_id).acting_as(actor)
         before = len(memory.jobs.set_aside)
         try:
             yield memory
         finally:
             fields["job_records_set_aside"] = len(memory.jobs.set_aside) - before
+            # Lambda freezes the process once the handler returns, and may end it frozen: the access
+            # record (at most once per user per container per hour) must land before the answer.
+            memory.access.wait()
 
 
 _lock = threading.Lock()
