@@ -266,7 +266,7 @@ class Operations:
         """Remove every object and every version of the user's namespace, wrapped data keys first:
         from the first batch on, what is left (here, in a backup or a replica) cannot be decrypted
         without a key that is gone. Run it again to finish an erase that was interrupted; the user
-        must not be served meanwhile (a write would start a new key). ``left`` counts what a last
+        must not be served meanwhile (any command would start a new key). ``left`` counts what a last
         listing still found."""
         layout = self.memory(user_id).layout
         keys = layout.key_of_internal(KEYS_PREFIX)
