@@ -90,11 +90,12 @@ class AccessRecord:
                 _in_flight.add(writing)
         writing.add_done_callback(_ended)
 
-    def wait(self) -> None:
-        """Return once the record write in flight, if any, has ended (it never raises)."""
+    def wait(self, timeout: float | None = None) -> None:
+        """Return once the record write in flight, if any, has ended, or ``timeout`` seconds have
+        passed (it never raises)."""
         writing = self._writing
         if writing is not None:
-            wait([writing])
+            wait([writing], timeout=timeout)
 
     def _write(self, noted: float) -> None:
         """Store the record of the answer noted at ``noted``. It holds the time it is sealed, never

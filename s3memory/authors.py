@@ -28,6 +28,19 @@ def validate_author(author: object) -> str:
     return author
 
 
+OPERATOR = "operator"
+"""The name, alone or before ``:``, of what the operator commands write; no served request takes it."""
+
+
+def validate_served_author(author: object) -> str:
+    """``validate_author``, and refused when it takes the operator's name (``operator``,
+    ``operator:...``): a caller of the served tool cannot pass its writes off as an operator's."""
+    checked = validate_author(author)
+    if checked.split(":", 1)[0].lower() == OPERATOR:
+        raise ValueError("an author named operator is kept for the operator commands")
+    return checked
+
+
 def author_of(metadata: dict[str, str]) -> str | None:
     """The author an object's metadata names (unchecked until the object is opened), or None."""
     return metadata.get(AUTHOR_METADATA)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .authors import validate_author
+from .authors import OPERATOR, validate_author
 from .errors import CommandError, StorageError
 from .progress import Progress
 
@@ -492,9 +492,9 @@ class _Bar:
 def operator_actor() -> str:
     """The author named on what an operator command writes: ``operator:<local user>``."""
     try:
-        return validate_author(f"operator:{_operator()}")
+        return validate_author(f"{OPERATOR}:{_operator()}")
     except ValueError:
-        return "operator"
+        return OPERATOR
 
 
 def _operator() -> str:

@@ -303,20 +303,22 @@ class _Expiring(Generic[_Key, _Value]):
     def __init__(self, entries: int, clock: Callable[[], float]) -> None:
         self._entries = entries
         self._clock = clock
-        self._items: OrderedDict[_Key, tuple[float, _Value]] = OrderedDict()
+        self._items: OrderedDict[_Key, tuple[float, float, _Value]] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, key: _Key) -> _Value | None:
         with self._lock:
             item = self._items.get(key)
-            if item is None or item[0] <= self._clock():
+            if item is None or item[0] <= self._clock() or item[1] <= time.time():
                 return None
             self._items.move_to_end(key)
-            return item[1]
+            return item[2]
 
     def put(self, key: _Key, value: _Value, expires: float) -> None:
+        """Keep ``value`` until ``expires`` by the clock, or as long by the wall clock, whichever
+        comes first: a monotonic clock stands still while the machine sleeps."""
         with self._lock:
-            self._items[key] = (expires, value)
+            self._items[key] = (expires, time.time() + (expires - self._clock()), value)
             self._items.move_to_end(key)
             while len(self._items) > self._entries:
                 self._items.popitem(last=False)

@@ -177,6 +177,9 @@ def _expire_user(
         if memory.access.read().etag != seen.etag:  # a command of the user ran since the start
             expiry.skipped = USED_MEANWHILE
             return True
+        if _job_pending(memory):  # a command not yet answered (so not yet recorded) moves files
+            expiry.skipped = PENDING_JOB
+            return True
         parallel(lambda item: _delete(memory, expiry, *item), batch)
     return True
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from s3memory.authors import AUTHOR_METADATA, validate_author
+from s3memory.authors import AUTHOR_METADATA, validate_author, validate_served_author
 from s3memory.aws_lambda.agent.event import Invalid, parse_event
 from s3memory.cli import _parser
 from s3memory.console import Console, operator_actor
@@ -202,6 +202,19 @@ def test_operator_writes_are_by_the_operator() -> None:
 
 
 # -- the Lambda handlers set it from the request ----------------------------------------------------
+
+
+@pytest.mark.parametrize("actor", ["operator", "operator:root", "Operator:ann"])
+def test_a_served_request_cannot_name_itself_an_operator(actor: str) -> None:
+    with pytest.raises(ValueError) as refused:
+        validate_served_author(actor)
+    assert str(refused.value) == "an author named operator is kept for the operator commands"
+    with pytest.raises(Invalid) as invalid:
+        parse_event({"user_id": "alice", "prompt": "hi", "actor": actor})
+    assert invalid.value.message == (
+        "Error: `actor` is not usable: an author named operator is kept for the operator commands."
+    )
+    assert validate_served_author("operators-desk") == "operators-desk"
 
 
 def test_the_agent_event_takes_an_actor() -> None:

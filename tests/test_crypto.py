@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -345,3 +346,19 @@ def test_a_warm_process_learns_a_new_version_when_its_cache_lapses(
     serving.create(memory_path("/memories/c.txt"), SECRET)
     assert [version_of(name) for name in ("a.txt", "b.txt", "c.txt")] == [1, 1, 2]
     assert SECRET in serving.run({"command": "view", "path": "/memories/b.txt"})
+
+
+def test_the_key_cache_lapses_by_the_wall_clock_too(
+    make_memory: Callable[..., S3Memory], s3: Any, kms: Any, key_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A monotonic clock stands still while the machine sleeps: a process that resumes after a
+    rotation must not seal with a version it learned before, however little its clock moved."""
+    frozen = [0.0]
+    serving = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms, clock=lambda: frozen[0]))
+    serving.create(memory_path("/memories/a.txt"), SECRET)
+    assert KMSKeyProvider(key_id, kms_client=kms).create("alice", 2, KeyVault(serving.store, serving.layout))
+    woke = time.time() + 301
+    monkeypatch.setattr(time, "time", lambda: woke)  # the machine slept: only the wall clock moved
+    serving.create(memory_path("/memories/b.txt"), SECRET)
+    body = s3.get_object(Bucket=BUCKET, Key="users/alice/memories/b.txt")["Body"].read()
+    assert sealed_version(body) == 2

@@ -796,6 +796,8 @@ def test_the_memory_function_records_the_events_actor(local_env: Any) -> None:
     assert memory_handler({"user_id": "alice", "input": edit}, CONTEXT)["is_error"] is False
     assert local_env.head_object(Bucket=BUCKET, Key="users/alice/memories/notes.md")["Metadata"] == {}
     before = snapshot(local_env)
+    impostor = memory_handler({"user_id": "alice", "actor": "operator:root", "input": create}, CONTEXT)
+    assert impostor["is_error"] is True and "kept for the operator commands" in impostor["content"]
     refused = memory_handler({"user_id": "alice", "actor": "two words", "input": create}, CONTEXT)
     assert refused == {
         "content": "Error: `actor` is not usable: an author may hold only ASCII letters, digits and "

@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from ..authors import validate_author
+from ..authors import validate_served_author
 from ..commands import COMMANDS
 from ..errors import type_name
 from ..paths import validate_namespace
@@ -83,7 +83,7 @@ def actor_of(container: dict[Any, Any]) -> str | None:
     if "actor" not in container:
         return None
     try:
-        return validate_author(container["actor"])
+        return validate_served_author(container["actor"])
     except ValueError as error:
         raise Refused(400, f"Error: `actor` is not usable: {error}. Nothing was read or changed.") from None
 

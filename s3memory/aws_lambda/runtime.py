@@ -30,6 +30,11 @@ WARM_USERS = 128
 """Users whose memory objects a container keeps; each holds at most a few thousand directory hints."""
 
 
+ACCESS_RECORD_WAIT_SECONDS = 2.0
+"""How long an answer waits for its access record at most: a slow S3 never holds a command that has
+already been applied until the function times out (and is retried)."""
+
+
 class Runtime:
     """One container's clients, providers and per-user memories, for one set of settings."""
 
@@ -81,7 +86,7 @@ class Runtime:
             fields["job_records_set_aside"] = len(memory.jobs.set_aside) - before
             # Lambda freezes the process once the handler returns, and may end it frozen: the access
             # record (at most once per user per container per hour) must land before the answer.
-            memory.access.wait()
+            memory.access.wait(ACCESS_RECORD_WAIT_SECONDS)
 
 
 _lock = threading.Lock()

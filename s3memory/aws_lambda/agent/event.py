@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...authors import validate_author
+from ...authors import validate_served_author
 from ...errors import shown, type_name
 from ...paths import validate_namespace
 
@@ -174,7 +174,7 @@ def parse_event(event: object) -> AgentRequest:
     actor = None
     if "actor" in event:
         try:
-            actor = validate_author(event["actor"])
+            actor = validate_served_author(event["actor"])
         except ValueError as error:
             raise Invalid(f"Error: `actor` is not usable: {error}.") from None
     return AgentRequest(user_id, messages, model, max_tokens, max_iterations, params, actor)
