@@ -39,6 +39,13 @@ def missing_for_demo() -> list[str]:
     return missing
 
 
+def _one_user_or_all(command: argparse.ArgumentParser) -> None:
+    """``--user U`` or ``--all``, exactly one."""
+    whom = command.add_mutually_exclusive_group(required=True)
+    whom.add_argument("--user", help="the user id")
+    whom.add_argument("--all", action="store_true", help="every user in the store")
+
+
 def add_commands(commands: Any) -> None:
     """The operator subcommands, on the ``s3memory`` parser's subparsers."""
     common = argparse.ArgumentParser(add_help=False)
@@ -93,9 +100,7 @@ def add_commands(commands: Any) -> None:
         parents=[common],
         help="delete the files of users idle for N days (written before, and no command since)",
     )
-    idle = expire.add_mutually_exclusive_group(required=True)
-    idle.add_argument("--user", help="the user id")
-    idle.add_argument("--all", action="store_true", help="every user in the store")
+    _one_user_or_all(expire)
     expire.add_argument("--idle-days", type=int, required=True, help="days without any command (1 to 3650)")
     expire.add_argument("--dry-run", action="store_true", help="list what would go, change nothing")
     expire.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -104,9 +109,7 @@ def add_commands(commands: Any) -> None:
         parents=[common],
         help="seal every file again under a new data key version; the old one goes when nothing needs it",
     )
-    whose = rotate.add_mutually_exclusive_group(required=True)
-    whose.add_argument("--user", help="the user id")
-    whose.add_argument("--all", action="store_true", help="every user in the store")
+    _one_user_or_all(rotate)
     rotate.add_argument(
         "--dry-run", action="store_true", help="count what would be sealed again, change nothing"
     )
@@ -122,9 +125,7 @@ def add_commands(commands: Any) -> None:
     verify = commands.add_parser(
         "verify", parents=[common], help="authenticate every object; exit 1 on any problem"
     )
-    whom = verify.add_mutually_exclusive_group(required=True)
-    whom.add_argument("--user", help="the user id")
-    whom.add_argument("--all", action="store_true", help="every user in the store")
+    _one_user_or_all(verify)
 
 
 def _parser() -> argparse.ArgumentParser:
