@@ -147,6 +147,14 @@ class Console:
         ) as bar:
             yield _Bar(bar)
 
+    def _chosen_users(self, operations: Operations) -> list[str]:
+        """The users of ``--all`` (every user in the store) or ``--user U``."""
+        return list(operations.users()) if self.arguments.all else [self.arguments.user]
+
+    def _whom(self) -> str:
+        """``--all`` or ``--user U``, as a confirmation question names them."""
+        return "every user" if self.arguments.all else f"user {self.arguments.user}"
+
     def _emit(self, document: object, text: str) -> None:
         self.out.write((json.dumps(document, indent=2) if self.arguments.json else text) + "\n")
 
@@ -206,7 +214,7 @@ class Console:
         return self._report(transfer, counts)
 
     def _verify(self, operations: Operations, counts: dict[str, int]) -> int:
-        users = list(operations.users()) if self.arguments.all else [self.arguments.user]
+        users = self._chosen_users(operations)
         with self._progress("object") as progress:
             reports = [operations.verify(user, progress=progress) for user in users]
         problems = sum(len(report.problems) for report in reports)
@@ -354,12 +362,12 @@ class Console:
         from .expiry import expire
 
         arguments = self.arguments
-        whom = "every user" if arguments.all else f"user {arguments.user}"
+        whom = self._whom()
         if not arguments.dry_run and not self._confirmed(
             f"Delete the files of {whom} if idle for {arguments.idle_days} days?"
         ):
             return EXIT_INCOMPLETE
-        users = list(operations.users()) if arguments.all else [arguments.user]
+        users = self._chosen_users(operations)
         with self._progress("user") as progress:
             report = expire(
                 operations, arguments.idle_days, users, dry_run=arguments.dry_run, progress=progress
@@ -386,7 +394,7 @@ class Console:
         from .rotation import rotate, rotate_waiting
 
         arguments = self.arguments
-        whom = "every user" if arguments.all else f"user {arguments.user}"
+        whom = self._whom()
         dropping = (
             " and remove old keys that earlier versions of files still need, making that history unreadable"
             if arguments.drop_history
@@ -396,7 +404,7 @@ class Console:
             f"Seal every file of {whom} again under a new data key version{dropping}?"
         ):
             return EXIT_INCOMPLETE
-        users = list(operations.users()) if arguments.all else [arguments.user]
+        users = self._chosen_users(operations)
         reports = []
         with self._progress("user") as progress:
             progress.expect(len(users))
