@@ -76,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     from werkzeug.serving import make_server
 
+    from s3memory.local_s3 import honour_copy_conditions
+
+    honour_copy_conditions()  # its CopyObject refuses what S3 refuses
     latency = arguments.latency_ms / 1000
 
     class Handler(MotoRequestHandler):

@@ -249,6 +249,29 @@ class S3Store:
             return False
         return True
 
+    def copy_new(self, source: str, target: str, *, source_etag: str, metadata: dict[str, str]) -> str | None:
+        """Copy ``source`` to ``target`` on the server with ``metadata`` in place of the source's, only
+        if ``source`` still has ``source_etag`` and nothing is at ``target``; returns the new object's
+        ETag (quoted, as a HEAD shows it), or None if there is no object at ``source``.
+
+        Raises PreconditionFailed if ``target`` exists or ``source`` has changed (``after_retry`` as
+        for ``put``), ConditionalConflict on a 409.
+        """
+        try:
+            response = self._call(
+                "CopyObject",
+                Key=target,
+                CopySource={"Bucket": self.bucket, "Key": source},
+                CopySourceIfMatch=source_etag,
+                IfNoneMatch="*",
+                MetadataDirective="REPLACE",
+                Metadata=metadata,
+            )
+        except _Missing:
+            return None
+        etag = str(response["CopyObjectResult"]["ETag"])
+        return etag if etag.startswith('"') else f'"{etag}"'  # SeaweedFS leaves it unquoted
+
     def pages(
         self,
         prefix: str,

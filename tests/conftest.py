@@ -26,7 +26,7 @@ from moto.s3.responses import S3Response
 from s3memory.access import settle
 from s3memory.clients import make_s3_client
 from s3memory.crypto import KeyProvider, LocalKeyProvider
-from s3memory.local_s3 import moto_server
+from s3memory.local_s3 import honour_copy_conditions, moto_server
 from s3memory.memory import S3Memory
 from s3memory.scripted_api import ScriptedMessagesAPI
 from s3memory.store import S3Store
@@ -38,6 +38,7 @@ from .support.faults import instant_retries
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+honour_copy_conditions()  # moto's CopyObject refuses what S3 refuses, in mock_aws and its servers
 
 _server_report: dict[str, Any] = {}
 
@@ -52,7 +53,14 @@ def atomic_moto_writes() -> Iterator[None]:
     these handlers run one at a time.
     """
     lock = threading.RLock()
-    names = ("put_object", "get_object", "head_object", "delete_object", "_bucket_response_delete_keys")
+    names = (
+        "put_object",
+        "get_object",
+        "head_object",
+        "delete_object",
+        "copy_object",  # its conditions are checked, then it copies (honour_copy_conditions)
+        "_bucket_response_delete_keys",
+    )
     originals = {name: getattr(S3Response, name) for name in names}
 
     def serialised(original: Callable[..., Any]) -> Callable[..., Any]:
