@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from s3memory.crypto import DataKeySource, KeyProvider, LocalKeyProvider, ObjectCipher
+from s3memory.crypto import DataKeySource, KeyOwner, KeyProvider, LocalKeyProvider, ObjectCipher
 from s3memory.memory import S3Memory
 from s3memory.paths import memory_path
 from s3memory.store import S3Store
@@ -125,7 +125,9 @@ class Tenant:
         self.memory = S3Memory(
             S3Store(client, bucket), user_id, key_provider or LocalKeyProvider(MASTER_KEY), prefix=PREFIX
         )
-        self._sealer = ObjectCipher(user_id, DataKeySource(LocalKeyProvider(MASTER_KEY), user_id, _NoVault()))
+        self._sealer = ObjectCipher(
+            DataKeySource(LocalKeyProvider(MASTER_KEY), KeyOwner(user_id), _NoVault())
+        )
 
     def run(self, raw: Mapping[str, Any]) -> str:
         """Run one command; its access record (written once an hour, off the answer's path) lands

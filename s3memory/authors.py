@@ -8,6 +8,7 @@ change, add or remove it (``crypto.ObjectCipher``).
 from __future__ import annotations
 
 import string
+from collections.abc import Mapping
 
 AUTHOR_METADATA = "s3memory-author"
 """The object metadata that names the author of the write (absent when none was named)."""
@@ -41,7 +42,7 @@ def validate_served_author(author: object) -> str:
     return checked
 
 
-def author_of(metadata: dict[str, str]) -> str | None:
+def author_of(metadata: Mapping[str, str]) -> str | None:
     """The author an object's metadata names (unchecked until the object is opened), or None."""
     return metadata.get(AUTHOR_METADATA)
 

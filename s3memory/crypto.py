@@ -15,6 +15,8 @@ changed, added or removed author is refused like a changed byte). ``docs/format.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hmac
 import os
 import struct
@@ -24,13 +26,14 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from .authors import AUTHOR_MAX_CHARACTERS, author_metadata, author_of, validate_author
 from .errors import IntegrityError, StorageError, aws_error_code
 
 if TYPE_CHECKING:
@@ -38,6 +41,14 @@ if TYPE_CHECKING:
 
 MAGIC = b"S3ME"
 FORMAT_VERSION = 1
+PLACED_FORMAT = 2
+"""Format 2: content bound to its user and store, placed at its path by its metadata."""
+HEADER_METADATA = "s3memory-header"
+"""Metadata of a format-2 file: its content header (URL-safe base64), so a rename can place a copy
+of it without reading the content."""
+PLACE_METADATA = "s3memory-place"
+"""Metadata of a format-2 file: the place record (URL-safe base64 of nonce, sealed author block and
+tag) that binds the content header to the file's path and names who wrote or moved it there."""
 SALT_BYTES = 32
 COMMITMENT_BYTES = 32
 NONCE_BYTES = 12
@@ -50,8 +61,13 @@ OVERHEAD = HEADER_BYTES + TAG_BYTES
 DATA_KEY_BYTES = 32
 _OBJECT_KEYS_INFO = b"s3memory/v1/object-keys"
 _FINGERPRINT_INFO = b"s3memory/v1/path-fingerprint"
+_PLACE_INFO = b"s3memory/v2/place"
+_PLACE_KEY_INFO = b"s3memory/v2/place-key"
+_AUTHOR_BLOCK = 1 + AUTHOR_MAX_CHARACTERS
 _LOCAL_DATA_KEY_SALT = b"s3memory/v1/local-data-key"
 WRAPPED_KEY_MAGIC = b"S3MK\x01"
+STORE_KEY_MAGIC = b"S3MS\x01"
+_STORE_KEY_WRAP_INFO = b"s3memory/v2/store-key-wrap"
 MAX_KEY_VERSION = 999_999_999
 """The highest key version: a wrapped key's name holds at most nine digits (``keyvault``)."""
 MAX_KEY_CACHE_SECONDS = 300.0
@@ -114,26 +130,143 @@ def _object_keys(data_key: bytes, salt: bytes) -> tuple[bytes, bytes]:
     return material[:32], material[32:]
 
 
-class ObjectCipher:
-    """Seals and opens one user's memory objects with that user's data key."""
+@dataclass(frozen=True)
+class Sealed:
+    """An object as written: its bytes and the metadata that goes with them."""
 
-    def __init__(self, user_id: str, keys: DataKeySource) -> None:
-        self._user = _length_prefixed(user_id)
+    body: bytes
+    metadata: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A memory file as read: its plaintext and the author its version names (None: unnamed)."""
+
+    plaintext: bytes
+    author: str | None
+
+
+class ObjectCipher:
+    """Seals and opens one user's objects with that user's data keys.
+
+    Format 1 (``store`` None) binds a file to its path in the associated data. Format 2 binds a
+    file's content to its user and store only, and places it at its path by a sealed record in its
+    metadata (``PLACE_METADATA``), so a copy made on the server with a new record renames it.
+    Internal objects (job records, the access record) are bound to their name in both formats.
+    """
+
+    def __init__(self, keys: DataKeySource) -> None:
+        owner = keys.owner
+        self.format = FORMAT_VERSION if owner.store is None else PLACED_FORMAT
+        self._scope = (b"" if owner.store is None else _length_prefixed(owner.store)) + _length_prefixed(
+            owner.user_id
+        )
         self._keys = keys
 
-    def _associated_data(self, header: bytes, path: str, author: str | None) -> bytes:
-        named = b"" if author is None else _length_prefixed(author)
-        return header + self._user + _length_prefixed(path) + named
-
-    def seal(self, path: str, plaintext: bytes, author: str | None = None) -> bytes:
-        """Encrypt ``plaintext`` for the memory ``path``, written by ``author`` when one is named."""
+    def _sealed(self, plaintext: bytes, associated: Callable[[bytes], bytes]) -> bytes:
         version, data_key = self._keys.current()
         salt = os.urandom(SALT_BYTES)
         nonce = os.urandom(NONCE_BYTES)
         encryption_key, commitment = _object_keys(data_key, salt)
-        header = _HEADER.pack(MAGIC, FORMAT_VERSION, version, salt, commitment, nonce)
-        return header + AESGCM(encryption_key).encrypt(
-            nonce, plaintext, self._associated_data(header, path, author)
+        header = _HEADER.pack(MAGIC, self.format, version, salt, commitment, nonce)
+        return header + AESGCM(encryption_key).encrypt(nonce, plaintext, associated(header))
+
+    def _opened(self, name: str, blob: bytes, associated: Callable[[bytes], bytes]) -> bytes:
+        refused = _refused(name)
+        if len(blob) < OVERHEAD:
+            raise refused
+        header = blob[:HEADER_BYTES]
+        magic, format_version, version, salt, commitment, nonce = _HEADER.unpack(header)
+        if magic != MAGIC or format_version != self.format:
+            raise refused
+        encryption_key, expected_commitment = _object_keys(self._data_key(name, version), salt)
+        if not hmac.compare_digest(commitment, expected_commitment):
+            raise refused
+        try:
+            return AESGCM(encryption_key).decrypt(nonce, blob[HEADER_BYTES:], associated(header))
+        except InvalidTag:
+            raise refused from None
+
+    def _data_key(self, name: str, version: int) -> bytes:
+        try:
+            return self._keys.version(version)
+        except IntegrityError:
+            raise IntegrityError(
+                f"Error: The stored object for {name} names data key version {version}, which this user "
+                "does not have; it was not read."
+            ) from None
+
+    def _named(self, path: str, author: str | None) -> Callable[[bytes], bytes]:
+        named = b"" if author is None else _length_prefixed(author)
+        return lambda header: header + self._scope + _length_prefixed(path) + named
+
+    def seal(self, path: str, plaintext: bytes, author: str | None = None) -> bytes:
+        """Encrypt ``plaintext`` bound to the name ``path`` (a format-1 memory path, or an internal
+        object's name), written by ``author`` when one is named."""
+        return self._sealed(plaintext, self._named(path, author))
+
+    def open(self, path: str, blob: bytes, author: str | None = None) -> bytes:
+        """Decrypt an object sealed by ``seal`` for ``path`` (with metadata naming ``author``, or none);
+        anything not sealed by us for this user, name and author is refused."""
+        return self._opened(path, blob, self._named(path, author))
+
+    def seal_file(self, path: str, plaintext: bytes, author: str | None) -> Sealed:
+        """A memory file at ``path`` written by ``author``: format 1 binds both in the object,
+        format 2 binds the content to the user and store and places it at ``path`` in its metadata."""
+        if self.format == FORMAT_VERSION:
+            return Sealed(self.seal(path, plaintext, author), author_metadata(author))
+        body = self._sealed(plaintext, lambda header: header + self._scope)
+        return Sealed(body, self.placed(path, body[:HEADER_BYTES], author))
+
+    def open_file(self, path: str, blob: bytes, metadata: Mapping[str, str]) -> Opened:
+        """A memory file read at ``path`` with ``metadata``; refused unless we sealed it for this
+        user (and store) and it was placed at ``path``."""
+        if self.format == FORMAT_VERSION:
+            author = author_of(metadata)
+            return Opened(self.open(path, blob, author), author)
+        author = self._placed_author(path, blob[:HEADER_BYTES], metadata.get(PLACE_METADATA))
+        return Opened(self._opened(path, blob, lambda header: header + self._scope), author)
+
+    def placed(self, path: str, header: bytes, author: str | None) -> dict[str, str]:
+        """The metadata that places the format-2 content of ``header`` at ``path``, written (or
+        moved there) by ``author``: the header itself, and the place record sealing the author with
+        the header and the path as associated data."""
+        version = _header_version(header)
+        if version is None or len(header) != HEADER_BYTES:
+            raise _refused(path)
+        nonce = os.urandom(NONCE_BYTES)
+        sealed = AESGCM(self._place_key(path, version)).encrypt(
+            nonce, _author_block(author), _place_data(header, path)
+        )
+        return {HEADER_METADATA: _b64(header), PLACE_METADATA: _b64(nonce + sealed)}
+
+    def header_of(self, path: str, metadata: Mapping[str, str]) -> bytes:
+        """The content header a format-2 object's metadata names (``placed``); ``IntegrityError`` when
+        it names none. Not authenticated here: a copy placed with a wrong one fails to open."""
+        header = _unb64(metadata.get(HEADER_METADATA), HEADER_BYTES)
+        if header is None or _header_version(header) is None:
+            raise _refused(path)
+        return header
+
+    def _placed_author(self, path: str, header: bytes, record: str | None) -> str | None:
+        version = _header_version(header)
+        sealed = _unb64(record, NONCE_BYTES + _AUTHOR_BLOCK + TAG_BYTES)
+        if version is None or sealed is None:
+            raise _refused(path)
+        try:
+            block = AESGCM(self._place_key(path, version)).decrypt(
+                sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], _place_data(header, path)
+            )
+        except InvalidTag:
+            raise _refused(path) from None
+        author = _author_from_block(block)
+        if author is False:
+            raise _refused(path)
+        return author
+
+    def _place_key(self, path: str, version: int) -> bytes:
+        return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_PLACE_KEY_INFO).derive(
+            self._data_key(path, version)
         )
 
     def fingerprint(self, path: str, version: int | None = None) -> str:
@@ -165,35 +298,60 @@ class ObjectCipher:
         """Refuse (``IntegrityError``) when this user's data key of ``version`` cannot be had."""
         self._keys.version(version)
 
-    def open(self, path: str, blob: bytes, author: str | None = None) -> bytes:
-        """Decrypt an object read at ``path`` whose metadata names ``author`` (or none); anything not
-        sealed by us for this user, path and author is refused."""
-        refused = IntegrityError(
-            f"Error: The stored object for {path} failed its integrity check (tampered, truncated, "
-            "foreign, wrongly keyed or not encrypted); it was not read."
-        )
-        if len(blob) < OVERHEAD:
-            raise refused
-        header = blob[:HEADER_BYTES]
-        magic, format_version, version, salt, commitment, nonce = _HEADER.unpack(header)
-        if magic != MAGIC or format_version != FORMAT_VERSION:
-            raise refused
-        try:
-            data_key = self._keys.version(version)
-        except IntegrityError:
-            raise IntegrityError(
-                f"Error: The stored object for {path} names data key version {version}, which this user "
-                "does not have; it was not read."
-            ) from None
-        encryption_key, expected_commitment = _object_keys(data_key, salt)
-        if not hmac.compare_digest(commitment, expected_commitment):
-            raise refused
-        try:
-            return AESGCM(encryption_key).decrypt(
-                nonce, blob[HEADER_BYTES:], self._associated_data(header, path, author)
-            )
-        except InvalidTag:
-            raise refused from None
+
+def _refused(name: str) -> IntegrityError:
+    return IntegrityError(
+        f"Error: The stored object for {name} failed its integrity check (tampered, truncated, "
+        "foreign, wrongly keyed or not encrypted); it was not read."
+    )
+
+
+def _header_version(header: bytes) -> int | None:
+    """The key version of a format-2 header, or None if ``header`` is not one."""
+    if len(header) != HEADER_BYTES:
+        return None
+    magic, format_version, version = _VERSION.unpack_from(header)
+    return int(version) if magic == MAGIC and format_version == PLACED_FORMAT else None
+
+
+def _place_data(header: bytes, path: str) -> bytes:
+    return _PLACE_INFO + header + _length_prefixed(path)
+
+
+def _author_block(author: str | None) -> bytes:
+    """``author`` in a block of fixed size, so a place record does not show its length."""
+    data = b"" if author is None else author.encode("ascii")
+    return bytes([len(data)]) + data.ljust(AUTHOR_MAX_CHARACTERS, b"\0")
+
+
+def _author_from_block(block: bytes) -> str | Literal[False] | None:
+    """The author an ``_author_block`` holds (None: unnamed), or False if it is not one."""
+    size = block[0]
+    data, padding = block[1 : 1 + size], block[1 + size :]
+    if len(block) != _AUTHOR_BLOCK or size > AUTHOR_MAX_CHARACTERS or padding.strip(b"\0"):
+        return False
+    if not size:
+        return None
+    try:
+        return validate_author(data.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        return False
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
+
+
+def _unb64(text: str | None, size: int) -> bytes | None:
+    """The ``size`` bytes ``text`` spells in unpadded URL-safe base64 (exactly as ``_b64`` writes
+    them), or None."""
+    if text is None or len(text) != len(_b64(bytes(size))):
+        return None
+    try:
+        data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (ValueError, binascii.Error):
+        return None
+    return data if len(data) == size and _b64(data) == text else None
 
 
 class WrappedKeyVault(Protocol):
@@ -215,6 +373,17 @@ class WrappedKeyVault(Protocol):
         ...
 
 
+def _store_context(store: str) -> dict[str, str]:
+    """The KMS encryption context of a store key (``s3memory:user`` is never a namespace token)."""
+    return {"s3memory:store": store, "s3memory:user": "store-key", "s3memory:key_version": "0"}
+
+
+def _foreign_store_key() -> IntegrityError:
+    return IntegrityError(
+        "Error: The store key is not one s3memory wrapped for this store; nothing was read."
+    )
+
+
 def _missing(version: int) -> IntegrityError:
     return IntegrityError(f"Error: No data key of version {version} exists for this user.")
 
@@ -225,19 +394,55 @@ def _checked_version(version: object, name: str) -> int:
     return version
 
 
+@dataclass(frozen=True)
+class KeyOwner:
+    """Whose data keys these are: a user of a format-1 store, known by id; or a user of a format-2
+    store, known to KMS only by the store's identity and the user's namespace token (the id itself
+    never reaches KMS or its logs)."""
+
+    user_id: str
+    store: str | None = None
+    namespace: str | None = None
+
+    def kms_context(self, version: int) -> dict[str, str]:
+        """The KMS encryption context of this owner's data key of ``version``."""
+        if self.store is None:
+            return {"s3memory:user": self.user_id, "s3memory:key_version": str(version)}
+        return {
+            "s3memory:store": self.store,
+            "s3memory:user": self.namespace or "",
+            "s3memory:key_version": str(version),
+        }
+
+    @property
+    def local_info(self) -> bytes:
+        """The HKDF info that derives this owner's data keys from a local master key."""
+        if self.store is None:
+            return self.user_id.encode("utf-8")
+        return b"s3memory/v2/local-data-key" + _length_prefixed(self.store) + _length_prefixed(self.user_id)
+
+
 class KeyProvider(ABC):
     """Hands out a user's data keys. Subclasses decide where the keys come from."""
 
     @abstractmethod
-    def current(self, user_id: str, vault: WrappedKeyVault) -> tuple[int, bytes]:
-        """The version the user's new objects are sealed with, and its data key."""
+    def current(self, owner: KeyOwner, vault: WrappedKeyVault) -> tuple[int, bytes]:
+        """The version the owner's new objects are sealed with, and its data key."""
 
     @abstractmethod
-    def data_key(self, user_id: str, version: int, vault: WrappedKeyVault) -> bytes:
-        """The user's data key of ``version``; ``IntegrityError`` when there is none."""
+    def data_key(self, owner: KeyOwner, version: int, vault: WrappedKeyVault) -> bytes:
+        """The owner's data key of ``version``; ``IntegrityError`` when there is none."""
 
     @abstractmethod
-    def forget(self, user_id: str, vault: WrappedKeyVault) -> None:
+    def new_store_key(self, store: str) -> tuple[bytes, bytes]:
+        """A new random store key for the store identity ``store``, and the wrapped form to keep."""
+
+    @abstractmethod
+    def open_store_key(self, store: str, wrapped: bytes) -> bytes:
+        """The store key of ``store`` from its wrapped form; ``IntegrityError`` for anything else."""
+
+    @abstractmethod
+    def forget(self, owner: KeyOwner, vault: WrappedKeyVault) -> None:
         """Drop what this process learned of the user's current version (a rotation switched it)."""
 
 
@@ -279,13 +484,53 @@ class LocalKeyProvider(KeyProvider):
             f"previous_versions={self.previous_versions})"
         )
 
-    def current(self, user_id: str, vault: WrappedKeyVault) -> tuple[int, bytes]:
-        return self.version, self.data_key(user_id, self.version, vault)
+    def current(self, owner: KeyOwner, vault: WrappedKeyVault) -> tuple[int, bytes]:
+        return self.version, self.data_key(owner, self.version, vault)
 
-    def forget(self, user_id: str, vault: WrappedKeyVault) -> None:
+    def forget(self, owner: KeyOwner, vault: WrappedKeyVault) -> None:
         """Nothing to drop: the current version is the configured one."""
 
-    def data_key(self, user_id: str, version: int, vault: WrappedKeyVault) -> bytes:
+    def new_store_key(self, store: str) -> tuple[bytes, bytes]:
+        """A random store key wrapped (AES-256-GCM, the store identity as associated data) under a
+        key derived from the current master key; a rotation of the master key wraps it again."""
+        key = os.urandom(DATA_KEY_BYTES)
+        return key, self.wrap_store_key(store, key)
+
+    def wrap_store_key(self, store: str, key: bytes) -> bytes:
+        """``key`` wrapped for ``store`` under the current master key."""
+        nonce = os.urandom(NONCE_BYTES)
+        head = STORE_KEY_MAGIC + b"L" + struct.pack(">I", self.version) + nonce
+        return head + AESGCM(self._store_wrapping_key(self.version)).encrypt(
+            nonce, key, head + _length_prefixed(store)
+        )
+
+    def open_store_key(self, store: str, wrapped: bytes) -> bytes:
+        local = len(STORE_KEY_MAGIC) + 1 + 4
+        refused = _foreign_store_key()
+        if len(wrapped) != local + NONCE_BYTES + DATA_KEY_BYTES + TAG_BYTES or not wrapped.startswith(
+            STORE_KEY_MAGIC + b"L"
+        ):
+            raise refused
+        (version,) = struct.unpack(">I", wrapped[local - 4 : local])
+        if version not in self._masters:
+            raise IntegrityError(
+                f"Error: The store key is wrapped under local master key version {version}, which is "
+                "not configured."
+            )
+        head = wrapped[: local + NONCE_BYTES]
+        try:
+            return AESGCM(self._store_wrapping_key(version)).decrypt(
+                head[local:], wrapped[len(head) :], head + _length_prefixed(store)
+            )
+        except InvalidTag:
+            raise refused from None
+
+    def _store_wrapping_key(self, version: int) -> bytes:
+        return HKDF(
+            algorithm=hashes.SHA256(), length=32, salt=_LOCAL_DATA_KEY_SALT, info=_STORE_KEY_WRAP_INFO
+        ).derive(self._masters[version])
+
+    def data_key(self, owner: KeyOwner, version: int, vault: WrappedKeyVault) -> bytes:
         master = self._masters.get(version)
         if master is None:
             raise _missing(version)
@@ -293,7 +538,7 @@ class LocalKeyProvider(KeyProvider):
             algorithm=hashes.SHA256(),
             length=DATA_KEY_BYTES,
             salt=_LOCAL_DATA_KEY_SALT,
-            info=user_id.encode("utf-8"),
+            info=owner.local_info,
         ).derive(master)
 
 
@@ -376,37 +621,54 @@ class KMSKeyProvider(KeyProvider):
             self._client = make_kms_client()
         return self._client
 
-    @staticmethod
-    def encryption_context(user_id: str, version: int) -> dict[str, str]:
-        return {"s3memory:user": user_id, "s3memory:key_version": str(version)}
-
-    def current(self, user_id: str, vault: WrappedKeyVault) -> tuple[int, bytes]:
+    def current(self, owner: KeyOwner, vault: WrappedKeyVault) -> tuple[int, bytes]:
         """The highest version stored, learned at most ``cache_seconds`` ago; the user's first data
         key (version 1) is created when none is stored."""
-        place = (vault.identity, user_id)
+        place = (vault.identity, owner.user_id)
         version = self._currents.get(place)
         if version is None:
             expires = self._clock() + self._cache_seconds
             stored = vault.versions()
             version = max(stored, default=1)
             if not stored:
-                self.create(user_id, version, vault)
+                self.create(owner, version, vault)
             self._currents.put(place, version, expires)
-        return version, self.data_key(user_id, version, vault)
+        return version, self.data_key(owner, version, vault)
 
-    def forget(self, user_id: str, vault: WrappedKeyVault) -> None:
-        self._currents.drop((vault.identity, user_id))
+    def forget(self, owner: KeyOwner, vault: WrappedKeyVault) -> None:
+        self._currents.drop((vault.identity, owner.user_id))
 
-    def data_key(self, user_id: str, version: int, vault: WrappedKeyVault) -> bytes:
-        cached = self._keys.get((vault.identity, user_id, version))
+    def new_store_key(self, store: str) -> tuple[bytes, bytes]:
+        """A data key from KMS ``GenerateDataKey`` with the store's encryption context."""
+        generated = self._kms(
+            "GenerateDataKey", KeyId=self.key_id, KeySpec="AES_256", EncryptionContext=_store_context(store)
+        )
+        return bytes(generated["Plaintext"]), STORE_KEY_MAGIC + b"K" + generated["CiphertextBlob"]
+
+    def open_store_key(self, store: str, wrapped: bytes) -> bytes:
+        if not wrapped.startswith(STORE_KEY_MAGIC + b"K"):
+            raise _foreign_store_key()
+        unwrapped = self._kms(
+            "Decrypt",
+            CiphertextBlob=wrapped[len(STORE_KEY_MAGIC) + 1 :],
+            EncryptionContext=_store_context(store),
+            KeyId=self.key_id,
+        )
+        key = bytes(unwrapped["Plaintext"])
+        if len(key) != DATA_KEY_BYTES:
+            raise _foreign_store_key()
+        return key
+
+    def data_key(self, owner: KeyOwner, version: int, vault: WrappedKeyVault) -> bytes:
+        cached = self._keys.get((vault.identity, owner.user_id, version))
         if cached is not None:
             return cached
         expires = self._clock() + self._cache_seconds
-        key = self._unwrap(user_id, version, vault)
-        self._keys.put((vault.identity, user_id, version), key, expires)
+        key = self._unwrap(owner, version, vault)
+        self._keys.put((vault.identity, owner.user_id, version), key, expires)
         return key
 
-    def create(self, user_id: str, version: int, vault: WrappedKeyVault) -> bool:
+    def create(self, owner: KeyOwner, version: int, vault: WrappedKeyVault) -> bool:
         """Generate the user's data key of ``version`` and store it wrapped unless one of that
         version is stored already; True if this call stored it."""
         expires = self._clock() + self._cache_seconds
@@ -414,14 +676,14 @@ class KMSKeyProvider(KeyProvider):
             "GenerateDataKey",
             KeyId=self.key_id,
             KeySpec="AES_256",
-            EncryptionContext=self.encryption_context(user_id, version),
+            EncryptionContext=owner.kms_context(version),
         )
         if not vault.put_wrapped_if_absent(version, WRAPPED_KEY_MAGIC + generated["CiphertextBlob"]):
             return False
-        self._keys.put((vault.identity, user_id, version), bytes(generated["Plaintext"]), expires)
+        self._keys.put((vault.identity, owner.user_id, version), bytes(generated["Plaintext"]), expires)
         return True
 
-    def _unwrap(self, user_id: str, version: int, vault: WrappedKeyVault) -> bytes:
+    def _unwrap(self, owner: KeyOwner, version: int, vault: WrappedKeyVault) -> bytes:
         wrapped = vault.get_wrapped(version)
         if wrapped is None:
             raise _missing(version)
@@ -430,7 +692,7 @@ class KMSKeyProvider(KeyProvider):
         unwrapped = self._kms(
             "Decrypt",
             CiphertextBlob=wrapped[len(WRAPPED_KEY_MAGIC) :],
-            EncryptionContext=self.encryption_context(user_id, version),
+            EncryptionContext=owner.kms_context(version),
             KeyId=self.key_id,
         )
         plaintext = bytes(unwrapped["Plaintext"])
@@ -459,11 +721,11 @@ class DataKeySource:
     """One user's data keys, as the cipher asks for them."""
 
     provider: KeyProvider
-    user_id: str
+    owner: KeyOwner
     vault: WrappedKeyVault
 
     def current(self) -> tuple[int, bytes]:
-        return self.provider.current(self.user_id, self.vault)
+        return self.provider.current(self.owner, self.vault)
 
     def version(self, version: int) -> bytes:
-        return self.provider.data_key(self.user_id, version, self.vault)
+        return self.provider.data_key(self.owner, version, self.vault)

@@ -19,7 +19,7 @@ from .authors import validate_author
 from .browse import Browser
 from .commands import Command, Create, Delete, Insert, Rename, StrReplace, View, parse_command
 from .concurrency import side
-from .crypto import OVERHEAD, DataKeySource, KeyProvider, ObjectCipher
+from .crypto import OVERHEAD, DataKeySource, KeyOwner, KeyProvider, ObjectCipher
 from .errors import CommandError, StorageError, Unsettled
 from .files import WRITE_ATTEMPTS, Found, MemoryFiles, backoff
 from .guard import ContentGuard
@@ -71,7 +71,9 @@ class S3Memory:
         self.store = store
         self.key_provider = key_provider
         self.content_guard = content_guard
-        cipher = ObjectCipher(user_id, DataKeySource(key_provider, user_id, KeyVault(store, self.layout)))
+        self.key_owner = KeyOwner(user_id)
+        """Whose data keys this memory's objects are sealed with."""
+        cipher = ObjectCipher(DataKeySource(key_provider, self.key_owner, KeyVault(store, self.layout)))
         self.usage = Usage(quota, lambda: self.files.measure())
         self.files = MemoryFiles(store, self.layout, cipher, max_file_bytes, self.usage, _author(actor))
         self.browser = Browser(self.files)

@@ -211,7 +211,7 @@ def _start(provider: KMSKeyProvider, memory: S3Memory, vault: KeyVault, report: 
             "changed."
         )
     try:
-        provider.data_key(report.user_id, current, vault)
+        provider.data_key(memory.key_owner, current, vault)
     except CommandError as error:
         raise CommandError(
             f"Error: Rotation needs this user's newest data key (version {current}), which cannot be "
@@ -228,9 +228,9 @@ def _start(provider: KMSKeyProvider, memory: S3Memory, vault: KeyVault, report: 
         report.current, report.old, report.created = current + 1, [current], True
         written = None
         if not report.dry_run:
-            provider.create(report.user_id, current + 1, vault)  # False: a concurrent rotation made it
+            provider.create(memory.key_owner, current + 1, vault)  # False: a concurrent rotation made it
             written = _stored_keys(memory.store, vault).get(current + 1, _StoredKey()).written
-    provider.forget(report.user_id, vault)
+    provider.forget(memory.key_owner, vault)
     report.switched_at = None if written is None else written.timestamp()
     return True
 

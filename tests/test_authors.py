@@ -13,7 +13,7 @@ from s3memory.authors import AUTHOR_METADATA, validate_author, validate_served_a
 from s3memory.aws_lambda.agent.event import Invalid, parse_event
 from s3memory.cli import _parser
 from s3memory.console import Console, operator_actor
-from s3memory.crypto import DataKeySource, LocalKeyProvider, ObjectCipher
+from s3memory.crypto import DataKeySource, KeyOwner, LocalKeyProvider, ObjectCipher
 from s3memory.errors import IntegrityError
 from s3memory.memory import S3Memory
 from s3memory.operations import Operations
@@ -38,7 +38,7 @@ class _NoVault:
 
 
 def _cipher(user: str = "alice") -> ObjectCipher:
-    return ObjectCipher(user, DataKeySource(LocalKeyProvider(MASTER_KEY), user, _NoVault()))
+    return ObjectCipher(DataKeySource(LocalKeyProvider(MASTER_KEY), KeyOwner(user), _NoVault()))
 
 
 # -- the rule and the cipher ---------------------------------------------------------------------

@@ -18,6 +18,7 @@ from s3memory.crypto import (
     MAGIC,
     OVERHEAD,
     DataKeySource,
+    KeyOwner,
     KeyProvider,
     KMSKeyProvider,
     LocalKeyProvider,
@@ -51,7 +52,7 @@ class _NoVault:
 def cipher(
     user: str = "alice", master: bytes = MASTER_KEY, provider: KeyProvider | None = None
 ) -> ObjectCipher:
-    return ObjectCipher(user, DataKeySource(provider or LocalKeyProvider(master), user, _NoVault()))
+    return ObjectCipher(DataKeySource(provider or LocalKeyProvider(master), KeyOwner(user), _NoVault()))
 
 
 @given(st.binary(max_size=4096))
@@ -210,7 +211,7 @@ def test_kms_envelope_stores_only_the_wrapped_key_with_a_context_naming_the_user
     memory.create(memory_path("/memories/a.txt"), SECRET)
     wrapped = s3.get_object(Bucket=BUCKET, Key="users/alice/internal/keys/v1")["Body"].read()
     assert wrapped.startswith(b"S3MK\x01")
-    data_key = provider.data_key("alice", 1, KeyVault(memory.store, memory.layout))
+    data_key = provider.data_key(KeyOwner("alice"), 1, KeyVault(memory.store, memory.layout))
     assert data_key not in wrapped
     assert base64.b64encode(data_key) not in wrapped
     unwrapped = kms.decrypt(
@@ -334,8 +335,8 @@ def test_a_warm_process_learns_a_new_version_when_its_cache_lapses(
     serving = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms, clock=lambda: now[0]))
     serving.create(memory_path("/memories/a.txt"), SECRET)
     vault = KeyVault(serving.store, serving.layout)
-    assert KMSKeyProvider(key_id, kms_client=kms).create("alice", 2, vault)
-    assert not KMSKeyProvider(key_id, kms_client=kms).create("alice", 2, vault)  # one winner
+    assert KMSKeyProvider(key_id, kms_client=kms).create(KeyOwner("alice"), 2, vault)
+    assert not KMSKeyProvider(key_id, kms_client=kms).create(KeyOwner("alice"), 2, vault)  # one winner
 
     def version_of(path: str) -> int | None:
         return sealed_version(s3.get_object(Bucket=BUCKET, Key=f"users/alice/memories/{path}")["Body"].read())
@@ -356,7 +357,9 @@ def test_the_key_cache_lapses_by_the_wall_clock_too(
     frozen = [0.0]
     serving = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms, clock=lambda: frozen[0]))
     serving.create(memory_path("/memories/a.txt"), SECRET)
-    assert KMSKeyProvider(key_id, kms_client=kms).create("alice", 2, KeyVault(serving.store, serving.layout))
+    assert KMSKeyProvider(key_id, kms_client=kms).create(
+        KeyOwner("alice"), 2, KeyVault(serving.store, serving.layout)
+    )
     woke = time.time() + 301
     monkeypatch.setattr(time, "time", lambda: woke)  # the machine slept: only the wall clock moved
     serving.create(memory_path("/memories/b.txt"), SECRET)

@@ -680,6 +680,12 @@ def test_bad_input_is_refused_clearly_and_changes_nothing(
         def forget(self, user_id: str, vault: Any) -> None:
             raise AssertionError("not asked")
 
+        def new_store_key(self, store: str) -> tuple[bytes, bytes]:
+            raise AssertionError("not asked")
+
+        def open_store_key(self, store: str, wrapped: bytes) -> bytes:
+            raise AssertionError("not asked")
+
     odd = Operations(S3Store(s3, versioned), Other())
     with pytest.raises(ValueError, match="rotate needs a KMSKeyProvider or a LocalKeyProvider"):
         rotate(odd, "alice")

@@ -8,7 +8,14 @@ import base64
 
 import pytest
 
-from s3memory.crypto import DataKeySource, KeyProvider, LocalKeyProvider, ObjectCipher, sealed_version
+from s3memory.crypto import (
+    DataKeySource,
+    KeyOwner,
+    KeyProvider,
+    LocalKeyProvider,
+    ObjectCipher,
+    sealed_version,
+)
 from s3memory.errors import IntegrityError
 from s3memory.guard import ContentGuard
 from s3memory.memory import DEFAULT_GUARD
@@ -208,7 +215,7 @@ class _NoVault:
 
 
 def sealer(provider: KeyProvider) -> ObjectCipher:
-    return ObjectCipher("alice", DataKeySource(provider, "alice", _NoVault()))
+    return ObjectCipher(DataKeySource(provider, KeyOwner("alice"), _NoVault()))
 
 
 def test_a_new_local_master_key_seals_and_the_previous_ones_still_open() -> None:
