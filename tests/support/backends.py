@@ -1,7 +1,8 @@
 """S3 servers for the tests: SeaweedFS, a real S3-compatible server, started once per session.
 
-moto is fast and in-process, but it skips S3 rules that s3memory depends on (CopyObject
-preconditions, per-object ETags in DeleteObjects, the 1,000-key limit). SeaweedFS enforces them,
+moto is fast and in-process, but it skips S3 rules that s3memory depends on (per-object ETags in
+DeleteObjects, the 1,000-key limit; CopyObject preconditions too, which the tests patch in with
+``local_s3.honour_copy_conditions``). SeaweedFS enforces them,
 so the contract, concurrency and budget suites run against both (see ``conftest.py``).
 
 ``SeaweedServer`` runs ``weed mini`` bound to 127.0.0.1 only, on free ports, in a private temporary
