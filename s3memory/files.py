@@ -11,12 +11,11 @@ import copy
 import random
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .authors import author_metadata, author_of
 from .concurrency import parallel
-from .crypto import ObjectCipher, plaintext_size
+from .crypto import FORMAT_VERSION, HEADER_BYTES, ObjectCipher, Sealed, plaintext_size
 from .errors import CommandError, IntegrityError, StorageError
 from .jobs import MAX_SOURCES, Source
 from .paths import KeyLayout, MemoryPath
@@ -90,13 +89,15 @@ class FileTooLarge(CommandError):
 
 @dataclass(frozen=True)
 class Found:
-    """A file's text, the ETag of the object it was read from, who wrote it (None: unnamed), and
-    the fingerprint of the path a rename copied it from (``ORIGIN_METADATA``)."""
+    """A file's text, the ETag of the object it was read from, who wrote it (None: unnamed), the
+    fingerprint of the path a rename copied it from (``ORIGIN_METADATA``, format 1), and the
+    content header (format 2: what a rename by server-side copy places at the new path)."""
 
     text: str
     etag: str
     author: str | None = None
     origin: str | None = None
+    header: bytes | None = None
 
 
 class MemoryFiles:
@@ -133,15 +134,16 @@ class MemoryFiles:
         )
         if stored is None:
             return None
-        author = author_of(stored.metadata)
-        text = self.decode(path, stored.body, author)
-        return Found(text, stored.etag, author, stored.metadata.get(ORIGIN_METADATA))
+        text, author = self.decode(path, stored.body, stored.metadata)
+        header = None if self.cipher.format == FORMAT_VERSION else stored.body[:HEADER_BYTES]
+        return Found(text, stored.etag, author, stored.metadata.get(ORIGIN_METADATA), header)
 
-    def decode(self, path: MemoryPath, body: bytes, author: str | None) -> str:
-        """The text of ``body`` read at ``path`` with metadata naming ``author``; refused unless
-        s3memory sealed it for this user, path and author."""
+    def decode(self, path: MemoryPath, body: bytes, metadata: Mapping[str, str]) -> tuple[str, str | None]:
+        """The text and the author of ``body`` read at ``path`` with ``metadata``; refused unless
+        s3memory sealed it for this user and placed it at ``path``."""
+        opened = self.cipher.open_file(path.canonical, body, metadata)
         try:
-            return self.cipher.open(path.canonical, body, author).decode("utf-8")
+            return opened.plaintext.decode("utf-8"), opened.author
         except UnicodeDecodeError:
             raise IntegrityError(f"Error: The file {path.text} is not a valid UTF-8 text file.") from None
 
@@ -153,19 +155,21 @@ class MemoryFiles:
                 f"{self.max_file_bytes:,} bytes. Nothing was changed."
             )
 
-    def encode(self, path: MemoryPath, text: str) -> bytes:
+    def encode(self, path: MemoryPath, text: str) -> Sealed:
         """``text`` sealed for ``path`` and this author; refused over the size limit."""
         data = text.encode("utf-8")
         self.check_size(path, len(data))
-        return self.cipher.seal(path.canonical, data, self.author)
+        return self.cipher.seal_file(path.canonical, data, self.author)
 
-    def put_new(self, key: str, body: bytes, origin: MemoryPath | None = None) -> str | None:
-        """Write ``body`` at ``key`` only if no object is there; its ETag, or None if one is.
+    def put_new(self, key: str, sealed: Sealed | bytes, origin: MemoryPath | None = None) -> str | None:
+        """Write ``sealed`` (a file, or an internal object's bytes) at ``key`` only if no object is
+        there; its ETag, or None if one is.
 
-        With ``origin``, the object's metadata carries that path's fingerprint (see ``accept``).
+        With ``origin`` (format 1), the object's metadata carries that path's fingerprint (see
+        ``accept``).
         """
-        metadata = author_metadata(self.author)
-        if origin is not None:
+        body, metadata = (sealed, {}) if isinstance(sealed, bytes) else (sealed.body, dict(sealed.metadata))
+        if origin is not None and self.cipher.format == FORMAT_VERSION:
             metadata[ORIGIN_METADATA] = self.cipher.fingerprint(origin.canonical)
         for attempt in range(WRITE_ATTEMPTS):
             try:
@@ -178,17 +182,17 @@ class MemoryFiles:
             "Error: S3 kept reporting conflicting writes at this path; nothing was changed. Try again."
         )
 
-    def replace(self, path: MemoryPath, body: bytes, etag: str, origin: str | None = None) -> bool:
-        """Write ``body`` over the file at ``path`` if it still has ``etag``; False if it changed.
+    def replace(self, path: MemoryPath, sealed: Sealed, etag: str, origin: str | None = None) -> bool:
+        """Write ``sealed`` over the file at ``path`` if it still has ``etag``; False if it changed.
         ``origin``: a stored fingerprint (``ORIGIN_METADATA``) the new object keeps."""
         key = self.layout.file_key(path)
-        metadata = author_metadata(self.author)
+        metadata = dict(sealed.metadata)
         if origin is not None:
             metadata[ORIGIN_METADATA] = origin
         try:
-            self.store.put(key, body, if_match=etag, metadata=metadata)
+            self.store.put(key, sealed.body, if_match=etag, metadata=metadata)
         except PreconditionFailed as lost:
-            return lost.after_retry and self.landed(key, body) is not None
+            return lost.after_retry and self.landed(key, sealed.body) is not None
         except ConditionalConflict:
             return False
         return True
@@ -213,7 +217,7 @@ class MemoryFiles:
         stored = self.store.get(key, max_bytes=self.max_file_bytes + _SEALED_SLACK)
         if stored is None or not self.cipher.made_of(stored.metadata.get(ORIGIN_METADATA), origin.canonical):
             return False
-        return self.decode(path, stored.body, author_of(stored.metadata)) == text and self.store.tag(
+        return self.decode(path, stored.body, stored.metadata)[0] == text and self.store.tag(
             key, {RELIED_ON_TAG: "1"}
         )
 

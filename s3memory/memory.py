@@ -153,14 +153,14 @@ class S3Memory:
 
         require_file_path(path, refusal)
         self.files.check_size(path, len(file_text.encode("utf-8")))
-        body = self.files.encode(path, self._screen(path, file_text))
-        self.usage.check(path, len(body) - OVERHEAD, 1)
+        sealed = self.files.encode(path, self._screen(path, file_text))
+        self.usage.check(path, len(sealed.body) - OVERHEAD, 1)
         if (
-            write_new_file(self.files, path, body, refusal, refusal(f"{path.canonical} is a directory"))
+            write_new_file(self.files, path, sealed, refusal, refusal(f"{path.canonical} is a directory"))
             is None
         ):
             raise Unsettled(f"Error: File {path.text} already exists")
-        self.usage.add(len(body) - OVERHEAD, 1)
+        self.usage.add(len(sealed.body) - OVERHEAD, 1)
         self.files.directories.add(path.ancestors())
         return f"File created successfully at: {path.text}"
 
@@ -224,10 +224,10 @@ class S3Memory:
             if found is None:
                 raise Unsettled(missing)
             edit, answer = change(found.text)
-            body = self.files.encode(path, edit.text)
-            growth = len(body) - OVERHEAD - len(found.text.encode("utf-8"))
+            sealed = self.files.encode(path, edit.text)
+            growth = len(sealed.body) - OVERHEAD - len(found.text.encode("utf-8"))
             self.usage.check(path, growth, 0)
-            if self.files.replace(path, body, found.etag):
+            if self.files.replace(path, sealed, found.etag):
                 self.usage.add(growth, 0)
                 return answer
             backoff(attempt)
@@ -315,8 +315,8 @@ class S3Memory:
             )
         refusal = _destination_refusal(new)
         require_file_path(new, refusal)
-        body = self.files.encode(new, found.text)
-        created = write_new_file(self.files, new, body, refusal, exists, origin=old, survey=survey)
+        sealed = self.files.encode(new, found.text)
+        created = write_new_file(self.files, new, sealed, refusal, exists, origin=old, survey=survey)
         if created is None and not self.files.accept(new, found.text, old):
             raise exists
         self.files.directories.add(new.ancestors())

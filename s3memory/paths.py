@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import unicodedata
 from dataclasses import dataclass
+from typing import Protocol
 from urllib.parse import unquote
 
 from .errors import CommandError, shown
@@ -41,10 +42,16 @@ def _refusal(path: str, reason: str) -> CommandError:
     return CommandError(f"Error: The path {shown(path)} is not allowed: {reason}.")
 
 
-def _too_long(path: str) -> CommandError:
+def _too_long(path: str, *, private: bool = False) -> CommandError:
+    names = (
+        " With private names each name is stored encrypted, about 1.6 times its length and at least "
+        "52 characters, so use fewer or shorter names."
+        if private
+        else ""
+    )
     return CommandError(
         f"Error: The path {shown(path)} is too long: its storage key would exceed "
-        f"{S3_MAX_KEY_BYTES} bytes (prefixes included)."
+        f"{S3_MAX_KEY_BYTES} bytes (prefixes included).{names}"
     )
 
 
@@ -167,11 +174,21 @@ def validate_namespace(user_id: object, prefix: object) -> str:
     return f"{prefix}{user_id}/"
 
 
+class SegmentNames(Protocol):
+    """Private names (``names.NameCipher``): the key segments of memory path segments, and back."""
+
+    def tokens(self, segments: tuple[str, ...]) -> tuple[str, ...]: ...
+
+    def segments(self, tokens: tuple[str, ...]) -> tuple[str, ...] | None: ...
+
+
 @dataclass(frozen=True)
 class KeyLayout:
-    """Where a user's objects live: memory files under ``memories/``, internal objects beside it."""
+    """Where a user's objects live: memory files under ``memories/``, internal objects beside it.
+    With ``names`` (format 2), each segment of a memory path is a private name's token."""
 
     namespace: str
+    names: SegmentNames | None = None
 
     @property
     def memories_prefix(self) -> str:
@@ -185,9 +202,10 @@ class KeyLayout:
         """The object key of a memory file; refused if it would pass S3's key length limit."""
         if path.is_root:
             raise CommandError(f"Error: {path.text} is the memory root directory, not a file.")
-        key = self.memories_prefix + "/".join(path.segments)
+        segments = path.segments if self.names is None else self.names.tokens(path.segments)
+        key = self.memories_prefix + "/".join(segments)
         if len(key.encode("utf-8")) > S3_MAX_KEY_BYTES:
-            raise _too_long(path.text)
+            raise _too_long(path.text, private=self.names is not None)
         return key
 
     def directory_prefix(self, path: MemoryPath) -> str:
@@ -200,7 +218,13 @@ class KeyLayout:
         """The memory path stored at ``key``, or None for keys no valid path maps to."""
         if not key.startswith(self.memories_prefix):
             return None
-        text = MEMORY_ROOT + "/" + key[len(self.memories_prefix) :]
+        relative = key[len(self.memories_prefix) :]
+        if self.names is not None:
+            named = self.names.segments(tuple(relative.split("/")))
+            if named is None:
+                return None
+            relative = "/".join(named)
+        text = MEMORY_ROOT + "/" + relative
         try:
             segments = check_memory_path(text)
         except CommandError:

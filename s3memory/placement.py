@@ -12,6 +12,7 @@ from concurrent.futures import Future, wait
 from functools import partial
 
 from .concurrency import quietly, side
+from .crypto import Sealed
 from .errors import CommandError, StorageError
 from .files import MemoryFiles
 from .paths import MemoryPath
@@ -88,13 +89,13 @@ class Survey:
 def write_new_file(
     files: MemoryFiles,
     path: MemoryPath,
-    body: bytes,
+    sealed: Sealed,
     refusal: Refusal,
     occupied: CommandError,
     origin: MemoryPath | None = None,
     survey: Survey | None = None,
 ) -> str | None:
-    """Write ``body`` as a new file at ``path``, which the caller has passed through
+    """Write ``sealed`` as a new file at ``path``, which the caller has passed through
     ``require_file_path``; its ETag, or None if a file is there already.
 
     With ``survey`` (the checks of the path's place, already under way) the checks come first.
@@ -109,9 +110,9 @@ def write_new_file(
         obstacle = survey.obstacle(refusal, occupied)
         if obstacle is not None:
             raise obstacle
-        return files.put_new(key, body, origin)
+        return files.put_new(key, sealed, origin)
     checks = Survey(files, path, file_occupies=False)
-    written = side(partial(files.put_new, key, body, origin))
+    written = side(partial(files.put_new, key, sealed, origin))
     unchecked: StorageError | None = None
     try:
         obstacle = checks.obstacle(refusal, occupied)
@@ -122,7 +123,7 @@ def write_new_file(
     except StorageError:
         if obstacle is None:
             raise
-        etag = files.landed(key, body)  # the write may have landed with its answer lost
+        etag = files.landed(key, sealed.body)  # the write may have landed with its answer lost
         if etag is None:
             raise obstacle from None
         raise _withdrawn(files, path, key, etag, obstacle) from None
@@ -135,7 +136,7 @@ def write_new_file(
             earlier = files.read(path)
         except CommandError:
             earlier = None
-        if earlier is not None and earlier.text == files.decode(path, body, files.author):
+        if earlier is not None and earlier.text == files.decode(path, sealed.body, sealed.metadata)[0]:
             raise _withdrawn(files, path, key, earlier.etag, obstacle)
         raise obstacle
     problem = obstacle or unchecked

@@ -25,7 +25,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from .authors import author_of
 from .concurrency import parallel
 from .crypto import (
     MAX_KEY_CACHE_SECONDS,
@@ -292,9 +291,8 @@ def _file_once(memory: S3Memory, path: MemoryPath, key: str, old: set[int], repo
         return True
     if stored is None:
         return True
-    author = author_of(stored.metadata)
     try:
-        text = files.decode(path, stored.body, author)
+        text, author = files.decode(path, stored.body, stored.metadata)
     except IntegrityError as refused:
         _refused(memory, path.text, stored, refused, report)
         return True
@@ -397,7 +395,7 @@ def _earlier_needs(memory: S3Memory, version: Version, path: MemoryPath, old: se
     if stored is None or named is None or named not in old:
         return set()
     try:
-        memory.files.cipher.open(path.canonical, stored.body, author_of(stored.metadata))
+        memory.files.cipher.open_file(path.canonical, stored.body, stored.metadata)
     except IntegrityError:
         if not _key_missing(memory, named):
             return set()

@@ -1,0 +1,61 @@
+"""The store of format 2: its identity, and its store key (the root of private names).
+
+A store is a key prefix in a bucket, named by a configured store id (by default the bucket's name:
+set it to the source's id to read a replica). Its identity, a digest of the id and the prefix, is
+bound into every format-2 object and data key, so objects copied between stores, or between
+overlapping prefixes, are refused. The store key is random, made once and kept wrapped (by KMS, or
+by the local master key) at ``<prefix>s3memory.store-key``: outside every user's namespace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import threading
+import weakref
+
+from .crypto import KeyProvider
+from .store import ConditionalConflict, PreconditionFailed, S3Store
+
+STORE_KEY_NAME = "s3memory.store-key"
+"""Where, below the store's prefix, the wrapped store key lies."""
+STORE_KEY_MAX_BYTES = 4096
+_IDENTITY_LABEL = b"s3memory/v2/store"
+
+_learned: weakref.WeakKeyDictionary[KeyProvider, dict[tuple[str, str, str], bytes]] = (
+    weakref.WeakKeyDictionary()
+)
+_lock = threading.Lock()
+
+
+def store_identity(store_id: str, prefix: str) -> str:
+    """The identity of the store ``store_id`` at key prefix ``prefix``: 32 hex digits of SHA-256."""
+    if not isinstance(store_id, str) or not 1 <= len(store_id) <= 255 or not store_id.isprintable():
+        raise ValueError("store_id must be 1 to 255 printable characters (by default the bucket's name)")
+    parts = [part.encode("utf-8") for part in (store_id, prefix)]
+    framed = b"".join(struct.pack(">I", len(part)) + part for part in parts)
+    return hashlib.sha256(_IDENTITY_LABEL + framed).hexdigest()[:32]
+
+
+def store_key(store: S3Store, prefix: str, identity: str, provider: KeyProvider) -> bytes:
+    """The store key of ``identity`` at ``prefix`` in ``store``'s bucket, made and kept on first use
+    (of processes racing to make it, one stores its own; the others use the winner's). Learned once
+    per process and provider: a store key never changes."""
+    place = (store.bucket, prefix, identity)
+    with _lock:
+        known = _learned.get(provider, {}).get(place)
+    if known is not None:
+        return known
+    location = prefix + STORE_KEY_NAME
+    stored = store.get(location, max_bytes=STORE_KEY_MAX_BYTES)
+    if stored is not None:
+        key = provider.open_store_key(identity, stored.body)
+    else:
+        key, wrapped = provider.new_store_key(identity)
+        try:
+            store.put(location, wrapped, if_none_match=True)
+        except (PreconditionFailed, ConditionalConflict):
+            return store_key(store, prefix, identity, provider)
+    with _lock:
+        _learned.setdefault(provider, {})[place] = key
+    return key
