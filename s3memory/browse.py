@@ -27,9 +27,11 @@ _DIRECTORY_SIZE = len("4.0K")
 
 @dataclass
 class _Entry:
-    """A name of one directory level: a file (with its plaintext size), a directory, or both."""
+    """A name of one directory level: a file (with its plaintext size), a directory, or both.
+    ``token`` is the name's key segment (the name itself, or its private token)."""
 
     name: str
+    token: str
     file_size: int | None = None
     is_directory: bool = False
 
@@ -128,7 +130,7 @@ class Browser:
                     return
                 continue
             tree.add_directory((entry.name,))
-            inner = f"{prefix}{entry.name}/"
+            inner = f"{prefix}{entry.token}/"
             inner_last = inner if last < inner else (None if listed_past(last, inner) else last)
             base = f"{directory.canonical}/{entry.name}"
             for child in self._level(
@@ -185,15 +187,17 @@ class Browser:
     ) -> None:
         """Record what ``key`` (an object, or a common prefix when ``size`` is None) shows of its
         name directly below ``prefix``; keys of no valid memory path, hidden names, and names
-        before ``given_below`` (given out already) show nothing."""
-        name, below, _rest = key[len(prefix) :].partition("/")
-        if name < given_below or is_hidden(name) or self._layout.path_of_key(prefix + name) is None:
+        whose key segment sorts before ``given_below`` (given out already) show nothing."""
+        token, below, _rest = key[len(prefix) :].partition("/")
+        path = None if token < given_below else self._layout.path_of_key(prefix + token)
+        if path is None or is_hidden(path.segments[-1]):
             return
+        entry = entries.setdefault(token, _Entry(path.segments[-1], token))
         if not below:
             if size is not None:
-                entries.setdefault(name, _Entry(name)).file_size = plaintext_size(size)
+                entry.file_size = plaintext_size(size)
         elif size is None or self._layout.path_of_key(key) is not None:
-            entries.setdefault(name, _Entry(name)).is_directory = True
+            entry.is_directory = True
 
 
 def _settled_below(prefix: str, last: str, probed: set[str]) -> tuple[str, str | None]:

@@ -164,6 +164,8 @@ class ObjectCipher:
         self._keys = keys
 
     def _sealed(self, plaintext: bytes, associated: Callable[[bytes], bytes]) -> bytes:
+        """Our header and the ciphertext of ``plaintext``; ``associated`` gives the associated data
+        for the header."""
         version, data_key = self._keys.current()
         salt = os.urandom(SALT_BYTES)
         nonce = os.urandom(NONCE_BYTES)
@@ -232,8 +234,10 @@ class ObjectCipher:
         moved there) by ``author``: the header itself, and the place record sealing the author with
         the header and the path as associated data."""
         version = _header_version(header)
-        if version is None or len(header) != HEADER_BYTES:
+        if version is None:
             raise _refused(path)
+        if author is not None:
+            validate_author(author)
         nonce = os.urandom(NONCE_BYTES)
         sealed = AESGCM(self._place_key(path, version)).encrypt(
             nonce, _author_block(author), _place_data(header, path)
@@ -404,13 +408,17 @@ class KeyOwner:
     store: str | None = None
     namespace: str | None = None
 
+    def __post_init__(self) -> None:
+        if (self.store is None) != (self.namespace is None):
+            raise ValueError("a format-2 key owner names both its store and its namespace token")
+
     def kms_context(self, version: int) -> dict[str, str]:
         """The KMS encryption context of this owner's data key of ``version``."""
         if self.store is None:
             return {"s3memory:user": self.user_id, "s3memory:key_version": str(version)}
         return {
             "s3memory:store": self.store,
-            "s3memory:user": self.namespace or "",
+            "s3memory:user": str(self.namespace),
             "s3memory:key_version": str(version),
         }
 
@@ -711,7 +719,7 @@ class KMSKeyProvider(KeyProvider):
             code = aws_error_code(error)
             if code in ("InvalidCiphertextException", "IncorrectKeyException"):
                 raise IntegrityError(
-                    "Error: The user's wrapped data key was refused by KMS (tampered, or for another user or key)."
+                    "Error: A wrapped key was refused by KMS (tampered, or for another user, store or KMS key)."
                 ) from None
             raise StorageError(f"Error: KMS {operation} failed ({code}); no data was changed.") from None
 

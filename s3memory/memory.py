@@ -19,7 +19,15 @@ from .authors import validate_author
 from .browse import Browser
 from .commands import Command, Create, Delete, Insert, Rename, StrReplace, View, parse_command
 from .concurrency import side
-from .crypto import OVERHEAD, DataKeySource, KeyOwner, KeyProvider, ObjectCipher
+from .crypto import (
+    FORMAT_VERSION,
+    OVERHEAD,
+    PLACED_FORMAT,
+    DataKeySource,
+    KeyOwner,
+    KeyProvider,
+    ObjectCipher,
+)
 from .errors import CommandError, StorageError, Unsettled
 from .files import WRITE_ATTEMPTS, Found, MemoryFiles, backoff
 from .guard import ContentGuard
@@ -27,10 +35,12 @@ from .job_runner import Intent, JobRunner
 from .jobs import Source
 from .keyvault import KeyVault
 from .listing import Tree, render_listing
+from .names import NameCipher, namespace_of
 from .paths import ROOT, KeyLayout, MemoryPath, validate_namespace
 from .placement import Refusal, Survey, require_depth, require_file_path, write_new_file
 from .quota import Quota, Usage
 from .store import ListingPage, PreconditionFailed, S3Store
+from .store_keys import store_identity, store_key
 from .text import Edit, edit_snippet, insert_at, render_file, replace_unique
 
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
@@ -56,6 +66,8 @@ class S3Memory:
         quota: Quota | None = None,
         actor: str | None = None,
         clock: Callable[[], float] = time.time,
+        storage_format: int = FORMAT_VERSION,
+        store_id: str | None = None,
     ) -> None:
         if not isinstance(key_provider, KeyProvider):
             raise ValueError("key_provider must be a KMSKeyProvider or LocalKeyProvider")
@@ -67,12 +79,13 @@ class S3Memory:
             raise ValueError("quota must be a Quota or None")
         if not callable(clock):
             raise ValueError("clock must be a function that returns seconds since the epoch")
-        self.layout = KeyLayout(validate_namespace(user_id, prefix))
         self.store = store
         self.key_provider = key_provider
         self.content_guard = content_guard
-        self.key_owner = KeyOwner(user_id)
-        """Whose data keys this memory's objects are sealed with."""
+        self.layout, self.key_owner = _placement(
+            store, user_id, prefix, key_provider, storage_format, store_id or store.bucket
+        )
+        """Where the user's objects live, and whose data keys they are sealed with."""
         cipher = ObjectCipher(DataKeySource(key_provider, self.key_owner, KeyVault(store, self.layout)))
         self.usage = Usage(quota, lambda: self.files.measure())
         self.files = MemoryFiles(store, self.layout, cipher, max_file_bytes, self.usage, _author(actor))
@@ -368,6 +381,22 @@ class S3Memory:
         listed = [listed for page in self.store.pages(self.layout.memories_prefix) for listed in page.objects]
         self.files.delete_all([Source(item.key, "") for item in listed])
         return "All memory cleared"
+
+
+def _placement(
+    store: S3Store, user_id: str, prefix: str, provider: KeyProvider, storage_format: object, store_id: str
+) -> tuple[KeyLayout, KeyOwner]:
+    """The key layout and key owner of ``user_id``'s memory in a store of ``storage_format``: format
+    1 names the user and paths in plain keys; format 2 names them privately, with the store key."""
+    namespace = validate_namespace(user_id, prefix)
+    if storage_format == FORMAT_VERSION:
+        return KeyLayout(namespace), KeyOwner(user_id)
+    if storage_format != PLACED_FORMAT:
+        raise ValueError(f"storage_format must be {FORMAT_VERSION} or {PLACED_FORMAT}")
+    identity = store_identity(store_id, prefix)
+    key = store_key(store, prefix, identity, provider)
+    token = namespace_of(key, user_id)
+    return KeyLayout(f"{prefix}{token}/", NameCipher(key, user_id)), KeyOwner(user_id, identity, token)
 
 
 def _author(actor: str | None) -> str | None:

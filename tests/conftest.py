@@ -245,9 +245,15 @@ def local_keys() -> LocalKeyProvider:
     return LocalKeyProvider(MASTER_KEY)
 
 
+STORAGE_FORMAT = int(os.environ.get("S3MEMORY_TEST_STORAGE_FORMAT", "1"))
+"""The storage format of the memories ``make_memory`` makes unless a test names one: set
+S3MEMORY_TEST_STORAGE_FORMAT=2 to run the suites that use it on private names."""
+
+
 @pytest.fixture
 def make_memory(s3: Any, local_keys: LocalKeyProvider) -> Callable[..., S3Memory]:
     def make(user_id: str = "alice", key_provider: KeyProvider | None = None, **options: Any) -> S3Memory:
+        options.setdefault("storage_format", STORAGE_FORMAT)
         return S3Memory(S3Store(s3, BUCKET), user_id, key_provider or local_keys, **options)
 
     return make
