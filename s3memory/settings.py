@@ -5,6 +5,8 @@ provider and an S3 client.
 | --- | --- |
 | ``S3MEMORY_BUCKET`` | the bucket (required) |
 | ``S3MEMORY_PREFIX`` | the key prefix of the user namespaces (default ``users/``) |
+| ``S3MEMORY_STORAGE_FORMAT`` | ``1`` (default: plain names) or ``2`` (private names, ``docs/format-v2.md``) |
+| ``S3MEMORY_STORE_ID`` | format 2: the store's id, bound into every object (default: the bucket's name; a replica's readers set the source's) |
 | ``S3MEMORY_KMS_KEY_ID`` | KMS key id, ARN or alias for envelope keys |
 | ``S3MEMORY_LOCAL_KEY`` | base64 of exactly 32 bytes: a local master key, for local use and tests only |
 | ``S3MEMORY_LOCAL_KEY_VERSION`` | the local master key's version, 1 to 999,999,999 (default 1) |
@@ -45,6 +47,9 @@ if TYPE_CHECKING:
 
 BUCKET = "S3MEMORY_BUCKET"
 PREFIX = "S3MEMORY_PREFIX"
+STORAGE_FORMAT = "S3MEMORY_STORAGE_FORMAT"
+STORE_ID = "S3MEMORY_STORE_ID"
+STORAGE_FORMATS = ("1", "2")
 KMS_KEY_ID = "S3MEMORY_KMS_KEY_ID"
 LOCAL_KEY = "S3MEMORY_LOCAL_KEY"
 LOCAL_KEY_VERSION = "S3MEMORY_LOCAL_KEY_VERSION"
@@ -249,6 +254,8 @@ class Settings:
     endpoint_url: str | None = None
     limits: Limits = field(default_factory=Limits)
     edge: Edge = field(default_factory=Edge)
+    storage_format: int = 1
+    store_id: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -294,6 +301,11 @@ class Settings:
         if len(set(masters)) != len(masters):
             raise SettingsError(f"{PREVIOUS_LOCAL_KEYS} repeats a master key: each version needs its own")
 
+        storage_format = int(_choice(environ, STORAGE_FORMAT, STORAGE_FORMATS))
+        store_id = _get(environ, STORE_ID)
+        if store_id is not None and (len(store_id) > 255 or not store_id.isprintable()):
+            raise SettingsError(f"{STORE_ID} must be at most 255 printable characters")
+
         endpoint_url = _get(environ, ENDPOINT_URL)
         if endpoint_url is not None and (
             not endpoint_url.startswith(("http://", "https://")) or _has_space_or_control(endpoint_url)
@@ -310,7 +322,19 @@ class Settings:
             endpoint_url=endpoint_url,
             limits=Limits.from_env(environ),
             edge=Edge.from_env(environ),
+            storage_format=storage_format,
+            store_id=store_id,
         )
+
+    def memory_options(self) -> dict[str, Any]:
+        """The keyword arguments of ``S3Memory`` these settings set: where the memory lives, in
+        which format, and the limits."""
+        return {
+            "prefix": self.prefix,
+            "storage_format": self.storage_format,
+            "store_id": self.store_id,
+            **self.limits.memory_options(),
+        }
 
     @property
     def key_source(self) -> str:

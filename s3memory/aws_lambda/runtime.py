@@ -58,14 +58,7 @@ class Runtime:
             if memory is not None:
                 self._memories.move_to_end(user_id)
                 return memory
-        settings = self.settings
-        memory = S3Memory(
-            self._store,
-            user_id,
-            self.key_provider,
-            prefix=settings.prefix,
-            **settings.limits.memory_options(),
-        )
+        memory = S3Memory(self._store, user_id, self.key_provider, **self.settings.memory_options())
         with self._lock:
             memory = self._memories.setdefault(user_id, memory)
             self._memories.move_to_end(user_id)
