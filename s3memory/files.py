@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .concurrency import parallel
-from .crypto import FORMAT_VERSION, HEADER_BYTES, ObjectCipher, Sealed, plaintext_size
+from .crypto import FORMAT_VERSION, ObjectCipher, Sealed, plaintext_size
 from .errors import CommandError, IntegrityError, StorageError
 from .jobs import MAX_SOURCES, Source
 from .paths import KeyLayout, MemoryPath
@@ -89,15 +89,13 @@ class FileTooLarge(CommandError):
 
 @dataclass(frozen=True)
 class Found:
-    """A file's text, the ETag of the object it was read from, who wrote it (None: unnamed), the
-    fingerprint of the path a rename copied it from (``ORIGIN_METADATA``, format 1), and the
-    content header (format 2: what a rename by server-side copy places at the new path)."""
+    """A file's text, the ETag of the object it was read from, who wrote it (None: unnamed), and
+    the fingerprint of the path a rename copied it from (``ORIGIN_METADATA``, format 1)."""
 
     text: str
     etag: str
     author: str | None = None
     origin: str | None = None
-    header: bytes | None = None
 
 
 class MemoryFiles:
@@ -135,8 +133,7 @@ class MemoryFiles:
         if stored is None:
             return None
         text, author = self.decode(path, stored.body, stored.metadata)
-        header = None if self.cipher.format == FORMAT_VERSION else stored.body[:HEADER_BYTES]
-        return Found(text, stored.etag, author, stored.metadata.get(ORIGIN_METADATA), header)
+        return Found(text, stored.etag, author, stored.metadata.get(ORIGIN_METADATA))
 
     def decode(self, path: MemoryPath, body: bytes, metadata: Mapping[str, str]) -> tuple[str, str | None]:
         """The text and the author of ``body`` read at ``path`` with ``metadata``; refused unless
