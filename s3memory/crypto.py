@@ -146,6 +146,15 @@ class Opened:
     author: str | None
 
 
+@dataclass(frozen=True)
+class Place:
+    """Where a format-2 object's metadata places its content: the content's header, and who wrote
+    it or moved it there (None: unnamed)."""
+
+    header: bytes
+    author: str | None
+
+
 class ObjectCipher:
     """Seals and opens one user's objects with that user's data keys.
 
@@ -251,6 +260,13 @@ class ObjectCipher:
         if header is None or _header_version(header) is None:
             raise _refused(path)
         return header
+
+    def place_of(self, path: str, metadata: Mapping[str, str]) -> Place:
+        """The content header and the author that a format-2 object's ``metadata`` places at
+        ``path``; ``IntegrityError`` unless its place record authenticates for that header and
+        path. The body is not read: one that is not the header's fails when it is opened."""
+        header = self.header_of(path, metadata)
+        return Place(header, self._placed_author(path, header, metadata.get(PLACE_METADATA)))
 
     def _placed_author(self, path: str, header: bytes, record: str | None) -> str | None:
         version = _header_version(header)

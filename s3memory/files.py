@@ -1,12 +1,12 @@
 """One user's encrypted memory files: reads, conditional writes, batched deletes, directory hints.
 
-Every memory file's bytes pass through here, sealed for (and opened at) its own path. Writes are
-conditional; deletes tell the usage tracker to measure again.
+Every memory file the client reads or writes passes through here, sealed for (and opened at) its
+own path; a format-2 rename copies on the server instead (``moves``). Writes are conditional;
+deletes tell the usage tracker to measure again.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import random
 import threading
@@ -33,8 +33,6 @@ ORIGIN_METADATA = "s3memory-origin"
 """Metadata on a renamed file: the keyed fingerprint of the path it was copied from, naming the key
 version it was made with (``ObjectCipher.fingerprint``). Not authenticated: only a hint, matched
 against authentic paths."""
-RELIED_ON_TAG = "s3memory-relied-on"
-"""A tag on a copy that a process other than its writer relied on to delete the copy's source."""
 WRITE_ATTEMPTS = 32
 """Conditional writes that lose to another writer (409) are retried this many times."""
 _SEALED_SLACK = 4096
@@ -44,6 +42,13 @@ _SEALED_SLACK = 4096
 def backoff(attempt: int) -> None:
     """Sleep a jittered, growing, bounded time before retrying a lost conditional write."""
     time.sleep(random.uniform(0, min(0.5, 0.01 * 2**attempt)))
+
+
+def conflicting_writes() -> StorageError:
+    """The error when S3 keeps answering 409 to a conditional write."""
+    return StorageError(
+        "Error: S3 kept reporting conflicting writes at this path; nothing was changed. Try again."
+    )
 
 
 class KnownDirectories:
@@ -163,7 +168,7 @@ class MemoryFiles:
         there; its ETag, or None if one is.
 
         With ``origin`` (format 1), the object's metadata carries that path's fingerprint (see
-        ``accept``).
+        ``moves.RewriteMover``).
         """
         body, metadata = (sealed, {}) if isinstance(sealed, bytes) else (sealed.body, dict(sealed.metadata))
         if origin is not None and self.cipher.format == FORMAT_VERSION:
@@ -175,9 +180,7 @@ class MemoryFiles:
                 return self.landed(key, body) if lost.after_retry else None
             except ConditionalConflict:
                 backoff(attempt)
-        raise StorageError(
-            "Error: S3 kept reporting conflicting writes at this path; nothing was changed. Try again."
-        )
+        raise conflicting_writes()
 
     def replace(self, path: MemoryPath, sealed: Sealed, etag: str, origin: str | None = None) -> bool:
         """Write ``sealed`` over the file at ``path`` if it still has ``etag``; False if it changed.
@@ -203,32 +206,6 @@ class MemoryFiles:
         except ObjectTooLarge:
             return None  # larger than ours: another writer's
         return stored.etag if stored is not None and stored.body == body else None
-
-    def accept(self, path: MemoryPath, text: str, origin: MemoryPath) -> bool:
-        """Rely on the copy of ``origin`` already at ``path`` (left by a process that may have died,
-        or written by another finisher) if its fingerprint names ``origin`` (under the key version
-        it was made with, before or after a rotation) and it holds ``text``: it is marked relied-on
-        (a tag; its bytes and ETag stay), so its writer will not withdraw it. False if ``path``
-        holds anything else, or nothing."""
-        key = self.layout.file_key(path)
-        stored = self.store.get(key, max_bytes=self.max_file_bytes + _SEALED_SLACK)
-        if stored is None or not self.cipher.made_of(stored.metadata.get(ORIGIN_METADATA), origin.canonical):
-            return False
-        return self.decode(path, stored.body, stored.metadata)[0] == text and self.store.tag(
-            key, {RELIED_ON_TAG: "1"}
-        )
-
-    def withdraw(self, path: MemoryPath, etag: str) -> None:
-        """Remove this process's own new copy at ``path`` (still the object with ``etag``), unless
-        another process has marked it relied-on. Called when its source turned out changed or gone
-        after the copy was written: the copy came too late, or would shadow an edit. A copy is
-        marked before its source is deleted, so a copy whose source is gone and that is not marked
-        is one nobody relied on."""
-        key = self.layout.file_key(path)
-        if self.store.tags(key).get(RELIED_ON_TAG):
-            return
-        with contextlib.suppress(PreconditionFailed):
-            self.delete(key, if_match=etag)
 
     def delete(self, key: str, *, if_match: str | None = None) -> None:
         """Delete one object (only if it still has ``if_match``, when given: else PreconditionFailed)."""

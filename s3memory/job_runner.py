@@ -34,6 +34,7 @@ from .jobs import (
     record_name_is_ours,
 )
 from .listing import listed_past
+from .moves import Copy, SourceChanged, mover_for
 from .paths import MemoryPath, memory_path
 from .store import Listed, ListingPage, ObjectTooLarge, PreconditionFailed
 
@@ -98,6 +99,7 @@ class JobRunner:
         self._files = files
         self._store = files.store
         self._layout = files.layout
+        self._mover = mover_for(files)
         self.clock = clock
         self.set_aside: list[str] = []
         """Names of the records this process moved to quarantine (reported by the caller)."""
@@ -255,11 +257,11 @@ class JobRunner:
         writer) is withdrawn when its source's delete finds the source changed or gone: the copy
         then came too late (another finisher ended the job, and the file may have been deleted or
         moved since) or would shadow an edit. A copy found at the destination is relied on only
-        once it is marked so (``MemoryFiles.accept``), and its writer then keeps it.
+        once it is marked so (``Mover.accept``), and its writer then keeps it.
         """
         old, new = memory_path(job.old), memory_path(job.new or "")
         copied: list[Source] = []
-        created: dict[str, tuple[MemoryPath, str]] = {}
+        created: dict[str, Copy] = {}
         kept: list[str] = []
 
         def copy(source: Source) -> None:
@@ -268,21 +270,24 @@ class JobRunner:
                 return  # plan_problem has refused such a record
             target = new.joined(path.relative_to(old))
             try:
-                found = self._files.read(path)
-                if found is None:
+                origin = self._mover.locate(path)
+                if origin is None:
                     return  # moved or deleted already
-                if found.etag != source.etag:
+                if origin.etag != source.etag:
                     kept.append(source.key)  # written after the plan: it stays
                     return
-                body = self._files.encode(target, found.text)
+                before_changes()
+                made = self._mover.place(origin, target)
             except (IntegrityError, ObjectTooLarge, FileTooLarge):
                 kept.append(source.key)  # cannot be moved as it is: it stays where it is
                 return
-            before_changes()
-            etag = self._files.put_new(self._layout.file_key(target), body, origin=path)
-            if etag is not None:
-                created[source.key] = (target, etag)
-            elif not self._files.accept(target, found.text, path):
+            except SourceChanged:
+                if self._store.exists(source.key):
+                    kept.append(source.key)  # changed since it was found: it stays
+                return
+            if made is not None:
+                created[source.key] = made
+            elif not self._mover.accept(origin, target):
                 kept.append(source.key)  # something else is at the destination
                 return
             copied.append(source)
@@ -291,5 +296,5 @@ class JobRunner:
         left = self._files.delete_all(copied)
         for key in left.changed + left.gone:
             if key in created:
-                self._files.withdraw(*created[key])
+                self._mover.withdraw(created[key])
         return kept + left.changed

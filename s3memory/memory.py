@@ -29,12 +29,13 @@ from .crypto import (
     ObjectCipher,
 )
 from .errors import CommandError, StorageError, Unsettled
-from .files import WRITE_ATTEMPTS, Found, MemoryFiles, backoff
+from .files import WRITE_ATTEMPTS, MemoryFiles, backoff
 from .guard import ContentGuard
 from .job_runner import Intent, JobRunner
 from .jobs import Source
 from .keyvault import KeyVault
 from .listing import Tree, render_listing
+from .moves import Origin, SourceChanged, mover_for
 from .names import NameCipher, namespace_of
 from .paths import ROOT, KeyLayout, MemoryPath, validate_namespace
 from .placement import Refusal, Survey, require_depth, require_file_path, write_new_file
@@ -91,6 +92,7 @@ class S3Memory:
         self.files = MemoryFiles(store, self.layout, cipher, max_file_bytes, self.usage, _author(actor))
         self.browser = Browser(self.files)
         self.jobs = JobRunner(self.files, clock)
+        self.mover = mover_for(self.files)
         self.access = AccessRecord(self.files, clock)
         """When the user last used the memory: each command answered notes it (``access.py``)."""
 
@@ -104,6 +106,7 @@ class S3Memory:
         twin.files = self.files.by(author)
         twin.browser = Browser(twin.files)
         twin.jobs = JobRunner(twin.files, self.jobs.clock)
+        twin.mover = mover_for(twin.files)
         return twin
 
     def run(self, raw_input: object) -> str:
@@ -283,7 +286,7 @@ class S3Memory:
             raise exists
         pending = side(self.jobs.pending)
         survey = self._destination_survey(old, new)
-        found, sources = self.browser.file_or_sources(old, lambda: self.files.read(old))
+        found, sources = self.browser.file_or_sources(old, lambda: self.mover.locate(old))
         intent = Intent("rename", old, new, None if found is not None else sources)
         kept = self.jobs.settle(pending.result(), intent)
         if kept is not None or pending.result().moved_on:
@@ -293,7 +296,7 @@ class S3Memory:
                 return _renamed(old, new, kept)
             # jobs that ran or ended may have moved either path: look again
             survey = self._destination_survey(old, new)
-            found, sources = self.browser.file_or_sources(old, lambda: self.files.read(old))
+            found, sources = self.browser.file_or_sources(old, lambda: self.mover.locate(old))
         if found is not None:
             return self._rename_file(old, new, found, exists, survey)
         if not sources or survey is None:
@@ -315,42 +318,50 @@ class S3Memory:
         return Survey(self.files, new, file_occupies=old in self.files.directories)
 
     def _rename_file(
-        self, old: MemoryPath, new: MemoryPath, found: Found, exists: CommandError, survey: Survey | None
+        self, old: MemoryPath, new: MemoryPath, origin: Origin, exists: CommandError, survey: Survey | None
     ) -> str:
         """Copy the file to ``new`` (or rely on a copy an earlier try left there), then delete it at
         ``old`` if it has not changed. A copy this try created is withdrawn when the source turns
         out changed or gone (a late copy, or one that would shadow an edit)."""
         if new.segments == old.segments:
             raise exists
-        if new.is_within(old):
+        if survey is None:  # new lies within old
             raise CommandError(
                 f"Error: Cannot rename to {new.text}: {old.canonical} is a file, not a directory."
             )
         refusal = _destination_refusal(new)
         require_file_path(new, refusal)
-        sealed = self.files.encode(new, found.text)
-        created = write_new_file(self.files, new, sealed, refusal, exists, origin=old, survey=survey)
-        if created is None and not self.files.accept(new, found.text, old):
-            raise exists
-        self.files.directories.add(new.ancestors())
+        obstacle = survey.obstacle(refusal, exists)
+        if obstacle is not None:
+            raise obstacle
         source = self.layout.file_key(old)
         try:
-            self.files.delete(source, if_match=found.etag)
+            created = self.mover.place(origin, new)
+        except SourceChanged:
+            raise self._moved_away(old, source) from None
+        if created is None and not self.mover.accept(origin, new):
+            raise exists
+        self.files.directories.add(new.ancestors())
+        try:
+            self.files.delete(source, if_match=origin.etag)
         except PreconditionFailed as failed:
             gone = not self.store.exists(source)
             if gone and (failed.after_retry or created is None):
                 return _renamed(old, new, [])  # our own delete's answer was lost, or a twin finished it
-            if created is not None:
-                self.files.withdraw(new, created)
-            if gone:
-                raise CommandError(f"Error: The path {old.text} does not exist") from None
-            if created is not None:
-                raise CommandError(
-                    f"Error: {old.text} changed while it was being renamed; it was left where it is and "
-                    "nothing was renamed."
-                ) from None
-            return _renamed(old, new, [old.canonical])
+            if created is None:
+                return _renamed(old, new, [old.canonical])
+            self.mover.withdraw(created)
+            raise self._moved_away(old, source) from None
         return _renamed(old, new, [])
+
+    def _moved_away(self, old: MemoryPath, source: str) -> CommandError:
+        """The refusal of a file rename whose source changed or went while it was being renamed."""
+        if not self.store.exists(source):
+            return CommandError(f"Error: The path {old.text} does not exist")
+        return CommandError(
+            f"Error: {old.text} changed while it was being renamed; it was left where it is and "
+            "nothing was renamed."
+        )
 
     def _rename_directory(
         self, old: MemoryPath, new: MemoryPath, sources: list[Source], exists: CommandError, survey: Survey

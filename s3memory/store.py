@@ -64,6 +64,15 @@ class StoredObject:
     metadata: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Head:
+    """An object as a HEAD shows it: its ETag, size and user metadata."""
+
+    etag: str
+    size: int
+    metadata: dict[str, str]
+
+
 class Listed(NamedTuple):
     """An object as a listing shows it."""
 
@@ -178,14 +187,22 @@ class S3Store:
             return False
         return True
 
-    def metadata(self, key: str, version_id: str | None = None) -> dict[str, str] | None:
-        """The user metadata of the object (of ``version_id`` if given), or None if there is none."""
+    def head(self, key: str, version_id: str | None = None) -> Head | None:
+        """The object's ETag, size and user metadata (of ``version_id`` if given), or None if there
+        is none; its bytes are not read."""
         try:
             extra = {} if version_id is None else {"VersionId": version_id}
             response = self._call("HeadObject", Key=key, **extra)
         except _Missing:
             return None
-        return dict(response.get("Metadata", {}))
+        return Head(
+            str(response["ETag"]), int(response.get("ContentLength", 0)), dict(response.get("Metadata", {}))
+        )
+
+    def metadata(self, key: str, version_id: str | None = None) -> dict[str, str] | None:
+        """The user metadata of the object (of ``version_id`` if given), or None if there is none."""
+        head = self.head(key, version_id)
+        return None if head is None else head.metadata
 
     def put(
         self,

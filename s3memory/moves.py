@@ -1,0 +1,184 @@
+"""How a file moves to a new path: the one place a rename's copy is made, relied on or withdrawn.
+
+Format 1 binds content to its path, so a move reads the file and seals its text again for the new
+path (the copy's ``s3memory-origin`` names the path it came from). Format 2 binds content to its
+user and store only, so a move is a ``CopyObject`` on the server with a new place record in the
+copy's metadata: no content passes through the client. Either way a copy is written only where
+nothing is, from the source's version with the ETag it was found with; the caller deletes the
+source afterwards, only if it still has that ETag, and withdraws the copy when it does not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+from .crypto import FORMAT_VERSION, PLACE_METADATA
+from .errors import IntegrityError
+from .files import WRITE_ATTEMPTS, MemoryFiles, backoff, conflicting_writes
+from .paths import MemoryPath
+from .store import ConditionalConflict, PreconditionFailed
+
+RELIED_ON_TAG = "s3memory-relied-on"
+"""A tag on a copy that a process other than its writer relied on to delete the copy's source."""
+
+
+@dataclass(frozen=True)
+class Origin:
+    """A file as the source of a move: its path, the ETag it was found with, and what its copy is
+    made from (format 1: its text; format 2: its content header)."""
+
+    path: MemoryPath
+    etag: str
+    text: str = ""
+    header: bytes = b""
+
+
+@dataclass(frozen=True)
+class Copy:
+    """A copy this process wrote: its path, its ETag and, in format 2, its place record, which
+    tells it from another copy of the same source (that has the same bytes, so the same ETag)."""
+
+    path: MemoryPath
+    etag: str
+    place: str | None = None
+
+
+class SourceChanged(Exception):
+    """The source no longer has the ETag its copy was to be made from, or is gone, and nothing is
+    at the destination: no copy was made."""
+
+
+class Mover(ABC):
+    """Moves one user's files: finds a source, writes its copy, relies on or withdraws copies."""
+
+    def __init__(self, files: MemoryFiles) -> None:
+        self._files = files
+        self._store = files.store
+
+    @abstractmethod
+    def locate(self, path: MemoryPath) -> Origin | None:
+        """The file at ``path`` as a move's source, or None if there is none; ``IntegrityError``
+        when the object there is not a file s3memory placed at ``path`` for this user."""
+
+    @abstractmethod
+    def place(self, origin: Origin, target: MemoryPath) -> Copy | None:
+        """Write ``origin``'s copy at ``target`` if nothing is there: the copy, or None if something
+        is. Raises ``SourceChanged`` (format 2), or ``FileTooLarge`` over the size limit (format 1)."""
+
+    @abstractmethod
+    def holds_copy(self, origin: Origin, target: MemoryPath) -> bool:
+        """True if ``target`` holds a copy of ``origin`` (made by any process)."""
+
+    def accept(self, origin: Origin, target: MemoryPath) -> bool:
+        """Rely on the copy of ``origin`` already at ``target`` (left by a process that may have
+        died, or written by another finisher of the same job): it is marked relied-on (a tag; its
+        bytes and ETag stay), so its writer will not withdraw it. False if ``target`` holds
+        anything else, or nothing."""
+        return self.holds_copy(origin, target) and self._store.tag(
+            self._files.layout.file_key(target), {RELIED_ON_TAG: "1"}
+        )
+
+    def withdraw(self, copy: Copy) -> None:
+        """Remove this process's own ``copy``, unless another process has marked it relied-on.
+        Called when its source turned out changed or gone after the copy was written: the copy came
+        too late, or would shadow an edit. A copy is marked before its source is deleted, so a copy
+        whose source is gone and that is not marked is one nobody relied on."""
+        key = self._files.layout.file_key(copy.path)
+        if self._store.tags(key).get(RELIED_ON_TAG) or not self._is_ours(key, copy):
+            return
+        with contextlib.suppress(PreconditionFailed):
+            self._files.delete(key, if_match=copy.etag)
+
+    def _is_ours(self, key: str, copy: Copy) -> bool:
+        """True unless the object at ``key`` is known to be another copy than ``copy``."""
+        return True
+
+
+class RewriteMover(Mover):
+    """Format 1: a move reads the file and seals its text again for the new path."""
+
+    def locate(self, path: MemoryPath) -> Origin | None:
+        found = self._files.read(path)
+        return None if found is None else Origin(path, found.etag, text=found.text)
+
+    def place(self, origin: Origin, target: MemoryPath) -> Copy | None:
+        sealed = self._files.encode(target, origin.text)
+        etag = self._files.put_new(self._files.layout.file_key(target), sealed, origin=origin.path)
+        return None if etag is None else Copy(target, etag)
+
+    def holds_copy(self, origin: Origin, target: MemoryPath) -> bool:
+        """Its fingerprint names ``origin``'s path (under the key version it was made with, before
+        or after a rotation) and it holds ``origin``'s text."""
+        try:
+            found = self._files.read(target)
+        except IntegrityError:
+            return False
+        return (
+            found is not None
+            and self._files.cipher.made_of(found.origin, origin.path.canonical)
+            and found.text == origin.text
+        )
+
+
+class ServerCopyMover(Mover):
+    """Format 2: a move is a copy made on the server, placed at its new path by new metadata."""
+
+    def locate(self, path: MemoryPath) -> Origin | None:
+        head = self._store.head(self._files.layout.file_key(path))
+        if head is None:
+            return None
+        return Origin(
+            path, head.etag, header=self._files.cipher.place_of(path.canonical, head.metadata).header
+        )
+
+    def place(self, origin: Origin, target: MemoryPath) -> Copy | None:
+        """The copy keeps the source's bytes; its metadata places the content at ``target``, moved
+        there by this author. Its place record is new, so it tells this copy from any other."""
+        layout = self._files.layout
+        source, key = layout.file_key(origin.path), layout.file_key(target)
+        metadata = self._files.cipher.placed(target.canonical, origin.header, self._files.author)
+        place = metadata[PLACE_METADATA]
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                etag = self._store.copy_new(source, key, source_etag=origin.etag, metadata=metadata)
+            except PreconditionFailed as lost:
+                return self._refused(target, place, after_retry=lost.after_retry)
+            except ConditionalConflict:
+                backoff(attempt)
+                continue
+            if etag is None:  # no source to copy
+                return self._refused(target, place, after_retry=False)
+            return Copy(target, etag, place)
+        raise conflicting_writes()
+
+    def _refused(self, target: MemoryPath, place: str, *, after_retry: bool) -> Copy | None:
+        """What a refused copy to ``target`` means: None if something is there; our own copy if it
+        is (its answer was lost, and the retry lost to it); ``SourceChanged`` if nothing is."""
+        head = self._store.head(self._files.layout.file_key(target))
+        if head is None:
+            raise SourceChanged(target.canonical)
+        if after_retry and head.metadata.get(PLACE_METADATA) == place:
+            return Copy(target, head.etag, place)
+        return None
+
+    def holds_copy(self, origin: Origin, target: MemoryPath) -> bool:
+        """It places ``origin``'s content (the same header: every write's header is unique) at
+        ``target``, authentically."""
+        head = self._store.head(self._files.layout.file_key(target))
+        if head is None:
+            return False
+        try:
+            return self._files.cipher.place_of(target.canonical, head.metadata).header == origin.header
+        except IntegrityError:
+            return False
+
+    def _is_ours(self, key: str, copy: Copy) -> bool:
+        head = self._store.head(key)
+        return head is not None and head.metadata.get(PLACE_METADATA) == copy.place
+
+
+def mover_for(files: MemoryFiles) -> Mover:
+    """The mover of ``files``' storage format."""
+    return RewriteMover(files) if files.cipher.format == FORMAT_VERSION else ServerCopyMover(files)
