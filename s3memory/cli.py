@@ -51,6 +51,12 @@ def add_commands(commands: Any) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--bucket", help="the bucket (S3MEMORY_BUCKET)")
     common.add_argument("--prefix", help="the users' key prefix (S3MEMORY_PREFIX, default users/)")
+    common.add_argument(
+        "--storage-format",
+        choices=("1", "2"),
+        help="the store's storage format: 1 plain names, 2 private names (S3MEMORY_STORAGE_FORMAT, default 1)",
+    )
+    common.add_argument("--store-id", help="format 2: the store's id (S3MEMORY_STORE_ID, default the bucket)")
     common.add_argument("--kms-key-id", help="the KMS key (S3MEMORY_KMS_KEY_ID)")
     common.add_argument("--endpoint-url", help="an S3 endpoint (S3MEMORY_ENDPOINT_URL)")
     common.add_argument("--json", action="store_true", help="machine-readable output")

@@ -38,6 +38,8 @@ EXIT_USAGE = 2
 FLAG_VARIABLES = {
     "bucket": "S3MEMORY_BUCKET",
     "prefix": "S3MEMORY_PREFIX",
+    "storage_format": "S3MEMORY_STORAGE_FORMAT",
+    "store_id": "S3MEMORY_STORE_ID",
     "kms_key_id": "S3MEMORY_KMS_KEY_ID",
     "endpoint_url": "S3MEMORY_ENDPOINT_URL",
 }
@@ -343,6 +345,10 @@ class Console:
             if erasure.shredded
             else "with a local master key, copies kept elsewhere stay readable with that key"
         )
+        if erasure.shredded and operations.storage_format != 1:
+            shredding += (
+                "; their private names (user id, paths) still decrypt with the store key, which stays"
+            )
         lines = [
             f"{verb} {erasure.key_versions:,} wrapped key versions and {erasure.other_versions:,} other object versions",
             *([] if arguments.dry_run else [f"left: {erasure.left:,} object versions", shredding]),
@@ -391,8 +397,9 @@ class Console:
         return EXIT_INCOMPLETE if report.problems or not report.finished else EXIT_OK
 
     def _rotate(self, operations: Operations, counts: dict[str, int]) -> int:
-        from .rotation import rotate, rotate_waiting
+        from .rotation import refuse_unsupported, rotate, rotate_waiting
 
+        refuse_unsupported(operations)  # before asking, and before any request
         arguments = self.arguments
         whom = self._whom()
         dropping = (

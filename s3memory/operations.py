@@ -2,6 +2,11 @@
 user's memory to and from a folder in the layout of the SDK's ``BetaLocalFilesystemMemoryTool``.
 The ``s3memory`` command is a thin layer over this.
 
+Both storage formats are served (``docs/format-v2.md``). On format 2 ("private names") the users
+are the namespace tokens that decrypt under the store key, and every path is found by decrypting
+its key; a store with no store key yet holds no memory, and what only reads answers as for an
+empty store, writing nothing (not even a store key).
+
 Export and import can be run again after a crash or an interruption: a file already in place with
 the same bytes is counted ``unchanged``, so a rerun finishes the work and changes nothing twice.
 Import sends every file through the memory tool's own ``create``, so it refuses what the tool would
@@ -15,19 +20,21 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import folders
 from .access import ACCESS_NAME
-from .crypto import KeyProvider, KMSKeyProvider, plaintext_size
-from .errors import CommandError
+from .crypto import FORMAT_VERSION, PLACED_FORMAT, KeyProvider, KMSKeyProvider, plaintext_size
+from .errors import CommandError, IntegrityError
 from .jobs import JOB_PREFIX, QUARANTINE_PREFIX
 from .keyvault import KEYS_PREFIX, key_version
 from .memory import S3Memory
+from .names import user_of_namespace
 from .paths import memory_path, validate_namespace
 from .progress import SILENT, Progress
 from .settings import Limits, Settings
 from .store import Listed, S3Store, Version
+from .store_keys import store_identity, stored_store_key
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -106,7 +113,8 @@ class Erasure:
 
 
 class Operations:
-    """The memory of every user in one store (bucket and prefix), for an operator."""
+    """The memory of every user in one store (bucket and prefix, in its storage format), for an
+    operator."""
 
     def __init__(
         self,
@@ -116,52 +124,114 @@ class Operations:
         prefix: str = "users/",
         limits: Limits | None = None,
         actor: str | None = None,
+        storage_format: int = FORMAT_VERSION,
+        store_id: str | None = None,
     ) -> None:
+        if storage_format not in (FORMAT_VERSION, PLACED_FORMAT) or isinstance(storage_format, bool):
+            raise ValueError(f"storage_format must be {FORMAT_VERSION} or {PLACED_FORMAT}")
         self.store = store
         self.key_provider = key_provider
         self.prefix = prefix
         self.limits = limits or Limits()
         self.actor = actor
         """Named as the author of what restore and import write."""
+        self.storage_format = storage_format
+        self.store_id = store_id
+        """Format 2: the store's id (None: the bucket's name), bound into every object."""
+        self._identity = (
+            store_identity(store_id or store.bucket, prefix) if storage_format == PLACED_FORMAT else None
+        )
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, s3_client: S3Client | None = None, *, actor: str | None = None
+        cls,
+        settings: Settings,
+        s3_client: S3Client | None = None,
+        *,
+        key_provider: KeyProvider | None = None,
+        actor: str | None = None,
     ) -> Operations:
-        """Built from the same settings as the Lambda handlers (``S3MEMORY_*``)."""
+        """Built from the same settings as the Lambda handlers (``S3MEMORY_*``): the store, its
+        storage format and limits (``key_provider``: one already built from them, to share its
+        cache)."""
         client = s3_client or settings.make_s3_client()
-        store = S3Store(client, settings.bucket)
         return cls(
-            store, settings.make_key_provider(), prefix=settings.prefix, limits=settings.limits, actor=actor
+            S3Store(client, settings.bucket),
+            key_provider or settings.make_key_provider(),
+            prefix=settings.prefix,
+            limits=settings.limits,
+            actor=actor,
+            storage_format=settings.storage_format,
+            store_id=settings.store_id,
         )
 
+    def memory_options(self) -> dict[str, Any]:
+        """The keyword arguments of every ``S3Memory`` of this store: where the memory lives, in
+        which format, and the limits (as ``Settings.memory_options`` gives them)."""
+        return {
+            "prefix": self.prefix,
+            "storage_format": self.storage_format,
+            "store_id": self.store_id,
+            **self.limits.memory_options(),
+        }
+
     def users(self) -> Iterator[str]:
-        """The user ids that have objects in the store, in key order; names that are no user id a
-        memory could have (planted by a bucket writer) are left out."""
+        """The user ids that have objects in the store, in the order of their UTF-8 bytes (format 1:
+        key order; format 2: every namespace decrypted first, then sorted). Names that are no user
+        id a memory could have, and format-2 namespaces that do not decrypt under the store key
+        (planted by a bucket writer), are left out."""
+        if self._identity is None:
+            yield from self._plain_users()
+            return
+        key = self._store_key()
+        if key is None:
+            return
+        found: list[str] = []
+        for page in self.store.pages(self.prefix, delimiter=True):
+            for common in page.prefixes:
+                user_id = user_of_namespace(key, common[len(self.prefix) : -1])
+                if user_id is not None and _usable(user_id, self.prefix):
+                    found.append(user_id)
+        yield from sorted(found)
+
+    def _plain_users(self) -> Iterator[str]:
         for page in self.store.pages(self.prefix, delimiter=True):
             for common in page.prefixes:
                 user_id = common[len(self.prefix) : -1]
-                try:
-                    validate_namespace(user_id, self.prefix)
-                except ValueError:
-                    continue
-                yield user_id
+                if _usable(user_id, self.prefix):
+                    yield user_id
+
+    def _store_key(self) -> bytes | None:
+        """Format 2: the store key, or None while the store has none (never made here)."""
+        assert self._identity is not None
+        try:
+            return stored_store_key(self.store, self.prefix, self._identity, self.key_provider)
+        except IntegrityError as refused:
+            raise IntegrityError(
+                f"{refused.message} Check that S3MEMORY_STORE_ID and S3MEMORY_PREFIX (--store-id, --prefix) "
+                "are those the store's memory was written with."
+            ) from None
 
     def memory(self, user_id: str) -> S3Memory:
-        """The user's memory, with the store's limits (``ValueError`` for an unusable user id)."""
-        return S3Memory(
-            self.store,
-            user_id,
-            self.key_provider,
-            prefix=self.prefix,
-            actor=self.actor,
-            **self.limits.memory_options(),
-        )
+        """The user's memory, with the store's format and limits (``ValueError`` for an unusable
+        user id). On a format-2 store without a store key, this makes one (see ``existing_memory``)."""
+        return S3Memory(self.store, user_id, self.key_provider, actor=self.actor, **self.memory_options())
+
+    def existing_memory(self, user_id: str) -> S3Memory | None:
+        """The user's memory, or None on a format-2 store that has no store key yet, where no user
+        has any object: what only reads or deletes takes None for an empty memory and writes
+        nothing. ``ValueError`` for an unusable user id, either way."""
+        validate_namespace(user_id, self.prefix)
+        if self._identity is not None and self._store_key() is None:
+            return None
+        return self.memory(user_id)
 
     def files(self, user_id: str, path: str = "/memories") -> list[StoredFile]:
-        """The user's files at or below ``path``, in key order."""
-        memory = self.memory(user_id)
+        """The user's files at or below ``path``, in path order (format 1: key order)."""
+        memory = self.existing_memory(user_id)
         below = memory_path(path)
+        if memory is None:
+            return []
         layout = memory.layout
         found: list[StoredFile] = []
         for page in self.store.pages(layout.directory_prefix(below)):
@@ -173,12 +243,13 @@ class Operations:
             exact = memory.files.read(below)
             if exact is not None:
                 found.append(StoredFile(below.text, len(exact.text.encode("utf-8"))))
-        return found
+        return sorted(found, key=lambda file: file.path)
 
     def read(self, user_id: str, path: str) -> str:
         """The text of one file; ``CommandError`` when there is none."""
         target = memory_path(path)
-        found = self.memory(user_id).files.read(target)
+        memory = self.existing_memory(user_id)
+        found = None if memory is None else memory.files.read(target)
         if found is None or target.is_root:
             raise CommandError(f"Error: The file {path} does not exist.")
         return found.text
@@ -192,10 +263,16 @@ class Operations:
         wrapped data key that cannot be unwrapped, and any other object in the namespace. A job in
         progress and a wrapped key older than the current one (a rotation not yet finished) are
         reported, not counted as problems.
+
+        Format 2: a key whose tokens do not decrypt to a path is one that maps to no memory path,
+        and a file whose place record fails (placed for another path, user or store, or altered)
+        fails authentication like a tampered body.
         """
-        memory = self.memory(user_id)
-        layout = memory.layout
+        memory = self.existing_memory(user_id)
         report = Verification(user_id)
+        if memory is None:
+            return report
+        layout = memory.layout
         clock = time.time() if now is None else now
         key_versions: dict[int, str] = {}
         for page in self.store.pages(layout.namespace):
@@ -267,10 +344,18 @@ class Operations:
         from the first batch on, what is left (here, in a backup or a replica) cannot be decrypted
         without a key that is gone. Run it again to finish an erase that was interrupted; the user
         must not be served meanwhile (any command would start a new key). ``left`` counts what a last
-        listing still found."""
-        layout = self.memory(user_id).layout
-        keys = layout.key_of_internal(KEYS_PREFIX)
+        listing still found.
+
+        Format 2: the namespace is the user's token prefix, and the data keys are wrapped under the
+        store identity and that token, so the content of copies kept elsewhere is shredded as in
+        format 1; their names (the user's token and the paths' tokens) still decrypt with the store
+        key, which every user shares and which stays."""
+        memory = self.existing_memory(user_id)
         erasure = Erasure(user_id, shredded=isinstance(self.key_provider, KMSKeyProvider))
+        if memory is None:
+            return erasure
+        layout = memory.layout
+        keys = layout.key_of_internal(KEYS_PREFIX)
         for prefix in (keys, layout.namespace):
             pages = self.store.versions(prefix) if dry_run else self._first_pages(prefix)
             for page in pages:
@@ -302,8 +387,10 @@ class Operations:
     ) -> Transfer:
         """Write the user's memory below ``base/memories``, byte for byte; a different local file
         is left alone unless ``overwrite``."""
-        memory = self.memory(user_id)
+        memory = self.existing_memory(user_id)
         transfer = Transfer()
+        if memory is None:
+            return transfer
         stored_files = self.files(user_id)
         progress.expect(len(stored_files))
         for stored in stored_files:
@@ -367,6 +454,15 @@ class Operations:
             except CommandError as error:
                 transfer.refused.append((local.path, error.message))
         return transfer
+
+
+def _usable(user_id: str, prefix: str) -> bool:
+    """True if ``user_id`` is an id a memory could have (``validate_namespace``)."""
+    try:
+        validate_namespace(user_id, prefix)
+    except ValueError:
+        return False
+    return True
 
 
 def _text(local: folders.LocalFile) -> tuple[str | None, str | None]:

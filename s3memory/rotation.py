@@ -15,6 +15,9 @@ read) keep the version that sealed them: it is retired only once none is left, o
 
 Every run may be cut off anywhere: running it again finishes the work. Every re-encryption is a
 conditional replace on the ETag read, by the author the file's version names.
+
+Rotation of a format-2 store (private names, ``docs/format-v2.md``) is not built yet: it is refused
+before anything is read or changed (``refuse_unsupported``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from datetime import datetime
 
 from .concurrency import parallel
 from .crypto import (
+    FORMAT_VERSION,
     MAX_KEY_CACHE_SECONDS,
     MAX_KEY_VERSION,
     OVERHEAD,
@@ -121,6 +125,15 @@ class _StoredKey:
     written: datetime | None = None
 
 
+def refuse_unsupported(operations: Operations) -> None:
+    """Refuse (``CommandError``) a rotation this version cannot do: one of a format-2 store."""
+    if operations.storage_format != FORMAT_VERSION:
+        raise CommandError(
+            f"Error: rotation of a format-{operations.storage_format} store is not supported yet; "
+            "nothing was changed."
+        )
+
+
 def rotate(
     operations: Operations,
     user_id: str,
@@ -135,7 +148,9 @@ def rotate(
     ``run_again_after`` says when). On a bucket with versioning, earlier versions of files sealed
     with an old version keep it (``kept_for_history``) unless ``drop_history`` (then
     ``history_dropped`` counts them). ``dry_run`` reads everything and changes nothing. ``now``
-    (seconds since the epoch) stands for the operator's clock."""
+    (seconds since the epoch) stands for the operator's clock. A format-2 store is refused
+    (``refuse_unsupported``)."""
+    refuse_unsupported(operations)
     memory = operations.memory(user_id)
     provider = operations.key_provider
     vault = KeyVault(memory.store, memory.layout)

@@ -41,21 +41,36 @@ def store_key(store: S3Store, prefix: str, identity: str, provider: KeyProvider)
     """The store key of ``identity`` at ``prefix`` in ``store``'s bucket, made and kept on first use
     (of processes racing to make it, one stores its own; the others use the winner's). Learned once
     per process and provider: a store key never changes."""
+    key = stored_store_key(store, prefix, identity, provider)
+    if key is not None:
+        return key
+    key, wrapped = provider.new_store_key(identity)
+    try:
+        store.put(prefix + STORE_KEY_NAME, wrapped, if_none_match=True)
+    except (PreconditionFailed, ConditionalConflict):
+        return store_key(store, prefix, identity, provider)
+    _learn(store, prefix, identity, provider, key)
+    return key
+
+
+def stored_store_key(store: S3Store, prefix: str, identity: str, provider: KeyProvider) -> bytes | None:
+    """The store key of ``identity`` at ``prefix`` if one is stored, else None (no memory has been
+    written to the store yet): never makes one, so what only reads (the operator's ``users``,
+    ``ls``, ``verify``, expiry) writes nothing. ``IntegrityError`` when the stored key does not
+    open for ``identity`` (another store id or prefix, or tampered)."""
     place = (store.bucket, prefix, identity)
     with _lock:
         known = _learned.get(provider, {}).get(place)
     if known is not None:
         return known
-    location = prefix + STORE_KEY_NAME
-    stored = store.get(location, max_bytes=STORE_KEY_MAX_BYTES)
-    if stored is not None:
-        key = provider.open_store_key(identity, stored.body)
-    else:
-        key, wrapped = provider.new_store_key(identity)
-        try:
-            store.put(location, wrapped, if_none_match=True)
-        except (PreconditionFailed, ConditionalConflict):
-            return store_key(store, prefix, identity, provider)
-    with _lock:
-        _learned.setdefault(provider, {})[place] = key
+    stored = store.get(prefix + STORE_KEY_NAME, max_bytes=STORE_KEY_MAX_BYTES)
+    if stored is None:
+        return None
+    key = provider.open_store_key(identity, stored.body)
+    _learn(store, prefix, identity, provider, key)
     return key
+
+
+def _learn(store: S3Store, prefix: str, identity: str, provider: KeyProvider, key: bytes) -> None:
+    with _lock:
+        _learned.setdefault(provider, {})[(store.bucket, prefix, identity)] = key

@@ -4,16 +4,23 @@ memory as it was, and removing one version for good.
 Every version is read through the user's cipher, so only what s3memory sealed for that user and path
 is shown or restored. A restore is an ordinary conditional write: a file that changes while it is
 restored is left as the other writer left it and reported, never overwritten blindly.
+
+A file's history is the versions at its object key. On format 1 a version a rename wrote names the
+path it came from (``s3memory-origin``, a keyed fingerprint of that path). Format 2 writes no such
+fingerprint: its history follows the key alone, and a renamed file's history begins with the
+rename (the version that placed it there, by whoever moved it); the versions before it are the
+history of the old path.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from .concurrency import parallel
-from .crypto import parsed_fingerprint, plaintext_size
+from .crypto import FORMAT_VERSION, parsed_fingerprint, plaintext_size
 from .errors import CommandError, IntegrityError
 from .files import Found
 from .memory import S3Memory
@@ -34,7 +41,8 @@ class FileVersion:
     """``written`` or ``deleted`` (a delete marker)."""
     current: bool
     renamed_from: str | None = None
-    """The path this version was copied from by a rename, when the user's memory still shows it."""
+    """The path this version was copied from by a rename, when the user's memory still shows it
+    (format 1 only: format 2 keeps no trace of where a file came from)."""
     author: str | None = None
     """Who wrote it, as the writer named itself; authenticated with the version's content."""
     authentic: bool = True
@@ -84,16 +92,24 @@ class MemoryVersions:
                 opened[version.version_id] = self.memory.files.read(target, version.version_id)
 
         parallel(read, [version for version in versions if not version.delete_marker])
-        origins = _Origins(self.memory)
+        origins = _Origins(self.memory) if self.memory.files.cipher.format == FORMAT_VERSION else None
         return sorted(
             (self._described(target, version, opened, origins) for version in versions), key=_newest_first
         )
 
     def _described(
-        self, target: MemoryPath, version: Version, opened: dict[str, Found | None], origins: _Origins
+        self,
+        target: MemoryPath,
+        version: Version,
+        opened: dict[str, Found | None],
+        origins: _Origins | None,
     ) -> FileVersion:
         found = opened.get(version.version_id)
-        renamed_from = None if found is None or found.origin is None else origins.path_of(found.origin)
+        renamed_from = (
+            None
+            if found is None or found.origin is None or origins is None
+            else origins.path_of(found.origin)
+        )
         return FileVersion(
             target.text,
             version.version_id,
@@ -132,7 +148,8 @@ class MemoryVersions:
 
     def restore_as_of(self, moment: datetime, progress: Progress = SILENT) -> Restored:
         """Every file as it was at ``moment``: files written since are put back or deleted, files
-        deleted since come back. Each change is conditional on what was read."""
+        deleted since come back. Each change is conditional on what was read. Files are restored in
+        the order of their paths."""
         layout = self.memory.layout
         chosen: dict[str, Version | None] = {}
         for page in self.store.versions(layout.memories_prefix):
@@ -146,10 +163,8 @@ class MemoryVersions:
                     chosen.setdefault(listed.key, None)
         restored = Restored()
         progress.expect(len(chosen))
-        for key, version in sorted(chosen.items()):
+        for target, version in _by_path(layout.path_of_key, chosen):
             progress.advance()
-            target = layout.path_of_key(key)
-            assert target is not None
             try:
                 if version is None or version.delete_marker:
                     self._delete(target, restored)
@@ -220,6 +235,14 @@ class _Origins:
             return {cipher.fingerprint(path.canonical, version): path.text for path in self._paths}
         except IntegrityError:
             return {}
+
+
+def _by_path(
+    path_of_key: Callable[[str], MemoryPath | None], chosen: dict[str, Version | None]
+) -> list[tuple[MemoryPath, Version | None]]:
+    """The chosen version of each key, by its path, in path order (format 1: key order)."""
+    found = [(path, version) for key, version in chosen.items() if (path := path_of_key(key)) is not None]
+    return sorted(found, key=lambda item: item[0].text)
 
 
 def _newest_first(version: FileVersion) -> tuple[bool, float]:

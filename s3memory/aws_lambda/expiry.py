@@ -2,7 +2,7 @@
 schedule (EventBridge Scheduler).
 
 The event is ignored but for an optional ``{"dry_run": true}``. Settings are the other handlers'
-(``S3MEMORY_*``) and ``S3MEMORY_EXPIRE_IDLE_DAYS`` (required: a whole number from 1 to 3,650). A run
+(``S3MEMORY_*``, the storage format and store id included) and ``S3MEMORY_EXPIRE_IDLE_DAYS`` (required: a whole number from 1 to 3,650). A run
 begins at a user chosen at random and goes round the list of users; it stops ``STOP_MARGIN_MS``
 before the Lambda deadline, so runs too short for every user still reach every user over time. The
 function only lists, reads and deletes (``expiry.py``): it writes no object, no access record, and
@@ -23,7 +23,6 @@ from ..errors import CommandError, unexpected_failure
 from ..expiry import MAX_IDLE_DAYS, expire
 from ..operations import Operations
 from ..settings import SettingsError, whole_number
-from ..store import S3Store
 from . import metrics, record
 from .runtime import get_runtime
 
@@ -69,13 +68,9 @@ def _run(
     except SettingsError as error:
         invocation.error_type, invocation.failed = "configuration", True
         return {"outcome": "error", "error": f"Error: s3memory's expiry is misconfigured: {error}."}
-    settings = runtime.settings
-    operations = Operations(
-        S3Store(runtime.s3_client, settings.bucket),
-        runtime.key_provider,
-        prefix=settings.prefix,
-        limits=settings.limits,
-    )
+    operations = Operations.from_settings(
+        runtime.settings, runtime.s3_client, key_provider=runtime.key_provider
+    )  # the store's format and limits, as the memory function serves it
     try:
         users = list(operations.users())
         start = random.randrange(len(users)) if users else 0
