@@ -1,0 +1,254 @@
+"""Renames on storage format 2 copy on the server (``moves.ServerCopyMover``): no content passes
+through the client, the copy is placed at its new path by new metadata, and a bucket writer cannot
+make a rename move anything it should not. Format 1's re-sealing mover is covered by the contract,
+job and crash-safety suites, which run on both formats."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from bench.metrics import RequestCounter
+from s3memory.crypto import HEADER_METADATA, PLACE_METADATA
+from s3memory.errors import CommandError, IntegrityError
+from s3memory.memory import S3Memory
+from s3memory.moves import ServerCopyMover, SourceChanged
+from s3memory.paths import memory_path
+from s3memory.store import PreconditionFailed
+
+from .support.access import AccessRecordWrites
+from .support.bucket import ALL_BACKENDS, BUCKET
+
+BACKENDS = ALL_BACKENDS
+FILES = 40
+
+
+@pytest.fixture
+def memory(make_memory: Callable[..., S3Memory]) -> S3Memory:
+    return make_memory(storage_format=2)
+
+
+def key(memory: S3Memory, path: str) -> str:
+    return memory.layout.file_key(memory_path(path))
+
+
+def text_at(memory: S3Memory, path: str) -> str | None:
+    found = memory.files.read(memory_path(path))
+    return None if found is None else found.text
+
+
+@contextmanager
+def requests_of(memory: S3Memory) -> Iterator[Any]:
+    """The requests sent inside the block, by operation; the access record the command writes off
+    its answer's path is waited for and not counted."""
+    counter = RequestCounter(memory.store.client)
+    records = AccessRecordWrites(memory.store.client)
+    with counter.window() as seen:
+        yield seen
+        memory.access.wait()
+    seen.subtract({"PutObject": records.count})
+
+
+def test_a_directory_rename_copies_every_file_on_the_server_and_reads_or_writes_no_content(
+    memory: S3Memory,
+) -> None:
+    paths = [f"/memories/notes/{'deep/' * (index % 3)}file{index:02d}.md" for index in range(FILES)]
+    for path in paths:
+        memory.create(memory_path(path), f"text of {path}\n")
+    memory.access.wait()
+    with requests_of(memory) as seen:
+        answer = memory.run(
+            {"command": "rename", "old_path": "/memories/notes", "new_path": "/memories/kept"}
+        )
+    assert answer == "Successfully renamed /memories/notes to /memories/kept"
+    assert seen["CopyObject"] == FILES
+    assert seen["GetObject"] == 0  # no file's content was read
+    assert seen["PutObject"] == 1  # the job's record; no file's content was written
+    assert seen["HeadObject"] == FILES + 1  # each source's place record, and the probe of /memories/notes
+    assert seen["DeleteObjects"] == 1
+    assert seen["DeleteObject"] == 1  # the job's record
+    for path in paths:
+        assert text_at(memory, path) is None
+        assert text_at(memory, path.replace("/notes/", "/kept/")) == f"text of {path}\n"
+
+
+def test_a_file_rename_copies_on_the_server_and_names_who_moved_it(memory: S3Memory) -> None:
+    memory.create(memory_path("/memories/a.md"), "alpha\n")
+    memory.access.wait()
+    mover = memory.acting_as("bob")
+    with requests_of(mover) as seen:
+        answer = mover.run({"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/b.md"})
+    assert answer == "Successfully renamed /memories/a.md to /memories/b.md"
+    assert +seen == {"HeadObject": 1, "CopyObject": 1, "DeleteObject": 1, "ListObjectsV2": 2}
+    moved = memory.files.read(memory_path("/memories/b.md"))
+    assert moved is not None and (moved.text, moved.author) == ("alpha\n", "bob")
+    assert text_at(memory, "/memories/a.md") is None
+
+
+def test_a_copy_keeps_the_sources_bytes_and_places_them_anew(memory: S3Memory, s3: Any) -> None:
+    memory.create(memory_path("/memories/a.md"), "alpha\n")
+    before = s3.get_object(Bucket=BUCKET, Key=key(memory, "/memories/a.md"))
+    body = before["Body"].read()
+    memory.rename(memory_path("/memories/a.md"), memory_path("/memories/b.md"))
+    after = s3.get_object(Bucket=BUCKET, Key=key(memory, "/memories/b.md"))
+    assert after["Body"].read() == body
+    assert after["Metadata"][HEADER_METADATA] == before["Metadata"][HEADER_METADATA]
+    assert after["Metadata"][PLACE_METADATA] != before["Metadata"][PLACE_METADATA]
+
+
+def test_a_source_the_bucket_writer_swapped_for_another_file_is_not_moved(memory: S3Memory, s3: Any) -> None:
+    """Another of the user's files copied (with its metadata) over a source key: its place record
+    names another path, so the rename leaves it where it is and copies nothing from it."""
+    memory.create(memory_path("/memories/d/a.md"), "alpha\n")
+    memory.create(memory_path("/memories/d/b.md"), "beta\n")
+    memory.create(memory_path("/memories/secret.md"), "secret\n")
+    s3.copy_object(
+        Bucket=BUCKET,
+        Key=key(memory, "/memories/d/a.md"),
+        CopySource={"Bucket": BUCKET, "Key": key(memory, "/memories/secret.md")},
+    )
+    with pytest.raises(CommandError) as refused:
+        memory.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
+    assert refused.value.message == (
+        "Error: Renamed /memories/d to /memories/e, except 1 file(s) that changed during the rename and "
+        "were left at their old paths: /memories/d/a.md"
+    )
+    assert text_at(memory, "/memories/e/b.md") == "beta\n"
+    assert memory.store.head(key(memory, "/memories/e/a.md")) is None
+    assert text_at(memory, "/memories/secret.md") == "secret\n"
+    with pytest.raises(IntegrityError):
+        memory.files.read(memory_path("/memories/d/a.md"))
+
+
+def test_a_file_rename_of_a_swapped_source_is_refused_and_changes_nothing(memory: S3Memory, s3: Any) -> None:
+    memory.create(memory_path("/memories/a.md"), "alpha\n")
+    memory.create(memory_path("/memories/secret.md"), "secret\n")
+    s3.copy_object(
+        Bucket=BUCKET,
+        Key=key(memory, "/memories/a.md"),
+        CopySource={"Bucket": BUCKET, "Key": key(memory, "/memories/secret.md")},
+    )
+    with pytest.raises(IntegrityError):
+        memory.run({"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/b.md"})
+    assert memory.store.head(key(memory, "/memories/b.md")) is None
+    assert text_at(memory, "/memories/secret.md") == "secret\n"
+
+
+def test_a_copy_whose_answer_was_lost_is_known_as_ours(
+    memory: S3Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory.create(memory_path("/memories/a.md"), "alpha\n")
+    mover = ServerCopyMover(memory.files)
+    copy_new = memory.store.copy_new
+
+    def lost_answer(*args: Any, **kwargs: Any) -> str | None:
+        copy_new(*args, **kwargs)
+        raise PreconditionFailed(args[1], after_retry=True)  # the retry found our own copy there
+
+    monkeypatch.setattr(memory.store, "copy_new", lost_answer)
+    origin = mover.locate(memory_path("/memories/a.md"))
+    assert origin is not None
+    made = mover.place(origin, memory_path("/memories/b.md"))
+    assert made is not None and made.path == memory_path("/memories/b.md")
+    assert made.etag == memory.store.head(key(memory, "/memories/b.md")).etag  # type: ignore[union-attr]
+    assert mover.place(origin, memory_path("/memories/b.md")) is None  # not after a retry: someone's
+
+
+def test_a_copy_refused_with_nothing_at_the_destination_means_the_source_changed(memory: S3Memory) -> None:
+    memory.create(memory_path("/memories/a.md"), "alpha\n")
+    mover = ServerCopyMover(memory.files)
+    origin = mover.locate(memory_path("/memories/a.md"))
+    assert origin is not None
+    memory.str_replace(memory_path("/memories/a.md"), "alpha", "omega")
+    with pytest.raises(SourceChanged):
+        mover.place(origin, memory_path("/memories/b.md"))
+    memory.delete(memory_path("/memories/a.md"))
+    with pytest.raises(SourceChanged):
+        mover.place(origin, memory_path("/memories/b.md"))
+    assert memory.store.head(key(memory, "/memories/b.md")) is None
+
+
+def test_withdrawing_a_copy_spares_another_copy_with_the_same_bytes_and_etag(memory: S3Memory) -> None:
+    """Two copies of one source have the same bytes, so the same ETag: an ETag condition alone
+    cannot tell them apart. Withdrawing the first, already gone, must not remove the second."""
+    memory.create(memory_path("/memories/a.md"), "alpha\n")
+    mover = ServerCopyMover(memory.files)
+    target = memory_path("/memories/b.md")
+    origin = mover.locate(memory_path("/memories/a.md"))
+    assert origin is not None
+    first = mover.place(origin, target)
+    assert first is not None
+    memory.store.delete(key(memory, "/memories/b.md"))
+    second = mover.place(origin, target)
+    assert second is not None and second.etag == first.etag and second.place != first.place
+    mover.withdraw(first)
+    assert text_at(memory, "/memories/b.md") == "alpha\n"
+    mover.withdraw(second)
+    assert memory.store.head(key(memory, "/memories/b.md")) is None
+
+
+def test_a_copy_another_process_relied_on_is_not_withdrawn(memory: S3Memory) -> None:
+    memory.create(memory_path("/memories/a.md"), "alpha\n")
+    writer, finisher = ServerCopyMover(memory.files), ServerCopyMover(memory.files)
+    target = memory_path("/memories/b.md")
+    origin = writer.locate(memory_path("/memories/a.md"))
+    assert origin is not None
+    made = writer.place(origin, target)
+    assert made is not None
+    assert finisher.place(origin, target) is None
+    assert finisher.accept(origin, target)
+    writer.withdraw(made)
+    assert text_at(memory, "/memories/b.md") == "alpha\n"
+
+
+def test_only_a_copy_of_the_same_content_placed_at_the_destination_is_accepted(
+    memory: S3Memory, s3: Any
+) -> None:
+    memory.create(memory_path("/memories/a.md"), "alpha\n")
+    memory.create(memory_path("/memories/b.md"), "alpha\n")  # the same text, another write
+    mover = ServerCopyMover(memory.files)
+    origin = mover.locate(memory_path("/memories/a.md"))
+    assert origin is not None
+    assert not mover.accept(origin, memory_path("/memories/b.md"))
+    assert not mover.accept(origin, memory_path("/memories/c.md"))  # nothing there
+    memory.store.delete(key(memory, "/memories/b.md"))
+    s3.copy_object(  # the bucket writer's copy keeps the source's place record: not placed at b.md
+        Bucket=BUCKET,
+        Key=key(memory, "/memories/b.md"),
+        CopySource={"Bucket": BUCKET, "Key": key(memory, "/memories/a.md")},
+    )
+    assert not mover.accept(origin, memory_path("/memories/b.md"))
+    assert s3.get_object_tagging(Bucket=BUCKET, Key=key(memory, "/memories/b.md"))["TagSet"] == []
+
+
+def test_the_copy_is_made_only_from_the_version_it_was_found_with(memory: S3Memory) -> None:
+    """The ETag found by the HEAD is the copy's ``CopySourceIfMatch``: an edit in between is
+    never moved under the old version's check, and the rename of a file says so."""
+    memory.create(memory_path("/memories/a.md"), "alpha\n")
+    mover = ServerCopyMover(memory.files)
+    origin = mover.locate(memory_path("/memories/a.md"))
+    assert origin is not None
+    memory.str_replace(memory_path("/memories/a.md"), "alpha", "omega")
+    memory.mover = _Stale(memory.files, origin)
+    with pytest.raises(CommandError) as refused:
+        memory.rename(memory_path("/memories/a.md"), memory_path("/memories/b.md"))
+    assert refused.value.message == (
+        "Error: /memories/a.md changed while it was being renamed; it was left where it is and nothing was renamed."
+    )
+    assert text_at(memory, "/memories/a.md") == "omega\n"
+    assert memory.store.head(key(memory, "/memories/b.md")) is None
+
+
+class _Stale(ServerCopyMover):
+    """A mover whose ``locate`` answers what it found before an edit (the edit lands between the
+    HEAD and the copy)."""
+
+    def __init__(self, files: Any, origin: Any) -> None:
+        super().__init__(files)
+        self._origin = origin
+
+    def locate(self, path: Any) -> Any:
+        return self._origin
