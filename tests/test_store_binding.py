@@ -1,0 +1,177 @@
+"""A bucket writer's copies on storage format 2, through ``S3Memory``: a file copied to another path,
+another user, the same user under another prefix, or another store (bucket), is refused where it
+lands; so is a wrapped store key or data key copied to another store or user. A replica read with
+the source's store id reads everything (the identity is configured, not the bucket's name)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from s3memory.access import settle
+from s3memory.crypto import KeyProvider, KMSKeyProvider
+from s3memory.errors import IntegrityError
+from s3memory.keyvault import KEYS_PREFIX
+from s3memory.memory import S3Memory
+from s3memory.paths import memory_path
+from s3memory.store import S3Store
+from s3memory.store_keys import STORE_KEY_NAME
+
+from .support.bucket import ALL_BACKENDS, BUCKET, empty_bucket, stored_keys
+
+BACKENDS = ALL_BACKENDS
+REFUSED = (
+    "Error: The stored object for /memories/a.md failed its integrity check (tampered, truncated, foreign, "
+    "wrongly keyed or not encrypted); it was not read."
+)
+
+
+@pytest.fixture
+def v2(make_memory: Callable[..., S3Memory]) -> Callable[..., S3Memory]:
+    """``v2(user, **options)``: a format-2 memory in the test's bucket."""
+    return lambda user="alice", **options: make_memory(user, storage_format=2, **options)
+
+
+@pytest.fixture
+def other_bucket(s3: Any) -> Iterator[str]:
+    bucket = f"s3memory-other-{uuid.uuid4().hex[:12]}"
+    s3.create_bucket(Bucket=bucket)
+    yield bucket
+    settle()  # the access records commands write off their answers' paths
+    empty_bucket(s3, bucket)
+    s3.delete_bucket(Bucket=bucket)
+
+
+def key(memory: S3Memory, path: str = "/memories/a.md") -> str:
+    return memory.layout.file_key(memory_path(path))
+
+
+def copy(s3: Any, source: str, target: str, *, source_bucket: str = BUCKET, bucket: str = BUCKET) -> None:
+    """The bucket writer's copy: bytes and metadata as they are."""
+    s3.copy_object(Bucket=bucket, Key=target, CopySource={"Bucket": source_bucket, "Key": source})
+
+
+def view(memory: S3Memory, path: str = "/memories/a.md") -> str:
+    try:
+        return memory.run({"command": "view", "path": path})
+    except IntegrityError as refused:
+        return refused.message
+
+
+def seed(memory: S3Memory, text: str) -> None:
+    memory.create(memory_path("/memories/a.md"), text)
+    memory.create(memory_path("/memories/b.md"), f"{text.strip()} too\n")
+
+
+def test_a_file_copied_to_another_path_of_its_user_is_refused_there(
+    v2: Callable[..., S3Memory], s3: Any
+) -> None:
+    alice = v2()
+    seed(alice, "alpha\n")
+    copy(s3, key(alice, "/memories/b.md"), key(alice))
+    assert view(alice) == REFUSED
+    assert view(alice, "/memories/b.md") == (
+        "Here's the content of /memories/b.md with line numbers:\n     1\talpha too"
+    )
+
+
+def test_a_file_copied_to_another_users_key_is_refused_there(v2: Callable[..., S3Memory], s3: Any) -> None:
+    alice, bob = v2("alice"), v2("bob")
+    seed(alice, "alice's\n")
+    seed(bob, "bob's\n")
+    copy(s3, key(alice), key(bob))
+    assert view(bob) == REFUSED
+    assert view(alice) == "Here's the content of /memories/a.md with line numbers:\n     1\talice's"
+
+
+def test_a_file_copied_to_the_same_user_under_another_prefix_is_refused_there(
+    v2: Callable[..., S3Memory], s3: Any
+) -> None:
+    outer, inner = v2(prefix="users/"), v2(prefix="users/team/")
+    seed(outer, "outer\n")
+    seed(inner, "inner\n")
+    copy(s3, key(outer), key(inner))
+    copy(s3, key(inner, "/memories/b.md"), key(outer, "/memories/b.md"))
+    assert view(inner) == REFUSED
+    assert view(outer, "/memories/b.md") == REFUSED.replace("/memories/a.md", "/memories/b.md")
+    assert view(inner, "/memories/b.md") == (
+        "Here's the content of /memories/b.md with line numbers:\n     1\tinner too"
+    )
+    assert view(outer) == "Here's the content of /memories/a.md with line numbers:\n     1\touter"
+
+
+def test_a_store_nested_in_a_users_namespace_is_never_listed_or_deleted_by_that_user(
+    v2: Callable[..., S3Memory], s3: Any
+) -> None:
+    outer = v2("alice")
+    inner = v2("alice", prefix=outer.layout.namespace)  # the deepest overlap: inside alice's own namespace
+    seed(outer, "outer\n")
+    seed(inner, "inner\n")
+    inner_keys = stored_keys(s3, inner.layout.namespace)
+    assert view(outer, "/memories") == (
+        "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and "
+        "node_modules:\n4.0K\t/memories\n6B\t/memories/a.md\n10B\t/memories/b.md"
+    )
+    assert outer.clear_all() == "All memory cleared"
+    assert set(inner_keys) <= set(stored_keys(s3, inner.layout.namespace))
+    assert view(inner) == "Here's the content of /memories/a.md with line numbers:\n     1\tinner"
+
+
+def test_a_file_copied_to_another_store_is_refused_there(
+    v2: Callable[..., S3Memory], s3: Any, local_keys: KeyProvider, other_bucket: str
+) -> None:
+    here = v2()
+    there = S3Memory(S3Store(s3, other_bucket), "alice", local_keys, storage_format=2)
+    seed(here, "here\n")
+    seed(there, "there\n")
+    copy(s3, key(here), key(there), bucket=other_bucket)
+    assert view(there) == REFUSED
+
+
+def test_a_replica_reads_with_the_source_store_id_and_only_with_it(
+    v2: Callable[..., S3Memory], s3: Any, local_keys: KeyProvider, other_bucket: str
+) -> None:
+    source = v2()
+    seed(source, "replicated\n")
+    source.access.wait()
+    for stored in stored_keys(s3):
+        copy(s3, stored, stored, bucket=other_bucket)
+    replica = S3Memory(S3Store(s3, other_bucket), "alice", local_keys, storage_format=2, store_id=BUCKET)
+    assert view(replica) == "Here's the content of /memories/a.md with line numbers:\n     1\treplicated"
+    with pytest.raises(IntegrityError):  # under its own bucket's name, the replica's store key is foreign
+        S3Memory(S3Store(s3, other_bucket), "alice", local_keys, storage_format=2)
+
+
+def test_a_store_key_copied_to_another_prefix_or_store_is_refused(
+    v2: Callable[..., S3Memory], s3: Any, local_keys: KeyProvider, other_bucket: str
+) -> None:
+    v2()  # makes the store key at users/
+    copy(s3, f"users/{STORE_KEY_NAME}", f"team/{STORE_KEY_NAME}")
+    copy(s3, f"users/{STORE_KEY_NAME}", f"users/{STORE_KEY_NAME}", bucket=other_bucket)
+    with pytest.raises(IntegrityError):
+        v2(prefix="team/")
+    with pytest.raises(IntegrityError):
+        S3Memory(S3Store(s3, other_bucket), "alice", local_keys, storage_format=2)
+
+
+def test_a_kms_wrapped_data_key_copied_to_another_user_is_refused(
+    s3: Any, kms: Any, key_id: str, backend: str
+) -> None:
+    if backend != "moto":
+        pytest.skip("moto's KMS: one backend is enough")
+    provider = KMSKeyProvider(key_id, kms)
+    alice = S3Memory(S3Store(s3, BUCKET), "alice", provider, storage_format=2)
+    bob = S3Memory(S3Store(s3, BUCKET), "bob", provider, storage_format=2)
+    seed(alice, "alice's\n")
+    wrapped = f"{KEYS_PREFIX}v1"
+    copy(s3, alice.layout.key_of_internal(wrapped), bob.layout.key_of_internal(wrapped))
+    fresh = S3Memory(S3Store(s3, BUCKET), "bob", KMSKeyProvider(key_id, kms), storage_format=2)
+    with pytest.raises(IntegrityError):  # KMS opens it only under alice's token: bob never uses her key
+        fresh.create(memory_path("/memories/a.md"), "bob's\n")
+    assert stored_keys(s3, bob.layout.memories_prefix) == []
+    copy(s3, f"users/{STORE_KEY_NAME}", f"team/{STORE_KEY_NAME}")
+    with pytest.raises(IntegrityError):
+        S3Memory(S3Store(s3, BUCKET), "alice", provider, prefix="team/", storage_format=2)
