@@ -1,0 +1,802 @@
+"""The operator tools on storage format 2 (private names): users, ls, cat, export, import, verify,
+erase, history, restore, redact, expire (library and function) answer as on format 1; rotate refuses.
+A bucket writer's planted namespaces are no users, and planted keys are reported by verify and never
+read as files (moto; KMS where erase and shredding matter)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.metrics import RequestCounter
+from s3memory import folders
+from s3memory.access import settle
+from s3memory.aws_lambda import expiry as expiry_function
+from s3memory.aws_lambda import runtime as lambda_runtime
+from s3memory.cli import _parser
+from s3memory.console import Console, settings_from
+from s3memory.crypto import KeyProvider, KMSKeyProvider, LocalKeyProvider
+from s3memory.errors import CommandError, IntegrityError
+from s3memory.expiry import ACTIVE, expire
+from s3memory.files import ORIGIN_METADATA
+from s3memory.jobs import Job
+from s3memory.memory import S3Memory
+from s3memory.names import namespace_of, user_of_namespace
+from s3memory.operations import Operations
+from s3memory.paths import memory_path
+from s3memory.rotation import rotate
+from s3memory.settings import Limits, Settings
+from s3memory.store import S3Store
+from s3memory.store_keys import STORE_KEY_NAME, store_identity, stored_store_key
+from s3memory.versions import MemoryVersions
+
+from .support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot, stored_keys
+from .support.records import invocation_records
+
+FILES = {
+    "/memories/preferences.md": "# Preferences\n- metric units\n",
+    "/memories/projects/acme/notes.md": "line one\nline two",
+    "/memories/projects/acme/todo.txt": "ünïcödé ✓\n",
+    "/memories/empty.md": "",
+}
+DAY = 24 * 3600
+REFUSED_TOKEN = "a" * 52
+"""The shape of a token (52 base32 characters) that opens under no key."""
+
+
+def private(client: Any, bucket: str = BUCKET, keys: KeyProvider | None = None, **options: Any) -> Operations:
+    return Operations(
+        S3Store(client, bucket), keys or LocalKeyProvider(MASTER_KEY), storage_format=2, **options
+    )
+
+
+@pytest.fixture
+def operations(s3: Any) -> Operations:
+    return private(s3)
+
+
+def seed(operations: Operations, user: str, files: dict[str, str] = FILES) -> S3Memory:
+    """The files created, and the access record the first create writes off the answer's path."""
+    memory = operations.memory(user)
+    for path, text in files.items():
+        memory.run({"command": "create", "path": path, "file_text": text})
+    memory.access.wait()
+    return memory
+
+
+def key_of(operations: Operations, user: str, path: str) -> str:
+    return operations.memory(user).layout.file_key(memory_path(path))
+
+
+def namespace(operations: Operations, user: str) -> str:
+    return operations.memory(user).layout.namespace
+
+
+def tree(base: Path) -> dict[str, bytes]:
+    return {
+        path.relative_to(base).as_posix(): path.read_bytes()
+        for path in sorted(base.rglob("*"))
+        if path.is_file()
+    }
+
+
+def command(
+    operations: Operations | None, *argv: str, confirm: bool = False, **environ: str
+) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    console = Console(
+        _parser().parse_args(list(argv)),
+        environ=environ,
+        out=out,
+        err=err,
+        confirm=lambda _: confirm,
+        operations=operations,
+    )
+    return console.run(), out.getvalue(), err.getvalue()
+
+
+def audit(err: str) -> dict[str, Any]:
+    (line,) = [line for line in err.splitlines() if line.startswith("{")]
+    record: dict[str, Any] = json.loads(line)
+    return record
+
+
+# -- users, ls, cat ---------------------------------------------------------------------------------
+
+
+def test_users_are_the_namespaces_that_decrypt_in_the_order_of_their_ids(
+    operations: Operations, s3: Any
+) -> None:
+    for user in ("zoë", "bob@example.com", "alice", "Zed"):
+        seed(operations, user, {"/memories/a.md": user})
+    other_store = bytes(range(1, 33))
+    planted = [
+        f"users/{REFUSED_TOKEN}/memories/x",  # a token no key made
+        f"users/{namespace_of(other_store, 'mallory')}/memories/x",  # a token of another store key
+        "users/carol/memories/x",  # a plain (format-1) name
+        "users/" + "u" * 300 + "/x",
+    ]
+    for key in planted:
+        s3.put_object(Bucket=BUCKET, Key=key, Body=b"x")
+    assert list(operations.users()) == ["Zed", "alice", "bob@example.com", "zoë"]  # UTF-8 order
+    assert not any("alice" in key or "zoë" in key for key in stored_keys(s3))
+
+
+def test_files_and_read(operations: Operations) -> None:
+    seed(operations, "alice")
+    assert [(file.path, file.size) for file in operations.files("alice")] == sorted(
+        (path, len(text.encode())) for path, text in FILES.items()
+    )
+    assert [file.path for file in operations.files("alice", "/memories/projects")] == [
+        "/memories/projects/acme/notes.md",
+        "/memories/projects/acme/todo.txt",
+    ]
+    assert [file.path for file in operations.files("alice", "/memories/empty.md")] == ["/memories/empty.md"]
+    assert operations.read("alice", "/memories/projects/acme/todo.txt") == "ünïcödé ✓\n"
+    assert operations.files("bob") == []
+    with pytest.raises(CommandError, match=r"^Error: The file /memories/missing.md does not exist\.$"):
+        operations.read("alice", "/memories/missing.md")
+
+
+def test_a_store_without_a_store_key_has_no_users_and_reading_tools_write_nothing(
+    operations: Operations, s3: Any, tmp_path: Path
+) -> None:
+    assert list(operations.users()) == []
+    assert operations.files("nobody") == []
+    with pytest.raises(CommandError, match="does not exist"):
+        operations.read("nobody", "/memories/a.md")
+    assert operations.verify("nobody").checked == 0
+    assert operations.export("nobody", tmp_path).counts() == {
+        "written": 0,
+        "unchanged": 0,
+        "skipped": 0,
+        "refused": 0,
+    }
+    assert operations.erase("nobody").left == 0
+    report = expire(operations, 30, ["nobody"], now=time.time() + 31 * DAY)
+    assert [(user.user_id, user.expired, user.skipped) for user in report.users] == [("nobody", [], None)]
+    with pytest.raises(ValueError, match="user_id must not contain"):
+        operations.files("../bob")
+    assert stored_keys(s3) == []  # not even a store key
+
+
+def test_the_store_id_and_prefix_must_be_those_the_memory_was_written_with(s3: Any) -> None:
+    seed(private(s3, store_id="source-bucket"), "alice", {"/memories/a.md": "a\n"})
+    assert list(private(s3, store_id="source-bucket").users()) == ["alice"]
+    assert private(s3, store_id="source-bucket").read("alice", "/memories/a.md") == "a\n"
+    with pytest.raises(IntegrityError) as refused:
+        list(private(s3).users())  # the default id, the bucket's name, is another store
+    assert refused.value.message.endswith(
+        "Check that S3MEMORY_STORE_ID and S3MEMORY_PREFIX (--store-id, --prefix) are those the store's "
+        "memory was written with."
+    )
+    assert list(private(s3, prefix="other/").users()) == []
+
+
+# -- export and import --------------------------------------------------------------------------------
+
+
+def test_export_import_export_gives_identical_folders_also_from_format_1(
+    operations: Operations, s3: Any, tmp_path: Path
+) -> None:
+    seed(operations, "alice")
+    first = operations.export("alice", tmp_path / "one")
+    assert first.written == sorted(FILES) and first.complete
+    assert tree(tmp_path / "one") == {path[1:]: text.encode() for path, text in FILES.items()}
+    loaded = operations.import_folder("carol", tmp_path / "one")
+    assert loaded.written == sorted(FILES) and loaded.complete
+    operations.export("carol", tmp_path / "two")
+    assert tree(tmp_path / "two") == tree(tmp_path / "one")
+    plain = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), prefix="plain/")
+    assert plain.import_folder("dave", tmp_path / "one").complete  # format 1 -> folder -> format 2
+    plain.export("dave", tmp_path / "three")
+    assert operations.import_folder("erin", tmp_path / "three").complete
+    operations.export("erin", tmp_path / "four")
+    assert tree(tmp_path / "four") == tree(tmp_path / "one")
+
+
+def test_import_refuses_what_the_tool_refuses_also_a_path_too_long_for_private_names(
+    s3: Any, tmp_path: Path
+) -> None:
+    operations = private(s3, limits=Limits(max_file_bytes=64))
+    deep = "/memories/" + "/".join(["directory-name-20ch"] * 12) + "/f.md"  # fine on format 1
+    folders.write(tmp_path, "/memories/ok/fine.md", b"fine\n")
+    folders.write(tmp_path, "/memories/big.md", b"x" * 65)
+    folders.write(tmp_path, deep, b"deep\n")
+    dry = operations.import_folder("erin", tmp_path, dry_run=True)
+    assert stored_keys(s3) == [f"users/{STORE_KEY_NAME}"]  # made for the names; nothing else
+    transfer = operations.import_folder("erin", tmp_path)
+    assert transfer.written == dry.written == ["/memories/ok/fine.md"]
+    refused = dict(transfer.refused)
+    assert refused == dict(dry.refused)
+    assert refused["/memories/big.md"] == (
+        "Error: The file /memories/big.md would be 65 bytes; the limit is 64 bytes. Nothing was changed."
+    )
+    assert refused[deep].startswith("Error: The path /memories/directory-name-20ch/")
+    assert "is too long: its storage key would exceed 1024 bytes" in refused[deep]
+    assert "With private names each name is stored encrypted" in refused[deep]
+    assert Operations(
+        S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), limits=Limits(max_file_bytes=64)
+    ).import_folder("erin", tmp_path, dry_run=True).refused == [
+        ("/memories/big.md", refused["/memories/big.md"])
+    ]  # format 1 takes the deep path
+
+
+def test_import_never_overwrites_unless_asked(operations: Operations, tmp_path: Path) -> None:
+    seed(operations, "frank", {"/memories/a.md": "stored\n", "/memories/b.md": "same\n"})
+    folders.write(tmp_path, "/memories/a.md", b"local\n")
+    folders.write(tmp_path, "/memories/b.md", b"same\n")
+    kept = operations.import_folder("frank", tmp_path)
+    assert kept.skipped == [("/memories/a.md", "a file with other text is stored there")]
+    assert kept.unchanged == ["/memories/b.md"]
+    replaced = operations.import_folder("frank", tmp_path, overwrite=True)
+    assert replaced.written == ["/memories/a.md"] and replaced.complete
+    assert operations.read("frank", "/memories/a.md") == "local\n"
+    assert operations.export("frank", tmp_path).unchanged == ["/memories/a.md", "/memories/b.md"]
+
+
+# -- the commands and settings ------------------------------------------------------------------------
+
+
+def test_the_commands_answer_as_on_format_1(operations: Operations, tmp_path: Path) -> None:
+    seed(operations, "alice")
+    assert command(operations, "users")[:2] == (0, "alice\n")
+    status, out, _ = command(operations, "ls", "--user", "alice")
+    assert status == 0 and out.splitlines() == [
+        f"{len(FILES[path].encode()):>10,}  {path}" for path in sorted(FILES)
+    ]
+    status, out, err = command(operations, "cat", "--user", "alice", "/memories/preferences.md")
+    assert (status, out) == (0, FILES["/memories/preferences.md"])
+    assert audit(err)["user_id"] == "alice" and "preferences" not in err and "metric" not in err
+    status, out, err = command(operations, "export", "--user", "alice", str(tmp_path), "--json")
+    assert status == 0 and json.loads(out)["written"] == 4 and audit(err)["written"] == 4
+    assert "memories/" not in err
+
+
+def test_settings_and_flags_choose_the_format_and_store_id(s3: Any) -> None:
+    seed(private(s3, store_id="src"), "alice", {"/memories/a.md": "a\n"})
+    environ = {"S3MEMORY_BUCKET": BUCKET, "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64, "S3MEMORY_STORAGE_FORMAT": "2"}
+    arguments = _parser().parse_args(["users", "--store-id", "src"])
+    settings = settings_from(arguments, environ)
+    assert (settings.storage_format, settings.store_id) == (2, "src")
+    built = Operations.from_settings(settings, s3)
+    assert (built.storage_format, built.store_id) == (2, "src")
+    assert built.memory_options() == settings.memory_options()
+    assert command(None, "users", "--store-id", "src", **environ)[:2] == (0, "alice\n")
+    status, _, err = command(None, "users", **environ)  # the bucket's name: another store
+    assert status == 1 and "Check that S3MEMORY_STORE_ID and S3MEMORY_PREFIX" in err
+    plain = {**environ, "S3MEMORY_STORAGE_FORMAT": "1"}
+    assert command(None, "users", "--storage-format", "2", "--store-id", "src", **plain)[:2] == (0, "alice\n")
+    status, out, _ = command(
+        None, "ls", "--user", "alice", "--storage-format", "2", "--store-id", "src", **plain
+    )
+    assert (status, out) == (0, "         2  /memories/a.md\n")
+
+
+# -- verify -------------------------------------------------------------------------------------------
+
+
+def seal_job(operations: Operations, user: str, kind: str, path: str, created: float) -> str:
+    """A job record as s3memory writes it, created at ``created`` (seconds)."""
+    memory = operations.memory(user)
+    job = Job.plan(kind, memory_path(path), None, (), created)  # type: ignore[arg-type]
+    key = memory.layout.key_of_internal(job.name)
+    memory.store.put(key, memory.files.cipher.seal(job.record_path, job.encode()))
+    return key
+
+
+def test_verify_finds_tampered_misplaced_planted_and_stuck_and_changes_nothing(
+    operations: Operations, s3: Any
+) -> None:
+    seed(operations, "alice")
+    seed(operations, "bob", {"/memories/bob.md": "bob's\n"})
+    assert command(operations, "verify", "--user", "alice")[0] == 0
+    space = namespace(operations, "alice")
+    tampered = key_of(operations, "alice", "/memories/preferences.md")
+    stored = s3.get_object(Bucket=BUCKET, Key=tampered)
+    body = bytearray(stored["Body"].read())
+    body[-1] ^= 1
+    s3.put_object(Bucket=BUCKET, Key=tampered, Body=bytes(body), Metadata=stored["Metadata"])
+    copied = key_of(operations, "alice", "/memories/copied.md")  # bob's file, at a path of alice's
+    s3.copy_object(
+        Bucket=BUCKET,
+        Key=copied,
+        CopySource={"Bucket": BUCKET, "Key": key_of(operations, "bob", "/memories/bob.md")},
+    )
+    moved = key_of(operations, "alice", "/memories/moved.md")  # alice's own file, placed for another path
+    s3.copy_object(
+        Bucket=BUCKET,
+        Key=moved,
+        CopySource={"Bucket": BUCKET, "Key": key_of(operations, "alice", "/memories/empty.md")},
+    )
+    swapped = key_of(operations, "alice", "/memories/projects/acme/notes.md")  # another file's place record
+    todo = s3.head_object(Bucket=BUCKET, Key=key_of(operations, "alice", "/memories/projects/acme/todo.txt"))
+    s3.copy_object(
+        Bucket=BUCKET,
+        Key=swapped,
+        CopySource={"Bucket": BUCKET, "Key": swapped},
+        Metadata=todo["Metadata"],
+        MetadataDirective="REPLACE",
+    )
+    folder = key_of(operations, "alice", "/memories/folder") + "/"
+    token = space + "memories/" + REFUSED_TOKEN
+    for key in (folder, token, space + "internal/other", space + "internal/jobs/junk", space + "elsewhere"):
+        s3.put_object(Bucket=BUCKET, Key=key, Body=b"x" if not key.endswith("/") else b"")
+    s3.put_object(Bucket=BUCKET, Key=f"users/{REFUSED_TOKEN}/memories/x", Body=b"x")  # no user's
+    now = time.time()
+    stuck = seal_job(operations, "alice", "delete", "/memories/old", now - 3600)
+    pending = seal_job(operations, "alice", "delete", "/memories/new", now - 5)
+    before = snapshot(s3)
+
+    report = operations.verify("alice", now=now)
+
+    found = {(finding.kind, finding.key, finding.problem) for finding in report.findings}
+    assert found == {
+        ("unreadable", tampered, True),
+        ("unreadable", copied, True),
+        ("unreadable", moved, True),
+        ("unreadable", swapped, True),
+        ("foreign", folder, True),
+        ("foreign", token, True),
+        ("foreign", space + "internal/other", True),
+        ("bad job record", space + "internal/jobs/junk", True),
+        ("foreign", space + "elsewhere", True),
+        ("stuck job", stuck, True),
+        ("pending job", pending, False),
+    }
+    details = {finding.key: finding.detail for finding in report.findings}
+    assert details[moved].startswith(
+        "Error: The stored object for /memories/moved.md failed its integrity check"
+    )
+    assert details[token] == "a key that maps to no memory path"
+    assert details[space + "elsewhere"] == "an object outside memories/ and internal/"
+    assert report.checked == len(FILES) + 9 + 1  # the files, the nine planted, the access record
+    status, out, err = command(operations, "verify", "--all", "--json")
+    assert status == 1
+    document = json.loads(out)
+    assert [user["user_id"] for user in document["users"]] == ["alice", "bob"] and document["problems"] == 10
+    assert audit(err)["problems"] == 10 and "preferences" not in err
+    assert snapshot(s3) == before  # verify reads; it never moves, deletes or finishes anything
+    for path in ("/memories/copied.md", "/memories/moved.md", "/memories/projects/acme/notes.md"):
+        with pytest.raises(IntegrityError):
+            operations.read("alice", path)  # never read as a file
+    assert "/memories/folder" not in [file.path for file in operations.files("alice")]
+
+
+def test_verify_with_kms_finds_a_wrapped_key_kms_refuses(s3: Any, kms: Any, key_id: str) -> None:
+    def operations() -> Operations:  # a new process: no data key or store key cached
+        return private(s3, keys=KMSKeyProvider(key_id, kms_client=kms))
+
+    seed(operations(), "alice", {"/memories/a.md": "a\n"})
+    assert list(operations().users()) == ["alice"]
+    assert operations().verify("alice").problems == []
+    wrapped = namespace(operations(), "alice") + "internal/keys/v1"
+    body = bytearray(s3.get_object(Bucket=BUCKET, Key=wrapped)["Body"].read())
+    body[len(body) // 2] ^= 1
+    s3.put_object(Bucket=BUCKET, Key=wrapped, Body=bytes(body))
+    kinds = {(finding.kind, finding.key) for finding in operations().verify("alice").problems}
+    assert kinds == {
+        ("unreadable key", wrapped),
+        ("unreadable", key_of(operations(), "alice", "/memories/a.md")),
+        ("unreadable access record", namespace(operations(), "alice") + "internal/access"),
+    }
+
+
+# -- erase ------------------------------------------------------------------------------------------
+
+
+def all_versions(s3: Any, bucket: str, prefix: str) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
+        found += [(item["Key"], item["VersionId"]) for item in page.get("Versions", [])]
+        found += [(item["Key"], item["VersionId"]) for item in page.get("DeleteMarkers", [])]
+    return sorted(found)
+
+
+def history_for(operations: Operations, user: str) -> None:
+    """Files written, edited, deleted and renamed: versions and delete markers."""
+    memory = operations.memory(user)
+    memory.run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
+    memory.run({"command": "str_replace", "path": "/memories/a.md", "old_str": "one", "new_str": "two"})
+    memory.run({"command": "create", "path": "/memories/d/b.md", "file_text": "b\n"})
+    memory.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
+    memory.run({"command": "delete", "path": "/memories/a.md"})
+    memory.access.wait()
+
+
+def test_erase_leaves_no_version_of_the_user_and_no_one_else_is_touched(s3: Any, versioned: str) -> None:
+    operations = Operations(
+        S3Store(s3, versioned, page_size=2), LocalKeyProvider(MASTER_KEY), storage_format=2
+    )
+    history_for(operations, "alice")
+    history_for(operations, "alice2")  # a user whose id starts with the other's
+    space = namespace(operations, "alice")
+    s3.put_object(Bucket=versioned, Key=space + "internal/keys/v1", Body=b"wrapped")  # as KMS stores it
+    others = all_versions(s3, versioned, "users/")
+    mine = all_versions(s3, versioned, space)
+    dry = operations.erase("alice", dry_run=True)
+    assert (dry.key_versions, dry.other_versions) == (1, len(mine) - 1)
+    erased = operations.erase("alice")
+    assert (erased.key_versions, erased.other_versions, erased.left) == (1, len(mine) - 1, 0)
+    assert all_versions(s3, versioned, space) == []
+    assert all_versions(s3, versioned, "users/") == sorted(set(others) - set(mine))  # the store key stays
+    assert list(operations.users()) == ["alice2"]
+    again = operations.erase("alice")
+    assert (again.key_versions, again.other_versions, again.left) == (0, 0, 0)
+
+
+def test_erase_with_kms_shreds_the_content_and_leaves_the_names_to_the_store_key(
+    s3: Any, versioned: str, kms: Any, key_id: str
+) -> None:
+    def operations() -> Operations:  # a new process: nothing cached
+        return private(s3, versioned, keys=KMSKeyProvider(key_id, kms_client=kms))
+
+    seed(operations(), "alice", {"/memories/plans/a.md": "secret plan\n"})
+    space = namespace(operations(), "alice")
+    key = key_of(operations(), "alice", "/memories/plans/a.md")
+    copy = s3.get_object(Bucket=versioned, Key=key)  # a copy kept elsewhere (a backup, a replica)
+    copy_body, copy_metadata = copy["Body"].read(), copy["Metadata"]
+    out = command(operations(), "erase", "--user", "alice", "--yes")[1]
+    assert out.splitlines()[-1] == (
+        "copies kept elsewhere can no longer be decrypted: every version of the wrapped data keys is gone; "
+        "their private names (user id, paths) still decrypt with the store key, which stays"
+    )
+    assert all_versions(s3, versioned, space) == []
+    seed(operations(), "alice", {"/memories/b.md": "back again\n"})  # a new data key
+    s3.put_object(Bucket=versioned, Key=key, Body=copy_body, Metadata=copy_metadata)  # the copy, put back
+    with pytest.raises(IntegrityError):
+        operations().read("alice", "/memories/plans/a.md")
+    assert {finding.key for finding in operations().verify("alice").problems} == {key}
+    store = operations()
+    names = stored_store_key(store.store, "users/", store_identity(versioned, "users/"), store.key_provider)
+    assert (
+        names is not None and user_of_namespace(names, space.split("/")[1]) == "alice"
+    )  # a name still opens
+
+
+def test_the_erase_command_says_a_local_master_key_shreds_nothing(s3: Any, versioned: str) -> None:
+    operations = private(s3, versioned)
+    history_for(operations, "dave")
+    status, out, err = command(operations, "erase", "--user", "dave", confirm=True)
+    assert status == 0 and "left: 0 object versions" in out
+    assert "with a local master key, copies kept elsewhere stay readable with that key" in out
+    assert '"left": 0' in err and "a.md" not in err
+
+
+# -- history, restore, redact -------------------------------------------------------------------------
+
+
+def tick() -> datetime:
+    """A moment strictly between two writes (S3 keeps modification times to the second)."""
+    time.sleep(1.1)
+    moment = datetime.now(UTC)
+    time.sleep(1.1)
+    return moment
+
+
+@pytest.fixture
+def versioned_operations(s3: Any, versioned: str) -> Operations:
+    return private(s3, versioned)
+
+
+def test_history_shows_each_edit_its_author_and_the_deletion_newest_first(
+    versioned_operations: Operations,
+) -> None:
+    memory = versioned_operations.memory("alice").acting_as("session-1")
+    memory.run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
+    memory.acting_as("session-2").run(
+        {"command": "str_replace", "path": "/memories/a.md", "old_str": "one", "new_str": "two"}
+    )
+    memory.run({"command": "delete", "path": "/memories/a.md"})
+    versions = MemoryVersions(memory)
+    deletion, *edits = versions.history("/memories/a.md")
+    assert (deletion.operation, deletion.current, deletion.author, deletion.size) == (
+        "deleted",
+        True,
+        None,
+        0,
+    )
+    assert sorted(
+        (
+            v.operation,
+            v.current,
+            v.author,
+            v.renamed_from,
+            v.authentic,
+            v.size,
+            versions.text_of(v.path, v.version_id),
+        )
+        for v in edits
+    ) == [
+        ("written", False, "session-1", None, True, 4, "one\n"),
+        ("written", False, "session-2", None, True, 4, "two\n"),
+    ]
+
+
+def test_history_of_a_renamed_file_follows_its_key(
+    versioned_operations: Operations, s3: Any, versioned: str
+) -> None:
+    memory = versioned_operations.memory("gina")
+    memory.run({"command": "create", "path": "/memories/old.md", "file_text": "moved\n"})
+    memory.acting_as("mover").run(
+        {"command": "rename", "old_path": "/memories/old.md", "new_path": "/memories/new.md"}
+    )
+    memory.run(
+        {"command": "str_replace", "path": "/memories/new.md", "old_str": "moved", "new_str": "edited"}
+    )
+    versions = MemoryVersions(memory)
+    assert sorted(
+        (v.current, v.operation, v.author, v.renamed_from) for v in versions.history("/memories/new.md")
+    ) == [
+        (False, "written", "mover", None),  # where the history of /memories/new.md begins
+        (True, "written", None, None),
+    ]
+    assert [v.operation for v in versions.history("/memories/old.md")] == ["deleted", "written"]
+    key = key_of(versioned_operations, "gina", "/memories/new.md")
+    metadata = s3.head_object(Bucket=versioned, Key=key)["Metadata"]
+    fingerprint = memory.files.cipher.fingerprint("/memories/old.md")
+    s3.copy_object(  # a format-1 origin, planted: format 2 reads none
+        Bucket=versioned,
+        Key=key,
+        CopySource={"Bucket": versioned, "Key": key},
+        Metadata={**metadata, ORIGIN_METADATA: fingerprint},
+        MetadataDirective="REPLACE",
+    )
+    current = versions.history("/memories/new.md")[0]
+    assert (current.current, current.authentic, current.renamed_from) == (True, True, None)
+
+
+def test_a_version_that_fails_authentication_is_marked_and_the_command_exits_1(
+    versioned_operations: Operations, s3: Any, versioned: str
+) -> None:
+    memory = versioned_operations.memory("hal")
+    memory.run({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
+    memory.run({"command": "create", "path": "/memories/b.md", "file_text": "b\n"})
+    key = key_of(versioned_operations, "hal", "/memories/a.md")
+    s3.copy_object(  # b's object at a's key: placed for another path
+        Bucket=versioned,
+        Key=key,
+        CopySource={"Bucket": versioned, "Key": key_of(versioned_operations, "hal", "/memories/b.md")},
+    )
+    history = MemoryVersions(memory).history("/memories/a.md")
+    assert [(v.current, v.authentic, v.author) for v in history] == [(True, False, None), (False, True, None)]
+    status, out, _ = command(versioned_operations, "history", "--user", "hal", "/memories/a.md")
+    assert status == 1 and "FAILED AUTHENTICATION" in out.splitlines()[0]
+
+
+def test_restore_a_version_of_a_deleted_file_and_of_an_edited_one(versioned_operations: Operations) -> None:
+    memory = versioned_operations.memory("bob")
+    memory.run({"command": "create", "path": "/memories/a.md", "file_text": "first\n"})
+    versions = MemoryVersions(memory)
+    (first,) = versions.history("/memories/a.md")
+    memory.run({"command": "str_replace", "path": "/memories/a.md", "old_str": "first", "new_str": "second"})
+    assert versions.restore("/memories/a.md", first.version_id) == "written"
+    assert versioned_operations.read("bob", "/memories/a.md") == "first\n"
+    assert versions.restore("/memories/a.md", first.version_id) == "unchanged"
+    memory.run({"command": "delete", "path": "/memories/a.md"})
+    assert versions.restore("/memories/a.md", first.version_id) == "written"
+    assert versioned_operations.read("bob", "/memories/a.md") == "first\n"
+    with pytest.raises(CommandError, match="has no version"):
+        versions.restore("/memories/a.md", "no-such-version")
+    with pytest.raises(CommandError):  # a version of another file, named at this path
+        versions.restore("/memories/b.md", first.version_id)
+
+
+def test_restore_as_of_brings_back_the_earlier_tree_exactly_in_path_order(
+    versioned_operations: Operations,
+) -> None:
+    memory = versioned_operations.memory("carol")
+    memory.run({"command": "create", "path": "/memories/keep.md", "file_text": "keep\n"})
+    memory.run({"command": "create", "path": "/memories/edit.md", "file_text": "before\n"})
+    memory.run({"command": "create", "path": "/memories/gone.md", "file_text": "gone\n"})
+    memory.run({"command": "create", "path": "/memories/d/x.md", "file_text": "x\n"})
+    moment = tick()
+    memory.run(
+        {"command": "str_replace", "path": "/memories/edit.md", "old_str": "before", "new_str": "after"}
+    )
+    memory.run({"command": "delete", "path": "/memories/gone.md"})
+    memory.run({"command": "create", "path": "/memories/new.md", "file_text": "new\n"})
+    memory.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
+    restored = MemoryVersions(memory).restore_as_of(moment)
+    assert restored.changed_meanwhile == []
+    assert restored.deleted == ["/memories/e/x.md", "/memories/new.md"]
+    assert restored.written == ["/memories/d/x.md", "/memories/edit.md", "/memories/gone.md"]
+    assert restored.unchanged == ["/memories/keep.md"]
+    files = {
+        file.path: versioned_operations.read("carol", file.path)
+        for file in versioned_operations.files("carol")
+    }
+    assert files == {
+        "/memories/d/x.md": "x\n",
+        "/memories/edit.md": "before\n",
+        "/memories/gone.md": "gone\n",
+        "/memories/keep.md": "keep\n",
+    }
+
+
+def test_the_history_restore_and_redact_commands(versioned_operations: Operations) -> None:
+    memory = versioned_operations.memory("frank")
+    memory.run({"command": "create", "path": "/memories/a.md", "file_text": "oops: a secret\n"})
+    moment = tick()
+    memory.run(
+        {"command": "str_replace", "path": "/memories/a.md", "old_str": "oops: a secret", "new_str": "ok"}
+    )
+    status, out, err = command(versioned_operations, "history", "--user", "frank", "/memories/a.md", "--json")
+    versions = json.loads(out)["versions"]
+    assert status == 0 and [v["current"] for v in versions] == [True, False] and '"versions": 2' in err
+    old = versions[1]["version_id"]
+    status, out, _ = command(
+        versioned_operations, "restore", "--user", "frank", "--as-of", moment.isoformat(), confirm=True
+    )
+    assert status == 0 and out.splitlines() == [
+        "written /memories/a.md",
+        "1 written, 0 deleted, 0 unchanged, 0 changed meanwhile",
+    ]
+    assert versioned_operations.read("frank", "/memories/a.md") == "oops: a secret\n"
+    status, out, _ = command(
+        versioned_operations, "redact", "--user", "frank", "/memories/a.md", "--version", old, "--yes"
+    )
+    assert (status, out) == (0, f"removed {old}\n")
+    assert old not in [v.version_id for v in MemoryVersions(memory).history("/memories/a.md")]
+    status, _, err = command(
+        versioned_operations, "redact", "--user", "frank", "/memories/a.md", "--version", old, "--yes"
+    )
+    assert status == 1 and "nothing was changed" in err
+
+
+# -- expiry -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def start() -> float:
+    """Now, before the test writes anything (see ``test_expire.py``)."""
+    return time.time() - 1
+
+
+def written(operations: Operations, user: str, files: dict[str, str], clock: Callable[[], float]) -> S3Memory:
+    memory = S3Memory(
+        operations.store, user, operations.key_provider, clock=clock, **operations.memory_options()
+    )
+    for path, text in files.items():
+        memory.run({"command": "create", "path": path, "file_text": text})
+    memory.access.wait()
+    return memory
+
+
+def test_expire_deletes_an_idle_users_files_only_and_keeps_an_active_users(
+    operations: Operations, s3: Any, start: float
+) -> None:
+    now = start + 31 * DAY
+    written(operations, "alice", {"/memories/old.md": "idle\n", "/memories/d/b.md": "b\n"}, time.time)
+    written(operations, "bob", {"/memories/notes.md": "x\n"}, lambda: now - 60)
+    space = namespace(operations, "alice")
+    planted = [
+        space + "memories/" + REFUSED_TOKEN,
+        key_of(operations, "alice", "/memories/d") + "/",
+        space + "elsewhere",
+    ]
+    for key in planted:
+        s3.put_object(Bucket=BUCKET, Key=key, Body=b"")
+    before = snapshot(s3)
+    dry = expire(operations, 30, ["alice", "bob"], now=now, dry_run=True)
+    assert snapshot(s3) == before
+    report = expire(operations, 30, list(operations.users()), now=now)
+    assert (
+        [(user.user_id, user.expired, user.skipped) for user in report.users]
+        == [(user.user_id, user.expired, user.skipped) for user in dry.users]
+        == [("alice", ["/memories/d/b.md", "/memories/old.md"], None), ("bob", [], ACTIVE)]
+    )
+    assert sorted(stored_keys(s3, space)) == sorted([space + "internal/access", *planted])
+    assert operations.files("bob") != []
+
+
+@pytest.fixture
+def function_env(s3: Any) -> Iterator[dict[str, str]]:
+    environ = {
+        "S3MEMORY_BUCKET": BUCKET,
+        "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64,
+        "S3MEMORY_STORAGE_FORMAT": "2",
+        "S3MEMORY_EXPIRE_IDLE_DAYS": "30",
+    }
+    lambda_runtime.reset()
+    yield environ
+    lambda_runtime.reset()
+
+
+def test_the_expiry_function_serves_a_format_2_store_and_writes_nothing(
+    operations: Operations,
+    s3: Any,
+    function_env: dict[str, str],
+    start: float,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    written(operations, "pat", {"/memories/secret-plan.md": "a\n"}, lambda: start)
+    written(operations, "quin", {"/memories/b.md": "b\n"}, lambda: start + 31 * DAY - 60)
+    requests = RequestCounter(lambda_runtime.get_runtime(function_env).s3_client)
+    caplog.set_level(logging.INFO, logger="s3memory")
+
+    answer = expiry_function.handle({}, None, function_env, lambda: start + 31 * DAY)
+
+    assert (answer["outcome"], answer["users"], answer["expired"], answer["active"], answer["problems"]) == (
+        "ok",
+        2,
+        1,
+        1,
+        0,
+    )
+    assert operations.files("pat") == [] and [file.path for file in operations.files("quin")] == [
+        "/memories/b.md"
+    ]
+    assert requests.calls["PutObject"] == requests.calls["CopyObject"] == 0
+    (line,) = invocation_records(caplog, "expiry")
+    text = json.dumps(line)
+    assert "pat" not in text and "quin" not in text and "/memories" not in text and "secret" not in text
+
+
+# -- rotate -----------------------------------------------------------------------------------------
+
+
+def test_rotate_refuses_a_format_2_store_before_asking_and_changes_nothing(
+    operations: Operations, s3: Any
+) -> None:
+    seed(operations, "alice", {"/memories/a.md": "a\n"})
+    before = snapshot(s3)
+    with pytest.raises(CommandError, match="rotation of a format-2 store is not supported yet"):
+        rotate(operations, "alice")
+    asked: list[str] = []
+    console = Console(
+        _parser().parse_args(["rotate", "--all"]),
+        environ={},
+        out=io.StringIO(),
+        err=(err := io.StringIO()),
+        confirm=lambda question: asked.append(question) is None,
+        operations=operations,
+    )
+    assert console.run() == 1 and asked == []
+    assert "s3memory rotate: Error: rotation of a format-2 store is not supported yet" in err.getvalue()
+    assert snapshot(s3) == before
+
+
+# -- what the tools log ---------------------------------------------------------------------------------
+
+
+def test_the_tools_log_no_user_id_path_or_content(
+    operations: Operations, s3: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    seed(operations, "jane.doe@example.com", {"/memories/clients_quorx/plan_zebra.md": "sapphire-ledger\n"})
+    settle()
+    caplog.set_level(logging.DEBUG)
+    list(operations.users())
+    operations.files("jane.doe@example.com")
+    operations.verify("jane.doe@example.com")
+    operations.export("jane.doe@example.com", tmp_path)
+    expire(operations, 30, ["jane.doe@example.com"], now=time.time() + 31 * DAY)
+    operations.erase("jane.doe@example.com")
+    logged = "\n".join(entry.getMessage() for entry in caplog.records)
+    assert logged  # botocore shows each request
+    for secret in (
+        "jane.doe",
+        "clients_quorx",
+        "plan_zebra",
+        "sapphire",
+        base64.b64encode(MASTER_KEY).decode(),
+    ):
+        assert secret not in logged
+
+
+def test_settings_memory_options_are_the_operations(s3: Any) -> None:
+    settings = Settings.from_env(
+        {"S3MEMORY_BUCKET": BUCKET, "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64, "S3MEMORY_QUOTA_FILES": "3"}
+    )
+    assert Operations.from_settings(settings, s3).memory_options() == settings.memory_options()
+    with pytest.raises(ValueError, match="storage_format must be 1 or 2"):
+        Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=3)
