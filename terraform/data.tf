@@ -44,7 +44,8 @@ locals {
   secrets_kms_via_service = "secretsmanager.${local.region}.${local.dns_suffix}"
 
   # The encryption-context key that s3memory's KMSKeyProvider always sends with
-  # GenerateDataKey/Decrypt ({"s3memory:user": <user id>, "s3memory:key_version": "<n>"}).
+  # GenerateDataKey/Decrypt (format 1: {"s3memory:user": <user id>, "s3memory:key_version": "<n>"};
+  # format 2 adds s3memory:store, and s3memory:user is the namespace token or "store-key": store.tf).
   encryption_context_user_key = "kms:EncryptionContext:s3memory:user"
 
   tags = merge({ "s3memory:module" = "s3memory" }, var.tags)

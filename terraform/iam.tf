@@ -192,13 +192,11 @@ locals {
   # The key, used as the serving roles and the operator role use it.
   key_use_statements = [
     {
-      Sid      = "EnvelopeKeysWithS3memoryContext"
-      Effect   = "Allow"
-      Action   = ["kms:GenerateDataKey", "kms:Decrypt"]
-      Resource = aws_kms_key.memory.arn
-      Condition = {
-        Null = { (local.encryption_context_user_key) = "false" }
-      }
+      Sid       = "EnvelopeKeysWithS3memoryContext"
+      Effect    = "Allow"
+      Action    = ["kms:GenerateDataKey", "kms:Decrypt"]
+      Resource  = aws_kms_key.memory.arn
+      Condition = local.envelope_key_condition
     },
     {
       # SSE-KMS: S3 calls KMS with the caller's credentials when an object is written or read.
@@ -266,13 +264,11 @@ locals {
         },
         {
           # A user's wrapped data key, unwrapped with the s3memory encryption context.
-          Sid      = "DecryptWithS3memoryContext"
-          Effect   = "Allow"
-          Action   = "kms:Decrypt"
-          Resource = aws_kms_key.memory.arn
-          Condition = {
-            Null = { (local.encryption_context_user_key) = "false" }
-          }
+          Sid       = "DecryptWithS3memoryContext"
+          Effect    = "Allow"
+          Action    = "kms:Decrypt"
+          Resource  = aws_kms_key.memory.arn
+          Condition = local.envelope_key_condition
         },
         {
           # SSE-KMS of the objects it reads, through S3 for this bucket only.

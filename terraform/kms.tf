@@ -3,8 +3,10 @@
 #   Use (cryptography), only under conditions:
 #     1. s3memory's envelope keys: the two Lambda roles, the operator role (when
 #        var.create_operator_role) and var.additional_key_user_arns may call
-#        GenerateDataKey/Decrypt only with the encryption context {"s3memory:user": <user id>,
-#        "s3memory:key_version": "<n>"} that the library sends; calls without it are refused.
+#        GenerateDataKey/Decrypt only with the encryption context that the library sends: format 1
+#        {"s3memory:user": <user id>, "s3memory:key_version": "<n>"}, calls without s3memory:user
+#        are refused; format 2 (var.storage_format) also {"s3memory:store": <store identity>}, and
+#        calls for another store are refused (local.envelope_key_condition, store.tf).
 #     2. SSE-KMS of the bucket: the same principals, only via S3 in this region, from this account,
 #        for this bucket (with bucket keys the encryption context is the bucket ARN).
 #     1 and 2 for the expiry function's role (when var.expiry_idle_days), with Decrypt only: it
@@ -134,9 +136,7 @@ locals {
           Principal = { AWS = local.kms_key_user_arns }
           Action    = ["kms:GenerateDataKey", "kms:Decrypt"]
           Resource  = "*"
-          Condition = {
-            Null = { (local.encryption_context_user_key) = "false" }
-          }
+          Condition = local.envelope_key_condition
         },
         {
           Sid       = "BucketSseViaS3"
@@ -163,9 +163,7 @@ locals {
           Principal = { AWS = expiry_role_arn }
           Action    = "kms:Decrypt"
           Resource  = "*"
-          Condition = {
-            Null = { (local.encryption_context_user_key) = "false" }
-          }
+          Condition = local.envelope_key_condition
         },
         {
           Sid       = "ExpiryDecryptViaS3"

@@ -12,12 +12,16 @@
 locals {
   lambda_source_code_hash = filebase64sha256(var.lambda_zip_path)
 
-  # Where every function finds the store: the bucket, the users' prefix and the key.
-  storage_environment = {
-    S3MEMORY_BUCKET     = aws_s3_bucket.memory.bucket
-    S3MEMORY_PREFIX     = var.memory_prefix
-    S3MEMORY_KMS_KEY_ID = aws_kms_key.memory.arn
-  }
+  # Where every function finds the store: the bucket, the users' prefix and the key; on format 2 (or
+  # with a store_id) the format and the store's id (store.tf).
+  storage_environment = merge(
+    {
+      S3MEMORY_BUCKET     = aws_s3_bucket.memory.bucket
+      S3MEMORY_PREFIX     = var.memory_prefix
+      S3MEMORY_KMS_KEY_ID = aws_kms_key.memory.arn
+    },
+    local.store_environment,
+  )
 
   # Limits and guard, for both functions. A variable is set only when its value is not the
   # function's own default, which keeps the environment minimal.

@@ -13,6 +13,21 @@ output "memory_prefix" {
   value       = var.memory_prefix
 }
 
+output "storage_format" {
+  description = "Storage format of the store (1 or 2; S3MEMORY_STORAGE_FORMAT, set in the functions' environment only for 2)."
+  value       = var.storage_format
+}
+
+output "store_id" {
+  description = "The store's id (S3MEMORY_STORE_ID): store_id, or the bucket's name when it is empty. Format 2 binds every object to it; set it to the same value wherever the store is read (operator commands, a replica's readers)."
+  value       = local.store_id
+}
+
+output "store_identity" {
+  description = "Format 2: the store identity (32 hex digits, s3memory/store_keys.py) that the KMS policies require as kms:EncryptionContext:s3memory:store. null on format 1, and when Terraform cannot compute it (the policies then require the context key only; see store.tf)."
+  value       = var.storage_format == 2 ? local.store_identity : null
+}
+
 output "kms_key_arn" {
   description = "ARN of the customer-managed KMS key (S3MEMORY_KMS_KEY_ID)."
   value       = aws_kms_key.memory.arn

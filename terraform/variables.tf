@@ -72,6 +72,37 @@ variable "memory_prefix" {
   }
 }
 
+variable "storage_format" {
+  description = "Storage format of the store (S3MEMORY_STORAGE_FORMAT): 1 (default: user ids and paths in plain object keys, docs/format.md) or 2 (private names, every object and data key bound to the store identity, docs/format-v2.md). Chosen once, when the store is created: a store's objects are read in the format they were written in, and migrating a format-1 store is not built yet. With 2 the key policy and the roles' policies also require the store's identity in the KMS encryption context (see store_id)."
+  type        = number
+  default     = 1
+  nullable    = false
+
+  validation {
+    condition     = contains([1, 2], var.storage_format)
+    error_message = "storage_format must be 1 (plain names, the default) or 2 (private names, docs/format-v2.md)."
+  }
+}
+
+variable "store_id" {
+  description = "Format 2: the store's id (S3MEMORY_STORE_ID), hashed with memory_prefix into the store identity that every object and data key is bound to. \"\" (default) means the bucket's name. It must stay the same for the life of the store; a replica's readers set the source store's id (by default the source bucket's name). At most 255 characters, no control, format or separator characters but the space, no leading or trailing space. Passed to the functions whenever storage_format is 2 (as the bucket's name when empty) or it is set."
+  type        = string
+  default     = ""
+  nullable    = false
+
+  validation {
+    # The functions refuse more than 255 characters (code points, which regexall counts; length()
+    # would count grapheme clusters) or a character Python's str.isprintable refuses: categories C
+    # (control, format, private use) and Z (separators) but the ASCII space.
+    condition = var.store_id == "" || (
+      length(regexall("(?s).", var.store_id)) <= 255 &&
+      trimspace(var.store_id) == var.store_id &&
+      !can(regex("[\\p{C}\\p{Z}]", replace(var.store_id, " ", "")))
+    )
+    error_message = "store_id must be \"\" (the bucket's name) or at most 255 printable characters: no control, format or separator characters but the space, and no leading or trailing space."
+  }
+}
+
 variable "noncurrent_version_expiration_days" {
   description = "Days after which noncurrent object versions (overwritten or deleted memory files) are permanently removed."
   type        = number
