@@ -14,8 +14,8 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 import boto3
 import pytest
@@ -28,12 +28,17 @@ from s3memory.clients import make_s3_client
 from s3memory.crypto import KeyProvider, LocalKeyProvider
 from s3memory.local_s3 import honour_copy_conditions, moto_server
 from s3memory.memory import S3Memory
+from s3memory.paths import MEMORY_ROOT, memory_path
 from s3memory.scripted_api import ScriptedMessagesAPI
 from s3memory.store import S3Store
+from s3memory.store_keys import STORE_KEY_NAME
+from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
 
 from .support.backends import REGION, SeaweedServer, ServerUnavailable, find_weed
 from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, empty_bucket, temporary_bucket
 from .support.faults import instant_retries
+
+ToolT = TypeVar("ToolT", S3MemoryTool, AsyncS3MemoryTool)
 
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
@@ -248,6 +253,68 @@ def local_keys() -> LocalKeyProvider:
 STORAGE_FORMAT = int(os.environ.get("S3MEMORY_TEST_STORAGE_FORMAT", "1"))
 """The storage format of the memories ``make_memory`` makes unless a test names one: set
 S3MEMORY_TEST_STORAGE_FORMAT=2 to run the suites that use it on private names."""
+
+
+def key_of(memory: S3Memory, path: str) -> str:
+    """The object key of the memory file at ``path`` in ``memory``'s format: the plain path below
+    the user's namespace on format 1, a token per segment below the user's token on format 2."""
+    return memory.layout.file_key(memory_path(path))
+
+
+def prefix_of(memory: S3Memory, path: str = MEMORY_ROOT) -> str:
+    """The key prefix of the directory ``path`` (default: the memory root) in ``memory``'s format."""
+    return memory.layout.directory_prefix(memory_path(path))
+
+
+def keys_of(memory: S3Memory, paths: Iterable[str]) -> list[str]:
+    """The keys of ``paths`` (``key_of`` each), sorted as a listing returns them."""
+    return sorted(key_of(memory, path) for path in paths)
+
+
+def store_key_keys(prefix: str = "users/") -> list[str]:
+    """The keys of the objects a store of ``STORAGE_FORMAT`` keeps beside its users' namespaces at
+    ``prefix``: format 2's wrapped store key (``store_keys.py``), none on format 1."""
+    return [] if STORAGE_FORMAT == 1 else [prefix + STORE_KEY_NAME]
+
+
+def plant(s3: Any, memory: S3Memory, path: str, text: str) -> str:
+    """Write the file ``path`` straight to S3 (no checks, no listing), sealed as ``memory`` seals it
+    (format 2: with its place record); its key."""
+    key = key_of(memory, path)
+    sealed = memory.files.encode(memory_path(path), text)
+    s3.put_object(Bucket=BUCKET, Key=key, Body=sealed.body, Metadata=sealed.metadata)
+    return key
+
+
+def format_1_only(reason: str) -> pytest.MarkDecorator:
+    """Run this test only when the suites run on format 1 (``STORAGE_FORMAT``), for ``reason``."""
+    return pytest.mark.skipif(STORAGE_FORMAT != 1, reason=f"format 1 only: {reason}")
+
+
+def memory_tool(
+    s3: Any,
+    user_id: str = "alice",
+    *,
+    kind: type[ToolT] = S3MemoryTool,
+    cache_control: Any = None,
+    **options: Any,
+) -> ToolT:
+    """A tool (``kind``: ``S3MemoryTool`` or ``AsyncS3MemoryTool``) for ``user_id`` in ``BUCKET``,
+    sealed with ``MASTER_KEY``, in ``STORAGE_FORMAT``: built by its constructor on format 1, over an
+    ``S3Memory`` on format 2 (the constructors take no storage format). ``options`` go to both."""
+    if STORAGE_FORMAT == 1:
+        return kind(
+            bucket=BUCKET,
+            user_id=user_id,
+            key_provider=LocalKeyProvider(MASTER_KEY),
+            s3_client=s3,
+            cache_control=cache_control,
+            **options,
+        )
+    memory = S3Memory(
+        S3Store(s3, BUCKET), user_id, LocalKeyProvider(MASTER_KEY), storage_format=STORAGE_FORMAT, **options
+    )
+    return kind.over(memory, cache_control=cache_control)
 
 
 @pytest.fixture

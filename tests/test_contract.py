@@ -8,10 +8,10 @@ import pytest
 from anthropic.lib.tools import ToolError
 
 from s3memory import S3MemoryTool
-from s3memory.crypto import LocalKeyProvider
 from s3memory.paths import memory_path
 
-from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot, stored_keys
+from .conftest import key_of, keys_of, memory_tool, prefix_of
+from .support.bucket import ALL_BACKENDS, snapshot, stored_keys
 
 BACKENDS = ALL_BACKENDS
 
@@ -22,9 +22,7 @@ LISTING_HEADER = (
 
 @pytest.fixture
 def tool(s3: Any) -> S3MemoryTool:
-    return S3MemoryTool(
-        bucket=BUCKET, user_id="alice", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3
-    )
+    return memory_tool(s3)
 
 
 def stored_text(tool: S3MemoryTool, path: str) -> str | None:
@@ -269,7 +267,7 @@ def test_delete_file_and_directory(tool: S3MemoryTool, s3: Any) -> None:
     ok(tool, command="create", path="/memories/dx.txt", file_text="sibling with a shared prefix")
     assert ok(tool, command="delete", path="/memories/f.txt") == "Successfully deleted /memories/f.txt"
     assert ok(tool, command="delete", path="/memories/d") == "Successfully deleted /memories/d"
-    assert stored_keys(s3, "users/alice/memories/") == ["users/alice/memories/dx.txt"]
+    assert stored_keys(s3, prefix_of(tool.memory)) == [key_of(tool.memory, "/memories/dx.txt")]
 
 
 def test_delete_missing(tool: S3MemoryTool) -> None:
@@ -301,11 +299,9 @@ def test_rename_file_and_directory(tool: S3MemoryTool, s3: Any) -> None:
         ok(tool, command="rename", old_path="/memories/d", new_path="/memories/e")
         == "Successfully renamed /memories/d to /memories/e"
     )
-    assert sorted(stored_keys(s3, "users/alice/memories/")) == [
-        "users/alice/memories/e/sub/y.txt",
-        "users/alice/memories/e/x.txt",
-        "users/alice/memories/new/dir/b.txt",
-    ]
+    assert stored_keys(s3, prefix_of(tool.memory)) == keys_of(
+        tool.memory, ["/memories/e/sub/y.txt", "/memories/e/x.txt", "/memories/new/dir/b.txt"]
+    )
     assert ok(tool, command="view", path="/memories/e/sub/y.txt").endswith("     1\tY")
     assert ok(tool, command="view", path="/memories/new/dir/b.txt").endswith("     1\tA")
 
@@ -419,13 +415,7 @@ def test_extra_fields_are_ignored(tool: S3MemoryTool) -> None:
 
 
 def test_file_size_limit_is_enforced_and_configurable(s3: Any) -> None:
-    tool = S3MemoryTool(
-        bucket=BUCKET,
-        user_id="alice",
-        key_provider=LocalKeyProvider(MASTER_KEY),
-        s3_client=s3,
-        max_file_bytes=10,
-    )
+    tool = memory_tool(s3, max_file_bytes=10)
     ok(tool, command="create", path="/memories/small.txt", file_text="0123456789")
     assert refused(tool, command="create", path="/memories/big.txt", file_text="01234567890") == (
         "Error: The file /memories/big.txt would be 11 bytes; the limit is 10 bytes. Nothing was changed."

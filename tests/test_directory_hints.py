@@ -17,6 +17,7 @@ from s3memory.files import KnownDirectories
 from s3memory.memory import S3Memory
 from s3memory.paths import memory_path
 
+from .conftest import prefix_of
 from .support.bucket import ALL_BACKENDS, BUCKET
 
 BACKENDS = ALL_BACKENDS
@@ -31,7 +32,7 @@ def stale(make_memory: Callable[..., S3Memory], s3: Any) -> tuple[S3Memory, S3Me
     assert "4.0K\t/memories/d/" in seen.run({"command": "view", "path": "/memories"})
     other.run({"command": "delete", "path": "/memories/d"})
     # SeaweedFS keeps an emptied directory (and refuses a file in its place) until it is removed.
-    s3.delete_object(Bucket=BUCKET, Key=other.layout.memories_prefix + "d/")
+    s3.delete_object(Bucket=BUCKET, Key=prefix_of(other, "/memories/d"))
     other.run({"command": "create", "path": "/memories/d", "file_text": "now a file\n"})
     return seen, other
 
