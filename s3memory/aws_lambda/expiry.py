@@ -2,13 +2,13 @@
 schedule (EventBridge Scheduler).
 
 The event is ignored but for an optional ``{"dry_run": true}``. Settings are the other handlers'
-(``S3MEMORY_*``, the storage format and store id included) and ``S3MEMORY_EXPIRE_IDLE_DAYS`` (required: a whole number from 1 to 3,650). A run
-begins at a user chosen at random and goes round the list of users; it stops ``STOP_MARGIN_MS``
-before the Lambda deadline, so runs too short for every user still reach every user over time. The
-function only lists, reads and deletes (``expiry.py``): it writes no object, no access record, and
-finishes no job. It answers with counts only, and writes one invocation record (``record``) with
-the same counts and the metrics ``ExpiredFiles`` and ``ExpiryProblems``, never a user id or a path.
-It never raises.
+(``S3MEMORY_*``, the storage format and store id included) and ``S3MEMORY_EXPIRE_IDLE_DAYS``
+(required: a whole number from 1 to 3,650). A run begins at a user chosen at random and goes round
+the list of users; it stops ``STOP_MARGIN_MS`` before the Lambda deadline, so runs too short for
+every user still reach every user over time. The function only lists, reads and deletes
+(``expiry.py``): it writes no object, no access record, and finishes no job. It answers with counts
+only, and writes one invocation record (``record``) with the same counts and the metrics
+``ExpiredFiles`` and ``ExpiryProblems``, never a user id or a path. It never raises.
 """
 
 from __future__ import annotations
