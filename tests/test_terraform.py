@@ -285,6 +285,15 @@ REFUSALS = {
         '"rate(1 day)", "rate(12 hours)" or "cron(0 3 * * ? *)" (six fields); a one-time at(...) '
         "expression is refused.",
     ),
+    "storage_format_unknown": (
+        {"storage_format": "3"},
+        "storage_format must be 1 (plain names, the default) or 2 (private names, docs/format-v2.md).",
+    ),
+    "store_id_with_a_control_character": (
+        {"storage_format": "2", "store_id": '"source\\nbucket"'},
+        'store_id must be "" (the bucket\'s name) or at most 255 printable characters: no control, format '
+        "or separator characters but the space, and no leading or trailing space.",
+    ),
 }
 
 
@@ -313,3 +322,98 @@ def test_refusal_messages(initialized_module: TerraformWorkspace, case: str) -> 
     output = " ".join((result.stdout + result.stderr).split())  # terraform wraps long messages
     assert result.returncode != 0, output
     assert " ".join(message.split()) in output, output
+
+
+# The store identity Terraform computes (store.tf) against s3memory's own (store_keys.py): store ids
+# and prefixes around every length Terraform can and cannot frame (a length byte of 0x80 or more has
+# no UTF-8 spelling), multi-byte and astral characters, ids NFC changes (Terraform normalises every
+# string, and the functions receive the normalised one), ids beginning with a combining mark (which
+# a length byte could compose with), and characters HCL would otherwise interpolate.
+IDENTITY_CASES = [
+    ("s3memory-test-bucket", "users/"),
+    ("a", "a/"),
+    ("x" * 127, "users/"),
+    ("x" * 128, "users/"),
+    ("x" * 255, "users/"),
+    ("my-bucket", "p" * 126 + "/"),
+    ("my-bucket", "p" * 127 + "/"),
+    ("my-bucket", "pp/" * 84 + "ppp/"),
+    ("é" * 63, "tenants/prod/"),
+    ("é" * 64, "users/"),
+    ("é" * 128, "users/"),
+    ("日本語のストア", "users/"),
+    ("🙂" * 31, "users/"),
+    ("🙂" * 64, "users/"),
+    ("\u212b-store", "users/"),
+    ("caf\u0065\u0301", "users/"),
+    ("\u0301abc", "users/"),
+    ("\u0301" + "x" * 99, "users/"),
+    ('id ${not} %{a} "quoted" \\ back', "users/"),
+    ("prod store (eu-west-1)", "x/"),
+]
+
+
+def _hcl_string(text: str) -> str:
+    out = []
+    for char in text:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif " " <= char <= "~":
+            out.append(char)
+        else:
+            out.append(f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08x}")
+    return '"' + "".join(out).replace("${", "$${").replace("%{", "%%{") + '"'
+
+
+def _expected_identity(store_id: str, prefix: str) -> str | None:
+    """store_identity of what the functions receive, or None where store.tf says it cannot pin it."""
+    import unicodedata
+
+    from s3memory.store_keys import store_identity
+
+    received = unicodedata.normalize("NFC", store_id)
+    sizes = [len(received.encode("utf-8")), len(prefix.encode("utf-8"))]
+    if any(byte >= 0x80 for size in sizes for byte in size.to_bytes(4, "big")):
+        return None
+    if unicodedata.category(received[0]).startswith("M"):
+        return None
+    return store_identity(received, prefix)
+
+
+def test_terraform_computes_the_store_identity_as_s3memory(initialized_module: TerraformWorkspace) -> None:
+    runs = []
+    for number, (store_id, prefix) in enumerate(IDENTITY_CASES):
+        expected = _expected_identity(store_id, prefix)
+        check = (
+            f'  assert {{\n    condition     = output.store_identity == "{expected}"\n'
+            f'    error_message = "case {number}: not store_identity\'s {expected}"\n  }}\n'
+            if expected is not None
+            else "  expect_failures = [check.store_identity_pinned]\n\n"
+            f"  assert {{\n    condition     = output.store_identity == null\n"
+            f'    error_message = "case {number}: Terraform must not pin what it cannot hash exactly"\n  }}\n'
+        )
+        runs.append(
+            f'run "case_{number}" {{\n  command = plan\n\n  variables {{\n    storage_format = 2\n'
+            f"    store_id       = {_hcl_string(store_id)}\n    memory_prefix  = {_hcl_string(prefix)}\n  }}\n\n"
+            f"{check}}}\n"
+        )
+    assert sum(_expected_identity(*case) is not None for case in IDENTITY_CASES) >= 12
+    test_file = initialized_module.module_dir / "tests" / "identity_cases.tftest.hcl"
+    test_file.write_text(
+        'mock_provider "aws" {\n  source = "./tests/mocks"\n}\n\n'
+        'variables {\n  bucket_name     = "s3memory-test-bucket"\n'
+        '  lambda_zip_path = "tests/fixtures/lambda.zip"\n}\n\n' + "\n".join(runs),
+        encoding="utf-8",
+    )
+    try:
+        result = initialized_module.run(
+            "test",
+            "-no-color",
+            f"-filter=tests/{test_file.name}",
+            cwd=initialized_module.module_dir,
+            data_dir_name="module-data",
+        )
+    finally:
+        test_file.unlink()
+    assert_ok(result, "terraform test of the store identities")
+    assert f"{len(IDENTITY_CASES)} passed, 0 failed" in result.stdout, result.stdout
