@@ -6,6 +6,12 @@ name_prefix = "s3memory-dev"
 # Built by `make lambda-zip` at the repository root.
 lambda_zip_path = "../../../dist/lambda.zip"
 
+# Storage format: 1 (plain names) or 2 (private names, docs/format-v2.md), chosen when the store is
+# created. On format 2 the store id (default: the bucket's name) must never change; a replica's
+# readers set the source's. See docs/deploy.md, "Storage format".
+storage_format = 1
+# store_id     = ""
+
 # Idle expiry: a scheduled function deletes the memory of users idle this many days (never their
 # wrapped data keys; deleted files stay recoverable as noncurrent versions for 30 days). null (off)
 # keeps memory forever. See docs/deploy.md, "Idle expiry".

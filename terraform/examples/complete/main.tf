@@ -18,6 +18,8 @@ module "s3memory" {
   lambda_zip_path = var.lambda_zip_path
 
   memory_prefix                      = "users/"
+  storage_format                     = var.storage_format
+  store_id                           = var.store_id
   noncurrent_version_expiration_days = 30
   log_retention_in_days              = 30
 

@@ -13,6 +13,21 @@ output "kms_key_arn" {
   value       = module.s3memory.kms_key_arn
 }
 
+output "storage_format" {
+  description = "S3MEMORY_STORAGE_FORMAT for clients outside Lambda."
+  value       = module.s3memory.storage_format
+}
+
+output "store_id" {
+  description = "S3MEMORY_STORE_ID for clients outside Lambda (format 2)."
+  value       = module.s3memory.store_id
+}
+
+output "store_identity" {
+  description = "Format 2: the store identity the KMS policies require (null on format 1)."
+  value       = module.s3memory.store_identity
+}
+
 output "kms_key_alias" {
   description = "Alias of the KMS key."
   value       = module.s3memory.kms_key_alias

@@ -58,6 +58,23 @@ variable "lambda_zip_path" {
   }
 }
 
+variable "storage_format" {
+  description = "Storage format of the store: 1 (plain names) or 2 (private names, docs/format-v2.md). Chosen when the store is created. See docs/deploy.md, \"Storage format\"."
+  type        = number
+  default     = 1
+
+  validation {
+    condition     = contains([1, 2], var.storage_format)
+    error_message = "storage_format must be 1 or 2."
+  }
+}
+
+variable "store_id" {
+  description = "Format 2: the store's id, for the life of the store (\"\": the bucket's name; a replica's readers set the source's id)."
+  type        = string
+  default     = ""
+}
+
 variable "expiry_idle_days" {
   description = "Delete the memory of users idle this many days, by the scheduled expiry function (it never removes wrapped data keys); null keeps memory forever. See docs/deploy.md, \"Idle expiry\"."
   type        = number
