@@ -101,13 +101,17 @@ class AccessRecord:
         """Store the record of the answer noted at ``noted``. It holds the time it is sealed, never
         earlier: a write held up (a frozen Lambda container) says later, never that the user left sooner."""
         try:
-            body = json.dumps({"at": int(self.clock() * 1000)}, separators=(",", ":")).encode("utf-8")
-            self._files.store.put(self.key, self._files.cipher.seal(ACCESS_RECORD_PATH, body))
+            self.write_at(self.clock())
         except Exception as error:
             with self._lock:
                 if self._last == noted:
                     self._last = None  # the next command tries again
             logger.warning("s3memory: the access record could not be written (%s)", type(error).__name__)
+
+    def write_at(self, at: float) -> None:
+        """Store the record saying the user last used the memory at ``at`` (seconds since the epoch)."""
+        body = json.dumps({"at": int(at * 1000)}, separators=(",", ":")).encode("utf-8")
+        self._files.store.put(self.key, self._files.cipher.seal(ACCESS_RECORD_PATH, body))
 
     def read(self) -> Access:
         """The record as stored now; ``IntegrityError`` when it is not one s3memory sealed for this

@@ -35,8 +35,9 @@ from .job_runner import Intent, JobRunner
 from .jobs import Source
 from .keyvault import KeyVault
 from .listing import Tree, render_listing
+from .migration import Upgrade, migrated
 from .moves import Origin, SourceChanged, mover_for
-from .names import NameCipher, namespace_of
+from .names import NameCipher, namespace_of, user_of_namespace
 from .paths import ROOT, KeyLayout, MemoryPath, validate_namespace
 from .placement import Refusal, Survey, require_depth, require_file_path, write_new_file
 from .quota import Quota, Usage
@@ -45,6 +46,8 @@ from .store_keys import store_identity, store_key
 from .text import Edit, edit_snippet, insert_at, render_file, replace_unique
 
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
+MAX_FILE_BYTES_LIMIT = 4 * 1024 * 1024
+"""The largest file size limit a store may set (``S3MEMORY_MAX_FILE_BYTES``)."""
 DEFAULT_GUARD = ContentGuard()
 KEPT_SHOWN = 20
 """A partly done rename or delete names at most this many of the files it left in place."""
@@ -83,7 +86,7 @@ class S3Memory:
         self.store = store
         self.key_provider = key_provider
         self.content_guard = content_guard
-        self.layout, self.key_owner = _placement(
+        self.layout, self.key_owner, legacy = _placement(
             store, user_id, prefix, key_provider, storage_format, store_id or store.bucket
         )
         """Where the user's objects live, and whose data keys they are sealed with."""
@@ -95,6 +98,9 @@ class S3Memory:
         self.mover = mover_for(self.files)
         self.access = AccessRecord(self.files, clock)
         """When the user last used the memory: each command answered notes it (``access.py``)."""
+        self.upgrade = None if legacy is None else Upgrade(*legacy, self.files, clock)
+        """Format 2: the user's format-1 files, moved before the first command unless the store is
+        marked as holding none (``migration.py``)."""
 
     def acting_as(self, actor: str | None) -> S3Memory:
         """This memory with every write recorded as ``actor``'s (what this process learned of the
@@ -116,6 +122,8 @@ class S3Memory:
         A command answered notes the user's access (``access``), off the answer's path.
         """
         command = parse_command(raw_input)
+        if self.upgrade is not None:
+            self.upgrade.ensure()
         answer = self.jobs.retried(lambda: self._dispatch(command))
         self.access.touch()
         return answer
@@ -387,6 +395,8 @@ class S3Memory:
 
     def clear_all(self) -> str:
         """Delete every memory file of this user, in batches (pending jobs are finished first)."""
+        if self.upgrade is not None:
+            self.upgrade.ensure()
         self.jobs.finish_pending()
         self.files.directories.forget(ROOT)
         listed = [listed for page in self.store.pages(self.layout.memories_prefix) for listed in page.objects]
@@ -396,18 +406,32 @@ class S3Memory:
 
 def _placement(
     store: S3Store, user_id: str, prefix: str, provider: KeyProvider, storage_format: object, store_id: str
-) -> tuple[KeyLayout, KeyOwner]:
-    """The key layout and key owner of ``user_id``'s memory in a store of ``storage_format``: format
+) -> tuple[KeyLayout, KeyOwner, tuple[MemoryFiles, bool] | None]:
+    """The key layout and key owner of ``user_id``'s memory in a store of ``storage_format`` and,
+    in format 2, the user's format-1 files and whether the store is marked as holding none: format
     1 names the user and paths in plain keys; format 2 names them privately, with the store key."""
     namespace = validate_namespace(user_id, prefix)
     if storage_format == FORMAT_VERSION:
-        return KeyLayout(namespace), KeyOwner(user_id)
+        return KeyLayout(namespace), KeyOwner(user_id), None
     if storage_format != PLACED_FORMAT:
         raise ValueError(f"storage_format must be {FORMAT_VERSION} or {PLACED_FORMAT}")
     identity = store_identity(store_id, prefix)
     key = store_key(store, prefix, identity, provider)
     token = namespace_of(key, user_id)
-    return KeyLayout(f"{prefix}{token}/", NameCipher(key, user_id)), KeyOwner(user_id, identity, token)
+    marked = migrated(store, prefix, lambda name: user_of_namespace(key, name) is not None)
+    layout = KeyLayout(f"{prefix}{token}/", NameCipher(key, user_id))
+    return (
+        layout,
+        KeyOwner(user_id, identity, token),
+        (_legacy_files(store, user_id, prefix, provider), marked),
+    )
+
+
+def _legacy_files(store: S3Store, user_id: str, prefix: str, provider: KeyProvider) -> MemoryFiles:
+    """The user's files as format 1 named and sealed them (read, never written: see ``Upgrade``)."""
+    layout = KeyLayout(validate_namespace(user_id, prefix))
+    cipher = ObjectCipher(DataKeySource(provider, KeyOwner(user_id), KeyVault(store, layout)))
+    return MemoryFiles(store, layout, cipher, MAX_FILE_BYTES_LIMIT, Usage(None, lambda: (0, 0)))
 
 
 def _author(actor: str | None) -> str | None:

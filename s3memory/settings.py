@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 
 from .crypto import DATA_KEY_BYTES, MAX_KEY_VERSION, KeyProvider, KMSKeyProvider, LocalKeyProvider
 from .guard import ContentGuard
-from .memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES
+from .memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT
 from .paths import validate_namespace
 from .quota import Quota
 
@@ -66,7 +66,6 @@ JWT_ISSUER = "S3MEMORY_JWT_ISSUER"
 JWT_AUDIENCE = "S3MEMORY_JWT_AUDIENCE"
 JWT_SCOPES = "S3MEMORY_JWT_SCOPES"
 DEFAULT_PREFIX = "users/"
-MAX_FILE_BYTES_LIMIT = 4 * 1024 * 1024
 """A synchronous Lambda answer is at most 6 MB, and a viewed file grows by its line numbers."""
 QUOTA_LIMIT = 10**15
 GuardMode = Literal["refuse", "redact", "off"]

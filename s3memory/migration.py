@@ -1,0 +1,195 @@
+"""Moving a user's memory from storage format 1 to format 2, and serving a store half moved.
+
+A format-2 memory looks for its user's format-1 files before its first command (one listing, once
+per process and user, until the store is marked migrated) and moves them first, so no command
+ever sees a user's memory half in one format. ``s3memory migrate`` moves every user the same way,
+then marks the store. Each file moves like a rename's copy (``docs/jobs.md``): written in format 2
+only where nothing is, the format-1 object deleted only if it still has the ETag it was read
+with, and a copy withdrawn when its source changed. Every step can be repeated: a move that dies
+is finished by the next process that looks. The protocol and its invariants: ``docs/format-v2.md``
+"Migration".
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .access import AccessRecord
+from .concurrency import parallel
+from .crypto import PLACE_METADATA
+from .errors import IntegrityError
+from .files import MemoryFiles
+from .job_runner import JobRunner
+from .moves import RELIED_ON_TAG, Copy, mover_for
+from .paths import MemoryPath
+from .store import Listed, ObjectTooLarge, PreconditionFailed, S3Store
+
+MIGRATED_NAME = "s3memory.migrated"
+"""Below the store's prefix: written once no user has format-1 files left; memories then stop
+looking for them."""
+MOVE_ATTEMPTS = 4
+"""A file whose format-1 object keeps changing while it is moved is tried this many times."""
+_SETTLED_LIMIT = 100_000
+"""Users this process knows to have no format-1 files, before it forgets them all (and lists again)."""
+
+_settled: set[tuple[str, str]] = set()
+_marked: dict[tuple[str, str], bool] = {}
+_lock = threading.Lock()
+
+
+@dataclass
+class UserMigration:
+    """What moving one user's format-1 memory did: files moved now, files found moved already (by
+    an earlier or concurrent try), and files left in format 1, by canonical path, with why."""
+
+    moved: int = 0
+    already: int = 0
+    left: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not self.left
+
+
+class Upgrade:
+    """One user's format-1 memory (``legacy``) in a store now served in format 2 (``target``);
+    ``settled``: the store is marked as holding no format-1 files, so ``ensure`` looks for none."""
+
+    def __init__(
+        self, legacy: MemoryFiles, settled: bool, target: MemoryFiles, clock: Callable[[], float]
+    ) -> None:
+        self._legacy = legacy
+        self._settled = settled
+        self._target = target
+        self._store = target.store
+        self._jobs = JobRunner(legacy, clock)
+        self._access = (AccessRecord(legacy, clock), AccessRecord(target, clock))
+        self._mover = mover_for(target)
+        self._user = (self._store.bucket, legacy.layout.namespace)
+
+    def ensure(self) -> None:
+        """Move the user's format-1 files, if any, unless this process knows there are none (it
+        moved them or looked before)."""
+        if self._settled:
+            return
+        with _lock:
+            if self._user in _settled:
+                return
+        if self.pending():
+            self.run()
+        with _lock:
+            if len(_settled) >= _SETTLED_LIMIT:
+                _settled.clear()
+            _settled.add(self._user)
+
+    def pending(self) -> bool:
+        """True if the user has format-1 memory files (one one-key listing)."""
+        return self._store.any_below(self._legacy.layout.memories_prefix)
+
+    def run(self) -> UserMigration:
+        """Finish the user's pending format-1 jobs, move every format-1 file, and carry the access
+        record over. Files that cannot move (unreadable, or a different file already in format 2)
+        stay in format 1 and are reported."""
+        self._jobs.finish_pending()
+        report = UserMigration()
+        for page in self._store.pages(self._legacy.layout.memories_prefix):
+            parallel(lambda listed: self._move(listed, report), page.objects)
+        self._carry_access()
+        return report
+
+    def _move(self, listed: Listed, report: UserMigration) -> None:
+        path = self._legacy.layout.path_of_key(listed.key)
+        if path is None:
+            report.left.append((listed.key, "a key that names no memory path"))
+            return
+        for _attempt in range(MOVE_ATTEMPTS):
+            outcome = self._move_once(path, listed.key)
+            if outcome is None:
+                continue
+            if outcome == "moved":
+                report.moved += 1
+            elif outcome == "already":
+                report.already += 1
+            else:
+                report.left.append((path.canonical, outcome))
+            return
+        report.left.append((path.canonical, "it kept changing while it was moved"))
+
+    def _move_once(self, path: MemoryPath, source: str) -> str | None:
+        """Move one file: "moved", "already" (moved before), why it stays, or None to try again."""
+        try:
+            found = self._legacy.read(path)
+        except (IntegrityError, ObjectTooLarge):
+            return "it fails its integrity check in format 1"
+        if found is None:
+            return "already"  # moved by another process meanwhile
+        sealed = self._target.cipher.seal_file(path.canonical, found.text.encode("utf-8"), found.author)
+        key = self._target.layout.file_key(path)
+        etag = self._target.put_new(key, sealed)
+        if etag is None:
+            try:
+                there = self._target.read(path)
+            except IntegrityError:
+                return "a file that fails its integrity check is at its path in format 2"
+            if there is None:
+                return None  # withdrawn meanwhile
+            if there.text != found.text:
+                return "a different file is at its path in format 2"
+            if not self._store.tag(key, {RELIED_ON_TAG: "1"}):
+                return None
+        try:
+            self._legacy.delete(source, if_match=found.etag)
+        except PreconditionFailed as failed:
+            gone = not self._store.exists(source)
+            if gone and (failed.after_retry or etag is None):
+                return "moved" if etag is not None else "already"
+            if etag is not None:
+                self._mover.withdraw(Copy(path, etag, sealed.metadata.get(PLACE_METADATA)))
+            return "already" if gone else None
+        return "moved" if etag is not None else "already"
+
+    def _carry_access(self) -> None:
+        """Keep the user's last access time (expiry reads it) in format 2, then drop the format-1
+        record. An unreadable one is left for ``verify`` to report."""
+        legacy, target = self._access
+        try:
+            before = legacy.read()
+            if before.at is None:
+                return
+            now = target.read()
+        except IntegrityError:
+            return
+        if now.at is None or now.at < before.at:
+            target.write_at(before.at)
+        self._store.delete(legacy.key)
+
+
+def migrated(store: S3Store, prefix: str, is_namespace: Callable[[str], bool]) -> bool:
+    """True if the store at ``prefix`` has no format-1 files: it is marked so, or (then it is
+    marked now) the first page of its namespaces shows only format-2 ones (``is_namespace``).
+    Asked once per process; until the store is marked, each user's first command in a process
+    lists the user's format-1 namespace, whose key names the user."""
+    place = (store.bucket, prefix)
+    with _lock:
+        known = _marked.get(place)
+    if known is not None:
+        return known
+    known = store.exists(prefix + MIGRATED_NAME)
+    if not known:
+        page = next(store.pages(prefix, delimiter=True))
+        names = [common[len(prefix) : -1] for common in page.prefixes]
+        if not page.truncated and all(is_namespace(name) for name in names):
+            mark_migrated(store, prefix)
+            known = True
+    with _lock:
+        _marked[place] = known
+    return known
+
+
+def mark_migrated(store: S3Store, prefix: str) -> None:
+    """Mark the store at ``prefix`` as having no format-1 files left."""
+    store.put(prefix + MIGRATED_NAME, b"")
+    with _lock:
+        _marked[(store.bucket, prefix)] = True

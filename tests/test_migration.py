@@ -1,0 +1,252 @@
+"""Moving a format-1 memory to format 2 (``migration.py``): a format-2 memory moves its user's
+format-1 files before its first command; the move loses nothing under concurrent movers and
+commands, survives a crash between any two requests, leaves (and reports) what it cannot move, and
+a store is marked migrated at birth, or once nothing is left to move."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from s3memory import migration
+from s3memory.memory import S3Memory
+from s3memory.migration import MIGRATED_NAME, UserMigration
+from s3memory.paths import memory_path
+from s3memory.store import PreconditionFailed
+
+from .support.bucket import ALL_BACKENDS, stored_keys
+
+BACKENDS = ALL_BACKENDS
+FILES = {f"/memories/{'notes/' * (index % 3)}file{index:02d}.md": f"line {index}\n" for index in range(24)}
+
+
+@pytest.fixture(autouse=True)
+def fresh_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """What this process knows of migrated stores and users, forgotten: each test's bucket is new."""
+    monkeypatch.setattr(migration, "_marked", {})
+    monkeypatch.setattr(migration, "_settled", set())
+    yield
+
+
+@pytest.fixture
+def v1(make_memory: Callable[..., S3Memory]) -> S3Memory:
+    memory = make_memory("alice", storage_format=1, actor="ada")
+    for path, text in FILES.items():
+        memory.create(memory_path(path), text)
+    memory.run({"command": "view", "path": "/memories"})  # writes the access record
+    memory.access.wait()
+    return memory
+
+
+def v2(make_memory: Callable[..., S3Memory], user: str = "alice") -> S3Memory:
+    migration._settled.clear()  # another process: it has not looked yet
+    return make_memory(user, storage_format=2)
+
+
+def texts(memory: S3Memory) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for key in stored_keys(memory.store.client, memory.layout.memories_prefix):
+        path = memory.layout.path_of_key(key)
+        assert path is not None
+        file = memory.files.read(path)
+        assert file is not None
+        found[path.canonical] = file.text
+    return found
+
+
+def test_a_format_1_memory_is_served_in_format_2_from_its_first_command(
+    v1: S3Memory, make_memory: Callable[..., S3Memory], s3: Any
+) -> None:
+    listing = v1.run({"command": "view", "path": "/memories"})
+    last_access = v1.access.read().at
+    memory = v2(make_memory)
+    assert memory.upgrade is not None
+    memory.upgrade.ensure()  # what the first command does first
+    assert memory.access.read().at == last_access
+    assert stored_keys(s3, v1.layout.internal_prefix) == []  # the access record moved with the files
+    assert stored_keys(s3, f"users/{MIGRATED_NAME}") == []  # a user was moved: the store is not marked
+    assert memory.run({"command": "view", "path": "/memories"}) == listing
+    assert texts(memory) == FILES
+    moved = memory.files.read(memory_path("/memories/file00.md"))
+    assert moved is not None and moved.author == "ada"  # who wrote it, as format 1 said
+    assert stored_keys(s3, v1.layout.memories_prefix) == []
+
+
+def test_a_user_is_looked_for_once_per_process(v1: S3Memory, make_memory: Callable[..., S3Memory]) -> None:
+    memory = v2(make_memory)
+    memory.run({"command": "view", "path": "/memories"})
+    v1.create(memory_path("/memories/late.md"), "a format-1 writer that was not stopped\n")
+    memory.run({"command": "view", "path": "/memories"})
+    assert memory.files.read(memory_path("/memories/late.md")) is None
+    later = v2(make_memory)  # a new process looks again
+    assert later.run({"command": "view", "path": "/memories/late.md"}) == (
+        "Here's the content of /memories/late.md with line numbers:\n"
+        "     1\ta format-1 writer that was not stopped"
+    )
+
+
+def test_a_pending_format_1_rename_is_finished_before_the_move(
+    v1: S3Memory, make_memory: Callable[..., S3Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old, new = memory_path("/memories/notes"), memory_path("/memories/archive")
+    job = v1.jobs.plan("rename", old, new, v1.files.sources_below(old))
+    with monkeypatch.context() as crash:
+        crash.setattr(v1.files, "delete_all", lambda sources: (_ for _ in ()).throw(RuntimeError("crash")))
+        with pytest.raises(RuntimeError):
+            v1.jobs.run(job)  # copied, sources not deleted, record left
+    memory = v2(make_memory)
+    expected = {path.replace("/memories/notes/", "/memories/archive/"): text for path, text in FILES.items()}
+    assert memory.run({"command": "view", "path": "/memories/archive/file01.md"}).endswith("line 1")
+    assert texts(memory) == expected
+    assert stored_keys(memory.store.client, v1.layout.memories_prefix) == []
+
+
+def test_a_move_that_dies_between_any_two_requests_is_finished_by_the_next_look(
+    v1: S3Memory, make_memory: Callable[..., S3Memory], s3: Any
+) -> None:
+    memory = v2(make_memory)
+    assert memory.upgrade is not None
+    deletes = 0
+    delete = memory.upgrade._legacy.delete
+
+    def dies_on_the_third(key: str, *, if_match: str | None = None) -> None:
+        nonlocal deletes
+        deletes += 1
+        if deletes == 3:
+            raise RuntimeError("the process died")
+        delete(key, if_match=if_match)
+
+    memory.upgrade._legacy.delete = dies_on_the_third  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        memory.upgrade.run()
+    left = len(stored_keys(s3, v1.layout.memories_prefix))
+    assert 0 < left < len(FILES)
+    again = v2(make_memory)
+    assert again.upgrade is not None
+    report = again.upgrade.run()
+    assert report.clean and report.moved + report.already == left
+    assert texts(again) == FILES
+    assert stored_keys(s3, v1.layout.memories_prefix) == []
+
+
+def test_concurrent_movers_and_commands_lose_nothing(
+    v1: S3Memory, make_memory: Callable[..., S3Memory]
+) -> None:
+    movers = [make_memory("alice", storage_format=2) for _ in range(3)]
+    reports: list[UserMigration] = []
+    errors: list[BaseException] = []
+
+    def move_then_edit(memory: S3Memory, index: int) -> None:
+        try:
+            assert memory.upgrade is not None
+            reports.append(memory.upgrade.run())
+            memory.run(
+                {"command": "create", "path": f"/memories/new{index}.md", "file_text": f"new {index}\n"}
+            )
+            memory.run(
+                {
+                    "command": "str_replace",
+                    "path": "/memories/file00.md",
+                    "old_str": "line",
+                    "new_str": "LINE",
+                }
+            )
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [
+        threading.Thread(target=move_then_edit, args=(memory, index)) for index, memory in enumerate(movers)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    edits_refused = [error for error in errors if "No replacement was performed" in str(error)]
+    assert len(errors) == len(edits_refused) == 2  # the first edit wins; the others find "line" gone
+    expected = {
+        **FILES,
+        "/memories/file00.md": "LINE 0\n",
+        **{f"/memories/new{index}.md": f"new {index}\n" for index in range(3)},
+    }
+    assert texts(movers[0]) == expected
+    assert all(report.clean for report in reports)
+    assert stored_keys(movers[0].store.client, v1.layout.memories_prefix) == []
+
+
+def test_a_different_file_already_in_format_2_is_left_in_format_1_and_reported(
+    v1: S3Memory, make_memory: Callable[..., S3Memory], s3: Any
+) -> None:
+    memory = v2(make_memory)
+    assert memory.upgrade is not None
+    memory.files.put_new(
+        memory.layout.file_key(memory_path("/memories/file00.md")),
+        memory.files.encode(memory_path("/memories/file00.md"), "other\n"),
+    )
+    report = memory.upgrade.run()
+    assert report.left == [("/memories/file00.md", "a different file is at its path in format 2")]
+    assert report.moved == len(FILES) - 1
+    assert stored_keys(s3, v1.layout.memories_prefix) == [
+        v1.layout.file_key(memory_path("/memories/file00.md"))
+    ]
+    assert memory.upgrade.pending()
+
+
+def test_a_copy_whose_source_changed_is_withdrawn_and_moved_again(
+    v1: S3Memory, make_memory: Callable[..., S3Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = v2(make_memory)
+    assert memory.upgrade is not None
+    legacy = memory.upgrade._legacy
+    delete = legacy.delete
+    edited = False
+
+    def edit_first(key: str, *, if_match: str | None = None) -> None:
+        nonlocal edited
+        if not edited and key == v1.layout.file_key(memory_path("/memories/file00.md")):
+            edited = True
+            v1.str_replace(memory_path("/memories/file00.md"), "line", "edited")  # a format-1 writer
+        delete(key, if_match=if_match)
+
+    monkeypatch.setattr(legacy, "delete", edit_first)
+    report = memory.upgrade.run()
+    assert edited and report.clean
+    assert memory.files.read(memory_path("/memories/file00.md")).text == "edited 0\n"  # type: ignore[union-attr]
+
+
+def test_a_new_format_2_store_is_marked_migrated_at_birth_and_never_lists_a_user_id(
+    make_memory: Callable[..., S3Memory], s3: Any
+) -> None:
+    memory = make_memory("alice", storage_format=2)
+    assert MIGRATED_NAME in [key.rsplit("/", 1)[-1] for key in stored_keys(s3, "users/")]
+    assert memory.upgrade is not None and memory.upgrade._settled
+
+
+def test_a_store_holding_format_1_users_is_not_marked(
+    v1: S3Memory, make_memory: Callable[..., S3Memory], s3: Any
+) -> None:
+    memory = v2(make_memory)
+    memory.run({"command": "view", "path": "/memories"})
+    assert stored_keys(s3, f"users/{MIGRATED_NAME}") == []
+    assert memory.upgrade is not None and not memory.upgrade._settled
+
+
+def test_moving_never_loses_a_file_the_delete_of_its_source_could_not_confirm(
+    v1: S3Memory, make_memory: Callable[..., S3Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A delete whose answer was lost and whose retry found the source gone counts as done."""
+    memory = v2(make_memory)
+    assert memory.upgrade is not None
+    legacy = memory.upgrade._legacy
+    delete = legacy.delete
+
+    def answer_lost(key: str, *, if_match: str | None = None) -> None:
+        delete(key, if_match=if_match)
+        raise PreconditionFailed(key, after_retry=True)
+
+    monkeypatch.setattr(legacy, "delete", answer_lost)
+    report = memory.upgrade.run()
+    assert report.clean and report.moved == len(FILES)
+    assert texts(memory) == FILES
