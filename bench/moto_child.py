@@ -9,7 +9,9 @@ Two additions, both outside the S3 API:
   sends ``Expect: 100-continue`` waits that long for its ``100 Continue`` too: on a real endpoint
   the client holds its body back for that answer, one more round trip.
 - ``POST /__bench__/seed``: stores many objects at once straight into moto's backend, so trees
-  of 10,000 objects are seeded in a second instead of minutes. Never used while measuring.
+  of 10,000 objects are seeded in a second instead of minutes: ``{"bucket": ..., "objects":
+  [[key, base64 body, {metadata name: value}], ...]}`` (metadata names without ``x-amz-meta-``,
+  as boto3's ``Metadata``). Never used while measuring.
 
 Prints ``PORT <n>`` when ready and serves until its standard input closes.
 
@@ -37,8 +39,11 @@ def _seed(payload: dict[str, Any]) -> int:
 
     backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
     bucket = payload["bucket"]
-    for key, body in payload["objects"]:
-        backend.put_object(bucket, key, base64.b64decode(body))
+    for key, body, *rest in payload["objects"]:
+        stored = backend.put_object(bucket, key, base64.b64decode(body))
+        metadata = rest[0] if rest else {}
+        if metadata:  # as a PutObject's x-amz-meta-* headers leave them
+            stored.set_metadata({f"x-amz-meta-{name.lower()}": value for name, value in metadata.items()})
     return len(payload["objects"])
 
 

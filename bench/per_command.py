@@ -203,8 +203,8 @@ def build_cases(tenant: Tenant, with_floor: bool = True) -> list[Case]:
         def prepare(r: int) -> None:
             path = f"/memories/scratch/{kind}-{r}.md"
             created.append(path)
-            key, body = tenant.sealed(path, note_text(60 + r % 7))
-            backend.seed(bucket, [(key, body), (floor_key(f"{kind}-{r}.md"), b"s" * len(body))])
+            key, body, metadata = tenant.sealed(path, note_text(60 + r % 7))
+            backend.seed(bucket, [(key, body, metadata), (floor_key(f"{kind}-{r}.md"), b"s" * len(body), {})])
 
         return prepare
 

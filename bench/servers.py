@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,6 +28,8 @@ from typing import Any
 REGION = "us-east-1"
 REPO = Path(__file__).resolve().parent.parent
 SEED_CHUNK = 2000
+SeedObject = tuple[str, bytes, Mapping[str, str]]
+"""An object to seed: its key, its body and its user metadata (names without ``x-amz-meta-``)."""
 
 
 def fake_credentials() -> None:
@@ -94,15 +96,18 @@ class Backend:
             self.admin.create_bucket(Bucket=bucket)
         self.admin.head_bucket(Bucket=bucket)
 
-    def seed(self, bucket: str, objects: Sequence[tuple[str, bytes]]) -> None:
-        """Store ``objects`` (key, body) as fast as the endpoint allows."""
+    def seed(self, bucket: str, objects: Sequence[SeedObject]) -> None:
+        """Store ``objects`` (key, body, metadata) as fast as the endpoint allows."""
         if self._seed_url is not None:
             for start in range(0, len(objects), SEED_CHUNK):
                 chunk = objects[start : start + SEED_CHUNK]
                 payload = json.dumps(
                     {
                         "bucket": bucket,
-                        "objects": [(key, base64.b64encode(body).decode()) for key, body in chunk],
+                        "objects": [
+                            (key, base64.b64encode(body).decode(), dict(metadata))
+                            for key, body, metadata in chunk
+                        ],
                     }
                 ).encode()
                 request = urllib.request.Request(self._seed_url, data=payload, method="POST")
@@ -114,7 +119,10 @@ class Backend:
         with ThreadPoolExecutor(max_workers=16) as pool:
             list(
                 pool.map(
-                    lambda item: self.admin.put_object(Bucket=bucket, Key=item[0], Body=item[1]), objects
+                    lambda item: self.admin.put_object(
+                        Bucket=bucket, Key=item[0], Body=item[1], Metadata=dict(item[2])
+                    ),
+                    objects,
                 )
             )
 

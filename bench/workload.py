@@ -1,9 +1,11 @@
 """The s3memory side of the bench: one user's memory on a backend, and realistic file contents.
 
-A ``Tenant`` wraps ``S3Memory`` for one user on one bucket, with the product's own S3 client
+A ``Tenant`` wraps ``S3Memory`` for one user on one bucket, in storage format 1 (plain keys) or 2
+(private names, ``docs/format-v2.md``), with the product's own S3 client
 (``s3memory.clients.make_s3_client``: standard retries, 32 pooled connections). Trees are seeded
-without the command path: bodies are sealed here with the user's key (``ObjectCipher``, exactly
-as ``create`` seals them) and stored through the backend's fast seeding path.
+without the command path: each file is sealed here exactly as ``create`` seals it (the memory's own
+``files.encode``: the body, and on format 2 the metadata that places it at its path), at the key
+the memory's layout gives it, and stored through the backend's fast seeding path.
 """
 
 from __future__ import annotations
@@ -12,15 +14,19 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from s3memory.crypto import DataKeySource, KeyOwner, KeyProvider, LocalKeyProvider, ObjectCipher
+from s3memory.crypto import FORMAT_VERSION, PLACED_FORMAT, KeyProvider, LocalKeyProvider
 from s3memory.memory import S3Memory
 from s3memory.paths import memory_path
 from s3memory.store import S3Store
 
-from .servers import REGION, Backend
+from .servers import REGION, Backend, SeedObject
 
 MASTER_KEY = bytes(range(32))
 PREFIX = "users/"
+PRIVATE_PREFIX = "private/"
+"""Format-2 tenants' store prefix (its store key lies at ``private/s3memory.store-key``), so format-1
+and format-2 users can share a bucket without sharing a prefix."""
+FORMATS = {FORMAT_VERSION: PREFIX, PLACED_FORMAT: PRIVATE_PREFIX}
 _WORDS = [
     "prefers",
     "metric",
@@ -79,18 +85,6 @@ def note_text(seed: int, lines: int = 40, width: int = 60) -> str:
     return "\n".join(out) + "\n"
 
 
-class _NoVault:
-    """The local key provider derives keys and never touches the vault."""
-
-    identity = "bench-seeding"
-
-    def get_wrapped(self, version: int) -> bytes | None:
-        return None
-
-    def put_wrapped_if_absent(self, version: int, wrapped: bytes) -> bool:
-        return False
-
-
 def s3memory_client(backend: Backend) -> Any:
     """The product's S3 client for ``backend`` (the same factory the tool uses by default), with the
     backend's client-side latency, if any, before every HTTP attempt."""
@@ -108,7 +102,11 @@ def s3memory_client(backend: Backend) -> Any:
 
 
 class Tenant:
-    """One user's memory in one bucket, driven the way the tool drives it (raw tool inputs)."""
+    """One user's memory in one bucket, driven the way the tool drives it (raw tool inputs).
+
+    ``storage_format`` 2 keeps the store's key at ``PRIVATE_PREFIX`` of the bucket; it is made (or
+    read) here, by ``client``, before anything is measured. A tenant is used only while that key
+    stays: clearing the whole bucket (``backend.clear(bucket, "")``) deletes it."""
 
     def __init__(
         self,
@@ -117,16 +115,19 @@ class Tenant:
         bucket: str,
         user_id: str,
         key_provider: KeyProvider | None = None,
+        storage_format: int = FORMAT_VERSION,
     ) -> None:
         self.backend = backend
         self.client = client
         self.bucket = bucket
         self.user_id = user_id
+        self.storage_format = storage_format
         self.memory = S3Memory(
-            S3Store(client, bucket), user_id, key_provider or LocalKeyProvider(MASTER_KEY), prefix=PREFIX
-        )
-        self._sealer = ObjectCipher(
-            DataKeySource(LocalKeyProvider(MASTER_KEY), KeyOwner(user_id), _NoVault())
+            S3Store(client, bucket),
+            user_id,
+            key_provider or LocalKeyProvider(MASTER_KEY),
+            prefix=FORMATS[storage_format],
+            storage_format=storage_format,
         )
 
     def run(self, raw: Mapping[str, Any]) -> str:
@@ -143,10 +144,12 @@ class Tenant:
     def prefix(self, path: str) -> str:
         return self.memory.layout.directory_prefix(memory_path(path))
 
-    def sealed(self, path: str, text: str) -> tuple[str, bytes]:
-        """The object ``create`` would store for ``path`` (local master key only)."""
+    def sealed(self, path: str, text: str) -> SeedObject:
+        """The object ``create`` would store for ``path``: its key, body and metadata (the memory's
+        own sealing; with the local master key it sends no request)."""
         parsed = memory_path(path)
-        return self.memory.layout.file_key(parsed), self._sealer.seal(parsed.canonical, text.encode("utf-8"))
+        sealed = self.memory.files.encode(parsed, text)
+        return self.memory.layout.file_key(parsed), sealed.body, dict(sealed.metadata)
 
     def seed(self, files: Mapping[str, str]) -> None:
         self.backend.seed(self.bucket, [self.sealed(path, text) for path, text in files.items()])
