@@ -1,16 +1,23 @@
-"""Section 5: s3memory and its peers on the same agent session.
+"""Section 5: s3memory and its peers on the same agent session, and on directory renames.
 
 The session is what an agent does in one conversation: look at its memory, read a few files,
 write new ones, edit (``str_replace``, ``insert``), and move a project directory to the archive.
 Each repetition starts every implementation from the same files in a fresh namespace, and runs
-the three one after another in rotating order:
+them one after another in rotating order:
 
-- s3memory (this process, local master key),
+- s3memory in storage format 1 (this process, local master key),
+- s3memory in storage format 2 (private names; renames are copies on the server),
 - the s3fs peer (``bench/peers/s3fs_memory.py``, in its own virtualenv, a worker process),
 - the SDK's ``BetaLocalFilesystemMemoryTool`` on local disk: the floor with no network at all.
 
 A command kind's time in one repetition is the mean over its commands in the session; the table
-shows medians over repetitions and the ratio s3memory/s3fs per repetition.
+shows medians over repetitions and the ratio s3memory/s3fs per repetition, for either format.
+
+``run_renames`` sets the three S3 implementations on one command, a directory rename of N files
+(``/memories/a/batch`` to ``/memories/moved-0/batch``, then on to ``moved-1`` ..., each move a
+sample), side by side in rotating order in one bucket: s3fs renames a directory with server-side copies and deletes
+(``fs.copy(recursive=True)`` + ``fs.rm(recursive=True)``), format 2 with server-side copies,
+format 1 by reading and writing every file.
 """
 
 from __future__ import annotations
@@ -28,13 +35,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from s3memory.crypto import FORMAT_VERSION, PLACED_FORMAT
+
 from .metrics import RequestCounter, Summary, describe, paired_ratios, quiet_gc
 from .servers import REPO, Backend
 from .workload import MASTER_KEY, Tenant, note_text, s3memory_client
 
 BUCKET = "bench-peers"
+RENAME_BUCKET = "bench-peer-renames"
 PEER_VENV = Path(__file__).resolve().parent / ".venv-peer"
 KINDS = ("view dir", "view file", "create", "str_replace", "insert", "rename dir")
+S3MEMORY = "s3memory"
+S3MEMORY_F2 = "s3memory f2"
+S3FS = "s3fs"
+LOCAL = "local (SDK)"
+FORMATS = {S3MEMORY: FORMAT_VERSION, S3MEMORY_F2: PLACED_FORMAT}
+"""The s3memory implementations and their storage formats (format 2: private names)."""
 
 SEED = {
     "/memories/preferences.md": "# Preferences\nunits: imperial\n" + note_text(1, 28),
@@ -131,13 +147,15 @@ class PeerResult:
     implementations: list[str]
     seconds: dict[str, dict[str, Summary]]  # implementation -> kind -> summary
     totals: dict[str, Summary]
-    ratio_s3fs: dict[str, Summary]  # kind -> s3memory/s3fs
+    ratio_s3fs: dict[str, Summary]  # kind -> s3memory/s3fs (format 1)
     ratio_total: Summary | None
     requests: dict[str, dict[str, str]]  # implementation -> kind -> e.g. "GET+LIST"
     request_totals: dict[str, int]
     failures: dict[str, list[str]]
     versions: dict[str, str] = field(default_factory=dict)
     skipped: str | None = None
+    ratio_s3fs_f2: dict[str, Summary] = field(default_factory=dict)  # kind -> s3memory f2/s3fs
+    ratio_total_f2: Summary | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -147,6 +165,8 @@ class PeerResult:
             "totals": {i: s.as_dict() for i, s in self.totals.items()},
             "ratio_s3fs": {k: s.as_dict() for k, s in self.ratio_s3fs.items()},
             "ratio_total": self.ratio_total.as_dict() if self.ratio_total else None,
+            "ratio_s3fs_f2": {k: s.as_dict() for k, s in self.ratio_s3fs_f2.items()},
+            "ratio_total_f2": self.ratio_total_f2.as_dict() if self.ratio_total_f2 else None,
             "requests": self.requests,
             "request_totals": self.request_totals,
             "failures": self.failures,
@@ -178,13 +198,13 @@ def find_peer_python(explicit: str | None = None) -> tuple[str | None, str]:
 class S3fsWorker:
     """The s3fs peer's worker process for one endpoint."""
 
-    def __init__(self, python: str, backend: Backend) -> None:
+    def __init__(self, python: str, backend: Backend, bucket: str = BUCKET) -> None:
         key = MASTER_KEY
         environment = {
             **os.environ,
             "PYTHONPATH": str(REPO),
             "BENCH_ENDPOINT_URL": backend.endpoint_url,
-            "BENCH_BUCKET": BUCKET,
+            "BENCH_BUCKET": bucket,
             "BENCH_KEY_HEX": key.hex(),
         }
         self.process = subprocess.Popen(
@@ -225,11 +245,11 @@ class S3fsWorker:
 
 
 @contextlib.contextmanager
-def s3fs_worker(python: str | None, backend: Backend) -> Iterator[S3fsWorker | None]:
+def s3fs_worker(python: str | None, backend: Backend, bucket: str = BUCKET) -> Iterator[S3fsWorker | None]:
     if python is None:
         yield None
         return
-    worker = S3fsWorker(python, backend)
+    worker = S3fsWorker(python, backend, bucket)
     try:
         yield worker
     finally:
@@ -278,10 +298,10 @@ def _seed_local(base: str) -> None:
 
 def run(backend: Backend, reps: int, peer_python: str | None, warmup: int = 1) -> PeerResult:
     backend.create_bucket(BUCKET)
-    backend.clear(BUCKET, "")
+    backend.clear(BUCKET, "")  # before any format-2 tenant: this deletes the store key too
     client = s3memory_client(backend)
     counter = RequestCounter(client)
-    implementations = ["s3memory", "s3fs", "local (SDK)"] if peer_python else ["s3memory", "local (SDK)"]
+    implementations = [S3MEMORY, S3MEMORY_F2, *([S3FS] if peer_python else []), LOCAL]
     timings: dict[str, list[list[CommandTiming]]] = {name: [] for name in implementations}
     versions: dict[str, str] = {}
     with (
@@ -292,8 +312,12 @@ def run(backend: Backend, reps: int, peer_python: str | None, warmup: int = 1) -
             versions.update(worker.versions)
         for rep in range(warmup + reps):
             user = f"session-{rep}"
-            tenant = Tenant(backend, client, BUCKET, user)
-            tenant.seed(SEED)
+            tenants = {
+                name: Tenant(backend, client, BUCKET, user, storage_format=storage_format)
+                for name, storage_format in FORMATS.items()
+            }
+            for tenant in tenants.values():
+                tenant.seed(SEED)
             local_base = os.path.join(local_root, user)
             _seed_local(local_base)
             if worker is not None:
@@ -302,9 +326,9 @@ def run(backend: Backend, reps: int, peer_python: str | None, warmup: int = 1) -
                 implementations[rep % len(implementations) :] + implementations[: rep % len(implementations)]
             )
             for name in order:
-                if name == "s3memory":
-                    result = _run_s3memory(tenant, counter)
-                elif name == "s3fs":
+                if name in tenants:
+                    result = _run_s3memory(tenants[name], counter)
+                elif name == S3FS:
                     assert worker is not None
                     answer = worker.ask({"op": "session", "user": user, "commands": [c for _, c in SESSION]})
                     result = [
@@ -317,6 +341,106 @@ def run(backend: Backend, reps: int, peer_python: str | None, warmup: int = 1) -
                     timings[name].append(result)
     backend.clear(BUCKET, "")
     return _summarise(backend.name, implementations, timings, versions)
+
+
+@dataclass
+class RenameComparison:
+    """A directory rename of ``files`` files by s3memory in either format and by the s3fs peer."""
+
+    backend: str
+    files: int
+    implementations: list[str]
+    seconds: dict[str, Summary]
+    requests: dict[str, int]
+    breakdown: dict[str, str]
+    ratio_s3fs: dict[str, Summary]
+    """Per s3memory implementation: its time / s3fs's time, per repetition."""
+    versions: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **self.__dict__,
+            "seconds": {name: value.as_dict() for name, value in self.seconds.items()},
+            "ratio_s3fs": {name: value.as_dict() for name, value in self.ratio_s3fs.items()},
+        }
+
+
+def rename_tree(files: int) -> dict[str, str]:
+    """``files`` notes in ten subdirectories of ``/memories/a/batch`` (as section 2's batches)."""
+    return {f"/memories/a/batch/sub-{i % 10}/f-{i}.md": note_text(i % 50, 6) for i in range(files)}
+
+
+def run_renames(
+    backend: Backend, sizes: list[int], reps: int, peer_python: str | None, warmup: int = 1
+) -> list[RenameComparison]:
+    """A directory of N files renamed from ``/memories/a/batch`` to ``/memories/moved-0/batch``,
+    then on to ``moved-1`` ..., by s3memory (format 1 and format 2) and the s3fs peer, one bucket
+    for all three, every move a sample; each repetition runs the three back to back in rotating
+    order."""
+    backend.create_bucket(RENAME_BUCKET)
+    backend.clear(RENAME_BUCKET, "")
+    client = s3memory_client(backend)
+    counter = RequestCounter(client)
+    results: list[RenameComparison] = []
+    with s3fs_worker(peer_python, backend, RENAME_BUCKET) as worker:
+        for files in sizes:
+            user = f"renamer-{files}"
+            tree = rename_tree(files)
+            tenants = {
+                name: Tenant(backend, client, RENAME_BUCKET, user, storage_format=storage_format)
+                for name, storage_format in FORMATS.items()
+            }
+            for tenant in tenants.values():
+                tenant.seed(tree)
+            if worker is not None:
+                worker.ask({"op": "seed", "user": user, "files": tree})
+            implementations = [*tenants, *([S3FS] if worker is not None else [])]
+            times: dict[str, list[float]] = {name: [] for name in implementations}
+            counts: dict[str, Counter[str]] = {}
+            for rep in range(warmup + reps):
+                shift = rep % len(implementations)
+                # to a directory never used: SeaweedFS keeps emptied directories, which s3fs's
+                # ``exists`` (a delimited listing) finds, so it would refuse to move back
+                command = {
+                    "command": "rename",
+                    "old_path": f"/memories/{'a' if rep == 0 else f'moved-{rep - 1}'}/batch",
+                    "new_path": f"/memories/moved-{rep}/batch",
+                }
+                for name in implementations[shift:] + implementations[:shift]:
+                    if name in tenants:
+                        with counter.window() as seen, quiet_gc():
+                            started = time.perf_counter()
+                            tenants[name].run(command)
+                            seconds = time.perf_counter() - started
+                        requests = Counter(seen)
+                    else:
+                        assert worker is not None
+                        answer = worker.ask({"op": "session", "user": user, "commands": [command]})
+                        item = answer["results"][0]
+                        if not item["ok"]:
+                            raise RuntimeError(f"the s3fs peer's rename failed: {item['head']}")
+                        seconds, requests = item["seconds"], Counter(item["requests"])
+                    if rep >= warmup:
+                        times[name].append(seconds)
+                        counts[name] = requests
+            results.append(
+                RenameComparison(
+                    backend=backend.name,
+                    files=files,
+                    implementations=implementations,
+                    seconds={name: Summary.of(values) for name, values in times.items()},
+                    requests={name: sum(seen.values()) for name, seen in counts.items()},
+                    breakdown={name: describe(seen) for name, seen in counts.items()},
+                    ratio_s3fs=(
+                        {name: paired_ratios(times[name], times[S3FS]) for name in tenants}
+                        if S3FS in times
+                        else {}
+                    ),
+                    versions=worker.versions if worker is not None else {},
+                )
+            )
+            backend.clear(RENAME_BUCKET, "")  # the next size's tenants make a new store key
+    return results
 
 
 def _summarise(
@@ -352,22 +476,28 @@ def _summarise(
             requests[name][kind] = _per_command(merged, count)
         request_totals[name] = sum(sum(t.requests.values()) for t in last)
     seconds = {name: {kind: Summary.of(per_kind[name][kind]) for kind in KINDS} for name in implementations}
-    ratio: dict[str, Summary] = {}
-    ratio_total = None
-    if "s3fs" in implementations:
-        ratio = {kind: paired_ratios(per_kind["s3memory"][kind], per_kind["s3fs"][kind]) for kind in KINDS}
-        ratio_total = paired_ratios(totals["s3memory"], totals["s3fs"])
+    ratios: dict[str, dict[str, Summary]] = {}
+    ratio_totals: dict[str, Summary] = {}
+    if S3FS in implementations:
+        for name in FORMATS:
+            if name in implementations:
+                ratios[name] = {
+                    kind: paired_ratios(per_kind[name][kind], per_kind[S3FS][kind]) for kind in KINDS
+                }
+                ratio_totals[name] = paired_ratios(totals[name], totals[S3FS])
     return PeerResult(
         backend=backend,
         implementations=implementations,
         seconds=seconds,
         totals={name: Summary.of(totals[name]) for name in implementations},
-        ratio_s3fs=ratio,
-        ratio_total=ratio_total,
+        ratio_s3fs=ratios.get(S3MEMORY, {}),
+        ratio_total=ratio_totals.get(S3MEMORY),
         requests=requests,
         request_totals=request_totals,
         failures={name: sorted(set(items)) for name, items in failures.items() if items},
         versions=versions,
+        ratio_s3fs_f2=ratios.get(S3MEMORY_F2, {}),
+        ratio_total_f2=ratio_totals.get(S3MEMORY_F2),
     )
 
 

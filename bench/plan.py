@@ -38,6 +38,12 @@ class Plan:
     seaweed_batches: BatchPlan
     """Also run on SeaweedFS with client-side latency."""
     seaweed_view_deep: list[int] = field(default_factory=list)
+    format_view_files: int = 1000
+    """``view /memories`` of a tree of this many files in format 1 and format 2, side by side."""
+    format_view_reps: int = 15
+    rename_peer_sizes: list[int] = field(default_factory=lambda: [100])
+    """Directory renames of these many files: s3memory format 1, format 2 and the s3fs peer."""
+    rename_peer_reps: int = 5
 
 
 FULL = Plan(
@@ -78,6 +84,10 @@ FULL = Plan(
         delete_serial={1000},
         one_by_one_reps={1000: 2},
     ),
+    format_view_files=1000,
+    format_view_reps=15,
+    rename_peer_sizes=[100],
+    rename_peer_reps=5,
 )
 
 QUICK = Plan(
@@ -117,4 +127,8 @@ QUICK = Plan(
         delete_serial={100},
         one_by_one_reps={100: 1},
     ),
+    format_view_files=200,
+    format_view_reps=3,
+    rename_peer_sizes=[20],
+    rename_peer_reps=2,
 )

@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 
 from .metrics import Summary
-from .peers_session import KINDS
+from .peers_session import KINDS, S3MEMORY, S3MEMORY_F2
 from .per_command import TIME_TARGET
 from .results_model import COLDSTART_TARGET, SPEEDUP_TARGET, Results
 from .scaling import ONE_BY_ONE
@@ -110,6 +110,19 @@ def render(results: Results, path: Path) -> None:
                 color=COLORS[index],
             )
             plotted = True
+    for index, compared in enumerate(results.format_views):
+        for side, marker in ((compared.format1, "o"), (compared.format2, "D")):
+            axis.errorbar(
+                [compared.files * (1.08 if side is compared.format2 else 1)],
+                [side.seconds.median * 1000],
+                yerr=[[value] for value in _error(side.seconds, 1000)],
+                marker=marker,
+                linestyle="none",
+                mfc="none" if side is compared.format2 else None,
+                label=f"view /memories, named tree, format {side.storage_format} ({compared.backend})",
+                color=COLORS[(5 + index) % len(COLORS)],
+            )
+        plotted = True
     for index, operation in enumerate(("delete dir", "rename dir")):
         rows = [
             b
@@ -191,16 +204,27 @@ def render(results: Results, path: Path) -> None:
     # 5. peers: s3memory / s3fs per command kind and endpoint
     axis = axes[1][2]
     series: dict[str, list[Summary | None]] = {}
+    renames = {renamed.backend: renamed for renamed in results.renames if renamed.ratio_s3fs}
+    groups = [*KINDS, "whole session"]
+    if renames:
+        files = max(renamed.files for renamed in renames.values())
+        groups.append(f"rename dir\n{files:,} files alone")
     for peer in results.peers:
-        if peer.ratio_s3fs:
-            series[peer.backend] = [peer.ratio_s3fs[kind] for kind in KINDS] + [peer.ratio_total]
+        for label, ratios, total, format_name in (
+            (peer.backend, peer.ratio_s3fs, peer.ratio_total, S3MEMORY),
+            (f"{peer.backend}, format 2", peer.ratio_s3fs_f2, peer.ratio_total_f2, S3MEMORY_F2),
+        ):
+            if ratios:
+                alone = renames.get(peer.backend)
+                extra = [alone.ratio_s3fs.get(format_name) if alone else None] if renames else []
+                series[label] = [ratios[kind] for kind in KINDS] + [total, *extra]
     if series:
-        _bars(axis, [*KINDS, "whole session"], series)
+        _bars(axis, groups, series)
         axis.axhline(1.0, color="black", linestyle="--", linewidth=1, label="parity (target: below)")
         axis.set_yscale("log")
         axis.legend(fontsize=8)
     axis.set_ylabel("s3memory time / s3fs peer time (log)")
-    axis.set_title("5. Agent session: s3memory vs the s3fs peer")
+    axis.set_title("5. Agent session and directory rename: s3memory (formats 1 and 2) vs the s3fs peer")
 
     _growth(axes[0][3], axes[1][3], results)
 

@@ -6,8 +6,8 @@ import math
 from collections import defaultdict
 
 from .adversarial import ANSWER_MAX, CPU_FLOOR, LINEAR_MAX, Growth
-from .peers_session import KINDS, SESSION
-from .results_model import Results, evaluate
+from .peers_session import KINDS, LOCAL, S3FS, S3MEMORY, S3MEMORY_F2, SESSION
+from .results_model import FORMAT_VIEW_TARGET, Results, evaluate
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -133,6 +133,50 @@ def render(results: Results) -> str:
                 for v in views
             ],
         )
+    if results.format_views:
+        out += [
+            "**Private names.** `view /memories` of one tree in storage format 1 (plain keys) and format 2 "
+            "(private names: every key segment an AES-SIV token that `view` decrypts), two users in one "
+            "bucket, measured pair by pair (alternating which goes first); the ratio is format 2 / format 1 "
+            f"per pair (target ≤ {FORMAT_VIEW_TARGET:.2f}\u00d7, the same requests). The tree: about one file "
+            "in 25 at the top level, the rest in directories of 20, all within two levels; the answer is "
+            "cut at the view cap in both. *Bench CPU* is this process's CPU time per view (the client: "
+            "botocore parsing the listing, and on format 2 the names' decryption).",
+            "",
+        ]
+        rows = []
+        for compared in results.format_views:
+            for side in (compared.format1, compared.format2):
+                rows.append(
+                    [
+                        compared.backend,
+                        f"{compared.files:,} ({compared.directories} directories, "
+                        f"{compared.top_level_files} top-level)",
+                        str(side.storage_format),
+                        str(side.requests),
+                        side.breakdown,
+                        side.seconds.ms(0),
+                        side.cpu_seconds.ms(1),
+                        f"{side.output_chars:,}",
+                        compared.ratio.ratio() if side is compared.format2 else "",
+                        str(compared.ratio.n) if side is compared.format2 else "",
+                    ]
+                )
+        out += _table(
+            [
+                "endpoint",
+                "files",
+                "format",
+                "requests",
+                "which",
+                "time ms",
+                "bench CPU ms",
+                "answer chars",
+                "format 2 / format 1",
+                "pairs",
+            ],
+            rows,
+        )
     out += [
         "Directory `delete` and `rename` (to a path one directory deep) of N files, with s3memory's bounded "
         "parallelism (`PARALLEL_REQUESTS`, 16 threads sharing one client).",
@@ -255,31 +299,30 @@ def render(results: Results) -> str:
         "One conversation's worth of memory work, from the same 12 starting files in a fresh namespace each "
         f"repetition ({len(SESSION)} commands: "
         + ", ".join(f"{sum(1 for k, _ in SESSION if k == kind)} {kind}" for kind in KINDS)
-        + "). A kind's time is the mean over its commands in one session. *s3fs*: "
+        + "). A kind's time is the mean over its commands in one session. *s3memory*: storage format 1; "
+        "*s3memory f2*: storage format 2 (private names; a rename copies on the server). *s3fs*: "
         "`bench/peers/s3fs_memory.py`, what a user would write with s3fs + `cryptography`; *local (SDK)*: "
         "`BetaLocalFilesystemMemoryTool` on local disk, the floor with no network.",
         "",
     ]
     for peer in results.peers:
         names = peer.implementations
+        ours = [name for name in (S3MEMORY, S3MEMORY_F2) if name in names]
+        ratios = {S3MEMORY: peer.ratio_s3fs, S3MEMORY_F2: peer.ratio_s3fs_f2}
+        totals = {S3MEMORY: peer.ratio_total, S3MEMORY_F2: peer.ratio_total_f2}
+        compared = [name for name in ours if S3FS in names and ratios[name]]
         header = ["command", *[f"{name} ms" for name in names]]
-        if "s3fs" in names:
-            header += ["s3memory / s3fs"]
-        header += [f"requests {name}" for name in names if name != "local (SDK)"]
+        header += [f"{name} / s3fs" for name in compared]
+        header += [f"requests {name}" for name in names if name != LOCAL]
         rows = []
         for kind in KINDS:
-            row = [kind, *[peer.seconds[name][kind].ms(1 if name != "local (SDK)" else 2) for name in names]]
-            if "s3fs" in names:
-                row.append(peer.ratio_s3fs[kind].ratio())
-            row += [peer.requests[name][kind] for name in names if name != "local (SDK)"]
+            row = [kind, *[peer.seconds[name][kind].ms(1 if name != LOCAL else 2) for name in names]]
+            row += [ratios[name][kind].ratio() for name in compared]
+            row += [peer.requests[name][kind] for name in names if name != LOCAL]
             rows.append(row)
-        total = [
-            "whole session",
-            *[peer.totals[name].ms(0 if name != "local (SDK)" else 1) for name in names],
-        ]
-        if "s3fs" in names and peer.ratio_total is not None:
-            total.append(peer.ratio_total.ratio())
-        total += [str(peer.request_totals[name]) for name in names if name != "local (SDK)"]
+        total = ["whole session", *[peer.totals[name].ms(0 if name != LOCAL else 1) for name in names]]
+        total += [totals[name].ratio() if totals[name] is not None else "\u2013" for name in compared]
+        total += [str(peer.request_totals[name]) for name in names if name != LOCAL]
         rows.append(total)
         versions = ", ".join(f"{k} {v}" for k, v in peer.versions.items())
         runs = peer.totals[names[0]].n
@@ -293,9 +336,46 @@ def render(results: Results) -> str:
             ]
         if peer.skipped:
             out += [peer.skipped, ""]
+    out += _renames_section(results)
 
     out += adversarial_section(results.adversarial)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _renames_section(results: Results) -> list[str]:
+    """Section 5's directory renames of N files: s3memory in either format against s3fs."""
+    if not results.renames:
+        return []
+    out = [
+        "**Directory rename of N files**, alone: `/memories/a/batch` (ten subdirectories) moved to "
+        "`/memories/moved-0/batch`, then on to `moved-1` ..., every move a sample, the three one after "
+        "another in rotating order, in one bucket. s3memory format 1 reads and writes every file (GET + "
+        "PUT, sealed again for its new path); format 2 copies on the server (HEAD + CopyObject with a new "
+        "place record); s3fs copies on the server and deletes (`fs.copy(recursive=True)` + "
+        "`fs.rm(recursive=True)`, up to its batch of concurrent requests; s3memory sends at most 16 at a "
+        "time). Each s3memory rename also writes and removes its job record (crash safety).",
+        "",
+    ]
+    rows = []
+    for renamed in results.renames:
+        for name in renamed.implementations:
+            ratio = renamed.ratio_s3fs.get(name)
+            rows.append(
+                [
+                    renamed.backend,
+                    f"{renamed.files:,}",
+                    name,
+                    renamed.seconds[name].ms(0),
+                    ratio.ratio() if ratio is not None else "",
+                    f"{renamed.requests[name]:,}",
+                    renamed.breakdown[name],
+                    str(renamed.seconds[name].n),
+                ]
+            )
+    out += _table(
+        ["endpoint", "files", "implementation", "time ms", "/ s3fs", "requests", "which", "runs"], rows
+    )
+    return out
 
 
 def _exponent(value: float | None) -> str:

@@ -9,14 +9,18 @@ from typing import Any
 from .adversarial import ANSWER_MAX, LINEAR_MAX, Growth
 from .coldstart import ColdStart
 from .metrics import Summary
-from .peers_session import KINDS, PeerResult
+from .peers_session import KINDS, S3MEMORY, S3MEMORY_F2, SEED, PeerResult, RenameComparison
 from .per_command import TIME_TARGET, TIME_TARGETS, CommandResult, KmsColdStart
 from .plan import Plan
-from .scaling import ONE_BY_ONE, BatchResult, Speedup, ViewResult
+from .scaling import ONE_BY_ONE, BatchResult, FormatViews, Speedup, ViewResult
 
 SPEEDUP_TARGET = 5.0
 COLDSTART_TARGET = 1.3
 SPEEDUP_FILES = 1000
+FORMAT_VIEW_TARGET = 1.15
+"""``view /memories`` with private names: at most this much of format 1's time (issue 12)."""
+SESSION_RENAMED = sum(1 for path in SEED if path.startswith("/memories/projects/alpha/")) + 1
+"""Files the agent session's directory rename moves: the project's, and the one it created."""
 
 
 @dataclass
@@ -29,10 +33,12 @@ class Results:
     commands: list[CommandResult] = field(default_factory=list)
     kms: dict[str, KmsColdStart] = field(default_factory=dict)
     views: list[ViewResult] = field(default_factory=list)
+    format_views: list[FormatViews] = field(default_factory=list)
     batches: list[BatchResult] = field(default_factory=list)
     speedups: list[Speedup] = field(default_factory=list)
     coldstart: ColdStart | None = None
     peers: list[PeerResult] = field(default_factory=list)
+    renames: list[RenameComparison] = field(default_factory=list)
     adversarial: list[Growth] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -47,10 +53,12 @@ class Results:
             "commands": [item.as_dict() for item in self.commands],
             "kms": {name: value.__dict__ for name, value in self.kms.items()},
             "views": [item.as_dict() for item in self.views],
+            "format_views": [item.as_dict() for item in self.format_views],
             "batches": [item.as_dict() for item in self.batches],
             "speedups": [item.as_dict() for item in self.speedups],
             "coldstart": self.coldstart.as_dict() if self.coldstart else None,
             "peers": [item.as_dict() for item in self.peers],
+            "renames": [item.as_dict() for item in self.renames],
             "adversarial": [item.as_dict() for item in self.adversarial],
             "targets": [target.__dict__ for target in evaluate(self)],
         }
@@ -131,6 +139,20 @@ def evaluate(results: Results) -> list[Target]:
                 "below the prefix",
             )
         )
+    # Private names: view /memories costs what format 1's does.
+    for compared in results.format_views:
+        one, two = compared.format1, compared.format2
+        targets.append(
+            Target(
+                f"view /memories, {compared.files:,} files, format 2 vs 1: same requests, "
+                f"time ≤ {FORMAT_VIEW_TARGET:.2f}\u00d7",
+                compared.backend,
+                f"requests {two.requests} vs {one.requests}; time format 2 / format 1 {compared.ratio.ratio()}",
+                f"requests = format 1's, ≤ {FORMAT_VIEW_TARGET:.2f}\u00d7",
+                _verdict(two.requests == one.requests and compared.ratio.median <= FORMAT_VIEW_TARGET),
+                _straddles(compared.ratio, FORMAT_VIEW_TARGET),
+            )
+        )
     # Wall time against the floor.
     for command in results.commands:
         if command.command not in TIME_TARGETS:
@@ -197,9 +219,41 @@ def evaluate(results: Results) -> list[Target]:
                     _straddles(ratio, 1.0),
                 )
             )
+    # Directory renames on format 2 (server-side copies) against s3fs's copies and deletes.
+    for peer in results.peers:
+        ratio = peer.ratio_s3fs_f2.get("rename dir")
+        if ratio is not None:
+            targets.append(
+                _rename_target(peer.backend, SESSION_RENAMED, ratio, peer.ratio_s3fs.get("rename dir"))
+            )
+    for renamed in results.renames:
+        if S3MEMORY_F2 in renamed.ratio_s3fs:
+            targets.append(
+                _rename_target(
+                    renamed.backend,
+                    renamed.files,
+                    renamed.ratio_s3fs[S3MEMORY_F2],
+                    renamed.ratio_s3fs.get(S3MEMORY),
+                    session=False,
+                )
+            )
     for growth in results.adversarial:
         targets += _growth_targets(growth)
     return targets
+
+
+def _rename_target(
+    backend: str, files: int, ratio: Summary, format1: Summary | None, session: bool = True
+) -> Target:
+    where = "in the agent session" if session else "alone"
+    return Target(
+        f"directory rename, format 2: ahead of s3fs ({files:,} files, {where})",
+        backend,
+        f"s3memory f2/s3fs {ratio.ratio()}" + (f"; format 1: {format1.ratio()}" if format1 else ""),
+        "< 1.00\u00d7",
+        _verdict(ratio.median < 1.0),
+        _straddles(ratio, 1.0),
+    )
 
 
 def _growth_targets(growth: Growth) -> list[Target]:

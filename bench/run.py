@@ -119,6 +119,25 @@ class Runner:
         if found is not None:
             self.results.views += found
 
+    def format_views(self, backend: Backend) -> None:
+        files = self.plan.format_view_files
+        found = self.section(
+            f"view /memories of {files:,} files, format 1 vs 2, on {backend.name}",
+            lambda: scaling.run_format_views(backend, files, reps=self.plan.format_view_reps),
+        )
+        if found is not None:
+            self.results.format_views.append(found)
+
+    def renames(self, backend: Backend, peer_python: str | None) -> None:
+        found = self.section(
+            f"directory rename, format 1, format 2 and s3fs, on {backend.name}",
+            lambda: peers_session.run_renames(
+                backend, self.plan.rename_peer_sizes, self.plan.rename_peer_reps, peer_python
+            ),
+        )
+        if found is not None:
+            self.results.renames += found
+
     def peers(self, backend: Backend, reps: int, peer_python: str | None) -> None:
         found = self.section(
             f"agent session on {backend.name}", lambda: peers_session.run(backend, reps, peer_python)
@@ -163,10 +182,12 @@ def main(argv: list[str] | None = None) -> int:
         results.backends.append((moto.name, moto.description))
         runner.commands(moto, plan.command_reps, kms=True)
         runner.views(moto, plan.view_flat, plan.view_deep)
+        runner.format_views(moto)
         runner.batches(moto, plan.batches)
         cold = runner.section("cold start", lambda: coldstart.run(moto, plan.coldstart_reps))
         results.coldstart = cold
         runner.peers(moto, plan.peer_reps, peer_python)
+        runner.renames(moto, peer_python)
         growths = runner.section(
             "adversarial inputs", lambda: adversarial.run(moto, adversarial.SCALES[plan.name])
         )
@@ -197,8 +218,10 @@ def main(argv: list[str] | None = None) -> int:
                 runner.commands(weed, plan.seaweed_command_reps, kms=False)
                 if plan.seaweed_view_deep:
                     runner.views(weed, [], plan.seaweed_view_deep)
+                runner.format_views(weed)
                 runner.batches(weed, plan.seaweed_batches)
                 runner.peers(weed, plan.seaweed_peer_reps, peer_python)
+                runner.renames(weed, peer_python)
                 if not arguments.no_latency and plan.latency_ms:
                     far = weed.with_client_latency(plan.latency_ms)
                     results.backends.append((far.name, far.description))

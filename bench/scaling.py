@@ -4,6 +4,9 @@
   trees with the same two visible levels and H objects below level 2 (hidden from the listing).
   The two deep trees share one bucket, so a server whose LIST scans the whole bucket (moto) pays
   the same for both and their ratio shows only what s3memory does.
+- ``view /memories`` of one tree of N files (about 50 directories of 20 files, and top-level
+  files) in storage format 1 and in format 2 (private names), two users in one bucket, side by
+  side: pair by pair, alternating which goes first, the ratio format 2 / format 1 per pair.
 - Directory ``delete`` and ``rename`` of N files, each with bounded parallelism (s3memory's
   default) and serial (``s3memory.concurrency.PARALLEL_REQUESTS = 1`` in this process), interleaved
   pair by pair, one client shared by the worker threads. A delete of up to 1,000 files is one
@@ -23,8 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import s3memory.concurrency as concurrency
+from s3memory.crypto import FORMAT_VERSION, PLACED_FORMAT
 
-from .metrics import RequestCounter, Summary, describe, paired_ratios, timed
+from .metrics import RequestCounter, Summary, describe, paired_ratios, quiet_gc, timed
 from .plan import BatchPlan
 from .servers import Backend
 from .workload import Tenant, note_text, s3memory_client
@@ -69,6 +73,50 @@ class BatchResult:
             "seconds": self.seconds.as_dict(),
             "cpu_seconds": self.cpu_seconds.as_dict(),
             "server_cpu_seconds": self.server_cpu_seconds.as_dict(),
+        }
+
+
+@dataclass
+class ViewSide:
+    """``view /memories`` of a tree in one storage format."""
+
+    storage_format: int
+    requests: int
+    """The most any measured run sent (they are expected to be equal)."""
+    breakdown: str
+    seconds: Summary
+    cpu_seconds: Summary
+    """CPU time of the bench process (the client's work; the server is another process)."""
+    output_chars: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **self.__dict__,
+            "seconds": self.seconds.as_dict(),
+            "cpu_seconds": self.cpu_seconds.as_dict(),
+        }
+
+
+@dataclass
+class FormatViews:
+    """``view /memories`` of the same tree in format 1 and format 2, measured side by side."""
+
+    backend: str
+    files: int
+    directories: int
+    top_level_files: int
+    format1: ViewSide
+    format2: ViewSide
+    ratio: Summary
+    """Format 2 time / format 1 time, per pair."""
+    same_answer: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **self.__dict__,
+            "format1": self.format1.as_dict(),
+            "format2": self.format2.as_dict(),
+            "ratio": self.ratio.as_dict(),
         }
 
 
@@ -145,6 +193,99 @@ def deep_tree(hidden: int) -> dict[str, str]:
         f"/memories/topic-{i % TOPICS}/sub-{(i // TOPICS) % SUBS}/archive/f-{i}.md": note_text(i, 6)
         for i in range(hidden)
     }
+
+
+_DIRECTORY_NAMES = [
+    "projects",
+    "people",
+    "meeting-notes",
+    "journal",
+    "snippets",
+    "customer-escalations",
+    "research",
+    "decisions",
+]
+_FILE_NAMES = ["notes", "todo", "2025-01-08-standup", "overview", "api-design-review", "plan", "readme"]
+PER_DIRECTORY = 20
+
+
+def named_tree(files: int) -> tuple[dict[str, str], int, int]:
+    """A realistic memory of ``files`` notes: about one in 25 at the top level, the rest in
+    directories of ``PER_DIRECTORY`` (1,000 files: 40 top-level files and 48 directories), with
+    names of several lengths (private names take 52 or 77 key characters a segment). Everything
+    lies within two levels, so ``view /memories`` lists all of it, up to the view cap. Returns
+    the tree, its directories and its top-level files."""
+    top = max(1, files // 25)
+    tree = {f"/memories/{_FILE_NAMES[i % len(_FILE_NAMES)]}-{i}.md": note_text(i, 6) for i in range(top)}
+    for index in range(files - top):
+        directory = index // PER_DIRECTORY
+        name = f"{_DIRECTORY_NAMES[directory % len(_DIRECTORY_NAMES)]}-{directory}"
+        tree[f"/memories/{name}/{_FILE_NAMES[index % len(_FILE_NAMES)]}-{index}.md"] = note_text(
+            top + index, 6
+        )
+    return tree, -(-(files - top) // PER_DIRECTORY), top
+
+
+def run_format_views(backend: Backend, files: int, reps: int, warmup: int = 2) -> FormatViews:
+    """``view /memories`` of ``named_tree(files)`` in format 1 and in format 2: two users in one
+    bucket (so a LIST that scans the bucket costs both the same), measured pair by pair,
+    alternating which goes first after ``warmup`` unmeasured pairs."""
+    bucket = "bench-view-formats"
+    backend.create_bucket(bucket)
+    backend.clear(bucket, "")
+    client = s3memory_client(backend)
+    counter = RequestCounter(client)
+    tree, directories, top = named_tree(files)
+    tenants = {
+        storage_format: Tenant(backend, client, bucket, f"viewer-{files}", storage_format=storage_format)
+        for storage_format in (FORMAT_VERSION, PLACED_FORMAT)
+    }
+    for tenant in tenants.values():
+        tenant.seed(tree)
+    view = {"command": "view", "path": "/memories"}
+    times: dict[int, list[float]] = {storage_format: [] for storage_format in tenants}
+    cpus: dict[int, list[float]] = {storage_format: [] for storage_format in tenants}
+    counts: dict[int, list[Counter[str]]] = {storage_format: [] for storage_format in tenants}
+    answers: dict[int, str] = {}
+    order = list(tenants)
+    for pair in range(warmup + reps):
+        for storage_format in order if pair % 2 == 0 else order[::-1]:
+            tenant = tenants[storage_format]
+            with counter.window() as seen, quiet_gc():
+                cpu = time.process_time()
+                started = time.perf_counter()
+                answer = tenant.run(view)
+                seconds = time.perf_counter() - started
+                cpu = time.process_time() - cpu
+            if pair >= warmup:
+                times[storage_format].append(seconds)
+                cpus[storage_format].append(cpu)
+                counts[storage_format].append(Counter(seen))
+                answers[storage_format] = answer
+
+    def side(storage_format: int) -> ViewSide:
+        most = max(counts[storage_format], key=lambda seen: sum(seen.values()))
+        return ViewSide(
+            storage_format=storage_format,
+            requests=sum(most.values()),
+            breakdown=describe(most),
+            seconds=Summary.of(times[storage_format]),
+            cpu_seconds=Summary.of(cpus[storage_format]),
+            output_chars=len(answers[storage_format]),
+        )
+
+    result = FormatViews(
+        backend=backend.name,
+        files=files,
+        directories=directories,
+        top_level_files=top,
+        format1=side(FORMAT_VERSION),
+        format2=side(PLACED_FORMAT),
+        ratio=paired_ratios(times[PLACED_FORMAT], times[FORMAT_VERSION]),
+        same_answer=answers[FORMAT_VERSION] == answers[PLACED_FORMAT],
+    )
+    backend.clear(bucket, "")
+    return result
 
 
 def run_views(
