@@ -132,6 +132,12 @@ def add_commands(commands: Any) -> None:
         "verify", parents=[common], help="authenticate every object; exit 1 on any problem"
     )
     _one_user_or_all(verify)
+    migrate = commands.add_parser(
+        "migrate",
+        parents=[common],
+        help="move every user from storage format 1 to 2 (private names), verify, mark the store",
+    )
+    migrate.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
 
 def _parser() -> argparse.ArgumentParser:

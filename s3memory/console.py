@@ -105,6 +105,7 @@ class Console:
                 "redact": self._redact,
                 "rotate": self._rotate,
                 "expire": self._expire,
+                "migrate": self._migrate,
             }
             status = handlers[command](operations, counts)
         except SettingsError as error:
@@ -433,6 +434,52 @@ class Console:
         document = {"users": [{**dataclasses.asdict(r), "complete": r.complete} for r in reports]}
         self._emit(document, "\n".join(lines) if lines else "(no users)")
         return EXIT_OK if all(report.complete for report in reports) else EXIT_INCOMPLETE
+
+    def _migrate(self, operations: Operations, counts: dict[str, int]) -> int:
+        from .store_migration import migrate_store
+
+        if not self._confirmed(
+            "Move every user of the store from storage format 1 to format 2 (private names)? Serve the "
+            "store in format 2 first (S3MEMORY_STORAGE_FORMAT=2): format-1 readers will find nothing."
+        ):
+            return EXIT_INCOMPLETE
+        with self._progress("user") as progress:
+            report = migrate_store(operations, progress)
+        moved = report.moved.values()
+        problems = sum(len(verified.problems) for verified in report.verified.values())
+        counts.update(
+            users=len(report.moved),
+            moved=sum(user.moved for user in moved),
+            already=sum(user.already for user in moved),
+            left=sum(len(user.left) for user in moved),
+            problems=problems,
+        )
+        lines = [
+            f"{user}: left {where}: {why}" for user, done in report.moved.items() for where, why in done.left
+        ]
+        lines += [
+            f"{user}: {finding.kind} {finding.key}: {finding.detail}"
+            for user, verified in report.verified.items()
+            for finding in verified.problems
+        ]
+        lines.append(
+            f"{counts['users']:,} users, {counts['moved']:,} files moved ({counts['already']:,} moved before), "
+            f"{counts['left']:,} left in format 1, {problems:,} problems; "
+            + (
+                "the store is marked migrated"
+                if report.marked
+                else "run migrate again once they are resolved"
+            )
+        )
+        document = {
+            "users": {
+                user: {**dataclasses.asdict(done), "problems": len(report.verified[user].problems)}
+                for user, done in report.moved.items()
+            },
+            "marked": report.marked,
+        }
+        self._emit(document, "\n".join(lines))
+        return EXIT_OK if report.complete else EXIT_INCOMPLETE
 
     def _report(self, transfer: Transfer, counts: dict[str, int]) -> int:
         counts.update(transfer.counts())

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from .access import AccessRecord
 from .concurrency import parallel
 from .crypto import PLACE_METADATA
-from .errors import IntegrityError
+from .errors import IntegrityError, StorageError
 from .files import MemoryFiles
 from .job_runner import JobRunner
 from .moves import RELIED_ON_TAG, Copy, mover_for
@@ -181,8 +181,11 @@ def migrated(store: S3Store, prefix: str, is_namespace: Callable[[str], bool]) -
         page = next(store.pages(prefix, delimiter=True))
         names = [common[len(prefix) : -1] for common in page.prefixes]
         if not page.truncated and all(is_namespace(name) for name in names):
-            mark_migrated(store, prefix)
-            known = True
+            try:
+                mark_migrated(store, prefix)
+                known = True
+            except StorageError:  # a role that may not write (expiry's): look for format-1 files
+                known = False
     with _lock:
         _marked[place] = known
     return known

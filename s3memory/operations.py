@@ -183,14 +183,14 @@ class Operations:
         if self._identity is None:
             yield from self._plain_users()
             return
-        key = self._store_key()
+        key = self.store_key()
         if key is None:
             return
         found: list[str] = []
         for page in self.store.pages(self.prefix, delimiter=True):
             for common in page.prefixes:
                 user_id = user_of_namespace(key, common[len(self.prefix) : -1])
-                if user_id is not None and _usable(user_id, self.prefix):
+                if user_id is not None and usable_user_id(user_id, self.prefix):
                     found.append(user_id)
         yield from sorted(found)
 
@@ -198,10 +198,10 @@ class Operations:
         for page in self.store.pages(self.prefix, delimiter=True):
             for common in page.prefixes:
                 user_id = common[len(self.prefix) : -1]
-                if _usable(user_id, self.prefix):
+                if usable_user_id(user_id, self.prefix):
                     yield user_id
 
-    def _store_key(self) -> bytes | None:
+    def store_key(self) -> bytes | None:
         """Format 2: the store key, or None while the store has none (never made here)."""
         assert self._identity is not None
         try:
@@ -222,7 +222,7 @@ class Operations:
         has any object: what only reads or deletes takes None for an empty memory and writes
         nothing. ``ValueError`` for an unusable user id, either way."""
         validate_namespace(user_id, self.prefix)
-        if self._identity is not None and self._store_key() is None:
+        if self._identity is not None and self.store_key() is None:
             return None
         return self.memory(user_id)
 
@@ -456,7 +456,7 @@ class Operations:
         return transfer
 
 
-def _usable(user_id: str, prefix: str) -> bool:
+def usable_user_id(user_id: str, prefix: str) -> bool:
     """True if ``user_id`` is an id a memory could have (``validate_namespace``)."""
     try:
         validate_namespace(user_id, prefix)

@@ -5,6 +5,7 @@ a store is marked migrated at birth, or once nothing is left to move."""
 
 from __future__ import annotations
 
+import io
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -12,12 +13,17 @@ from typing import Any
 import pytest
 
 from s3memory import migration
+from s3memory.cli import _parser
+from s3memory.console import Console
+from s3memory.crypto import LocalKeyProvider
 from s3memory.memory import S3Memory
 from s3memory.migration import MIGRATED_NAME, UserMigration
+from s3memory.operations import Operations
 from s3memory.paths import memory_path
-from s3memory.store import PreconditionFailed
+from s3memory.store import PreconditionFailed, S3Store
+from s3memory.store_migration import migrate_store
 
-from .support.bucket import ALL_BACKENDS, stored_keys
+from .support.bucket import ALL_BACKENDS, BUCKET, stored_keys
 
 BACKENDS = ALL_BACKENDS
 FILES = {f"/memories/{'notes/' * (index % 3)}file{index:02d}.md": f"line {index}\n" for index in range(24)}
@@ -250,3 +256,96 @@ def test_moving_never_loses_a_file_the_delete_of_its_source_could_not_confirm(
     report = memory.upgrade.run()
     assert report.clean and report.moved == len(FILES)
     assert texts(memory) == FILES
+
+
+def run(operations: Operations, *argv: str, confirm: bool = False) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    console = Console(
+        _parser().parse_args(list(argv)),
+        environ={},
+        out=out,
+        err=err,
+        confirm=lambda _: confirm,
+        operations=operations,
+    )
+    return console.run(), out.getvalue()
+
+
+def test_migrate_moves_every_user_verifies_them_and_marks_the_store(
+    v1: S3Memory, make_memory: Callable[..., S3Memory], local_keys: LocalKeyProvider, s3: Any
+) -> None:
+    bob = make_memory("bob", storage_format=1)
+    bob.create(memory_path("/memories/bob.md"), "bob's\n")
+    operations = Operations(S3Store(s3, BUCKET), local_keys, storage_format=2)
+    before = stored_keys(s3)
+    assert run(operations, "migrate") == (1, "")  # not confirmed: nothing changed
+    assert stored_keys(s3) == before
+    status, out = run(operations, "migrate", "--yes")
+    assert (status, out) == (
+        0,
+        "2 users, 25 files moved (0 moved before), 0 left in format 1, 0 problems; the store is marked migrated\n",
+    )
+    assert list(operations.users()) == ["alice", "bob"]
+    assert operations.read("bob", "/memories/bob.md") == "bob's\n"
+    assert texts(operations.memory("alice")) == FILES
+    assert stored_keys(s3, v1.layout.namespace) == stored_keys(s3, bob.layout.namespace) == []
+    assert stored_keys(s3, f"users/{MIGRATED_NAME}") == [f"users/{MIGRATED_NAME}"]
+    assert run(operations, "migrate", "--yes") == (
+        0,
+        "0 users, 0 files moved (0 moved before), 0 left in format 1, 0 problems; the store is marked migrated\n",
+    )
+
+
+def test_migrate_reports_what_it_left_and_does_not_mark_the_store(
+    v1: S3Memory, local_keys: LocalKeyProvider, s3: Any
+) -> None:
+    operations = Operations(S3Store(s3, BUCKET), local_keys, storage_format=2)
+    alice = operations.memory("alice")
+    path = memory_path("/memories/file00.md")
+    alice.files.put_new(alice.layout.file_key(path), alice.files.encode(path, "written in format 2 first\n"))
+    status, out = run(operations, "migrate", "--yes")
+    assert (status, out.splitlines()) == (
+        1,
+        [
+            "alice: left /memories/file00.md: a different file is at its path in format 2",
+            "1 users, 23 files moved (0 moved before), 1 left in format 1, 0 problems; "
+            "run migrate again once they are resolved",
+        ],
+    )
+    assert stored_keys(s3, f"users/{MIGRATED_NAME}") == []
+
+
+def test_migrate_refuses_a_format_1_store_setting(
+    v1: S3Memory, local_keys: LocalKeyProvider, s3: Any
+) -> None:
+    before = stored_keys(s3)
+    status, _ = run(Operations(S3Store(s3, BUCKET), local_keys), "migrate", "--yes")
+    assert status == 1 and stored_keys(s3) == before
+
+
+def test_a_store_migrated_under_concurrent_use_loses_nothing_and_verifies_clean(
+    v1: S3Memory, make_memory: Callable[..., S3Memory], local_keys: LocalKeyProvider, s3: Any
+) -> None:
+    operations = Operations(S3Store(s3, BUCKET), local_keys, storage_format=2)
+    done = threading.Event()
+    written: dict[str, str] = {}
+
+    def use() -> None:  # the memory function, already switched to format 2, serving alice meanwhile
+        index = 0
+        while not done.is_set() or index < 5:
+            memory = v2(make_memory)
+            path = f"/memories/during/{index}.md"
+            memory.run({"command": "create", "path": path, "file_text": f"during {index}\n"})
+            written[path] = f"during {index}\n"
+            index += 1
+
+    user = threading.Thread(target=use)
+    user.start()
+    try:
+        report = migrate_store(operations)
+    finally:
+        done.set()
+        user.join()
+    assert report.complete and not report.verified["alice"].problems
+    assert texts(operations.memory("alice")) == {**FILES, **written}
+    assert stored_keys(s3, v1.layout.memories_prefix) == []
