@@ -18,6 +18,7 @@ from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from s3memory.store import S3Store
 
+from .conftest import STORAGE_FORMAT
 from .support.backends import SeaweedServer
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, temporary_bucket
 
@@ -41,7 +42,9 @@ def new_memory(
 ) -> Iterator[Callable[[], S3Memory]]:
     def build() -> S3Memory:
         client = make_s3_client(endpoint_url=endpoint, region_name="us-east-1")
-        return S3Memory(S3Store(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY))
+        return S3Memory(
+            S3Store(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=STORAGE_FORMAT
+        )
 
     if backend == "seaweedfs":
         request.getfixturevalue("s3")  # the session's bucket, emptied before and after the test

@@ -19,6 +19,7 @@ from s3memory.memory import S3Memory
 from s3memory.paths import memory_path
 from s3memory.store import S3Store
 
+from .conftest import STORAGE_FORMAT, key_of, keys_of, plant, prefix_of
 from .support.bucket import BUCKET, MASTER_KEY, stored_keys
 from .support.faults import ProcessDeath, SimulatedCrash
 from .support.memories import seed
@@ -36,7 +37,10 @@ def crash_during(command: dict[str, Any], operation: str, ordinal: int) -> Proce
 
 def fresh_memory(user: str = "alice") -> tuple[S3Memory, Any]:
     client = boto3.client("s3", region_name="us-east-1")
-    return S3Memory(S3Store(client, BUCKET), user, LocalKeyProvider(MASTER_KEY)), client
+    memory = S3Memory(
+        S3Store(client, BUCKET), user, LocalKeyProvider(MASTER_KEY), storage_format=STORAGE_FORMAT
+    )
+    return memory, client
 
 
 def content(memory: S3Memory, path: str) -> str | None:
@@ -68,7 +72,7 @@ def assert_each_readable_at_old_or_new(files: dict[str, str], old: str, new: str
 
 
 def no_jobs_left(s3: Any) -> bool:
-    return stored_keys(s3, "users/alice/internal/jobs/") == []
+    return stored_keys(s3, fresh_memory()[0].layout.key_of_internal("jobs/")) == []
 
 
 @pytest.mark.parametrize(
@@ -93,7 +97,7 @@ def test_directory_rename_survives_a_crash_at_every_phase(s3: Any, operation: st
 
     retry, _ = fresh_memory()
     assert retry.run(rename) == "Successfully renamed /memories/project to /memories/archive/project"
-    assert stored_keys(s3, "users/alice/memories/project/") == []
+    assert stored_keys(s3, prefix_of(retry, "/memories/project")) == []
     for path, text in files.items():
         assert content(retry, path.replace("/memories/project", "/memories/archive/project")) == text
     assert no_jobs_left(s3)
@@ -111,7 +115,7 @@ def test_directory_delete_survives_a_crash(s3: Any, operation: str, ordinal: int
         retry.run({"command": "delete", "path": "/memories/project"})
         == "Successfully deleted /memories/project"
     )
-    assert stored_keys(s3, "users/alice/memories/") == ["users/alice/memories/keep.txt"]
+    assert stored_keys(s3, prefix_of(retry)) == [key_of(retry, "/memories/keep.txt")]
     assert no_jobs_left(s3)
 
 
@@ -139,7 +143,7 @@ def test_view_of_the_root_finds_a_job_record_past_its_first_page(s3: Any) -> Non
     crash_during(
         {"command": "rename", "old_path": "/memories/project", "new_path": "/memories/moved"}, "PutObject", 3
     )
-    junk = [f"users/alice/internal/jobs/!{index:04d}" for index in range(1_000)]  # sorts before any record
+    junk = [setup.layout.key_of_internal(f"jobs/!{index:04d}") for index in range(1_000)]  # before any record
     for key in junk:
         s3.put_object(Bucket=BUCKET, Key=key, Body=b"not a record")
     later, _ = fresh_memory()
@@ -147,8 +151,8 @@ def test_view_of_the_root_finds_a_job_record_past_its_first_page(s3: Any) -> Non
     assert "/memories/project" not in listing and "4.0K\t/memories/moved/" in listing
     for path, text in files.items():
         assert content(later, path.replace("/memories/project", "/memories/moved")) == text
-    assert stored_keys(s3, "users/alice/internal/jobs/") == []  # junk can never run: set aside
-    assert len(stored_keys(s3, "users/alice/internal/quarantine/")) == len(junk)
+    assert stored_keys(s3, later.layout.key_of_internal("jobs/")) == []  # junk can never run: set aside
+    assert len(stored_keys(s3, later.layout.key_of_internal("quarantine/"))) == len(junk)
 
 
 def test_a_missing_path_is_looked_for_after_pending_jobs_finish(s3: Any) -> None:
@@ -167,7 +171,7 @@ def test_a_missing_path_is_looked_for_after_pending_jobs_finish(s3: Any) -> None
     assert not_yet_copied
     target = not_yet_copied[0].replace("/memories/project", "/memories/moved")
     assert later.run({"command": "view", "path": target}).endswith(files[not_yet_copied[0]].splitlines()[-1])
-    assert stored_keys(s3, "users/alice/memories/project/") == []
+    assert stored_keys(s3, prefix_of(later, "/memories/project")) == []
     assert no_jobs_left(s3)
 
 
@@ -196,7 +200,7 @@ def test_two_processes_finishing_one_job_converge(s3: Any) -> None:
         thread.join()
     assert failures == []
     reader, _ = fresh_memory()
-    assert stored_keys(s3, "users/alice/memories/project/") == []
+    assert stored_keys(s3, prefix_of(reader, "/memories/project")) == []
     for path, text in files.items():
         assert content(reader, path.replace("/memories/project", "/memories/moved")) == text
     assert no_jobs_left(s3)
@@ -206,8 +210,7 @@ def test_a_rename_of_more_than_a_thousand_files_survives_a_crash_between_batches
     files = tree(1_050)
     setup, _ = fresh_memory()
     for path, text in files.items():
-        key = setup.layout.file_key(memory_path(path))
-        s3.put_object(Bucket=BUCKET, Key=key, Body=setup.files.cipher.seal(path, text.encode()))
+        plant(s3, setup, path, text)
     crash_during(
         {"command": "rename", "old_path": "/memories/project", "new_path": "/memories/big"},
         "DeleteObjects",
@@ -217,8 +220,8 @@ def test_a_rename_of_more_than_a_thousand_files_survives_a_crash_between_batches
     assert retry.run(
         {"command": "rename", "old_path": "/memories/project", "new_path": "/memories/big"}
     ).startswith("Successfully renamed")
-    assert stored_keys(s3, "users/alice/memories/project/") == []
-    assert len(stored_keys(s3, "users/alice/memories/big/")) == 1_050
+    assert stored_keys(s3, prefix_of(retry, "/memories/project")) == []
+    assert len(stored_keys(s3, prefix_of(retry, "/memories/big"))) == 1_050
     for path in list(files)[::150]:
         assert content(retry, path.replace("/memories/project", "/memories/big")) == files[path]
     assert no_jobs_left(s3)
@@ -231,7 +234,7 @@ def test_a_file_rename_survives_a_crash_between_copy_and_delete(s3: Any) -> None
     crash_during(rename, "DeleteObject", 1)
     retry, _ = fresh_memory()
     assert retry.run(rename) == "Successfully renamed /memories/a.txt to /memories/b/a.txt"
-    assert stored_keys(s3, "users/alice/memories/") == ["users/alice/memories/b/a.txt"]
+    assert stored_keys(s3, prefix_of(retry)) == [key_of(retry, "/memories/b/a.txt")]
     assert content(retry, "/memories/b/a.txt") == "alpha\n"
 
 
@@ -240,7 +243,4 @@ def test_a_same_content_file_elsewhere_is_not_mistaken_for_a_finished_rename(s3:
     seed(memory, {"/memories/a.txt": "same\n", "/memories/b.txt": "same\n"})
     with pytest.raises(CommandError, match=r"^Error: The destination /memories/b.txt already exists$"):
         memory.run({"command": "rename", "old_path": "/memories/a.txt", "new_path": "/memories/b.txt"})
-    assert sorted(stored_keys(s3, "users/alice/memories/")) == [
-        "users/alice/memories/a.txt",
-        "users/alice/memories/b.txt",
-    ]
+    assert stored_keys(s3, prefix_of(memory)) == keys_of(memory, ["/memories/a.txt", "/memories/b.txt"])

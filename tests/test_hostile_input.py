@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from s3memory import S3MemoryTool
-from s3memory.crypto import LocalKeyProvider
 
-from .support.bucket import BUCKET, MASTER_KEY, snapshot
+from .conftest import memory_tool
+from .support.bucket import snapshot
 
 _NASTY_TEXT = st.one_of(
     st.text(max_size=40),
@@ -91,9 +91,7 @@ _INPUTS = st.one_of(
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(_INPUTS, min_size=1, max_size=6))
 def test_any_input_is_answered_and_refusals_change_nothing(s3: Any, inputs: list[Any]) -> None:
-    tool = S3MemoryTool(
-        bucket=BUCKET, user_id="fuzz", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3
-    )
+    tool = memory_tool(s3, "fuzz")
     tool.clear_all_memory()
     tool.call({"command": "create", "path": "/memories/a.txt", "file_text": "alpha\nbeta\n"})
     tool.call({"command": "create", "path": "/memories/d/b.txt", "file_text": "gamma\n"})
@@ -121,9 +119,7 @@ def _refusal(tool: S3MemoryTool, command: dict[str, Any]) -> str:
 
 
 def test_huge_paths_are_refused_as_too_long_and_change_nothing(s3: Any) -> None:
-    tool = S3MemoryTool(
-        bucket=BUCKET, user_id="fuzz", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3
-    )
+    tool = memory_tool(s3, "fuzz")
     tool.call({"command": "create", "path": "/memories/a.txt", "file_text": "alpha\n"})
     tool.memory.access.wait()
     before = snapshot(s3)
@@ -143,9 +139,7 @@ def test_huge_paths_are_refused_as_too_long_and_change_nothing(s3: Any) -> None:
 
 
 def test_refusals_where_the_contract_is_silent_carry_the_sdks_words(s3: Any) -> None:
-    tool = S3MemoryTool(
-        bucket=BUCKET, user_id="fuzz", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3
-    )
+    tool = memory_tool(s3, "fuzz")
     assert _refusal(tool, {"command": "view", "path": "/memoriesX/a"}) == (
         "Error: Path must start with /memories, got: /memoriesX/a (a memory path is /memories or starts with "
         "/memories/)"

@@ -16,16 +16,15 @@ from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.jobs import Job, RecordRefused, Source
 from s3memory.memory import S3Memory
-from s3memory.paths import memory_path
+from s3memory.paths import KeyLayout, memory_path
 from s3memory.store import S3Store
 
+from .conftest import STORAGE_FORMAT, key_of, prefix_of
 from .support.bucket import ALL_BACKENDS, BUCKET, snapshot, stored_keys
 from .support.faults import ProcessDeath, SimulatedCrash
 from .support.memories import seed
 
 BACKENDS = ALL_BACKENDS
-JOBS = "users/alice/internal/jobs/"
-QUARANTINE = "users/alice/internal/quarantine/"
 Process = Callable[[], tuple[S3Memory, Any]]
 
 
@@ -35,9 +34,27 @@ def process(new_client: Callable[..., Any], local_keys: LocalKeyProvider) -> Pro
 
     def start() -> tuple[S3Memory, Any]:
         client = new_client()
-        return S3Memory(S3Store(client, BUCKET), "alice", local_keys), client
+        return S3Memory(S3Store(client, BUCKET), "alice", local_keys, storage_format=STORAGE_FORMAT), client
 
     return start
+
+
+@pytest.fixture
+def layout(process: Process) -> KeyLayout:
+    """Where alice's objects live in this test's bucket (format 2: below her namespace token)."""
+    return process()[0].layout
+
+
+@pytest.fixture
+def jobs(layout: KeyLayout) -> str:
+    """The prefix of alice's job records."""
+    return layout.key_of_internal("jobs/")
+
+
+@pytest.fixture
+def quarantine(layout: KeyLayout) -> str:
+    """The prefix of alice's records set aside."""
+    return layout.key_of_internal("quarantine/")
 
 
 def dies_during(process: Process, command: dict[str, Any], operation: str, ordinal: int) -> None:
@@ -59,22 +76,24 @@ NOTES = {"/memories/notes/a.md": "alpha\n", "/memories/notes/b.md": "beta\n"}
 EDIT_A = {"command": "str_replace", "path": "/memories/notes/a.md", "old_str": "alpha", "new_str": "gamma"}
 
 
-def test_a_crashed_delete_never_removes_a_later_edit(backend: str, process: Process, s3: Any) -> None:
+def test_a_crashed_delete_never_removes_a_later_edit(
+    backend: str, process: Process, s3: Any, jobs: str
+) -> None:
     """Finding 1: the delete's record names each file's ETag, and its deletes are conditional on it."""
     if backend == "moto":
         pytest.skip("moto ignores per-key ETags in DeleteObjects (README: verified on SeaweedFS)")
     seed(process()[0], NOTES)
     dies_during(process, {"command": "delete", "path": "/memories/notes"}, "DeleteObjects", 1)
-    assert len(stored_keys(s3, JOBS)) == 1
+    assert len(stored_keys(s3, jobs)) == 1
     assert process()[0].run(EDIT_A).startswith("The memory file has been edited.")
     later = process()[0]
     later.run({"command": "view", "path": "/memories"})  # finishes the old job
     assert text_at(later, "/memories/notes/a.md") == "gamma\n"
     assert text_at(later, "/memories/notes/b.md") is None
-    assert stored_keys(s3, JOBS) == []
+    assert stored_keys(s3, jobs) == []
 
 
-def test_a_crashed_rename_never_moves_a_later_edit(process: Process, s3: Any) -> None:
+def test_a_crashed_rename_never_moves_a_later_edit(process: Process, s3: Any, jobs: str) -> None:
     seed(process()[0], NOTES)
     # PutObject 1 is the record; the process dies before its first copy
     dies_during(
@@ -89,10 +108,12 @@ def test_a_crashed_rename_never_moves_a_later_edit(process: Process, s3: Any) ->
     assert text_at(later, "/memories/notes/a.md") == "gamma\n"
     assert text_at(later, "/memories/old/a.md") is None
     assert text_at(later, "/memories/old/b.md") == "beta\n"
-    assert stored_keys(s3, JOBS) == []
+    assert stored_keys(s3, jobs) == []
 
 
-def test_a_file_edited_while_a_delete_runs_is_kept_and_named(backend: str, process: Process, s3: Any) -> None:
+def test_a_file_edited_while_a_delete_runs_is_kept_and_named(
+    backend: str, process: Process, s3: Any, jobs: str
+) -> None:
     if backend == "moto":
         pytest.skip("moto ignores per-key ETags in DeleteObjects (README: verified on SeaweedFS)")
     seed(process()[0], NOTES)
@@ -112,7 +133,7 @@ def test_a_file_edited_while_a_delete_runs_is_kept_and_named(backend: str, proce
         "in place: /memories/notes/a.md"
     )
     assert text_at(deleter, "/memories/notes/a.md") == "gamma\n"
-    assert stored_keys(s3, JOBS) == []
+    assert stored_keys(s3, jobs) == []
 
 
 def test_nothing_changes_before_the_record_is_stored(process: Process, s3: Any) -> None:
@@ -128,16 +149,16 @@ def test_nothing_changes_before_the_record_is_stored(process: Process, s3: Any) 
     assert snapshot(s3) == before
 
 
-def test_a_folder_marker_is_left_alone_and_locks_nobody_out(process: Process, s3: Any) -> None:
+def test_a_folder_marker_is_left_alone_and_locks_nobody_out(process: Process, s3: Any, jobs: str) -> None:
     """Finding 2: a key of no valid memory path below a directory is never recorded or touched."""
     memory = process()[0]
     seed(memory, {**NOTES, "/memories/keep/c.md": "gamma\n"})
-    marker = "users/alice/memories/notes/"
+    marker = prefix_of(memory, "/memories/notes")
     s3.put_object(Bucket=BUCKET, Key=marker, Body=b"")
     assert (
         memory.run({"command": "delete", "path": "/memories/notes"}) == "Successfully deleted /memories/notes"
     )
-    assert stored_keys(s3, "users/alice/memories/") == ["users/alice/memories/keep/c.md", marker]
+    assert stored_keys(s3, prefix_of(memory)) == sorted([key_of(memory, "/memories/keep/c.md"), marker])
     later = process()[0]
     assert "/memories/notes" not in later.run({"command": "view", "path": "/memories"})
     assert later.run({"command": "rename", "old_path": "/memories/keep", "new_path": "/memories/kept"}) == (
@@ -145,8 +166,8 @@ def test_a_folder_marker_is_left_alone_and_locks_nobody_out(process: Process, s3
     )
     with pytest.raises(CommandError, match=r"^Error: The path /memories/notes does not exist$"):
         later.run({"command": "delete", "path": "/memories/notes"})
-    assert marker in stored_keys(s3, "users/alice/memories/")
-    assert stored_keys(s3, JOBS) == []
+    assert marker in stored_keys(s3, prefix_of(memory))
+    assert stored_keys(s3, jobs) == []
 
 
 def seal_record(memory: S3Memory, job: Job, s3: Any, name: str | None = None) -> str:
@@ -157,26 +178,28 @@ def seal_record(memory: S3Memory, job: Job, s3: Any, name: str | None = None) ->
 
 
 def test_a_record_that_can_never_run_is_set_aside(
-    process: Process, s3: Any, caplog: pytest.LogCaptureFixture
+    process: Process, s3: Any, caplog: pytest.LogCaptureFixture, jobs: str, quarantine: str
 ) -> None:
     memory = process()[0]
     seed(memory, NOTES)
-    stray = Source("users/alice/memories/notes/", '"0"')  # an authentic record naming a folder marker
+    stray = Source(prefix_of(memory, "/memories/notes"), '"0"')  # an authentic record naming a folder marker
     bad_plan = Job.plan("delete", memory_path("/memories/notes"), None, (stray,), time.time())
     valid = Job.plan("delete", memory_path("/memories/other"), None, (), time.time())
     planted = [
         seal_record(memory, bad_plan, s3),
         seal_record(memory, valid, s3, name=Job.plan("delete", memory_path("/memories/x"), None, (), 0).name),
     ]
-    s3.put_object(Bucket=BUCKET, Key=JOBS + "junk", Body=b"not a record")
-    planted.append(JOBS + "junk")
+    s3.put_object(Bucket=BUCKET, Key=jobs + "junk", Body=b"not a record")
+    planted.append(jobs + "junk")
     later = process()[0]
     with caplog.at_level(logging.WARNING, logger="s3memory"):
         listing = later.run({"command": "view", "path": "/memories"})
     assert "4.0K\t/memories/notes/" in listing
-    assert stored_keys(s3, JOBS) == []
-    assert len(stored_keys(s3, QUARANTINE)) == 3
-    assert sorted(later.jobs.set_aside) == sorted(key[len("users/alice/internal/") :] for key in planted)
+    assert stored_keys(s3, jobs) == []
+    assert len(stored_keys(s3, quarantine)) == 3
+    assert sorted(later.jobs.set_aside) == sorted(
+        key[len(memory.layout.internal_prefix) :] for key in planted
+    )
     reasons = [record.getMessage() for record in caplog.records if "set aside" in record.getMessage()]
     assert len(reasons) == 3 and not any("/memories" in reason or "alice" in reason for reason in reasons)
     assert text_at(later, "/memories/notes/a.md") == "alpha\n"
@@ -185,12 +208,12 @@ def test_a_record_that_can_never_run_is_set_aside(
     )
 
 
-def test_a_replayed_rename_record_moves_nothing_written_since(process: Process, s3: Any) -> None:
+def test_a_replayed_rename_record_moves_nothing_written_since(process: Process, s3: Any, jobs: str) -> None:
     """Finding 3: a bucket writer restores a finished rename's record; nothing written since moves."""
     seed(process()[0], {"/memories/a/x.md": "old\n"})
     rename = {"command": "rename", "old_path": "/memories/a", "new_path": "/memories/b"}
     dies_during(process, rename, "PutObject", 2)
-    (record_key,) = stored_keys(s3, JOBS)
+    (record_key,) = stored_keys(s3, jobs)
     record = s3.get_object(Bucket=BUCKET, Key=record_key)["Body"].read()
     user = process()[0]
     user.run({"command": "view", "path": "/memories"})  # finishes the rename
@@ -202,11 +225,13 @@ def test_a_replayed_rename_record_moves_nothing_written_since(process: Process, 
     assert text_at(later, "/memories/a/x.md") == "new\n"
     assert text_at(later, "/memories/b/x.md") is None
     assert text_at(later, "/memories/c/x.md") == "old\n"
-    assert stored_keys(s3, JOBS) == []
+    assert stored_keys(s3, jobs) == []
 
 
 @pytest.mark.parametrize("skew_days", [8.0, -1.0], ids=["older-than-the-bound", "from-the-future"])
-def test_a_record_out_of_its_time_is_set_aside_not_run(process: Process, s3: Any, skew_days: float) -> None:
+def test_a_record_out_of_its_time_is_set_aside_not_run(
+    process: Process, s3: Any, skew_days: float, jobs: str, quarantine: str
+) -> None:
     seed(process()[0], NOTES)
     dies_during(
         process,
@@ -219,10 +244,10 @@ def test_a_record_out_of_its_time_is_set_aside_not_run(process: Process, s3: Any
     later.run({"command": "view", "path": "/memories"})
     assert text_at(later, "/memories/notes/a.md") == "alpha\n"
     assert text_at(later, "/memories/old/a.md") is None
-    assert stored_keys(s3, JOBS) == [] and len(stored_keys(s3, QUARANTINE)) == 1
+    assert stored_keys(s3, jobs) == [] and len(stored_keys(s3, quarantine)) == 1
 
 
-def test_a_retry_is_matched_by_what_it_finds_not_by_name(process: Process, s3: Any) -> None:
+def test_a_retry_is_matched_by_what_it_finds_not_by_name(process: Process, s3: Any, jobs: str) -> None:
     seed(process()[0], NOTES)
     rename = {"command": "rename", "old_path": "/memories/notes", "new_path": "/memories/old"}
     dies_during(process, rename, "PutObject", 2)
@@ -232,21 +257,23 @@ def test_a_retry_is_matched_by_what_it_finds_not_by_name(process: Process, s3: A
         retry.run(rename)
     assert text_at(retry, "/memories/notes/c.md") == "written since\n"
     assert text_at(retry, "/memories/old/a.md") == "alpha\n"
-    assert stored_keys(s3, JOBS) == []
+    assert stored_keys(s3, jobs) == []
 
 
-def test_a_retry_finding_what_its_first_try_left_answers_with_its_outcome(process: Process, s3: Any) -> None:
+def test_a_retry_finding_what_its_first_try_left_answers_with_its_outcome(
+    process: Process, s3: Any, layout: KeyLayout, jobs: str
+) -> None:
     seed(process()[0], NOTES)
     delete = {"command": "delete", "path": "/memories/notes"}
     dies_during(process, delete, "DeleteObject", 1)  # every file deleted, the record not yet
-    assert stored_keys(s3, "users/alice/memories/") == [] and len(stored_keys(s3, JOBS)) == 1
+    assert stored_keys(s3, layout.memories_prefix) == [] and len(stored_keys(s3, jobs)) == 1
     assert process()[0].run(delete) == "Successfully deleted /memories/notes"
-    assert stored_keys(s3, JOBS) == []
+    assert stored_keys(s3, jobs) == []
 
 
 def test_records_are_unique_and_bound_to_their_name(make_memory: Callable[..., S3Memory]) -> None:
     memory = make_memory()
-    source = (Source("users/alice/memories/notes/a.md", '"e"'),)
+    source = (Source(key_of(memory, "/memories/notes/a.md"), '"e"'),)
     first, second = (Job.plan("delete", memory_path("/memories/notes"), None, source, 1e9) for _ in range(2))
     assert first.name != second.name and first.encode() != second.encode()
     assert Job.decode(first.name, first.encode()) == first

@@ -16,13 +16,12 @@ from botocore.exceptions import EndpointConnectionError
 from s3memory import AsyncS3MemoryTool, S3MemoryTool
 from s3memory.crypto import LocalKeyProvider
 
+from .conftest import key_of, memory_tool, prefix_of, store_key_keys
 from .support.bucket import BUCKET, MASTER_KEY, stored_keys
 
 
 def make_tool(s3: Any, **options: Any) -> S3MemoryTool:
-    return S3MemoryTool(
-        bucket=BUCKET, user_id="alice", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3, **options
-    )
+    return memory_tool(s3, **options)
 
 
 def test_the_tools_are_the_sdks_memory_tools(s3: Any) -> None:
@@ -36,9 +35,7 @@ def test_the_tools_are_the_sdks_memory_tools(s3: Any) -> None:
         "name": "memory",
         "cache_control": {"type": "ephemeral"},
     }
-    async_tool = AsyncS3MemoryTool(
-        bucket=BUCKET, user_id="alice", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3
-    )
+    async_tool = memory_tool(s3, kind=AsyncS3MemoryTool)
     assert isinstance(async_tool, BetaAsyncAbstractMemoryTool)
 
 
@@ -54,7 +51,10 @@ def test_a_tool_over_an_existing_memory_shares_it(s3: Any) -> None:
     assert "shared" in second.call({"command": "view", "path": "/memories/a.md"})
     assert "shared" in asyncio.run(async_tool.call({"command": "view", "path": "/memories/a.md"}))
     first.memory.access.wait()
-    assert stored_keys(s3) == ["users/alice/internal/access", "users/alice/memories/a.md"]  # one record
+    layout = first.memory.layout
+    assert stored_keys(s3) == sorted(  # one record
+        [*store_key_keys(), layout.key_of_internal("access"), key_of(first.memory, "/memories/a.md")]
+    )
 
 
 def test_the_sdks_typed_dispatch_reaches_the_core(s3: Any) -> None:
@@ -111,21 +111,17 @@ def test_unexpected_failures_are_tool_errors_too(s3: Any, monkeypatch: pytest.Mo
 def test_clear_all_memory_removes_every_memory_file_in_batches(s3: Any) -> None:
     tool = make_tool(s3)
     for index in range(1_005):
-        s3.put_object(Bucket=BUCKET, Key=f"users/alice/memories/bulk/f{index}", Body=b"x")
+        s3.put_object(Bucket=BUCKET, Key=key_of(tool.memory, f"/memories/bulk/f{index}"), Body=b"x")
     tool.call({"command": "create", "path": "/memories/a.txt", "file_text": "x"})
-    other = S3MemoryTool(
-        bucket=BUCKET, user_id="bob", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3
-    )
+    other = memory_tool(s3, "bob")
     other.call({"command": "create", "path": "/memories/b.txt", "file_text": "x"})
     assert tool.clear_all_memory() == "All memory cleared"
-    assert stored_keys(s3, "users/alice/memories/") == []
-    assert stored_keys(s3, "users/bob/memories/") == ["users/bob/memories/b.txt"]
+    assert stored_keys(s3, prefix_of(tool.memory)) == []
+    assert stored_keys(s3, prefix_of(other.memory)) == [key_of(other.memory, "/memories/b.txt")]
 
 
 def test_the_async_tool_runs_commands_off_the_event_loop(s3: Any) -> None:
-    tool = AsyncS3MemoryTool(
-        bucket=BUCKET, user_id="alice", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3
-    )
+    tool = memory_tool(s3, kind=AsyncS3MemoryTool)
     loop_threads: set[int] = set()
     request_threads: set[int] = set()
     s3.meta.events.register("request-created.s3", lambda **_: request_threads.add(threading.get_ident()))
