@@ -15,6 +15,8 @@ import threading
 import weakref
 
 from .crypto import KeyProvider
+from .errors import StorageError
+from .files import WRITE_ATTEMPTS, backoff
 from .store import ConditionalConflict, PreconditionFailed, S3Store
 
 STORE_KEY_NAME = "s3memory.store-key"
@@ -41,16 +43,22 @@ def store_key(store: S3Store, prefix: str, identity: str, provider: KeyProvider)
     """The store key of ``identity`` at ``prefix`` in ``store``'s bucket, made and kept on first use
     (of processes racing to make it, one stores its own; the others use the winner's). Learned once
     per process and provider: a store key never changes."""
-    key = stored_store_key(store, prefix, identity, provider)
-    if key is not None:
+    for attempt in range(WRITE_ATTEMPTS):
+        key = stored_store_key(store, prefix, identity, provider)
+        if key is not None:
+            return key
+        key, wrapped = provider.new_store_key(identity)
+        try:
+            store.put(prefix + STORE_KEY_NAME, wrapped, if_none_match=True)
+        except (PreconditionFailed, ConditionalConflict):
+            backoff(attempt)  # another process stored one (read next), or it was removed meanwhile
+            continue
+        _learn(store, prefix, identity, provider, key)
         return key
-    key, wrapped = provider.new_store_key(identity)
-    try:
-        store.put(prefix + STORE_KEY_NAME, wrapped, if_none_match=True)
-    except (PreconditionFailed, ConditionalConflict):
-        return store_key(store, prefix, identity, provider)
-    _learn(store, prefix, identity, provider, key)
-    return key
+    raise StorageError(
+        "Error: The store key could not be read or made: its write kept losing while none could be "
+        "read. Nothing was changed. Try again."
+    )
 
 
 def stored_store_key(store: S3Store, prefix: str, identity: str, provider: KeyProvider) -> bytes | None:

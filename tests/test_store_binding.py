@@ -11,16 +11,18 @@ from typing import Any
 
 import pytest
 
+from s3memory import store_keys
 from s3memory.access import settle
-from s3memory.crypto import KeyProvider, KMSKeyProvider
-from s3memory.errors import IntegrityError
+from s3memory.crypto import KeyProvider, KMSKeyProvider, LocalKeyProvider
+from s3memory.errors import IntegrityError, StorageError
+from s3memory.files import WRITE_ATTEMPTS
 from s3memory.keyvault import KEYS_PREFIX
 from s3memory.memory import S3Memory
 from s3memory.paths import memory_path
-from s3memory.store import S3Store
+from s3memory.store import PreconditionFailed, S3Store
 from s3memory.store_keys import STORE_KEY_NAME
 
-from .support.bucket import ALL_BACKENDS, BUCKET, empty_bucket, stored_keys
+from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, empty_bucket, stored_keys
 
 BACKENDS = ALL_BACKENDS
 REFUSED = (
@@ -175,3 +177,43 @@ def test_a_kms_wrapped_data_key_copied_to_another_user_is_refused(
     copy(s3, f"users/{STORE_KEY_NAME}", f"team/{STORE_KEY_NAME}")
     with pytest.raises(IntegrityError):
         S3Memory(S3Store(s3, BUCKET), "alice", provider, prefix="team/", storage_format=2)
+
+
+def test_a_lost_race_to_make_the_store_key_uses_the_winners(
+    s3: Any, local_keys: KeyProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = S3Store(s3, BUCKET)
+    identity = store_keys.store_identity(BUCKET, "users/")
+    winner, wrapped = local_keys.new_store_key(identity)
+    put = store.put
+
+    def loses(key: str, body: bytes, **conditions: Any) -> str:
+        put(key, wrapped, if_none_match=True)  # another process stores its key first
+        return put(key, body, **conditions)
+
+    monkeypatch.setattr(store, "put", loses)
+    assert store_keys.store_key(store, "users/", identity, LocalKeyProvider(MASTER_KEY)) == winner
+
+
+def test_a_store_key_that_keeps_vanishing_is_an_error_not_an_endless_retry(
+    s3: Any, local_keys: KeyProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bucket writer who deletes every store key as soon as it is written: a bounded number of
+    tries, then a clear error."""
+    store = S3Store(s3, BUCKET)
+    monkeypatch.setattr(store_keys, "backoff", lambda attempt: None)
+    attempts = 0
+
+    def refused(key: str, body: bytes, **conditions: Any) -> str:
+        nonlocal attempts
+        attempts += 1
+        raise PreconditionFailed(key)
+
+    monkeypatch.setattr(store, "put", refused)
+    with pytest.raises(StorageError) as failed:
+        store_keys.store_key(store, "users/", store_keys.store_identity(BUCKET, "users/"), local_keys)
+    assert failed.value.message == (
+        "Error: The store key could not be read or made: its write kept losing while none could be read. "
+        "Nothing was changed. Try again."
+    )
+    assert attempts == WRITE_ATTEMPTS
