@@ -2,12 +2,14 @@
 
     python -m bench.profile                      # every scenario, against moto (loopback)
     python -m bench.profile create view-root --latency-ms 10 --repeat 30
+    python -m bench.profile view-root-1000 rename-dir-300 --storage-format 2 --seaweed
 
 Each scenario runs on a warm tool; the call tree shows where wall time goes inside s3memory, and the
 timeline shows each API call's start and end (ms from the command's start), so sequential round trips
-are visible. Directory renames run their worker function inline (``_parallel`` patched to a loop) so
-the profiler, which follows one thread, sees the per-file work. Output goes to stdout and to
-``bench/results/profiles/<scenario>.txt``.
+are visible. Directory renames run their worker function inline (s3memory's ``parallel`` patched to
+a loop) so the profiler, which follows one thread, sees the per-file work. ``--storage-format 2``
+profiles private names (format 2), ``--seaweed`` runs against SeaweedFS instead of moto. Output goes
+to stdout and to ``bench/results/profiles/<scenario>[-f2][-seaweedfs].txt``.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import s3memory.memory as memory_module
+import s3memory.files as files_module
+import s3memory.job_runner as job_runner_module
 
-from .servers import Backend, fake_credentials, moto_backend
+from .scaling import named_tree
+from .servers import Backend, fake_credentials, moto_backend, seaweed_backend
 from .workload import Tenant, note_text, s3memory_client
 
 OUT = Path(__file__).resolve().parent / "results" / "profiles"
@@ -71,17 +75,20 @@ class Timeline:
 @contextmanager
 def inline_parallel() -> Iterator[None]:
     """Run s3memory's parallel batches inline, in the calling thread (for the profiler only)."""
-    saved = memory_module._parallel
+    modules = (files_module, job_runner_module)
+    saved = [module.parallel for module in modules]
 
-    def inline(function: Callable[[Any], None], items: Sequence[Any]) -> None:
+    def inline(function: Callable[[Any], object], items: Sequence[Any]) -> None:
         for item in items:
             function(item)
 
-    memory_module._parallel = inline
+    for module in modules:
+        module.parallel = inline  # type: ignore[assignment]
     try:
         yield
     finally:
-        memory_module._parallel = saved
+        for module, original in zip(modules, saved, strict=True):
+            module.parallel = original  # type: ignore[assignment]
 
 
 def _scenarios(
@@ -103,6 +110,11 @@ def _scenarios(
         tenant.clear()
         tenant.seed({**base, **{f"/memories/big/sub-{k % 10}/f-{k}.md": note_text(k, 6) for k in range(300)}})
 
+    def seed_named(i: int) -> None:
+        if i == 0:
+            tenant.clear()
+            tenant.seed(named_tree(1000)[0])
+
     return {
         "create": (
             nothing,
@@ -117,6 +129,7 @@ def _scenarios(
             ),
         ),
         "view-root": (nothing, lambda i: tenant.run({"command": "view", "path": "/memories"})),
+        "view-root-1000": (seed_named, lambda i: tenant.run({"command": "view", "path": "/memories"})),
         "view-dir": (nothing, lambda i: tenant.run({"command": "view", "path": "/memories/notes"})),
         "delete-file": (
             lambda i: tenant.seed({f"/memories/scratch/d-{i}.md": note_text(i, 5)}),
@@ -131,13 +144,13 @@ def _scenarios(
     }
 
 
-def profile(backend: Backend, names: list[str], repeat: int) -> dict[str, str]:
+def profile(backend: Backend, names: list[str], repeat: int, storage_format: int = 1) -> dict[str, str]:
     from pyinstrument import Profiler
 
     backend.create_bucket(BUCKET)
     client = s3memory_client(backend)
     timeline = Timeline(client)
-    tenant = Tenant(backend, client, BUCKET, "profiled")
+    tenant = Tenant(backend, client, BUCKET, "profiled", storage_format=storage_format)
     tenant.clear()
     scenarios = _scenarios(tenant, repeat)
     reports: dict[str, str] = {}
@@ -161,7 +174,7 @@ def profile(backend: Backend, names: list[str], repeat: int) -> dict[str, str]:
                 cpu += time.process_time() - cpu_started
         tree = profiler.output_text(unicode=False, color=False, show_all=False)
         reports[name] = (
-            f"# {name} on {backend.name}: {runs} run(s), {wall / runs * 1000:.1f} ms wall and "
+            f"# {name} on {backend.name}, storage format {storage_format}: {runs} run(s), {wall / runs * 1000:.1f} ms wall and "
             f"{cpu / runs * 1000:.1f} ms CPU per run (profiler on)\n\n"
             f"## API calls of the last run\n\n{timeline.render()}\n\n## Call tree (all runs)\n{tree}"
         )
@@ -170,19 +183,39 @@ def profile(backend: Backend, names: list[str], repeat: int) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    names = ["create", "create-deep", "view-root", "view-dir", "delete-file", "rename-dir-300"]
+    names = [
+        "create",
+        "create-deep",
+        "view-root",
+        "view-root-1000",
+        "view-dir",
+        "delete-file",
+        "rename-dir-300",
+    ]
     parser = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__.split("\n\n")[0])
     parser.add_argument("scenarios", nargs="*", choices=names, default=names, metavar="scenario")
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--storage-format", type=int, choices=(1, 2), default=1)
+    parser.add_argument("--seaweed", action="store_true", help="SeaweedFS instead of moto (no --latency-ms)")
     arguments = parser.parse_args(argv)
     fake_credentials()
     arguments.out.mkdir(parents=True, exist_ok=True)
-    with moto_backend(arguments.latency_ms) as backend:
-        reports = profile(backend, arguments.scenarios or names, arguments.repeat)
+    chosen = arguments.scenarios or names
+    if arguments.seaweed:
+        with seaweed_backend() as weed:
+            if weed is None:
+                print("SeaweedFS did not start (is `weed` installed?)", file=sys.stderr)
+                return 2
+            reports = profile(weed, chosen, arguments.repeat, arguments.storage_format)
+    else:
+        with moto_backend(arguments.latency_ms) as backend:
+            reports = profile(backend, chosen, arguments.repeat, arguments.storage_format)
     for name, text in reports.items():
         suffix = f"-{arguments.latency_ms:g}ms" if arguments.latency_ms else ""
+        suffix += "-f2" if arguments.storage_format == 2 else ""
+        suffix += "-seaweedfs" if arguments.seaweed else ""
         (arguments.out / f"{name}{suffix}.txt").write_text(text, encoding="utf-8")
         print(text, file=sys.stdout)
     return 0
