@@ -286,6 +286,22 @@ def plant(s3: Any, memory: S3Memory, path: str, text: str) -> str:
     return key
 
 
+def rename_crash_point(operation: str, ordinal: int) -> tuple[str, int]:
+    """A crash point of a rename, named by format 1's requests, in ``STORAGE_FORMAT``'s requests.
+
+    Format 1 moves each file through the client: after the job's record (PutObject 1), a GetObject
+    reads it and a PutObject writes it anew. Format 2 copies on the server: a HeadObject per file,
+    then a CopyObject (docs/format-v2.md, P8). So the k-th copy (PutObject k + 1) is CopyObject k, and
+    the k-th read GetObject k is HeadObject k; every other request is the same."""
+    if STORAGE_FORMAT == 1:
+        return operation, ordinal
+    if operation == "PutObject" and ordinal >= 2:
+        return "CopyObject", ordinal - 1
+    if operation == "GetObject":
+        return "HeadObject", ordinal
+    return operation, ordinal
+
+
 def format_1_only(reason: str) -> pytest.MarkDecorator:
     """Run this test only when the suites run on format 1 (``STORAGE_FORMAT``), for ``reason``."""
     return pytest.mark.skipif(STORAGE_FORMAT != 1, reason=f"format 1 only: {reason}")

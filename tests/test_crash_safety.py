@@ -19,7 +19,7 @@ from s3memory.memory import S3Memory
 from s3memory.paths import memory_path
 from s3memory.store import S3Store
 
-from .conftest import STORAGE_FORMAT, key_of, keys_of, plant, prefix_of
+from .conftest import STORAGE_FORMAT, key_of, keys_of, plant, prefix_of, rename_crash_point
 from .support.bucket import BUCKET, MASTER_KEY, stored_keys
 from .support.faults import ProcessDeath, SimulatedCrash
 from .support.memories import seed
@@ -28,6 +28,8 @@ from .support.memories import seed
 def crash_during(command: dict[str, Any], operation: str, ordinal: int) -> ProcessDeath:
     """Run ``command`` in a fresh process that dies at the ``ordinal``-th ``operation`` request."""
     doomed, client = fresh_memory()
+    if command["command"] == "rename":
+        operation, ordinal = rename_crash_point(operation, ordinal)
     death = ProcessDeath(client, operation, ordinal)
     with pytest.raises(SimulatedCrash):
         doomed.run(command)

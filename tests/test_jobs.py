@@ -19,7 +19,7 @@ from s3memory.memory import S3Memory
 from s3memory.paths import KeyLayout, memory_path
 from s3memory.store import S3Store
 
-from .conftest import STORAGE_FORMAT, key_of, prefix_of
+from .conftest import STORAGE_FORMAT, key_of, prefix_of, rename_crash_point
 from .support.bucket import ALL_BACKENDS, BUCKET, snapshot, stored_keys
 from .support.faults import ProcessDeath, SimulatedCrash
 from .support.memories import seed
@@ -60,6 +60,8 @@ def quarantine(layout: KeyLayout) -> str:
 def dies_during(process: Process, command: dict[str, Any], operation: str, ordinal: int) -> None:
     """Run ``command`` in a process that dies at its ``ordinal``-th ``operation`` request."""
     doomed, client = process()
+    if command["command"] == "rename":
+        operation, ordinal = rename_crash_point(operation, ordinal)
     death = ProcessDeath(client, operation, ordinal)
     with pytest.raises(SimulatedCrash):
         doomed.run(command)
