@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .cli import DEFAULT_MODEL
+from .crypto import PLACED_FORMAT
 from .scripted_api import Reply, ScriptedMessagesAPI, ToolResult, Turn, last_tool_results, tool_results
 
 if TYPE_CHECKING:
@@ -340,35 +341,59 @@ def _make_tool(bucket: str, key_provider: KeyProvider, endpoint: str) -> S3Memor
     from .tool import S3MemoryTool
 
     s3 = make_s3_client(endpoint_url=endpoint)
-    return S3MemoryTool(bucket=bucket, user_id=USER_ID, key_provider=key_provider, s3_client=s3)
+    return S3MemoryTool(
+        bucket=bucket, user_id=USER_ID, key_provider=key_provider, s3_client=s3, storage_format=PLACED_FORMAT
+    )
 
 
 def _show_at_rest(
     printer: _Printer, report: DemoReport, plain: S3Client, key_provider: KeyProvider, endpoint: str
 ) -> None:
-    """Read the preferences object with plain boto3 and print it beside the tool's decrypted view."""
+    """List the bucket and read the preferences object with plain boto3, and print them beside what
+    the tool (with the key) makes of them: the paths the keys name, the decrypted view."""
     from .crypto import HEADER_BYTES, TAG_BYTES
+    from .paths import memory_path
 
     bucket = report.bucket
+    tool = _make_tool(bucket, key_provider, endpoint)
+    layout = tool.memory.layout
     printer.line()
-    printer.line("=== At rest: the same file read with plain boto3 (no s3memory, no key) ===")
+    printer.line("=== At rest: the bucket read with plain boto3 (no s3memory, no key) ===")
+    printer.line("Every object key, and (after '=') what it names, as only the key holder can tell:")
     listing = plain.list_objects_v2(Bucket=bucket).get("Contents", [])
-    for entry in listing:
-        printer.line(f"  s3://{bucket}/{entry.get('Key', '')}  ({entry.get('Size', 0)} bytes)")
-    wanted = "memories/" + PREFERENCES_PATH[len("/memories/") :]
-    key = next((str(entry["Key"]) for entry in listing if str(entry.get("Key", "")).endswith(wanted)), "")
-    if not key:
+    keys = [str(entry.get("Key", "")) for entry in listing]
+    for entry, key in zip(listing, keys, strict=True):
+        path = layout.path_of_key(key)
+        named = path.canonical if path is not None else _internal_name(key, layout.namespace)
+        printer.line(f"  s3://{bucket}/{key}  ({entry.get('Size', 0)} bytes)")
+        printer.line(f"      = {named}")
+    names = [
+        USER_ID,
+        *{segment for path in (PREFERENCES_PATH, PROGRESS_PATH) for segment in path.split("/")[2:]},
+    ]
+    shown_names = [name for name in names if any(name in key for key in keys)]
+    printer.line(
+        f"  the user id or a file or directory name in any key: {', '.join(shown_names) if shown_names else 'no'}"
+    )
+    key = layout.file_key(memory_path(PREFERENCES_PATH))
+    if key not in keys:
         raise RuntimeError(f"{PREFERENCES_PATH} is not in the bucket; conversation 1 did not store it")
-    raw: bytes = plain.get_object(Bucket=bucket, Key=key)["Body"].read()
-    decrypted = _make_tool(bucket, key_provider, endpoint).call({"command": "view", "path": PREFERENCES_PATH})
+    stored = plain.get_object(Bucket=bucket, Key=key)
+    raw: bytes = stored["Body"].read()
+    decrypted = tool.call({"command": "view", "path": PREFERENCES_PATH})
     report.object_key, report.raw_object, report.decrypted_view = key, raw, decrypted
     shown = raw[:RAW_BYTES_SHOWN]
-    printer.line(f"get_object {key}: {len(raw)} bytes; the first {len(shown)} as hex:")
+    printer.line(f"get_object of {PREFERENCES_PATH}'s key: {len(raw)} bytes; the first {len(shown)} as hex:")
     for row in hex_dump(shown):
         printer.line(row)
     printer.line(
-        f"  (bytes 0-{HEADER_BYTES - 1}: header with magic 'S3ME', key version, salt, key commitment and "
-        f"nonce; then AES-256-GCM ciphertext and a {TAG_BYTES}-byte tag)"
+        f"  (bytes 0-{HEADER_BYTES - 1}: header with magic 'S3ME', format, key version, salt, key "
+        f"commitment and nonce; then AES-256-GCM ciphertext and a {TAG_BYTES}-byte tag)"
+    )
+    metadata = stored.get("Metadata", {})
+    printer.line(
+        f"  metadata: {', '.join(sorted(metadata))} (the header, and the sealed record that places the "
+        "content at its path and names its author)"
     )
     leaked = any(line.encode("utf-8") in raw for line in PREFERENCES_TEXT.splitlines() if line)
     printer.line(
@@ -377,6 +402,13 @@ def _show_at_rest(
     )
     printer.line(f"The same file through S3MemoryTool (decrypted with {USER_ID}'s key):")
     printer.indented(decrypted, indent="  ")
+
+
+def _internal_name(key: str, namespace: str) -> str:
+    """What an object that is no memory file is, by its key."""
+    if key.startswith(namespace):
+        return f"{USER_ID}'s {key[len(namespace) :]} (s3memory's own record)"
+    return f"the store's {key.rsplit('/', 1)[-1]} (s3memory's own record)"
 
 
 def run_demo(out: TextIO, *, live: bool = False, model: str = DEFAULT_MODEL) -> DemoReport:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Self
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
 from anthropic.types.beta import BetaCacheControlEphemeralParam
 
-from .crypto import KeyProvider
+from .crypto import FORMAT_VERSION, KeyProvider
 from .errors import CommandError, unexpected_failure
 from .guard import ContentGuard
 from .memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES, Quota, S3Memory
@@ -64,6 +64,8 @@ class _S3Configured:
         quota: Quota | None = None,
         cache_control: BetaCacheControlEphemeralParam | None = None,
         actor: str | None = None,
+        storage_format: int = FORMAT_VERSION,
+        store_id: str | None = None,
     ) -> None:
         super().__init__(cache_control=cache_control)  # type: ignore[call-arg]
         if not isinstance(bucket, str) or not bucket:
@@ -81,6 +83,8 @@ class _S3Configured:
             content_guard=content_guard,
             quota=quota,
             actor=actor,
+            storage_format=storage_format,
+            store_id=store_id,
         )
 
     @classmethod

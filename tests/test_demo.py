@@ -97,7 +97,7 @@ def test_cli_demo_second_conversation_recalls_what_the_first_stored(
 
 def test_cli_demo_raw_bytes_are_ciphertext(cli_run: subprocess.CompletedProcess[str]) -> None:
     at_rest = _section(cli_run.stdout, "=== At rest", None)
-    size = int(re.search(r"get_object \S+preferences\.md: (\d+) bytes", at_rest).group(1))  # type: ignore[union-attr]
+    size = int(re.search(r"get_object of /memories/preferences\.md's key: (\d+) bytes", at_rest).group(1))  # type: ignore[union-attr]
     shown = _dumped_bytes(at_rest)
     assert len(shown) == min(size, demo.RAW_BYTES_SHOWN)
     assert size > len(demo.PREFERENCES_TEXT.encode())  # header and tag on top of the plaintext
@@ -109,6 +109,18 @@ def test_cli_demo_raw_bytes_are_ciphertext(cli_run: subprocess.CompletedProcess[
     view = at_rest[at_rest.index("The same file through S3MemoryTool") :]
     assert f"Here's the content of {demo.PREFERENCES_PATH} with line numbers:" in view
     assert "     2\t- Concise answers." in view
+
+
+def test_cli_demo_shows_the_private_keys_beside_the_paths_they_name(
+    cli_run: subprocess.CompletedProcess[str],
+) -> None:
+    at_rest = _section(cli_run.stdout, "=== At rest", "get_object")
+    stored = re.findall(r"^  s3://\S+?/(\S+)  \((\d+) bytes\)\n      = (.+)$", at_rest, flags=re.MULTILINE)
+    named = {name: key for key, _size, name in stored}
+    assert named[demo.PREFERENCES_PATH].startswith("users/") and named[demo.PROGRESS_PATH].count("/") == 4
+    for key, _size, _name in stored:
+        assert demo.USER_ID not in key and "preferences" not in key and "progress" not in key
+    assert "  the user id or a file or directory name in any key: no" in at_rest
 
 
 def test_cli_demo_prints_no_secrets(cli_run: subprocess.CompletedProcess[str]) -> None:
@@ -181,8 +193,12 @@ def test_in_process_run_recalls_from_s3_in_an_empty_context() -> None:
         assert line in repr(second_histories[-1])  # it arrived in a tool_result
 
     # The stored object is ciphertext; the printed hex is the start of that very object.
-    assert report.object_key.endswith("memories/preferences.md")
-    assert report.raw_object.startswith(b"S3ME")
+    assert report.object_key.startswith("users/") and "preferences" not in report.object_key  # a private name
+    assert (
+        f"{report.object_key}  ({len(report.raw_object)} bytes)\n      = {demo.PREFERENCES_PATH}"
+        in out.getvalue()
+    )
+    assert report.raw_object.startswith(b"S3ME\x02")
     assert demo.PREFERENCES_TEXT.encode() not in report.raw_object
     assert b"British English" not in report.raw_object
     assert _dumped_bytes(out.getvalue()) == report.raw_object[: demo.RAW_BYTES_SHOWN]
