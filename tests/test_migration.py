@@ -52,6 +52,13 @@ def v2(make_memory: Callable[..., S3Memory], user: str = "alice") -> S3Memory:
     return make_memory(user, storage_format=2)
 
 
+def v2_with_legacy_delete(make_memory: Callable[..., S3Memory]) -> tuple[S3Memory, Callable[..., None]]:
+    """A format-2 memory of alice, and the delete of her format-1 files, for a test to wrap."""
+    memory = v2(make_memory)
+    assert memory.upgrade is not None
+    return memory, memory.upgrade._legacy.delete
+
+
 def texts(memory: S3Memory) -> dict[str, str]:
     found: dict[str, str] = {}
     for key in stored_keys(memory.store.client, memory.layout.memories_prefix):
@@ -113,10 +120,8 @@ def test_a_pending_format_1_rename_is_finished_before_the_move(
 def test_a_move_that_dies_between_any_two_requests_is_finished_by_the_next_look(
     v1: S3Memory, make_memory: Callable[..., S3Memory], s3: Any
 ) -> None:
-    memory = v2(make_memory)
-    assert memory.upgrade is not None
+    memory, delete = v2_with_legacy_delete(make_memory)
     deletes = 0
-    delete = memory.upgrade._legacy.delete
 
     def dies_on_the_third(key: str, *, if_match: str | None = None) -> None:
         nonlocal deletes
@@ -203,10 +208,7 @@ def test_a_different_file_already_in_format_2_is_left_in_format_1_and_reported(
 def test_a_copy_whose_source_changed_is_withdrawn_and_moved_again(
     v1: S3Memory, make_memory: Callable[..., S3Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    memory = v2(make_memory)
-    assert memory.upgrade is not None
-    legacy = memory.upgrade._legacy
-    delete = legacy.delete
+    memory, delete = v2_with_legacy_delete(make_memory)
     edited = False
 
     def edit_first(key: str, *, if_match: str | None = None) -> None:
@@ -216,7 +218,7 @@ def test_a_copy_whose_source_changed_is_withdrawn_and_moved_again(
             v1.str_replace(memory_path("/memories/file00.md"), "line", "edited")  # a format-1 writer
         delete(key, if_match=if_match)
 
-    monkeypatch.setattr(legacy, "delete", edit_first)
+    monkeypatch.setattr(memory.upgrade._legacy, "delete", edit_first)  # type: ignore[union-attr]
     report = memory.upgrade.run()
     assert edited and report.clean
     assert memory.files.read(memory_path("/memories/file00.md")).text == "edited 0\n"  # type: ignore[union-attr]
@@ -243,16 +245,13 @@ def test_moving_never_loses_a_file_the_delete_of_its_source_could_not_confirm(
     v1: S3Memory, make_memory: Callable[..., S3Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A delete whose answer was lost and whose retry found the source gone counts as done."""
-    memory = v2(make_memory)
-    assert memory.upgrade is not None
-    legacy = memory.upgrade._legacy
-    delete = legacy.delete
+    memory, delete = v2_with_legacy_delete(make_memory)
 
     def answer_lost(key: str, *, if_match: str | None = None) -> None:
         delete(key, if_match=if_match)
         raise PreconditionFailed(key, after_retry=True)
 
-    monkeypatch.setattr(legacy, "delete", answer_lost)
+    monkeypatch.setattr(memory.upgrade._legacy, "delete", answer_lost)  # type: ignore[union-attr]
     report = memory.upgrade.run()
     assert report.clean and report.moved == len(FILES)
     assert texts(memory) == FILES

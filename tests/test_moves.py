@@ -35,6 +35,13 @@ def key(memory: S3Memory, path: str) -> str:
     return memory.layout.file_key(memory_path(path))
 
 
+def overwrite(s3: Any, memory: S3Memory, target: str, source: str) -> None:
+    """The bucket writer's copy of the object at ``source`` (bytes and metadata) over ``target``."""
+    s3.copy_object(
+        Bucket=BUCKET, Key=key(memory, target), CopySource={"Bucket": BUCKET, "Key": key(memory, source)}
+    )
+
+
 def text_at(memory: S3Memory, path: str) -> str | None:
     found = memory.files.read(memory_path(path))
     return None if found is None else found.text
@@ -105,11 +112,7 @@ def test_a_source_the_bucket_writer_swapped_for_another_file_is_not_moved(memory
     memory.create(memory_path("/memories/d/a.md"), "alpha\n")
     memory.create(memory_path("/memories/d/b.md"), "beta\n")
     memory.create(memory_path("/memories/secret.md"), "secret\n")
-    s3.copy_object(
-        Bucket=BUCKET,
-        Key=key(memory, "/memories/d/a.md"),
-        CopySource={"Bucket": BUCKET, "Key": key(memory, "/memories/secret.md")},
-    )
+    overwrite(s3, memory, "/memories/d/a.md", "/memories/secret.md")
     with pytest.raises(CommandError) as refused:
         memory.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
     assert refused.value.message == (
@@ -126,11 +129,7 @@ def test_a_source_the_bucket_writer_swapped_for_another_file_is_not_moved(memory
 def test_a_file_rename_of_a_swapped_source_is_refused_and_changes_nothing(memory: S3Memory, s3: Any) -> None:
     memory.create(memory_path("/memories/a.md"), "alpha\n")
     memory.create(memory_path("/memories/secret.md"), "secret\n")
-    s3.copy_object(
-        Bucket=BUCKET,
-        Key=key(memory, "/memories/a.md"),
-        CopySource={"Bucket": BUCKET, "Key": key(memory, "/memories/secret.md")},
-    )
+    overwrite(s3, memory, "/memories/a.md", "/memories/secret.md")
     with pytest.raises(IntegrityError):
         memory.run({"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/b.md"})
     assert memory.store.head(key(memory, "/memories/b.md")) is None
@@ -215,11 +214,7 @@ def test_only_a_copy_of_the_same_content_placed_at_the_destination_is_accepted(
     assert not mover.accept(origin, memory_path("/memories/b.md"))
     assert not mover.accept(origin, memory_path("/memories/c.md"))  # nothing there
     memory.store.delete(key(memory, "/memories/b.md"))
-    s3.copy_object(  # the bucket writer's copy keeps the source's place record: not placed at b.md
-        Bucket=BUCKET,
-        Key=key(memory, "/memories/b.md"),
-        CopySource={"Bucket": BUCKET, "Key": key(memory, "/memories/a.md")},
-    )
+    overwrite(s3, memory, "/memories/b.md", "/memories/a.md")  # keeps a.md's place record
     assert not mover.accept(origin, memory_path("/memories/b.md"))
     assert s3.get_object_tagging(Bucket=BUCKET, Key=key(memory, "/memories/b.md"))["TagSet"] == []
 
