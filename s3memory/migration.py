@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from .access import AccessRecord
 from .concurrency import parallel
 from .crypto import PLACE_METADATA
-from .errors import IntegrityError, StorageError
+from .errors import CommandError, IntegrityError, StorageError
 from .files import MemoryFiles
 from .job_runner import JobRunner
 from .moves import RELIED_ON_TAG, Copy, mover_for
@@ -125,8 +125,11 @@ class Upgrade:
             return "it fails its integrity check in format 1"
         if found is None:
             return "already"  # moved by another process meanwhile
+        try:
+            key = self._target.layout.file_key(path)
+        except CommandError:
+            return "its path is too long for private names (export it with --storage-format 1, import it under a shorter path)"
         sealed = self._target.cipher.seal_file(path.canonical, found.text.encode("utf-8"), found.author)
-        key = self._target.layout.file_key(path)
         etag = self._target.put_new(key, sealed)
         if etag is None:
             try:

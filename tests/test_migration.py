@@ -348,3 +348,22 @@ def test_a_store_migrated_under_concurrent_use_loses_nothing_and_verifies_clean(
     assert report.complete and not report.verified["alice"].problems
     assert texts(operations.memory("alice")) == {**FILES, **written}
     assert stored_keys(s3, v1.layout.memories_prefix) == []
+
+
+def test_a_path_too_long_for_private_names_stays_in_format_1_and_the_user_is_served(
+    v1: S3Memory, make_memory: Callable[..., S3Memory], s3: Any
+) -> None:
+    long_path = "/memories/" + "/".join(["a_fairly_long_directory_name_here"] * 12) + "/note.md"
+    v1.create(memory_path(long_path), "deep\n")
+    memory = v2(make_memory)
+    assert memory.upgrade is not None
+    report = memory.upgrade.run()
+    assert report.left == [
+        (
+            long_path,
+            "its path is too long for private names (export it with --storage-format 1, import it under a shorter path)",
+        )
+    ]
+    assert report.moved == len(FILES)
+    assert memory.run({"command": "view", "path": "/memories/file00.md"}).endswith("line 0")
+    assert stored_keys(s3, v1.layout.memories_prefix) == [v1.layout.file_key(memory_path(long_path))]
