@@ -190,7 +190,7 @@ locals {
   )
 
   # The key, used as the serving roles and the operator role use it.
-  key_use_statements = [
+  key_use_statements = concat([
     {
       Sid       = "EnvelopeKeysWithS3memoryContext"
       Effect    = "Allow"
@@ -198,6 +198,7 @@ locals {
       Resource  = aws_kms_key.memory.arn
       Condition = local.envelope_key_condition
     },
+    ], local.format_1_migration_statements, [
     {
       # SSE-KMS: S3 calls KMS with the caller's credentials when an object is written or read.
       # Restricting by kms:ViaService and the S3 encryption context keeps these grants from being
@@ -212,7 +213,18 @@ locals {
         StringLike   = { "kms:EncryptionContext:aws:s3:arn" = [local.bucket_arn, local.memory_objects_arn] }
       }
     },
-  ]
+  ])
+
+  # Format 2 while format-1 users are moved (store.tf): their format-1 data keys, Decrypt only.
+  format_1_migration_statements = local.format_1_migration ? [
+    {
+      Sid       = "DecryptFormat1Migration"
+      Effect    = "Allow"
+      Action    = "kms:Decrypt"
+      Resource  = aws_kms_key.memory.arn
+      Condition = local.format_1_decrypt_condition
+    },
+  ] : []
 
   xray_statements = var.tracing_mode == "Active" ? [
     {
@@ -270,6 +282,9 @@ locals {
           Resource  = aws_kms_key.memory.arn
           Condition = local.envelope_key_condition
         },
+      ],
+      local.format_1_migration_statements,
+      [
         {
           # SSE-KMS of the objects it reads, through S3 for this bucket only.
           Sid      = "DecryptViaS3"

@@ -6,7 +6,9 @@
 #        GenerateDataKey/Decrypt only with the encryption context that the library sends: format 1
 #        {"s3memory:user": <user id>, "s3memory:key_version": "<n>"}, calls without s3memory:user
 #        are refused; format 2 (var.storage_format) also {"s3memory:store": <store identity>}, and
-#        calls for another store are refused (local.envelope_key_condition, store.tf).
+#        calls for another store are refused (local.envelope_key_condition, store.tf). While a
+#        format-1 store moves to format 2 (var.migrating_from_format_1), Decrypt only with the
+#        format-1 context (no s3memory:store), for the format-1 users' keys.
 #     2. SSE-KMS of the bucket: the same principals, only via S3 in this region, from this account,
 #        for this bucket (with bucket keys the encryption context is the bucket ARN).
 #     1 and 2 for the expiry function's role (when var.expiry_idle_days), with Decrypt only: it
@@ -138,6 +140,19 @@ locals {
           Resource  = "*"
           Condition = local.envelope_key_condition
         },
+      ],
+      # Format 2 while format-1 users are moved: their format-1 data keys, Decrypt only (store.tf).
+      local.format_1_migration ? [
+        {
+          Sid       = "EnvelopeKeysFormat1Migration"
+          Effect    = "Allow"
+          Principal = { AWS = local.kms_key_user_arns }
+          Action    = "kms:Decrypt"
+          Resource  = "*"
+          Condition = local.format_1_decrypt_condition
+        },
+      ] : [],
+      [
         {
           Sid       = "BucketSseViaS3"
           Effect    = "Allow"
@@ -156,7 +171,7 @@ locals {
         },
       ],
       # The expiry function's role (when it exists) unwraps users' data keys; it never makes one.
-      flatten([for expiry_role_arn in aws_iam_role.expiry[*].arn : [
+      flatten([for expiry_role_arn in aws_iam_role.expiry[*].arn : concat([
         {
           Sid       = "ExpiryDecryptWithS3memoryContext"
           Effect    = "Allow"
@@ -165,6 +180,16 @@ locals {
           Resource  = "*"
           Condition = local.envelope_key_condition
         },
+        ], local.format_1_migration ? [
+        {
+          Sid       = "ExpiryDecryptFormat1Migration"
+          Effect    = "Allow"
+          Principal = { AWS = expiry_role_arn }
+          Action    = "kms:Decrypt"
+          Resource  = "*"
+          Condition = local.format_1_decrypt_condition
+        },
+        ] : [], [
         {
           Sid       = "ExpiryDecryptViaS3"
           Effect    = "Allow"
@@ -181,7 +206,7 @@ locals {
             }
           }
         },
-      ]]),
+      ])]),
       var.encrypt_log_groups ? [
         {
           Sid       = "CloudWatchLogsForModuleLogGroups"

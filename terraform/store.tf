@@ -20,6 +20,10 @@
 # NFC normalisation of store_id itself is harmless: the functions receive the same normalised value.
 # Otherwise (a long or odd store_id, or a prefix of 128-255 bytes) the policies only require the
 # context key s3memory:store to be present (Null = false), and the check below warns.
+#
+# A store moving from format 1 (migrating_from_format_1) also needs the format-1 context, without
+# s3memory:store: each key user and the expiry role get Decrypt, only, under it (statements
+# "...Format1Migration").
 # tests/test_terraform.py compares this computation with store_identity over a set of ids.
 
 locals {
@@ -76,6 +80,17 @@ locals {
       }
     }
   }[var.storage_format == 1 ? "format1" : local.store_identity_computable ? "pinned" : "present"]
+
+  # Format 2 while format-1 users are moved (var.migrating_from_format_1): reading a format-1 user's
+  # files unwraps their format-1 data keys, whose context names the user and no store. Decrypt only,
+  # with exactly that context; the grants above stay as they are.
+  format_1_migration = var.storage_format == 2 && var.migrating_from_format_1
+  format_1_decrypt_condition = {
+    Null = {
+      (local.encryption_context_user_key)  = "false"
+      (local.encryption_context_store_key) = "true"
+    }
+  }
 }
 
 check "store_identity_pinned" {

@@ -73,7 +73,7 @@ variable "memory_prefix" {
 }
 
 variable "storage_format" {
-  description = "Storage format of the store (S3MEMORY_STORAGE_FORMAT): 1 (default: user ids and paths in plain object keys, docs/format.md) or 2 (private names, every object and data key bound to the store identity, docs/format-v2.md). Chosen once, when the store is created: a store's objects are read in the format they were written in, and migrating a format-1 store is not built yet. With 2 the key policy and the roles' policies also require the store's identity in the KMS encryption context (see store_id)."
+  description = "Storage format of the store (S3MEMORY_STORAGE_FORMAT): 1 (default: user ids and paths in plain object keys, docs/format.md) or 2 (private names, every object and data key bound to the store identity, docs/format-v2.md). A new store is best created in format 2; an existing format-1 store moves to 2 by serving it in format 2 with migrating_from_format_1 = true and running `s3memory migrate` (docs/format-v2.md, \"Migration from format 1\"). With 2 the key policy and the roles' policies also require the store's identity in the KMS encryption context (see store_id)."
   type        = number
   default     = 1
   nullable    = false
@@ -101,6 +101,13 @@ variable "store_id" {
     )
     error_message = "store_id must be \"\" (the bucket's name) or at most 255 printable characters: no control, format or separator characters but the space, and no leading or trailing space."
   }
+}
+
+variable "migrating_from_format_1" {
+  description = "storage_format = 2 only: the store still holds format-1 users, being moved to format 2 (docs/format-v2.md, \"Migration from format 1\": each user is moved before their first command, and `s3memory migrate` moves the rest). The key users and the expiry role may then also kms:Decrypt, never GenerateDataKey, with the format-1 encryption context (s3memory:user present, s3memory:store absent), which reading a format-1 user's files needs. Set it back to false once `s3memory migrate` has marked the store migrated. No effect on format 1, whose grants already take that context."
+  type        = bool
+  default     = false
+  nullable    = false
 }
 
 variable "noncurrent_version_expiration_days" {

@@ -130,6 +130,15 @@ run "format_2_tells_every_function_and_pins_the_identity" {
     condition     = output.storage_format == 2 && output.store_id == "s3memory-test-bucket"
     error_message = "Outputs: format 2 and the store id."
   }
+
+  assert {
+    condition = length(flatten([
+      for policy in [aws_kms_key.memory.policy, aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
+        for statement in jsondecode(policy).Statement : statement.Sid if endswith(statement.Sid, "Format1Migration")
+      ]
+    ])) == 0
+    error_message = "A format-2 store not migrating grants nothing under the format-1 context: a request without s3memory:store is refused."
+  }
 }
 
 run "store_id_and_prefix_make_the_identity" {
@@ -392,4 +401,95 @@ run "rejects_a_blank_store_id" {
   }
 
   expect_failures = [var.store_id]
+}
+
+# Moving a format-1 store: format-1 data keys (s3memory:user, no s3memory:store) may be unwrapped,
+# Decrypt only, by every key user and the expiry role; the format-2 grants stay pinned.
+run "migrating_from_format_1_adds_format_1_decrypt_only" {
+  command = apply
+
+  variables {
+    storage_format          = 2
+    migrating_from_format_1 = true
+  }
+
+  assert {
+    condition = {
+      for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement.Sid => statement
+      if endswith(statement.Sid, "Format1Migration")
+      } == jsondecode(jsonencode({
+        EnvelopeKeysFormat1Migration = {
+          Sid    = "EnvelopeKeysFormat1Migration"
+          Effect = "Allow"
+          Principal = { AWS = [
+            "arn:aws:iam::123456789012:role/s3memory-memory-lambda",
+            "arn:aws:iam::123456789012:role/s3memory-agent-lambda",
+            "arn:aws:iam::123456789012:role/s3memory-operator",
+          ] }
+          Action   = "kms:Decrypt"
+          Resource = "*"
+          Condition = { Null = {
+            "kms:EncryptionContext:s3memory:user"  = "false"
+            "kms:EncryptionContext:s3memory:store" = "true"
+          } }
+        }
+        ExpiryDecryptFormat1Migration = {
+          Sid       = "ExpiryDecryptFormat1Migration"
+          Effect    = "Allow"
+          Principal = { AWS = "arn:aws:iam::123456789012:role/s3memory-expiry-lambda" }
+          Action    = "kms:Decrypt"
+          Resource  = "*"
+          Condition = { Null = {
+            "kms:EncryptionContext:s3memory:user"  = "false"
+            "kms:EncryptionContext:s3memory:store" = "true"
+          } }
+        }
+    }))
+    error_message = "While migrating, the key users and the expiry role may Decrypt (only) with the format-1 context: s3memory:user present, s3memory:store absent."
+  }
+
+  assert {
+    condition = alltrue([
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] :
+      [for statement in jsondecode(policy).Statement : statement if statement.Sid == "DecryptFormat1Migration"] == [{
+        Sid      = "DecryptFormat1Migration"
+        Effect   = "Allow"
+        Action   = "kms:Decrypt"
+        Resource = "arn:aws:kms:eu-west-1:123456789012:key/11111111-2222-3333-4444-555555555555"
+        Condition = { Null = {
+          "kms:EncryptionContext:s3memory:user"  = "false"
+          "kms:EncryptionContext:s3memory:store" = "true"
+        } }
+      }]
+    ])
+    error_message = "While migrating, each role's policy has one Decrypt-only statement with the format-1 context."
+  }
+
+  assert {
+    condition = [
+      for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement.Condition
+      if contains(var.envelope_sids, statement.Sid)
+      ] == [for _ in range(2) : {
+        Null         = { "kms:EncryptionContext:s3memory:user" = "false" }
+        StringEquals = { "kms:EncryptionContext:s3memory:store" = "9effe05508c5b6192fe271e1421f8f88" }
+    }]
+    error_message = "The format-2 grants (GenerateDataKey and Decrypt) stay pinned to the store identity while migrating."
+  }
+}
+
+run "migrating_has_no_effect_on_format_1_and_is_off_by_default" {
+  command = apply
+
+  variables {
+    migrating_from_format_1 = true
+  }
+
+  assert {
+    condition = length(flatten([
+      for policy in [aws_kms_key.memory.policy, aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
+        for statement in jsondecode(policy).Statement : statement.Sid if endswith(statement.Sid, "Format1Migration")
+      ]
+    ])) == 0
+    error_message = "On format 1 migrating_from_format_1 adds nothing: the format-1 grants already take that context."
+  }
 }
