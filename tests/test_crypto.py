@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 from bench.metrics import RequestCounter
 from s3memory.crypto import (
     HEADER_BYTES,
+    HEADER_METADATA,
     MAGIC,
     OVERHEAD,
+    PLACE_METADATA,
     DataKeySource,
     KeyOwner,
     KeyProvider,
@@ -31,6 +33,7 @@ from s3memory.keyvault import KeyVault
 from s3memory.memory import S3Memory
 from s3memory.paths import memory_path
 
+from .conftest import STORAGE_FORMAT, format_1_only, key_of, store_key_keys
 from .support.bucket import BUCKET, MASTER_KEY, snapshot, stored_keys
 
 SECRET = "my passport number is X1234567"
@@ -160,11 +163,17 @@ def test_the_kms_key_cache_lasts_at_most_the_rotation_wait(seconds: Any) -> None
 
 def test_stored_objects_hold_no_plaintext_anywhere(memory: S3Memory, s3: Any) -> None:
     memory.create(memory_path("/memories/secret.txt"), SECRET)
-    (key,) = stored_keys(s3)
+    key = key_of(memory, "/memories/secret.txt")
+    assert stored_keys(s3) == sorted([*store_key_keys(), key])
     body = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
     assert SECRET.encode() not in body
     assert b"passport" not in body
-    assert s3.head_object(Bucket=BUCKET, Key=key)["Metadata"] == {}
+    metadata = s3.head_object(Bucket=BUCKET, Key=key)["Metadata"]
+    if STORAGE_FORMAT == 1:
+        assert metadata == {}
+    else:  # the content's header and its place record (docs/format-v2.md)
+        assert sorted(metadata) == sorted([HEADER_METADATA, PLACE_METADATA])
+        assert not any("passport" in value or "secret" in value for value in metadata.values())
     assert s3.get_object_tagging(Bucket=BUCKET, Key=key)["TagSet"] == []
 
 
@@ -174,9 +183,9 @@ def test_a_file_copied_to_another_path_or_user_is_refused(
     alice = make_memory("alice")
     bob = make_memory("bob")
     alice.create(memory_path("/memories/a.txt"), SECRET)
-    source = {"Bucket": BUCKET, "Key": "users/alice/memories/a.txt"}
-    s3.copy_object(CopySource=source, Bucket=BUCKET, Key="users/alice/memories/b.txt")
-    s3.copy_object(CopySource=source, Bucket=BUCKET, Key="users/bob/memories/a.txt")
+    source = {"Bucket": BUCKET, "Key": key_of(alice, "/memories/a.txt")}
+    s3.copy_object(CopySource=source, Bucket=BUCKET, Key=key_of(alice, "/memories/b.txt"))
+    s3.copy_object(CopySource=source, Bucket=BUCKET, Key=key_of(bob, "/memories/a.txt"))
     for memory, path in ((alice, "/memories/b.txt"), (bob, "/memories/a.txt")):
         with pytest.raises(IntegrityError) as caught:
             memory.run({"command": "view", "path": path})
@@ -198,11 +207,21 @@ def test_tenants_are_isolated(make_memory: Callable[..., S3Memory]) -> None:
 
 def test_another_master_key_cannot_read(make_memory: Callable[..., S3Memory]) -> None:
     make_memory().create(memory_path("/memories/a.txt"), SECRET)
+    if STORAGE_FORMAT != 1:  # the store key it cannot open refuses it before it reads anything
+        with pytest.raises(
+            IntegrityError, match=r"^Error: The store key is not one s3memory wrapped for this"
+        ):
+            make_memory(key_provider=LocalKeyProvider(bytes(32)))
+        return
     stranger = make_memory(key_provider=LocalKeyProvider(bytes(32)))
     with pytest.raises(IntegrityError, match="integrity check"):
         stranger.run({"command": "view", "path": "/memories/a.txt"})
 
 
+@format_1_only(
+    "format 2's KMS context names the store and the user's namespace token, never the user "
+    "(test_format2.py::test_a_format_2_kms_data_key_is_wrapped_under_the_store_and_token)"
+)
 def test_kms_envelope_stores_only_the_wrapped_key_with_a_context_naming_the_user(
     make_memory: Callable[..., S3Memory], s3: Any, kms: Any, key_id: str
 ) -> None:
@@ -255,10 +274,11 @@ def test_the_key_cache_is_bounded_in_time(
 def test_a_tampered_wrapped_key_is_a_clear_error(
     make_memory: Callable[..., S3Memory], s3: Any, kms: Any, key_id: str
 ) -> None:
-    make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms)).create(
-        memory_path("/memories/a.txt"), SECRET
+    first = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms))
+    first.create(memory_path("/memories/a.txt"), SECRET)
+    s3.put_object(
+        Bucket=BUCKET, Key=first.layout.key_of_internal("keys/v1"), Body=b"S3MK\x01" + b"\x00" * 200
     )
-    s3.put_object(Bucket=BUCKET, Key="users/alice/internal/keys/v1", Body=b"S3MK\x01" + b"\x00" * 200)
     fresh = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms))
     with pytest.raises(CommandError, match=r"^Error: (KMS Decrypt failed|The user.s wrapped data key)"):
         fresh.run({"command": "view", "path": "/memories/a.txt"})
@@ -285,8 +305,8 @@ def test_racing_first_use_creates_exactly_one_data_key(
     for thread in threads:
         thread.join()
     assert errors == []
-    assert stored_keys(s3, "users/newcomer/internal/") == ["users/newcomer/internal/keys/v1"]
     reader = make_memory("newcomer", key_provider=KMSKeyProvider(key_id, kms_client=kms))
+    assert stored_keys(s3, reader.layout.internal_prefix) == [reader.layout.key_of_internal("keys/v1")]
     for index in range(writers):
         assert f"written by {index}" in reader.run({"command": "view", "path": f"/memories/w{index}.txt"})
 
@@ -335,11 +355,12 @@ def test_a_warm_process_learns_a_new_version_when_its_cache_lapses(
     serving = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms, clock=lambda: now[0]))
     serving.create(memory_path("/memories/a.txt"), SECRET)
     vault = KeyVault(serving.store, serving.layout)
-    assert KMSKeyProvider(key_id, kms_client=kms).create(KeyOwner("alice"), 2, vault)
-    assert not KMSKeyProvider(key_id, kms_client=kms).create(KeyOwner("alice"), 2, vault)  # one winner
+    assert KMSKeyProvider(key_id, kms_client=kms).create(serving.key_owner, 2, vault)
+    assert not KMSKeyProvider(key_id, kms_client=kms).create(serving.key_owner, 2, vault)  # one winner
 
-    def version_of(path: str) -> int | None:
-        return sealed_version(s3.get_object(Bucket=BUCKET, Key=f"users/alice/memories/{path}")["Body"].read())
+    def version_of(name: str) -> int | None:
+        key = key_of(serving, f"/memories/{name}")
+        return sealed_version(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
 
     now[0] = 299.0
     serving.create(memory_path("/memories/b.txt"), SECRET)
@@ -358,10 +379,10 @@ def test_the_key_cache_lapses_by_the_wall_clock_too(
     serving = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms, clock=lambda: frozen[0]))
     serving.create(memory_path("/memories/a.txt"), SECRET)
     assert KMSKeyProvider(key_id, kms_client=kms).create(
-        KeyOwner("alice"), 2, KeyVault(serving.store, serving.layout)
+        serving.key_owner, 2, KeyVault(serving.store, serving.layout)
     )
     woke = time.time() + 301
     monkeypatch.setattr(time, "time", lambda: woke)  # the machine slept: only the wall clock moved
     serving.create(memory_path("/memories/b.txt"), SECRET)
-    body = s3.get_object(Bucket=BUCKET, Key="users/alice/memories/b.txt")["Body"].read()
+    body = s3.get_object(Bucket=BUCKET, Key=key_of(serving, "/memories/b.txt"))["Body"].read()
     assert sealed_version(body) == 2
