@@ -91,11 +91,11 @@ def plaintext_size(object_size: int) -> int:
 
 def sealed_version(blob: bytes) -> int | None:
     """The key version the header of ``blob`` names (not authenticated), or None if ``blob`` does not
-    begin as an object in our format."""
+    begin as an object in our format (1 or 2)."""
     if len(blob) < SEALED_VERSION_BYTES:
         return None
     magic, format_version, version = _VERSION.unpack_from(blob)
-    return int(version) if magic == MAGIC and format_version == FORMAT_VERSION else None
+    return int(version) if magic == MAGIC and format_version in (FORMAT_VERSION, PLACED_FORMAT) else None
 
 
 def parsed_fingerprint(stored: str | None) -> tuple[int, str] | None:

@@ -16,13 +16,16 @@ read) keep the version that sealed them: it is retired only once none is left, o
 Every run may be cut off anywhere: running it again finishes the work. Every re-encryption is a
 conditional replace on the ETag read, by the author the file's version names.
 
-Rotation of a format-2 store (private names, ``docs/format-v2.md``) is not built yet: it is refused
-before anything is read or changed (``refuse_unsupported``).
+A format-2 store (private names, ``docs/format-v2.md``) rotates the same way: each file is sealed
+again with a fresh place record naming the same author. Since a format-2 rename copies the sealed
+bytes on the server, it carries their key version to the new path: before an old version is retired
+there, a pass must list every file as it reads it, sealed with no old version (``_Sweep``).
 """
 
 from __future__ import annotations
 
 import functools
+import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +37,8 @@ from .crypto import (
     MAX_KEY_CACHE_SECONDS,
     MAX_KEY_VERSION,
     OVERHEAD,
+    PLACED_FORMAT,
+    STORE_KEY_MAGIC,
     KMSKeyProvider,
     LocalKeyProvider,
     sealed_version,
@@ -44,16 +49,18 @@ from .jobs import RECORD_MAX_BYTES, RECORD_PATH_PREFIX
 from .keyvault import KEYS_PREFIX, KeyVault
 from .memory import S3Memory
 from .operations import Operations
-from .paths import MemoryPath
+from .paths import MemoryPath, validate_namespace
 from .store import (
     DELETE_BATCH,
     ConditionalConflict,
+    Listed,
     ObjectTooLarge,
     PreconditionFailed,
     S3Store,
     StoredObject,
     Version,
 )
+from .store_keys import STORE_KEY_MAX_BYTES, STORE_KEY_NAME
 from .versions import when
 
 CLOCK_MARGIN_SECONDS = 120.0
@@ -61,6 +68,8 @@ CLOCK_MARGIN_SECONDS = 120.0
 the wait by the operator's clock."""
 ROTATION_WAIT_SECONDS = MAX_KEY_CACHE_SECONDS + CLOCK_MARGIN_SECONDS
 """How long after the switch to a new version no serving process can still seal with an old one."""
+SWEEPS = 4
+"""Format 2: the passes a run makes, at most, to find one that lists every file as it reads it."""
 
 
 @dataclass
@@ -125,9 +134,21 @@ class _StoredKey:
     written: datetime | None = None
 
 
+@dataclass
+class _Sweep:
+    """What the passes of one run learned. ``cleared``: the ETags of objects found to need no old
+    version (ETags name bytes: a copy made on the server has its source's), read again by no later
+    pass. ``unsettled``: in this pass, a file was not read as it was listed (gone, changed, or sealed
+    again here), so the listing may have missed a copy of it."""
+
+    cleared: set[str] = field(default_factory=set)
+    unsettled: bool = False
+
+
 def refuse_unsupported(operations: Operations) -> None:
-    """Refuse (``CommandError``) a rotation this version cannot do: one of a format-2 store."""
-    if operations.storage_format != FORMAT_VERSION:
+    """Refuse (``CommandError``) a rotation this version cannot do: a store of a format it does not
+    know (formats 1 and 2 are rotated)."""
+    if operations.storage_format not in (FORMAT_VERSION, PLACED_FORMAT):
         raise CommandError(
             f"Error: rotation of a format-{operations.storage_format} store is not supported yet; "
             "nothing was changed."
@@ -148,30 +169,38 @@ def rotate(
     ``run_again_after`` says when). On a bucket with versioning, earlier versions of files sealed
     with an old version keep it (``kept_for_history``) unless ``drop_history`` (then
     ``history_dropped`` counts them). ``dry_run`` reads everything and changes nothing. ``now``
-    (seconds since the epoch) stands for the operator's clock. A format-2 store is refused
-    (``refuse_unsupported``)."""
+    (seconds since the epoch) stands for the operator's clock. On a format-2 store without a store
+    key (nobody has written to it) the user has no data key, and nothing is written."""
     refuse_unsupported(operations)
-    memory = operations.memory(user_id)
     provider = operations.key_provider
+    if not isinstance(provider, LocalKeyProvider | KMSKeyProvider):
+        validate_namespace(user_id, operations.prefix)
+        raise ValueError("rotate needs a KMSKeyProvider or a LocalKeyProvider")
+    memory = operations.existing_memory(user_id)
+    report = RotationReport(user_id, dry_run)
+    if memory is None:
+        return report
     vault = KeyVault(memory.store, memory.layout)
     started = time.time() if now is None else now
-    report = RotationReport(user_id, dry_run)
     if isinstance(provider, LocalKeyProvider):
         report.current, report.old = provider.version, provider.previous_versions
         waited = True
+        if memory.key_owner.store is not None and not dry_run:
+            _rewrap_store_key(memory.store, operations.prefix, memory.key_owner.store, provider)
     elif isinstance(provider, KMSKeyProvider):
         if not _start(provider, memory, vault, report):
             return report
         waited = report.switched_at is not None and report.switched_at + ROTATION_WAIT_SECONDS <= started
         if not waited:
             report.run_again_after = (report.switched_at or started) + ROTATION_WAIT_SECONDS
-    else:
-        raise ValueError("rotate needs a KMSKeyProvider or a LocalKeyProvider")
     if not report.old:
         return report
     if not dry_run:
         memory.jobs.finish_pending()
-    _seal_again(memory, report)
+    sweep = _Sweep()
+    _seal_again(memory, report, sweep)
+    if waited and not report.left and not dry_run and memory.files.cipher.format == PLACED_FORMAT:
+        _settle(memory, report, sweep)
     if waited and not report.left:
         needs = _history_needs(memory, report)
         kept = set() if drop_history else set().union(*needs)
@@ -249,6 +278,30 @@ def _start(provider: KMSKeyProvider, memory: S3Memory, vault: KeyVault, report: 
     return True
 
 
+def _rewrap_store_key(store: S3Store, prefix: str, identity: str, provider: LocalKeyProvider) -> None:
+    """Format 2 with a local master key: wrap the store key (the root of every private name) again
+    under the current master key if a previous one wraps it, so that dropping the previous key from
+    the settings locks no name out. One conditional write; the key itself stays as it is, so what
+    processes learned of it stays true."""
+    name = prefix + STORE_KEY_NAME
+    current = STORE_KEY_MAGIC + b"L" + struct.pack(">I", provider.version)
+    for attempt in range(WRITE_ATTEMPTS):
+        stored = store.get(name, max_bytes=STORE_KEY_MAX_BYTES)
+        if stored is None or stored.body.startswith(current):
+            return
+        wrapped = provider.wrap_store_key(identity, provider.open_store_key(identity, stored.body))
+        try:
+            store.put(name, wrapped, if_match=stored.etag)
+        except (PreconditionFailed, ConditionalConflict):
+            backoff(attempt)  # another rotation wrapped it (read next), or it was written meanwhile
+            continue
+        return
+    raise CommandError(
+        "Error: The store key kept changing while it was wrapped again under the current local master "
+        "key; no file was sealed again. Run the rotation again."
+    )
+
+
 def _stored_keys(store: S3Store, vault: KeyVault) -> dict[int, _StoredKey]:
     """The user's wrapped keys by version, with every S3 version of each (one listing of versions)."""
     found: dict[int, _StoredKey] = {}
@@ -264,25 +317,49 @@ def _stored_keys(store: S3Store, vault: KeyVault) -> dict[int, _StoredKey]:
     return found
 
 
-def _seal_again(memory: S3Memory, report: RotationReport) -> None:
+def _seal_again(memory: S3Memory, report: RotationReport, sweep: _Sweep) -> None:
     """One pass over the user's namespace, a page at a time (its objects in parallel): seal again every
-    memory file and every internal record sealed with an old version."""
+    memory file and every internal record sealed with an old version. Objects listed with an ETag
+    ``sweep`` has cleared are not read again."""
     layout = memory.layout
     keys = layout.key_of_internal(KEYS_PREFIX)  # wrapped keys, not sealed records
     old = set(report.old)
+    sweep.unsettled = False
     for page in memory.store.pages(layout.namespace):
         tasks: list[tuple[str, Callable[[], bool]]] = []
         for listed in page.objects:
+            if _bare(listed.etag) in sweep.cleared:
+                continue
             if (path := layout.path_of_key(listed.key)) is not None:
-                once = functools.partial(_file_once, memory, path, listed.key, old, report)
+                once = functools.partial(_file_once, memory, path, listed, old, report, sweep)
                 tasks.append((path.text, once))
             elif listed.key.startswith(layout.internal_prefix) and not listed.key.startswith(keys):
                 name = listed.key[len(layout.internal_prefix) :]
-                tasks.append((f"internal/{name}", functools.partial(_record_once, memory, name, old, report)))
+                once = functools.partial(_record_once, memory, name, old, report, sweep)
+                tasks.append((f"internal/{name}", once))
         parallel(lambda task: _until_settled(*task, report), tasks)
-    report.reencrypted.sort()
-    report.records.sort()
+    report.reencrypted = sorted(set(report.reencrypted))
+    report.records = sorted(set(report.records))
     report.left.sort()
+
+
+def _settle(memory: S3Memory, report: RotationReport, sweep: _Sweep) -> None:
+    """Format 2, before an old version is retired: pass again until a pass has read every file as it
+    was listed (at most ``SWEEPS`` passes; the files cleared before are not read again). A rename
+    copies a file's sealed bytes, old version and all, so a copy made while a pass ran may sit where
+    the pass had listed already; once one listing shows only files that need no old version, none
+    can appear after it, since nothing seals with an old version any more."""
+    for _sweep in range(1, SWEEPS):
+        if not sweep.unsettled or report.left:
+            return
+        _seal_again(memory, report, sweep)
+    if sweep.unsettled:
+        report.left.append(
+            (
+                "/memories",
+                f"files kept changing or moving while each of {SWEEPS} passes read them; run it again",
+            )
+        )
 
 
 def _until_settled(label: str, once: Callable[[], bool], report: RotationReport) -> None:
@@ -295,46 +372,60 @@ def _until_settled(label: str, once: Callable[[], bool], report: RotationReport)
     report.left.append((label, "it kept changing while it was sealed again"))
 
 
-def _file_once(memory: S3Memory, path: MemoryPath, key: str, old: set[int], report: RotationReport) -> bool:
+def _file_once(
+    memory: S3Memory, path: MemoryPath, listed: Listed, old: set[int], report: RotationReport, sweep: _Sweep
+) -> bool:
     """Seal the file at ``path`` again, by the author its version names, if an ``old`` version
-    sealed it; False if it changed meanwhile."""
+    sealed it; False if it changed meanwhile. ``sweep`` learns whether it was read as ``listed``."""
     files = memory.files
     try:
-        stored = _sealed_with_old(memory, key, files.max_file_bytes + OVERHEAD, old)
+        stored = memory.store.get(listed.key, max_bytes=files.max_file_bytes + OVERHEAD)
     except ObjectTooLarge:
         report.left.append((path.text, "larger than the file size limit: it could not be read"))
         return True
+    if stored is None or _bare(stored.etag) != _bare(listed.etag):
+        sweep.unsettled = True
     if stored is None:
+        return True
+    if sealed_version(stored.body) not in old:
+        sweep.cleared.add(_bare(stored.etag))
         return True
     try:
         text, author = files.decode(path, stored.body, stored.metadata)
     except IntegrityError as refused:
-        _refused(memory, path.text, stored, refused, report)
+        if not _refused(memory, path.text, stored, refused, report):
+            sweep.cleared.add(_bare(stored.etag))
         return True
+    sweep.unsettled = True
     if not report.dry_run:
         writer = files.by(author)
-        origin = stored.metadata.get(ORIGIN_METADATA)  # kept as it is: a hint, with its key version
+        # format 1: the origin kept as it is (a hint, with its key version); format 2 keeps none
+        origin = stored.metadata.get(ORIGIN_METADATA) if files.cipher.format == FORMAT_VERSION else None
         if not writer.replace(path, writer.encode(path, text), stored.etag, origin):
             return False
     report.reencrypted.append(path.text)
     return True
 
 
-def _record_once(memory: S3Memory, name: str, old: set[int], report: RotationReport) -> bool:
+def _record_once(memory: S3Memory, name: str, old: set[int], report: RotationReport, sweep: _Sweep) -> bool:
     """Seal the internal record ``name`` again (under its associated-data path, ``internal:`` and the
     name) if an ``old`` version sealed it; False if it changed meanwhile."""
     key = memory.layout.key_of_internal(name)
     try:
-        stored = _sealed_with_old(memory, key, RECORD_MAX_BYTES, old)
+        stored = memory.store.get(key, max_bytes=RECORD_MAX_BYTES)
     except ObjectTooLarge:
         return True  # no record s3memory writes is this large
     if stored is None:
+        return True
+    if sealed_version(stored.body) not in old:
+        sweep.cleared.add(_bare(stored.etag))
         return True
     cipher = memory.files.cipher
     try:
         body = cipher.open(RECORD_PATH_PREFIX + name, stored.body)
     except IntegrityError as refused:
-        _refused(memory, f"internal/{name}", stored, refused, report)
+        if not _refused(memory, f"internal/{name}", stored, refused, report):
+            sweep.cleared.add(_bare(stored.etag))
         return True
     if not report.dry_run:
         try:
@@ -350,20 +441,21 @@ def _record_once(memory: S3Memory, name: str, old: set[int], report: RotationRep
     return True
 
 
-def _sealed_with_old(memory: S3Memory, key: str, max_bytes: int, old: set[int]) -> StoredObject | None:
-    """The object at ``key`` if its header names an ``old`` version; else None."""
-    stored = memory.store.get(key, max_bytes=max_bytes)
-    return stored if stored is not None and sealed_version(stored.body) in old else None
+def _bare(etag: str) -> str:
+    """An ETag without its quotes (a listing and a GET may differ in them)."""
+    return etag.strip('"')
 
 
 def _refused(
     memory: S3Memory, label: str, stored: StoredObject, refused: CommandError, report: RotationReport
-) -> None:
-    """An object that names an old version and did not open: left (blocking the removal) when that
-    version's key cannot be had, else not sealed by s3memory here (``verify`` reports it)."""
+) -> bool:
+    """An object that names an old version and did not open: left (blocking the removal; True) when
+    that version's key cannot be had, else not sealed by s3memory here (``verify`` reports it)."""
     version = sealed_version(stored.body)
     if version is not None and _key_missing(memory, version):
         report.left.append((label, refused.message))
+        return True
+    return False
 
 
 def _key_missing(memory: S3Memory, version: int) -> bool:

@@ -1,5 +1,6 @@
 """The operator tools on storage format 2 (private names): users, ls, cat, export, import, verify,
-erase, history, restore, redact, expire (library and function) answer as on format 1; rotate refuses.
+erase, history, restore, redact, expire (library and function) answer as on format 1 (rotate: in
+``test_rotation_format2.py``).
 A bucket writer's planted namespaces are no users, and planted keys are reported by verify and never
 read as files (moto; KMS where erase and shredding matter)."""
 
@@ -33,7 +34,6 @@ from s3memory.memory import S3Memory
 from s3memory.names import namespace_of, user_of_namespace
 from s3memory.operations import Operations
 from s3memory.paths import memory_path
-from s3memory.rotation import rotate
 from s3memory.settings import Limits, Settings
 from s3memory.store import S3Store
 from s3memory.store_keys import STORE_KEY_NAME, store_identity, stored_store_key
@@ -740,30 +740,6 @@ def test_the_expiry_function_serves_a_format_2_store_and_writes_nothing(
     (line,) = invocation_records(caplog, "expiry")
     text = json.dumps(line)
     assert "pat" not in text and "quin" not in text and "/memories" not in text and "secret" not in text
-
-
-# -- rotate -----------------------------------------------------------------------------------------
-
-
-def test_rotate_refuses_a_format_2_store_before_asking_and_changes_nothing(
-    operations: Operations, s3: Any
-) -> None:
-    seed(operations, "alice", {"/memories/a.md": "a\n"})
-    before = snapshot(s3)
-    with pytest.raises(CommandError, match="rotation of a format-2 store is not supported yet"):
-        rotate(operations, "alice")
-    asked: list[str] = []
-    console = Console(
-        _parser().parse_args(["rotate", "--all"]),
-        environ={},
-        out=io.StringIO(),
-        err=(err := io.StringIO()),
-        confirm=lambda question: asked.append(question) is None,
-        operations=operations,
-    )
-    assert console.run() == 1 and asked == []
-    assert "s3memory rotate: Error: rotation of a format-2 store is not supported yet" in err.getvalue()
-    assert snapshot(s3) == before
 
 
 # -- what the tools log ---------------------------------------------------------------------------------
