@@ -136,10 +136,11 @@ class _StoredKey:
 
 @dataclass
 class _Sweep:
-    """What the passes of one run learned. ``cleared``: the ETags of objects found to need no old
-    version (ETags name bytes: a copy made on the server has its source's), read again by no later
-    pass. ``unsettled``: in this pass, a file was not read as it was listed (gone, changed, or sealed
-    again here), so the listing may have missed a copy of it."""
+    """What the passes of one run learned. ``cleared``: the ETags of objects whose header names no old
+    version, read again by no later pass (ETags name bytes: a copy made on the server has its
+    source's, so it names the same version; an object that did not open here is never cleared, as
+    its bytes may open at another path). ``unsettled``: in this pass, a file was not read as it was
+    listed (gone, changed, or sealed again here), so the listing may have missed a copy of it."""
 
     cleared: set[str] = field(default_factory=set)
     unsettled: bool = False
@@ -393,8 +394,7 @@ def _file_once(
     try:
         text, author = files.decode(path, stored.body, stored.metadata)
     except IntegrityError as refused:
-        if not _refused(memory, path.text, stored, refused, report):
-            sweep.cleared.add(_bare(stored.etag))
+        _refused(memory, path.text, stored, refused, report)  # not cleared: its bytes may open elsewhere
         return True
     sweep.unsettled = True
     if not report.dry_run:
@@ -424,8 +424,7 @@ def _record_once(memory: S3Memory, name: str, old: set[int], report: RotationRep
     try:
         body = cipher.open(RECORD_PATH_PREFIX + name, stored.body)
     except IntegrityError as refused:
-        if not _refused(memory, f"internal/{name}", stored, refused, report):
-            sweep.cleared.add(_bare(stored.etag))
+        _refused(memory, f"internal/{name}", stored, refused, report)
         return True
     if not report.dry_run:
         try:
@@ -448,14 +447,12 @@ def _bare(etag: str) -> str:
 
 def _refused(
     memory: S3Memory, label: str, stored: StoredObject, refused: CommandError, report: RotationReport
-) -> bool:
-    """An object that names an old version and did not open: left (blocking the removal; True) when
-    that version's key cannot be had, else not sealed by s3memory here (``verify`` reports it)."""
+) -> None:
+    """An object that names an old version and did not open: left (blocking the removal) when that
+    version's key cannot be had, else not sealed by s3memory here (``verify`` reports it)."""
     version = sealed_version(stored.body)
     if version is not None and _key_missing(memory, version):
         report.left.append((label, refused.message))
-        return True
-    return False
 
 
 def _key_missing(memory: S3Memory, version: int) -> bool:

@@ -259,6 +259,29 @@ def test_a_local_master_key_rotation_wraps_the_store_key_again(s3: Any) -> None:
     assert [f.kind for f in alone.verify("alice").findings] == []
 
 
+def test_an_object_that_does_not_open_at_its_path_holds_nothing_back(s3: Any) -> None:
+    layout = seed(local_operations(s3, BUCKET, LocalKeyProvider(MASTER_KEY)))
+    notes = layout.file_key(memory_path("/memories/notes.md"))
+    ours = s3.get_object(Bucket=BUCKET, Key=notes)
+    body, metadata = ours["Body"].read(), ours["Metadata"]
+    for name in ("/memories/forged.md", "/memories/zz/forged.md"):  # a bucket writer's copies of notes.md
+        forged = layout.file_key(memory_path(name))
+        s3.put_object(Bucket=BUCKET, Key=forged, Body=body, Metadata=metadata)  # placed for notes.md
+    s3.put_object(Bucket=BUCKET, Key=layout.file_key(memory_path("/memories/junk.md")), Body=b"S3ME\x02")
+    rotated = local_operations(
+        s3, BUCKET, LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY})
+    )
+    report = rotate(rotated, "alice")
+    assert (report.reencrypted, report.left, report.retired) == (sorted(FILES), [], [1])
+    found = sealed_with(s3, BUCKET, layout.memories_prefix)
+    assert found.pop(layout.file_key(memory_path("/memories/forged.md"))) == 1  # not ours: left as it is
+    assert found.pop(layout.file_key(memory_path("/memories/zz/forged.md"))) == 1
+    assert found.pop(layout.file_key(memory_path("/memories/junk.md"))) is None
+    assert set(found.values()) == {2}  # notes.md among them, though its bytes were also elsewhere
+    alone = serving(s3, BUCKET, LocalKeyProvider(NEW_MASTER_KEY, version=2))
+    assert contents(alone) == dict(FILES)
+
+
 def test_on_a_versioned_bucket_the_old_key_is_kept_while_history_needs_it(
     s3: Any, versioned: str, kms: Any, key_id: str
 ) -> None:
