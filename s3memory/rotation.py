@@ -186,7 +186,7 @@ def rotate(
     if isinstance(provider, LocalKeyProvider):
         report.current, report.old = provider.version, provider.previous_versions
         waited = True
-        if memory.key_owner.store is not None and not dry_run:
+        if memory.key_owner.store is not None and report.old and not dry_run:
             _rewrap_store_key(memory.store, operations.prefix, memory.key_owner.store, provider)
     elif isinstance(provider, KMSKeyProvider):
         if not _start(provider, memory, vault, report):
