@@ -99,15 +99,17 @@ class Browser:
         if first is None:
             first = next(self._store.pages(prefix))
         tree = Tree()
-        found = [
-            (path, listed.size) for listed in first.objects if (path := self._layout.path_of_key(listed.key))
-        ]
+        path_of = _PathsOfKeys(self._layout.path_of_key)
+        found = False
         if not first.truncated:
-            for path, size in found:
-                tree.add_file(path.relative_to(directory), plaintext_size(size))
+            for listed in first.objects:
+                if (path := path_of(listed.key)) is not None:
+                    tree.add_file(path.relative_to(directory), plaintext_size(listed.size))
+                    found = True
         else:
+            found = any(path_of(listed.key) is not None for listed in first.objects)
             last = listed_to or (first.objects[-1].key if first.objects else prefix)
-            self._fill_until_cut(tree, directory, first.objects, max(last, prefix))
+            self._fill_until_cut(tree, directory, first.objects, max(last, prefix), path_of)
         if not (found or tree.root.children or directory.is_root):
             return None  # no memory file below it: no such directory
         self._files.directories.add(
@@ -115,13 +117,20 @@ class Browser:
         )
         return tree
 
-    def _fill_until_cut(self, tree: Tree, directory: MemoryPath, seen: list[Listed], last: str) -> None:
+    def _fill_until_cut(
+        self, tree: Tree, directory: MemoryPath, seen: list[Listed], last: str, path_of: _PathsOfKeys
+    ) -> None:
         """Add the visible entries of both levels to ``tree``, in the order a listing shows them,
         until their rows pass the view cap. ``seen`` holds every key below the directory up to
         ``last``, in key order."""
         prefix = self._layout.directory_prefix(directory)
+        seen_below: dict[str, list[Listed]] = {}
+        for listed in seen:
+            token, below, _rest = listed.key[len(prefix) :].partition("/")
+            if below:
+                seen_below.setdefault(token, []).append(listed)
         used = 0
-        for entry in self._level(prefix, seen, last):
+        for entry in self._level(prefix, seen, last, path_of):
             used += entry.least_row_length(directory.canonical)
             if entry.file_size is not None:
                 tree.add_file((entry.name,), entry.file_size)
@@ -133,9 +142,7 @@ class Browser:
             inner = f"{prefix}{entry.token}/"
             inner_last = inner if last < inner else (None if listed_past(last, inner) else last)
             base = f"{directory.canonical}/{entry.name}"
-            for child in self._level(
-                inner, [listed for listed in seen if listed.key.startswith(inner)], inner_last
-            ):
+            for child in self._level(inner, seen_below.get(entry.token, []), inner_last, path_of):
                 used += child.least_row_length(base)
                 if child.file_size is not None:
                     tree.add_file((entry.name, child.name), child.file_size)
@@ -146,7 +153,9 @@ class Browser:
             if used > VIEW_CHARACTER_CAP:
                 return
 
-    def _level(self, prefix: str, seen: Iterable[Listed], last: str | None) -> Iterator[_Entry]:
+    def _level(
+        self, prefix: str, seen: Iterable[Listed], last: str | None, path_of: _PathsOfKeys
+    ) -> Iterator[_Entry]:
         """The visible entries directly below ``prefix``, in name order, listed as they are needed.
 
         ``seen`` holds the keys below ``prefix`` up to ``last``; ``last`` None means they are all
@@ -158,7 +167,7 @@ class Browser:
         entries: dict[str, _Entry] = {}
         probed: set[str] = set()
         for listed in seen:
-            self._note_key(entries, prefix, listed.key, listed.size)
+            _note_key(path_of, entries, prefix, listed.key, listed.size)
         pages = iter(()) if last is None else self._store.pages(prefix, delimiter=True, start_after=last)
         held_back_by: str | None = None
         while last is not None:
@@ -167,7 +176,7 @@ class Browser:
             if blocker is not None and blocker == held_back_by:
                 probed.add(blocker)
                 if not is_hidden(blocker) and self._store.any_below(f"{prefix}{blocker}/"):
-                    self._note_key(entries, prefix, f"{prefix}{blocker}/", None)
+                    _note_key(path_of, entries, prefix, f"{prefix}{blocker}/", None)
                 continue
             held_back_by = blocker
             page = next(pages, None)
@@ -175,29 +184,51 @@ class Browser:
                 break
             # a server may show a name again (a common prefix the resumed listing started inside)
             for listed in page.objects:
-                self._note_key(entries, prefix, listed.key, listed.size, given_below)
+                _note_key(path_of, entries, prefix, listed.key, listed.size, given_below)
             for common in page.prefixes:
-                self._note_key(entries, prefix, common, None, given_below)
+                _note_key(path_of, entries, prefix, common, None, given_below)
             reached = [*(listed.key for listed in page.objects[-1:]), *page.prefixes[-1:]]
             last = max([last, *reached]) if page.truncated else None
         yield from _give_out(entries, None)
 
-    def _note_key(
-        self, entries: dict[str, _Entry], prefix: str, key: str, size: int | None, given_below: str = ""
-    ) -> None:
-        """Record what ``key`` (an object, or a common prefix when ``size`` is None) shows of its
-        name directly below ``prefix``; keys of no valid memory path, hidden names, and names
-        whose key segment sorts before ``given_below`` (given out already) show nothing."""
-        token, below, _rest = key[len(prefix) :].partition("/")
-        path = None if token < given_below else self._layout.path_of_key(prefix + token)
-        if path is None or is_hidden(path.segments[-1]):
-            return
-        entry = entries.setdefault(token, _Entry(path.segments[-1], token))
-        if not below:
-            if size is not None:
-                entry.file_size = plaintext_size(size)
-        elif size is None or self._layout.path_of_key(key) is not None:
-            entry.is_directory = True
+
+class _PathsOfKeys:
+    """``KeyLayout.path_of_key``, remembered for one view: a key is seen at each level it shows a
+    name at, and a private name costs a decryption (cached, but not free) per segment."""
+
+    def __init__(self, path_of_key: Callable[[str], MemoryPath | None]) -> None:
+        self._path_of_key = path_of_key
+        self._known: dict[str, MemoryPath | None] = {}
+
+    def __call__(self, key: str) -> MemoryPath | None:
+        try:
+            return self._known[key]
+        except KeyError:
+            path = self._known[key] = self._path_of_key(key)
+            return path
+
+
+def _note_key(
+    path_of: _PathsOfKeys,
+    entries: dict[str, _Entry],
+    prefix: str,
+    key: str,
+    size: int | None,
+    given_below: str = "",
+) -> None:
+    """Record what ``key`` (an object, or a common prefix when ``size`` is None) shows of its name
+    directly below ``prefix``; keys of no valid memory path, hidden names, and names whose key
+    segment sorts before ``given_below`` (given out already) show nothing."""
+    token, below, _rest = key[len(prefix) :].partition("/")
+    path = None if token < given_below else path_of(prefix + token)
+    if path is None or is_hidden(path.segments[-1]):
+        return
+    entry = entries.setdefault(token, _Entry(path.segments[-1], token))
+    if not below:
+        if size is not None:
+            entry.file_size = plaintext_size(size)
+    elif size is None or path_of(key) is not None:
+        entry.is_directory = True
 
 
 def _settled_below(prefix: str, last: str, probed: set[str]) -> tuple[str, str | None]:
