@@ -289,6 +289,11 @@ class ObjectCipher:
             self._data_key(path, version)
         )
 
+    def is_current(self, header: bytes) -> bool:
+        """True if ``header`` (of a format-2 object) names the user's current data key version:
+        what a rename may copy as it is (a copy of an older one would keep a key being retired)."""
+        return _header_version(header) == self._keys.current()[0]
+
     def fingerprint(self, path: str, version: int | None = None) -> str:
         """A keyed hash of ``path`` that names it in object metadata without revealing it:
         ``<version>:<hex>``, HMAC-SHA256 under a key derived from the data key of ``version`` (by

@@ -135,7 +135,11 @@ class ServerCopyMover(Mover):
 
     def place(self, origin: Origin, target: MemoryPath) -> Copy | None:
         """The copy keeps the source's bytes; its metadata places the content at ``target``, moved
-        there by this author. Its place record is new, so it tells this copy from any other."""
+        there by this author. Its place record is new, so it tells this copy from any other. A
+        source sealed under an older key version is sealed again instead (read and written, as in
+        format 1): a copy would keep the version that a rotation is retiring."""
+        if not self._files.cipher.is_current(origin.header):
+            return self._sealed_again(origin, target)
         layout = self._files.layout
         source, key = layout.file_key(origin.path), layout.file_key(target)
         metadata = self._files.cipher.placed(target.canonical, origin.header, self._files.author)
@@ -153,6 +157,14 @@ class ServerCopyMover(Mover):
             return Copy(target, etag, place)
         raise conflicting_writes()
 
+    def _sealed_again(self, origin: Origin, target: MemoryPath) -> Copy | None:
+        found = self._files.read(origin.path)
+        if found is None or found.etag != origin.etag:
+            raise SourceChanged(origin.path.canonical)
+        sealed = self._files.encode(target, found.text)
+        etag = self._files.put_new(self._files.layout.file_key(target), sealed)
+        return None if etag is None else Copy(target, etag, sealed.metadata[PLACE_METADATA])
+
     def _refused(self, target: MemoryPath, place: str, *, after_retry: bool) -> Copy | None:
         """What a refused copy to ``target`` means: None if something is there; our own copy if it
         is (its answer was lost, and the retry lost to it); ``SourceChanged`` if nothing is."""
@@ -164,15 +176,27 @@ class ServerCopyMover(Mover):
         return None
 
     def holds_copy(self, origin: Origin, target: MemoryPath) -> bool:
-        """It places ``origin``'s content (the same header: every write's header is unique) at
-        ``target``, authentically."""
+        """It places ``origin``'s content at ``target``, authentically: the same header (every
+        write's header is unique), or, for a source sealed again (an older key version), the same
+        text while the source is still as it was found."""
+        cipher = self._files.cipher
         head = self._store.head(self._files.layout.file_key(target))
-        if head is None:
-            return False
         try:
-            return self._files.cipher.place_of(target.canonical, head.metadata).header == origin.header
+            if head is None:
+                return False
+            if cipher.place_of(target.canonical, head.metadata).header == origin.header:
+                return True
+            if cipher.is_current(origin.header):
+                return False
+            source, there = self._files.read(origin.path), self._files.read(target)
         except IntegrityError:
             return False
+        return (
+            source is not None
+            and there is not None
+            and source.etag == origin.etag
+            and source.text == there.text
+        )
 
     def _is_ours(self, key: str, copy: Copy) -> bool:
         head = self._store.head(key)

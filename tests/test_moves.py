@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bench.metrics import RequestCounter
-from s3memory.crypto import HEADER_METADATA, PLACE_METADATA
+from s3memory.crypto import HEADER_METADATA, PLACE_METADATA, LocalKeyProvider, sealed_version
 from s3memory.errors import CommandError, IntegrityError
 from s3memory.memory import S3Memory
 from s3memory.moves import ServerCopyMover, SourceChanged
@@ -20,10 +20,11 @@ from s3memory.paths import memory_path
 from s3memory.store import PreconditionFailed
 
 from .support.access import AccessRecordWrites
-from .support.bucket import ALL_BACKENDS, BUCKET
+from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
 
 BACKENDS = ALL_BACKENDS
 FILES = 40
+NEW_MASTER_KEY = bytes(range(100, 132))
 
 
 @pytest.fixture
@@ -247,3 +248,55 @@ class _Stale(ServerCopyMover):
 
     def locate(self, path: Any) -> Any:
         return self._origin
+
+
+def rotated(memory: S3Memory, make_memory: Callable[..., S3Memory]) -> S3Memory:
+    """The same user's memory once the local master key has moved to version 2 (version 1 kept to
+    open what it sealed)."""
+    return make_memory(
+        key_provider=LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}), storage_format=2
+    )
+
+
+def version_at(memory: S3Memory, s3: Any, path: str) -> int | None:
+    return sealed_version(s3.get_object(Bucket=BUCKET, Key=key(memory, path))["Body"].read())
+
+
+def test_a_file_sealed_under_an_older_key_version_is_sealed_again_not_copied(
+    memory: S3Memory, make_memory: Callable[..., S3Memory], s3: Any
+) -> None:
+    """A copy would keep the version a rotation is retiring (docs/rotation.md): such a source is
+    read and written under the current version, by the mover."""
+    memory.create(memory_path("/memories/a.md"), "alpha\n")
+    memory.create(memory_path("/memories/d/x.md"), "x\n")
+    memory.create(memory_path("/memories/d/y.md"), "y\n")
+    later = rotated(memory, make_memory).acting_as("bob")
+    later.access.wait()
+    with requests_of(later) as seen:
+        later.run({"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/b.md"})
+    assert seen["CopyObject"] == 0 and seen["GetObject"] == 1 and seen["PutObject"] == 1
+    later.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
+    for path, text in [
+        ("/memories/b.md", "alpha\n"),
+        ("/memories/e/x.md", "x\n"),
+        ("/memories/e/y.md", "y\n"),
+    ]:
+        assert version_at(later, s3, path) == 2
+        moved = later.files.read(memory_path(path))
+        assert moved is not None and (moved.text, moved.author) == (text, "bob")
+    assert text_at(later, "/memories/a.md") is None and text_at(later, "/memories/d/x.md") is None
+
+
+def test_a_copy_sealed_again_is_accepted_by_a_twin_only_while_its_source_is_unchanged(
+    memory: S3Memory, make_memory: Callable[..., S3Memory]
+) -> None:
+    memory.create(memory_path("/memories/a.md"), "alpha\n")
+    later = rotated(memory, make_memory)
+    writer, twin = ServerCopyMover(later.files), ServerCopyMover(later.files)
+    origin = writer.locate(memory_path("/memories/a.md"))
+    assert origin is not None
+    assert writer.place(origin, memory_path("/memories/b.md")) is not None
+    assert twin.place(origin, memory_path("/memories/b.md")) is None
+    assert twin.accept(origin, memory_path("/memories/b.md"))
+    later.str_replace(memory_path("/memories/a.md"), "alpha", "omega")
+    assert not twin.accept(origin, memory_path("/memories/b.md"))
