@@ -267,8 +267,8 @@ class S3Store:
         return True
 
     def copy_new(self, source: str, target: str, *, source_etag: str, metadata: dict[str, str]) -> str | None:
-        """Copy ``source`` to ``target`` on the server with ``metadata`` in place of the source's, only
-        if ``source`` still has ``source_etag`` and nothing is at ``target``; returns the new object's
+        """Copy ``source`` to ``target`` on the server with ``metadata`` in place of the source's, and
+        no tags, only if ``source`` still has ``source_etag`` and nothing is at ``target``; returns the new object's
         ETag (quoted, as a HEAD shows it), or None if there is no object at ``source``.
 
         Raises PreconditionFailed if ``target`` exists or ``source`` has changed (``after_retry`` as
@@ -283,6 +283,8 @@ class S3Store:
                 IfNoneMatch="*",
                 MetadataDirective="REPLACE",
                 Metadata=metadata,
+                TaggingDirective="REPLACE",  # a copy starts untagged: tags say what was done to one object
+                Tagging="",
             )
         except _Missing:
             return None

@@ -15,7 +15,7 @@ from bench.metrics import RequestCounter
 from s3memory.crypto import HEADER_METADATA, PLACE_METADATA, LocalKeyProvider, sealed_version
 from s3memory.errors import CommandError, IntegrityError
 from s3memory.memory import S3Memory
-from s3memory.moves import ServerCopyMover, SourceChanged
+from s3memory.moves import RELIED_ON_TAG, ServerCopyMover, SourceChanged
 from s3memory.paths import memory_path
 from s3memory.store import PreconditionFailed
 
@@ -300,3 +300,22 @@ def test_a_copy_sealed_again_is_accepted_by_a_twin_only_while_its_source_is_unch
     assert twin.accept(origin, memory_path("/memories/b.md"))
     later.str_replace(memory_path("/memories/a.md"), "alpha", "omega")
     assert not twin.accept(origin, memory_path("/memories/b.md"))
+
+
+def test_a_copy_does_not_inherit_its_sources_relied_on_mark(memory: S3Memory, s3: Any) -> None:
+    """A mark says one copy was relied on: a later rename's copy of it starts unmarked, so it can be
+    withdrawn when its source changes under it."""
+    memory.create(memory_path("/memories/a.md"), "alpha\n")
+    mover = ServerCopyMover(memory.files)
+    origin = mover.locate(memory_path("/memories/a.md"))
+    assert origin is not None
+    s3.put_object_tagging(
+        Bucket=BUCKET,
+        Key=key(memory, "/memories/a.md"),
+        Tagging={"TagSet": [{"Key": RELIED_ON_TAG, "Value": "1"}]},
+    )
+    made = mover.place(origin, memory_path("/memories/b.md"))
+    assert made is not None
+    assert s3.get_object_tagging(Bucket=BUCKET, Key=key(memory, "/memories/b.md"))["TagSet"] == []
+    mover.withdraw(made)
+    assert memory.store.head(key(memory, "/memories/b.md")) is None
