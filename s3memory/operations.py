@@ -30,7 +30,7 @@ from .jobs import JOB_PREFIX, QUARANTINE_PREFIX
 from .keyvault import KEYS_PREFIX, key_version
 from .memory import S3Memory
 from .names import user_of_namespace
-from .paths import memory_path, validate_namespace
+from .paths import KeyLayout, memory_path, validate_namespace
 from .progress import SILENT, Progress
 from .settings import Limits, Settings
 from .store import Listed, S3Store, Version
@@ -349,25 +349,31 @@ class Operations:
         Format 2: the namespace is the user's token prefix, and the data keys are wrapped under the
         store identity and that token, so the content of copies kept elsewhere is shredded as in
         format 1; their names (the user's token and the paths' tokens) still decrypt with the store
-        key, which every user shares and which stays."""
+        key, which every user shares and which stays. What format 1 left of the user (files not moved
+        yet, its wrapped keys, earlier versions) goes too."""
         memory = self.existing_memory(user_id)
         erasure = Erasure(user_id, shredded=isinstance(self.key_provider, KMSKeyProvider))
-        if memory is None:
-            return erasure
-        layout = memory.layout
-        keys = layout.key_of_internal(KEYS_PREFIX)
-        for prefix in (keys, layout.namespace):
-            pages = self.store.versions(prefix) if dry_run else self._first_pages(prefix)
-            for page in pages:
-                if dry_run and prefix != keys:
-                    page = [version for version in page if not version.key.startswith(keys)]
-                if not dry_run:
-                    self.store.delete_versions(page)  # a page holds at most 1,000: one request
-                progress.advance(len(page))
-                erasure.key_versions += sum(version.key.startswith(keys) for version in page)
-                erasure.other_versions += sum(not version.key.startswith(keys) for version in page)
-        if not dry_run:
-            erasure.left = sum(len(page) for page in self.store.versions(layout.namespace))
+        places: list[tuple[KeyLayout, tuple[str, ...]]] = []
+        if memory is not None:
+            places.append((memory.layout, (memory.layout.namespace,)))
+        if self._identity is not None:  # and what format 1 left: files not moved yet, keys, history
+            legacy = KeyLayout(validate_namespace(user_id, self.prefix))
+            # only its own folders: another store's prefix may lie below a format-1 name
+            places.append((legacy, (legacy.internal_prefix, legacy.memories_prefix)))
+        for layout, prefixes in places:
+            keys = layout.key_of_internal(KEYS_PREFIX)
+            for prefix in (keys, *prefixes):
+                pages = self.store.versions(prefix) if dry_run else self._first_pages(prefix)
+                for page in pages:
+                    if dry_run and prefix != keys:
+                        page = [version for version in page if not version.key.startswith(keys)]
+                    if not dry_run:
+                        self.store.delete_versions(page)  # a page holds at most 1,000: one request
+                    progress.advance(len(page))
+                    erasure.key_versions += sum(version.key.startswith(keys) for version in page)
+                    erasure.other_versions += sum(not version.key.startswith(keys) for version in page)
+            if not dry_run:
+                erasure.left += sum(len(page) for prefix in prefixes for page in self.store.versions(prefix))
         return erasure
 
     def _first_pages(self, prefix: str) -> Iterator[list[Version]]:

@@ -367,3 +367,21 @@ def test_a_path_too_long_for_private_names_stays_in_format_1_and_the_user_is_ser
     assert report.moved == len(FILES)
     assert memory.run({"command": "view", "path": "/memories/file00.md"}).endswith("line 0")
     assert stored_keys(s3, v1.layout.memories_prefix) == [v1.layout.file_key(memory_path(long_path))]
+
+
+def test_erase_on_a_format_2_store_also_removes_what_format_1_left(
+    v1: S3Memory, make_memory: Callable[..., S3Memory], local_keys: LocalKeyProvider, s3: Any
+) -> None:
+    """Files not moved yet, and what a move leaves (format-1 keys and history), are the user's too;
+    a store whose prefix lies below the user's format-1 name is not."""
+    operations = Operations(S3Store(s3, BUCKET), local_keys, storage_format=2)
+    nested = make_memory("carol", storage_format=2, prefix=v1.layout.namespace)
+    nested.create(memory_path("/memories/nested.md"), "not alice's\n")
+    bob = make_memory("bob", storage_format=1)
+    bob.create(memory_path("/memories/bob.md"), "bob's\n")
+    erasure = operations.erase("alice")
+    assert erasure.left == 0 and erasure.other_versions >= len(FILES)
+    assert stored_keys(s3, v1.layout.memories_prefix) == stored_keys(s3, v1.layout.internal_prefix) == []
+    assert operations.memory("alice").run({"command": "view", "path": "/memories"}).endswith("/memories")
+    assert nested.run({"command": "view", "path": "/memories/nested.md"}).endswith("not alice's")
+    assert bob.files.read(memory_path("/memories/bob.md")) is not None
