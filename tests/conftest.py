@@ -23,11 +23,13 @@ from botocore.config import Config
 from moto import mock_aws
 from moto.s3.responses import S3Response
 
+from s3memory import migration
 from s3memory.access import settle
 from s3memory.clients import make_s3_client
 from s3memory.crypto import KeyProvider, LocalKeyProvider
 from s3memory.local_s3 import honour_copy_conditions, moto_server
 from s3memory.memory import S3Memory
+from s3memory.migration import MIGRATED_NAME
 from s3memory.paths import MEMORY_ROOT, memory_path
 from s3memory.scripted_api import ScriptedMessagesAPI
 from s3memory.store import S3Store
@@ -80,6 +82,15 @@ def atomic_moto_writes() -> Iterator[None]:
     yield
     for name, original in originals.items():
         setattr(S3Response, name, original)
+
+
+@pytest.fixture(autouse=True)
+def new_process_for_migration(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What this process learned of stores marked migrated and of users with no format-1 files
+    (``migration.py``), forgotten for each test: each test's bucket is new. So the first format-2
+    memory of a test looks for format-1 users and marks the store, whatever ran before."""
+    monkeypatch.setattr(migration, "_marked", {})
+    monkeypatch.setattr(migration, "_settled", set())
 
 
 @pytest.fixture(scope="module")
@@ -271,10 +282,11 @@ def keys_of(memory: S3Memory, paths: Iterable[str]) -> list[str]:
     return sorted(key_of(memory, path) for path in paths)
 
 
-def store_key_keys(prefix: str = "users/") -> list[str]:
+def store_objects(prefix: str = "users/") -> list[str]:
     """The keys of the objects a store of ``STORAGE_FORMAT`` keeps beside its users' namespaces at
-    ``prefix``: format 2's wrapped store key (``store_keys.py``), none on format 1."""
-    return [] if STORAGE_FORMAT == 1 else [prefix + STORE_KEY_NAME]
+    ``prefix``: none on format 1; on format 2 the wrapped store key (``store_keys.py``) and, once a
+    format-2 memory found no format-1 user there, the mark that none is left (``migration.py``)."""
+    return [] if STORAGE_FORMAT == 1 else sorted([prefix + STORE_KEY_NAME, prefix + MIGRATED_NAME])
 
 
 def plant(s3: Any, memory: S3Memory, path: str, text: str) -> str:

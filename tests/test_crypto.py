@@ -33,7 +33,7 @@ from s3memory.keyvault import KeyVault
 from s3memory.memory import S3Memory
 from s3memory.paths import memory_path
 
-from .conftest import STORAGE_FORMAT, format_1_only, key_of, store_key_keys
+from .conftest import STORAGE_FORMAT, format_1_only, key_of, store_objects
 from .support.bucket import BUCKET, MASTER_KEY, snapshot, stored_keys
 
 SECRET = "my passport number is X1234567"
@@ -164,7 +164,7 @@ def test_the_kms_key_cache_lasts_at_most_the_rotation_wait(seconds: Any) -> None
 def test_stored_objects_hold_no_plaintext_anywhere(memory: S3Memory, s3: Any) -> None:
     memory.create(memory_path("/memories/secret.txt"), SECRET)
     key = key_of(memory, "/memories/secret.txt")
-    assert stored_keys(s3) == sorted([*store_key_keys(), key])
+    assert stored_keys(s3) == sorted([*store_objects(), key])
     body = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
     assert SECRET.encode() not in body
     assert b"passport" not in body

@@ -16,7 +16,7 @@ from botocore.exceptions import EndpointConnectionError
 from s3memory import AsyncS3MemoryTool, S3MemoryTool
 from s3memory.crypto import LocalKeyProvider
 
-from .conftest import key_of, memory_tool, prefix_of, store_key_keys
+from .conftest import key_of, memory_tool, prefix_of, store_objects
 from .support.bucket import BUCKET, MASTER_KEY, stored_keys
 
 
@@ -53,7 +53,7 @@ def test_a_tool_over_an_existing_memory_shares_it(s3: Any) -> None:
     first.memory.access.wait()
     layout = first.memory.layout
     assert stored_keys(s3) == sorted(  # one record
-        [*store_key_keys(), layout.key_of_internal("access"), key_of(first.memory, "/memories/a.md")]
+        [*store_objects(), layout.key_of_internal("access"), key_of(first.memory, "/memories/a.md")]
     )
 
 
