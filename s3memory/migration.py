@@ -28,7 +28,9 @@ from .store import Listed, ObjectTooLarge, PreconditionFailed, S3Store
 
 MIGRATED_NAME = "s3memory.migrated"
 """Below the store's prefix: written once no user has format-1 files left; memories then stop
-looking for them."""
+looking for them. Its body is ``BORN`` for a store that never held format 1 (nothing of format 1 to
+look for, even to erase), empty for one moved from it."""
+BORN = b"born in format 2"
 MOVE_ATTEMPTS = 4
 """A file whose format-1 object keeps changing while it is moved is tried this many times."""
 _SETTLED_LIMIT = 100_000
@@ -185,7 +187,7 @@ def migrated(store: S3Store, prefix: str, is_namespace: Callable[[str], bool]) -
         names = [common[len(prefix) : -1] for common in page.prefixes]
         if not page.truncated and all(is_namespace(name) for name in names):
             try:
-                mark_migrated(store, prefix)
+                mark_migrated(store, prefix, born=True)
                 known = True
             except StorageError:  # a role that may not write (expiry's): look for format-1 files
                 known = False
@@ -194,8 +196,17 @@ def migrated(store: S3Store, prefix: str, is_namespace: Callable[[str], bool]) -
     return known
 
 
-def mark_migrated(store: S3Store, prefix: str) -> None:
-    """Mark the store at ``prefix`` as having no format-1 files left."""
-    store.put(prefix + MIGRATED_NAME, b"")
+def mark_migrated(store: S3Store, prefix: str, *, born: bool = False) -> None:
+    """Mark the store at ``prefix`` as having no format-1 files left (``born``: never any)."""
+    store.put(prefix + MIGRATED_NAME, BORN if born else b"")
     with _lock:
         _marked[(store.bucket, prefix)] = True
+
+
+def born_in_format_2(store: S3Store, prefix: str) -> bool:
+    """True if the store at ``prefix`` is marked as never having held format 1."""
+    try:
+        stored = store.get(prefix + MIGRATED_NAME, max_bytes=len(BORN))
+    except ObjectTooLarge:
+        return False  # not a mark s3memory wrote
+    return stored is not None and stored.body == BORN

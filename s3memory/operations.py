@@ -29,6 +29,7 @@ from .errors import CommandError, IntegrityError
 from .jobs import JOB_PREFIX, QUARANTINE_PREFIX
 from .keyvault import KEYS_PREFIX, key_version
 from .memory import S3Memory
+from .migration import born_in_format_2
 from .names import user_of_namespace
 from .paths import KeyLayout, memory_path, validate_namespace
 from .progress import SILENT, Progress
@@ -356,7 +357,8 @@ class Operations:
         places: list[tuple[KeyLayout, tuple[str, ...]]] = []
         if memory is not None:
             places.append((memory.layout, (memory.layout.namespace,)))
-        if self._identity is not None:  # and what format 1 left: files not moved yet, keys, history
+        if self._identity is not None and not born_in_format_2(self.store, self.prefix):
+            # and what format 1 left: files not moved yet, keys, history (its listing names the user)
             legacy = KeyLayout(validate_namespace(user_id, self.prefix))
             # only its own folders: another store's prefix may lie below a format-1 name
             places.append((legacy, (legacy.internal_prefix, legacy.memories_prefix)))

@@ -31,6 +31,7 @@ from s3memory.expiry import ACTIVE, expire
 from s3memory.files import ORIGIN_METADATA
 from s3memory.jobs import Job
 from s3memory.memory import S3Memory
+from s3memory.migration import MIGRATED_NAME
 from s3memory.names import namespace_of, user_of_namespace
 from s3memory.operations import Operations
 from s3memory.paths import memory_path
@@ -213,7 +214,7 @@ def test_import_refuses_what_the_tool_refuses_also_a_path_too_long_for_private_n
     folders.write(tmp_path, "/memories/big.md", b"x" * 65)
     folders.write(tmp_path, deep, b"deep\n")
     dry = operations.import_folder("erin", tmp_path, dry_run=True)
-    assert stored_keys(s3) == [f"users/{STORE_KEY_NAME}"]  # made for the names; nothing else
+    assert stored_keys(s3) == [f"users/{MIGRATED_NAME}", f"users/{STORE_KEY_NAME}"]  # made for the names
     transfer = operations.import_folder("erin", tmp_path)
     assert transfer.written == dry.written == ["/memories/ok/fine.md"]
     refused = dict(transfer.refused)
