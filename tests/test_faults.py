@@ -21,6 +21,7 @@ from s3memory.memory import S3Memory
 from s3memory.paths import memory_path
 from s3memory.store import S3Store
 
+from .conftest import STORAGE_FORMAT, keys_of, prefix_of, rename_crash_point
 from .support.bucket import BUCKET, MASTER_KEY, snapshot, stored_keys, temporary_bucket
 from .support.faults import ALL, Fault, FaultPlan, FaultProxy, ProxyFault, SimulatedCrash
 from .support.memories import seed
@@ -32,10 +33,15 @@ MOVED = {path.replace("/memories/project", "/memories/archive"): text for path, 
 
 
 def memory_with(plan: FaultPlan | None = None) -> S3Memory:
+    """alice's memory; ``plan`` faults its requests from its first command (on format 2, building it
+    reads the store key: that is before the plan, as building a format-1 memory sends nothing)."""
     client = make_s3_client(region_name="us-east-1")
+    memory = S3Memory(
+        S3Store(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=STORAGE_FORMAT
+    )
     if plan is not None:
         plan.attach(client)
-    return S3Memory(S3Store(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY))
+    return memory
 
 
 def seeded(s3: Any, files: dict[str, str] = FILES) -> None:
@@ -48,8 +54,8 @@ def text_at(path: str) -> str | None:
 
 
 def assert_files(expected: dict[str, str], s3: Any) -> None:
-    keys = sorted(stored_keys(s3, "users/alice/memories/"))
-    assert keys == sorted("users/alice" + path for path in expected)
+    memory = memory_with()
+    assert stored_keys(s3, prefix_of(memory)) == keys_of(memory, expected)
     for path, text in expected.items():
         assert text_at(path) == text
 
@@ -132,6 +138,7 @@ def test_directory_rename_fails_loudly_then_converges(
 ) -> None:
     seeded(s3)
     rename = {"command": "rename", "old_path": "/memories/project", "new_path": "/memories/archive"}
+    operation, call = rename_crash_point(operation, call)
     plan = FaultPlan().fail(operation, fault, call=call, attempts=ALL)
     with pytest.raises(CommandError) as caught:
         memory_with(plan).run(rename)
@@ -141,7 +148,7 @@ def test_directory_rename_fails_loudly_then_converges(
         assert text in (text_at(path), text_at(path.replace("/memories/project", "/memories/archive")))
     assert memory_with().run(rename) == "Successfully renamed /memories/project to /memories/archive"
     assert_files(MOVED, s3)
-    assert stored_keys(s3, "users/alice/internal/jobs/") == []
+    assert stored_keys(s3, memory_with().layout.key_of_internal("jobs/")) == []
 
 
 @pytest.mark.parametrize(
@@ -173,7 +180,9 @@ def test_a_partial_delete_objects_answer_fails_loudly(s3: Any) -> None:
         }
 
     client.delete_objects = partly  # type: ignore[method-assign]
-    memory = S3Memory(S3Store(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY))
+    memory = S3Memory(
+        S3Store(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=STORAGE_FORMAT
+    )
     with pytest.raises(
         CommandError, match=r"^Error: S3 DeleteObjects could not delete 1 of 12 objects \(InternalError\)"
     ):
@@ -182,7 +191,7 @@ def test_a_partial_delete_objects_answer_fails_loudly(s3: Any) -> None:
         memory_with().run({"command": "delete", "path": "/memories/project"})
         == "Successfully deleted /memories/project"
     )
-    assert stored_keys(s3, "users/alice/memories/") == []
+    assert stored_keys(s3, prefix_of(memory)) == []
 
 
 def test_a_create_whose_check_fails_withdraws_its_write(s3: Any) -> None:
@@ -247,7 +256,9 @@ def proxy(moto_endpoint: str) -> Iterator[tuple[FaultProxy, Any]]:
 
 def proxied(fault_proxy: FaultProxy) -> S3Memory:
     client = make_s3_client(endpoint_url=fault_proxy.endpoint, region_name="us-east-1")
-    return S3Memory(S3Store(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY))
+    return S3Memory(
+        S3Store(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=STORAGE_FORMAT
+    )
 
 
 @pytest.mark.parametrize(
@@ -266,6 +277,7 @@ def test_proxy_faults_during_a_session_lose_nothing(
     fault_proxy, admin = proxy
     memory = proxied(fault_proxy)
     seed(memory, FILES)
+    operation, _ = rename_crash_point(operation, 1)  # format 2 reads the sources by HEAD
     fault_proxy.add(fault, operation=operation, attempts=ALL, times=6, stall_seconds=0.2)
     rename = {"command": "rename", "old_path": "/memories/project", "new_path": "/memories/archive"}
     failure = None
@@ -281,8 +293,6 @@ def test_proxy_faults_during_a_session_lose_nothing(
             proxied(fault_proxy).run(rename) == "Successfully renamed /memories/project to /memories/archive"
         )
     reader = proxied(fault_proxy)
-    assert sorted(stored_keys(admin, "users/alice/memories/")) == sorted(
-        "users/alice" + path for path in MOVED
-    )
+    assert stored_keys(admin, prefix_of(reader)) == keys_of(reader, MOVED)
     for path, text in MOVED.items():
         assert reader.run({"command": "view", "path": path}).endswith(text.rstrip("\n"))
