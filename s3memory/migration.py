@@ -25,12 +25,11 @@ from .job_runner import JobRunner
 from .moves import RELIED_ON_TAG, Copy, mover_for
 from .paths import MemoryPath
 from .store import Listed, ObjectTooLarge, PreconditionFailed, S3Store
+from .store_keys import MIGRATED_NAME
 
-MIGRATED_NAME = "s3memory.migrated"
-"""Below the store's prefix: written once no user has format-1 files left; memories then stop
-looking for them. Its body is ``BORN`` for a store that never held format 1 (nothing of format 1 to
-look for, even to erase), empty for one moved from it."""
 BORN = b"born in format 2"
+"""The body of the mark (``store_keys.MIGRATED_NAME``) of a store that never held format 1 (nothing
+of format 1 to look for, even to erase); a store moved from it has an empty one."""
 MOVE_ATTEMPTS = 4
 """A file whose format-1 object keeps changing while it is moved is tried this many times."""
 _SETTLED_LIMIT = 100_000
@@ -98,7 +97,7 @@ class Upgrade:
         report = UserMigration()
         for page in self._store.pages(self._legacy.layout.memories_prefix):
             parallel(lambda listed: self._move(listed, report), page.objects)
-        self._carry_access()
+        self.carry_access()
         return report
 
     def _move(self, listed: Listed, report: UserMigration) -> None:
@@ -155,7 +154,7 @@ class Upgrade:
             return "already" if gone else None
         return "moved" if etag is not None else "already"
 
-    def _carry_access(self) -> None:
+    def carry_access(self) -> None:
         """Keep the user's last access time (expiry reads it) in format 2, then drop the format-1
         record. An unreadable one is left for ``verify`` to report."""
         legacy, target = self._access

@@ -15,12 +15,15 @@ import threading
 import weakref
 
 from .crypto import KeyProvider
-from .errors import StorageError
+from .errors import IntegrityError, StorageError
 from .files import WRITE_ATTEMPTS, backoff
 from .store import ConditionalConflict, PreconditionFailed, S3Store
 
 STORE_KEY_NAME = "s3memory.store-key"
 """Where, below the store's prefix, the wrapped store key lies."""
+MIGRATED_NAME = "s3memory.migrated"
+"""Below the store's prefix: the mark of a store with no format-1 files left (``migration``). A
+store is marked only once its store key exists, so a marked store without one has lost it."""
 STORE_KEY_MAX_BYTES = 4096
 _IDENTITY_LABEL = b"s3memory/v2/store"
 
@@ -47,6 +50,12 @@ def store_key(store: S3Store, prefix: str, identity: str, provider: KeyProvider)
         key = stored_store_key(store, prefix, identity, provider)
         if key is not None:
             return key
+        if store.exists(prefix + MIGRATED_NAME):
+            raise IntegrityError(
+                "Error: The store key is missing from a store that has one: its names cannot be read "
+                f"without it. Restore {prefix}{STORE_KEY_NAME} (an earlier version, or a backup); "
+                "nothing was changed."
+            )
         key, wrapped = provider.new_store_key(identity)
         try:
             store.put(prefix + STORE_KEY_NAME, wrapped, if_none_match=True)

@@ -16,6 +16,7 @@ from .migration import UserMigration, mark_migrated
 from .names import user_of_namespace
 from .operations import Operations, Verification, usable_user_id
 from .progress import SILENT, Progress
+from .store_keys import store_identity, store_key
 
 
 @dataclass
@@ -66,6 +67,7 @@ def migrate_store(operations: Operations, progress: Progress = SILENT) -> StoreM
         memory = operations.memory(user_id)
         assert memory.upgrade is not None  # format 2
         if not memory.upgrade.pending():  # moved already (some servers list emptied prefixes)
+            memory.upgrade.carry_access()  # unless a move died before it carried the access time
             progress.advance()
             continue
         moved = memory.upgrade.run()
@@ -75,6 +77,9 @@ def migrate_store(operations: Operations, progress: Progress = SILENT) -> StoreM
         report.verified[user_id] = operations.verify(user_id)
         progress.advance()
     if all(moved.clean for moved in report.moved.values()):
-        mark_migrated(operations.store, operations.prefix)
+        store, prefix = operations.store, operations.prefix
+        identity = store_identity(operations.store_id or store.bucket, prefix)
+        store_key(store, prefix, identity, operations.key_provider)  # a mark needs a key (store_keys)
+        mark_migrated(store, prefix)
         report.marked = True
     return report

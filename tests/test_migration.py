@@ -385,3 +385,28 @@ def test_erase_on_a_format_2_store_also_removes_what_format_1_left(
     assert operations.memory("alice").run({"command": "view", "path": "/memories"}).endswith("/memories")
     assert nested.run({"command": "view", "path": "/memories/nested.md"}).endswith("not alice's")
     assert bob.files.read(memory_path("/memories/bob.md")) is not None
+
+
+def test_migrate_carries_an_access_time_a_dying_move_left_behind(
+    v1: S3Memory, make_memory: Callable[..., S3Memory], local_keys: LocalKeyProvider, s3: Any
+) -> None:
+    last_access = v1.access.read().at
+    memory = v2(make_memory)
+    assert memory.upgrade is not None
+    carry = memory.upgrade.carry_access
+    memory.upgrade.carry_access = lambda: None  # type: ignore[method-assign]  # dies before carrying
+    memory.upgrade.run()
+    memory.upgrade.carry_access = carry  # type: ignore[method-assign]
+    assert stored_keys(s3, v1.layout.internal_prefix) != []
+    operations = Operations(S3Store(s3, BUCKET), local_keys, storage_format=2)
+    assert migrate_store(operations).complete
+    assert stored_keys(s3, v1.layout.internal_prefix) == []
+    assert operations.memory("alice").access.read().at == last_access
+
+
+def test_migrate_marks_an_empty_store_and_makes_its_key(local_keys: LocalKeyProvider, s3: Any) -> None:
+    operations = Operations(S3Store(s3, BUCKET), local_keys, storage_format=2)
+    assert run(operations, "migrate", "--yes")[0] == 0
+    assert operations.memory("alice").run(
+        {"command": "create", "path": "/memories/a.md", "file_text": "a\n"}
+    ) == ("File created successfully at: /memories/a.md")

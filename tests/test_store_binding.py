@@ -6,6 +6,7 @@ the source's store id reads everything (the identity is configured, not the buck
 from __future__ import annotations
 
 import uuid
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -217,3 +218,20 @@ def test_a_store_key_that_keeps_vanishing_is_an_error_not_an_endless_retry(
         "Nothing was changed. Try again."
     )
     assert attempts == WRITE_ATTEMPTS
+
+
+def test_a_store_key_deleted_from_a_marked_store_is_refused_not_replaced(
+    v2: Callable[..., S3Memory], s3: Any, local_keys: KeyProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new key would hide every name written under the old one, and split the memory between
+    processes that knew the old key and those that make a new one."""
+    seed(v2(), "alpha\n")
+    s3.delete_object(Bucket=BUCKET, Key=f"users/{STORE_KEY_NAME}")
+    monkeypatch.setattr(store_keys, "_learned", weakref.WeakKeyDictionary())  # a new process
+    with pytest.raises(IntegrityError) as refused:
+        v2()
+    assert refused.value.message == (
+        "Error: The store key is missing from a store that has one: its names cannot be read without it. "
+        "Restore users/s3memory.store-key (an earlier version, or a backup); nothing was changed."
+    )
+    assert stored_keys(s3, f"users/{STORE_KEY_NAME}") == []
