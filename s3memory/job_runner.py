@@ -242,12 +242,22 @@ class JobRunner:
         returns once the job's record is stored, or raises."""
         if job.kind == "delete":
             before_changes()
+            if not self._still_recorded(job):
+                return []  # another finisher ended it
             kept = self._files.delete_all(job.sources).changed
         else:
             kept = self._move(job, before_changes)
         before_changes()
         self._store.delete(self._layout.key_of_internal(job.name))
         return sorted(found.canonical for key in kept if (found := self._layout.path_of_key(key)) is not None)
+
+    def _still_recorded(self, job: Job) -> bool:
+        """True unless the job's record is gone, when ETags alone cannot tell the planned files from
+        later ones: a copy made on the server keeps its source's bytes, so (where ETags are the
+        bytes' digest) a file moved away and back after the job ended has its planned ETag again.
+        Asked (one HEAD) before a job's deletes on storage format 2; always True on format 1, where
+        every move seals again."""
+        return not self._mover.copies_keep_etags or self._store.exists(self._layout.key_of_internal(job.name))
 
     def _move(self, job: Job, before_changes: Callable[[], object]) -> list[str]:
         """Copy every source that still has its planned ETag below ``new``, then delete the sources
@@ -293,6 +303,10 @@ class JobRunner:
             copied.append(source)
 
         parallel(copy, job.sources)
+        if not self._still_recorded(job):  # another finisher ended it: what was copied here is late
+            for made in created.values():
+                self._mover.withdraw(made)
+            return []
         left = self._files.delete_all(copied)
         for key in left.changed + left.gone:
             if key in created:

@@ -53,6 +53,9 @@ class SourceChanged(Exception):
 class Mover(ABC):
     """Moves one user's files: finds a source, writes its copy, relies on or withdraws copies."""
 
+    copies_keep_etags = False
+    """True if a copy has its source's bytes, so (where ETags are the bytes' digest) its ETag."""
+
     def __init__(self, files: MemoryFiles) -> None:
         self._files = files
         self._store = files.store
@@ -124,6 +127,8 @@ class RewriteMover(Mover):
 
 class ServerCopyMover(Mover):
     """Format 2: a move is a copy made on the server, placed at its new path by new metadata."""
+
+    copies_keep_etags = True
 
     def locate(self, path: MemoryPath) -> Origin | None:
         head = self._store.head(self._files.layout.file_key(path))

@@ -75,7 +75,7 @@ def test_a_directory_rename_copies_every_file_on_the_server_and_reads_or_writes_
     assert seen["CopyObject"] == FILES
     assert seen["GetObject"] == 0  # no file's content was read
     assert seen["PutObject"] == 1  # the job's record; no file's content was written
-    assert seen["HeadObject"] == FILES + 1  # each source's place record, and the probe of /memories/notes
+    assert seen["HeadObject"] == FILES + 2  # each source's place record, the probe of /memories/notes, the record
     assert seen["DeleteObjects"] == 1
     assert seen["DeleteObject"] == 1  # the job's record
     for path in paths:
@@ -319,3 +319,30 @@ def test_a_copy_does_not_inherit_its_sources_relied_on_mark(memory: S3Memory, s3
     assert s3.get_object_tagging(Bucket=BUCKET, Key=key(memory, "/memories/b.md"))["TagSet"] == []
     mover.withdraw(made)
     assert memory.store.head(key(memory, "/memories/b.md")) is None
+
+
+def test_a_late_finisher_does_not_move_again_a_file_moved_back_after_the_job_ended(memory: S3Memory) -> None:
+    """A copy keeps its source's bytes, so a file renamed away and back has the ETag a job planned
+    (where ETags digest the bytes): a finisher that finds the job's record gone moves nothing."""
+    memory.create(memory_path("/memories/d/x.md"), "x\n")
+    old, new = memory_path("/memories/d"), memory_path("/memories/e")
+    job = memory.jobs.plan("rename", old, new, memory.files.sources_below(old))
+    assert memory.jobs.run(job) == []  # a fast finisher ends it
+    memory.rename(memory_path("/memories/e/x.md"), memory_path("/memories/d/x.md"))
+    assert [source.etag for source in memory.files.sources_below(old)] == [
+        source.etag for source in job.sources
+    ]
+    assert memory.jobs.finish(job) == []  # the late finisher
+    assert text_at(memory, "/memories/d/x.md") == "x\n"
+    assert memory.store.head(key(memory, "/memories/e/x.md")) is None
+
+
+def test_a_late_finisher_does_not_delete_a_file_moved_back_after_the_job_ended(memory: S3Memory) -> None:
+    memory.create(memory_path("/memories/f/y.md"), "y\n")
+    directory = memory_path("/memories/f")
+    job = memory.jobs.plan("delete", directory, None, memory.files.sources_below(directory))
+    memory.rename(memory_path("/memories/f/y.md"), memory_path("/memories/t.md"))  # raced the record
+    assert memory.jobs.run(job) == []  # ends: nothing planned is left
+    memory.rename(memory_path("/memories/t.md"), memory_path("/memories/f/y.md"))
+    assert memory.jobs.finish(job) == []  # the late finisher
+    assert text_at(memory, "/memories/f/y.md") == "y\n"
