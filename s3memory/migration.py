@@ -12,6 +12,7 @@ is finished by the next process that looks. The protocol and its invariants: ``d
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from .access import AccessRecord
 from .concurrency import parallel
 from .crypto import PLACE_METADATA
-from .errors import CommandError, IntegrityError, StorageError
+from .errors import CommandError, IntegrityError, StorageError, shown
 from .files import MemoryFiles
 from .job_runner import JobRunner
 from .moves import RELIED_ON_TAG, Copy, mover_for
@@ -35,6 +36,7 @@ MOVE_ATTEMPTS = 4
 _SETTLED_LIMIT = 100_000
 """Users this process knows to have no format-1 files, before it forgets them all (and lists again)."""
 
+logger = logging.getLogger("s3memory")
 _settled: set[tuple[str, str]] = set()
 _marked: dict[tuple[str, str], bool] = {}
 _lock = threading.Lock()
@@ -79,7 +81,9 @@ class Upgrade:
             if self._user in _settled:
                 return
         if self.pending():
-            self.run()
+            left = len(self.run().left)
+            if left:
+                logger.warning("s3memory: %d format-1 files could not be moved; run s3memory migrate", left)
         with _lock:
             if len(_settled) >= _SETTLED_LIMIT:
                 _settled.clear()
@@ -103,7 +107,7 @@ class Upgrade:
     def _move(self, listed: Listed, report: UserMigration) -> None:
         path = self._legacy.layout.path_of_key(listed.key)
         if path is None:
-            report.left.append((listed.key, "a key that names no memory path"))
+            report.left.append((shown(listed.key), "a key that names no memory path"))
             return
         for _attempt in range(MOVE_ATTEMPTS):
             outcome = self._move_once(path, listed.key)
