@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PEER_STAMP := bench/.venv-peer/.installed
 CHECKOV_STAMP := .venv-checkov/.installed
 
-.PHONY: venv demo test lint format bench bench-quick lambda-zip soak
+.PHONY: venv demo test test-format2 lint format bench bench-quick lambda-zip soak
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,15 @@ $(CHECKOV_STAMP):
 
 test: $(STAMP) $(CHECKOV_STAMP)
 	$(PY) -m pytest -q
+
+# The memory suites again on storage format 2 (private names): those that build their memories in
+# S3MEMORY_TEST_STORAGE_FORMAT and pass there. test_budgets and test_crypto are left out: a few of
+# their request counts differ on format 2 (the store key, the job record's check); about 4 minutes.
+FORMAT2_SUITES := contract browse tool jobs crash_safety concurrency hostile_input directory_hints \
+	request_bounds bounded_work guard_quota guard faults
+
+test-format2: $(STAMP)
+	S3MEMORY_TEST_STORAGE_FORMAT=2 $(PY) -m pytest -q $(FORMAT2_SUITES:%=tests/test_%.py)
 
 $(PEER_STAMP): bench/peer-requirements.txt | $(STAMP)
 	$(PY) -m bench.peer_env --force
