@@ -3,7 +3,6 @@ nothing, and the answer names what went and why the rest stayed."""
 
 from __future__ import annotations
 
-import io
 import json
 import time
 from typing import Any
@@ -12,23 +11,13 @@ import pytest
 
 from s3memory import expiry
 from s3memory.access import settle
-from s3memory.cli import _parser
-from s3memory.console import Console
 from s3memory.crypto import LocalKeyProvider
 from s3memory.memory import S3Memory
 from s3memory.operations import Operations
 from s3memory.store import S3Store
 
 from .support.bucket import BUCKET, MASTER_KEY, snapshot, stored_keys
-
-
-def run(operations: Operations, *argv: str, confirm: bool = False) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    arguments = _parser().parse_args(list(argv))
-    console = Console(
-        arguments, environ={}, out=out, err=err, confirm=lambda _: confirm, operations=operations
-    )
-    return console.run(), out.getvalue(), err.getvalue()
+from .support.console import run
 
 
 def test_expire_deletes_the_idle_users_files_and_says_why_the_others_stay(

@@ -5,7 +5,6 @@ a store is marked migrated at birth, or once nothing is left to move."""
 
 from __future__ import annotations
 
-import io
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -13,8 +12,6 @@ from typing import Any
 import pytest
 
 from s3memory import migration
-from s3memory.cli import _parser
-from s3memory.console import Console
 from s3memory.crypto import LocalKeyProvider
 from s3memory.memory import S3Memory
 from s3memory.migration import BORN, MIGRATED_NAME, UserMigration
@@ -23,6 +20,7 @@ from s3memory.paths import memory_path
 from s3memory.store import PreconditionFailed, S3Store
 from s3memory.store_migration import migrate_store
 
+from .support import console
 from .support.bucket import ALL_BACKENDS, BUCKET, stored_keys
 
 BACKENDS = ALL_BACKENDS
@@ -258,16 +256,8 @@ def test_moving_never_loses_a_file_the_delete_of_its_source_could_not_confirm(
 
 
 def run(operations: Operations, *argv: str, confirm: bool = False) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
-    console = Console(
-        _parser().parse_args(list(argv)),
-        environ={},
-        out=out,
-        err=err,
-        confirm=lambda _: confirm,
-        operations=operations,
-    )
-    return console.run(), out.getvalue()
+    """The console's exit status and standard output."""
+    return console.run(operations, *argv, confirm=confirm)[:2]
 
 
 def test_migrate_moves_every_user_verifies_them_and_marks_the_store(

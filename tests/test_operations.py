@@ -26,6 +26,8 @@ from s3memory.settings import Limits
 from s3memory.store import S3Store
 
 from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot, stored_keys
+from .support.console import audit
+from .support.console import run as command
 from .support.faults import ProcessDeath, SimulatedCrash
 
 BACKENDS = ALL_BACKENDS
@@ -224,21 +226,6 @@ def test_an_export_that_dies_half_way_is_finished_by_running_it_again(
 
 
 # -- the commands ------------------------------------------------------------------------------
-
-
-def command(operations: Operations, *argv: str, confirm: bool = False) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    arguments = _parser().parse_args(list(argv))
-    console = Console(
-        arguments, environ={}, out=out, err=err, confirm=lambda _: confirm, operations=operations
-    )
-    return console.run(), out.getvalue(), err.getvalue()
-
-
-def audit(err: str) -> dict[str, Any]:
-    (line,) = [line for line in err.splitlines() if line.startswith("{")]
-    record: dict[str, Any] = json.loads(line)
-    return record
 
 
 def test_the_commands_answer_as_text_and_as_json(operations: Operations, tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ read as files (moto; KMS where erase and shredding matter)."""
 from __future__ import annotations
 
 import base64
-import io
 import json
 import logging
 import time
@@ -24,7 +23,7 @@ from s3memory.access import settle
 from s3memory.aws_lambda import expiry as expiry_function
 from s3memory.aws_lambda import runtime as lambda_runtime
 from s3memory.cli import _parser
-from s3memory.console import Console, settings_from
+from s3memory.console import settings_from
 from s3memory.crypto import KeyProvider, KMSKeyProvider, LocalKeyProvider
 from s3memory.errors import CommandError, IntegrityError
 from s3memory.expiry import ACTIVE, expire
@@ -41,6 +40,8 @@ from s3memory.store_keys import STORE_KEY_NAME, store_identity, stored_store_key
 from s3memory.versions import MemoryVersions
 
 from .support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot, stored_keys
+from .support.console import audit
+from .support.console import run as command
 from .support.records import invocation_records
 
 FILES = {
@@ -88,27 +89,6 @@ def tree(base: Path) -> dict[str, bytes]:
         for path in sorted(base.rglob("*"))
         if path.is_file()
     }
-
-
-def command(
-    operations: Operations | None, *argv: str, confirm: bool = False, **environ: str
-) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    console = Console(
-        _parser().parse_args(list(argv)),
-        environ=environ,
-        out=out,
-        err=err,
-        confirm=lambda _: confirm,
-        operations=operations,
-    )
-    return console.run(), out.getvalue(), err.getvalue()
-
-
-def audit(err: str) -> dict[str, Any]:
-    (line,) = [line for line in err.splitlines() if line.startswith("{")]
-    record: dict[str, Any] = json.loads(line)
-    return record
 
 
 # -- users, ls, cat ---------------------------------------------------------------------------------

@@ -3,18 +3,18 @@ nothing, and the answer names what was sealed again and what the operator may dr
 
 from __future__ import annotations
 
-import io
 import json
 from typing import Any
 
 from s3memory.cli import _parser
-from s3memory.console import Console, settings_from
+from s3memory.console import settings_from
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider, sealed_version
 from s3memory.operations import Operations
 from s3memory.rotation import rotate
 from s3memory.store import S3Store
 
 from .support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot
+from .support.console import run
 
 NEW_MASTER_KEY = bytes(range(64, 96))
 
@@ -28,15 +28,6 @@ def rotated(s3: Any) -> Operations:
     memory.run({"command": "create", "path": "/memories/d/b.md", "file_text": "b\n"})
     memory.access.wait()
     return Operations(store, LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}))
-
-
-def run(operations: Operations, *argv: str, confirm: bool = False) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    arguments = _parser().parse_args(list(argv))
-    console = Console(
-        arguments, environ={}, out=out, err=err, confirm=lambda _: confirm, operations=operations
-    )
-    return console.run(), out.getvalue(), err.getvalue()
 
 
 def test_rotate_seals_every_file_again_and_says_which_key_may_go(s3: Any) -> None:

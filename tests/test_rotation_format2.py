@@ -41,6 +41,7 @@ from s3memory.store_keys import STORE_KEY_NAME
 from s3memory.versions import MemoryVersions, when
 
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot
+from .support.console import run as command
 from .support.faults import ProcessDeath, SimulatedCrash
 from .test_versions import tick
 
@@ -693,19 +694,6 @@ def test_bad_input_is_refused_and_a_store_without_a_store_key_gets_none(
 
 
 # -- the command ------------------------------------------------------------------------------------
-
-
-def command(operations: Operations, *argv: str, confirm: bool = False) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    console = Console(
-        _parser().parse_args(list(argv)),
-        environ={},
-        out=out,
-        err=err,
-        confirm=lambda _: confirm,
-        operations=operations,
-    )
-    return console.run(), out.getvalue(), err.getvalue()
 
 
 def test_the_rotate_command_answers_as_on_format_1(s3: Any) -> None:

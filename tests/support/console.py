@@ -1,0 +1,36 @@
+"""The ``s3memory`` console in a test: a command line run against given ``Operations``, with what it
+wrote to standard output and standard error, and the audit record it logs."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+from s3memory.cli import _parser
+from s3memory.console import Console
+from s3memory.operations import Operations
+
+
+def run(
+    operations: Operations | None, *argv: str, confirm: bool = False, **environ: str
+) -> tuple[int, str, str]:
+    """``s3memory *argv`` over ``operations`` (or those ``environ`` names), the operator answering
+    ``confirm`` when asked: the exit status, standard output and standard error."""
+    out, err = io.StringIO(), io.StringIO()
+    console = Console(
+        _parser().parse_args(list(argv)),
+        environ=environ,
+        out=out,
+        err=err,
+        confirm=lambda _: confirm,
+        operations=operations,
+    )
+    return console.run(), out.getvalue(), err.getvalue()
+
+
+def audit(err: str) -> dict[str, Any]:
+    """The one audit record (a JSON line) among what a command wrote to standard error."""
+    (line,) = [line for line in err.splitlines() if line.startswith("{")]
+    record: dict[str, Any] = json.loads(line)
+    return record
