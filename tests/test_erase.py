@@ -17,6 +17,7 @@ from s3memory.store import S3Store
 
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
 from .support.faults import ProcessDeath, SimulatedCrash
+from .support.versions import history_for
 
 BACKENDS = ALL_BACKENDS
 
@@ -27,16 +28,6 @@ def all_versions(s3: Any, bucket: str, prefix: str) -> list[tuple[str, bool]]:
         found += [(item["Key"], False) for item in page.get("Versions", [])]
         found += [(item["Key"], True) for item in page.get("DeleteMarkers", [])]
     return sorted(found)
-
-
-def history_for(operations: Operations, user: str) -> None:
-    """Files written, edited, deleted and renamed: versions and delete markers."""
-    memory = operations.memory(user)
-    memory.run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
-    memory.run({"command": "str_replace", "path": "/memories/a.md", "old_str": "one", "new_str": "two"})
-    memory.run({"command": "create", "path": "/memories/d/b.md", "file_text": "b\n"})
-    memory.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
-    memory.run({"command": "delete", "path": "/memories/a.md"})
 
 
 def test_erase_leaves_no_version_of_the_user_and_no_one_else_is_touched(s3: Any, versioned: str) -> None:

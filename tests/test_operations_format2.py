@@ -11,7 +11,6 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +42,8 @@ from .support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot, stored_
 from .support.console import audit
 from .support.console import run as command
 from .support.records import invocation_records
+from .support.versions import all_versions, history_for
+from .test_versions import tick
 
 FILES = {
     "/memories/preferences.md": "# Preferences\n- metric units\n",
@@ -375,25 +376,6 @@ def test_verify_with_kms_finds_a_wrapped_key_kms_refuses(s3: Any, kms: Any, key_
 # -- erase ------------------------------------------------------------------------------------------
 
 
-def all_versions(s3: Any, bucket: str, prefix: str) -> list[tuple[str, str]]:
-    found: list[tuple[str, str]] = []
-    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
-        found += [(item["Key"], item["VersionId"]) for item in page.get("Versions", [])]
-        found += [(item["Key"], item["VersionId"]) for item in page.get("DeleteMarkers", [])]
-    return sorted(found)
-
-
-def history_for(operations: Operations, user: str) -> None:
-    """Files written, edited, deleted and renamed: versions and delete markers."""
-    memory = operations.memory(user)
-    memory.run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
-    memory.run({"command": "str_replace", "path": "/memories/a.md", "old_str": "one", "new_str": "two"})
-    memory.run({"command": "create", "path": "/memories/d/b.md", "file_text": "b\n"})
-    memory.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
-    memory.run({"command": "delete", "path": "/memories/a.md"})
-    memory.access.wait()
-
-
 def test_erase_leaves_no_version_of_the_user_and_no_one_else_is_touched(s3: Any, versioned: str) -> None:
     operations = Operations(
         S3Store(s3, versioned, page_size=2), LocalKeyProvider(MASTER_KEY), storage_format=2
@@ -454,14 +436,6 @@ def test_the_erase_command_says_a_local_master_key_shreds_nothing(s3: Any, versi
 
 
 # -- history, restore, redact -------------------------------------------------------------------------
-
-
-def tick() -> datetime:
-    """A moment strictly between two writes (S3 keeps modification times to the second)."""
-    time.sleep(1.1)
-    moment = datetime.now(UTC)
-    time.sleep(1.1)
-    return moment
 
 
 @pytest.fixture

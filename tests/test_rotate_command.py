@@ -15,8 +15,7 @@ from s3memory.store import S3Store
 
 from .support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot
 from .support.console import run
-
-NEW_MASTER_KEY = bytes(range(64, 96))
+from .support.rotation import NEW_MASTER_KEY
 
 
 def rotated(s3: Any) -> Operations:

@@ -17,7 +17,6 @@ from s3memory.crypto import (
     KeyProvider,
     KMSKeyProvider,
     LocalKeyProvider,
-    sealed_version,
 )
 from s3memory.errors import CommandError
 from s3memory.files import ORIGIN_METADATA
@@ -29,18 +28,14 @@ from s3memory.settings import Limits
 from s3memory.store import S3Store
 from s3memory.versions import MemoryVersions
 
+from .support import versions
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
 from .support.faults import ProcessDeath, SimulatedCrash
+from .support.rotation import FILES, NEW_MASTER_KEY, contents, later, run, seed
+from .support.versions import all_versions, everything
 from .test_versions import tick
 
 BACKENDS = ALL_BACKENDS
-NEW_MASTER_KEY = bytes(range(64, 96))
-FILES = {
-    "/memories/notes.md": ("alpha\n", None),
-    "/memories/projects/plan.md": ("beta\n", "session:1"),
-    "/memories/projects/deep/todo.md": ("gamma\n", "agent:helper"),
-    "/memories/ünï.md": ("delta\n", "operator:ann"),
-}
 MEMORIES = "users/alice/memories/"
 INTERNAL = "users/alice/internal/"
 KEYS = INTERNAL + "keys/"
@@ -56,73 +51,9 @@ def serving(s3: Any, bucket: str, provider: KeyProvider, user: str = "alice") ->
     return S3Memory(S3Store(s3, bucket), user, provider)
 
 
-def settled(memory: S3Memory) -> S3Memory:
-    """``memory`` once the writes it started off the answer's path (its access record) have landed."""
-    wait = getattr(getattr(memory, "access", None), "wait", None)
-    if wait is not None:
-        wait()
-    return memory
-
-
-def run(memory: S3Memory, command: dict[str, Any]) -> str:
-    """``memory.run(command)``, returning once what it wrote off the answer's path has landed too."""
-    try:
-        return memory.run(command)
-    finally:
-        settled(memory)
-
-
-def seed(operations: Operations, user: str = "alice") -> None:
-    """The files of ``FILES``, each written by its author."""
-    memory = operations.memory(user)
-    for path, (text, author) in FILES.items():
-        memory.acting_as(author).run({"command": "create", "path": path, "file_text": text})
-    settled(memory)
-
-
-def later() -> float:
-    """A moment when a switch made now is older than the wait."""
-    return time.time() + ROTATION_WAIT_SECONDS + 60
-
-
 def sealed_with(s3: Any, bucket: str, prefix: str = MEMORIES) -> dict[str, int | None]:
-    """The key version each object below ``prefix`` names in its header."""
-    found: dict[str, int | None] = {}
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-        for item in page.get("Contents", []):
-            found[item["Key"]] = sealed_version(s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read())
-    return found
-
-
-def all_versions(s3: Any, bucket: str, prefix: str) -> list[tuple[str, str]]:
-    """Every S3 version and delete marker below ``prefix`` (key, version id)."""
-    found: list[tuple[str, str]] = []
-    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
-        for item in page.get("Versions", []) + page.get("DeleteMarkers", []):
-            found.append((item["Key"], item["VersionId"]))
-    return sorted(found)
-
-
-def everything(s3: Any, bucket: str) -> dict[tuple[str, str], bytes | None]:
-    """Every version of every object with its bytes, and every delete marker: proof that nothing changed."""
-    found: dict[tuple[str, str], bytes | None] = {}
-    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
-        for item in page.get("Versions", []):
-            body = s3.get_object(Bucket=bucket, Key=item["Key"], VersionId=item["VersionId"])["Body"].read()
-            found[(item["Key"], item["VersionId"])] = body
-        for item in page.get("DeleteMarkers", []):
-            found[(item["Key"], item["VersionId"])] = None
-    return found
-
-
-def contents(memory: S3Memory) -> dict[str, tuple[str, str | None]]:
-    """Each file's text and author, read and authenticated through ``memory``."""
-    found: dict[str, tuple[str, str | None]] = {}
-    for path in FILES:
-        read = memory.files.read(memory_path(path))
-        assert read is not None, path
-        found[path] = (read.text, read.author)
-    return found
+    """The key version each object below ``prefix`` (alice's files unless told) names in its header."""
+    return versions.sealed_with(s3, bucket, prefix)
 
 
 def key_names(s3: Any, bucket: str) -> list[str]:

@@ -43,16 +43,11 @@ from s3memory.versions import MemoryVersions, when
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot
 from .support.console import run as command
 from .support.faults import ProcessDeath, SimulatedCrash
+from .support.rotation import FILES, NEW_MASTER_KEY, contents, later, run, seed
+from .support.versions import all_versions, everything, objects, sealed_with
 from .test_versions import tick
 
 BACKENDS = ALL_BACKENDS
-NEW_MASTER_KEY = bytes(range(64, 96))
-FILES = {
-    "/memories/notes.md": ("alpha\n", None),
-    "/memories/projects/plan.md": ("beta\n", "session:1"),
-    "/memories/projects/deep/todo.md": ("gamma\n", "agent:helper"),
-    "/memories/ünï.md": ("delta\n", "operator:ann"),
-}
 
 
 def kms_operations(s3: Any, bucket: str, kms: Any, key_id: str) -> Operations:
@@ -69,65 +64,6 @@ def serving(s3: Any, bucket: str, provider: KeyProvider, user: str = "alice") ->
     return S3Memory(S3Store(s3, bucket), user, provider, storage_format=2)
 
 
-def run(memory: S3Memory, command: dict[str, Any]) -> str:
-    """``memory.run(command)``, returning once what it wrote off the answer's path has landed too."""
-    try:
-        return memory.run(command)
-    finally:
-        memory.access.wait()
-
-
-def seed(operations: Operations, user: str = "alice") -> KeyLayout:
-    """The files of ``FILES``, each written by its author; the user's layout."""
-    memory = operations.memory(user)
-    for path, (text, author) in FILES.items():
-        memory.acting_as(author).run({"command": "create", "path": path, "file_text": text})
-    memory.access.wait()
-    return memory.layout
-
-
-def later() -> float:
-    """A moment when a switch made now is older than the wait."""
-    return time.time() + ROTATION_WAIT_SECONDS + 60
-
-
-def objects(s3: Any, bucket: str, prefix: str) -> list[str]:
-    return [
-        item["Key"]
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
-        for item in page.get("Contents", [])
-    ]
-
-
-def sealed_with(s3: Any, bucket: str, prefix: str) -> dict[str, int | None]:
-    """The key version each object below ``prefix`` names in its header."""
-    return {
-        key: sealed_version(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
-        for key in objects(s3, bucket, prefix)
-    }
-
-
-def all_versions(s3: Any, bucket: str, prefix: str) -> list[tuple[str, str]]:
-    """Every S3 version and delete marker below ``prefix`` (key, version id)."""
-    found: list[tuple[str, str]] = []
-    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
-        for item in page.get("Versions", []) + page.get("DeleteMarkers", []):
-            found.append((item["Key"], item["VersionId"]))
-    return sorted(found)
-
-
-def everything(s3: Any, bucket: str) -> dict[tuple[str, str], bytes | None]:
-    """Every version of every object with its bytes, and every delete marker: proof that nothing changed."""
-    found: dict[tuple[str, str], bytes | None] = {}
-    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
-        for item in page.get("Versions", []):
-            body = s3.get_object(Bucket=bucket, Key=item["Key"], VersionId=item["VersionId"])["Body"].read()
-            found[(item["Key"], item["VersionId"])] = body
-        for item in page.get("DeleteMarkers", []):
-            found[(item["Key"], item["VersionId"])] = None
-    return found
-
-
 def key_names(s3: Any, bucket: str, layout: KeyLayout) -> list[str]:
     """Every S3 version of the user's wrapped keys, by name (``keys/v<n>``)."""
     keys = layout.key_of_internal("keys/")
@@ -141,16 +77,6 @@ def records(s3: Any, bucket: str, layout: KeyLayout) -> dict[str, int | None]:
         for key, version in sealed_with(s3, bucket, layout.internal_prefix).items()
         if not key.startswith(layout.key_of_internal("keys/"))
     }
-
-
-def contents(memory: S3Memory, files: dict[str, tuple[str, str | None]] = FILES) -> dict[str, Any]:
-    """Each file's text and author (its place record's), read and authenticated through ``memory``."""
-    found: dict[str, tuple[str, str | None]] = {}
-    for path in files:
-        read = memory.files.read(memory_path(path))
-        assert read is not None, path
-        found[path] = (read.text, read.author)
-    return found
 
 
 @pytest.fixture(params=["versioned", "unversioned"])
