@@ -20,6 +20,7 @@ from s3memory.cli import _parser
 from s3memory.console import Console
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
 from s3memory.jobs import Job
+from s3memory.memory import S3Memory
 from s3memory.operations import Operations
 from s3memory.paths import memory_path
 from s3memory.settings import Limits
@@ -45,12 +46,13 @@ def operations(s3: Any) -> Operations:
     return Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
 
 
-def seed(operations: Operations, user: str, files: dict[str, str] = FILES) -> None:
+def seed(operations: Operations, user: str, files: dict[str, str] = FILES) -> S3Memory:
     """The files created, and the access record the first create writes off the answer's path."""
     memory = operations.memory(user)
     for path, text in files.items():
         memory.run({"command": "create", "path": path, "file_text": text})
     memory.access.wait()
+    return memory
 
 
 def tree(base: Path) -> dict[str, bytes]:

@@ -43,14 +43,9 @@ from .support.console import audit
 from .support.console import run as command
 from .support.records import invocation_records
 from .support.versions import all_versions, history_for
-from .test_versions import tick
+from .test_operations import FILES, seed, tree
+from .test_versions import EARLIER_TREE, changed_after_a_moment, tick
 
-FILES = {
-    "/memories/preferences.md": "# Preferences\n- metric units\n",
-    "/memories/projects/acme/notes.md": "line one\nline two",
-    "/memories/projects/acme/todo.txt": "ünïcödé ✓\n",
-    "/memories/empty.md": "",
-}
 DAY = 24 * 3600
 REFUSED_TOKEN = "a" * 52
 """The shape of a token (52 base32 characters) that opens under no key."""
@@ -67,29 +62,12 @@ def operations(s3: Any) -> Operations:
     return private(s3)
 
 
-def seed(operations: Operations, user: str, files: dict[str, str] = FILES) -> S3Memory:
-    """The files created, and the access record the first create writes off the answer's path."""
-    memory = operations.memory(user)
-    for path, text in files.items():
-        memory.run({"command": "create", "path": path, "file_text": text})
-    memory.access.wait()
-    return memory
-
-
 def key_of(operations: Operations, user: str, path: str) -> str:
     return operations.memory(user).layout.file_key(memory_path(path))
 
 
 def namespace(operations: Operations, user: str) -> str:
     return operations.memory(user).layout.namespace
-
-
-def tree(base: Path) -> dict[str, bytes]:
-    return {
-        path.relative_to(base).as_posix(): path.read_bytes()
-        for path in sorted(base.rglob("*"))
-        if path.is_file()
-    }
 
 
 # -- users, ls, cat ---------------------------------------------------------------------------------
@@ -550,17 +528,7 @@ def test_restore_as_of_brings_back_the_earlier_tree_exactly_in_path_order(
     versioned_operations: Operations,
 ) -> None:
     memory = versioned_operations.memory("carol")
-    memory.run({"command": "create", "path": "/memories/keep.md", "file_text": "keep\n"})
-    memory.run({"command": "create", "path": "/memories/edit.md", "file_text": "before\n"})
-    memory.run({"command": "create", "path": "/memories/gone.md", "file_text": "gone\n"})
-    memory.run({"command": "create", "path": "/memories/d/x.md", "file_text": "x\n"})
-    moment = tick()
-    memory.run(
-        {"command": "str_replace", "path": "/memories/edit.md", "old_str": "before", "new_str": "after"}
-    )
-    memory.run({"command": "delete", "path": "/memories/gone.md"})
-    memory.run({"command": "create", "path": "/memories/new.md", "file_text": "new\n"})
-    memory.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
+    moment = changed_after_a_moment(memory)
     restored = MemoryVersions(memory).restore_as_of(moment)
     assert restored.changed_meanwhile == []
     assert restored.deleted == ["/memories/e/x.md", "/memories/new.md"]
@@ -570,12 +538,7 @@ def test_restore_as_of_brings_back_the_earlier_tree_exactly_in_path_order(
         file.path: versioned_operations.read("carol", file.path)
         for file in versioned_operations.files("carol")
     }
-    assert files == {
-        "/memories/d/x.md": "x\n",
-        "/memories/edit.md": "before\n",
-        "/memories/gone.md": "gone\n",
-        "/memories/keep.md": "keep\n",
-    }
+    assert files == EARLIER_TREE
 
 
 def test_the_history_restore_and_redact_commands(versioned_operations: Operations) -> None:

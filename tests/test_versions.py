@@ -17,6 +17,7 @@ from s3memory.console import Console
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.files import ORIGIN_METADATA
+from s3memory.memory import S3Memory
 from s3memory.operations import Operations
 from s3memory.rotation import rotate
 from s3memory.store import S3Store
@@ -38,6 +39,30 @@ def tick() -> datetime:
     time.sleep(1.1)
     moment = datetime.now(UTC)
     time.sleep(1.1)
+    return moment
+
+
+EARLIER_TREE = {
+    "/memories/keep.md": "keep\n",
+    "/memories/edit.md": "before\n",
+    "/memories/gone.md": "gone\n",
+    "/memories/d/x.md": "x\n",
+}
+"""The files ``changed_after_a_moment`` writes before its moment, in that order, with their text."""
+
+
+def changed_after_a_moment(memory: S3Memory) -> datetime:
+    """``EARLIER_TREE`` written, then, after the moment returned, one file edited, one deleted, one
+    created and a folder renamed."""
+    for path, text in EARLIER_TREE.items():
+        memory.run({"command": "create", "path": path, "file_text": text})
+    moment = tick()
+    memory.run(
+        {"command": "str_replace", "path": "/memories/edit.md", "old_str": "before", "new_str": "after"}
+    )
+    memory.run({"command": "delete", "path": "/memories/gone.md"})
+    memory.run({"command": "create", "path": "/memories/new.md", "file_text": "new\n"})
+    memory.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
     return moment
 
 
@@ -152,29 +177,14 @@ def test_restore_a_version_of_a_deleted_file_and_of_an_edited_one(operations: Op
 
 def test_restore_as_of_brings_back_the_earlier_tree_exactly(operations: Operations) -> None:
     memory = operations.memory("carol")
-    memory.run({"command": "create", "path": "/memories/keep.md", "file_text": "keep\n"})
-    memory.run({"command": "create", "path": "/memories/edit.md", "file_text": "before\n"})
-    memory.run({"command": "create", "path": "/memories/gone.md", "file_text": "gone\n"})
-    memory.run({"command": "create", "path": "/memories/d/x.md", "file_text": "x\n"})
-    moment = tick()
-    memory.run(
-        {"command": "str_replace", "path": "/memories/edit.md", "old_str": "before", "new_str": "after"}
-    )
-    memory.run({"command": "delete", "path": "/memories/gone.md"})
-    memory.run({"command": "create", "path": "/memories/new.md", "file_text": "new\n"})
-    memory.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
+    moment = changed_after_a_moment(memory)
     restored = MemoryVersions(memory).restore_as_of(moment)
     assert restored.changed_meanwhile == []
     assert sorted(restored.deleted) == ["/memories/e/x.md", "/memories/new.md"]
     assert sorted(restored.written) == ["/memories/d/x.md", "/memories/edit.md", "/memories/gone.md"]
     assert restored.unchanged == ["/memories/keep.md"]
     files = {file.path: operations.read("carol", file.path) for file in operations.files("carol")}
-    assert files == {
-        "/memories/d/x.md": "x\n",
-        "/memories/edit.md": "before\n",
-        "/memories/gone.md": "gone\n",
-        "/memories/keep.md": "keep\n",
-    }
+    assert files == EARLIER_TREE
 
 
 def test_redact_removes_one_version_for_good(operations: Operations) -> None:
