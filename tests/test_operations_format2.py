@@ -27,7 +27,6 @@ from s3memory.crypto import KeyProvider, KMSKeyProvider, LocalKeyProvider
 from s3memory.errors import CommandError, IntegrityError
 from s3memory.expiry import ACTIVE, expire
 from s3memory.files import ORIGIN_METADATA
-from s3memory.jobs import Job
 from s3memory.memory import S3Memory
 from s3memory.migration import MIGRATED_NAME
 from s3memory.names import namespace_of, user_of_namespace
@@ -43,7 +42,7 @@ from .support.console import audit
 from .support.console import run as command
 from .support.records import invocation_records
 from .support.versions import all_versions, history_for
-from .test_operations import FILES, seed, tree
+from .test_operations import FILES, seal_job, seed, tree
 from .test_versions import EARLIER_TREE, changed_after_a_moment, tick
 
 DAY = 24 * 3600
@@ -243,15 +242,6 @@ def test_settings_and_flags_choose_the_format_and_store_id(s3: Any) -> None:
 
 
 # -- verify -------------------------------------------------------------------------------------------
-
-
-def seal_job(operations: Operations, user: str, kind: str, path: str, created: float) -> str:
-    """A job record as s3memory writes it, created at ``created`` (seconds)."""
-    memory = operations.memory(user)
-    job = Job.plan(kind, memory_path(path), None, (), created)  # type: ignore[arg-type]
-    key = memory.layout.key_of_internal(job.name)
-    memory.store.put(key, memory.files.cipher.seal(job.record_path, job.encode()))
-    return key
 
 
 def test_verify_finds_tampered_misplaced_planted_and_stuck_and_changes_nothing(
