@@ -29,11 +29,10 @@ from s3memory.clients import make_s3_client
 from s3memory.crypto import KeyProvider, LocalKeyProvider
 from s3memory.local_s3 import honour_copy_conditions, moto_server
 from s3memory.memory import S3Memory
-from s3memory.migration import MIGRATED_NAME
 from s3memory.paths import MEMORY_ROOT, memory_path
 from s3memory.scripted_api import ScriptedMessagesAPI
 from s3memory.store import S3Store
-from s3memory.store_keys import STORE_KEY_NAME
+from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME
 from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
 
 from .support.backends import REGION, SeaweedServer, ServerUnavailable, find_weed
