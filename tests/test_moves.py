@@ -75,9 +75,7 @@ def test_a_directory_rename_copies_every_file_on_the_server_and_reads_or_writes_
     assert seen["CopyObject"] == FILES
     assert seen["GetObject"] == 0  # no file's content was read
     assert seen["PutObject"] == 1  # the job's record; no file's content was written
-    assert (
-        seen["HeadObject"] == FILES + 2
-    )  # each source's place record, the probe of /memories/notes, the record
+    assert seen["HeadObject"] == FILES + 2  # each source, the probe of /memories/notes, the record
     assert seen["DeleteObjects"] == 1
     assert seen["DeleteObject"] == 1  # the job's record
     for path in paths:
