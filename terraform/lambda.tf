@@ -12,8 +12,8 @@
 locals {
   lambda_source_code_hash = filebase64sha256(var.lambda_zip_path)
 
-  # Where every function finds the store: the bucket, the users' prefix and the key; on format 2 (or
-  # with a store_id) the format and the store's id (store.tf).
+  # Where every function finds the store: the bucket, the users' prefix, the key and the storage
+  # format; on format 2 (or with a store_id) the store's id (store.tf).
   storage_environment = merge(
     {
       S3MEMORY_BUCKET     = aws_s3_bucket.memory.bucket

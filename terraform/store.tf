@@ -29,11 +29,14 @@
 locals {
   store_id = var.store_id == "" ? var.bucket_name : var.store_id
 
-  # The environment that tells the functions the format and the store: nothing on format 1 without a
-  # store_id (the functions' defaults); on format 2 always both, S3MEMORY_STORE_ID spelled out even
-  # when it is the bucket's name, so that the id the functions hash is visibly the one pinned here.
+  # The environment that tells the functions the format and the store. S3MEMORY_STORAGE_FORMAT
+  # always, on format 1 too: the functions' own default is "auto" (format 2 for a store with nothing
+  # below the prefix yet), while the KMS grants here are pinned to var.storage_format, so the format
+  # the functions serve must be exactly the one the grants were written for. S3MEMORY_STORE_ID on
+  # format 2 always, spelled out even when it is the bucket's name, so that the id the functions hash
+  # is visibly the one pinned here; on format 1 only when store_id is set (format 1 does not use it).
   store_environment = merge(
-    var.storage_format == 1 ? {} : { S3MEMORY_STORAGE_FORMAT = format("%d", var.storage_format) },
+    { S3MEMORY_STORAGE_FORMAT = format("%d", var.storage_format) },
     var.storage_format == 1 && var.store_id == "" ? {} : { S3MEMORY_STORE_ID = local.store_id },
   )
 

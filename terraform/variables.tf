@@ -73,14 +73,14 @@ variable "memory_prefix" {
 }
 
 variable "storage_format" {
-  description = "Storage format of the store (S3MEMORY_STORAGE_FORMAT): 1 (default: user ids and paths in plain object keys, docs/format.md) or 2 (private names, every object and data key bound to the store identity, docs/format-v2.md). A new store is best created in format 2; an existing format-1 store moves to 2 by serving it in format 2 with migrating_from_format_1 = true and running `s3memory migrate` (docs/format-v2.md, \"Migration from format 1\"). With 2 the key policy and the roles' policies also require the store's identity in the KMS encryption context (see store_id)."
+  description = "Storage format of the store, passed to every function as S3MEMORY_STORAGE_FORMAT: 2 (default: private names, every object and data key bound to the store identity, docs/format-v2.md) or 1 (user ids and paths in plain object keys, docs/format.md). Always explicit (no \"auto\"): the key policy and the roles' policies are written for this format, and with 2 they also require the store's identity in the KMS encryption context (see store_id). An existing format-1 deployment must set storage_format = 1 before upgrading to a module version whose default is 2, or move to 2: storage_format = 2 with migrating_from_format_1 = true, then `s3memory migrate` (docs/format-v2.md, \"Migration from format 1\")."
   type        = number
-  default     = 1
+  default     = 2
   nullable    = false
 
   validation {
     condition     = contains([1, 2], var.storage_format)
-    error_message = "storage_format must be 1 (plain names, the default) or 2 (private names, docs/format-v2.md)."
+    error_message = "storage_format must be 2 (private names, docs/format-v2.md, the default) or 1 (plain names)."
   }
 }
 

@@ -31,11 +31,15 @@ variables {
         Resource = "arn:aws:s3:::s3memory-test-bucket/users/*"
       },
       {
-        Sid       = "DecryptWithS3memoryContext"
-        Effect    = "Allow"
-        Action    = "kms:Decrypt"
-        Resource  = "arn:aws:kms:eu-west-1:123456789012:key/11111111-2222-3333-4444-555555555555"
-        Condition = { Null = { "kms:EncryptionContext:s3memory:user" = "false" } }
+        Sid      = "DecryptWithS3memoryContext"
+        Effect   = "Allow"
+        Action   = "kms:Decrypt"
+        Resource = "arn:aws:kms:eu-west-1:123456789012:key/11111111-2222-3333-4444-555555555555"
+        # Storage format 2 (the default): the store identity of s3memory-test-bucket at users/.
+        Condition = {
+          Null         = { "kms:EncryptionContext:s3memory:user" = "false" }
+          StringEquals = { "kms:EncryptionContext:s3memory:store" = "9effe05508c5b6192fe271e1421f8f88" }
+        }
       },
       {
         Sid      = "DecryptViaS3"
@@ -136,9 +140,11 @@ run "on_creates_the_function_schedule_and_roles" {
       S3MEMORY_BUCKET           = "s3memory-test-bucket"
       S3MEMORY_PREFIX           = "users/"
       S3MEMORY_KMS_KEY_ID       = aws_kms_key.memory.arn
+      S3MEMORY_STORAGE_FORMAT   = "2"
+      S3MEMORY_STORE_ID         = "s3memory-test-bucket"
       S3MEMORY_EXPIRE_IDLE_DAYS = "30"
     })
-    error_message = "The expiry function's environment is the store's (bucket, prefix, key ARN) and S3MEMORY_EXPIRE_IDLE_DAYS, nothing else."
+    error_message = "The expiry function's environment is the store's (bucket, prefix, key ARN, format 2 and the store's id) and S3MEMORY_EXPIRE_IDLE_DAYS, nothing else."
   }
 
   assert {
@@ -262,7 +268,10 @@ run "on_creates_the_function_schedule_and_roles" {
           Principal = { AWS = "arn:aws:iam::123456789012:role/s3memory-expiry-lambda" }
           Action    = "kms:Decrypt"
           Resource  = "*"
-          Condition = { Null = { "kms:EncryptionContext:s3memory:user" = "false" } }
+          Condition = {
+            Null         = { "kms:EncryptionContext:s3memory:user" = "false" }
+            StringEquals = { "kms:EncryptionContext:s3memory:store" = "9effe05508c5b6192fe271e1421f8f88" }
+          }
         }
         ExpiryDecryptViaS3 = {
           Sid       = "ExpiryDecryptViaS3"

@@ -30,11 +30,15 @@ variables {
         Condition = { StringLike = { "s3:prefix" = "users/*" } }
       },
       {
-        Sid       = "EnvelopeKeysWithS3memoryContext"
-        Effect    = "Allow"
-        Action    = ["kms:GenerateDataKey", "kms:Decrypt"]
-        Resource  = "arn:aws:kms:eu-west-1:123456789012:key/11111111-2222-3333-4444-555555555555"
-        Condition = { Null = { "kms:EncryptionContext:s3memory:user" = "false" } }
+        Sid      = "EnvelopeKeysWithS3memoryContext"
+        Effect   = "Allow"
+        Action   = ["kms:GenerateDataKey", "kms:Decrypt"]
+        Resource = "arn:aws:kms:eu-west-1:123456789012:key/11111111-2222-3333-4444-555555555555"
+        # Storage format 2 (the default): the store identity of s3memory-test-bucket at users/.
+        Condition = {
+          Null         = { "kms:EncryptionContext:s3memory:user" = "false" }
+          StringEquals = { "kms:EncryptionContext:s3memory:store" = "9effe05508c5b6192fe271e1421f8f88" }
+        }
       },
       {
         Sid      = "BucketSseViaS3"
@@ -180,7 +184,8 @@ run "created_for_the_trusted_principals" {
         BucketVersioningStatus      = null
         MemoryObjectsAndVersions    = null
         EnvelopeKeysWithS3memoryContext = {
-          Null = { "kms:EncryptionContext:s3memory:user" = "false" }
+          Null         = { "kms:EncryptionContext:s3memory:user" = "false" }
+          StringEquals = { "kms:EncryptionContext:s3memory:store" = "9effe05508c5b6192fe271e1421f8f88" }
         }
         BucketSseViaS3 = {
           StringEquals = { "kms:ViaService" = "s3.eu-west-1.amazonaws.com" }

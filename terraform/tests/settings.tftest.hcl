@@ -16,16 +16,18 @@ run "defaults_keep_the_environment_minimal" {
 
   assert {
     condition = toset(keys(aws_lambda_function.memory.environment[0].variables)) == toset([
-      "S3MEMORY_BUCKET", "S3MEMORY_PREFIX", "S3MEMORY_KMS_KEY_ID", "S3MEMORY_DIRECT_INVOCATION",
+      "S3MEMORY_BUCKET", "S3MEMORY_PREFIX", "S3MEMORY_KMS_KEY_ID", "S3MEMORY_STORAGE_FORMAT", "S3MEMORY_STORE_ID",
+      "S3MEMORY_DIRECT_INVOCATION",
     ])
-    error_message = "By default the memory function gets the storage variables and S3MEMORY_DIRECT_INVOCATION only."
+    error_message = "By default the memory function gets the storage variables (format 2: the format and the store's id) and S3MEMORY_DIRECT_INVOCATION only."
   }
 
   assert {
     condition = toset(keys(aws_lambda_function.agent.environment[0].variables)) == toset([
-      "S3MEMORY_BUCKET", "S3MEMORY_PREFIX", "S3MEMORY_KMS_KEY_ID", "S3MEMORY_MODEL",
+      "S3MEMORY_BUCKET", "S3MEMORY_PREFIX", "S3MEMORY_KMS_KEY_ID", "S3MEMORY_STORAGE_FORMAT", "S3MEMORY_STORE_ID",
+      "S3MEMORY_MODEL",
     ])
-    error_message = "By default the agent function gets the storage variables and S3MEMORY_MODEL only (it is direct-invoked by design)."
+    error_message = "By default the agent function gets the storage variables (format 2: the format and the store's id) and S3MEMORY_MODEL only (it is direct-invoked by design)."
   }
 
   assert {

@@ -1,7 +1,9 @@
-# Storage format and store id (store.tf): format 1 by default, with the environment and every KMS
-# condition as before; format 2 tells every function the format and the store's id, and the key
-# policy and the roles' policies require the store identity (s3memory/store_keys.py) in the KMS
-# encryption context, or, when Terraform cannot compute it exactly, the context key s3memory:store.
+# Storage format and store id (store.tf): format 2 by default, and every function is told the
+# format explicitly (S3MEMORY_STORAGE_FORMAT, on format 1 too: the functions' own default, "auto",
+# could pick format 2 on a new bucket while the KMS grants are format 1's). Format 2 also tells every
+# function the store's id, and the key policy and the roles' policies require the store identity
+# (s3memory/store_keys.py) in the KMS encryption context, or, when Terraform cannot compute it
+# exactly, the context key s3memory:store. Format 1 keeps every KMS condition as it was.
 # The identities below are store_identity's (Python) for the same id and prefix; tests/
 # test_terraform.py compares the two over more ids. Runs that read policies use `apply`: they name
 # the key and role ARNs, which the mocks only give at apply.
@@ -21,59 +23,23 @@ variables {
 
   format_1_condition = { Null = { "kms:EncryptionContext:s3memory:user" = "false" } }
   envelope_sids      = ["EnvelopeKeysWithS3memoryContext", "ExpiryDecryptWithS3memoryContext", "DecryptWithS3memoryContext"]
+  store_variables    = ["S3MEMORY_PREFIX", "S3MEMORY_STORAGE_FORMAT", "S3MEMORY_STORE_ID"]
 }
 
-run "format_1_by_default_changes_nothing" {
+run "format_2_by_default_tells_every_function_and_pins_the_identity" {
   command = apply
-
-  assert {
-    condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent, aws_lambda_function.expiry[0]] :
-      !contains(keys(fn.environment[0].variables), "S3MEMORY_STORAGE_FORMAT") &&
-      !contains(keys(fn.environment[0].variables), "S3MEMORY_STORE_ID")
-    ])
-    error_message = "On format 1 without a store_id no function gets S3MEMORY_STORAGE_FORMAT or S3MEMORY_STORE_ID (the functions' defaults)."
-  }
 
   assert {
     condition = [
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement.Condition
-      if contains(var.envelope_sids, statement.Sid)
-    ] == [var.format_1_condition, var.format_1_condition]
-    error_message = "On format 1 the key policy's two envelope-key statements require s3memory:user (Null = false), exactly as before."
-  }
-
-  assert {
-    condition = alltrue(flatten([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
-        for statement in jsondecode(policy).Statement : statement.Condition == var.format_1_condition
-        if contains(var.envelope_sids, statement.Sid)
-      ]
-    ]))
-    error_message = "On format 1 the four roles' envelope-key statements require s3memory:user (Null = false), exactly as before."
-  }
-
-  assert {
-    condition     = output.storage_format == 1 && output.store_id == "s3memory-test-bucket" && output.store_identity == null
-    error_message = "Outputs: format 1, the store id defaults to the bucket's name, no store identity on format 1."
-  }
-}
-
-run "format_2_tells_every_function_and_pins_the_identity" {
-  command = apply
-
-  variables {
-    storage_format = 2
-  }
-
-  assert {
-    condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent, aws_lambda_function.expiry[0]] :
-      fn.environment[0].variables["S3MEMORY_STORAGE_FORMAT"] == "2" &&
-      fn.environment[0].variables["S3MEMORY_STORE_ID"] == "s3memory-test-bucket" &&
-      fn.environment[0].variables["S3MEMORY_PREFIX"] == "users/"
-    ])
-    error_message = "On format 2 the memory, agent and expiry functions get S3MEMORY_STORAGE_FORMAT = 2 and S3MEMORY_STORE_ID = the bucket's name (store_id empty)."
+      for fn in [aws_lambda_function.memory, aws_lambda_function.agent, aws_lambda_function.expiry[0]] : {
+        for name, value in fn.environment[0].variables : name => value if contains(var.store_variables, name)
+      }
+      ] == [for _ in range(3) : {
+        S3MEMORY_PREFIX         = "users/"
+        S3MEMORY_STORAGE_FORMAT = "2"
+        S3MEMORY_STORE_ID       = "s3memory-test-bucket"
+    }]
+    error_message = "By default (format 2) the memory, agent and expiry functions get S3MEMORY_STORAGE_FORMAT = 2 and S3MEMORY_STORE_ID = the bucket's name (store_id empty)."
   }
 
   assert {
@@ -141,6 +107,54 @@ run "format_2_tells_every_function_and_pins_the_identity" {
   }
 }
 
+run "format_1_tells_every_function_format_1_and_changes_no_condition" {
+  command = apply
+
+  variables {
+    storage_format = 1
+  }
+
+  assert {
+    condition = [
+      for fn in [aws_lambda_function.memory, aws_lambda_function.agent, aws_lambda_function.expiry[0]] : {
+        for name, value in fn.environment[0].variables : name => value if contains(var.store_variables, name)
+      }
+      ] == [for _ in range(3) : {
+        S3MEMORY_PREFIX         = "users/"
+        S3MEMORY_STORAGE_FORMAT = "1"
+    }]
+    error_message = "On format 1 the memory, agent and expiry functions get S3MEMORY_STORAGE_FORMAT = 1 explicitly (the functions' own default is auto) and no S3MEMORY_STORE_ID without a store_id."
+  }
+
+  assert {
+    condition = [
+      for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement.Condition
+      if contains(var.envelope_sids, statement.Sid)
+    ] == [var.format_1_condition, var.format_1_condition]
+    error_message = "On format 1 the key policy's two envelope-key statements require s3memory:user (Null = false), exactly as before."
+  }
+
+  assert {
+    condition = [
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
+        for statement in jsondecode(policy).Statement : statement.Condition
+        if contains(var.envelope_sids, statement.Sid)
+      ]
+    ] == [for _ in range(4) : [var.format_1_condition]]
+    error_message = "On format 1 the four roles' envelope-key statements require s3memory:user (Null = false), exactly as before."
+  }
+
+  assert {
+    condition     = !strcontains(aws_kms_key.memory.policy, "s3memory:store") && alltrue([for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : !strcontains(policy, "s3memory:store")])
+    error_message = "On format 1 no policy names s3memory:store."
+  }
+
+  assert {
+    condition     = output.storage_format == 1 && output.store_id == "s3memory-test-bucket" && output.store_identity == null
+    error_message = "Outputs: format 1, the store id defaults to the bucket's name, no store identity on format 1."
+  }
+}
+
 run "store_id_and_prefix_make_the_identity" {
   command = apply
 
@@ -191,16 +205,21 @@ run "store_id_on_format_1_is_passed_but_changes_no_condition" {
   command = apply
 
   variables {
-    store_id = "source-bucket"
+    storage_format = 1
+    store_id       = "source-bucket"
   }
 
   assert {
-    condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent, aws_lambda_function.expiry[0]] :
-      fn.environment[0].variables["S3MEMORY_STORE_ID"] == "source-bucket" &&
-      !contains(keys(fn.environment[0].variables), "S3MEMORY_STORAGE_FORMAT")
-    ])
-    error_message = "A store_id set on format 1 reaches the functions (unused by format 1); the format stays the default."
+    condition = [
+      for fn in [aws_lambda_function.memory, aws_lambda_function.agent, aws_lambda_function.expiry[0]] : {
+        for name, value in fn.environment[0].variables : name => value if contains(var.store_variables, name)
+      }
+      ] == [for _ in range(3) : {
+        S3MEMORY_PREFIX         = "users/"
+        S3MEMORY_STORAGE_FORMAT = "1"
+        S3MEMORY_STORE_ID       = "source-bucket"
+    }]
+    error_message = "A store_id set on format 1 reaches the functions (unused by format 1), next to S3MEMORY_STORAGE_FORMAT = 1."
   }
 
   assert {
@@ -477,10 +496,11 @@ run "migrating_from_format_1_adds_format_1_decrypt_only" {
   }
 }
 
-run "migrating_has_no_effect_on_format_1_and_is_off_by_default" {
+run "migrating_has_no_effect_on_format_1" {
   command = apply
 
   variables {
+    storage_format          = 1
     migrating_from_format_1 = true
   }
 

@@ -6,10 +6,11 @@ name_prefix = "s3memory-dev"
 # Built by `make lambda-zip` at the repository root.
 lambda_zip_path = "../../../dist/lambda.zip"
 
-# Storage format: 1 (plain names) or 2 (private names, docs/format-v2.md), chosen when the store is
+# Storage format: 2 (private names, docs/format-v2.md) or 1 (plain names), chosen when the store is
 # created. On format 2 the store id (default: the bucket's name) must never change; a replica's
-# readers set the source's. See docs/deploy.md, "Storage format".
-storage_format = 1
+# readers set the source's. A store deployed in format 1 keeps storage_format = 1 (or migrates: see
+# docs/deploy.md, "Storage format").
+storage_format = 2
 # store_id     = ""
 
 # Idle expiry: a scheduled function deletes the memory of users idle this many days (never their

@@ -59,9 +59,9 @@ variable "lambda_zip_path" {
 }
 
 variable "storage_format" {
-  description = "Storage format of the store: 1 (plain names) or 2 (private names, docs/format-v2.md). Chosen when the store is created. See docs/deploy.md, \"Storage format\"."
+  description = "Storage format of the store: 2 (the default: private names, docs/format-v2.md) or 1 (plain names). Chosen when the store is created; a deployment made in format 1 keeps storage_format = 1 until it migrates. See docs/deploy.md, \"Storage format\"."
   type        = number
-  default     = 1
+  default     = 2
 
   validation {
     condition     = contains([1, 2], var.storage_format)
