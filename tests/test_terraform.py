@@ -11,6 +11,7 @@ or no mirror of the AWS provider exists.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -287,7 +288,7 @@ REFUSALS = {
     ),
     "storage_format_unknown": (
         {"storage_format": "3"},
-        "storage_format must be 1 (plain names, the default) or 2 (private names, docs/format-v2.md).",
+        "storage_format must be 2 (private names, docs/format-v2.md, the default) or 1 (plain names).",
     ),
     "store_id_with_a_control_character": (
         {"storage_format": "2", "store_id": '"source\\nbucket"'},
@@ -417,3 +418,129 @@ def test_terraform_computes_the_store_identity_as_s3memory(initialized_module: T
         test_file.unlink()
     assert_ok(result, "terraform test of the store identities")
     assert f"{len(IDENTITY_CASES)} passed, 0 failed" in result.stdout, result.stdout
+
+
+# What every function is told of the store, and what the KMS grants require, by default and with
+# each explicit storage_format: the functions' environments in full and the envelope-key conditions
+# of the key policy and the four roles' policies, exactly. The library's own default is "auto"
+# (format 2 for a store with nothing below the prefix yet), so the module must name the format on
+# format 1 too, or a new bucket would be served in format 2 under format 1's grants.
+FORMAT_BUCKET = "s3memory-test-bucket"
+FORMAT_KEY_ARN = "arn:aws:kms:eu-west-1:123456789012:key/11111111-2222-3333-4444-555555555555"  # the mocks'
+ENVELOPE_SIDS = (
+    "EnvelopeKeysWithS3memoryContext",
+    "ExpiryDecryptWithS3memoryContext",
+    "DecryptWithS3memoryContext",
+)
+FORMAT_CASES = {"default": None, "format_1": 1, "format_2": 2}
+
+
+def _expected_environments(storage_format: int) -> dict[str, dict[str, str]]:
+    store = {
+        "S3MEMORY_BUCKET": FORMAT_BUCKET,
+        "S3MEMORY_PREFIX": "users/",
+        "S3MEMORY_KMS_KEY_ID": FORMAT_KEY_ARN,
+        "S3MEMORY_STORAGE_FORMAT": str(storage_format),
+    }
+    if storage_format == 2:
+        store["S3MEMORY_STORE_ID"] = FORMAT_BUCKET
+    return {
+        "memory": {**store, "S3MEMORY_DIRECT_INVOCATION": "allow"},
+        "agent": {**store, "S3MEMORY_MODEL": "claude-sonnet-4-5"},
+        "expiry": {**store, "S3MEMORY_EXPIRE_IDLE_DAYS": "30"},
+    }
+
+
+def _expected_envelope_condition(storage_format: int) -> dict[str, dict[str, str]]:
+    from s3memory.store_keys import store_identity
+
+    condition = {"Null": {"kms:EncryptionContext:s3memory:user": "false"}}
+    if storage_format == 2:
+        condition["StringEquals"] = {
+            "kms:EncryptionContext:s3memory:store": store_identity(FORMAT_BUCKET, "users/")
+        }
+    return condition
+
+
+def test_expected_environments_are_served_in_their_format() -> None:
+    """The environments the next test requires make the functions' settings name the format
+    itself, never the library's default."""
+    from s3memory.settings import Settings
+
+    for storage_format in (1, 2):
+        for environment in _expected_environments(storage_format).values():
+            settings = Settings.from_env(environment)
+            assert settings.storage_format == storage_format
+            assert settings.store_id == (FORMAT_BUCKET if storage_format == 2 else None)
+
+
+@pytest.mark.parametrize("case", sorted(FORMAT_CASES))
+def test_storage_format_reaches_every_function_and_the_grants(
+    initialized_module: TerraformWorkspace, case: str
+) -> None:
+    storage_format = FORMAT_CASES[case] or 2  # the module's default is format 2
+    assignment = "" if FORMAT_CASES[case] is None else f"    storage_format = {storage_format}\n"
+    environments = _expected_environments(storage_format)
+    condition = json.dumps(_expected_envelope_condition(storage_format), sort_keys=True)
+    functions = {
+        "memory": "aws_lambda_function.memory",
+        "agent": "aws_lambda_function.agent",
+        "expiry": "aws_lambda_function.expiry[0]",
+    }
+    policies = [
+        "aws_kms_key.memory.policy",
+        "aws_iam_role_policy.memory.policy",
+        "aws_iam_role_policy.agent.policy",
+        "aws_iam_role_policy.expiry[0].policy",
+        "aws_iam_role_policy.operator[0].policy",
+    ]
+    sids = "[" + ", ".join(f'"{sid}"' for sid in ENVELOPE_SIDS) + "]"
+    asserts = [
+        (
+            f"{resource}.environment[0].variables == tomap(jsondecode({_hcl_string(json.dumps(environments[kind]))}))",
+            f"the {kind} function's environment is not exactly {environments[kind]}",
+        )
+        for kind, resource in functions.items()
+    ]
+    # The key policy has two envelope-key statements (key users, expiry role), each role's policy one.
+    asserts += [
+        (
+            f"[for statement in jsondecode({policy}).Statement : statement.Condition if contains({sids}, statement.Sid)]"
+            f" == [for _ in range({2 if policy.startswith('aws_kms_key') else 1}) : jsondecode({_hcl_string(condition)})]",
+            f"{policy}: an envelope-key condition is not exactly {condition}",
+        )
+        for policy in policies
+    ]
+    asserts.append(
+        (
+            f"output.storage_format == {storage_format}",
+            f"the storage_format output is not {storage_format}",
+        )
+    )
+    body = "".join(
+        f"  assert {{\n    condition     = {check}\n    error_message = {_hcl_string(message)}\n  }}\n\n"
+        for check, message in asserts
+    )
+    test_file = initialized_module.module_dir / "tests" / f"storage_format_{case}.tftest.hcl"
+    test_file.write_text(
+        'mock_provider "aws" {\n  source = "./tests/mocks"\n}\n\n'
+        f'variables {{\n  bucket_name     = "{FORMAT_BUCKET}"\n'
+        '  lambda_zip_path = "tests/fixtures/lambda.zip"\n}\n\n'
+        f'run "{case}" {{\n  command = apply\n\n  variables {{\n{assignment}'
+        "    expiry_idle_days                = 30\n    create_operator_role            = true\n"
+        '    operator_trusted_principal_arns = ["arn:aws:iam::123456789012:role/memory-admin"]\n'
+        f"  }}\n\n{body}}}\n",
+        encoding="utf-8",
+    )
+    try:
+        result = initialized_module.run(
+            "test",
+            "-no-color",
+            f"-filter=tests/{test_file.name}",
+            cwd=initialized_module.module_dir,
+            data_dir_name="module-data",
+        )
+    finally:
+        test_file.unlink()
+    assert_ok(result, f"terraform test of storage format {case}")
+    assert "1 passed, 0 failed" in result.stdout, result.stdout
