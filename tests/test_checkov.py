@@ -1,4 +1,5 @@
-"""checkov over the Terraform module: no failed check, and every skipped check justified in a comment."""
+"""checkov over the Terraform module (by default, with every optional feature, and on storage format 1):
+no failed check, and every skipped check justified in a comment."""
 
 from __future__ import annotations
 
@@ -40,7 +41,34 @@ def _checkov() -> str:
     pytest.skip(reason)
 
 
-@pytest.mark.parametrize("var_file", [None, "tests/fixtures/checkov-all-features.tfvars"])
+# The defaults (storage format 2), every optional feature (format 2 while migrating from format 1),
+# and storage format 1, whose KMS conditions differ (no store identity).
+VAR_FILES = [
+    None,
+    "tests/fixtures/checkov-all-features.tfvars",
+    "tests/fixtures/checkov-format-1.tfvars",
+]
+
+
+def test_var_files_scan_each_storage_format() -> None:
+    formats = {
+        var_file: re.findall(r"^storage_format\s*=\s*(\d+)", (TERRAFORM / var_file).read_text("utf-8"), re.M)
+        for var_file in VAR_FILES
+        if var_file
+    }
+    assert formats == {
+        "tests/fixtures/checkov-all-features.tfvars": ["2"],
+        "tests/fixtures/checkov-format-1.tfvars": ["1"],
+    }
+    default = re.search(
+        r'variable "storage_format" \{.*?\n  default\s*=\s*(\d+)\n',
+        (TERRAFORM / "variables.tf").read_text("utf-8"),
+        re.S,
+    )
+    assert default is not None and default[1] == "2"
+
+
+@pytest.mark.parametrize("var_file", VAR_FILES)
 def test_checkov_finds_no_failed_check(var_file: str | None) -> None:
     command = [_checkov(), "-d", ".", "--framework", "terraform", "--skip-download", "-o", "json"]
     if var_file:
@@ -55,6 +83,7 @@ def test_checkov_finds_no_failed_check(var_file: str | None) -> None:
         for check in item["results"].get("failed_checks", [])
     ]
     assert all(item["failed"] == 0 for item in summary), failed
+    assert all(item["parsing_errors"] == 0 for item in summary), summary  # e.g. a var file not found
     assert sum(item["passed"] for item in summary) > 40
     scanned = {
         check["resource"].split("module.s3memory.", 1)[-1]
