@@ -47,6 +47,12 @@ key user (moto evaluates neither trust nor key policies: these check what apply 
 test` covers the rest). The memory handler then runs in process with exactly the environment that the applied memory function
 has (read back through the Lambda API), plus the endpoint variables for moto: its first create is
 stored, a second create is refused with the quota's answer and writes nothing.
+
+The module's default storage format is 2 (private names), and it tells every function so
+explicitly: the test reads `S3MEMORY_STORAGE_FORMAT = "2"` and `S3MEMORY_STORE_ID` (the bucket's
+name) back from all three functions, and the envelope-key statements of the key policy and of the
+roles' policies pinned to the store identity (`s3memory.store_keys.store_identity` of the bucket and
+the prefix). The handler, run with that environment, leaves no user id or path in any object key.
 """
 
 from __future__ import annotations
@@ -68,6 +74,7 @@ from botocore.exceptions import ClientError
 
 from s3memory.access import settle
 from s3memory.aws_lambda import memory_handler, runtime
+from s3memory.store_keys import store_identity
 
 from .test_terraform import MODULE_DIR, _clean_environment, assert_ok, find_provider_mirror
 
@@ -90,6 +97,8 @@ QUOTA_REFUSAL = (
     "Delete or merge files first; nothing was changed."
 )
 EXPIRY_IDLE_DAYS = 30
+# A private name of format 2: unpadded base32 (docs/format-v2.md, "Private names").
+TOKEN = "[a-z2-7]+"
 BUCKET_POLICY_SIDS = {
     "DenyInsecureTransport",
     "DenyOutdatedTls",
@@ -210,6 +219,30 @@ def check_applied(outputs: dict[str, Any], endpoint: str) -> dict[str, str]:
     aliases = {alias["AliasName"]: alias.get("TargetKeyId") for alias in kms.list_aliases()["Aliases"]}
     assert aliases[outputs["kms_key_alias"]] == outputs["kms_key_id"]
 
+    # Storage format 2 by default: the envelope-key grants are pinned to this store's identity.
+    identity = store_identity(bucket, "users/")
+    assert (outputs["storage_format"], outputs["store_id"], outputs["store_identity"]) == (
+        2,
+        bucket,
+        identity,
+    )
+    pinned = {
+        "Null": {"kms:EncryptionContext:s3memory:user": "false"},
+        "StringEquals": {"kms:EncryptionContext:s3memory:store": identity},
+    }
+    assert by_sid["EnvelopeKeysWithS3memoryContext"]["Condition"] == pinned
+    assert by_sid["ExpiryDecryptWithS3memoryContext"]["Condition"] == pinned
+    assert not [sid for sid in by_sid if sid.endswith("Format1Migration")]
+    sid = "EnvelopeKeysWithS3memoryContext"
+    for kind in ("memory", "agent"):
+        role_name = outputs[f"{kind}_role_arn"].rsplit("/", 1)[1]
+        (policy_name,) = iam.list_role_policies(RoleName=role_name)["PolicyNames"]
+        document = _document(
+            iam.get_role_policy(RoleName=role_name, PolicyName=policy_name)["PolicyDocument"]
+        )
+        (statement,) = [statement for statement in document["Statement"] if statement["Sid"] == sid]
+        assert statement["Condition"] == pinned, kind
+
     environments: dict[str, dict[str, str]] = {}
     for kind, reserved in (("memory", 100), ("agent", 10)):
         function = lam.get_function(FunctionName=outputs[f"{kind}_function_name"])
@@ -232,23 +265,19 @@ def check_applied(outputs: dict[str, Any], endpoint: str) -> dict[str, str]:
         (group,) = logs.describe_log_groups(logGroupNamePrefix=outputs["log_group_names"][kind])["logGroups"]
         assert group["retentionInDays"] == 30
     assert outputs["api_endpoint"] is None
-    # Only what differs from the functions' defaults is set; the memory function always says
-    # whether it serves direct events (allowed: no HTTP API fronts it).
-    assert set(environments["memory"]) == {
-        "S3MEMORY_BUCKET",
-        "S3MEMORY_PREFIX",
-        "S3MEMORY_KMS_KEY_ID",
-        "S3MEMORY_QUOTA_FILES",
-        "S3MEMORY_DIRECT_INVOCATION",
+    # Only what differs from the functions' defaults is set, except the storage format, always set
+    # (format 2 by default; the functions' own default is auto) with the store's id; the memory
+    # function always says whether it serves direct events (allowed: no HTTP API fronts it).
+    store = {
+        "S3MEMORY_BUCKET": bucket,
+        "S3MEMORY_PREFIX": "users/",
+        "S3MEMORY_KMS_KEY_ID": key_arn,
+        "S3MEMORY_STORAGE_FORMAT": "2",
+        "S3MEMORY_STORE_ID": bucket,
+        "S3MEMORY_QUOTA_FILES": "1",
     }
-    assert environments["memory"]["S3MEMORY_DIRECT_INVOCATION"] == "allow"
-    assert set(environments["agent"]) == {
-        "S3MEMORY_BUCKET",
-        "S3MEMORY_PREFIX",
-        "S3MEMORY_KMS_KEY_ID",
-        "S3MEMORY_QUOTA_FILES",
-        "S3MEMORY_MODEL",
-    }
+    assert environments["memory"] == {**store, "S3MEMORY_DIRECT_INVOCATION": "allow"}
+    assert environments["agent"] == {**store, "S3MEMORY_MODEL": "claude-sonnet-4-5"}
     return environments["memory"]
 
 
@@ -362,6 +391,8 @@ def check_expiry(outputs: dict[str, Any], endpoint: str) -> None:
         "S3MEMORY_BUCKET": outputs["bucket_name"],
         "S3MEMORY_PREFIX": "users/",
         "S3MEMORY_KMS_KEY_ID": outputs["kms_key_arn"],
+        "S3MEMORY_STORAGE_FORMAT": "2",
+        "S3MEMORY_STORE_ID": outputs["bucket_name"],
         "S3MEMORY_EXPIRE_IDLE_DAYS": str(EXPIRY_IDLE_DAYS),
     }
     assert outputs["log_group_names"]["expiry"] == f"/aws/lambda/{name}"
@@ -488,14 +519,15 @@ def use_memory(
             {"command": "create", "path": "/memories/plan.md", "file_text": SECRET}
         )
         assert created == {"content": "File created successfully at: /memories/plan.md", "is_error": False}
-        assert created_metrics["KMSRequests"] == 1  # GenerateDataKey with the applied key
+        # Format 2: GenerateDataKey for the store key, then for the user's data key, with the applied key.
+        assert created_metrics["KMSRequests"] == 2
         viewed, viewed_metrics = invoke({"command": "view", "path": "/memories/plan.md"})
         assert viewed["is_error"] is False and SECRET in viewed["content"]
         assert viewed_metrics["KMSRequests"] == 0  # warm: the key provider's cache
-        new_container()  # a new container: the wrapped key is unwrapped by KMS Decrypt
+        new_container()  # a new container: the store key and the data key are unwrapped by KMS Decrypt
         cold, cold_metrics = invoke({"command": "view", "path": "/memories/plan.md"})
         assert cold["is_error"] is False and SECRET in cold["content"]
-        assert cold_metrics["KMSRequests"] == 1
+        assert cold_metrics["KMSRequests"] == 2
 
         # memory_quota_files = 1, as the function's environment says: a second file is refused.
         before = stored_keys()
@@ -508,13 +540,20 @@ def use_memory(
     finally:
         new_container()
 
+    # Format 2: the store key, the mark of a store with no format-1 user, and the user's namespace
+    # and file under private names; neither the user id nor the path is in any key.
+    # (Sorted, the store's two keys may come before or after the namespace's: a token is random.)
     keys = stored_keys()
-    assert keys == [
-        "users/tf-user/internal/access",
-        "users/tf-user/internal/keys/v1",
-        "users/tf-user/memories/plan.md",
-    ]
-    stored = s3.get_object(Bucket=bucket, Key="users/tf-user/memories/plan.md")
+    store_keys = ["users/s3memory.migrated", "users/s3memory.store-key"]
+    assert [key for key in keys if key in store_keys] == store_keys, keys
+    user_keys = [key for key in keys if key not in store_keys]
+    assert len(user_keys) == 3, keys
+    namespace = re.fullmatch(f"users/({TOKEN})/internal/access", user_keys[0])
+    assert namespace is not None, keys
+    assert user_keys[1] == f"users/{namespace[1]}/internal/keys/v1", keys
+    assert re.fullmatch(f"users/{namespace[1]}/memories/{TOKEN}", user_keys[2]), keys
+    assert not [key for key in keys if "tf-user" in key or "plan.md" in key], keys
+    stored = s3.get_object(Bucket=bucket, Key=user_keys[2])
     body = stored["Body"].read()
     assert body.startswith(b"S3ME") and SECRET.encode() not in body and b"old mill" not in body
     assert stored["ServerSideEncryption"] == "aws:kms" and stored["SSEKMSKeyId"] == key_arn  # bucket default
