@@ -53,8 +53,9 @@ def add_commands(commands: Any) -> None:
     common.add_argument("--prefix", help="the users' key prefix (S3MEMORY_PREFIX, default users/)")
     common.add_argument(
         "--storage-format",
-        choices=("1", "2"),
-        help="the store's storage format: 1 plain names, 2 private names (S3MEMORY_STORAGE_FORMAT, default 1)",
+        choices=("auto", "1", "2"),
+        help="the store's storage format: 1 plain names, 2 private names, auto 2 unless the store "
+        "holds format 1 (S3MEMORY_STORAGE_FORMAT, default auto)",
     )
     common.add_argument("--store-id", help="format 2: the store's id (S3MEMORY_STORE_ID, default the bucket)")
     common.add_argument("--kms-key-id", help="the KMS key (S3MEMORY_KMS_KEY_ID)")

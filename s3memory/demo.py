@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .cli import DEFAULT_MODEL
-from .crypto import PLACED_FORMAT
 from .scripted_api import Reply, ScriptedMessagesAPI, ToolResult, Turn, last_tool_results, tool_results
 
 if TYPE_CHECKING:
@@ -341,9 +340,7 @@ def _make_tool(bucket: str, key_provider: KeyProvider, endpoint: str) -> S3Memor
     from .tool import S3MemoryTool
 
     s3 = make_s3_client(endpoint_url=endpoint)
-    return S3MemoryTool(
-        bucket=bucket, user_id=USER_ID, key_provider=key_provider, s3_client=s3, storage_format=PLACED_FORMAT
-    )
+    return S3MemoryTool(bucket=bucket, user_id=USER_ID, key_provider=key_provider, s3_client=s3)
 
 
 def _show_at_rest(

@@ -42,6 +42,7 @@ from .paths import ROOT, KeyLayout, MemoryPath, validate_namespace
 from .placement import Refusal, Survey, require_depth, require_file_path, write_new_file
 from .quota import Quota, Usage
 from .store import ListingPage, PreconditionFailed, S3Store
+from .store_format import AUTO_FORMAT, StorageFormat, checked_format, served_format
 from .store_keys import store_identity, store_key
 from .text import Edit, edit_snippet, insert_at, render_file, replace_unique
 
@@ -70,7 +71,7 @@ class S3Memory:
         quota: Quota | None = None,
         actor: str | None = None,
         clock: Callable[[], float] = time.time,
-        storage_format: int = FORMAT_VERSION,
+        storage_format: StorageFormat = AUTO_FORMAT,
         store_id: str | None = None,
     ) -> None:
         if not isinstance(key_provider, KeyProvider):
@@ -86,10 +87,11 @@ class S3Memory:
         self.store = store
         self.key_provider = key_provider
         self.content_guard = content_guard
-        self.layout, self.key_owner, legacy = _placement(
-            store, user_id, prefix, key_provider, storage_format, store_id or store.bucket
+        self.storage_format, self.layout, self.key_owner, legacy = _placement(
+            store, user_id, prefix, key_provider, checked_format(storage_format), store_id or store.bucket
         )
-        """Where the user's objects live, and whose data keys they are sealed with."""
+        """The format the store is served in (``auto``: found in the store, ``store_format.py``),
+        where the user's objects live, and whose data keys they are sealed with."""
         cipher = ObjectCipher(DataKeySource(key_provider, self.key_owner, KeyVault(store, self.layout)))
         self.usage = Usage(quota, lambda: self.files.measure())
         self.files = MemoryFiles(store, self.layout, cipher, max_file_bytes, self.usage, _author(actor))
@@ -405,22 +407,22 @@ class S3Memory:
 
 
 def _placement(
-    store: S3Store, user_id: str, prefix: str, provider: KeyProvider, storage_format: object, store_id: str
-) -> tuple[KeyLayout, KeyOwner, tuple[MemoryFiles, bool] | None]:
-    """The key layout and key owner of ``user_id``'s memory in a store of ``storage_format`` and,
-    in format 2, the user's format-1 files and whether the store is marked as holding none: format
-    1 names the user and paths in plain keys; format 2 names them privately, with the store key."""
+    store: S3Store, user_id: str, prefix: str, provider: KeyProvider, setting: StorageFormat, store_id: str
+) -> tuple[int, KeyLayout, KeyOwner, tuple[MemoryFiles, bool] | None]:
+    """The format ``setting`` serves the store in, the key layout and key owner of ``user_id``'s
+    memory and, in format 2, the user's format-1 files and whether the store is marked as holding
+    none: format 1 names the user and paths in plain keys; format 2 names them privately, with the
+    store key."""
     namespace = validate_namespace(user_id, prefix)
-    if storage_format == FORMAT_VERSION:
-        return KeyLayout(namespace), KeyOwner(user_id), None
-    if storage_format != PLACED_FORMAT:
-        raise ValueError(f"storage_format must be {FORMAT_VERSION} or {PLACED_FORMAT}")
     identity = store_identity(store_id, prefix)
+    if served_format(store, prefix, identity, provider, setting) == FORMAT_VERSION:
+        return FORMAT_VERSION, KeyLayout(namespace), KeyOwner(user_id), None
     key = store_key(store, prefix, identity, provider)
     token = namespace_of(key, user_id)
     marked = migrated(store, prefix, lambda name: user_of_namespace(key, name) is not None)
     layout = KeyLayout(f"{prefix}{token}/", NameCipher(key, user_id))
     return (
+        PLACED_FORMAT,
         layout,
         KeyOwner(user_id, identity, token),
         (_legacy_files(store, user_id, prefix, provider), marked),

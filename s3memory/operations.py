@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import folders
 from .access import ACCESS_NAME
-from .crypto import FORMAT_VERSION, PLACED_FORMAT, KeyProvider, KMSKeyProvider, plaintext_size
+from .crypto import PLACED_FORMAT, KeyProvider, KMSKeyProvider, plaintext_size
 from .errors import CommandError, IntegrityError
 from .jobs import JOB_PREFIX, QUARANTINE_PREFIX
 from .keyvault import KEYS_PREFIX, key_version
@@ -35,6 +35,7 @@ from .paths import KeyLayout, memory_path, validate_namespace
 from .progress import SILENT, Progress
 from .settings import Limits, Settings
 from .store import Listed, S3Store, Version
+from .store_format import AUTO_FORMAT, StorageFormat, checked_format, served_format
 from .store_keys import store_identity, stored_store_key
 
 if TYPE_CHECKING:
@@ -125,23 +126,22 @@ class Operations:
         prefix: str = "users/",
         limits: Limits | None = None,
         actor: str | None = None,
-        storage_format: int = FORMAT_VERSION,
+        storage_format: StorageFormat = AUTO_FORMAT,
         store_id: str | None = None,
     ) -> None:
-        if storage_format not in (FORMAT_VERSION, PLACED_FORMAT) or isinstance(storage_format, bool):
-            raise ValueError(f"storage_format must be {FORMAT_VERSION} or {PLACED_FORMAT}")
+        setting = checked_format(storage_format)
+        identity = store_identity(store_id or store.bucket, prefix)
         self.store = store
         self.key_provider = key_provider
         self.prefix = prefix
         self.limits = limits or Limits()
         self.actor = actor
         """Named as the author of what restore and import write."""
-        self.storage_format = storage_format
+        self.storage_format = served_format(store, prefix, identity, key_provider, setting)
+        """The format the store is served in (``auto``: found in the store, ``store_format.py``)."""
         self.store_id = store_id
         """Format 2: the store's id (None: the bucket's name), bound into every object."""
-        self._identity = (
-            store_identity(store_id or store.bucket, prefix) if storage_format == PLACED_FORMAT else None
-        )
+        self._identity = identity if self.storage_format == PLACED_FORMAT else None
 
     @classmethod
     def from_settings(

@@ -5,7 +5,7 @@ provider and an S3 client.
 | --- | --- |
 | ``S3MEMORY_BUCKET`` | the bucket (required) |
 | ``S3MEMORY_PREFIX`` | the key prefix of the user namespaces (default ``users/``) |
-| ``S3MEMORY_STORAGE_FORMAT`` | ``1`` (default: plain names) or ``2`` (private names, ``docs/format-v2.md``) |
+| ``S3MEMORY_STORAGE_FORMAT`` | ``auto`` (default: ``2`` for a new store, else the store's own), ``1`` (plain names) or ``2`` (private names, ``docs/format-v2.md``) |
 | ``S3MEMORY_STORE_ID`` | format 2: the store's id, bound into every object (default: the bucket's name; a replica's readers set the source's) |
 | ``S3MEMORY_KMS_KEY_ID`` | KMS key id, ARN or alias for envelope keys |
 | ``S3MEMORY_LOCAL_KEY`` | base64 of exactly 32 bytes: a local master key, for local use and tests only |
@@ -41,6 +41,7 @@ from .guard import ContentGuard
 from .memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT
 from .paths import validate_namespace
 from .quota import Quota
+from .store_format import AUTO_FORMAT, StorageFormat, checked_format
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -49,7 +50,7 @@ BUCKET = "S3MEMORY_BUCKET"
 PREFIX = "S3MEMORY_PREFIX"
 STORAGE_FORMAT = "S3MEMORY_STORAGE_FORMAT"
 STORE_ID = "S3MEMORY_STORE_ID"
-STORAGE_FORMATS = ("1", "2")
+STORAGE_FORMATS = ("auto", "1", "2")
 KMS_KEY_ID = "S3MEMORY_KMS_KEY_ID"
 LOCAL_KEY = "S3MEMORY_LOCAL_KEY"
 LOCAL_KEY_VERSION = "S3MEMORY_LOCAL_KEY_VERSION"
@@ -253,7 +254,7 @@ class Settings:
     endpoint_url: str | None = None
     limits: Limits = field(default_factory=Limits)
     edge: Edge = field(default_factory=Edge)
-    storage_format: int = 1
+    storage_format: StorageFormat = AUTO_FORMAT
     store_id: str | None = None
 
     @classmethod
@@ -300,7 +301,8 @@ class Settings:
         if len(set(masters)) != len(masters):
             raise SettingsError(f"{PREVIOUS_LOCAL_KEYS} repeats a master key: each version needs its own")
 
-        storage_format = int(_choice(environ, STORAGE_FORMAT, STORAGE_FORMATS))
+        chosen = _choice(environ, STORAGE_FORMAT, STORAGE_FORMATS)
+        storage_format = checked_format(AUTO_FORMAT if chosen == AUTO_FORMAT else int(chosen))
         store_id = _get(environ, STORE_ID)
         if store_id is not None and (len(store_id) > 255 or not store_id.isprintable()):
             raise SettingsError(f"{STORE_ID} must be at most 255 printable characters")

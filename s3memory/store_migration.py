@@ -57,8 +57,10 @@ def migrate_store(operations: Operations, progress: Progress = SILENT) -> StoreM
     the store migrated when every file moved and nothing is left in format 1."""
     if operations.storage_format != PLACED_FORMAT:
         raise CommandError(
-            "Error: migrate moves a store to storage format 2; set S3MEMORY_STORAGE_FORMAT=2 "
-            "(--storage-format 2). Nothing was changed."
+            "Error: migrate moves a store to storage format 2, and this one is served in format 1 "
+            "(S3MEMORY_STORAGE_FORMAT=1, or auto on a store of format-1 users); set "
+            "S3MEMORY_STORAGE_FORMAT=2 (--storage-format 2) here and for every process that serves "
+            "the store. Nothing was changed."
         )
     report = StoreMigration()
     users = format_1_users(operations)

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any, Self
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
 from anthropic.types.beta import BetaCacheControlEphemeralParam
 
-from .crypto import FORMAT_VERSION, KeyProvider
+from .crypto import KeyProvider
 from .errors import CommandError, unexpected_failure
 from .guard import ContentGuard
 from .memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES, Quota, S3Memory
 from .store import S3Store
+from .store_format import AUTO_FORMAT, StorageFormat
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -64,7 +65,7 @@ class _S3Configured:
         quota: Quota | None = None,
         cache_control: BetaCacheControlEphemeralParam | None = None,
         actor: str | None = None,
-        storage_format: int = FORMAT_VERSION,
+        storage_format: StorageFormat = AUTO_FORMAT,
         store_id: str | None = None,
     ) -> None:
         super().__init__(cache_control=cache_control)  # type: ignore[call-arg]

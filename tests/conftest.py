@@ -23,7 +23,7 @@ from botocore.config import Config
 from moto import mock_aws
 from moto.s3.responses import S3Response
 
-from s3memory import migration
+from s3memory import migration, store_format
 from s3memory.access import settle
 from s3memory.clients import make_s3_client
 from s3memory.crypto import KeyProvider, LocalKeyProvider
@@ -85,11 +85,13 @@ def atomic_moto_writes() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def new_process_for_migration(monkeypatch: pytest.MonkeyPatch) -> None:
-    """What this process learned of stores marked migrated and of users with no format-1 files
-    (``migration.py``), forgotten for each test: each test's bucket is new. So the first format-2
-    memory of a test looks for format-1 users and marks the store, whatever ran before."""
+    """What this process learned of stores marked migrated, of users with no format-1 files
+    (``migration.py``) and of the format ``auto`` serves each store in (``store_format.py``),
+    forgotten for each test: each test's bucket is new. So the first format-2 memory of a test
+    looks for format-1 users and marks the store, whatever ran before."""
     monkeypatch.setattr(migration, "_marked", {})
     monkeypatch.setattr(migration, "_settled", set())
+    monkeypatch.setattr(store_format, "_served", {})
 
 
 @pytest.fixture(scope="module")
@@ -234,10 +236,11 @@ def key_id(kms: Any) -> str:
 
 @pytest.fixture
 def local_env(monkeypatch: pytest.MonkeyPatch, s3: Any) -> Any:
-    """The Lambda handlers' settings for ``BUCKET`` and a local master key; returns the test's S3
-    client (bucket created)."""
+    """The Lambda handlers' settings for ``BUCKET``, a local master key and ``STORAGE_FORMAT``;
+    returns the test's S3 client (bucket created)."""
     monkeypatch.setenv("S3MEMORY_BUCKET", BUCKET)
     monkeypatch.setenv("S3MEMORY_LOCAL_KEY", LOCAL_KEY_B64)
+    monkeypatch.setenv("S3MEMORY_STORAGE_FORMAT", str(STORAGE_FORMAT))
     return s3
 
 
@@ -327,21 +330,16 @@ def memory_tool(
     **options: Any,
 ) -> ToolT:
     """A tool (``kind``: ``S3MemoryTool`` or ``AsyncS3MemoryTool``) for ``user_id`` in ``BUCKET``,
-    sealed with ``MASTER_KEY``, in ``STORAGE_FORMAT``: built by its constructor on format 1, over an
-    ``S3Memory`` on format 2 (the constructors take no storage format). ``options`` go to both."""
-    if STORAGE_FORMAT == 1:
-        return kind(
-            bucket=BUCKET,
-            user_id=user_id,
-            key_provider=LocalKeyProvider(MASTER_KEY),
-            s3_client=s3,
-            cache_control=cache_control,
-            **options,
-        )
-    memory = S3Memory(
-        S3Store(s3, BUCKET), user_id, LocalKeyProvider(MASTER_KEY), storage_format=STORAGE_FORMAT, **options
+    sealed with ``MASTER_KEY``, in ``STORAGE_FORMAT`` unless ``options`` name one."""
+    options.setdefault("storage_format", STORAGE_FORMAT)
+    return kind(
+        bucket=BUCKET,
+        user_id=user_id,
+        key_provider=LocalKeyProvider(MASTER_KEY),
+        s3_client=s3,
+        cache_control=cache_control,
+        **options,
     )
-    return kind.over(memory, cache_control=cache_control)
 
 
 @pytest.fixture

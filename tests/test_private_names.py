@@ -177,12 +177,22 @@ def test_a_format_2_session_leaves_no_names(
 
 @pytest.fixture
 def function_env(s3: Any, backend: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Issuer]:
-    """The memory function on this test's bucket in format 2, trusting a loopback issuer too."""
-    for name in ("PREFIX", "KMS_KEY_ID", "STORE_ID", "JWT_SCOPES", "QUOTA_BYTES", "QUOTA_FILES", "GUARD"):
+    """The memory function on this test's bucket with the default settings, trusting a loopback
+    issuer too: format 2, as the default (``auto``) serves a new store."""
+    names = (
+        "PREFIX",
+        "KMS_KEY_ID",
+        "STORE_ID",
+        "STORAGE_FORMAT",
+        "JWT_SCOPES",
+        "QUOTA_BYTES",
+        "QUOTA_FILES",
+        "GUARD",
+    )
+    for name in names:
         monkeypatch.delenv(f"S3MEMORY_{name}", raising=False)
     monkeypatch.setenv("S3MEMORY_BUCKET", BUCKET)
     monkeypatch.setenv("S3MEMORY_LOCAL_KEY", LOCAL_KEY_B64)
-    monkeypatch.setenv("S3MEMORY_STORAGE_FORMAT", "2")
     if backend == "seaweedfs":
         monkeypatch.setenv("S3MEMORY_ENDPOINT_URL", s3.meta.endpoint_url)
     runtime.reset()

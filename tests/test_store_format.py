@@ -1,0 +1,140 @@
+"""The storage format setting ``auto`` (the default, ``store_format.py``): format 2 for a new store or
+one that has its store key, format 1 for a store of format-1 users; never format 1 for a store
+that has lost its store key; found once per process, at no cost to a store of format 2."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench.metrics import RequestCounter
+from s3memory import store_format
+from s3memory.crypto import LocalKeyProvider
+from s3memory.errors import IntegrityError
+from s3memory.memory import S3Memory
+from s3memory.operations import Operations
+from s3memory.settings import Settings, SettingsError
+from s3memory.store import S3Store
+from s3memory.store_format import checked_format
+from s3memory.store_keys import STORE_KEY_NAME
+
+from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, stored_keys
+
+BACKENDS = ALL_BACKENDS
+USER = "jane.doe@example.com"
+CREATE = {"command": "create", "path": "/memories/clients/acme.md", "file_text": "renewal in May\n"}
+VIEW = {"command": "view", "path": "/memories/clients/acme.md"}
+SETTINGS = {"S3MEMORY_BUCKET": BUCKET, "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64}
+
+
+def memory(s3: Any, user: str = USER, **options: Any) -> S3Memory:
+    """A memory of ``user`` with the library's default format (``auto``) unless ``options`` set one."""
+    return S3Memory(S3Store(s3, BUCKET), user, LocalKeyProvider(MASTER_KEY), **options)
+
+
+def named_in_keys(s3: Any) -> bool:
+    """True if any key in the bucket names the user, a directory or a file."""
+    return any(name in key for key in stored_keys(s3) for name in (USER, "clients", "acme"))
+
+
+def test_a_new_store_is_served_in_format_2(s3: Any) -> None:
+    fresh = memory(s3)
+    fresh.run(CREATE)
+    fresh.access.wait()
+
+    assert fresh.storage_format == 2
+    assert not named_in_keys(s3)
+    assert "users/" + STORE_KEY_NAME in stored_keys(s3)
+
+
+def test_a_store_of_format_1_users_stays_in_format_1(s3: Any) -> None:
+    memory(s3, storage_format=1).run(CREATE)
+
+    served = memory(s3, "bob")
+    served.run({"command": "create", "path": "/memories/b.md", "file_text": "bob's\n"})
+    served.access.wait()
+
+    assert served.storage_format == 1
+    assert "users/bob/memories/b.md" in stored_keys(s3)
+    assert "users/" + STORE_KEY_NAME not in stored_keys(s3)
+    assert (
+        memory(s3).run(VIEW)
+        == "Here's the content of /memories/clients/acme.md with line numbers:\n     1\trenewal in May"
+    )
+
+
+def test_a_store_with_a_store_key_is_served_in_format_2_beside_format_1_users(s3: Any) -> None:
+    memory(s3, "bob", storage_format=1).run(CREATE)
+    memory(s3, storage_format=2).run(CREATE)
+
+    assert memory(s3, "carol").storage_format == 2
+    assert memory(s3, "bob").run(VIEW).endswith("     1\trenewal in May")  # moved on its first command
+    assert not any(key.startswith("users/bob/memories/") for key in stored_keys(s3))
+
+
+def test_a_store_that_lost_its_store_key_is_refused_not_served_in_format_1(
+    s3: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = memory(s3)
+    first.run(CREATE)
+    first.access.wait()
+    before = stored_keys(s3)
+    s3.delete_object(Bucket=BUCKET, Key="users/" + STORE_KEY_NAME)
+    monkeypatch.setattr(store_format, "_served", {})
+
+    with pytest.raises(IntegrityError, match="The store key is missing from a store that has one"):
+        memory(s3, "bob")  # a new process: its first memory of the store
+    assert stored_keys(s3) == [key for key in before if not key.endswith(STORE_KEY_NAME)]
+
+
+def test_what_a_process_found_it_keeps(s3: Any) -> None:
+    memory(s3, "bob", storage_format=1).run(CREATE)
+    assert memory(s3).storage_format == 1
+    memory(s3, "carol", storage_format=2).run(CREATE)  # an operator's process, set to format 2
+
+    assert memory(s3).storage_format == 1
+
+
+def test_auto_costs_a_store_of_format_2_no_request_more_than_format_2(s3: Any) -> None:
+    first = memory(s3, storage_format=2)
+    first.run(CREATE)
+    first.access.wait()
+    counted: list[int] = []
+    for setting in (2, "auto"):
+        counter = RequestCounter(s3)
+        provider = LocalKeyProvider(MASTER_KEY)  # a new process learns the store key anew
+        S3Memory(S3Store(s3, BUCKET), USER, provider, storage_format=setting)
+        counted.append(counter.total)
+
+    assert counted[0] == counted[1] > 0
+
+
+def test_operations_find_the_format_without_writing(s3: Any) -> None:
+    operations = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
+
+    assert operations.storage_format == 2
+    assert list(operations.users()) == []
+    assert stored_keys(s3) == []
+
+
+@pytest.mark.parametrize("value", [None, "auto", "AUTO", " auto "])
+def test_the_setting_is_auto_by_default(value: str | None) -> None:
+    environ = dict(SETTINGS)
+    if value is not None:
+        environ["S3MEMORY_STORAGE_FORMAT"] = value
+
+    assert Settings.from_env(environ).storage_format == "auto"
+
+
+def test_a_storage_format_setting_other_than_auto_1_or_2_is_refused() -> None:
+    environ = {**SETTINGS, "S3MEMORY_STORAGE_FORMAT": "3"}
+
+    with pytest.raises(SettingsError, match=r"^S3MEMORY_STORAGE_FORMAT must be one of auto, 1, 2$"):
+        Settings.from_env(environ)
+
+
+@pytest.mark.parametrize("value", [True, 3, 0, "2", 2.0, None])
+def test_the_library_refuses_a_storage_format_other_than_1_2_or_auto(value: object) -> None:
+    with pytest.raises(ValueError, match=r'^storage_format must be 1, 2 or "auto"$'):
+        checked_format(value)
