@@ -764,7 +764,9 @@ class Process:
 
         client._make_api_call = guarded
         self.client.meta.events.register("request-created.s3", self._no_request_after_death)
-        self.memory = S3Memory(S3Store(self.client, soak.bucket), user, LocalKeyProvider(MASTER_KEY))
+        self.memory = S3Memory(
+            S3Store(self.client, soak.bucket), user, LocalKeyProvider(MASTER_KEY), storage_format=1
+        )
 
     def _no_request_after_death(self, **_: Any) -> None:
         if self.dead:

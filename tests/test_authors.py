@@ -82,11 +82,11 @@ def test_an_object_opens_only_with_the_author_it_was_sealed_for() -> None:
 
 @pytest.fixture
 def operations(s3: Any, versioned: str) -> Operations:
-    return Operations(S3Store(s3, versioned), LocalKeyProvider(MASTER_KEY))
+    return Operations(S3Store(s3, versioned), LocalKeyProvider(MASTER_KEY), storage_format=1)
 
 
 def _memory(operations: Operations, actor: str | None) -> S3Memory:
-    return S3Memory(operations.store, "alice", operations.key_provider, actor=actor)
+    return S3Memory(operations.store, "alice", operations.key_provider, actor=actor, storage_format=1)
 
 
 def test_history_shows_three_edits_with_their_authors(operations: Operations) -> None:
@@ -192,7 +192,9 @@ def test_acting_as_shares_what_the_process_learned_and_writes_as_the_actor(opera
 def test_an_unusable_actor_is_refused_before_any_request(s3: Any) -> None:
     before = snapshot(s3)
     with pytest.raises(ValueError, match="actor: an author is at most 128 characters"):
-        S3Memory(S3Store(s3, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), actor="x" * 200)
+        S3Memory(
+            S3Store(s3, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), actor="x" * 200, storage_format=1
+        )
     assert snapshot(s3) == before
 
 

@@ -196,7 +196,7 @@ def test_writes_send_their_bodies_at_once(s3: Any, backend: str, local_keys: Any
             "before-send.s3.PutObject",
             lambda request, name=name, **_: expects[name].append(request.headers.get("Expect")),
         )
-    memory = S3Memory(S3Store(ours, BUCKET), "alice", local_keys)
+    memory = S3Memory(S3Store(ours, BUCKET), "alice", local_keys, storage_format=1)
     for command in [
         {"command": "create", "path": "/memories/d/a.md", "file_text": "a\n"},
         {"command": "str_replace", "path": "/memories/d/a.md", "old_str": "a", "new_str": "b"},

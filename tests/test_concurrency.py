@@ -166,7 +166,9 @@ def test_racing_replacements_of_the_same_text_apply_once(new_memory: Callable[[]
 
 def test_the_store_passes_any_fault_as_a_clear_error(endpoint: str) -> None:
     client = make_s3_client(endpoint_url=endpoint, region_name="us-east-1")
-    memory = S3Memory(S3Store(client, "no-such-bucket"), "alice", LocalKeyProvider(MASTER_KEY))
+    memory = S3Memory(
+        S3Store(client, "no-such-bucket"), "alice", LocalKeyProvider(MASTER_KEY), storage_format=1
+    )
     # Reads only: SeaweedFS makes a missing bucket for a PutObject.
     for command, operation in [
         ({"command": "view", "path": "/memories"}, "ListObjectsV2"),

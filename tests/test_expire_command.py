@@ -23,12 +23,14 @@ from .support.console import run
 def test_expire_deletes_the_idle_users_files_and_says_why_the_others_stay(
     s3: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    operations = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
+    operations = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
     operations.memory("ann").run({"command": "create", "path": "/memories/old.md", "file_text": "idle\n"})
     settle()
     two_days_later = time.time() + 2 * expiry.DAY_SECONDS
     monkeypatch.setattr(expiry.time, "time", lambda: two_days_later)
-    bob = S3Memory(operations.store, "bob", operations.key_provider, clock=lambda: two_days_later)
+    bob = S3Memory(
+        operations.store, "bob", operations.key_provider, clock=lambda: two_days_later, storage_format=1
+    )
     bob.run({"command": "create", "path": "/memories/new.md", "file_text": "fresh\n"})
     settle()
     before = snapshot(s3)
@@ -54,7 +56,7 @@ def test_expire_deletes_the_idle_users_files_and_says_why_the_others_stay(
 
 
 def test_bad_idle_days_are_refused_clearly_and_change_nothing(s3: Any) -> None:
-    operations = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
+    operations = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
     operations.memory("ann").run({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
     settle()
     before = snapshot(s3)

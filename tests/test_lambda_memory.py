@@ -565,6 +565,7 @@ def test_kms_settings_share_one_provider_and_its_key_cache(monkeypatch: pytest.M
     key_id = kms.create_key(Description="s3memory lambda test")["KeyMetadata"]["KeyId"]
     monkeypatch.setenv("S3MEMORY_BUCKET", BUCKET)
     monkeypatch.setenv("S3MEMORY_KMS_KEY_ID", key_id)
+    monkeypatch.setenv("S3MEMORY_STORAGE_FORMAT", "1")
 
     created = direct("alice", {"command": "create", "path": "/memories/k.txt", "file_text": SECRET})
     assert created["is_error"] is False

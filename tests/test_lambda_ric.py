@@ -31,6 +31,7 @@ import pytest
 
 from s3memory.scripted_api import Reply, ScriptedMessagesAPI, last_tool_results
 
+from .conftest import STORAGE_FORMAT
 from .support.issuer import http_event, loopback_issuer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -232,6 +233,7 @@ def lambda_runtime(handler: str, s3_endpoint: str, **extra_env: str) -> Iterator
         S3MEMORY_BUCKET=BUCKET,
         S3MEMORY_LOCAL_KEY=base64.b64encode(bytes(range(32))).decode("ascii"),
         S3MEMORY_ENDPOINT_URL=s3_endpoint,
+        S3MEMORY_STORAGE_FORMAT=str(STORAGE_FORMAT),
         PYTHONUNBUFFERED="1",
         **extra_env,
     )

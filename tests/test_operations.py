@@ -43,7 +43,7 @@ FILES = {
 
 @pytest.fixture
 def operations(s3: Any) -> Operations:
-    return Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
+    return Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
 
 
 def seed(operations: Operations, user: str, files: dict[str, str] = FILES) -> S3Memory:
@@ -118,7 +118,7 @@ def test_a_folder_the_sdks_local_tool_wrote_reads_the_same_after_import(
 
 def test_import_refuses_what_the_tool_refuses_and_reports_it(s3: Any, tmp_path: Path) -> None:
     operations = Operations(
-        S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), limits=Limits(max_file_bytes=64)
+        S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), limits=Limits(max_file_bytes=64), storage_format=1
     )
     root = tmp_path / "memories"
     (root / "ok").mkdir(parents=True)
@@ -198,7 +198,9 @@ def test_an_import_that_dies_half_way_is_finished_by_running_it_again(
     dying = new_client()
     ProcessDeath(dying, "GetObject", 3)  # at its third file: each is read before it is created
     with pytest.raises(SimulatedCrash):
-        Operations(S3Store(dying, BUCKET), LocalKeyProvider(MASTER_KEY)).import_folder("target", folder)
+        Operations(S3Store(dying, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1).import_folder(
+            "target", folder
+        )
     again = operations.import_folder("target", folder)
     assert len(again.unchanged) == 2 and len(again.written) == 2 and again.complete
     assert operations.export("target", tmp_path / "check").complete
@@ -340,7 +342,7 @@ def test_verify_finds_a_wrapped_key_kms_refuses(session_s3: Any, key_id: str) ->
     session_s3.create_bucket(Bucket="operator-kms")
 
     def operations() -> Operations:  # a new process: no data key cached
-        return Operations(S3Store(session_s3, "operator-kms"), KMSKeyProvider(key_id))
+        return Operations(S3Store(session_s3, "operator-kms"), KMSKeyProvider(key_id), storage_format=1)
 
     seed(operations(), "alice", {"/memories/a.md": "a\n"})
     assert operations().verify("alice").problems == []
@@ -363,7 +365,7 @@ def test_a_dry_run_refuses_what_the_import_refuses_also_for_the_place_and_the_qu
 
     store, keys = S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY)
     for user, limits in (("gail", Limits(quota=Quota(max_files=3))), ("hal", Limits())):
-        operations = Operations(store, keys, limits=limits)
+        operations = Operations(store, keys, limits=limits, storage_format=1)
         seed(operations, user, {"/memories/0": "a file where the folder has a directory\n"})
         base = tmp_path / user
         for path in ("/memories/0/x.md", "/memories/a.md", "/memories/b.md", "/memories/c.md"):

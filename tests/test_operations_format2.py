@@ -184,7 +184,7 @@ def test_import_refuses_what_the_tool_refuses_also_a_path_too_long_for_private_n
     assert "is too long: its storage key would exceed 1024 bytes" in refused[deep]
     assert "With private names each name is stored encrypted" in refused[deep]
     assert Operations(
-        S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), limits=Limits(max_file_bytes=64)
+        S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), limits=Limits(max_file_bytes=64), storage_format=1
     ).import_folder("erin", tmp_path, dry_run=True).refused == [
         ("/memories/big.md", refused["/memories/big.md"])
     ]  # format 1 takes the deep path
@@ -678,9 +678,11 @@ def test_the_tools_log_no_user_id_path_or_content(
 
 
 def test_settings_memory_options_are_the_operations(s3: Any) -> None:
-    settings = Settings.from_env(
-        {"S3MEMORY_BUCKET": BUCKET, "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64, "S3MEMORY_QUOTA_FILES": "3"}
-    )
-    assert Operations.from_settings(settings, s3).memory_options() == settings.memory_options()
-    with pytest.raises(ValueError, match="storage_format must be 1 or 2"):
+    environ = {"S3MEMORY_BUCKET": BUCKET, "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64, "S3MEMORY_QUOTA_FILES": "3"}
+    pinned = Settings.from_env({**environ, "S3MEMORY_STORAGE_FORMAT": "2"})
+    assert Operations.from_settings(pinned, s3).memory_options() == pinned.memory_options()
+    auto = Settings.from_env(environ)  # the format found in the store: a new one is served in 2
+    assert auto.memory_options()["storage_format"] == "auto"
+    assert Operations.from_settings(auto, s3).memory_options() == pinned.memory_options()
+    with pytest.raises(ValueError, match='storage_format must be 1, 2 or "auto"'):
         Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=3)

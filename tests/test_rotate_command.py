@@ -22,11 +22,13 @@ def rotated(s3: Any) -> Operations:
     """alice's two files (and her access record) sealed with master key version 1, and an operator
     holding version 2."""
     store = S3Store(s3, BUCKET)
-    memory = Operations(store, LocalKeyProvider(MASTER_KEY)).memory("alice")
+    memory = Operations(store, LocalKeyProvider(MASTER_KEY), storage_format=1).memory("alice")
     memory.run({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
     memory.run({"command": "create", "path": "/memories/d/b.md", "file_text": "b\n"})
     memory.access.wait()
-    return Operations(store, LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}))
+    return Operations(
+        store, LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}), storage_format=1
+    )
 
 
 def test_rotate_seals_every_file_again_and_says_which_key_may_go(s3: Any) -> None:
@@ -77,11 +79,13 @@ def test_a_kms_key_flag_drops_every_local_key_setting() -> None:
 
 def test_an_old_key_stays_for_history_unless_the_operator_drops_it(s3: Any, versioned: str) -> None:
     store = S3Store(s3, versioned)
-    memory = Operations(store, LocalKeyProvider(MASTER_KEY)).memory("alice")
+    memory = Operations(store, LocalKeyProvider(MASTER_KEY), storage_format=1).memory("alice")
     memory.run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
     memory.run({"command": "str_replace", "path": "/memories/a.md", "old_str": "one", "new_str": "two"})
     memory.access.wait()
-    operations = Operations(store, LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}))
+    operations = Operations(
+        store, LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}), storage_format=1
+    )
     status, out, _ = run(operations, "rotate", "--user", "alice", "--yes")
     assert (status, out.splitlines()[-1]) == (
         1,
@@ -99,7 +103,7 @@ def test_an_old_key_stays_for_history_unless_the_operator_drops_it(s3: Any, vers
 
 
 def test_verify_shows_an_old_key_version_without_calling_it_a_problem(s3: Any, kms: Any, key_id: str) -> None:
-    operations = Operations(S3Store(s3, BUCKET), KMSKeyProvider(key_id, kms_client=kms))
+    operations = Operations(S3Store(s3, BUCKET), KMSKeyProvider(key_id, kms_client=kms), storage_format=1)
     memory = operations.memory("alice")
     memory.run({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
     memory.access.wait()

@@ -43,12 +43,14 @@ KEYS = INTERNAL + "keys/"
 
 def kms_operations(s3: Any, bucket: str, kms: Any, key_id: str, **options: Any) -> Operations:
     """An operator's process (a store and a KMS provider of its own)."""
-    return Operations(S3Store(s3, bucket), KMSKeyProvider(key_id, kms_client=kms, **options))
+    return Operations(
+        S3Store(s3, bucket), KMSKeyProvider(key_id, kms_client=kms, **options), storage_format=1
+    )
 
 
 def serving(s3: Any, bucket: str, provider: KeyProvider, user: str = "alice") -> S3Memory:
     """A serving process of ``user`` with ``provider``."""
-    return S3Memory(S3Store(s3, bucket), user, provider)
+    return S3Memory(S3Store(s3, bucket), user, provider, storage_format=1)
 
 
 def sealed_with(s3: Any, bucket: str, prefix: str = MEMORIES) -> dict[str, int | None]:
@@ -156,7 +158,9 @@ def test_an_earlier_version_that_cannot_be_told_holds_the_old_key(
 ) -> None:
     def operations() -> Operations:  # an operator's process, with files of at most 64 bytes
         provider = KMSKeyProvider(key_id, kms_client=kms)
-        return Operations(S3Store(s3, versioned), provider, limits=Limits(max_file_bytes=64))
+        return Operations(
+            S3Store(s3, versioned), provider, limits=Limits(max_file_bytes=64), storage_format=1
+        )
 
     seed(operations())
     held = len(FILES)
@@ -176,9 +180,11 @@ def test_an_earlier_version_that_cannot_be_told_holds_the_old_key(
 
 
 def test_a_local_rotation_keeps_the_previous_key_while_history_needs_it(s3: Any, versioned: str) -> None:
-    seed(Operations(S3Store(s3, versioned), LocalKeyProvider(MASTER_KEY)))
+    seed(Operations(S3Store(s3, versioned), LocalKeyProvider(MASTER_KEY), storage_format=1))
     rotated = Operations(
-        S3Store(s3, versioned), LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY})
+        S3Store(s3, versioned),
+        LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}),
+        storage_format=1,
     )
     report = rotate(rotated, "alice")
     assert (report.reencrypted, report.retired, report.kept_for_history) == (sorted(FILES), [], len(FILES))
@@ -186,7 +192,7 @@ def test_a_local_rotation_keeps_the_previous_key_while_history_needs_it(s3: Any,
     assert [v.authentic for v in history] == [True, True]
     dropped = rotate(rotated, "alice", drop_history=True)
     assert (dropped.reencrypted, dropped.retired, dropped.history_dropped) == ([], [1], len(FILES))
-    alone = Operations(S3Store(s3, versioned), LocalKeyProvider(NEW_MASTER_KEY, version=2))
+    alone = Operations(S3Store(s3, versioned), LocalKeyProvider(NEW_MASTER_KEY, version=2), storage_format=1)
     history = MemoryVersions(alone.memory("alice")).history("/memories/notes.md")
     assert [v.authentic for v in history] == [True, False]  # what dropping the previous key costs
     assert contents(alone.memory("alice")) == dict(FILES)
@@ -221,9 +227,11 @@ def test_a_dry_run_changes_nothing(s3: Any, versioned: str, kms: Any, key_id: st
 
 
 def test_a_local_master_key_rotation(s3: Any) -> None:
-    seed(Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY)))
+    seed(Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1))
     rotated = Operations(
-        S3Store(s3, BUCKET), LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY})
+        S3Store(s3, BUCKET),
+        LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}),
+        storage_format=1,
     )
     dry = rotate(rotated, "alice", dry_run=True)
     assert (dry.current, dry.old, dry.reencrypted, dry.retired) == (2, [1], sorted(FILES), [1])
@@ -267,7 +275,10 @@ def test_a_file_edited_during_the_rotation_keeps_the_edit(
             )
 
     client.meta.events.register("before-parameter-build.s3.PutObject", edit_first)
-    report = rotate(Operations(S3Store(client, versioned), KMSKeyProvider(key_id, kms_client=kms)), "alice")
+    report = rotate(
+        Operations(S3Store(client, versioned), KMSKeyProvider(key_id, kms_client=kms), storage_format=1),
+        "alice",
+    )
     assert edited and report.left == []
     assert report.reencrypted == sorted([*FILES, "/memories/warm-up.md"])  # the edit (version 1) read again
     assert sealed_with(s3, versioned)[MEMORIES + "notes.md"] == 2
@@ -340,7 +351,7 @@ def test_a_rotation_that_dies_half_way_is_finished_by_running_it_again(
         rotate(operations, "alice")  # the dying run is the one that may remove the old key
     with pytest.raises(SimulatedCrash):
         rotate(
-            Operations(S3Store(dying, versioned), KMSKeyProvider(key_id, kms_client=kms)),
+            Operations(S3Store(dying, versioned), KMSKeyProvider(key_id, kms_client=kms), storage_format=1),
             "alice",
             drop_history=True,
             now=moment,
@@ -510,9 +521,11 @@ def test_a_rename_copy_made_before_the_switch_is_accepted_after_it(
 
 def test_a_fingerprint_names_its_key_version_and_matches_only_its_path(s3: Any) -> None:
     path, other = "/memories/a.md", "/memories/b.md"
-    before = S3Memory(S3Store(s3, BUCKET), "alice", LocalKeyProvider(MASTER_KEY)).files.cipher
+    before = S3Memory(
+        S3Store(s3, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=1
+    ).files.cipher
     provider = LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY})
-    after = S3Memory(S3Store(s3, BUCKET), "alice", provider).files.cipher
+    after = S3Memory(S3Store(s3, BUCKET), "alice", provider, storage_format=1).files.cipher
     made = before.fingerprint(path)
     version, digest = made.split(":")
     assert version == "1" and len(digest) == 32
@@ -532,7 +545,7 @@ def test_a_fingerprint_names_its_key_version_and_matches_only_its_path(s3: Any) 
         "\uff11:" + digest,
     ):
         assert not after.made_of(malformed, path), malformed
-    bob = S3Memory(S3Store(s3, BUCKET), "bob", provider).files.cipher
+    bob = S3Memory(S3Store(s3, BUCKET), "bob", provider, storage_format=1).files.cipher
     assert not bob.made_of(made, path)  # another user's keys
 
 
@@ -576,7 +589,10 @@ def test_a_job_recorded_during_the_pass_is_sealed_again_and_loses_nothing(
             dies_renaming(new_client(), versioned, stale)
 
     client.meta.events.register("before-parameter-build.s3.ListObjectsV2", die_renaming_before_the_pass)
-    report = rotate(Operations(S3Store(client, versioned), KMSKeyProvider(key_id, kms_client=kms)), "alice")
+    report = rotate(
+        Operations(S3Store(client, versioned), KMSKeyProvider(key_id, kms_client=kms), storage_format=1),
+        "alice",
+    )
     assert "users/alice/" in listings and report.left == []
     assert [name for name in report.records if name.startswith("jobs/")] != []
     assert set(records(s3, versioned).values()) == {2}  # the job's record among them
@@ -617,7 +633,7 @@ def test_bad_input_is_refused_clearly_and_changes_nothing(
         def open_store_key(self, store: str, wrapped: bytes) -> bytes:
             raise AssertionError("not asked")
 
-    odd = Operations(S3Store(s3, versioned), Other())
+    odd = Operations(S3Store(s3, versioned), Other(), storage_format=1)
     with pytest.raises(ValueError, match="rotate needs a KMSKeyProvider or a LocalKeyProvider"):
         rotate(odd, "alice")
     nobody = rotate(operations, "nobody")

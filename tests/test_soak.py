@@ -218,7 +218,9 @@ class Users:
         client = make_s3_client(endpoint_url=self.endpoint, region_name=REGION)
         if plan is not None:
             plan.attach(client)
-        return S3Memory(S3Store(client, SOAK_BUCKET), user, LocalKeyProvider(soak.MASTER_KEY)), client
+        return S3Memory(
+            S3Store(client, SOAK_BUCKET), user, LocalKeyProvider(soak.MASTER_KEY), storage_format=1
+        ), client
 
     def run(self, user: str, command: dict[str, Any], plan: FaultPlan | None = None) -> str:
         try:

@@ -31,7 +31,7 @@ BACKENDS = ALL_BACKENDS
 
 @pytest.fixture
 def operations(s3: Any, versioned: str) -> Operations:
-    return Operations(S3Store(s3, versioned), LocalKeyProvider(MASTER_KEY))
+    return Operations(S3Store(s3, versioned), LocalKeyProvider(MASTER_KEY), storage_format=1)
 
 
 def tick() -> datetime:
@@ -112,7 +112,9 @@ def test_history_names_the_origin_of_a_rename_made_before_a_rotation(operations:
     memory.run({"command": "create", "path": "/memories/old.md", "file_text": "moved\n"})
     memory.run({"command": "rename", "old_path": "/memories/old.md", "new_path": "/memories/new.md"})
     new_key = bytes(range(100, 132))
-    rotated = Operations(operations.store, LocalKeyProvider(new_key, version=2, previous={1: MASTER_KEY}))
+    rotated = Operations(
+        operations.store, LocalKeyProvider(new_key, version=2, previous={1: MASTER_KEY}), storage_format=1
+    )
     assert rotate(rotated, "gina").reencrypted == ["/memories/new.md"]
     rotated.memory("gina").run(
         {"command": "rename", "old_path": "/memories/new.md", "new_path": "/memories/newer.md"}
@@ -206,7 +208,7 @@ def test_redact_removes_one_version_for_good(operations: Operations) -> None:
 
 
 def test_without_versioning_history_is_refused_clearly(s3: Any) -> None:
-    memory = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY)).memory("erin")
+    memory = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1).memory("erin")
     with pytest.raises(CommandError, match="has never had S3 versioning on"):
         MemoryVersions(memory)
 
@@ -261,7 +263,9 @@ def test_a_restore_that_dies_half_way_is_finished_by_running_it_again(
         )
     dying = new_client()
     ProcessDeath(dying, "PutObject", 2)
-    dead = Operations(S3Store(dying, versioned), LocalKeyProvider(MASTER_KEY)).memory("hank")
+    dead = Operations(S3Store(dying, versioned), LocalKeyProvider(MASTER_KEY), storage_format=1).memory(
+        "hank"
+    )
     with pytest.raises(SimulatedCrash):
         MemoryVersions(dead).restore_as_of(moment)
     again = MemoryVersions(memory).restore_as_of(moment)
