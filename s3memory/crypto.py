@@ -182,7 +182,11 @@ class ObjectCipher:
         header = _HEADER.pack(MAGIC, self.format, version, salt, commitment, nonce)
         return header + AESGCM(encryption_key).encrypt(nonce, plaintext, associated(header))
 
-    def _opened(self, name: str, blob: bytes, associated: Callable[[bytes], bytes]) -> bytes:
+    def _opened(
+        self, name: str, blob: bytes, associated: Callable[[bytes], bytes], data_key: bytes | None = None
+    ) -> bytes:
+        """``blob`` decrypted: refused unless its header, commitment and tag check out (``data_key``:
+        the key of the header's version, when the caller has it already)."""
         refused = _refused(name)
         if len(blob) < OVERHEAD:
             raise refused
@@ -190,7 +194,8 @@ class ObjectCipher:
         magic, format_version, version, salt, commitment, nonce = _HEADER.unpack(header)
         if magic != MAGIC or format_version != self.format:
             raise refused
-        encryption_key, expected_commitment = _object_keys(self._data_key(name, version), salt)
+        key = self._data_key(name, version) if data_key is None else data_key
+        encryption_key, expected_commitment = _object_keys(key, salt)
         if not hmac.compare_digest(commitment, expected_commitment):
             raise refused
         try:
@@ -235,8 +240,13 @@ class ObjectCipher:
         if self.format == FORMAT_VERSION:
             author = author_of(metadata)
             return Opened(self.open(path, blob, author), author)
-        author = self._placed_author(path, blob[:HEADER_BYTES], metadata.get(PLACE_METADATA))
-        return Opened(self._opened(path, blob, lambda header: header + self._scope), author)
+        header = blob[:HEADER_BYTES]
+        version = _header_version(header)
+        if version is None:
+            raise _refused(path)
+        data_key = self._data_key(path, version)  # once: it opens the place record and the content
+        author = self._placed_author(path, header, metadata.get(PLACE_METADATA), data_key)
+        return Opened(self._opened(path, blob, lambda header: header + self._scope, data_key), author)
 
     def placed(self, path: str, header: bytes, author: str | None) -> dict[str, str]:
         """The metadata that places the format-2 content of ``header`` at ``path``, written (or
@@ -248,7 +258,7 @@ class ObjectCipher:
         if author is not None:
             validate_author(author)
         nonce = os.urandom(NONCE_BYTES)
-        sealed = AESGCM(self._place_key(path, version)).encrypt(
+        sealed = AESGCM(_place_key(self._data_key(path, version))).encrypt(
             nonce, _author_block(author), _place_data(header, path)
         )
         return {HEADER_METADATA: _b64(header), PLACE_METADATA: _b64(nonce + sealed)}
@@ -268,13 +278,16 @@ class ObjectCipher:
         header = self.header_of(path, metadata)
         return Place(header, self._placed_author(path, header, metadata.get(PLACE_METADATA)))
 
-    def _placed_author(self, path: str, header: bytes, record: str | None) -> str | None:
+    def _placed_author(
+        self, path: str, header: bytes, record: str | None, data_key: bytes | None = None
+    ) -> str | None:
         version = _header_version(header)
         sealed = _unb64(record, NONCE_BYTES + _AUTHOR_BLOCK + TAG_BYTES)
         if version is None or sealed is None:
             raise _refused(path)
+        key = self._data_key(path, version) if data_key is None else data_key
         try:
-            block = AESGCM(self._place_key(path, version)).decrypt(
+            block = AESGCM(_place_key(key)).decrypt(
                 sealed[:NONCE_BYTES], sealed[NONCE_BYTES:], _place_data(header, path)
             )
         except InvalidTag:
@@ -283,11 +296,6 @@ class ObjectCipher:
         if author is False:
             raise _refused(path)
         return author
-
-    def _place_key(self, path: str, version: int) -> bytes:
-        return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_PLACE_KEY_INFO).derive(
-            self._data_key(path, version)
-        )
 
     def is_current(self, header: bytes) -> bool:
         """True if ``header`` (of a format-2 object) names the user's current data key version:
@@ -337,6 +345,10 @@ def _header_version(header: bytes) -> int | None:
         return None
     magic, format_version, version = _VERSION.unpack_from(header)
     return int(version) if magic == MAGIC and format_version == PLACED_FORMAT else None
+
+
+def _place_key(data_key: bytes) -> bytes:
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_PLACE_KEY_INFO).derive(data_key)
 
 
 def _place_data(header: bytes, path: str) -> bytes:
