@@ -303,6 +303,7 @@ class JobRunner:
             copied.append(source)
 
         parallel(copy, job.sources)
+        before_changes()  # the record is looked for only once it is stored (no copy may have waited)
         if not self._still_recorded(job):  # another finisher ended it: what was copied here is late
             for made in created.values():
                 self._mover.withdraw(made)
