@@ -11,11 +11,12 @@ import copy
 import random
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .concurrency import parallel
-from .crypto import FORMAT_VERSION, ObjectCipher, Sealed, plaintext_size
+from .crypto import FORMAT_VERSION, HEADER_BYTES, ObjectCipher, Sealed, plaintext_size
 from .errors import CommandError, IntegrityError, StorageError
 from .jobs import MAX_SOURCES, Source
 from .paths import KeyLayout, MemoryPath
@@ -88,6 +89,58 @@ def _characters(segments: tuple[str, ...]) -> int:
     return sum(len(segment) for segment in segments)
 
 
+class VerifiedHeaders:
+    """Format 2: the content headers of objects this process verified or made, by object key and
+    ETag: a read that opened the object at its path, a write of content sealed for its path, a copy
+    placed at its path by this process (the ETag S3 answered). What a HEAD shows is never learned.
+
+    An entry says: the object whose bytes have this ETag, at this key, holds content with this
+    header, placed at the key's path. Bytes do not change under an ETag, so an entry never goes
+    stale; it only matters when a listing shows that key with that ETag again. A rename then copies
+    the object without a ``HeadObject``, on the condition that it still has that ETag
+    (``moves.ServerCopyMover.known``, ``docs/format-v2.md`` "Renames"). Bounded (least recently
+    used first out); shared by a memory's twins (``MemoryFiles.by``)."""
+
+    LIMIT = 4096
+    CHARACTER_LIMIT = 1024 * 1024
+    """Keys of long names are forgotten sooner: a warm Lambda container keeps many users' entries."""
+
+    def __init__(self) -> None:
+        self._headers: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+        self._characters = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._headers)
+
+    def get(self, key: str, etag: str) -> bytes | None:
+        """The header of the object at ``key`` whose bytes have ``etag``, if this process knows it."""
+        entry = (key, _unquoted(etag))
+        with self._lock:
+            header = self._headers.get(entry)
+            if header is not None:
+                self._headers.move_to_end(entry)
+            return header
+
+    def add(self, key: str, etag: str, header: bytes) -> None:
+        if not etag or len(header) != HEADER_BYTES:
+            return
+        entry = (key, _unquoted(etag))
+        with self._lock:
+            if entry not in self._headers:
+                self._characters += len(key) + len(entry[1])
+            self._headers[entry] = header
+            self._headers.move_to_end(entry)
+            while len(self._headers) > self.LIMIT or self._characters > self.CHARACTER_LIMIT:
+                (old_key, old_etag), _header = self._headers.popitem(last=False)
+                self._characters -= len(old_key) + len(old_etag)
+
+
+def _unquoted(etag: str) -> str:
+    """An ETag as a listing, a HEAD or a write's answer may spell it (quoted or not), unquoted."""
+    return etag.strip('"')
+
+
 class FileTooLarge(CommandError):
     """A file would be larger than the size limit."""
 
@@ -123,21 +176,25 @@ class MemoryFiles:
         self.author = author
         """Named as the author of every write (bound into each object's authentication)."""
         self.directories = KnownDirectories()
+        self.verified = VerifiedHeaders()
+        """Format 2: the headers of objects this process read, wrote or copied (shared by twins)."""
 
     def by(self, author: str | None) -> MemoryFiles:
-        """These files, written by ``author``: the directory hints and usage stay shared."""
+        """These files, written by ``author``: the directory hints, verified headers and usage stay
+        shared."""
         twin = copy.copy(self)
         twin.author = author
         return twin
 
     def read(self, path: MemoryPath, version_id: str | None = None) -> Found | None:
         """The file at ``path`` (its version ``version_id`` if given), or None if there is none."""
-        stored = self.store.get(
-            self.layout.file_key(path), max_bytes=self.max_file_bytes + _SEALED_SLACK, version_id=version_id
-        )
+        key = self.layout.file_key(path)
+        stored = self.store.get(key, max_bytes=self.max_file_bytes + _SEALED_SLACK, version_id=version_id)
         if stored is None:
             return None
         text, author = self.decode(path, stored.body, stored.metadata)
+        if version_id is None and self.cipher.format != FORMAT_VERSION:
+            self.verified.add(key, stored.etag, stored.body[:HEADER_BYTES])  # opened at ``path``
         return Found(text, stored.etag, author, stored.metadata.get(ORIGIN_METADATA))
 
     def decode(self, path: MemoryPath, body: bytes, metadata: Mapping[str, str]) -> tuple[str, str | None]:
@@ -175,12 +232,32 @@ class MemoryFiles:
             metadata[ORIGIN_METADATA] = self.cipher.fingerprint(origin.canonical)
         for attempt in range(WRITE_ATTEMPTS):
             try:
-                return self.store.put(key, body, if_none_match=True, metadata=metadata)
+                etag: str | None = self.store.put(key, body, if_none_match=True, metadata=metadata)
             except PreconditionFailed as lost:
-                return self.landed(key, body) if lost.after_retry else None
+                etag = self.landed(key, body) if lost.after_retry else None
             except ConditionalConflict:
                 backoff(attempt)
+                continue
+            if etag is not None and isinstance(sealed, Sealed):
+                self._learn(key, etag, sealed)
+            return etag
         raise conflicting_writes()
+
+    def _learn(self, key: str, etag: str, sealed: Sealed, path: MemoryPath | None = None) -> None:
+        """Remember the header of ``sealed``, written at ``key`` with ``etag``, if it is format-2
+        content placed at the path of ``key`` (``path`` if known): checked, not assumed."""
+        if self.cipher.format == FORMAT_VERSION:
+            return
+        placed_at = path or self.layout.path_of_key(key)
+        if placed_at is None:
+            return
+        header = sealed.body[:HEADER_BYTES]
+        try:
+            if self.cipher.place_of(placed_at.canonical, sealed.metadata).header != header:
+                return
+        except IntegrityError:
+            return
+        self.verified.add(key, etag, header)
 
     def replace(self, path: MemoryPath, sealed: Sealed, etag: str, origin: str | None = None) -> bool:
         """Write ``sealed`` over the file at ``path`` if it still has ``etag``; False if it changed.
@@ -190,11 +267,14 @@ class MemoryFiles:
         if origin is not None:
             metadata[ORIGIN_METADATA] = origin
         try:
-            self.store.put(key, sealed.body, if_match=etag, metadata=metadata)
+            written: str | None = self.store.put(key, sealed.body, if_match=etag, metadata=metadata)
         except PreconditionFailed as lost:
-            return lost.after_retry and self.landed(key, sealed.body) is not None
+            written = self.landed(key, sealed.body) if lost.after_retry else None
         except ConditionalConflict:
             return False
+        if written is None:
+            return False
+        self._learn(key, written, sealed, path)
         return True
 
     def landed(self, key: str, body: bytes) -> str | None:

@@ -34,7 +34,7 @@ from .jobs import (
     record_name_is_ours,
 )
 from .listing import listed_past
-from .moves import Copy, SourceChanged, mover_for
+from .moves import Copy, Origin, SourceChanged, mover_for
 from .paths import MemoryPath, memory_path
 from .store import Listed, ListingPage, ObjectTooLarge, PreconditionFailed
 
@@ -274,20 +274,34 @@ class JobRunner:
         created: dict[str, Copy] = {}
         kept: list[str] = []
 
+        def looked_at(path: MemoryPath, source: Source) -> Origin | None:
+            """The source as found now if it still has its planned ETag; else None (gone: moved or
+            deleted already; changed: written after the plan, so it stays)."""
+            origin = self._mover.locate(path)
+            if origin is not None and origin.etag != source.etag:
+                kept.append(source.key)
+                return None
+            return origin
+
         def copy(source: Source) -> None:
             path = self._layout.path_of_key(source.key)
             if path is None:
                 return  # plan_problem has refused such a record
             target = new.joined(path.relative_to(old))
             try:
-                origin = self._mover.locate(path)
+                # a source this process verified at its planned ETag is copied without a look:
+                # the copy is conditional on that ETag (docs/format-v2.md, "Renames")
+                origin = self._mover.known(path, source.key, source.etag) or looked_at(path, source)
                 if origin is None:
-                    return  # moved or deleted already
-                if origin.etag != source.etag:
-                    kept.append(source.key)  # written after the plan: it stays
                     return
                 before_changes()
                 made = self._mover.place(origin, target)
+                if made is None and origin.recalled:
+                    # something is at the destination: a source is looked at before a copy there
+                    # is relied on (it may be a late copy of a source changed since)
+                    origin = looked_at(path, source)
+                    if origin is None:
+                        return
             except (IntegrityError, ObjectTooLarge, FileTooLarge):
                 kept.append(source.key)  # cannot be moved as it is: it stays where it is
                 return

@@ -33,6 +33,9 @@ class Origin:
     etag: str
     text: str = ""
     header: bytes = b""
+    recalled: bool = False
+    """True if no request found it: it is what this process verified of the object with this ETag
+    (``Mover.known``), and the object may have changed since (a copy's condition tells)."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,11 @@ class Mover(ABC):
     def locate(self, path: MemoryPath) -> Origin | None:
         """The file at ``path`` as a move's source, or None if there is none; ``IntegrityError``
         when the object there is not a file s3memory placed at ``path`` for this user."""
+
+    def known(self, path: MemoryPath, key: str, etag: str) -> Origin | None:
+        """The file at ``path`` (its object ``key``) as a move's source, if its object has ``etag``,
+        from what this process verified of that object, with no request; None if it knows nothing."""
+        return None
 
     @abstractmethod
     def place(self, origin: Origin, target: MemoryPath) -> Copy | None:
@@ -138,6 +146,14 @@ class ServerCopyMover(Mover):
             path, head.etag, header=self._files.cipher.place_of(path.canonical, head.metadata).header
         )
 
+    def known(self, path: MemoryPath, key: str, etag: str) -> Origin | None:
+        """With no ``HeadObject``: the header this process verified of the object at ``key`` with
+        ``etag`` (``MemoryFiles.verified``). Its metadata is not looked at, and need not be: equal
+        ETags are equal bytes (the copy's ``CopySourceIfMatch`` holds the server to them), those
+        bytes were seen placed at ``path``, and the copy gets a new place record of its own."""
+        header = self._files.verified.get(key, etag)
+        return None if header is None else Origin(path, etag, header=header, recalled=True)
+
     def place(self, origin: Origin, target: MemoryPath) -> Copy | None:
         """The copy keeps the source's bytes; its metadata places the content at ``target``, moved
         there by this author. Its place record is new, so it tells this copy from any other. A
@@ -159,6 +175,7 @@ class ServerCopyMover(Mover):
                 continue
             if etag is None:  # no source to copy
                 return self._refused(target, place, after_retry=False)
+            self._files.verified.add(key, etag, origin.header)
             return Copy(target, etag, place)
         raise conflicting_writes()
 
@@ -172,7 +189,8 @@ class ServerCopyMover(Mover):
 
     def _refused(self, target: MemoryPath, place: str, *, after_retry: bool) -> Copy | None:
         """What a refused copy to ``target`` means: None if something is there; our own copy if it
-        is (its answer was lost, and the retry lost to it); ``SourceChanged`` if nothing is."""
+        is (its answer was lost, and the retry lost to it); ``SourceChanged`` if nothing is. A copy
+        known by a HEAD alone is not remembered as verified (``MemoryFiles.verified``)."""
         head = self._store.head(self._files.layout.file_key(target))
         if head is None:
             raise SourceChanged(target.canonical)

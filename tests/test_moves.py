@@ -5,6 +5,7 @@ job and crash-safety suites, which run on both formats."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -12,8 +13,9 @@ from typing import Any
 import pytest
 
 from bench.metrics import RequestCounter
-from s3memory.crypto import HEADER_METADATA, PLACE_METADATA, LocalKeyProvider, sealed_version
+from s3memory.crypto import HEADER_BYTES, HEADER_METADATA, PLACE_METADATA, LocalKeyProvider, sealed_version
 from s3memory.errors import CommandError, IntegrityError
+from s3memory.files import VerifiedHeaders
 from s3memory.memory import S3Memory
 from s3memory.moves import RELIED_ON_TAG, ServerCopyMover, SourceChanged
 from s3memory.paths import memory_path
@@ -72,15 +74,48 @@ def test_a_directory_rename_copies_every_file_on_the_server_and_reads_or_writes_
             {"command": "rename", "old_path": "/memories/notes", "new_path": "/memories/kept"}
         )
     assert answer == "Successfully renamed /memories/notes to /memories/kept"
-    assert seen["CopyObject"] == FILES
-    assert seen["GetObject"] == 0  # no file's content was read
-    assert seen["PutObject"] == 1  # the job's record; no file's content was written
-    assert seen["HeadObject"] == FILES + 2  # each source, the probe of /memories/notes, the record
-    assert seen["DeleteObjects"] == 1
-    assert seen["DeleteObject"] == 1  # the job's record
+    # no file's content was read or written (one PutObject: the job's record); this process wrote
+    # every source, so none is looked at: the HEADs ask whether a file is at /memories/kept and
+    # whether the job's record is still there
+    assert +seen == {
+        "ListObjectsV2": 3,
+        "HeadObject": 2,
+        "PutObject": 1,
+        "CopyObject": FILES,
+        "DeleteObjects": 1,
+        "DeleteObject": 1,
+    }
     for path in paths:
         assert text_at(memory, path) is None
         assert text_at(memory, path.replace("/notes/", "/kept/")) == f"text of {path}\n"
+    # the copies are known too: renamed on, they are not looked at either
+    with requests_of(memory) as seen:
+        memory.run({"command": "rename", "old_path": "/memories/kept", "new_path": "/memories/notes"})
+    assert seen["HeadObject"] == 2 and seen["CopyObject"] == FILES and seen["GetObject"] == 0
+
+
+def test_a_directory_rename_in_a_process_that_did_not_make_the_files_looks_at_each_source(
+    memory: S3Memory, make_memory: Callable[..., S3Memory]
+) -> None:
+    """The cold path: a process that knows nothing of the sources (it did not read, write or copy
+    them) looks at each one (a HEAD) before it copies it."""
+    paths = [f"/memories/notes/file{index:02d}.md" for index in range(FILES)]
+    for path in paths:
+        memory.create(memory_path(path), f"text of {path}\n")
+    other = make_memory(storage_format=2)
+    other.access.wait()
+    with requests_of(other) as seen:
+        other.run({"command": "rename", "old_path": "/memories/notes", "new_path": "/memories/kept"})
+    assert +seen == {
+        "ListObjectsV2": 3,
+        "HeadObject": FILES + 3,  # each source, a file at /memories/notes? at /memories/kept? the record
+        "PutObject": 1,
+        "CopyObject": FILES,
+        "DeleteObjects": 1,
+        "DeleteObject": 1,
+    }
+    for path in paths:
+        assert text_at(other, path.replace("/notes/", "/kept/")) == f"text of {path}\n"
 
 
 def test_a_file_rename_copies_on_the_server_and_names_who_moved_it(memory: S3Memory) -> None:
@@ -125,6 +160,162 @@ def test_a_source_the_bucket_writer_swapped_for_another_file_is_not_moved(memory
     assert text_at(memory, "/memories/secret.md") == "secret\n"
     with pytest.raises(IntegrityError):
         memory.files.read(memory_path("/memories/d/a.md"))
+
+
+def test_a_bucket_writers_copy_of_a_known_object_to_a_source_key_is_looked_at_and_not_moved(
+    memory: S3Memory, s3: Any
+) -> None:
+    """The attack on what this process knows: another of the user's objects that it verified (so
+    its bytes and ETag are known) copied over a source key. What it knows is by key *and* ETag, so
+    that ETag at this key is unknown: the source is looked at (one HEAD), its place record names
+    another path, and it stays. Known by ETag alone, the secret would be moved to /memories/e/a.md."""
+    memory.create(memory_path("/memories/d/a.md"), "alpha\n")
+    memory.create(memory_path("/memories/d/b.md"), "beta\n")
+    memory.create(memory_path("/memories/secret.md"), "secret\n")
+    assert text_at(memory, "/memories/secret.md") == "secret\n"  # read: verified at its own key
+    overwrite(s3, memory, "/memories/d/a.md", "/memories/secret.md")
+    memory.access.wait()
+    with requests_of(memory) as seen, pytest.raises(CommandError) as refused:
+        memory.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
+    assert refused.value.message == (
+        "Error: Renamed /memories/d to /memories/e, except 1 file(s) that changed during the rename and "
+        "were left at their old paths: /memories/d/a.md"
+    )
+    # b.md, known, is copied without a look; a.md is looked at (and refused): one HEAD, no copy
+    assert +seen == {
+        "ListObjectsV2": 3,
+        "HeadObject": 3,  # a.md, a file at /memories/e?, the record
+        "PutObject": 1,
+        "CopyObject": 1,
+        "DeleteObjects": 1,
+        "DeleteObject": 1,
+    }
+    assert text_at(memory, "/memories/e/b.md") == "beta\n"
+    assert memory.store.head(key(memory, "/memories/e/a.md")) is None
+    assert text_at(memory, "/memories/secret.md") == "secret\n"
+
+
+def test_bytes_known_at_a_path_that_come_back_there_are_moved_as_a_restored_version_is(
+    memory: S3Memory, make_memory: Callable[..., S3Memory], s3: Any
+) -> None:
+    """What skipping the look gives up, and why it is no loss: a bucket writer puts back at a
+    source key the very bytes this process verified there, under another path's metadata (here,
+    copied from where a move placed them). A process that knows those bytes at that key
+    copies them with a place record of its own, as the look would for the same bytes restored
+    with their own metadata (an earlier version, which a bucket writer can always restore): the
+    text the file had at that path, nothing else. A process that does not know them looks, finds
+    the other path's place record and leaves them. (The bytes are put back over the source, not
+    after its delete: SeaweedFS may answer 404 to a HEAD of a key written again just after.)"""
+    memory.create(memory_path("/memories/d/a.md"), "alpha\n")
+    origin = ServerCopyMover(memory.files).locate(memory_path("/memories/d/a.md"))
+    assert origin is not None
+    assert ServerCopyMover(memory.files).place(origin, memory_path("/memories/e/a.md")) is not None
+    overwrite(s3, memory, "/memories/d/a.md", "/memories/e/a.md")  # same bytes, /e's place record
+    cold = make_memory(storage_format=2)
+    with pytest.raises(CommandError, match=r"left at their old paths: /memories/d/a\.md$"):
+        cold.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/f"})
+    assert cold.store.head(key(cold, "/memories/f/a.md")) is None
+    mover = memory.acting_as("bob")
+    mover.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/g"})
+    moved = memory.files.read(memory_path("/memories/g/a.md"))
+    assert moved is not None and (moved.text, moved.author) == ("alpha\n", "bob")
+    assert memory.store.head(key(memory, "/memories/d/a.md")) is None
+
+
+def test_a_rename_that_copies_nothing_reports_what_it_kept_however_slow_its_record(
+    memory: S3Memory, make_memory: Callable[..., S3Memory], s3: Any
+) -> None:
+    """The job's record is looked for (still there?) only once it is stored, also when no source
+    was copied (none waited for the record): a record still on its way is not taken for one that
+    another finisher removed, which would report a swapped source kept as renamed."""
+    memory.create(memory_path("/memories/d/a.md"), "alpha\n")
+    memory.create(memory_path("/memories/secret.md"), "secret\n")
+    overwrite(s3, memory, "/memories/d/a.md", "/memories/secret.md")
+    cold = make_memory(storage_format=2)
+
+    def slow_record(**_: Any) -> None:
+        time.sleep(0.5)  # the HEAD of the swapped source and its refusal come first
+
+    cold.store.client.meta.events.register("before-send.s3.PutObject", slow_record)
+    try:
+        with pytest.raises(CommandError, match=r"left at their old paths: /memories/d/a\.md$"):
+            cold.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
+    finally:
+        cold.store.client.meta.events.unregister("before-send.s3.PutObject", slow_record)
+    assert cold.store.head(key(cold, "/memories/e/a.md")) is None
+
+
+def test_a_known_source_edited_since_its_plan_is_looked_at_before_a_copy_is_relied_on(
+    memory: S3Memory, make_memory: Callable[..., S3Memory], s3: Any
+) -> None:
+    """A refused copy of a source not looked at may mean the source changed or that a copy is at
+    the destination: the source is looked at before that copy is relied on (marked), so the other
+    finisher that made it can still withdraw it once it finds the source edited."""
+    memory.create(memory_path("/memories/d/x.md"), "x\n")
+    old = memory_path("/memories/d")
+    job = memory.jobs.plan("rename", old, memory_path("/memories/e"), memory.files.sources_below(old))
+    other = make_memory(storage_format=2)
+    finisher = ServerCopyMover(other.files)
+    origin = finisher.locate(memory_path("/memories/d/x.md"))
+    assert origin is not None
+    made = finisher.place(origin, memory_path("/memories/e/x.md"))  # another finisher's copy
+    assert made is not None
+    other.str_replace(memory_path("/memories/d/x.md"), "x", "edited")  # an edit since the plan
+    assert memory.jobs.run(job) == ["/memories/d/x.md"]  # kept
+    assert s3.get_object_tagging(Bucket=BUCKET, Key=key(memory, "/memories/e/x.md"))["TagSet"] == []
+    finisher.withdraw(made)
+    assert memory.store.head(key(memory, "/memories/e/x.md")) is None
+    assert text_at(memory, "/memories/d/x.md") == "edited\n"
+
+
+def test_what_a_process_knows_of_its_objects_is_what_it_verified_or_made(
+    memory: S3Memory, make_memory: Callable[..., S3Memory], s3: Any
+) -> None:
+    """Known: a read that opened the object at its path, a write of content placed at its path, a
+    copy this process made. Not known: what a HEAD showed, an internal object, content written at
+    a key its place record does not name, another memory's objects. Shared by a memory's twins."""
+    files, verified = memory.files, memory.files.verified
+    a, b = key(memory, "/memories/a.md"), key(memory, "/memories/b.md")
+
+    def etag(object_key: str) -> str:
+        return str(s3.head_object(Bucket=BUCKET, Key=object_key)["ETag"])
+
+    memory.create(memory_path("/memories/a.md"), "alpha\n")
+    header = verified.get(a, etag(a))
+    assert header is not None
+    assert verified.get(a, etag(a).strip('"')) == header  # however the ETag is spelt
+    memory.str_replace(memory_path("/memories/a.md"), "alpha", "omega")
+    assert verified.get(a, etag(a)) not in (None, header)
+    memory.acting_as("bob").rename(memory_path("/memories/a.md"), memory_path("/memories/b.md"))
+    assert memory.acting_as("carol").files.verified.get(b, etag(b)) is not None  # the copy
+    other = make_memory(storage_format=2)
+    assert ServerCopyMover(other.files).locate(memory_path("/memories/b.md")) is not None
+    assert len(other.files.verified) == 0  # a HEAD teaches nothing
+    assert other.files.read(memory_path("/memories/b.md")) is not None
+    assert other.files.verified.get(b, etag(b)) == verified.get(b, etag(b))  # a read does
+    misplaced = key(memory, "/memories/c.md")
+    written = files.put_new(misplaced, files.encode(memory_path("/memories/elsewhere.md"), "c\n"))
+    assert written is not None and verified.get(misplaced, written) is None
+    format_1 = make_memory("bob", storage_format=1)
+    format_1.create(memory_path("/memories/a.md"), "alpha\n")
+    assert format_1.files.read(memory_path("/memories/a.md")) is not None
+    assert len(format_1.files.verified) == 0  # format 1 renames read every file anyway
+
+
+def test_what_a_process_knows_is_bounded_least_recently_used_first_out() -> None:
+    known = VerifiedHeaders()
+    header = bytes(HEADER_BYTES)
+    for index in range(VerifiedHeaders.LIMIT + 10):
+        known.add(f"k{index}", f'"{index}"', header)
+        if index == VerifiedHeaders.LIMIT - 1:
+            assert known.get("k0", '"0"') == header  # used: kept longer
+    assert len(known) == VerifiedHeaders.LIMIT
+    assert known.get("k0", '"0"') == header
+    assert known.get("k1", '"1"') is None and known.get("k10", '"10"') is None
+    assert known.get("k11", '"11"') == header
+    known.add("k", "", header)  # no ETag, or no header: nothing learned
+    known.add("k", '"e"', b"short")
+    assert known.get("k", '"e"') is None and known.get("k", "") is None
 
 
 def test_a_file_rename_of_a_swapped_source_is_refused_and_changes_nothing(memory: S3Memory, s3: Any) -> None:
