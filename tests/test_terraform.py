@@ -128,6 +128,30 @@ def assert_ok(result: subprocess.CompletedProcess[str], what: str) -> None:
     )
 
 
+def run_generated_test(
+    module: TerraformWorkspace, name: str, bucket: str, runs: str
+) -> subprocess.CompletedProcess[str]:
+    """``terraform test`` of a test file written for the call (``runs`` after the mocked provider
+    and the module's required variables, the bucket ``bucket``) as ``tests/<name>.tftest.hcl``."""
+    test_file = module.module_dir / "tests" / f"{name}.tftest.hcl"
+    test_file.write_text(
+        'mock_provider "aws" {\n  source = "./tests/mocks"\n}\n\n'
+        f'variables {{\n  bucket_name     = "{bucket}"\n'
+        '  lambda_zip_path = "tests/fixtures/lambda.zip"\n}\n\n' + runs,
+        encoding="utf-8",
+    )
+    try:
+        return module.run(
+            "test",
+            "-no-color",
+            f"-filter=tests/{test_file.name}",
+            cwd=module.module_dir,
+            data_dir_name="module-data",
+        )
+    finally:
+        test_file.unlink()
+
+
 def _clean_environment(tmp_root: Path) -> dict[str, str]:
     """The caller's environment without variables that would change what terraform does."""
     env = {
@@ -302,24 +326,12 @@ REFUSALS = {
 def test_refusal_messages(initialized_module: TerraformWorkspace, case: str) -> None:
     variables, message = REFUSALS[case]
     assignments = "\n".join(f"    {name} = {value}" for name, value in variables.items())
-    test_file = initialized_module.module_dir / "tests" / f"refusal_{case}.tftest.hcl"
-    test_file.write_text(
-        'mock_provider "aws" {\n  source = "./tests/mocks"\n}\n\n'
-        'variables {\n  bucket_name     = "s3memory-test-bucket"\n'
-        '  lambda_zip_path = "tests/fixtures/lambda.zip"\n}\n\n'
+    result = run_generated_test(
+        initialized_module,
+        f"refusal_{case}",
+        "s3memory-test-bucket",
         f'run "{case}" {{\n  command = plan\n\n  variables {{\n{assignments}\n  }}\n}}\n',
-        encoding="utf-8",
     )
-    try:
-        result = initialized_module.run(
-            "test",
-            "-no-color",
-            f"-filter=tests/{test_file.name}",
-            cwd=initialized_module.module_dir,
-            data_dir_name="module-data",
-        )
-    finally:
-        test_file.unlink()
     output = " ".join((result.stdout + result.stderr).split())  # terraform wraps long messages
     assert result.returncode != 0, output
     assert " ".join(message.split()) in output, output
@@ -399,23 +411,7 @@ def test_terraform_computes_the_store_identity_as_s3memory(initialized_module: T
             f"{check}}}\n"
         )
     assert sum(_expected_identity(*case) is not None for case in IDENTITY_CASES) >= 12
-    test_file = initialized_module.module_dir / "tests" / "identity_cases.tftest.hcl"
-    test_file.write_text(
-        'mock_provider "aws" {\n  source = "./tests/mocks"\n}\n\n'
-        'variables {\n  bucket_name     = "s3memory-test-bucket"\n'
-        '  lambda_zip_path = "tests/fixtures/lambda.zip"\n}\n\n' + "\n".join(runs),
-        encoding="utf-8",
-    )
-    try:
-        result = initialized_module.run(
-            "test",
-            "-no-color",
-            f"-filter=tests/{test_file.name}",
-            cwd=initialized_module.module_dir,
-            data_dir_name="module-data",
-        )
-    finally:
-        test_file.unlink()
+    result = run_generated_test(initialized_module, "identity_cases", "s3memory-test-bucket", "\n".join(runs))
     assert_ok(result, "terraform test of the store identities")
     assert f"{len(IDENTITY_CASES)} passed, 0 failed" in result.stdout, result.stdout
 
@@ -521,26 +517,14 @@ def test_storage_format_reaches_every_function_and_the_grants(
         f"  assert {{\n    condition     = {check}\n    error_message = {_hcl_string(message)}\n  }}\n\n"
         for check, message in asserts
     )
-    test_file = initialized_module.module_dir / "tests" / f"storage_format_{case}.tftest.hcl"
-    test_file.write_text(
-        'mock_provider "aws" {\n  source = "./tests/mocks"\n}\n\n'
-        f'variables {{\n  bucket_name     = "{FORMAT_BUCKET}"\n'
-        '  lambda_zip_path = "tests/fixtures/lambda.zip"\n}\n\n'
+    result = run_generated_test(
+        initialized_module,
+        f"storage_format_{case}",
+        FORMAT_BUCKET,
         f'run "{case}" {{\n  command = apply\n\n  variables {{\n{assignment}'
         "    expiry_idle_days                = 30\n    create_operator_role            = true\n"
         '    operator_trusted_principal_arns = ["arn:aws:iam::123456789012:role/memory-admin"]\n'
         f"  }}\n\n{body}}}\n",
-        encoding="utf-8",
     )
-    try:
-        result = initialized_module.run(
-            "test",
-            "-no-color",
-            f"-filter=tests/{test_file.name}",
-            cwd=initialized_module.module_dir,
-            data_dir_name="module-data",
-        )
-    finally:
-        test_file.unlink()
     assert_ok(result, f"terraform test of storage format {case}")
     assert "1 passed, 0 failed" in result.stdout, result.stdout
