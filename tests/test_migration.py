@@ -308,8 +308,17 @@ def test_migrate_refuses_a_format_1_store_setting(
     v1: S3Memory, local_keys: LocalKeyProvider, s3: Any
 ) -> None:
     before = stored_keys(s3)
-    status, _ = run(Operations(S3Store(s3, BUCKET), local_keys), "migrate", "--yes")
-    assert status == 1 and stored_keys(s3) == before
+    for setting in (1, "auto"):  # auto keeps a store of format-1 users in format 1
+        operations = Operations(S3Store(s3, BUCKET), local_keys, storage_format=setting)
+        status, _, err = console.run(operations, "migrate", "--yes")
+        assert (status, err.splitlines()[0]) == (
+            1,
+            "s3memory migrate: Error: migrate moves a store to storage format 2, and this one is served in format 1 "
+            "(S3MEMORY_STORAGE_FORMAT=1, or auto on a store of format-1 users); set "
+            "S3MEMORY_STORAGE_FORMAT=2 (--storage-format 2) here and for every process that serves "
+            "the store. Nothing was changed.",
+        )
+        assert stored_keys(s3) == before
 
 
 def test_a_store_migrated_under_concurrent_use_loses_nothing_and_verifies_clean(
