@@ -350,8 +350,9 @@ def _renames_section(results: Results) -> list[str]:
         "**Directory rename of N files**, alone: `/memories/a/batch` (ten subdirectories) moved to "
         "`/memories/moved-0/batch`, then on to `moved-1` ..., every move a sample, the three one after "
         "another in rotating order, in one bucket. s3memory format 1 reads and writes every file (GET + "
-        "PUT, sealed again for its new path); format 2 copies on the server (HEAD + CopyObject with a new "
-        "place record); s3fs copies on the server and deletes (`fs.copy(recursive=True)` + "
+        "PUT, sealed again for its new path); format 2 copies on the server (a CopyObject with a new "
+        "place record; a HEAD first only for a file this process did not read, write or copy itself: here "
+        "the unmeasured first move); s3fs copies on the server and deletes (`fs.copy(recursive=True)` + "
         "`fs.rm(recursive=True)`, up to its batch of concurrent requests; s3memory sends at most 16 at a "
         "time). Each s3memory rename also writes and removes its job record (crash safety).",
         "",
