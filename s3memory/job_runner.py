@@ -99,7 +99,7 @@ class JobRunner:
         self._files = files
         self._store = files.store
         self._layout = files.layout
-        self._mover = mover_for(files)
+        self.mover = mover_for(files)
         self.clock = clock
         self.set_aside: list[str] = []
         """Names of the records this process moved to quarantine (reported by the caller)."""
@@ -257,7 +257,7 @@ class JobRunner:
         bytes' digest) a file moved away and back after the job ended has its planned ETag again.
         Asked (one HEAD) before a job's deletes on storage format 2; always True on format 1, where
         every move seals again."""
-        return not self._mover.copies_keep_etags or self._store.exists(self._layout.key_of_internal(job.name))
+        return not self.mover.copies_keep_etags or self._store.exists(self._layout.key_of_internal(job.name))
 
     def _move(self, job: Job, before_changes: Callable[[], object]) -> list[str]:
         """Copy every source that still has its planned ETag below ``new``, then delete the sources
@@ -277,7 +277,7 @@ class JobRunner:
         def looked_at(path: MemoryPath, source: Source) -> Origin | None:
             """The source as found now if it still has its planned ETag; else None (gone: moved or
             deleted already; changed: written after the plan, so it stays)."""
-            origin = self._mover.locate(path)
+            origin = self.mover.locate(path)
             if origin is not None and origin.etag != source.etag:
                 kept.append(source.key)
                 return None
@@ -291,11 +291,11 @@ class JobRunner:
             try:
                 # a source this process verified at its planned ETag is copied without a look:
                 # the copy is conditional on that ETag (docs/format-v2.md, "Renames")
-                origin = self._mover.known(path, source.key, source.etag) or looked_at(path, source)
+                origin = self.mover.known(path, source.key, source.etag) or looked_at(path, source)
                 if origin is None:
                     return
                 before_changes()
-                made = self._mover.place(origin, target)
+                made = self.mover.place(origin, target)
                 if made is None and origin.recalled:
                     # something is at the destination: a source is looked at before a copy there
                     # is relied on (it may be a late copy of a source changed since)
@@ -311,7 +311,7 @@ class JobRunner:
                 return
             if made is not None:
                 created[source.key] = made
-            elif not self._mover.accept(origin, target):
+            elif not self.mover.accept(origin, target):
                 kept.append(source.key)  # something else is at the destination
                 return
             copied.append(source)
@@ -320,10 +320,10 @@ class JobRunner:
         before_changes()  # the record is looked for only once it is stored (no copy may have waited)
         if not self._still_recorded(job):  # another finisher ended it: what was copied here is late
             for made in created.values():
-                self._mover.withdraw(made)
+                self.mover.withdraw(made)
             return []
         left = self._files.delete_all(copied)
         for key in left.changed + left.gone:
             if key in created:
-                self._mover.withdraw(created[key])
+                self.mover.withdraw(created[key])
         return kept + left.changed

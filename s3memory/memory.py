@@ -36,7 +36,7 @@ from .jobs import Source
 from .keyvault import KeyVault
 from .listing import Tree, render_listing
 from .migration import Upgrade, migrated
-from .moves import Origin, SourceChanged, mover_for
+from .moves import Origin, SourceChanged
 from .names import NameCipher, namespace_of, user_of_namespace
 from .paths import ROOT, KeyLayout, MemoryPath, validate_namespace
 from .placement import Refusal, Survey, require_depth, require_file_path, write_new_file
@@ -97,7 +97,6 @@ class S3Memory:
         self.files = MemoryFiles(store, self.layout, cipher, max_file_bytes, self.usage, _author(actor))
         self.browser = Browser(self.files)
         self.jobs = JobRunner(self.files, clock)
-        self.mover = mover_for(self.files)
         self.access = AccessRecord(self.files, clock)
         """When the user last used the memory: each command answered notes it (``access.py``)."""
         self.upgrade = None if legacy is None else Upgrade(*legacy, self.files, clock)
@@ -114,7 +113,6 @@ class S3Memory:
         twin.files = self.files.by(author)
         twin.browser = Browser(twin.files)
         twin.jobs = JobRunner(twin.files, self.jobs.clock)
-        twin.mover = mover_for(twin.files)
         return twin
 
     def run(self, raw_input: object) -> str:
@@ -296,7 +294,7 @@ class S3Memory:
             raise exists
         pending = side(self.jobs.pending)
         survey = self._destination_survey(old, new)
-        found, sources = self.browser.file_or_sources(old, lambda: self.mover.locate(old))
+        found, sources = self.browser.file_or_sources(old, lambda: self.jobs.mover.locate(old))
         intent = Intent("rename", old, new, None if found is not None else sources)
         kept = self.jobs.settle(pending.result(), intent)
         if kept is not None or pending.result().moved_on:
@@ -306,7 +304,7 @@ class S3Memory:
                 return _renamed(old, new, kept)
             # jobs that ran or ended may have moved either path: look again
             survey = self._destination_survey(old, new)
-            found, sources = self.browser.file_or_sources(old, lambda: self.mover.locate(old))
+            found, sources = self.browser.file_or_sources(old, lambda: self.jobs.mover.locate(old))
         if found is not None:
             return self._rename_file(old, new, found, exists, survey)
         if not sources or survey is None:
@@ -346,10 +344,10 @@ class S3Memory:
             raise obstacle
         source = self.layout.file_key(old)
         try:
-            created = self.mover.place(origin, new)
+            created = self.jobs.mover.place(origin, new)
         except SourceChanged:
             raise self._moved_away(old, source) from None
-        if created is None and not self.mover.accept(origin, new):
+        if created is None and not self.jobs.mover.accept(origin, new):
             raise exists
         self.files.directories.add(new.ancestors())
         try:
@@ -360,7 +358,7 @@ class S3Memory:
                 return _renamed(old, new, [])  # our own delete's answer was lost, or a twin finished it
             if created is None:
                 return _renamed(old, new, [old.canonical])
-            self.mover.withdraw(created)
+            self.jobs.mover.withdraw(created)
             raise self._moved_away(old, source) from None
         return _renamed(old, new, [])
 

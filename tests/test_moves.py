@@ -419,7 +419,7 @@ def test_the_copy_is_made_only_from_the_version_it_was_found_with(memory: S3Memo
     origin = mover.locate(memory_path("/memories/a.md"))
     assert origin is not None
     memory.str_replace(memory_path("/memories/a.md"), "alpha", "omega")
-    memory.mover = _Stale(memory.files, origin)
+    memory.jobs.mover = _Stale(memory.files, origin)
     with pytest.raises(CommandError) as refused:
         memory.rename(memory_path("/memories/a.md"), memory_path("/memories/b.md"))
     assert refused.value.message == (
