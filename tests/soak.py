@@ -3,6 +3,7 @@
     python -m tests.soak                          # make soak: 1, 8 and 32 agents, 180 s in all
     python -m tests.soak --duration 30 --seed 7   # shorter; the same seed draws the same commands
     python -m tests.soak --seed 7 --phases 32 --only-agent 5    # one agent of that run, alone
+    python -m tests.soak --storage-format 2       # private names (format 2)
 
 **Agents.** Each agent is one simulated conversation of one user: it owns one subtree of that user's
 memory (``/memories/a05/...``), so its expected state is exact, and runs random sequences of all six
@@ -37,6 +38,13 @@ When a phase ends (faults stop), for every user: ``view /memories`` succeeds; no
 ``internal/jobs/``; every agent's files, decrypted, equal the model; no object lies outside the
 agents' subtrees; and every command works again (a scripted sequence of all six, checked exactly).
 
+**Storage formats.** ``--storage-format 1`` (the default) stores plain keys
+(``users/<user>/memories/a05/...``); ``--storage-format 2`` private names (``users/<token>/...``)
+and renames by server-side copy (its faults hit ``CopyObject`` too). The checker derives every key
+and prefix from the user's layout (``S3Memory.layout``), so it reads the same things on both; on
+format 2 it also finds no plain user id or path segment in any key, and takes the store's wrapped
+store key and mark (``users/s3memory.store-key``, ``users/s3memory.migrated``) for the store's own.
+
 Any difference is a violation, printed with the seed, the agent and the commands that led to it
 (paths and sizes, never content); the run exits non-zero. Seeds make the command and fault draws
 reproducible; the interleaving of threads is the scheduler's.
@@ -63,7 +71,9 @@ from s3memory.clients import make_s3_client
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError, StorageError
 from s3memory.memory import S3Memory
+from s3memory.paths import KeyLayout, memory_path
 from s3memory.store import S3Store
+from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME
 
 from .support.backends import REGION, SeaweedServer, ServerUnavailable, find_weed
 from .support.faults import ALL, Fault, FaultPlan, SimulatedCrash, instant_retries
@@ -71,6 +81,8 @@ from .support.faults import ALL, Fault, FaultPlan, SimulatedCrash, instant_retri
 ROOT = "/memories"
 MASTER_KEY = bytes(range(100, 132))
 DEFAULT_BUCKET = "soak"
+PREFIX = "users/"
+"""The key prefix of every user's namespace (S3Memory's default)."""
 PHASE_WEIGHTS = {1: 0.2, 8: 0.3, 32: 0.5}
 HISTORY_SHOWN = 40
 SETTLE_ATTEMPTS = 5
@@ -291,13 +303,18 @@ class Model:
         raise ValueError(f"unknown command {kind}")
 
     @staticmethod
-    def answers(command: Command, state: Mapping[str, str], ghosts: AbstractSet[str]) -> list[Expected]:
+    def answers(
+        command: Command, state: Mapping[str, str], ghosts: AbstractSet[str], storage_format: int = 1
+    ) -> list[Expected]:
         """Every answer the command may give on ``state``: the contract's, and on SeaweedFS also a
         refusal caused by an emptied directory the server still keeps (``ghosts``).
 
         SeaweedFS keeps a directory after its last object is deleted, and answers 412 to a
         ``PutObject`` with ``IfNoneMatch: *`` of that directory's own key (while HEAD and GET answer
-        404), so a create or a file rename onto such a path is refused as if a file were there.
+        404), so a create or a file rename onto such a path is refused as if a file were there. On
+        format 2 a file rename is a ``CopyObject`` with ``IfNoneMatch: *``, refused the same way; with
+        nothing found at the destination, s3memory takes the refusal for its ``CopySourceIfMatch``
+        and answers that the source changed while it was being renamed (nothing is moved).
         """
         expected = Model.apply(command, state)
         kind = command["command"]
@@ -311,10 +328,13 @@ class Model:
             if kind == "create":
                 return [expected, Expected(False, f"Error: File {target} already exists", dict(state))]
             if command["old_path"] in state:
-                return [
-                    expected,
-                    Expected(False, f"Error: The destination {target} already exists", dict(state)),
-                ]
+                refusal = (
+                    f"Error: The destination {target} already exists"
+                    if storage_format == 1
+                    else f"Error: {command['old_path']} changed while it was being renamed; it was left "
+                    "where it is and nothing was renamed."
+                )
+                return [expected, Expected(False, refusal, dict(state))]
         return [expected]
 
     @staticmethod
@@ -437,6 +457,8 @@ FILE_NAMES = ("notes.md", "todo.txt", "log.md", "x.md")
 WORDS = ("alpha", "beta", "gamma", "delta", "kiwi", "lime", "mango", "plum", "red", "blue", "tea", "sun")
 WINDOW_EDIT = "edited while a delete was pending"
 OPERATIONS = ("GetObject", "PutObject", "HeadObject", "ListObjectsV2", "DeleteObject", "DeleteObjects")
+COPY_OPERATIONS = (*OPERATIONS, "CopyObject")
+"""Format 2 renames by server-side copy: its faults hit ``CopyObject`` too."""
 FAULT_WEIGHTS = {
     Fault.DROP: 2,
     Fault.DROP_AFTER: 2,
@@ -625,7 +647,9 @@ class Rule:
         return f"{self.fault.name} {self.operation} call {self.call} ({attempts})"
 
 
-def draw_rules(rng: random.Random, fault_rate: float, estimate: int) -> list[Rule]:
+def draw_rules(
+    rng: random.Random, fault_rate: float, estimate: int, operations: Sequence[str] = OPERATIONS
+) -> list[Rule]:
     if rng.random() >= fault_rate:
         return []
     rules: list[Rule] = []
@@ -634,7 +658,7 @@ def draw_rules(rng: random.Random, fault_rate: float, estimate: int) -> list[Rul
         if rng.random() < 0.55:
             operation, call = "*", rng.randint(1, estimate + 1)
         else:
-            operation, call = rng.choice(OPERATIONS), rng.randint(1, max(2, estimate // 3))
+            operation, call = rng.choice(operations), rng.randint(1, max(2, estimate // 3))
         crash = fault in (Fault.CRASH, Fault.CRASH_AFTER)
         attempts = 1 if crash or rng.random() < 0.7 else ALL
         rules.append(Rule(operation, fault, call, attempts))
@@ -765,7 +789,11 @@ class Process:
         client._make_api_call = guarded
         self.client.meta.events.register("request-created.s3", self._no_request_after_death)
         self.memory = S3Memory(
-            S3Store(self.client, soak.bucket), user, LocalKeyProvider(MASTER_KEY), storage_format=1
+            S3Store(self.client, soak.bucket),
+            user,
+            LocalKeyProvider(MASTER_KEY),
+            prefix=PREFIX,
+            storage_format=soak.config.storage_format,
         )
 
     def _no_request_after_death(self, **_: Any) -> None:
@@ -821,6 +849,14 @@ class SoakConfig:
     checkpoint: float = 0.03
     max_files: int = 14
     only_agent: int | None = None
+    storage_format: int = 1
+    """1: plain keys (``users/<user>/memories/<path>``); 2: private names, renames by server-side copy."""
+
+    def command(self, phase: int, options: str = "") -> str:
+        """The command that runs ``phase`` of this run again (with ``options``)."""
+        storage = f" --storage-format {self.storage_format}" if self.storage_format != 1 else ""
+        extra = f" {options}" if options else ""
+        return f"python -m tests.soak --seed {self.seed} --phases {phase}{storage}{extra}"
 
     def phase_seconds(self, agents: int) -> float:
         weights = {count: PHASE_WEIGHTS.get(count, 0.3) for count in self.phases}
@@ -898,8 +934,8 @@ class SoakReport:
         config = self.config
         total = self.tally
         lines = [
-            f"soak: seed {config.seed}, {config.duration:.0f} s, phases {list(config.phases)}, "
-            f"fault rate {config.fault_rate}, {config.agents_per_user} agents a user",
+            f"soak: seed {config.seed}, storage format {config.storage_format}, {config.duration:.0f} s, "
+            f"phases {list(config.phases)}, fault rate {config.fault_rate}, {config.agents_per_user} agents a user",
             f"{'agents':>6} {'users':>5} {'seconds':>7} {'commands':>8} {'cmd/s':>7} {'unknown':>7} "
             f"{'died':>5} {'violations':>10}",
         ]
@@ -944,6 +980,30 @@ class SoakContext:
     config: SoakConfig
     report: SoakReport
     lock: threading.Lock = field(default_factory=threading.Lock)
+    layouts: dict[str, KeyLayout] = field(default_factory=dict)
+    """Each user's layout, found once (``layout``)."""
+
+    def layout(self, user: str) -> KeyLayout:
+        """Where ``user``'s objects lie in the run's storage format: every key and prefix the checker
+        reads comes from it (format 2 names users and paths privately, with the store key). Found by
+        a memory on the admin client, which has no faults."""
+        with self.lock:
+            found = self.layouts.get(user)
+        if found is None:
+            memory = S3Memory(
+                S3Store(self.admin, self.bucket),
+                user,
+                LocalKeyProvider(MASTER_KEY),
+                prefix=PREFIX,
+                storage_format=self.config.storage_format,
+            )
+            with self.lock:
+                found = self.layouts.setdefault(user, memory.layout)
+        return found
+
+    def directory_prefix(self, user: str, directory: str) -> str:
+        """The key prefix of one of ``user``'s directories (ends with '/')."""
+        return self.layout(user).directory_prefix(memory_path(directory))
 
     def admin_keys(self, prefix: str) -> list[str]:
         keys: list[str] = []
@@ -955,10 +1015,6 @@ class SoakContext:
     def add_violation(self, violation: Violation) -> None:
         with self.lock:
             self.report.violations.append(violation)
-
-
-def namespace(user: str) -> str:
-    return f"users/{user}/"
 
 
 class Agent:
@@ -1011,7 +1067,7 @@ class Agent:
 
     def answers(self, command: Command, state: State) -> list[Expected]:
         ghosts = {directory for directory in self.directories_seen if not is_dir(state, directory)}
-        return Model.answers(command, state, ghosts)
+        return Model.answers(command, state, ghosts, self.config.storage_format)
 
     def fitting(self, command: Command, states: Sequence[State], outcome: Outcome) -> list[State]:
         """The states after ``command`` from those of ``states`` on which it can answer ``outcome``."""
@@ -1028,9 +1084,10 @@ class Agent:
         return Process(self.soak, self.user)
 
     def violation(self, kind: str, detail: str) -> None:
-        reproduce = (
-            f"python -m tests.soak --seed {self.config.seed} --phases {self.phase} --only-agent {self.index}"
-            f" --duration {self.config.duration:.0f} --fault-rate {self.config.fault_rate}"
+        reproduce = self.config.command(
+            self.phase,
+            f"--only-agent {self.index} --duration {self.config.duration:.0f} "
+            f"--fault-rate {self.config.fault_rate}",
         )
         self.history.append(f"!! {kind}: {detail}")
         self.soak.add_violation(
@@ -1056,7 +1113,12 @@ class Agent:
 
     def step(self) -> None:
         label, command = self.commands.next(self.state)
-        rules = draw_rules(self.rng, self.config.fault_rate, estimated_requests(label, command, self.state))
+        rules = draw_rules(
+            self.rng,
+            self.config.fault_rate,
+            estimated_requests(label, command, self.state),
+            COPY_OPERATIONS if self.config.storage_format == 2 else OPERATIONS,
+        )
         if self.process is None or self.rng.random() < self.config.cold_start:
             self.process = self.new_process()
         self.sent(command)
@@ -1268,7 +1330,7 @@ class Agent:
             self.note(f"repair: delete {self.root} -> {outcome.summary()}")
             if not outcome.unknown:
                 break
-        remaining = self.soak.admin_keys(f"{namespace(self.user)}memories/{self.name}/")
+        remaining = self.soak.admin_keys(self.soak.directory_prefix(self.user, self.root))
         if remaining:
             self.violation(
                 "locked-out", f"the repair could not empty {self.root}: {len(remaining)} objects remain"
@@ -1335,14 +1397,18 @@ def parse_file_view(path: str, answer: str) -> str | None:
 
 def observe(soak: SoakContext, user: str, agent_root: str, process: Process) -> tuple[State, list[str]]:
     """What an agent's subtree holds: its keys listed directly, each file read through ``view``."""
-    memories = f"{namespace(user)}memories/"
+    layout = soak.layout(user)
     state: State = {}
     problems: list[str] = []
-    for key in soak.admin_keys(memories + agent_root[len(ROOT) + 1 :] + "/"):
-        path = f"{ROOT}/{key[len(memories) :]}"
+    for key in soak.admin_keys(soak.directory_prefix(user, agent_root)):
         if key.endswith("/"):
             problems.append(f"a directory marker {key} is stored")
             continue
+        found = layout.path_of_key(key)
+        if found is None:
+            problems.append(f"{key} is stored, and no memory path maps to it")
+            continue
+        path = found.text
         outcome = process.run({"command": "view", "path": path})
         content = parse_file_view(path, outcome.text) if outcome.ok else None
         if content is None:
@@ -1383,6 +1449,53 @@ def check_phase(soak: SoakContext, phase: int, agents: Sequence[Agent]) -> None:
         by_user.setdefault(agent.user, []).append(agent)
     for user, members in by_user.items():
         UserCheck(soak, phase, user).run(members)
+    check_bucket(soak, phase)
+
+
+PLAIN_NAMES = frozenset(
+    {*DIRECTORY_NAMES, *FILE_NAMES, LOCKOUT_ROOT.rsplit("/", 1)[1], "one.md", "two.md", "d", "e"}
+)
+"""The path segments the soak writes besides agent names: format 2 must show none in a key."""
+
+
+def check_bucket(soak: SoakContext, phase: int) -> None:
+    """Every object below the prefix lies in a namespace of the run's users (each phase's users are
+    checked before this), or is the store's own: on format 2 its wrapped store key and its mark.
+    On format 2 no key segment is a user id or a name the soak wrote."""
+    with soak.lock:
+        layouts = dict(soak.layouts)
+    namespaces = tuple(layout.namespace for layout in layouts.values())
+    store_objects = (
+        {PREFIX + STORE_KEY_NAME, PREFIX + MIGRATED_NAME} if soak.config.storage_format == 2 else set()
+    )
+    keys = soak.admin_keys(PREFIX)
+    strays = [key for key in keys if not key.startswith(namespaces) and key not in store_objects]
+    reproduce = soak.config.command(phase)
+    if strays:
+        soak.add_violation(
+            Violation(
+                "stray-object",
+                phase,
+                "the bucket",
+                f"{len(strays)} object(s) in no user's namespace: {', '.join(strays[:10])}",
+                [],
+                reproduce,
+            )
+        )
+    if soak.config.storage_format == 2:
+        plain = PLAIN_NAMES | set(layouts) | {f"a{index:02d}" for index in range(max(soak.config.phases))}
+        named = [key for key in keys if plain & set(key.split("/"))]
+        if named:
+            soak.add_violation(
+                Violation(
+                    "plain-name",
+                    phase,
+                    "the bucket",
+                    f"{len(named)} key(s) with a plain name in them: {', '.join(named[:10])}",
+                    [],
+                    reproduce,
+                )
+            )
 
 
 @dataclass
@@ -1394,7 +1507,7 @@ class UserCheck:
     user: str
 
     def report(self, kind: str, detail: str, history: Sequence[str] = (), who: str = "") -> None:
-        reproduce = f"python -m tests.soak --seed {self.soak.config.seed} --phases {self.phase}"
+        reproduce = self.soak.config.command(self.phase)
         who = who or f"user {self.user}"
         self.soak.add_violation(Violation(kind, self.phase, who, detail, list(history), reproduce))
 
@@ -1410,7 +1523,9 @@ class UserCheck:
             process = Process(soak, user)
         if root is None:
             self.report("locked-out", f"view {ROOT} fails after the faults stopped")
-        jobs = soak.admin_keys(f"{namespace(user)}internal/jobs/")
+        layout = soak.layout(user)
+        jobs_prefix = layout.key_of_internal("jobs/")
+        jobs = soak.admin_keys(jobs_prefix)
         if jobs:
             self.report(
                 "stray-internal", f"{len(jobs)} object(s) left under internal/jobs/: {', '.join(jobs)}"
@@ -1419,23 +1534,36 @@ class UserCheck:
         # user's access record is s3memory's own record set aside (quarantined) or left behind.
         others = [
             key
-            for key in soak.admin_keys(f"{namespace(user)}internal/")
-            if not key.startswith((f"{namespace(user)}internal/jobs/", f"{namespace(user)}internal/keys/"))
-            and key != f"{namespace(user)}internal/access"
+            for key in soak.admin_keys(layout.internal_prefix)
+            if not key.startswith((jobs_prefix, layout.key_of_internal("keys/")))
+            and key != layout.key_of_internal("access")
         ]
         if others:
             self.report("stray-internal", f"{len(others)} other internal object(s) left: {', '.join(others)}")
         for agent in members:
             if not agent.broken:
                 self.check_agent(agent, process, root)
-        roots = tuple(f"{namespace(user)}memories/{agent.name}/" for agent in members)
-        strays = [key for key in soak.admin_keys(f"{namespace(user)}memories/") if not key.startswith(roots)]
+        roots = tuple(soak.directory_prefix(user, agent.root) for agent in members)
+        everything = soak.admin_keys(layout.namespace)
+        strays = [
+            key
+            for key in everything
+            if not key.startswith(roots) and not key.startswith(layout.internal_prefix)
+        ]
         if strays:
             self.report(
                 "stray-object",
-                f"{len(strays)} object(s) outside every agent's subtree: {', '.join(strays[:10])}",
+                f"{len(strays)} object(s) outside every agent's subtree: "
+                + ", ".join(self.named(key) for key in strays[:10]),
             )
         self.every_command_works()
+
+    def named(self, key: str) -> str:
+        """A key, and on format 2 the memory path it names (if any)."""
+        if self.soak.config.storage_format == 1:
+            return key
+        path = self.soak.layout(self.user).path_of_key(key)
+        return f"{key} ({path.text if path is not None else 'no memory path'})"
 
     def check_agent(self, agent: Agent, process: Process, root: str | None) -> None:
         observed, problems = observe(self.soak, self.user, agent.root, process)
@@ -1544,6 +1672,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fault-rate", type=float, default=0.3, help="share of commands with faults (0.3)")
     parser.add_argument("--agents-per-user", type=int, default=8)
     parser.add_argument("--only-agent", type=int, default=None, help="run one agent of each phase, alone")
+    parser.add_argument(
+        "--storage-format",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="1: plain keys; 2: private names, renames by server-side copy (1)",
+    )
     arguments = parser.parse_args(argv)
     seed = arguments.seed if arguments.seed is not None else random.SystemRandom().randrange(1, 10**9)
     config = SoakConfig(
@@ -1553,10 +1688,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         agents_per_user=arguments.agents_per_user,
         fault_rate=arguments.fault_rate,
         only_agent=arguments.only_agent,
+        storage_format=arguments.storage_format,
     )
     for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
         os.environ.setdefault(name, value)
-    print(f"soak: seed {seed}", flush=True)
+    print(f"soak: seed {seed}, storage format {config.storage_format}", flush=True)
     with seaweedfs() as server:
         server.admin.create_bucket(Bucket=DEFAULT_BUCKET)
         print(f"SeaweedFS at {server.endpoint}, ready in {server.startup_seconds:.1f} s", flush=True)

@@ -1,8 +1,8 @@
 """The soak run (``tests/soak.py``, ``make soak``) in short: its model, its checker, a seeded run.
 
 The short run has 1, 8 and 32 agents on SeaweedFS with faults injected, for about 25 seconds of
-commands; its report (commands, faults, throughput, violations) is printed. Throughput is never
-asserted.
+commands, on each storage format; its report (commands, faults, throughput, violations) is printed.
+Throughput is never asserted.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from s3memory.clients import make_s3_client
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
+from s3memory.paths import memory_path
 from s3memory.store import S3Store
 
 from . import soak
@@ -25,6 +26,9 @@ from .support.faults import ALL, Fault, FaultPlan, SimulatedCrash, instant_retri
 
 SEED = 20250818
 SOAK_BUCKET = "soak-test"
+
+both_formats = pytest.mark.parametrize("storage_format", [1, 2], ids=["format-1", "format-2"])
+"""The soak's own runs, once per storage format (format 2: private names, renames by copy)."""
 
 
 @pytest.fixture
@@ -125,6 +129,15 @@ def test_seaweedfs_may_refuse_a_create_where_an_emptied_directory_was() -> None:
         "Error: File /memories/a01/old already exists",
     ]
     assert answers[1].state == STATE
+    rename = {"command": "rename", "old_path": "/memories/a01/notes.md", "new_path": "/memories/a01/old"}
+    assert [answer.answer for answer in soak.Model.answers(rename, STATE, {"/memories/a01/old"})][1:] == [
+        "Error: The destination /memories/a01/old already exists"
+    ]
+    copied = soak.Model.answers(rename, STATE, {"/memories/a01/old"}, storage_format=2)  # a refused copy
+    assert [answer.answer for answer in copied][1:] == [
+        "Error: /memories/a01/notes.md changed while it was being renamed; it was left where it is and "
+        "nothing was renamed."
+    ]
 
 
 def test_root_rows_are_the_agents_first_level() -> None:
@@ -139,15 +152,27 @@ def test_root_rows_are_the_agents_first_level() -> None:
 # -- the checker, on SeaweedFS -------------------------------------------------------------------------
 
 
-def test_without_faults_the_model_and_s3memory_agree(seaweedfs: SeaweedServer, endpoint: str) -> None:
+@both_formats
+def test_without_faults_the_model_and_s3memory_agree(
+    seaweedfs: SeaweedServer, endpoint: str, storage_format: int
+) -> None:
     """Every answer of 8 agents on two users, with no fault: a disagreement is the model's fault."""
-    report = run(seaweedfs, endpoint, duration=6, phases=(8,), agents_per_user=4, fault_rate=0.0)
+    report = run(
+        seaweedfs,
+        endpoint,
+        duration=6,
+        phases=(8,),
+        agents_per_user=4,
+        fault_rate=0.0,
+        storage_format=storage_format,
+    )
     assert report.phases[0].commands > 50
     assert report.violations == []
 
 
+@both_formats
 def test_the_checker_reports_a_lost_write_and_a_stray_job_record(
-    seaweedfs: SeaweedServer, endpoint: str, monkeypatch: pytest.MonkeyPatch
+    seaweedfs: SeaweedServer, endpoint: str, monkeypatch: pytest.MonkeyPatch, storage_format: int
 ) -> None:
     """Behind the agents' backs, one file is deleted and one job record is planted before the check."""
     original = soak.check_phase
@@ -163,15 +188,13 @@ def test_the_checker_reports_a_lost_write_and_a_stray_job_record(
             )
             agent.state = {kept: "k\n"}
         victim = sorted(agent.state)[0]
-        admin = context.admin
-        admin.delete_object(
-            Bucket=context.bucket, Key=f"users/{agent.user}/memories/{victim[len('/memories/') :]}"
-        )
-        admin.put_object(Bucket=context.bucket, Key=f"users/{agent.user}/internal/jobs/planted", Body=b"junk")
+        admin, layout = context.admin, context.layout(agent.user)
+        admin.delete_object(Bucket=context.bucket, Key=layout.file_key(memory_path(victim)))
+        admin.put_object(Bucket=context.bucket, Key=layout.key_of_internal("jobs/planted"), Body=b"junk")
         original(context, phase, agents)
 
     monkeypatch.setattr(soak, "check_phase", sabotaged)
-    report = run(seaweedfs, endpoint, duration=3, phases=(1,), fault_rate=0.0)
+    report = run(seaweedfs, endpoint, duration=3, phases=(1,), fault_rate=0.0, storage_format=storage_format)
     kinds = sorted({violation.kind for violation in report.violations})
     assert kinds == ["lost-or-changed", "stray-internal"]  # the record is left, or set aside but not gone
     assert any("missing /memories/a00/" in violation.detail for violation in report.violations)
@@ -194,8 +217,11 @@ def test_a_dead_process_sends_nothing_more(seaweedfs: SeaweedServer, endpoint: s
     assert found.ok  # CRASH_AFTER: the write landed before the process died
 
 
-def test_a_short_soak_under_faults_finds_no_violation(seaweedfs: SeaweedServer, endpoint: str) -> None:
-    report = run(seaweedfs, endpoint, duration=24, phases=(1, 8, 32))
+@both_formats
+def test_a_short_soak_under_faults_finds_no_violation(
+    seaweedfs: SeaweedServer, endpoint: str, storage_format: int
+) -> None:
+    report = run(seaweedfs, endpoint, duration=24, phases=(1, 8, 32), storage_format=storage_format)
     assert [phase.agents for phase in report.phases] == [1, 8, 32]
     assert sum(report.tally.faults.values()) > 0
     assert report.violations == [], report.render()
