@@ -1,5 +1,6 @@
 """``s3memory rotate``: the command over ``rotation.rotate`` (moto): it asks first, a dry run changes
-nothing, and the answer names what was sealed again and what the operator may drop."""
+nothing, and the answer names what was sealed again and what the operator may drop, line for line
+the same on both storage formats (the command with KMS on format 2: ``test_rotation_format2.py``)."""
 
 from __future__ import annotations
 
@@ -9,32 +10,47 @@ from typing import Any
 from s3memory.cli import _parser
 from s3memory.console import settings_from
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider, sealed_version
+from s3memory.migration import MIGRATED_NAME
 from s3memory.operations import Operations
+from s3memory.paths import KeyLayout, memory_path
 from s3memory.rotation import rotate
 from s3memory.store import S3Store
+from s3memory.store_keys import STORE_KEY_NAME
 
 from .support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot
 from .support.console import run
+from .support.formats import both_formats
 from .support.rotation import NEW_MASTER_KEY
 
 
-def rotated(s3: Any) -> Operations:
+def rotated(s3: Any, storage_format: int) -> tuple[Operations, KeyLayout]:
     """alice's two files (and her access record) sealed with master key version 1, and an operator
-    holding version 2."""
+    holding version 2, on a store of ``storage_format``; alice's layout."""
     store = S3Store(s3, BUCKET)
-    memory = Operations(store, LocalKeyProvider(MASTER_KEY), storage_format=1).memory("alice")
+    memory = Operations(store, LocalKeyProvider(MASTER_KEY), storage_format=storage_format).memory("alice")
     memory.run({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
     memory.run({"command": "create", "path": "/memories/d/b.md", "file_text": "b\n"})
     memory.access.wait()
-    return Operations(
-        store, LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}), storage_format=1
+    operator = Operations(
+        store,
+        LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}),
+        storage_format=storage_format,
     )
+    return operator, memory.layout
 
 
-def test_rotate_seals_every_file_again_and_says_which_key_may_go(s3: Any) -> None:
-    operations = rotated(s3)
+@both_formats
+def test_rotate_seals_every_file_again_and_says_which_key_may_go(s3: Any, storage_format: int) -> None:
+    operations, layout = rotated(s3, storage_format)
     before = snapshot(s3)
-    assert run(operations, "rotate", "--user", "alice")[0] == 1  # not confirmed
+    asked: list[str] = []
+
+    def refuse(question: str) -> bool:
+        asked.append(question)
+        return False
+
+    assert run(operations, "rotate", "--user", "alice", confirm=refuse)[0] == 1  # not confirmed
+    assert asked == ["Seal every file of user alice again under a new data key version?"]
     status, out, _ = run(operations, "rotate", "--user", "alice", "--dry-run")
     assert (status, out.splitlines()) == (
         0,
@@ -56,12 +72,22 @@ def test_rotate_seals_every_file_again_and_says_which_key_may_go(s3: Any) -> Non
     )
     audit = json.loads(err.splitlines()[-1])
     assert (audit["command"], audit["users"], audit["reencrypted"], audit["retired"]) == ("rotate", 1, 2, 1)
-    assert {key: sealed_version(body) for key, body in snapshot(s3).items()} == {
-        "users/alice/internal/access": 2,
-        "users/alice/memories/a.md": 2,
-        "users/alice/memories/d/b.md": 2,
+    assert "/memories" not in err
+    sealed = {key: sealed_version(body) for key, body in snapshot(s3).items()}
+    expected: dict[str, int | None] = {
+        layout.key_of_internal("access"): 2,
+        layout.file_key(memory_path("/memories/a.md")): 2,
+        layout.file_key(memory_path("/memories/d/b.md")): 2,
     }
+    if storage_format == 2:
+        sealed.pop("users/" + MIGRATED_NAME, None)  # written, or not, by the process's first format-2 memory
+        expected["users/" + STORE_KEY_NAME] = None  # wrapped again under master key version 2
+    assert sealed == expected
     assert operations.read("alice", "/memories/d/b.md") == "b\n"
+    alone = Operations(
+        S3Store(s3, BUCKET), LocalKeyProvider(NEW_MASTER_KEY, version=2), storage_format=storage_format
+    )
+    assert alone.read("alice", "/memories/d/b.md") == "b\n"  # the previous key dropped from the settings
     status, out, _ = run(operations, "rotate", "--user", "alice", "--yes", "--json")
     (report,) = json.loads(out)["users"]
     assert (status, report["reencrypted"], report["retired"], report["complete"]) == (0, [], [1], True)

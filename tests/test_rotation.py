@@ -1,10 +1,12 @@
 """Key rotation (``s3memory.rotation``, docs/rotation.md): every file sealed again under the new
 version with its author, the old KMS version removed only when no serving process can still seal with
 it and nothing needs it, local master keys MultiFernet-style; concurrent edits, warm serving
-processes, crashes and a bucket writer (moto and SeaweedFS)."""
+processes, crashes and a bucket writer (moto and SeaweedFS). The tests that take ``storage_format``
+run on both storage formats; those of format 2 alone are in ``test_rotation_format2.py``."""
 
 from __future__ import annotations
 
+import struct
 import time
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +16,8 @@ import pytest
 from s3memory.crypto import (
     MAX_KEY_CACHE_SECONDS,
     OVERHEAD,
+    STORE_KEY_MAGIC,
+    WRAPPED_KEY_MAGIC,
     KeyProvider,
     KMSKeyProvider,
     LocalKeyProvider,
@@ -26,39 +30,43 @@ from s3memory.paths import memory_path
 from s3memory.rotation import ROTATION_WAIT_SECONDS, RotationReport, rotate, rotate_waiting
 from s3memory.settings import Limits
 from s3memory.store import S3Store
+from s3memory.store_keys import STORE_KEY_NAME
 from s3memory.versions import MemoryVersions
 
 from .support import versions
-from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
+from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot
 from .support.faults import ProcessDeath, SimulatedCrash
-from .support.rotation import FILES, NEW_MASTER_KEY, contents, later, run, seed
-from .support.versions import all_versions, everything
+from .support.formats import both_formats
+from .support.rotation import (
+    FILES,
+    NEW_MASTER_KEY,
+    contents,
+    dies_renaming,
+    kms_operations,
+    later,
+    records,
+    run,
+    seed,
+    seeded,
+    serving,
+    wrapped_keys,
+)
+from .support.versions import all_versions, everything, objects
 from .test_versions import tick
 
 BACKENDS = ALL_BACKENDS
 MEMORIES = "users/alice/memories/"
-INTERNAL = "users/alice/internal/"
-KEYS = INTERNAL + "keys/"
-
-
-def kms_operations(s3: Any, bucket: str, kms: Any, key_id: str, **options: Any) -> Operations:
-    """An operator's process (a store and a KMS provider of its own)."""
-    return Operations(
-        S3Store(s3, bucket), KMSKeyProvider(key_id, kms_client=kms, **options), storage_format=1
-    )
-
-
-def serving(s3: Any, bucket: str, provider: KeyProvider, user: str = "alice") -> S3Memory:
-    """A serving process of ``user`` with ``provider``."""
-    return S3Memory(S3Store(s3, bucket), user, provider, storage_format=1)
+"""Format 1's plain keys, for the tests of format 1 alone."""
+KEYS = "users/alice/internal/keys/"
 
 
 def sealed_with(s3: Any, bucket: str, prefix: str = MEMORIES) -> dict[str, int | None]:
-    """The key version each object below ``prefix`` (alice's files unless told) names in its header."""
+    """The key version each object below ``prefix`` (alice's format-1 files unless told) names in its header."""
     return versions.sealed_with(s3, bucket, prefix)
 
 
 def key_names(s3: Any, bucket: str) -> list[str]:
+    """Every S3 version of alice's format-1 wrapped keys, by object key."""
     return [key for key, _ in all_versions(s3, bucket, KEYS)]
 
 
@@ -68,48 +76,80 @@ def bucket(request: pytest.FixtureRequest, s3: Any) -> str:
     return str(request.getfixturevalue("versioned")) if request.param == "versioned" else BUCKET
 
 
+@both_formats
 def test_a_kms_rotation_seals_everything_again_and_removes_the_old_key_only_when_allowed(
-    s3: Any, bucket: str, kms: Any, key_id: str
+    s3: Any, bucket: str, kms: Any, key_id: str, storage_format: int
 ) -> None:
-    operations = kms_operations(s3, bucket, kms, key_id)
-    seed(operations)
-    assert set(sealed_with(s3, bucket).values()) == {1}
+    operations, layout = seeded(s3, bucket, kms, key_id, storage_format)
+    names = objects(s3, bucket, layout.memories_prefix)
+    assert set(sealed_with(s3, bucket, layout.memories_prefix).values()) == {1}
     first = rotate(operations, "alice")
     assert (first.current, first.created, first.old, first.retired) == (2, True, [1], [])
-    assert first.reencrypted == sorted(FILES) and not first.complete
+    assert first.reencrypted == sorted(FILES) and first.records == ["access"] and not first.complete
     assert (
         first.switched_at is not None and first.run_again_after == first.switched_at + ROTATION_WAIT_SECONDS
     )
-    assert set(sealed_with(s3, bucket).values()) == {2}
-    assert key_names(s3, bucket) == [KEYS + "v1", KEYS + "v2"]  # the old key stays until the wait is over
+    assert set(sealed_with(s3, bucket, layout.memories_prefix).values()) == {2}
+    assert set(sealed_with(s3, bucket, layout.namespace).values()) - {None} == {2}  # the wrapped keys: None
+    assert objects(s3, bucket, layout.memories_prefix) == names  # rotating data keys renames nothing
+    assert wrapped_keys(s3, bucket, layout) == [
+        "keys/v1",
+        "keys/v2",
+    ]  # the old key stays until the wait is over
+
+    # the new key is wrapped under the owner's context: on format 2 the store-bound one (the store
+    # identity and the user's token), which format 1's (the user id) does not open
+    owner = operations.memory("alice").key_owner
+    wrapped = s3.get_object(Bucket=bucket, Key=layout.key_of_internal("keys/v2"))["Body"].read()
+    blob = wrapped.removeprefix(WRAPPED_KEY_MAGIC)
+    assert len(kms.decrypt(CiphertextBlob=blob, EncryptionContext=owner.kms_context(2))["Plaintext"]) == 32
+    if storage_format == 2:
+        assert owner.store is not None and owner.kms_context(2)["s3memory:store"] == owner.store
+        with pytest.raises(kms.exceptions.InvalidCiphertextException):
+            kms.decrypt(
+                CiphertextBlob=blob, EncryptionContext={"s3memory:user": "alice", "s3memory:key_version": "2"}
+            )
 
     just_before = rotate(operations, "alice", now=first.run_again_after - 1)
     assert (just_before.created, just_before.reencrypted, just_before.retired) == (False, [], [])
-    assert key_names(s3, bucket) == [KEYS + "v1", KEYS + "v2"]
+    assert wrapped_keys(s3, bucket, layout) == ["keys/v1", "keys/v2"]
 
     done = rotate(operations, "alice", now=first.run_again_after)
     assert (done.current, done.old, done.reencrypted, done.run_again_after) == (2, [1], [], None)
     if bucket != BUCKET:  # each file's version sealed with v1 is history now: v1 stays for it
         assert (done.retired, done.kept_for_history, done.complete) == ([], len(FILES), False)
-        assert key_names(s3, bucket) == [KEYS + "v1", KEYS + "v2"]
+        assert wrapped_keys(s3, bucket, layout) == ["keys/v1", "keys/v2"]
         done = rotate(operations, "alice", drop_history=True, now=first.run_again_after)
         assert (done.history_dropped, done.kept_for_history) == (len(FILES), 0)
     else:
         assert (done.kept_for_history, done.history_dropped) == (0, 0)  # as before versions counted
     assert done.retired == [1] and done.complete
-    assert key_names(s3, bucket) == [KEYS + "v2"]  # every S3 version of v1 is gone
-    cold = serving(s3, bucket, KMSKeyProvider(key_id, kms_client=kms))
-    assert contents(cold) == dict(FILES)
+    assert wrapped_keys(s3, bucket, layout) == ["keys/v2"]  # every S3 version of v1 is gone
+    cold = serving(s3, bucket, KMSKeyProvider(key_id, kms_client=kms), storage_format)
+    assert contents(cold) == dict(FILES)  # the text, and the author its sealed object names
+
+    # a rename after the rotation: the copy is made with version 2's keys
+    run(
+        cold.acting_as("agent:mover"),
+        {"command": "rename", "old_path": "/memories/projects", "new_path": "/memories/done"},
+    )
+    run(cold, {"command": "rename", "old_path": "/memories/notes.md", "new_path": "/memories/kept.md"})
+    reader = serving(s3, bucket, KMSKeyProvider(key_id, kms_client=kms), storage_format)
+    assert contents(reader, {"/memories/done/plan.md": FILES["/memories/projects/plan.md"]}) == {
+        "/memories/done/plan.md": ("beta\n", "agent:mover")  # who moved it there
+    }
+    assert "alpha" in run(reader, {"command": "view", "path": "/memories/kept.md"})
+    assert "gamma" in run(reader, {"command": "view", "path": "/memories/done/deep/todo.md"})
 
     again = rotate(operations, "alice", now=later())  # a finished rotation: the next one starts
     assert (again.current, again.created, again.old) == (3, True, [2])
 
 
+@both_formats
 def test_on_a_versioned_bucket_the_old_key_is_kept_while_history_needs_it(
-    s3: Any, versioned: str, kms: Any, key_id: str
+    s3: Any, versioned: str, kms: Any, key_id: str, storage_format: int
 ) -> None:
-    operations = kms_operations(s3, versioned, kms, key_id)
-    seed(operations)
+    operations, layout = seeded(s3, versioned, kms, key_id, storage_format)
     writer = operations.memory("alice")
     moment = tick()
     run(
@@ -117,17 +157,20 @@ def test_on_a_versioned_bucket_the_old_key_is_kept_while_history_needs_it(
         {"command": "str_replace", "path": "/memories/notes.md", "old_str": "alpha", "new_str": "omega"},
     )
     run(writer, {"command": "delete", "path": "/memories/ünï.md"})  # its version 1 behind a delete marker
-    ours = s3.get_object(Bucket=versioned, Key=MEMORIES + "notes.md")["Body"].read()
-    s3.put_object(Bucket=versioned, Key=MEMORIES + "forged.md", Body=ours)  # names version 1: not ours
-    s3.delete_object(Bucket=versioned, Key=MEMORIES + "forged.md")
+    notes = layout.file_key(memory_path("/memories/notes.md"))
+    forged = layout.file_key(memory_path("/memories/forged.md"))
+    ours = s3.get_object(Bucket=versioned, Key=notes)
+    placed = {name: ours["Metadata"][name] for name in ours["Metadata"]}
+    s3.put_object(Bucket=versioned, Key=forged, Body=ours["Body"].read(), Metadata=placed)  # placed elsewhere
+    s3.delete_object(Bucket=versioned, Key=forged)  # names version 1, does not open at its path: not ours
     first = rotate(operations, "alice")
     assert first.run_again_after is not None
     kept = rotate(operations, "alice", now=first.run_again_after)
     # notes.md: alpha and omega; plan.md and todo.md: their first versions; ünï.md's behind its marker
     assert (kept.left, kept.retired, kept.kept_for_history, kept.complete) == ([], [], 5, False)
-    assert key_names(s3, versioned) == [KEYS + "v1", KEYS + "v2"]
+    assert wrapped_keys(s3, versioned, layout) == ["keys/v1", "keys/v2"]
 
-    cold = MemoryVersions(kms_operations(s3, versioned, kms, key_id).memory("alice"))
+    cold = MemoryVersions(kms_operations(s3, versioned, kms, key_id, storage_format).memory("alice"))
     history = cold.history("/memories/notes.md")
     assert [(v.authentic, cold.text_of(v.path, v.version_id)) for v in history] == [
         (True, "omega\n"),  # sealed again under version 2
@@ -137,14 +180,14 @@ def test_on_a_versioned_bucket_the_old_key_is_kept_while_history_needs_it(
     restored = cold.restore_as_of(moment)
     assert restored.written == ["/memories/notes.md", "/memories/ünï.md"]
     assert restored.unchanged == ["/memories/projects/deep/todo.md", "/memories/projects/plan.md"]
-    assert contents(serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))) == {
+    assert contents(serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), storage_format)) == {
         path: (text, author) for path, (text, author) in FILES.items() if path != "/memories/ünï.md"
     } | {"/memories/ünï.md": ("delta\n", None)}  # a restore is written by who restores
 
     dropped = rotate(operations, "alice", drop_history=True, now=later())
     assert (dropped.retired, dropped.history_dropped, dropped.kept_for_history) == ([1], 5, 0)
-    assert dropped.complete and key_names(s3, versioned) == [KEYS + "v2"]
-    cold = MemoryVersions(kms_operations(s3, versioned, kms, key_id).memory("alice"))
+    assert dropped.complete and wrapped_keys(s3, versioned, layout) == ["keys/v2"]
+    cold = MemoryVersions(kms_operations(s3, versioned, kms, key_id, storage_format).memory("alice"))
     history = cold.history("/memories/notes.md")
     assert [v.authentic for v in history] == [True, True, False, False]
     with pytest.raises(CommandError, match="names data key version 1"):
@@ -198,16 +241,19 @@ def test_a_local_rotation_keeps_the_previous_key_while_history_needs_it(s3: Any,
     assert contents(alone.memory("alice")) == dict(FILES)
 
 
-def test_a_dry_run_changes_nothing(s3: Any, versioned: str, kms: Any, key_id: str) -> None:
-    operations = kms_operations(s3, versioned, kms, key_id)
-    seed(operations)
+@both_formats
+def test_a_dry_run_changes_nothing(
+    s3: Any, versioned: str, kms: Any, key_id: str, storage_format: int
+) -> None:
+    operations, layout = seeded(s3, versioned, kms, key_id, storage_format)
     before = everything(s3, versioned)
     would = rotate(operations, "alice", dry_run=True, now=later())
-    assert (would.current, would.created, would.old, would.reencrypted, would.retired) == (
+    assert (would.current, would.created, would.old, would.reencrypted, would.records, would.retired) == (
         2,
         True,
         [1],
         sorted(FILES),
+        ["access"],
         [],
     )
     assert would.run_again_after is not None and everything(s3, versioned) == before
@@ -223,45 +269,73 @@ def test_a_dry_run_changes_nothing(s3: Any, versioned: str, kms: Any, key_id: st
     would = rotate(operations, "alice", dry_run=True, drop_history=True, now=later())
     assert (would.retired, would.history_dropped) == ([1], len(FILES))
     assert everything(s3, versioned) == middle
-    assert key_names(s3, versioned) == [KEYS + "v1", KEYS + "v2"]
+    assert wrapped_keys(s3, versioned, layout) == ["keys/v1", "keys/v2"]
 
 
-def test_a_local_master_key_rotation(s3: Any) -> None:
-    seed(Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1))
+@both_formats
+def test_a_local_master_key_rotation(s3: Any, storage_format: int) -> None:
+    layout = seed(
+        Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=storage_format)
+    )
+    mover = serving(s3, BUCKET, LocalKeyProvider(MASTER_KEY), storage_format).acting_as("agent:mover")
+    run(mover, {"command": "rename", "old_path": "/memories/notes.md", "new_path": "/memories/moved.md"})
+    files = {**FILES, "/memories/moved.md": ("alpha\n", "agent:mover")}
+    del files["/memories/notes.md"]
     rotated = Operations(
         S3Store(s3, BUCKET),
         LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}),
-        storage_format=1,
+        storage_format=storage_format,
     )
+    before = snapshot(s3)
     dry = rotate(rotated, "alice", dry_run=True)
-    assert (dry.current, dry.old, dry.reencrypted, dry.retired) == (2, [1], sorted(FILES), [1])
-    assert set(sealed_with(s3, BUCKET).values()) == {1}
+    assert (dry.current, dry.old, dry.reencrypted, dry.retired) == (2, [1], sorted(files), [1])
+    assert set(sealed_with(s3, BUCKET, layout.memories_prefix).values()) == {1}
+    assert snapshot(s3) == before  # on format 2 the store key too is left as it is
+    names = objects(s3, BUCKET, layout.memories_prefix)
+
     report = rotate(rotated, "alice")
     assert (report.current, report.created, report.old, report.reencrypted, report.retired) == (
         2,
         False,
         [1],
-        sorted(FILES),
+        sorted(files),
         [1],
     )
-    assert report.complete and report.run_again_after is None
-    assert set(sealed_with(s3, BUCKET).values()) == {2}
-    alone = serving(s3, BUCKET, LocalKeyProvider(NEW_MASTER_KEY, version=2))  # the old key dropped
-    assert contents(alone) == dict(FILES)
-    assert rotate(rotated, "alice").reencrypted == []
+    assert report.complete and report.run_again_after is None and report.records == ["access"]
+    assert set(sealed_with(s3, BUCKET, layout.namespace).values()) == {2}
+    assert objects(s3, BUCKET, layout.memories_prefix) == names
+    store_key = "users/" + STORE_KEY_NAME
+    if storage_format == 2:  # the store key, wrapped again under master key version 2
+        wrapped = s3.get_object(Bucket=BUCKET, Key=store_key)["Body"].read()
+        assert wrapped.startswith(STORE_KEY_MAGIC + b"L" + struct.pack(">I", 2))
+
+    alone = Operations(  # the old key dropped
+        S3Store(s3, BUCKET), LocalKeyProvider(NEW_MASTER_KEY, version=2), storage_format=storage_format
+    )
+    assert list(alone.users()) == ["alice"]
+    assert (
+        contents(serving(s3, BUCKET, alone.key_provider, storage_format), files) == files
+    )  # the mover stays the author
+    again = rotate(rotated, "alice")
+    assert (again.reencrypted, again.records, again.retired) == ([], [], [1])
+    if storage_format == 2:  # wrapped again once
+        assert s3.get_object(Bucket=BUCKET, Key=store_key)["Body"].read() == wrapped
+    assert [f.kind for f in alone.verify("alice").findings] == []
 
 
+@both_formats
 def test_a_file_edited_during_the_rotation_keeps_the_edit(
-    s3: Any, versioned: str, kms: Any, key_id: str, new_client: Callable[..., Any]
+    s3: Any, versioned: str, kms: Any, key_id: str, new_client: Callable[..., Any], storage_format: int
 ) -> None:
-    seed(kms_operations(s3, versioned, kms, key_id))
+    layout = seed(kms_operations(s3, versioned, kms, key_id, storage_format))
     client = new_client()
-    editor = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
+    editor = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), storage_format)
     run(editor, {"command": "create", "path": "/memories/warm-up.md", "file_text": "x"})  # learns version 1
+    notes = layout.file_key(memory_path("/memories/notes.md"))
     edited: list[str] = []
 
     def edit_first(params: dict[str, Any], **_: Any) -> None:
-        if params.get("Key") == MEMORIES + "notes.md" and "IfMatch" in params and not edited:
+        if params.get("Key") == notes and "IfMatch" in params and not edited:
             edited.append(
                 run(
                     editor,
@@ -275,33 +349,32 @@ def test_a_file_edited_during_the_rotation_keeps_the_edit(
             )
 
     client.meta.events.register("before-parameter-build.s3.PutObject", edit_first)
-    report = rotate(
-        Operations(S3Store(client, versioned), KMSKeyProvider(key_id, kms_client=kms), storage_format=1),
-        "alice",
-    )
+    report = rotate(kms_operations(client, versioned, kms, key_id, storage_format), "alice")
     assert edited and report.left == []
     assert report.reencrypted == sorted([*FILES, "/memories/warm-up.md"])  # the edit (version 1) read again
-    assert sealed_with(s3, versioned)[MEMORIES + "notes.md"] == 2
-    done = rotate(kms_operations(s3, versioned, kms, key_id), "alice", drop_history=True, now=later())
+    assert sealed_with(s3, versioned, notes)[notes] == 2
+    done = rotate(
+        kms_operations(s3, versioned, kms, key_id, storage_format), "alice", drop_history=True, now=later()
+    )
     assert done.complete  # history: every first version, warm-up.md's, and the edit sealed with version 1
     assert done.history_dropped == len(FILES) + 2
-    assert contents(serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))) == {
+    assert contents(serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), storage_format)) == {
         **FILES,
         "/memories/notes.md": ("omega\n", None),
     }
 
 
+@both_formats
 @pytest.mark.parametrize("shared", [False, True], ids=["own-provider", "shared-provider"])
 def test_a_serving_process_with_a_warm_cache_loses_nothing(
-    s3: Any, versioned: str, kms: Any, key_id: str, shared: bool
+    s3: Any, versioned: str, kms: Any, key_id: str, shared: bool, storage_format: int
 ) -> None:
-    operations = kms_operations(s3, versioned, kms, key_id)
-    seed(operations)
+    operations, layout = seeded(s3, versioned, kms, key_id, storage_format)
     clock = [0.0]
     provider = (
         operations.key_provider if shared else KMSKeyProvider(key_id, kms_client=kms, clock=lambda: clock[0])
     )
-    warm = serving(s3, versioned, provider)
+    warm = serving(s3, versioned, provider, storage_format)
     run(warm, {"command": "view", "path": "/memories/notes.md"})
     run(warm, {"command": "create", "path": "/memories/warm.md", "file_text": "one\n"})  # learns version 1
     first = rotate(operations, "alice")
@@ -311,23 +384,26 @@ def test_a_serving_process_with_a_warm_cache_loses_nothing(
         warm,
         {"command": "str_replace", "path": "/memories/notes.md", "old_str": "alpha", "new_str": "alpha!"},
     )
-    during = sealed_with(s3, versioned)
+    during, notes = (layout.file_key(memory_path(f"/memories/{name}")) for name in ("during.md", "notes.md"))
+    found = sealed_with(s3, versioned, layout.memories_prefix)
     expected = 2 if shared else 1  # a process of its own seals with what it cached until the cache lapses
-    assert (during[MEMORIES + "during.md"], during[MEMORIES + "notes.md"]) == (expected, expected)
+    assert (found[during], found[notes]) == (expected, expected)
     too_soon = rotate(operations, "alice", now=first.run_again_after - 1)
-    assert too_soon.retired == [] and KEYS + "v1" in key_names(s3, versioned)
+    assert too_soon.retired == [] and "keys/v1" in wrapped_keys(s3, versioned, layout)
     clock[0] += MAX_KEY_CACHE_SECONDS  # the serving process's cache lapses
     run(warm, {"command": "create", "path": "/memories/after.md", "file_text": "three\n"})
-    assert sealed_with(s3, versioned)[MEMORIES + "after.md"] == 2
+    after = layout.file_key(memory_path("/memories/after.md"))
+    assert sealed_with(s3, versioned, after)[after] == 2
     done = rotate(operations, "alice", drop_history=True, now=first.run_again_after)
-    assert done.complete and key_names(s3, versioned) == [KEYS + "v2"]
-    assert set(sealed_with(s3, versioned).values()) == {2}
-    for memory in (warm, serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))):
+    assert done.complete and wrapped_keys(s3, versioned, layout) == ["keys/v2"]
+    assert set(sealed_with(s3, versioned, layout.memories_prefix).values()) == {2}
+    for memory in (warm, serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), storage_format)):
         assert "alpha!" in run(memory, {"command": "view", "path": "/memories/notes.md"})
         for path in ("/memories/warm.md", "/memories/during.md", "/memories/after.md"):
             run(memory, {"command": "view", "path": path})
 
 
+@both_formats
 @pytest.mark.parametrize(
     ("operation", "ordinal"),
     [("PutObject", 1), ("PutObject", 3), ("DeleteObjects", 1)],
@@ -341,9 +417,9 @@ def test_a_rotation_that_dies_half_way_is_finished_by_running_it_again(
     new_client: Callable[..., Any],
     operation: str,
     ordinal: int,
+    storage_format: int,
 ) -> None:
-    operations = kms_operations(s3, versioned, kms, key_id)
-    seed(operations)
+    operations, layout = seeded(s3, versioned, kms, key_id, storage_format)
     moment = later()
     dying = new_client()
     death = ProcessDeath(dying, operation, ordinal)
@@ -351,30 +427,36 @@ def test_a_rotation_that_dies_half_way_is_finished_by_running_it_again(
         rotate(operations, "alice")  # the dying run is the one that may remove the old key
     with pytest.raises(SimulatedCrash):
         rotate(
-            Operations(S3Store(dying, versioned), KMSKeyProvider(key_id, kms_client=kms), storage_format=1),
+            kms_operations(dying, versioned, kms, key_id, storage_format),
             "alice",
             drop_history=True,
             now=moment,
         )
     assert death.dead
-    assert contents(serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))) == dict(FILES)
-    finished = rotate(kms_operations(s3, versioned, kms, key_id), "alice", drop_history=True, now=moment)
+    assert contents(serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), storage_format)) == dict(
+        FILES
+    )
+    finished = rotate(
+        kms_operations(s3, versioned, kms, key_id, storage_format), "alice", drop_history=True, now=moment
+    )
     assert finished.complete and finished.current == 2
-    assert key_names(s3, versioned) == [KEYS + "v2"]
-    assert set(sealed_with(s3, versioned).values()) == {2}
-    assert contents(serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))) == dict(FILES)
+    assert wrapped_keys(s3, versioned, layout) == ["keys/v2"]
+    assert set(sealed_with(s3, versioned, layout.memories_prefix).values()) == {2}
+    assert contents(serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), storage_format)) == dict(
+        FILES
+    )
 
 
 def test_a_restored_old_key_seals_nothing_and_is_removed_again(
     s3: Any, versioned: str, kms: Any, key_id: str
 ) -> None:
-    operations = kms_operations(s3, versioned, kms, key_id)
+    operations = kms_operations(s3, versioned, kms, key_id, 1)
     seed(operations)
     kept = s3.get_object(Bucket=versioned, Key=KEYS + "v1")["Body"].read()  # a bucket writer's copy
     rotate(operations, "alice")
     assert rotate(operations, "alice", drop_history=True, now=later()).complete
     s3.put_object(Bucket=versioned, Key=KEYS + "v1", Body=kept)
-    cold = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
+    cold = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), 1)
     run(cold, {"command": "create", "path": "/memories/new.md", "file_text": "new\n"})
     assert sealed_with(s3, versioned)[MEMORIES + "new.md"] == 2  # the highest version seals
     forged = s3.get_object(Bucket=versioned, Key=MEMORIES + "notes.md")["Body"].read()
@@ -390,11 +472,11 @@ def test_a_restored_old_key_seals_nothing_and_is_removed_again(
 def test_a_deleted_new_key_stops_the_rotation_until_it_is_put_back(
     s3: Any, versioned: str, kms: Any, key_id: str
 ) -> None:
-    operations = kms_operations(s3, versioned, kms, key_id)
+    operations = kms_operations(s3, versioned, kms, key_id, 1)
     seed(operations)
     rotate(operations, "alice")
     s3.delete_object(Bucket=versioned, Key=KEYS + "v2")  # a bucket writer
-    cold = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
+    cold = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), 1)
     run(cold, {"command": "create", "path": "/memories/meanwhile.md", "file_text": "kept\n"})  # sealed with 1
     with pytest.raises(CommandError, match=r"version 2\) was deleted.*nothing was changed"):
         rotate(operations, "alice", now=later())
@@ -413,40 +495,38 @@ def test_a_deleted_new_key_stops_the_rotation_until_it_is_put_back(
     )
     done = rotate(operations, "alice", drop_history=True, now=later())
     assert done.complete and done.reencrypted == ["/memories/meanwhile.md"]
-    reader = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
+    reader = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), 1)
     assert contents(reader) == dict(FILES)
     assert "kept" in run(reader, {"command": "view", "path": "/memories/meanwhile.md"})
 
 
+@both_formats
 def test_a_deleted_old_key_still_needed_is_never_removed(
-    s3: Any, versioned: str, kms: Any, key_id: str
+    s3: Any, versioned: str, kms: Any, key_id: str, storage_format: int
 ) -> None:
-    operations = kms_operations(s3, versioned, kms, key_id)
-    seed(operations)
-    stale = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
+    operations, layout = seeded(s3, versioned, kms, key_id, storage_format)
+    stale = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), storage_format)
     run(stale, {"command": "create", "path": "/memories/stale.md", "file_text": "s\n"})  # learns version 1
     rotate(operations, "alice")
     run(stale, {"command": "create", "path": "/memories/late.md", "file_text": "late\n"})  # sealed with 1
-    s3.delete_object(Bucket=versioned, Key=KEYS + "v1")  # a bucket writer
-    operations = kms_operations(s3, versioned, kms, key_id)  # an operator who never had version 1's key
+    v1 = layout.key_of_internal("keys/v1")
+    s3.delete_object(Bucket=versioned, Key=v1)  # a bucket writer
+    operations = kms_operations(
+        s3, versioned, kms, key_id, storage_format
+    )  # an operator who never had version 1's key
     blocked = rotate(operations, "alice", now=later())
     (late,) = [(path, why) for path, why in blocked.left if not path.startswith("internal/")]
     assert late[0] == "/memories/late.md" and "names data key version 1" in late[1]
     assert (blocked.retired, blocked.complete) == ([], False)
-    assert len(all_versions(s3, versioned, KEYS + "v1")) == 2  # the key and the marker: nothing shredded
+    assert len(all_versions(s3, versioned, v1)) == 2  # the key and the marker: nothing shredded
     (latest,) = [
-        item["VersionId"]
-        for item in s3.list_object_versions(Bucket=versioned, Prefix=KEYS + "v1")["Versions"]
+        item["VersionId"] for item in s3.list_object_versions(Bucket=versioned, Prefix=v1)["Versions"]
     ]
-    s3.copy_object(
-        Bucket=versioned,
-        Key=KEYS + "v1",
-        CopySource={"Bucket": versioned, "Key": KEYS + "v1", "VersionId": latest},
-    )
+    s3.copy_object(Bucket=versioned, Key=v1, CopySource={"Bucket": versioned, "Key": v1, "VersionId": latest})
     done = rotate(operations, "alice", drop_history=True, now=later())
     assert done.complete and done.reencrypted == ["/memories/late.md"]
     assert "late" in run(
-        serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms)),
+        serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), storage_format),
         {"command": "view", "path": "/memories/late.md"},
     )
 
@@ -454,7 +534,7 @@ def test_a_deleted_old_key_still_needed_is_never_removed(
 def test_a_planted_newer_key_stops_the_rotation_and_locks_no_reader_out(
     s3: Any, versioned: str, kms: Any, key_id: str
 ) -> None:
-    operations = kms_operations(s3, versioned, kms, key_id)
+    operations = kms_operations(s3, versioned, kms, key_id, 1)
     seed(operations)
     wrapped = s3.get_object(Bucket=versioned, Key=KEYS + "v1")["Body"].read()
     s3.put_object(Bucket=versioned, Key=KEYS + "v2", Body=wrapped)  # version 1's key under another version
@@ -463,30 +543,20 @@ def test_a_planted_newer_key_stops_the_rotation_and_locks_no_reader_out(
     with pytest.raises(CommandError, match=r"newest data key \(version 2\), which cannot be had"):
         rotate(operations, "alice", now=later())
     assert everything(s3, versioned) == before
-    cold = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
+    cold = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), 1)
     assert contents(cold) == dict(FILES)
     with pytest.raises(CommandError, match="refused by KMS"):
         run(cold, {"command": "create", "path": "/memories/x.md", "file_text": "x"})
-
-
-def dies_renaming(client: Any, bucket: str, provider: KeyProvider) -> None:
-    """A serving process that records a rename of ``/memories/projects`` and dies before its first copy."""
-    doomed = serving(client, bucket, provider)
-    run(doomed, {"command": "view", "path": "/memories"})
-    death = ProcessDeath(client, "PutObject", 2)  # the record is the first write, the copies follow
-    with pytest.raises(SimulatedCrash):
-        run(doomed, {"command": "rename", "old_path": "/memories/projects", "new_path": "/memories/done"})
-    assert death.dead
 
 
 @pytest.mark.parametrize("bare", [False, True], ids=["fingerprint-with-version", "bare-fingerprint"])
 def test_a_rename_copy_made_before_the_switch_is_accepted_after_it(
     s3: Any, versioned: str, kms: Any, key_id: str, new_client: Callable[..., Any], bare: bool
 ) -> None:
-    operations = kms_operations(s3, versioned, kms, key_id)
+    operations = kms_operations(s3, versioned, kms, key_id, 1)
     seed(operations)
     client = new_client()
-    doomed = serving(client, versioned, KMSKeyProvider(key_id, kms_client=kms))
+    doomed = serving(client, versioned, KMSKeyProvider(key_id, kms_client=kms), 1)
     run(doomed, {"command": "view", "path": "/memories"})
     death = ProcessDeath(client, "DeleteObjects", 1)  # both copies written under version 1, no source deleted
     with pytest.raises(SimulatedCrash):
@@ -513,7 +583,7 @@ def test_a_rename_copy_made_before_the_switch_is_accepted_after_it(
     assert {key: stored[key] for key in copies} == {key: 2 for key in copies}
     for key in copies:  # sealed again, the origin kept as it was
         assert s3.head_object(Bucket=versioned, Key=key)["Metadata"][ORIGIN_METADATA] == origins[key]
-    reader = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
+    reader = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), 1)
     for path in ("/memories/projects/plan.md", "/memories/projects/deep/todo.md"):
         found = reader.files.read(memory_path(path.replace("/projects/", "/done/")))
         assert found is not None and (found.text, found.author) == (FILES[path][0], None)
@@ -549,68 +619,68 @@ def test_a_fingerprint_names_its_key_version_and_matches_only_its_path(s3: Any) 
     assert not bob.made_of(made, path)  # another user's keys
 
 
-def records(s3: Any, bucket: str) -> dict[str, int | None]:
-    """The key version each internal object but the wrapped keys names."""
-    return {
-        key: version for key, version in sealed_with(s3, bucket, INTERNAL).items() if not key.startswith(KEYS)
-    }
-
-
+@both_formats
 def test_pending_jobs_are_finished_first_and_records_are_sealed_again(
-    s3: Any, versioned: str, kms: Any, key_id: str, new_client: Callable[..., Any]
+    s3: Any, versioned: str, kms: Any, key_id: str, new_client: Callable[..., Any], storage_format: int
 ) -> None:
-    operations = kms_operations(s3, versioned, kms, key_id)
-    seed(operations)
-    dies_renaming(new_client(), versioned, KMSKeyProvider(key_id, kms_client=kms))
-    stale = records(s3, versioned)
-    assert any(key.startswith(INTERNAL + "jobs/") for key in stale) and set(stale.values()) == {1}
+    operations, layout = seeded(s3, versioned, kms, key_id, storage_format)
+    dies_renaming(new_client(), versioned, KMSKeyProvider(key_id, kms_client=kms), storage_format)
+    stale = records(s3, versioned, layout)
+    assert any(name.startswith("jobs/") for name in stale) and set(stale.values()) == {1}
     dry = rotate(operations, "alice", dry_run=True, now=later())
     assert len(dry.records) == len(stale) and dry.retired == []
     report = rotate(operations, "alice", now=later())
     assert report.created and len(report.records) == len(stale) - 1  # the job was finished, not sealed again
-    assert not any(key.startswith(INTERNAL + "jobs/") for key in records(s3, versioned))
-    assert set(records(s3, versioned).values()) <= {2}
-    assert MEMORIES + "done/plan.md" in sealed_with(s3, versioned)
+    assert not any(name.startswith("jobs/") for name in records(s3, versioned, layout))
+    assert set(records(s3, versioned, layout).values()) <= {2}
+    done = layout.file_key(memory_path("/memories/done/plan.md"))
+    assert done in sealed_with(s3, versioned, layout.memories_prefix)
+    reader = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), storage_format)
+    assert contents(reader, {"/memories/done/plan.md": FILES["/memories/projects/plan.md"]}) == {
+        "/memories/done/plan.md": ("beta\n", None)  # moved by the finisher (no actor named)
+    }
 
 
+@both_formats
 def test_a_job_recorded_during_the_pass_is_sealed_again_and_loses_nothing(
-    s3: Any, versioned: str, kms: Any, key_id: str, new_client: Callable[..., Any]
+    s3: Any, versioned: str, kms: Any, key_id: str, new_client: Callable[..., Any], storage_format: int
 ) -> None:
-    operations = kms_operations(s3, versioned, kms, key_id)
-    seed(operations)
+    operations, layout = seeded(s3, versioned, kms, key_id, storage_format)
     stale = KMSKeyProvider(key_id, kms_client=kms)  # a serving process that learned version 1
-    run(serving(s3, versioned, stale), {"command": "create", "path": "/memories/warm.md", "file_text": "w\n"})
+    run(
+        serving(s3, versioned, stale, storage_format),
+        {"command": "create", "path": "/memories/warm.md", "file_text": "w\n"},
+    )
     client = new_client()
     listings: list[str] = []
 
     def die_renaming_before_the_pass(params: dict[str, Any], **_: Any) -> None:
+        if params["Prefix"] == layout.namespace and layout.namespace not in listings:
+            # the pass begins: a stale process records a job and dies
+            dies_renaming(new_client(), versioned, stale, storage_format)
         listings.append(params["Prefix"])
-        if params["Prefix"] == "users/alice/":  # the pass begins: a stale process records a job and dies
-            dies_renaming(new_client(), versioned, stale)
 
     client.meta.events.register("before-parameter-build.s3.ListObjectsV2", die_renaming_before_the_pass)
-    report = rotate(
-        Operations(S3Store(client, versioned), KMSKeyProvider(key_id, kms_client=kms), storage_format=1),
-        "alice",
-    )
-    assert "users/alice/" in listings and report.left == []
+    report = rotate(kms_operations(client, versioned, kms, key_id, storage_format), "alice")
+    assert layout.namespace in listings and report.left == []
     assert [name for name in report.records if name.startswith("jobs/")] != []
-    assert set(records(s3, versioned).values()) == {2}  # the job's record among them
+    assert set(records(s3, versioned, layout).values()) == {2}  # the job's record among them
     assert rotate(operations, "alice", drop_history=True, now=later()).complete
-    assert key_names(s3, versioned) == [KEYS + "v2"]
-    reader = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms))
+    assert wrapped_keys(s3, versioned, layout) == ["keys/v2"]
+    reader = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), storage_format)
     listing = run(reader, {"command": "view", "path": "/memories"})  # finishes the job
-    assert sealed_with(s3, versioned, INTERNAL + "jobs/") == {}
+    assert sealed_with(s3, versioned, layout.key_of_internal("jobs/")) == {}
     for path, (text, _) in FILES.items():
         moved = path.replace("/memories/projects", "/memories/done")
         found = reader.files.read(memory_path(path)) or reader.files.read(memory_path(moved))
         assert found is not None and found.text == text, listing
 
 
+@both_formats
 def test_bad_input_is_refused_clearly_and_changes_nothing(
-    s3: Any, versioned: str, kms: Any, key_id: str
+    s3: Any, versioned: str, kms: Any, key_id: str, storage_format: int
 ) -> None:
-    operations = kms_operations(s3, versioned, kms, key_id)
+    operations = kms_operations(s3, versioned, kms, key_id, storage_format)
     seed(operations)
     before = everything(s3, versioned)
     for user in ("", "a/b", "..", "x" * 300):
@@ -618,13 +688,13 @@ def test_bad_input_is_refused_clearly_and_changes_nothing(
             rotate(operations, user)
 
     class Other(KeyProvider):
-        def current(self, user_id: str, vault: Any) -> tuple[int, bytes]:
+        def current(self, user_id: Any, vault: Any) -> tuple[int, bytes]:
             raise AssertionError("not asked")
 
-        def data_key(self, user_id: str, version: int, vault: Any) -> bytes:
+        def data_key(self, user_id: Any, version: int, vault: Any) -> bytes:
             raise AssertionError("not asked")
 
-        def forget(self, user_id: str, vault: Any) -> None:
+        def forget(self, user_id: Any, vault: Any) -> None:
             raise AssertionError("not asked")
 
         def new_store_key(self, store: str) -> tuple[bytes, bytes]:
@@ -633,19 +703,19 @@ def test_bad_input_is_refused_clearly_and_changes_nothing(
         def open_store_key(self, store: str, wrapped: bytes) -> bytes:
             raise AssertionError("not asked")
 
-    odd = Operations(S3Store(s3, versioned), Other(), storage_format=1)
+    odd = Operations(S3Store(s3, versioned), Other(), storage_format=storage_format)
     with pytest.raises(ValueError, match="rotate needs a KMSKeyProvider or a LocalKeyProvider"):
         rotate(odd, "alice")
-    nobody = rotate(operations, "nobody")
+    nobody = rotate(operations, "nobody")  # a user of the store without a data key gets none
     assert (nobody.current, nobody.old, nobody.complete) == (None, [], True)
     assert everything(s3, versioned) == before
 
 
+@both_formats
 def test_rotate_waiting_does_the_whole_rotation_in_one_call(
-    s3: Any, versioned: str, kms: Any, key_id: str
+    s3: Any, versioned: str, kms: Any, key_id: str, storage_format: int
 ) -> None:
-    operations = kms_operations(s3, versioned, kms, key_id)
-    seed(operations)
+    operations, layout = seeded(s3, versioned, kms, key_id, storage_format)
     moment = [time.time()]
     slept: list[float] = []
 
@@ -660,7 +730,7 @@ def test_rotate_waiting_does_the_whole_rotation_in_one_call(
     # the switch is dated by S3's clock, in whole seconds, while this test's clock stands still
     late = time.time() - started + 1
     assert len(slept) == 1 and ROTATION_WAIT_SECONDS - 60 < slept[0] <= ROTATION_WAIT_SECONDS + late
-    assert key_names(s3, versioned) == [KEYS + "v2"]
+    assert wrapped_keys(s3, versioned, layout) == ["keys/v2"]
 
 
 def test_the_report_counts_name_no_path() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from typing import Any
 
 from s3memory.cli import _parser
@@ -13,17 +14,21 @@ from s3memory.operations import Operations
 
 
 def run(
-    operations: Operations | None, *argv: str, confirm: bool = False, **environ: str
+    operations: Operations | None,
+    *argv: str,
+    confirm: bool | Callable[[str], bool] = False,
+    **environ: str,
 ) -> tuple[int, str, str]:
     """``s3memory *argv`` over ``operations`` (or those ``environ`` names), the operator answering
-    ``confirm`` when asked: the exit status, standard output and standard error."""
+    ``confirm`` when asked (or what ``confirm(question)`` returns): the exit status, standard output
+    and standard error."""
     out, err = io.StringIO(), io.StringIO()
     console = Console(
         _parser().parse_args(list(argv)),
         environ=environ,
         out=out,
         err=err,
-        confirm=lambda _: confirm,
+        confirm=confirm if callable(confirm) else lambda _: confirm,
         operations=operations,
     )
     return console.run(), out.getvalue(), err.getvalue()

@@ -1,0 +1,12 @@
+"""Both storage formats, for a test whose scenario and expectations are the same on each: it takes
+``storage_format`` and builds its memories and operations in it, deriving what differs (object keys)
+from the memory's layout."""
+
+from __future__ import annotations
+
+import pytest
+
+FORMATS = (1, 2)
+
+both_formats = pytest.mark.parametrize("storage_format", FORMATS, ids=[f"format-{n}" for n in FORMATS])
+"""Run the test once per storage format, as its ``storage_format`` argument."""
