@@ -28,8 +28,10 @@ from s3memory.aws_lambda.agent import deadline as agent_deadline
 from s3memory.concurrency import parallel, side
 from s3memory.scripted_api import Reply, ScriptedMessagesAPI, ScriptError, Turn, last_tool_results
 
+from .conftest import STORAGE_FORMAT, key_of
 from .support.access import AccessRecordWrites
 from .support.bucket import BUCKET, stored_keys
+from .support.lambda_keys import new_store_keys, served
 from .support.processes import run_python_json
 from .support.records import invocation_records
 
@@ -146,8 +148,8 @@ def test_second_conversation_recalls_what_the_first_stored(env: Any, api: Script
     assert first["usage"]["input_tokens"] > 0 and first["usage"]["output_tokens"] > 0
     assert set(first["usage"]) == {"input_tokens", "output_tokens"}
     settle()  # the access record the first answer writes, off the answer's path
-    assert stored_keys(env) == ["users/alice/internal/access", "users/alice/memories/preferences.md"]
-    stored = env.get_object(Bucket=BUCKET, Key="users/alice/memories/preferences.md")["Body"].read()
+    assert stored_keys(env) == new_store_keys("alice", [PREFS_PATH])
+    stored = env.get_object(Bucket=BUCKET, Key=key_of(served("alice"), PREFS_PATH))["Body"].read()
     assert b"metric" not in stored  # ciphertext only
 
     api.play(*recall_turns())
@@ -248,7 +250,7 @@ def test_max_iterations_from_the_event(env: Any, api: ScriptedMessagesAPI) -> No
     assert answer["text"] == ""
     # As the SDK does at max_iterations: the last turn's tool calls ran, no further request was sent.
     settle()
-    assert stored_keys(env) == ["users/alice/internal/access", "users/alice/memories/a.md"]
+    assert stored_keys(env) == new_store_keys("alice", ["/memories/a.md"])
     assert api.remaining == 2
 
 
@@ -301,10 +303,7 @@ def test_deadline_stops_before_the_next_request(
     assert answer["iterations"] == 2 and answer["stop_reason"] == "tool_use"
     assert answer["content"][-1]["input"]["path"] == "/memories/late.md"
     settle()
-    assert stored_keys(env) == [
-        "users/alice/internal/access",
-        "users/alice/memories/late.md",
-    ]  # the tool calls ran
+    assert stored_keys(env) == new_store_keys("alice", ["/memories/late.md"])  # the tool calls ran
     assert len(api.requests) == 2 and api.remaining == 1 and api.errors == []
 
 
@@ -585,6 +584,7 @@ def test_agent_and_memory_handler_share_the_runtime_and_the_kms_key_cache(
     key_id = kms.create_key(Description="s3memory agent test")["KeyMetadata"]["KeyId"]
     monkeypatch.setenv("S3MEMORY_BUCKET", BUCKET)
     monkeypatch.setenv("S3MEMORY_KMS_KEY_ID", key_id)
+    monkeypatch.setenv("S3MEMORY_STORAGE_FORMAT", str(STORAGE_FORMAT))
     monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
     monkeypatch.setenv("S3MEMORY_METRICS", "off")
@@ -784,7 +784,11 @@ def test_metrics_can_be_turned_off(
     caplog.clear()
     memory_handler({"user_id": "alice", "input": {"command": "view", "path": "/memories"}}, None)
     (record,) = invocation_records(caplog)
-    assert "_aws" not in record and "S3Requests" not in record and record["s3_requests"] == 1
+    # the view's listing; on format 2 the first memory of a new store also makes its key (GetObject
+    # finds none, HeadObject of the mark: none was lost, PutObject) and marks the store born in format 2
+    # (HeadObject of the mark, ListObjectsV2 of the namespaces, PutObject)
+    assert "_aws" not in record and "S3Requests" not in record
+    assert record["s3_requests"] == (1 if STORAGE_FORMAT == 1 else 1 + 6)
 
 
 # -- imports ----------------------------------------------------------------------------------------
