@@ -29,9 +29,13 @@ from typing import Any
 import boto3
 import pytest
 
+from s3memory.access import ACCESS_NAME
+from s3memory.aws_lambda import runtime as lambda_runtime_module
+from s3memory.memory import S3Memory
 from s3memory.scripted_api import Reply, ScriptedMessagesAPI, last_tool_results
+from s3memory.settings import Settings
 
-from .conftest import STORAGE_FORMAT
+from .conftest import STORAGE_FORMAT, key_of
 from .support.issuer import http_event, loopback_issuer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -206,6 +210,24 @@ class Runtime:
     output: list[str]
 
 
+def storage_environ(s3_endpoint: str) -> dict[str, str]:
+    """Where the function under the runtime client keeps its memories, as its settings name it."""
+    return {
+        "S3MEMORY_BUCKET": BUCKET,
+        "S3MEMORY_LOCAL_KEY": base64.b64encode(bytes(range(32))).decode("ascii"),
+        "S3MEMORY_ENDPOINT_URL": s3_endpoint,
+        "S3MEMORY_STORAGE_FORMAT": str(STORAGE_FORMAT),
+    }
+
+
+def served_memory(s3_endpoint: str, user_id: str) -> S3Memory:
+    """``user_id``'s memory as the function serves it (the same storage settings), to name its keys.
+
+    Build it once the function has used the store: on format 2 a new store's first memory makes its
+    store key and mark."""
+    return lambda_runtime_module.Runtime(Settings.from_env(storage_environ(s3_endpoint))).memory(user_id)
+
+
 @contextlib.contextmanager
 def lambda_runtime(handler: str, s3_endpoint: str, **extra_env: str) -> Iterator[Runtime]:
     """``python -m awslambdaric <handler>`` against a fresh Runtime API; killed on the way out."""
@@ -230,10 +252,7 @@ def lambda_runtime(handler: str, s3_endpoint: str, **extra_env: str) -> Iterator
         AWS_SHARED_CREDENTIALS_FILE=os.devnull,
         AWS_EC2_METADATA_DISABLED="true",
         NO_PROXY="127.0.0.1,localhost",
-        S3MEMORY_BUCKET=BUCKET,
-        S3MEMORY_LOCAL_KEY=base64.b64encode(bytes(range(32))).decode("ascii"),
-        S3MEMORY_ENDPOINT_URL=s3_endpoint,
-        S3MEMORY_STORAGE_FORMAT=str(STORAGE_FORMAT),
+        **storage_environ(s3_endpoint),
         PYTHONUNBUFFERED="1",
         **extra_env,
     )
@@ -351,9 +370,12 @@ def test_a_function_behind_the_http_api_under_the_runtime_client(moto_endpoint_w
         listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
         return [item["Key"] for item in listed]
 
-    assert keys("users/victim/") == []
+    assert keys(served_memory(moto_endpoint_with_bucket, "victim").layout.namespace) == []
     # under Lambda the access record lands before the answer: the process may be frozen after it
-    assert keys("users/http-user/") == ["users/http-user/internal/access", "users/http-user/memories/d.md"]
+    user = served_memory(moto_endpoint_with_bucket, "http-user")
+    assert keys(user.layout.namespace) == sorted(
+        [user.layout.key_of_internal(ACCESS_NAME), key_of(user, "/memories/d.md")]
+    )
 
 
 def test_agent_handler_under_the_runtime_client(moto_endpoint_with_bucket: str) -> None:
