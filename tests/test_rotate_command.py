@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from s3memory.cli import _parser
 from s3memory.console import settings_from
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider, sealed_version
@@ -17,7 +19,7 @@ from s3memory.rotation import rotate
 from s3memory.store import S3Store
 from s3memory.store_keys import STORE_KEY_NAME
 
-from .support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot
+from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot
 from .support.console import run
 from .support.formats import both_formats
 from .support.rotation import NEW_MASTER_KEY
@@ -40,6 +42,7 @@ def rotated(s3: Any, storage_format: int) -> tuple[Operations, KeyLayout]:
 
 
 @both_formats
+@pytest.mark.parametrize("backend", ALL_BACKENDS, indirect=True)  # moto and SeaweedFS
 def test_rotate_seals_every_file_again_and_says_which_key_may_go(s3: Any, storage_format: int) -> None:
     operations, layout = rotated(s3, storage_format)
     before = snapshot(s3)
