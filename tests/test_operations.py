@@ -1,4 +1,6 @@
-"""The operator's library API and commands: users, ls, cat, export and import (moto and SeaweedFS)."""
+"""The operator's library API and commands: users, ls, cat, export and import (moto and SeaweedFS).
+The tests that take ``storage_format`` run on both storage formats (``operations`` is then of the
+test's format; of format 1 otherwise); those of format 2 alone are in ``test_operations_format2.py``."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from s3memory.access import settle
 from s3memory.cli import _parser
 from s3memory.console import Console
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
+from s3memory.errors import CommandError, IntegrityError
 from s3memory.jobs import Job
 from s3memory.memory import S3Memory
 from s3memory.operations import Operations
@@ -30,6 +33,7 @@ from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, sna
 from .support.console import audit
 from .support.console import run as command
 from .support.faults import ProcessDeath, SimulatedCrash
+from .support.formats import REFUSED_TOKEN, both_formats
 
 BACKENDS = ALL_BACKENDS
 AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
@@ -42,8 +46,14 @@ FILES = {
 
 
 @pytest.fixture
-def operations(s3: Any) -> Operations:
-    return Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
+def storage_format() -> int:
+    """Format 1, unless the test runs on both (``both_formats`` parametrizes this)."""
+    return 1
+
+
+@pytest.fixture
+def operations(s3: Any, storage_format: int) -> Operations:
+    return Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=storage_format)
 
 
 def seed(operations: Operations, user: str, files: dict[str, str] = FILES) -> S3Memory:
@@ -73,6 +83,7 @@ def test_users_are_the_valid_names_below_the_prefix(operations: Operations, s3: 
     assert list(operations.users()) == ["alice", "bob@example.com"]
 
 
+@both_formats
 def test_files_and_read(operations: Operations) -> None:
     seed(operations, "alice")
     assert [(file.path, file.size) for file in operations.files("alice")] == sorted(
@@ -85,19 +96,32 @@ def test_files_and_read(operations: Operations) -> None:
     assert [file.path for file in operations.files("alice", "/memories/empty.md")] == ["/memories/empty.md"]
     assert operations.read("alice", "/memories/projects/acme/todo.txt") == "ünïcödé ✓\n"
     assert operations.files("bob") == []
+    with pytest.raises(CommandError, match=r"^Error: The file /memories/missing.md does not exist\.$"):
+        operations.read("alice", "/memories/missing.md")
 
 
-def test_export_import_export_gives_identical_folders(operations: Operations, tmp_path: Path) -> None:
+@both_formats
+def test_export_import_export_gives_identical_folders(
+    operations: Operations, s3: Any, tmp_path: Path, storage_format: int
+) -> None:
     seed(operations, "alice")
     first = operations.export("alice", tmp_path / "one")
-    assert sorted(first.written) == sorted(FILES) and first.complete
+    assert first.written == sorted(FILES) and first.complete  # in path order on either format
     assert tree(tmp_path / "one") == {path[1:]: text.encode() for path, text in FILES.items()}
     loaded = operations.import_folder("carol", tmp_path / "one")
-    assert sorted(loaded.written) == sorted(FILES) and loaded.complete
+    assert loaded.written == sorted(FILES) and loaded.complete
     operations.export("carol", tmp_path / "two")
     assert tree(tmp_path / "two") == tree(tmp_path / "one")
     mode = os.stat(tmp_path / "two" / "memories" / "preferences.md").st_mode & 0o777
     assert mode == folders.FILE_MODE
+    other = Operations(  # a store of the other format: its folder imports here and exports the same
+        S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), prefix="other/", storage_format=3 - storage_format
+    )
+    assert other.import_folder("dave", tmp_path / "one").complete
+    other.export("dave", tmp_path / "three")
+    assert operations.import_folder("erin", tmp_path / "three").complete
+    operations.export("erin", tmp_path / "four")
+    assert tree(tmp_path / "four") == tree(tmp_path / "one")
 
 
 def test_a_folder_the_sdks_local_tool_wrote_reads_the_same_after_import(
@@ -159,6 +183,7 @@ def test_import_refuses_what_the_tool_refuses_and_reports_it(s3: Any, tmp_path: 
     assert not transfer.complete
 
 
+@both_formats
 def test_import_never_overwrites_unless_asked(operations: Operations, tmp_path: Path) -> None:
     seed(operations, "frank", {"/memories/a.md": "stored\n", "/memories/b.md": "same\n"})
     folders.write(tmp_path, "/memories/a.md", b"local\n")
@@ -170,6 +195,7 @@ def test_import_never_overwrites_unless_asked(operations: Operations, tmp_path: 
     replaced = operations.import_folder("frank", tmp_path, overwrite=True)
     assert replaced.written == ["/memories/a.md"] and replaced.complete
     assert operations.read("frank", "/memories/a.md") == "local\n"
+    assert operations.export("frank", tmp_path).unchanged == ["/memories/a.md", "/memories/b.md"]
 
 
 def test_export_leaves_a_different_local_file_alone_unless_asked(
@@ -232,11 +258,16 @@ def test_an_export_that_dies_half_way_is_finished_by_running_it_again(
 # -- the commands ------------------------------------------------------------------------------
 
 
+@both_formats
 def test_the_commands_answer_as_text_and_as_json(operations: Operations, tmp_path: Path) -> None:
     seed(operations, "alice")
     status, out, err = command(operations, "users")
     assert (status, out) == (0, "alice\n")
     assert audit(err)["command"] == "users" and audit(err)["users"] == 1
+    status, out, _ = command(operations, "ls", "--user", "alice")
+    assert status == 0 and out.splitlines() == [
+        f"{len(FILES[path].encode()):>10,}  {path}" for path in sorted(FILES)
+    ]
     status, out, _ = command(operations, "ls", "--user", "alice", "--json")
     assert status == 0 and json.loads(out)["files"][0] == {"path": "/memories/empty.md", "size": 0}
     status, out, err = command(operations, "cat", "--user", "alice", "/memories/preferences.md")
@@ -293,25 +324,64 @@ def seal_job(operations: Operations, user: str, kind: str, path: str, created: f
     return key
 
 
+@both_formats
 def test_verify_finds_tampered_foreign_and_stuck_and_changes_nothing(
-    operations: Operations, s3: Any, tmp_path: Path
+    operations: Operations, s3: Any, storage_format: int
 ) -> None:
     seed(operations, "alice")
     seed(operations, "bob", {"/memories/bob.md": "bob's\n"})
     clean, _, _ = command(operations, "verify", "--user", "alice")
     assert clean == 0
-    tampered = "users/alice/memories/preferences.md"
-    body = bytearray(s3.get_object(Bucket=BUCKET, Key=tampered)["Body"].read())
+    alice, bob = operations.memory("alice").layout, operations.memory("bob").layout
+    space = alice.namespace
+    tampered = alice.file_key(memory_path("/memories/preferences.md"))
+    stored = s3.get_object(Bucket=BUCKET, Key=tampered)
+    body = bytearray(stored["Body"].read())
     body[-1] ^= 1
-    s3.put_object(Bucket=BUCKET, Key=tampered, Body=bytes(body))
+    s3.put_object(Bucket=BUCKET, Key=tampered, Body=bytes(body), Metadata=stored["Metadata"])
+    copied = alice.file_key(memory_path("/memories/copied.md"))  # bob's file, at a path of alice's
     s3.copy_object(
         Bucket=BUCKET,
-        Key="users/alice/memories/copied.md",
-        CopySource={"Bucket": BUCKET, "Key": "users/bob/memories/bob.md"},
+        Key=copied,
+        CopySource={"Bucket": BUCKET, "Key": bob.file_key(memory_path("/memories/bob.md"))},
     )
-    s3.put_object(Bucket=BUCKET, Key="users/alice/memories/folder/", Body=b"")
-    s3.put_object(Bucket=BUCKET, Key="users/alice/internal/other", Body=b"x")
-    s3.put_object(Bucket=BUCKET, Key="users/alice/internal/jobs/junk", Body=b"x")
+    folder = alice.file_key(memory_path("/memories/folder")) + "/"
+    planted = [folder, space + "internal/other", space + "internal/jobs/junk"]
+    expected = {
+        ("unreadable", tampered, True),
+        ("unreadable", copied, True),
+        ("foreign", folder, True),
+        ("foreign", space + "internal/other", True),
+        ("bad job record", space + "internal/jobs/junk", True),
+    }
+    if storage_format == 2:  # what a place record and private names add
+        moved = alice.file_key(memory_path("/memories/moved.md"))  # alice's own file, placed for another path
+        empty = alice.file_key(memory_path("/memories/empty.md"))
+        s3.copy_object(Bucket=BUCKET, Key=moved, CopySource={"Bucket": BUCKET, "Key": empty})
+        swapped = alice.file_key(
+            memory_path("/memories/projects/acme/notes.md")
+        )  # another file's place record
+        todo = s3.head_object(
+            Bucket=BUCKET, Key=alice.file_key(memory_path("/memories/projects/acme/todo.txt"))
+        )
+        s3.copy_object(
+            Bucket=BUCKET,
+            Key=swapped,
+            CopySource={"Bucket": BUCKET, "Key": swapped},
+            Metadata=todo["Metadata"],
+            MetadataDirective="REPLACE",
+        )
+        token = space + "memories/" + REFUSED_TOKEN
+        planted += [token, space + "elsewhere"]
+        expected |= {
+            ("unreadable", moved, True),
+            ("unreadable", swapped, True),
+            ("foreign", token, True),
+            ("foreign", space + "elsewhere", True),
+        }
+        s3.put_object(Bucket=BUCKET, Key=f"users/{REFUSED_TOKEN}/memories/x", Body=b"x")  # no user's
+    for key in planted:
+        s3.put_object(Bucket=BUCKET, Key=key, Body=b"x" if not key.endswith("/") else b"")
     now = time.time()
     stuck = seal_job(operations, "alice", "delete", "/memories/old", now - 3600)
     pending = seal_job(operations, "alice", "delete", "/memories/new", now - 5)
@@ -319,42 +389,53 @@ def test_verify_finds_tampered_foreign_and_stuck_and_changes_nothing(
 
     report = operations.verify("alice", now=now)
     found = {(finding.kind, finding.key, finding.problem) for finding in report.findings}
-    assert found == {
-        ("unreadable", tampered, True),
-        ("unreadable", "users/alice/memories/copied.md", True),
-        ("foreign", "users/alice/memories/folder/", True),
-        ("foreign", "users/alice/internal/other", True),
-        ("bad job record", "users/alice/internal/jobs/junk", True),
-        ("stuck job", stuck, True),
-        ("pending job", pending, False),
-    }
-    # the files, the six planted and the access record (local keys store no wrapped key)
-    assert report.checked == len(FILES) + 7
+    assert found == expected | {("stuck job", stuck, True), ("pending job", pending, False)}
+    if storage_format == 2:
+        details = {finding.key: finding.detail for finding in report.findings}
+        assert details[moved].startswith(
+            "Error: The stored object for /memories/moved.md failed its integrity check"
+        )
+        assert details[token] == "a key that maps to no memory path"
+        assert details[space + "elsewhere"] == "an object outside memories/ and internal/"
+    # the files, the objects planted in alice's namespace (six; on format 2 nine) and the access record
+    # (local keys store no wrapped key)
+    assert report.checked == len(FILES) + (6 if storage_format == 1 else 9) + 1
+    problems = 6 if storage_format == 1 else 10
     status, out, err = command(operations, "verify", "--all", "--json")
     assert status == 1
     document = json.loads(out)
-    assert [user["user_id"] for user in document["users"]] == ["alice", "bob"] and document["problems"] == 6
-    assert audit(err)["problems"] == 6 and "preferences" not in err
+    assert [user["user_id"] for user in document["users"]] == ["alice", "bob"] and document[
+        "problems"
+    ] == problems
+    assert audit(err)["problems"] == problems and "preferences" not in err
     assert snapshot(s3) == before  # verify reads; it never moves, deletes or finishes anything
+    unreadable = ["/memories/copied.md"]
+    if storage_format == 2:
+        unreadable += ["/memories/moved.md", "/memories/projects/acme/notes.md"]
+    for path in unreadable:
+        with pytest.raises(IntegrityError):
+            operations.read("alice", path)  # never read as a file
+    assert "/memories/folder" not in [file.path for file in operations.files("alice")]
 
 
-def test_verify_finds_a_wrapped_key_kms_refuses(session_s3: Any, key_id: str) -> None:
-    session_s3.create_bucket(Bucket="operator-kms")
+@both_formats
+def test_verify_finds_a_wrapped_key_kms_refuses(s3: Any, kms: Any, key_id: str, storage_format: int) -> None:
+    def operations() -> Operations:  # a new process: no data key (nor store key) cached
+        provider = KMSKeyProvider(key_id, kms_client=kms)
+        return Operations(S3Store(s3, BUCKET), provider, storage_format=storage_format)
 
-    def operations() -> Operations:  # a new process: no data key cached
-        return Operations(S3Store(session_s3, "operator-kms"), KMSKeyProvider(key_id), storage_format=1)
-
-    seed(operations(), "alice", {"/memories/a.md": "a\n"})
+    layout = seed(operations(), "alice", {"/memories/a.md": "a\n"}).layout
+    assert list(operations().users()) == ["alice"]
     assert operations().verify("alice").problems == []
-    wrapped = "users/alice/internal/keys/v1"
-    body = bytearray(session_s3.get_object(Bucket="operator-kms", Key=wrapped)["Body"].read())
+    wrapped = layout.key_of_internal("keys/v1")
+    body = bytearray(s3.get_object(Bucket=BUCKET, Key=wrapped)["Body"].read())
     body[len(body) // 2] ^= 1
-    session_s3.put_object(Bucket="operator-kms", Key=wrapped, Body=bytes(body))
+    s3.put_object(Bucket=BUCKET, Key=wrapped, Body=bytes(body))
     kinds = {(finding.kind, finding.key) for finding in operations().verify("alice").problems}
     assert kinds == {
         ("unreadable key", wrapped),
-        ("unreadable", "users/alice/memories/a.md"),
-        ("unreadable access record", "users/alice/internal/access"),
+        ("unreadable", layout.file_key(memory_path("/memories/a.md"))),
+        ("unreadable access record", layout.key_of_internal("access")),
     }
 
 

@@ -1,6 +1,7 @@
 """The operator tools on storage format 2 (private names): users, ls, cat, export, import, verify,
-erase, history, restore, redact, expire (library and function) answer as on format 1 (rotate: in
-``test_rotation_format2.py``).
+erase, history, restore, redact, expire (library and function) answer as on format 1; the tests of
+what is the same on both formats run on each in ``test_operations.py`` and ``test_versions.py``
+(rotate: ``test_rotation.py``, ``test_rotate_command.py``, ``test_rotation_format2.py``).
 A bucket writer's planted namespaces are no users, and planted keys are reported by verify and never
 read as files (moto; KMS where erase and shredding matter)."""
 
@@ -38,16 +39,14 @@ from s3memory.store_keys import STORE_KEY_NAME, store_identity, stored_store_key
 from s3memory.versions import MemoryVersions
 
 from .support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot, stored_keys
-from .support.console import audit
 from .support.console import run as command
+from .support.formats import REFUSED_TOKEN
 from .support.records import invocation_records
 from .support.versions import all_versions, history_for
-from .test_operations import FILES, seal_job, seed, tree
-from .test_versions import EARLIER_TREE, changed_after_a_moment, tick
+from .test_operations import seed
+from .test_versions import tick
 
 DAY = 24 * 3600
-REFUSED_TOKEN = "a" * 52
-"""The shape of a token (52 base32 characters) that opens under no key."""
 
 
 def private(client: Any, bucket: str = BUCKET, keys: KeyProvider | None = None, **options: Any) -> Operations:
@@ -90,22 +89,6 @@ def test_users_are_the_namespaces_that_decrypt_in_the_order_of_their_ids(
     assert not any("alice" in key or "zoë" in key for key in stored_keys(s3))
 
 
-def test_files_and_read(operations: Operations) -> None:
-    seed(operations, "alice")
-    assert [(file.path, file.size) for file in operations.files("alice")] == sorted(
-        (path, len(text.encode())) for path, text in FILES.items()
-    )
-    assert [file.path for file in operations.files("alice", "/memories/projects")] == [
-        "/memories/projects/acme/notes.md",
-        "/memories/projects/acme/todo.txt",
-    ]
-    assert [file.path for file in operations.files("alice", "/memories/empty.md")] == ["/memories/empty.md"]
-    assert operations.read("alice", "/memories/projects/acme/todo.txt") == "ünïcödé ✓\n"
-    assert operations.files("bob") == []
-    with pytest.raises(CommandError, match=r"^Error: The file /memories/missing.md does not exist\.$"):
-        operations.read("alice", "/memories/missing.md")
-
-
 def test_a_store_without_a_store_key_has_no_users_and_reading_tools_write_nothing(
     operations: Operations, s3: Any, tmp_path: Path
 ) -> None:
@@ -144,25 +127,6 @@ def test_the_store_id_and_prefix_must_be_those_the_memory_was_written_with(s3: A
 # -- export and import --------------------------------------------------------------------------------
 
 
-def test_export_import_export_gives_identical_folders_also_from_format_1(
-    operations: Operations, s3: Any, tmp_path: Path
-) -> None:
-    seed(operations, "alice")
-    first = operations.export("alice", tmp_path / "one")
-    assert first.written == sorted(FILES) and first.complete
-    assert tree(tmp_path / "one") == {path[1:]: text.encode() for path, text in FILES.items()}
-    loaded = operations.import_folder("carol", tmp_path / "one")
-    assert loaded.written == sorted(FILES) and loaded.complete
-    operations.export("carol", tmp_path / "two")
-    assert tree(tmp_path / "two") == tree(tmp_path / "one")
-    plain = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), prefix="plain/")
-    assert plain.import_folder("dave", tmp_path / "one").complete  # format 1 -> folder -> format 2
-    plain.export("dave", tmp_path / "three")
-    assert operations.import_folder("erin", tmp_path / "three").complete
-    operations.export("erin", tmp_path / "four")
-    assert tree(tmp_path / "four") == tree(tmp_path / "one")
-
-
 def test_import_refuses_what_the_tool_refuses_also_a_path_too_long_for_private_names(
     s3: Any, tmp_path: Path
 ) -> None:
@@ -190,35 +154,7 @@ def test_import_refuses_what_the_tool_refuses_also_a_path_too_long_for_private_n
     ]  # format 1 takes the deep path
 
 
-def test_import_never_overwrites_unless_asked(operations: Operations, tmp_path: Path) -> None:
-    seed(operations, "frank", {"/memories/a.md": "stored\n", "/memories/b.md": "same\n"})
-    folders.write(tmp_path, "/memories/a.md", b"local\n")
-    folders.write(tmp_path, "/memories/b.md", b"same\n")
-    kept = operations.import_folder("frank", tmp_path)
-    assert kept.skipped == [("/memories/a.md", "a file with other text is stored there")]
-    assert kept.unchanged == ["/memories/b.md"]
-    replaced = operations.import_folder("frank", tmp_path, overwrite=True)
-    assert replaced.written == ["/memories/a.md"] and replaced.complete
-    assert operations.read("frank", "/memories/a.md") == "local\n"
-    assert operations.export("frank", tmp_path).unchanged == ["/memories/a.md", "/memories/b.md"]
-
-
 # -- the commands and settings ------------------------------------------------------------------------
-
-
-def test_the_commands_answer_as_on_format_1(operations: Operations, tmp_path: Path) -> None:
-    seed(operations, "alice")
-    assert command(operations, "users")[:2] == (0, "alice\n")
-    status, out, _ = command(operations, "ls", "--user", "alice")
-    assert status == 0 and out.splitlines() == [
-        f"{len(FILES[path].encode()):>10,}  {path}" for path in sorted(FILES)
-    ]
-    status, out, err = command(operations, "cat", "--user", "alice", "/memories/preferences.md")
-    assert (status, out) == (0, FILES["/memories/preferences.md"])
-    assert audit(err)["user_id"] == "alice" and "preferences" not in err and "metric" not in err
-    status, out, err = command(operations, "export", "--user", "alice", str(tmp_path), "--json")
-    assert status == 0 and json.loads(out)["written"] == 4 and audit(err)["written"] == 4
-    assert "memories/" not in err
 
 
 def test_settings_and_flags_choose_the_format_and_store_id(s3: Any) -> None:
@@ -239,106 +175,6 @@ def test_settings_and_flags_choose_the_format_and_store_id(s3: Any) -> None:
         None, "ls", "--user", "alice", "--storage-format", "2", "--store-id", "src", **plain
     )
     assert (status, out) == (0, "         2  /memories/a.md\n")
-
-
-# -- verify -------------------------------------------------------------------------------------------
-
-
-def test_verify_finds_tampered_misplaced_planted_and_stuck_and_changes_nothing(
-    operations: Operations, s3: Any
-) -> None:
-    seed(operations, "alice")
-    seed(operations, "bob", {"/memories/bob.md": "bob's\n"})
-    assert command(operations, "verify", "--user", "alice")[0] == 0
-    space = namespace(operations, "alice")
-    tampered = key_of(operations, "alice", "/memories/preferences.md")
-    stored = s3.get_object(Bucket=BUCKET, Key=tampered)
-    body = bytearray(stored["Body"].read())
-    body[-1] ^= 1
-    s3.put_object(Bucket=BUCKET, Key=tampered, Body=bytes(body), Metadata=stored["Metadata"])
-    copied = key_of(operations, "alice", "/memories/copied.md")  # bob's file, at a path of alice's
-    s3.copy_object(
-        Bucket=BUCKET,
-        Key=copied,
-        CopySource={"Bucket": BUCKET, "Key": key_of(operations, "bob", "/memories/bob.md")},
-    )
-    moved = key_of(operations, "alice", "/memories/moved.md")  # alice's own file, placed for another path
-    s3.copy_object(
-        Bucket=BUCKET,
-        Key=moved,
-        CopySource={"Bucket": BUCKET, "Key": key_of(operations, "alice", "/memories/empty.md")},
-    )
-    swapped = key_of(operations, "alice", "/memories/projects/acme/notes.md")  # another file's place record
-    todo = s3.head_object(Bucket=BUCKET, Key=key_of(operations, "alice", "/memories/projects/acme/todo.txt"))
-    s3.copy_object(
-        Bucket=BUCKET,
-        Key=swapped,
-        CopySource={"Bucket": BUCKET, "Key": swapped},
-        Metadata=todo["Metadata"],
-        MetadataDirective="REPLACE",
-    )
-    folder = key_of(operations, "alice", "/memories/folder") + "/"
-    token = space + "memories/" + REFUSED_TOKEN
-    for key in (folder, token, space + "internal/other", space + "internal/jobs/junk", space + "elsewhere"):
-        s3.put_object(Bucket=BUCKET, Key=key, Body=b"x" if not key.endswith("/") else b"")
-    s3.put_object(Bucket=BUCKET, Key=f"users/{REFUSED_TOKEN}/memories/x", Body=b"x")  # no user's
-    now = time.time()
-    stuck = seal_job(operations, "alice", "delete", "/memories/old", now - 3600)
-    pending = seal_job(operations, "alice", "delete", "/memories/new", now - 5)
-    before = snapshot(s3)
-
-    report = operations.verify("alice", now=now)
-
-    found = {(finding.kind, finding.key, finding.problem) for finding in report.findings}
-    assert found == {
-        ("unreadable", tampered, True),
-        ("unreadable", copied, True),
-        ("unreadable", moved, True),
-        ("unreadable", swapped, True),
-        ("foreign", folder, True),
-        ("foreign", token, True),
-        ("foreign", space + "internal/other", True),
-        ("bad job record", space + "internal/jobs/junk", True),
-        ("foreign", space + "elsewhere", True),
-        ("stuck job", stuck, True),
-        ("pending job", pending, False),
-    }
-    details = {finding.key: finding.detail for finding in report.findings}
-    assert details[moved].startswith(
-        "Error: The stored object for /memories/moved.md failed its integrity check"
-    )
-    assert details[token] == "a key that maps to no memory path"
-    assert details[space + "elsewhere"] == "an object outside memories/ and internal/"
-    assert report.checked == len(FILES) + 9 + 1  # the files, the nine planted, the access record
-    status, out, err = command(operations, "verify", "--all", "--json")
-    assert status == 1
-    document = json.loads(out)
-    assert [user["user_id"] for user in document["users"]] == ["alice", "bob"] and document["problems"] == 10
-    assert audit(err)["problems"] == 10 and "preferences" not in err
-    assert snapshot(s3) == before  # verify reads; it never moves, deletes or finishes anything
-    for path in ("/memories/copied.md", "/memories/moved.md", "/memories/projects/acme/notes.md"):
-        with pytest.raises(IntegrityError):
-            operations.read("alice", path)  # never read as a file
-    assert "/memories/folder" not in [file.path for file in operations.files("alice")]
-
-
-def test_verify_with_kms_finds_a_wrapped_key_kms_refuses(s3: Any, kms: Any, key_id: str) -> None:
-    def operations() -> Operations:  # a new process: no data key or store key cached
-        return private(s3, keys=KMSKeyProvider(key_id, kms_client=kms))
-
-    seed(operations(), "alice", {"/memories/a.md": "a\n"})
-    assert list(operations().users()) == ["alice"]
-    assert operations().verify("alice").problems == []
-    wrapped = namespace(operations(), "alice") + "internal/keys/v1"
-    body = bytearray(s3.get_object(Bucket=BUCKET, Key=wrapped)["Body"].read())
-    body[len(body) // 2] ^= 1
-    s3.put_object(Bucket=BUCKET, Key=wrapped, Body=bytes(body))
-    kinds = {(finding.kind, finding.key) for finding in operations().verify("alice").problems}
-    assert kinds == {
-        ("unreadable key", wrapped),
-        ("unreadable", key_of(operations(), "alice", "/memories/a.md")),
-        ("unreadable access record", namespace(operations(), "alice") + "internal/access"),
-    }
 
 
 # -- erase ------------------------------------------------------------------------------------------
@@ -494,41 +330,6 @@ def test_a_version_that_fails_authentication_is_marked_and_the_command_exits_1(
     assert [(v.current, v.authentic, v.author) for v in history] == [(True, False, None), (False, True, None)]
     status, out, _ = command(versioned_operations, "history", "--user", "hal", "/memories/a.md")
     assert status == 1 and "FAILED AUTHENTICATION" in out.splitlines()[0]
-
-
-def test_restore_a_version_of_a_deleted_file_and_of_an_edited_one(versioned_operations: Operations) -> None:
-    memory = versioned_operations.memory("bob")
-    memory.run({"command": "create", "path": "/memories/a.md", "file_text": "first\n"})
-    versions = MemoryVersions(memory)
-    (first,) = versions.history("/memories/a.md")
-    memory.run({"command": "str_replace", "path": "/memories/a.md", "old_str": "first", "new_str": "second"})
-    assert versions.restore("/memories/a.md", first.version_id) == "written"
-    assert versioned_operations.read("bob", "/memories/a.md") == "first\n"
-    assert versions.restore("/memories/a.md", first.version_id) == "unchanged"
-    memory.run({"command": "delete", "path": "/memories/a.md"})
-    assert versions.restore("/memories/a.md", first.version_id) == "written"
-    assert versioned_operations.read("bob", "/memories/a.md") == "first\n"
-    with pytest.raises(CommandError, match="has no version"):
-        versions.restore("/memories/a.md", "no-such-version")
-    with pytest.raises(CommandError):  # a version of another file, named at this path
-        versions.restore("/memories/b.md", first.version_id)
-
-
-def test_restore_as_of_brings_back_the_earlier_tree_exactly_in_path_order(
-    versioned_operations: Operations,
-) -> None:
-    memory = versioned_operations.memory("carol")
-    moment = changed_after_a_moment(memory)
-    restored = MemoryVersions(memory).restore_as_of(moment)
-    assert restored.changed_meanwhile == []
-    assert restored.deleted == ["/memories/e/x.md", "/memories/new.md"]
-    assert restored.written == ["/memories/d/x.md", "/memories/edit.md", "/memories/gone.md"]
-    assert restored.unchanged == ["/memories/keep.md"]
-    files = {
-        file.path: versioned_operations.read("carol", file.path)
-        for file in versioned_operations.files("carol")
-    }
-    assert files == EARLIER_TREE
 
 
 def test_the_history_restore_and_redact_commands(versioned_operations: Operations) -> None:

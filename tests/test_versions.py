@@ -1,4 +1,6 @@
-"""History, restore and redact over S3 versioning (moto and SeaweedFS)."""
+"""History, restore and redact over S3 versioning (moto and SeaweedFS). The tests that take
+``storage_format`` run on both storage formats (``operations`` is then of the test's format; of
+format 1 otherwise); those of format 2 alone are in ``test_operations_format2.py``."""
 
 from __future__ import annotations
 
@@ -25,13 +27,20 @@ from s3memory.versions import MemoryVersions
 
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
 from .support.faults import ProcessDeath, SimulatedCrash
+from .support.formats import both_formats
 
 BACKENDS = ALL_BACKENDS
 
 
 @pytest.fixture
-def operations(s3: Any, versioned: str) -> Operations:
-    return Operations(S3Store(s3, versioned), LocalKeyProvider(MASTER_KEY), storage_format=1)
+def storage_format() -> int:
+    """Format 1, unless the test runs on both (``both_formats`` parametrizes this)."""
+    return 1
+
+
+@pytest.fixture
+def operations(s3: Any, versioned: str, storage_format: int) -> Operations:
+    return Operations(S3Store(s3, versioned), LocalKeyProvider(MASTER_KEY), storage_format=storage_format)
 
 
 def tick() -> datetime:
@@ -161,6 +170,7 @@ def test_history_reads_a_bare_fingerprint_and_names_nothing_for_another(
     ]
 
 
+@both_formats
 def test_restore_a_version_of_a_deleted_file_and_of_an_edited_one(operations: Operations) -> None:
     memory = operations.memory("bob")
     memory.run({"command": "create", "path": "/memories/a.md", "file_text": "first\n"})
@@ -175,15 +185,18 @@ def test_restore_a_version_of_a_deleted_file_and_of_an_edited_one(operations: Op
     assert operations.read("bob", "/memories/a.md") == "first\n"
     with pytest.raises(CommandError, match="has no version"):
         versions.restore("/memories/a.md", "no-such-version")
+    with pytest.raises(CommandError):  # a version of another file, named at this path
+        versions.restore("/memories/b.md", first.version_id)
 
 
+@both_formats
 def test_restore_as_of_brings_back_the_earlier_tree_exactly(operations: Operations) -> None:
     memory = operations.memory("carol")
     moment = changed_after_a_moment(memory)
     restored = MemoryVersions(memory).restore_as_of(moment)
     assert restored.changed_meanwhile == []
-    assert sorted(restored.deleted) == ["/memories/e/x.md", "/memories/new.md"]
-    assert sorted(restored.written) == ["/memories/d/x.md", "/memories/edit.md", "/memories/gone.md"]
+    assert restored.deleted == ["/memories/e/x.md", "/memories/new.md"]  # in path order on either format
+    assert restored.written == ["/memories/d/x.md", "/memories/edit.md", "/memories/gone.md"]
     assert restored.unchanged == ["/memories/keep.md"]
     files = {file.path: operations.read("carol", file.path) for file in operations.files("carol")}
     assert files == EARLIER_TREE

@@ -10,3 +10,6 @@ FORMATS = (1, 2)
 
 both_formats = pytest.mark.parametrize("storage_format", FORMATS, ids=[f"format-{n}" for n in FORMATS])
 """Run the test once per storage format, as its ``storage_format`` argument."""
+
+REFUSED_TOKEN = "a" * 52
+"""The shape of a format-2 token (52 base32 characters) that opens under no key."""
