@@ -33,7 +33,7 @@ test: $(STAMP) $(CHECKOV_STAMP)
 # count format 1's requests; so is the input fuzzer test_hostile_input (a minute, mostly input
 # checks the format does not reach), to keep this near 4 minutes (3.5 measured on two busy cores).
 FORMAT2_SUITES := contract browse tool jobs crash_safety concurrency directory_hints request_bounds \
-	bounded_work guard_quota guard faults crypto
+	bounded_work guard_quota guard faults crypto lambda_memory lambda_agent lambda_ric
 
 test-format2: $(STAMP)
 	S3MEMORY_TEST_STORAGE_FORMAT=2 $(PY) -m pytest -q $(FORMAT2_SUITES:%=tests/test_%.py)

@@ -121,7 +121,11 @@ class S3Memory:
         A refusal that an unfinished job could explain is retried once after pending jobs finish.
         A command answered notes the user's access (``access``), off the answer's path.
         """
-        command = parse_command(raw_input)
+        return self.run_command(parse_command(raw_input))
+
+    def run_command(self, command: Command) -> str:
+        """Run one parsed command (``commands.parse_command``) and return the answer text, as
+        ``run`` does."""
         if self.upgrade is not None:
             self.upgrade.ensure()
         answer = self.jobs.retried(lambda: self._dispatch(command))

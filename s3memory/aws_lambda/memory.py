@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..commands import parse_command
 from ..errors import CommandError, unexpected_failure
 from ..settings import SettingsError
 from . import record
@@ -57,8 +58,9 @@ def _serve(event: object, environ: Mapping[str, str], invocation: record.Invocat
         return _Answer(refusal.status, refusal.message, True, refusal.error_type)
     invocation.command = command_name(request.tool_input)
     try:
+        command = parse_command(request.tool_input)  # before the memory is opened: bad input writes nothing
         with runtime.serving(request.user_id, invocation.fields, request.actor) as memory:
-            return _Answer(200, memory.run(request.tool_input), False)
+            return _Answer(200, memory.run_command(command), False)
     except CommandError as error:
         return _Answer(200, error.message, True, type(error).__name__)
     except Exception as error:
