@@ -17,7 +17,7 @@ from s3memory.clients import make_s3_client
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
-from s3memory.paths import memory_path
+from s3memory.paths import KeyLayout, memory_path
 from s3memory.store import S3Store
 
 from . import soak
@@ -149,6 +149,46 @@ def test_root_rows_are_the_agents_first_level() -> None:
     assert soak.root_rows_of("/memories/a02", STATE) == []
 
 
+class Listing:
+    """An admin client whose bucket holds ``keys`` (what ``SoakContext.admin_keys`` asks of it)."""
+
+    def __init__(self, keys: list[str]) -> None:
+        self.keys = keys
+
+    def get_paginator(self, _operation: str) -> Listing:
+        return self
+
+    def paginate(self, Bucket: str, Prefix: str) -> list[dict[str, Any]]:
+        return [{"Contents": [{"Key": key} for key in self.keys if key.startswith(Prefix)]}]
+
+
+@pytest.mark.parametrize("storage_format", [1, 2])
+def test_the_bucket_check_takes_only_the_store_key_and_mark_outside_namespaces(storage_format: int) -> None:
+    config = soak.SoakConfig(seed=SEED, phases=(1,), storage_format=storage_format)
+    namespace = "users/p1-u0/" if storage_format == 1 else "users/mfrggzdf/"
+    keys = [
+        "users/s3memory.store-key",
+        "users/s3memory.migrated",
+        f"{namespace}memories/{'a00' if storage_format == 1 else 'nbswy3dp'}/x",
+        f"{namespace}internal/keys/v1",
+    ]
+    if storage_format == 2:
+        keys.append(f"{namespace}memories/a00/notes.md")  # a plain name
+    context = soak.SoakContext("http://unused", "bucket", Listing(keys), config, soak.SoakReport(config))
+    context.layouts["p1-u0"] = KeyLayout(namespace)
+    soak.check_bucket(context, 1)
+    found = {violation.kind: violation.detail for violation in context.report.violations}
+    if storage_format == 1:  # format 1 has no store key or mark
+        assert found == {
+            "stray-object": "2 object(s) in no user's namespace: "
+            "users/s3memory.store-key, users/s3memory.migrated"
+        }
+    else:
+        assert found == {
+            "plain-name": f"1 key(s) with a plain name in them: {namespace}memories/a00/notes.md"
+        }
+
+
 # -- the checker, on SeaweedFS -------------------------------------------------------------------------
 
 
@@ -171,10 +211,11 @@ def test_without_faults_the_model_and_s3memory_agree(
 
 
 @both_formats
-def test_the_checker_reports_a_lost_write_and_a_stray_job_record(
+def test_the_checker_reports_a_lost_write_and_stray_objects(
     seaweedfs: SeaweedServer, endpoint: str, monkeypatch: pytest.MonkeyPatch, storage_format: int
 ) -> None:
-    """Behind the agents' backs, one file is deleted and one job record is planted before the check."""
+    """Behind the agents' backs, one file is deleted, and one job record and one object in no user's
+    namespace are planted before the check (their keys from the user's layout, on either format)."""
     original = soak.check_phase
 
     def sabotaged(context: soak.SoakContext, phase: int, agents: Any) -> None:
@@ -191,13 +232,17 @@ def test_the_checker_reports_a_lost_write_and_a_stray_job_record(
         admin, layout = context.admin, context.layout(agent.user)
         admin.delete_object(Bucket=context.bucket, Key=layout.file_key(memory_path(victim)))
         admin.put_object(Bucket=context.bucket, Key=layout.key_of_internal("jobs/planted"), Body=b"junk")
+        admin.put_object(Bucket=context.bucket, Key=f"{soak.PREFIX}planted", Body=b"junk")  # no user's
         original(context, phase, agents)
 
     monkeypatch.setattr(soak, "check_phase", sabotaged)
     report = run(seaweedfs, endpoint, duration=3, phases=(1,), fault_rate=0.0, storage_format=storage_format)
     kinds = sorted({violation.kind for violation in report.violations})
-    assert kinds == ["lost-or-changed", "stray-internal"]  # the record is left, or set aside but not gone
+    assert kinds == ["lost-or-changed", "stray-internal", "stray-object"]  # a record is set aside, not gone
     assert any("missing /memories/a00/" in violation.detail for violation in report.violations)
+    assert [violation.detail for violation in report.violations if violation.kind == "stray-object"] == [
+        f"1 object(s) in no user's namespace: {soak.PREFIX}planted"
+    ]
 
 
 def test_a_dead_process_sends_nothing_more(seaweedfs: SeaweedServer, endpoint: str) -> None:
