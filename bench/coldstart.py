@@ -2,7 +2,8 @@
 
 Each sample is a new interpreter (the bench's own) started by this process, timed from spawn to
 exit. The s3memory child imports ``s3memory.aws_lambda`` (the Lambda entry point) when it exists,
-else ``s3memory`` and ``s3memory.memory``, and serves ``view /memories`` with a local key; the
+else ``s3memory`` and ``s3memory.memory``, and serves ``view /memories`` with a local key, in
+storage format 2 set explicitly (as the Terraform module sets it: no format to find); the
 baseline child imports ``boto3`` and sends the same bare LIST. Both read byte-code from one warm
 ``PYTHONPYCACHEPREFIX`` (filled by an unmeasured run of each), so neither pays for compiling.
 Samples alternate between the two children.
@@ -20,9 +21,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from s3memory.crypto import PLACED_FORMAT
+
 from .metrics import Summary, paired_ratios
 from .servers import REPO, Backend
-from .workload import MASTER_KEY, PREFIX, Tenant, note_text, s3memory_client
+from .workload import MASTER_KEY, PRIVATE_PREFIX, Tenant, note_text, s3memory_client
 
 BUCKET = "bench-coldstart"
 USER = "cold"
@@ -48,7 +51,8 @@ else:
     client = make_s3_client(endpoint_url=os.environ["S3MEMORY_ENDPOINT_URL"])
     memory = S3Memory(S3Store(client, os.environ["S3MEMORY_BUCKET"]), os.environ["BENCH_USER"],
                       LocalKeyProvider(base64.b64decode(os.environ["S3MEMORY_LOCAL_KEY"])),
-                      prefix=os.environ["S3MEMORY_PREFIX"])
+                      prefix=os.environ["S3MEMORY_PREFIX"],
+                      storage_format=int(os.environ["S3MEMORY_STORAGE_FORMAT"]))
     text, failed = memory.run({"command": "view", "path": "/memories"}), False
 imported = time.perf_counter()
 print(json.dumps({"mode": mode, "seconds": imported - started, "failed": failed, "chars": len(text),
@@ -60,8 +64,7 @@ import json, os, sys, time
 started = time.perf_counter()
 import boto3
 client = boto3.client("s3", endpoint_url=os.environ["S3MEMORY_ENDPOINT_URL"])
-response = client.list_objects_v2(Bucket=os.environ["S3MEMORY_BUCKET"],
-                                  Prefix=os.environ["S3MEMORY_PREFIX"] + os.environ["BENCH_USER"] + "/memories/")
+response = client.list_objects_v2(Bucket=os.environ["S3MEMORY_BUCKET"], Prefix=os.environ["BENCH_MEMORIES"])
 print(json.dumps({"mode": "boto3", "seconds": time.perf_counter() - started, "failed": False,
                   "chars": len(response.get("Contents", [])), "modules": len(sys.modules)}))
 """
@@ -87,7 +90,9 @@ class ColdStart:
         }
 
 
-def _environment(backend: Backend, cache: str) -> dict[str, str]:
+def _environment(backend: Backend, cache: str, memories: str) -> dict[str, str]:
+    """The children's environment: the store's settings, and ``memories``, the key prefix of the
+    user's ``/memories`` that the baseline lists."""
     environment = {
         key: value
         for key, value in os.environ.items()
@@ -96,10 +101,12 @@ def _environment(backend: Backend, cache: str) -> dict[str, str]:
     environment.update(
         {
             "S3MEMORY_BUCKET": BUCKET,
-            "S3MEMORY_PREFIX": PREFIX,
+            "S3MEMORY_PREFIX": PRIVATE_PREFIX,
+            "S3MEMORY_STORAGE_FORMAT": str(PLACED_FORMAT),
             "S3MEMORY_LOCAL_KEY": base64.b64encode(MASTER_KEY).decode(),
             "S3MEMORY_ENDPOINT_URL": backend.endpoint_url,
             "BENCH_USER": USER,
+            "BENCH_MEMORIES": memories,
             "PYTHONPYCACHEPREFIX": cache,
         }
     )
@@ -128,11 +135,11 @@ def _spawn(code: str, environment: dict[str, str]) -> tuple[float, dict[str, Any
 
 def run(backend: Backend, reps: int) -> ColdStart:
     backend.create_bucket(BUCKET)
-    tenant = Tenant(backend, s3memory_client(backend), BUCKET, USER)
+    tenant = Tenant(backend, s3memory_client(backend), BUCKET, USER, storage_format=PLACED_FORMAT)
     tenant.clear()
     tenant.seed({f"/memories/notes/n-{i}.md": note_text(i, 10) for i in range(20)})
     with tempfile.TemporaryDirectory(prefix="s3memory-bench-pycache-") as cache:
-        environment = _environment(backend, cache)
+        environment = _environment(backend, cache, tenant.prefix("/memories"))
         for code in (S3MEMORY_CHILD, BOTO3_CHILD, S3MEMORY_CHILD, BOTO3_CHILD):
             _spawn(code, environment)  # fills the byte-code cache and the page cache
         samples: dict[str, list[float]] = {"s3memory": [], "boto3": []}
