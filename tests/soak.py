@@ -51,7 +51,7 @@ be undone. s3memory tags a rename's copy that another finisher of the job relied
 (``moves.Mover.accept``); a late finisher tagging a file the agent has just edited can so bring
 back its text from before the edit: a "neither-before-nor-after" or "lost-or-changed" violation
 whose file holds the content it had just before an acknowledged edit, rare (seen once in about
-8,000 commands on format 2, at fault rate 0.6). On S3 a tag never changes an object's bytes.
+14,000 commands of format-2 runs, at fault rate 0.6). On S3 a tag never changes an object's bytes.
 
 Any difference is a violation, printed with the seed, the agent and the commands that led to it
 (paths and sizes, never content); the run exits non-zero. Seeds make the command and fault draws
