@@ -101,9 +101,10 @@ class VerifiedHeaders:
     (``moves.ServerCopyMover.known``, ``docs/format-v2.md`` "Renames"). Bounded (least recently
     used first out); shared by a memory's twins (``MemoryFiles.by``)."""
 
-    LIMIT = 4096
-    CHARACTER_LIMIT = 1024 * 1024
-    """Keys of long names are forgotten sooner: a warm Lambda container keeps many users' entries."""
+    LIMIT = 1024
+    CHARACTER_LIMIT = 192 * 1024
+    """Keys of long names are forgotten sooner: a warm Lambda container keeps up to 128 users'
+    memories (``aws_lambda.runtime.WARM_USERS``), so at most about 50 MB of these in all."""
 
     def __init__(self) -> None:
         self._headers: OrderedDict[tuple[str, str], bytes] = OrderedDict()
