@@ -1,7 +1,8 @@
 """Building AWS clients: the one place where client settings (retries, timeouts) are chosen.
 
-Clients built here keep response timestamps as text and send PutObject bodies without
-``Expect: 100-continue`` (both for speed; see below). A client passed in by the caller is used as it is.
+Clients built here keep response timestamps as text, send PutObject bodies without
+``Expect: 100-continue`` and leave the checking of request parameters to the type checker (all for
+speed; see below). A client passed in by the caller is used as it is.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ def _client(service: str, endpoint_url: str | None, region_name: str | None) -> 
         connect_timeout=5,
         read_timeout=20,
         max_pool_connections=32,
+        # botocore checks each request's parameters against the service model: about a tenth of
+        # the client's CPU per request (0.2 ms of a CopyObject's 2). s3memory's requests are typed
+        # against the same models (mypy strict, the boto3 stubs), and S3 refuses a malformed one.
+        parameter_validation=False,
     )
     with _lock:
         if _session is None:
