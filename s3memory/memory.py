@@ -42,7 +42,7 @@ from .paths import ROOT, KeyLayout, MemoryPath, validate_namespace
 from .placement import Refusal, Survey, require_depth, require_file_path, write_new_file
 from .quota import Quota, Usage
 from .store import ListingPage, PreconditionFailed, S3Store
-from .store_format import AUTO_FORMAT, StorageFormat, checked_format, served_format
+from .store_format import AUTO_FORMAT, StorageFormat, checked_format, serve
 from .store_keys import store_identity, store_key
 from .text import Edit, edit_snippet, insert_at, render_file, replace_unique
 
@@ -417,11 +417,12 @@ def _placement(
     store key."""
     namespace = validate_namespace(user_id, prefix)
     identity = store_identity(store_id, prefix)
-    if served_format(store, prefix, identity, provider, setting) == FORMAT_VERSION:
+    served, missing = serve(store, prefix, identity, provider, setting)
+    if served == FORMAT_VERSION:
         return FORMAT_VERSION, KeyLayout(namespace), KeyOwner(user_id), None
-    key = store_key(store, prefix, identity, provider)
+    key, missing = store_key(store, prefix, identity, provider, missing)
     token = namespace_of(key, user_id)
-    marked = migrated(store, prefix, lambda name: user_of_namespace(key, name) is not None)
+    marked = migrated(store, prefix, lambda name: user_of_namespace(key, name) is not None, missing)
     layout = KeyLayout(f"{prefix}{token}/", NameCipher(key, user_id))
     return (
         PLACED_FORMAT,

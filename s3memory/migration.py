@@ -26,7 +26,7 @@ from .job_runner import JobRunner
 from .moves import RELIED_ON_TAG, Copy, mover_for
 from .paths import MemoryPath
 from .store import Listed, ObjectTooLarge, PreconditionFailed, S3Store
-from .store_keys import MIGRATED_NAME
+from .store_keys import MIGRATED_NAME, Missing
 
 BORN = b"born in format 2"
 """The body of the mark (``store_keys.MIGRATED_NAME``) of a store that never held format 1 (nothing
@@ -174,21 +174,24 @@ class Upgrade:
         self._store.delete(legacy.key)
 
 
-def migrated(store: S3Store, prefix: str, is_namespace: Callable[[str], bool]) -> bool:
+def migrated(
+    store: S3Store, prefix: str, is_namespace: Callable[[str], bool], missing: Missing = Missing()
+) -> bool:
     """True if the store at ``prefix`` has no format-1 files: it is marked so, or (then it is
-    marked now) the first page of its namespaces shows only format-2 ones (``is_namespace``).
-    Asked once per process; until the store is marked, each user's first command in a process
-    lists the user's format-1 namespace, whose key names the user."""
+    marked now) the first page of its namespaces shows only format-2 ones (``is_namespace``), or
+    ``missing`` says nothing at all was below the prefix (a new store). Asked once per process;
+    until the store is marked, each user's first command in a process lists the user's format-1
+    namespace, whose key names the user."""
     place = (store.bucket, prefix)
     with _lock:
         known = _marked.get(place)
     if known is not None:
         return known
-    known = store.exists(prefix + MIGRATED_NAME)
+    known = not missing.mark and store.exists(prefix + MIGRATED_NAME)
     if not known:
-        page = next(store.pages(prefix, delimiter=True))
-        names = [common[len(prefix) : -1] for common in page.prefixes]
-        if not page.truncated and all(is_namespace(name) for name in names):
+        page = None if missing.anything else next(store.pages(prefix, delimiter=True))
+        names = [] if page is None else [common[len(prefix) : -1] for common in page.prefixes]
+        if page is None or (not page.truncated and all(is_namespace(name) for name in names)):
             try:
                 mark_migrated(store, prefix, born=True)
                 known = True

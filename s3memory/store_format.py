@@ -14,7 +14,7 @@ from typing import Literal, TypeAlias
 
 from .crypto import FORMAT_VERSION, PLACED_FORMAT, KeyProvider
 from .store import S3Store
-from .store_keys import MIGRATED_NAME, stored_store_key
+from .store_keys import MIGRATED_NAME, Missing, stored_store_key
 
 AUTO_FORMAT: Literal["auto"] = "auto"
 StorageFormat: TypeAlias = Literal[1, 2, "auto"]
@@ -37,21 +37,27 @@ def served_format(
     """The format the store at ``prefix`` (of ``identity``) is served in under ``setting``: the
     setting itself unless it is ``auto``; then found once per process (a store key read, and on a
     store without one a HEAD of the mark and a one-key listing)."""
+    return serve(store, prefix, identity, provider, setting)[0]
+
+
+def serve(
+    store: S3Store, prefix: str, identity: str, provider: KeyProvider, setting: StorageFormat
+) -> tuple[int, Missing]:
+    """``served_format``, and what finding it found missing (nothing where it did not look)."""
     if setting != AUTO_FORMAT:
-        return setting
+        return setting, Missing()
     place = (store.bucket, prefix)
     with _lock:
         known = _served.get(place)
     if known is not None:
-        return known
-    if (
-        stored_store_key(store, prefix, identity, provider) is not None
-        or store.exists(prefix + MIGRATED_NAME)
-        or not store.any_below(prefix)
-    ):
-        found = PLACED_FORMAT
-    else:
-        found = FORMAT_VERSION
+        return known, Missing()
+    found, missing = PLACED_FORMAT, Missing()
+    if stored_store_key(store, prefix, identity, provider) is None:
+        missing = Missing(key=True)
+        if not store.exists(prefix + MIGRATED_NAME):
+            missing = Missing(key=True, mark=True, anything=not store.any_below(prefix))
+            if not missing.anything:
+                found = FORMAT_VERSION
     with _lock:
         _served[place] = found
-    return found
+    return found, missing

@@ -13,6 +13,7 @@ import hashlib
 import struct
 import threading
 import weakref
+from dataclasses import dataclass, replace
 
 from .crypto import KeyProvider
 from .errors import IntegrityError, StorageError
@@ -33,6 +34,17 @@ _learned: weakref.WeakKeyDictionary[KeyProvider, dict[tuple[str, str, str], byte
 _lock = threading.Lock()
 
 
+@dataclass(frozen=True)
+class Missing:
+    """What a look at a store just found missing: its store ``key``, its ``mark``
+    (``MIGRATED_NAME``), or ``anything`` below its prefix. False means not looked at (or there):
+    only what was found missing lets a later step skip its own look."""
+
+    key: bool = False
+    mark: bool = False
+    anything: bool = False
+
+
 def store_identity(store_id: str, prefix: str) -> str:
     """The identity of the store ``store_id`` at key prefix ``prefix``: 32 hex digits of SHA-256."""
     if not isinstance(store_id, str) or not 1 <= len(store_id) <= 255 or not store_id.isprintable():
@@ -42,20 +54,25 @@ def store_identity(store_id: str, prefix: str) -> str:
     return hashlib.sha256(_IDENTITY_LABEL + framed).hexdigest()[:32]
 
 
-def store_key(store: S3Store, prefix: str, identity: str, provider: KeyProvider) -> bytes:
+def store_key(
+    store: S3Store, prefix: str, identity: str, provider: KeyProvider, missing: Missing = Missing()
+) -> tuple[bytes, Missing]:
     """The store key of ``identity`` at ``prefix`` in ``store``'s bucket, made and kept on first use
-    (of processes racing to make it, one stores its own; the others use the winner's). Learned once
-    per process and provider: a store key never changes."""
+    (of processes racing to make it, one stores its own; the others use the winner's), and what was
+    found missing on the way. Learned once per process and provider: a store key never changes.
+    A store that ``missing`` says has neither key nor mark gets one without another look."""
     for attempt in range(WRITE_ATTEMPTS):
-        key = stored_store_key(store, prefix, identity, provider)
-        if key is not None:
-            return key
-        if store.exists(prefix + MIGRATED_NAME):
-            raise IntegrityError(
-                "Error: The store key is missing from a store that has one: its names cannot be read "
-                f"without it. Restore {prefix}{STORE_KEY_NAME} (an earlier version, or a backup); "
-                "nothing was changed."
-            )
+        if attempt > 0 or not (missing.key and missing.mark):
+            key = stored_store_key(store, prefix, identity, provider)
+            if key is not None:
+                return key, Missing()
+            if store.exists(prefix + MIGRATED_NAME):
+                raise IntegrityError(
+                    "Error: The store key is missing from a store that has one: its names cannot be read "
+                    f"without it. Restore {prefix}{STORE_KEY_NAME} (an earlier version, or a backup); "
+                    "nothing was changed."
+                )
+            missing = replace(missing, key=True, mark=True)
         key, wrapped = provider.new_store_key(identity)
         try:
             store.put(prefix + STORE_KEY_NAME, wrapped, if_none_match=True)
@@ -63,7 +80,7 @@ def store_key(store: S3Store, prefix: str, identity: str, provider: KeyProvider)
             backoff(attempt)  # another process stored one (read next), or it was removed meanwhile
             continue
         _learn(store, prefix, identity, provider, key)
-        return key
+        return key, missing
     raise StorageError(
         "Error: The store key could not be read or made: its write kept losing while none could be "
         "read. Nothing was changed. Try again."

@@ -193,7 +193,7 @@ def test_a_lost_race_to_make_the_store_key_uses_the_winners(
         return put(key, body, **conditions)
 
     monkeypatch.setattr(store, "put", loses)
-    assert store_keys.store_key(store, "users/", identity, LocalKeyProvider(MASTER_KEY)) == winner
+    assert store_keys.store_key(store, "users/", identity, LocalKeyProvider(MASTER_KEY))[0] == winner
 
 
 def test_a_store_key_that_keeps_vanishing_is_an_error_not_an_endless_retry(

@@ -4,6 +4,7 @@ that has lost its store key; found once per process, at no cost to a store of fo
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -16,8 +17,9 @@ from s3memory.memory import S3Memory
 from s3memory.operations import Operations
 from s3memory.settings import Settings, SettingsError
 from s3memory.store import S3Store
+from s3memory.migration import BORN
 from s3memory.store_format import checked_format
-from s3memory.store_keys import STORE_KEY_NAME
+from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME, Missing, store_identity, store_key
 
 from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, stored_keys
 
@@ -108,6 +110,37 @@ def test_auto_costs_a_store_of_format_2_no_request_more_than_format_2(s3: Any) -
         counted.append(counter.total)
 
     assert counted[0] == counted[1] > 0
+
+
+@pytest.mark.parametrize("setting", ["auto", 2])
+def test_a_new_stores_first_memory_looks_once_then_makes_its_key_and_mark(s3: Any, setting: Any) -> None:
+    """A read of the missing store key, a HEAD of the missing mark and a listing (``auto``: of
+    anything below the prefix; ``2``: of the namespaces), then the store key and the mark written:
+    what one look found missing is not looked for again."""
+    counter = RequestCounter(s3)
+    first = memory(s3, storage_format=setting)
+
+    assert first.storage_format == 2
+    assert counter.calls == Counter({"GetObject": 1, "HeadObject": 1, "ListObjectsV2": 1, "PutObject": 2})
+    assert s3.get_object(Bucket=BUCKET, Key="users/" + MIGRATED_NAME)["Body"].read() == BORN
+    assert sorted(stored_keys(s3)) == ["users/" + MIGRATED_NAME, "users/" + STORE_KEY_NAME]
+
+
+def test_a_store_key_made_by_another_process_since_the_look_is_the_one_used(s3: Any) -> None:
+    """The look found the store new; another process stored its key before this one: this
+    process's conditional write loses, and it reads and uses the other's key."""
+    store, provider = S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY)
+    identity = store_identity(BUCKET, "users/")
+    winner, wrapped = provider.new_store_key(identity)
+    store.put("users/" + STORE_KEY_NAME, wrapped, if_none_match=True)
+
+    key, missing = store_key(
+        store, "users/", identity, LocalKeyProvider(MASTER_KEY), Missing(True, True, True)
+    )
+
+    assert key == winner
+    assert missing == Missing()  # the key was read: nothing is known missing
+    assert stored_keys(s3) == ["users/" + STORE_KEY_NAME]
 
 
 def test_operations_find_the_format_without_writing(s3: Any) -> None:
