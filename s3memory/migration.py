@@ -26,7 +26,7 @@ from .job_runner import JobRunner
 from .moves import RELIED_ON_TAG, Copy, mover_for
 from .paths import MemoryPath
 from .store import Listed, ObjectTooLarge, PreconditionFailed, S3Store
-from .store_keys import MIGRATED_NAME, Missing
+from .store_keys import MIGRATED_NAME, NONE_MISSING, Missing
 
 BORN = b"born in format 2"
 """The body of the mark (``store_keys.MIGRATED_NAME``) of a store that never held format 1 (nothing
@@ -175,7 +175,7 @@ class Upgrade:
 
 
 def migrated(
-    store: S3Store, prefix: str, is_namespace: Callable[[str], bool], missing: Missing = Missing()
+    store: S3Store, prefix: str, is_namespace: Callable[[str], bool], missing: Missing = NONE_MISSING
 ) -> bool:
     """True if the store at ``prefix`` has no format-1 files: it is marked so, or (then it is
     marked now) the first page of its namespaces shows only format-2 ones (``is_namespace``), or

@@ -14,7 +14,7 @@ from typing import Literal, TypeAlias
 
 from .crypto import FORMAT_VERSION, PLACED_FORMAT, KeyProvider
 from .store import S3Store
-from .store_keys import MIGRATED_NAME, Missing, stored_store_key
+from .store_keys import MIGRATED_NAME, NONE_MISSING, Missing, stored_store_key
 
 AUTO_FORMAT: Literal["auto"] = "auto"
 StorageFormat: TypeAlias = Literal[1, 2, "auto"]
@@ -45,13 +45,13 @@ def serve(
 ) -> tuple[int, Missing]:
     """``served_format``, and what finding it found missing (nothing where it did not look)."""
     if setting != AUTO_FORMAT:
-        return setting, Missing()
+        return setting, NONE_MISSING
     place = (store.bucket, prefix)
     with _lock:
         known = _served.get(place)
     if known is not None:
-        return known, Missing()
-    found, missing = PLACED_FORMAT, Missing()
+        return known, NONE_MISSING
+    found, missing = PLACED_FORMAT, NONE_MISSING
     if stored_store_key(store, prefix, identity, provider) is None:
         missing = Missing(key=True)
         if not store.exists(prefix + MIGRATED_NAME):

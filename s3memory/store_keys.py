@@ -45,6 +45,10 @@ class Missing:
     anything: bool = False
 
 
+NONE_MISSING = Missing()
+"""Nothing known to be missing: nothing was looked at."""
+
+
 def store_identity(store_id: str, prefix: str) -> str:
     """The identity of the store ``store_id`` at key prefix ``prefix``: 32 hex digits of SHA-256."""
     if not isinstance(store_id, str) or not 1 <= len(store_id) <= 255 or not store_id.isprintable():
@@ -55,7 +59,7 @@ def store_identity(store_id: str, prefix: str) -> str:
 
 
 def store_key(
-    store: S3Store, prefix: str, identity: str, provider: KeyProvider, missing: Missing = Missing()
+    store: S3Store, prefix: str, identity: str, provider: KeyProvider, missing: Missing = NONE_MISSING
 ) -> tuple[bytes, Missing]:
     """The store key of ``identity`` at ``prefix`` in ``store``'s bucket, made and kept on first use
     (of processes racing to make it, one stores its own; the others use the winner's), and what was
@@ -65,7 +69,7 @@ def store_key(
         if attempt > 0 or not (missing.key and missing.mark):
             key = stored_store_key(store, prefix, identity, provider)
             if key is not None:
-                return key, Missing()
+                return key, NONE_MISSING
             if store.exists(prefix + MIGRATED_NAME):
                 raise IntegrityError(
                     "Error: The store key is missing from a store that has one: its names cannot be read "

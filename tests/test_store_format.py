@@ -14,10 +14,10 @@ from s3memory import store_format
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import IntegrityError
 from s3memory.memory import S3Memory
+from s3memory.migration import BORN
 from s3memory.operations import Operations
 from s3memory.settings import Settings, SettingsError
 from s3memory.store import S3Store
-from s3memory.migration import BORN
 from s3memory.store_format import checked_format
 from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME, Missing, store_identity, store_key
 
