@@ -31,6 +31,9 @@ from .store_keys import MIGRATED_NAME, NONE_MISSING, Missing
 BORN = b"born in format 2"
 """The body of the mark (``store_keys.MIGRATED_NAME``) of a store that never held format 1 (nothing
 of format 1 to look for, even to erase); a store moved from it has an empty one."""
+FILES_MOVED_PER_COMMAND = 1_000
+"""A command moves at most about this many of its user's format-1 files (a listing page's worth)
+before it is refused, so its work does not grow with files it does not name; the next goes on."""
 MOVE_ATTEMPTS = 4
 """A file whose format-1 object keeps changing while it is moved is tried this many times."""
 _SETTLED_LIMIT = 100_000
@@ -50,6 +53,8 @@ class UserMigration:
     moved: int = 0
     already: int = 0
     left: list[tuple[str, str]] = field(default_factory=list)
+    finished: bool = True
+    """False when a budget stopped the move with files still to look at."""
 
     @property
     def clean(self) -> bool:
@@ -81,9 +86,17 @@ class Upgrade:
             if self._user in _settled:
                 return
         if self.pending():
-            left = len(self.run().left)
-            if left:
-                logger.warning("s3memory: %d format-1 files could not be moved; run s3memory migrate", left)
+            report = self.run(FILES_MOVED_PER_COMMAND)
+            if report.left:
+                logger.warning(
+                    "s3memory: %d format-1 files could not be moved; run s3memory migrate", len(report.left)
+                )
+            if not report.finished:
+                raise CommandError(
+                    "Error: This memory is moving to a new storage format, about "
+                    f"{FILES_MOVED_PER_COMMAND:,} files per command: {report.moved:,} moved now, more "
+                    "remain. The command was not run; send it again to go on."
+                )
         with _lock:
             if len(_settled) >= _SETTLED_LIMIT:
                 _settled.clear()
@@ -93,14 +106,18 @@ class Upgrade:
         """True if the user has format-1 memory files (one one-key listing)."""
         return self._store.any_below(self._legacy.layout.memories_prefix)
 
-    def run(self) -> UserMigration:
+    def run(self, budget: int | None = None) -> UserMigration:
         """Finish the user's pending format-1 jobs, move every format-1 file, and carry the access
         record over. Files that cannot move (unreadable, or a different file already in format 2)
-        stay in format 1 and are reported."""
+        stay in format 1 and are reported. With a ``budget``, the move stops after the listing
+        page on which ``budget`` files have moved (not ``finished``; the access record waits)."""
         self._jobs.finish_pending()
         report = UserMigration()
         for page in self._store.pages(self._legacy.layout.memories_prefix):
             parallel(lambda listed: self._move(listed, report), page.objects)
+            if budget is not None and report.moved >= budget and page.truncated:
+                report.finished = False
+                return report
         self.carry_access()
         return report
 

@@ -13,6 +13,7 @@ import pytest
 
 from s3memory import migration
 from s3memory.crypto import LocalKeyProvider
+from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from s3memory.migration import BORN, MIGRATED_NAME, UserMigration
 from s3memory.operations import Operations
@@ -97,6 +98,37 @@ def test_a_user_is_looked_for_once_per_process(v1: S3Memory, make_memory: Callab
         "Here's the content of /memories/late.md with line numbers:\n"
         "     1\ta format-1 writer that was not stopped"
     )
+
+
+def test_a_command_moves_a_bounded_number_of_files_and_the_next_goes_on(
+    v1: S3Memory, make_memory: Callable[..., S3Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command's work does not grow with files it does not name: it moves about one listing
+    page's worth of format-1 files, is refused (nothing else done), and the next goes on."""
+    listing = v1.run({"command": "view", "path": "/memories"})
+    monkeypatch.setattr(migration, "FILES_MOVED_PER_COMMAND", 10)
+    memory = v2(make_memory)
+    memory.store.page_size = 10
+    create = {"command": "create", "path": "/memories/new.md", "file_text": "new\n"}
+
+    answers = []
+    for _ in range(2):
+        with pytest.raises(CommandError) as refused:
+            memory.run(create)
+        answers.append(refused.value.message)
+    assert (
+        answers
+        == [
+            "Error: This memory is moving to a new storage format, about 10 files per command: 10 moved now, "
+            "more remain. The command was not run; send it again to go on."
+        ]
+        * 2
+    )
+    assert memory.files.read(memory_path("/memories/new.md")) is None
+    assert len(stored_keys(memory.store.client, v1.layout.memories_prefix)) == len(FILES) - 20
+    assert memory.run({"command": "view", "path": "/memories"}) == listing
+    assert texts(memory) == FILES
+    assert stored_keys(memory.store.client, v1.layout.namespace) == []  # the access record moved last
 
 
 def test_a_pending_format_1_rename_is_finished_before_the_move(
