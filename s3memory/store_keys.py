@@ -71,6 +71,11 @@ def store_key(
             if key is not None:
                 return key, NONE_MISSING
             if store.exists(prefix + MIGRATED_NAME):
+                # the mark is written only once the key is: read after the mark, a key still
+                # missing is lost (the first read may have come before another process's write)
+                key = stored_store_key(store, prefix, identity, provider)
+                if key is not None:
+                    return key, NONE_MISSING
                 raise IntegrityError(
                     "Error: The store key is missing from a store that has one: its names cannot be read "
                     f"without it. Restore {prefix}{STORE_KEY_NAME} (an earlier version, or a backup); "

@@ -296,11 +296,12 @@ def test_racing_first_use_creates_exactly_one_data_key(
     errors: list[BaseException] = []
 
     def first_use(index: int) -> None:
-        memory = make_memory("newcomer", key_provider=KMSKeyProvider(key_id, kms_client=kms))
-        barrier.wait()
         try:
+            memory = make_memory("newcomer", key_provider=KMSKeyProvider(key_id, kms_client=kms))
+            barrier.wait(timeout=60)
             memory.create(memory_path(f"/memories/w{index}.txt"), f"written by {index}")
         except BaseException as error:
+            barrier.abort()  # the others fail rather than wait for this one for ever
             errors.append(error)
 
     threads = [threading.Thread(target=first_use, args=(index,)) for index in range(writers)]

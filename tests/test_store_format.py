@@ -143,6 +143,30 @@ def test_a_store_key_made_by_another_process_since_the_look_is_the_one_used(s3: 
     assert stored_keys(s3) == ["users/" + STORE_KEY_NAME]
 
 
+def test_a_store_key_made_and_marked_between_the_read_and_the_look_at_the_mark_is_used(
+    s3: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process makes the store key and marks the store after this one found no key, before
+    it looks at the mark: the key is read again, not taken for lost (twelve racing first uses once
+    refused one another so)."""
+    store, provider = S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY)
+    identity = store_identity(BUCKET, "users/")
+    winner, wrapped = provider.new_store_key(identity)
+    exists = store.exists
+
+    def meanwhile(key: str) -> bool:
+        if key == "users/" + MIGRATED_NAME and not exists(key):
+            store.put("users/" + STORE_KEY_NAME, wrapped, if_none_match=True)
+            store.put(key, BORN)
+        return exists(key)
+
+    monkeypatch.setattr(store, "exists", meanwhile)
+    key, _missing = store_key(store, "users/", identity, LocalKeyProvider(MASTER_KEY))
+
+    assert key == winner
+    assert sorted(stored_keys(s3)) == ["users/" + MIGRATED_NAME, "users/" + STORE_KEY_NAME]
+
+
 def test_operations_find_the_format_without_writing(s3: Any) -> None:
     operations = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
 
