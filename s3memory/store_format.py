@@ -36,7 +36,8 @@ def served_format(
 ) -> int:
     """The format the store at ``prefix`` (of ``identity``) is served in under ``setting``: the
     setting itself unless it is ``auto``; then found once per process (a store key read, and on a
-    store without one a HEAD of the mark and a one-key listing)."""
+    store without one a HEAD of the mark, a one-key listing and, if it finds objects, the store key
+    read again)."""
     return serve(store, prefix, identity, provider, setting)[0]
 
 
@@ -51,13 +52,22 @@ def serve(
         known = _served.get(place)
     if known is not None:
         return known, NONE_MISSING
-    found, missing = PLACED_FORMAT, NONE_MISSING
-    if stored_store_key(store, prefix, identity, provider) is None:
-        missing = Missing(key=True)
-        if not store.exists(prefix + MIGRATED_NAME):
-            missing = Missing(key=True, mark=True, anything=not store.any_below(prefix))
-            if not missing.anything:
-                found = FORMAT_VERSION
+    found, missing = _look(store, prefix, identity, provider)
     with _lock:
         _served[place] = found
     return found, missing
+
+
+def _look(store: S3Store, prefix: str, identity: str, provider: KeyProvider) -> tuple[int, Missing]:
+    """The format the store is in, and what the look found missing. Format 2 writes its store key
+    before anything else below the prefix, so objects with no key are format 1 unless a key read
+    after the listing finds one another process has just made."""
+    if stored_store_key(store, prefix, identity, provider) is not None:
+        return PLACED_FORMAT, NONE_MISSING
+    if store.exists(prefix + MIGRATED_NAME):
+        return PLACED_FORMAT, Missing(key=True)
+    if not store.any_below(prefix):
+        return PLACED_FORMAT, Missing(key=True, mark=True, anything=True)
+    if stored_store_key(store, prefix, identity, provider) is not None:
+        return PLACED_FORMAT, NONE_MISSING
+    return FORMAT_VERSION, NONE_MISSING

@@ -167,6 +167,27 @@ def test_a_store_key_made_and_marked_between_the_read_and_the_look_at_the_mark_i
     assert sorted(stored_keys(s3)) == ["users/" + MIGRATED_NAME, "users/" + STORE_KEY_NAME]
 
 
+def test_a_store_key_made_while_auto_looks_makes_the_store_format_2(
+    s3: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process makes the store key of a new store after this one found none and before its
+    listing: the listing finds that key, and the store is format 2 (not a store of format-1 users)."""
+    store = S3Store(s3, BUCKET)
+    provider = LocalKeyProvider(MASTER_KEY)
+    _key, wrapped = provider.new_store_key(store_identity(BUCKET, "users/"))
+    any_below = store.any_below
+
+    def meanwhile(prefix: str) -> bool:
+        store.put("users/" + STORE_KEY_NAME, wrapped, if_none_match=True)
+        return any_below(prefix)
+
+    monkeypatch.setattr(store, "any_below", meanwhile)
+    served = S3Memory(store, USER, LocalKeyProvider(MASTER_KEY))
+
+    assert served.storage_format == 2
+    assert served.layout.namespace != f"users/{USER}/"
+
+
 def test_operations_find_the_format_without_writing(s3: Any) -> None:
     operations = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
 
