@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 
 from .access import AccessRecord
 from .concurrency import parallel
-from .crypto import PLACE_METADATA
 from .errors import CommandError, IntegrityError, StorageError, shown
 from .files import MemoryFiles
 from .job_runner import JobRunner
-from .moves import RELIED_ON_TAG, Copy, mover_for
+from .moves import UpgradeMover
 from .paths import MemoryPath
 from .store import Listed, ObjectTooLarge, PreconditionFailed, S3Store
 from .store_keys import MIGRATED_NAME, NONE_MISSING, Missing
@@ -74,7 +73,7 @@ class Upgrade:
         self._store = target.store
         self._jobs = JobRunner(legacy, clock)
         self._access = (AccessRecord(legacy, clock), AccessRecord(target, clock))
-        self._mover = mover_for(target)
+        self._mover = UpgradeMover(legacy, target)
         self._user = (self._store.bucket, legacy.layout.namespace)
 
     def ensure(self) -> None:
@@ -142,38 +141,36 @@ class Upgrade:
     def _move_once(self, path: MemoryPath, source: str) -> str | None:
         """Move one file: "moved", "already" (moved before), why it stays, or None to try again."""
         try:
-            found = self._legacy.read(path)
+            origin = self._mover.locate(path)
         except (IntegrityError, ObjectTooLarge):
             return "it fails its integrity check in format 1"
-        if found is None:
+        if origin is None:
             return "already"  # moved by another process meanwhile
         try:
-            key = self._target.layout.file_key(path)
+            made = self._mover.place(origin, path)
         except CommandError:
             return "its path is too long for private names (export it with --storage-format 1, import it under a shorter path)"
-        sealed = self._target.cipher.seal_file(path.canonical, found.text.encode("utf-8"), found.author)
-        etag = self._target.put_new(key, sealed)
-        if etag is None:
-            try:
-                there = self._target.read(path)
-            except IntegrityError:
-                return "a file that fails its integrity check is at its path in format 2"
-            if there is None:
-                return None  # withdrawn meanwhile
-            if there.text != found.text:
-                return "a different file is at its path in format 2"
-            if not self._store.tag(key, {RELIED_ON_TAG: "1"}):
-                return None
+        if made is None and not self._mover.accept(origin, path):
+            return self._not_relied_on(path)
         try:
-            self._legacy.delete(source, if_match=found.etag)
+            self._legacy.delete(source, if_match=origin.etag)
         except PreconditionFailed as failed:
             gone = not self._store.exists(source)
-            if gone and (failed.after_retry or etag is None):
-                return "moved" if etag is not None else "already"
-            if etag is not None:
-                self._mover.withdraw(Copy(path, etag, sealed.metadata.get(PLACE_METADATA)))
+            if gone and (failed.after_retry or made is None):
+                return "moved" if made is not None else "already"
+            if made is not None:
+                self._mover.withdraw(made)
             return "already" if gone else None
-        return "moved" if etag is not None else "already"
+        return "moved" if made is not None else "already"
+
+    def _not_relied_on(self, path: MemoryPath) -> str | None:
+        """Why the file at ``path`` in format 2 is not a copy to rely on; None (try again) if
+        nothing is there now."""
+        try:
+            there = self._target.read(path)
+        except IntegrityError:
+            return "a file that fails its integrity check is at its path in format 2"
+        return None if there is None else "a different file is at its path in format 2"
 
     def carry_access(self) -> None:
         """Keep the user's last access time (expiry reads it) in format 2, then drop the format-1

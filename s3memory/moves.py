@@ -3,7 +3,9 @@
 Format 1 binds content to its path, so a move reads the file and seals its text again for the new
 path (the copy's ``s3memory-origin`` names the path it came from). Format 2 binds content to its
 user and store only, so a move is a ``CopyObject`` on the server with a new place record in the
-copy's metadata: no content passes through the client. Either way a copy is written only where
+copy's metadata: no content passes through the client. A store moving from format 1 to format 2
+reads each file as format 1 sealed it and seals it again in format 2 at the same path
+(``UpgradeMover``, for ``migration``). Either way a copy is written only where
 nothing is, from the source's version with the ETag it was found with; the caller deletes the
 source afterwards, only if it still has that ETag, and withdraws the copy when it does not.
 """
@@ -33,6 +35,8 @@ class Origin:
     etag: str
     text: str = ""
     header: bytes = b""
+    author: str | None = None
+    """Who wrote it, where its copy keeps its author (``UpgradeMover``)."""
     recalled: bool = False
     """True if no request found it: it is what this process verified of the object with this ETag
     (``Mover.known``), and the object may have changed since (a copy's condition tells)."""
@@ -103,8 +107,12 @@ class Mover(ABC):
             self._files.delete(key, if_match=copy.etag)
 
     def _is_ours(self, key: str, copy: Copy) -> bool:
-        """True unless the object at ``key`` is known to be another copy than ``copy``."""
-        return True
+        """True unless the object at ``key`` is known to be another copy than ``copy``: in format 2,
+        its place record tells (two copies of one source have the same bytes and ETag)."""
+        if copy.place is None:
+            return True
+        head = self._store.head(key)
+        return head is not None and head.metadata.get(PLACE_METADATA) == copy.place
 
 
 class RewriteMover(Mover):
@@ -221,9 +229,33 @@ class ServerCopyMover(Mover):
             and source.text == there.text
         )
 
-    def _is_ours(self, key: str, copy: Copy) -> bool:
-        head = self._store.head(key)
-        return head is not None and head.metadata.get(PLACE_METADATA) == copy.place
+
+class UpgradeMover(Mover):
+    """Format 1 to format 2 (``migration``): a move reads the file as format 1 sealed it (``legacy``)
+    and seals its text in format 2 at the same path, by its original author."""
+
+    def __init__(self, legacy: MemoryFiles, files: MemoryFiles) -> None:
+        super().__init__(files)
+        self._legacy = legacy
+
+    def locate(self, path: MemoryPath) -> Origin | None:
+        found = self._legacy.read(path)
+        return None if found is None else Origin(path, found.etag, text=found.text, author=found.author)
+
+    def place(self, origin: Origin, target: MemoryPath) -> Copy | None:
+        """Raises ``CommandError`` for a path too long for private names."""
+        key = self._files.layout.file_key(target)
+        sealed = self._files.cipher.seal_file(target.canonical, origin.text.encode("utf-8"), origin.author)
+        etag = self._files.put_new(key, sealed)
+        return None if etag is None else Copy(target, etag, sealed.metadata[PLACE_METADATA])
+
+    def holds_copy(self, origin: Origin, target: MemoryPath) -> bool:
+        """It holds ``origin``'s text (an earlier or concurrent mover's copy)."""
+        try:
+            found = self._files.read(target)
+        except IntegrityError:
+            return False
+        return found is not None and found.text == origin.text
 
 
 def mover_for(files: MemoryFiles) -> Mover:
