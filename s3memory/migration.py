@@ -147,9 +147,10 @@ class Upgrade:
         if origin is None:
             return "already"  # moved by another process meanwhile
         try:
-            made = self._mover.place(origin, path)
+            self._target.layout.file_key(path)
         except CommandError:
             return "its path is too long for private names (export it with --storage-format 1, import it under a shorter path)"
+        made = self._mover.place(origin, path)  # a storage or key failure fails the command: retried
         if made is None and not self._mover.accept(origin, path):
             return self._not_relied_on(path)
         try:

@@ -243,7 +243,6 @@ class UpgradeMover(Mover):
         return None if found is None else Origin(path, found.etag, text=found.text, author=found.author)
 
     def place(self, origin: Origin, target: MemoryPath) -> Copy | None:
-        """Raises ``CommandError`` for a path too long for private names."""
         key = self._files.layout.file_key(target)
         sealed = self._files.cipher.seal_file(target.canonical, origin.text.encode("utf-8"), origin.author)
         etag = self._files.put_new(key, sealed)

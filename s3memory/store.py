@@ -143,6 +143,10 @@ class S3Store:
         ``PreconditionFailed`` (412; ``after_retry`` when botocore had retried), ``ConditionalConflict``
         (409), ``_Missing`` (no such object), or else a ``StorageError`` naming the operation and
         the S3 error code, never content."""
+        if arguments.get("Key") == "":  # botocore does not check parameters (``clients.py``)
+            raise StorageError(
+                f"Error: S3 {operation} was not sent: its object key is empty. Nothing was done."
+            )
         method = getattr(self.client, _SNAKE_CASE.sub("_", operation).lower())
         try:
             return method(Bucket=self.bucket, **arguments)

@@ -13,7 +13,7 @@ import hashlib
 import struct
 import threading
 import weakref
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .crypto import KeyProvider
 from .errors import IntegrityError, StorageError
@@ -81,7 +81,7 @@ def store_key(
                     f"without it. Restore {prefix}{STORE_KEY_NAME} (an earlier version, or a backup); "
                     "nothing was changed."
                 )
-            missing = replace(missing, key=True, mark=True)
+            missing = Missing(key=True, mark=True)  # whatever else was missing may be there now
         key, wrapped = provider.new_store_key(identity)
         try:
             store.put(prefix + STORE_KEY_NAME, wrapped, if_none_match=True)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from s3memory.errors import aws_error_code, unexpected_failure
+from s3memory.errors import StorageError, aws_error_code, unexpected_failure
+from s3memory.store import S3Store
 
 
 def test_an_aws_error_is_named_by_its_code_never_its_message() -> None:
@@ -21,4 +25,20 @@ def test_an_unforeseen_failure_names_its_class_and_its_subject() -> None:
     )
     assert unexpected_failure(error, "s3memory's agent", consequence="") == (
         "Error: s3memory's agent failed unexpectedly (RuntimeError)."
+    )
+
+
+def test_an_empty_object_key_is_refused_before_any_request() -> None:
+    """botocore does not check parameters for s3memory's clients: an empty key (a request on the
+    bucket itself, a DeleteObject that would be a DeleteBucket) is refused before it is sent."""
+
+    class NoClient:
+        def __getattr__(self, name: str) -> Any:
+            raise AssertionError(f"a request was sent: {name}")
+
+    store = S3Store(NoClient(), "bucket")  # type: ignore[arg-type]
+    with pytest.raises(StorageError) as refused:
+        store.delete("")
+    assert refused.value.message == (
+        "Error: S3 DeleteObject was not sent: its object key is empty. Nothing was done."
     )

@@ -13,7 +13,7 @@ import pytest
 
 from s3memory import migration
 from s3memory.crypto import LocalKeyProvider
-from s3memory.errors import CommandError
+from s3memory.errors import CommandError, StorageError
 from s3memory.memory import S3Memory
 from s3memory.migration import BORN, MIGRATED_NAME, UserMigration
 from s3memory.operations import Operations
@@ -129,6 +129,32 @@ def test_a_command_moves_a_bounded_number_of_files_and_the_next_goes_on(
     assert memory.run({"command": "view", "path": "/memories"}) == listing
     assert texts(memory) == FILES
     assert stored_keys(memory.store.client, v1.layout.namespace) == []  # the access record moved last
+
+
+def test_a_storage_failure_while_a_file_moves_fails_the_command_and_the_next_moves_it(
+    v1: S3Memory, make_memory: Callable[..., S3Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that fails while a file moves is not taken for a file that cannot move: the command
+    fails (try again), the user is not taken as moved, and the next command moves the file."""
+    listing = v1.run({"command": "view", "path": "/memories"})
+    memory = v2(make_memory)
+    put_new = memory.files.put_new
+
+    def failing(key: str, sealed: Any, origin: Any = None) -> str | None:
+        if memory.layout.path_of_key(key) == memory_path("/memories/file00.md"):
+            raise StorageError(
+                "Error: S3 PutObject failed (SlowDown). Nothing was reported as done; try again."
+            )
+        return put_new(key, sealed, origin)
+
+    monkeypatch.setattr(memory.files, "put_new", failing)
+    with pytest.raises(StorageError, match="SlowDown"):
+        memory.run({"command": "view", "path": "/memories"})
+    monkeypatch.setattr(memory.files, "put_new", put_new)
+
+    assert memory.run({"command": "view", "path": "/memories"}) == listing
+    assert texts(memory) == FILES
+    assert stored_keys(memory.store.client, v1.layout.memories_prefix) == []
 
 
 def test_a_pending_format_1_rename_is_finished_before_the_move(

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 from bench.metrics import RequestCounter
-from s3memory import store_format
+from s3memory import store_format, store_keys
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import IntegrityError
 from s3memory.memory import S3Memory
 from s3memory.migration import BORN
 from s3memory.operations import Operations
 from s3memory.settings import Settings, SettingsError
-from s3memory.store import S3Store
+from s3memory.store import PreconditionFailed, S3Store
 from s3memory.store_format import checked_format
 from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME, Missing, store_identity, store_key
 
@@ -186,6 +186,33 @@ def test_a_store_key_made_while_auto_looks_makes_the_store_format_2(
 
     assert served.storage_format == 2
     assert served.layout.namespace != f"users/{USER}/"
+
+
+def test_a_store_key_that_vanished_after_its_write_lost_is_made_with_a_fresh_look(
+    s3: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The look found the store new, but the key's write lost and no key can be read after: the
+    key is made on the next try, and the store is no longer taken for empty (its namespaces are
+    listed before it is marked born in format 2)."""
+    store = S3Store(s3, BUCKET)
+    identity = store_identity(BUCKET, "users/")
+    put, lost = store.put, []
+
+    def loses_once(key: str, body: bytes, **conditions: Any) -> str:
+        if not lost:
+            lost.append(key)
+            raise PreconditionFailed(key)  # a key was there, and was deleted before the read
+        return put(key, body, **conditions)
+
+    monkeypatch.setattr(store, "put", loses_once)
+    monkeypatch.setattr(store_keys, "backoff", lambda attempt: None)
+    _key, missing = store_key(
+        store, "users/", identity, LocalKeyProvider(MASTER_KEY), Missing(True, True, True)
+    )
+
+    assert lost == ["users/" + STORE_KEY_NAME]
+    assert missing == Missing(key=True, mark=True)
+    assert stored_keys(s3) == ["users/" + STORE_KEY_NAME]
 
 
 def test_operations_find_the_format_without_writing(s3: Any) -> None:
