@@ -345,8 +345,8 @@ class RecordingUpstream:
                     if not chunk:
                         return
                     self.received += chunk
+                self.received += b"\0REPLIED\0"  # before the reply: once it arrives, the record is whole
                 connection.sendall(reply)
-                self.received += b"\0REPLIED\0"
 
     def close(self) -> None:
         self._listener.close()
