@@ -203,18 +203,21 @@ def migrated(
     if known is not None:
         return known
     known = not missing.mark and store.exists(prefix + MIGRATED_NAME)
-    if not known:
-        page = None if missing.anything else next(store.pages(prefix, delimiter=True))
-        names = [] if page is None else [common[len(prefix) : -1] for common in page.prefixes]
-        if page is None or (not page.truncated and all(is_namespace(name) for name in names)):
-            try:
-                mark_migrated(store, prefix, born=True)
-                known = True
-            except StorageError:  # a role that may not write (expiry's): look for format-1 files
-                known = False
+    if not known and (missing.anything or _only_format_2_namespaces(store, prefix, is_namespace)):
+        try:
+            mark_migrated(store, prefix, born=True)
+            known = True
+        except StorageError:  # a role that may not write (expiry's): look for format-1 files
+            known = False
     with _lock:
         _marked[place] = known
     return known
+
+
+def _only_format_2_namespaces(store: S3Store, prefix: str, is_namespace: Callable[[str], bool]) -> bool:
+    """True if the first page of the store's namespaces is its only one and shows only format-2 ones."""
+    page = next(store.pages(prefix, delimiter=True))
+    return not page.truncated and all(is_namespace(common[len(prefix) : -1]) for common in page.prefixes)
 
 
 def mark_migrated(store: S3Store, prefix: str, *, born: bool = False) -> None:
