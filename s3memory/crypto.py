@@ -410,9 +410,22 @@ class WrappedKeyVault(Protocol):
         ...
 
 
-def _store_context(store: str) -> dict[str, str]:
-    """The KMS encryption context of a store key (``s3memory:user`` is never a namespace token)."""
-    return {"s3memory:store": store, "s3memory:user": "store-key", "s3memory:key_version": "0"}
+STORE_KEY_PURPOSE = "store-key"
+"""What a store-level key is for: the store key (the root of private names)."""
+SERVER_RECORD_PURPOSE = "server-record"
+"""What a store-level key is for: sealing the record of what the S3 server enforces."""
+
+
+def _store_context(store: str, purpose: str) -> dict[str, str]:
+    """The KMS encryption context of a store-level key for ``purpose`` (``s3memory:user`` is never
+    a namespace token)."""
+    return {"s3memory:store": store, "s3memory:user": purpose, "s3memory:key_version": "0"}
+
+
+def _purpose_data(purpose: str) -> bytes:
+    """What a local wrapping binds besides the store: nothing for the store key (as it always
+    has), the purpose for any other store-level key."""
+    return b"" if purpose == STORE_KEY_PURPOSE else _length_prefixed(purpose)
 
 
 def _foreign_store_key() -> IntegrityError:
@@ -475,12 +488,14 @@ class KeyProvider(ABC):
         """The owner's data key of ``version``; ``IntegrityError`` when there is none."""
 
     @abstractmethod
-    def new_store_key(self, store: str) -> tuple[bytes, bytes]:
-        """A new random store key for the store identity ``store``, and the wrapped form to keep."""
+    def new_store_key(self, store: str, purpose: str = STORE_KEY_PURPOSE) -> tuple[bytes, bytes]:
+        """A new random key of the store identity ``store`` for ``purpose`` (by default the store
+        key), and the wrapped form to keep; a key wrapped for one purpose opens for no other."""
 
     @abstractmethod
-    def open_store_key(self, store: str, wrapped: bytes) -> bytes:
-        """The store key of ``store`` from its wrapped form; ``IntegrityError`` for anything else."""
+    def open_store_key(self, store: str, wrapped: bytes, purpose: str = STORE_KEY_PURPOSE) -> bytes:
+        """The key of ``store`` for ``purpose`` from its wrapped form; ``IntegrityError`` for
+        anything else."""
 
     @abstractmethod
     def forget(self, owner: KeyOwner, vault: WrappedKeyVault) -> None:
@@ -531,21 +546,22 @@ class LocalKeyProvider(KeyProvider):
     def forget(self, owner: KeyOwner, vault: WrappedKeyVault) -> None:
         """Nothing to drop: the current version is the configured one."""
 
-    def new_store_key(self, store: str) -> tuple[bytes, bytes]:
-        """A random store key wrapped (AES-256-GCM, the store identity as associated data) under a
-        key derived from the current master key; a rotation of the master key wraps it again."""
+    def new_store_key(self, store: str, purpose: str = STORE_KEY_PURPOSE) -> tuple[bytes, bytes]:
+        """A random store-level key wrapped (AES-256-GCM, the store identity and the purpose as
+        associated data) under a key derived from the current master key; a rotation of the master
+        key wraps the store key again."""
         key = os.urandom(DATA_KEY_BYTES)
-        return key, self.wrap_store_key(store, key)
+        return key, self.wrap_store_key(store, key, purpose)
 
-    def wrap_store_key(self, store: str, key: bytes) -> bytes:
-        """``key`` wrapped for ``store`` under the current master key."""
+    def wrap_store_key(self, store: str, key: bytes, purpose: str = STORE_KEY_PURPOSE) -> bytes:
+        """``key`` wrapped for ``store`` and ``purpose`` under the current master key."""
         nonce = os.urandom(NONCE_BYTES)
         head = STORE_KEY_MAGIC + b"L" + struct.pack(">I", self.version) + nonce
         return head + AESGCM(self._store_wrapping_key(self.version)).encrypt(
-            nonce, key, head + _length_prefixed(store)
+            nonce, key, head + _length_prefixed(store) + _purpose_data(purpose)
         )
 
-    def open_store_key(self, store: str, wrapped: bytes) -> bytes:
+    def open_store_key(self, store: str, wrapped: bytes, purpose: str = STORE_KEY_PURPOSE) -> bytes:
         local = len(STORE_KEY_MAGIC) + 1 + 4
         refused = _foreign_store_key()
         if len(wrapped) != local + NONCE_BYTES + DATA_KEY_BYTES + TAG_BYTES or not wrapped.startswith(
@@ -561,7 +577,7 @@ class LocalKeyProvider(KeyProvider):
         head = wrapped[: local + NONCE_BYTES]
         try:
             return AESGCM(self._store_wrapping_key(version)).decrypt(
-                head[local:], wrapped[len(head) :], head + _length_prefixed(store)
+                head[local:], wrapped[len(head) :], head + _length_prefixed(store) + _purpose_data(purpose)
             )
         except InvalidTag:
             raise refused from None
@@ -679,20 +695,23 @@ class KMSKeyProvider(KeyProvider):
     def forget(self, owner: KeyOwner, vault: WrappedKeyVault) -> None:
         self._currents.drop((vault.identity, owner.user_id))
 
-    def new_store_key(self, store: str) -> tuple[bytes, bytes]:
-        """A data key from KMS ``GenerateDataKey`` with the store's encryption context."""
+    def new_store_key(self, store: str, purpose: str = STORE_KEY_PURPOSE) -> tuple[bytes, bytes]:
+        """A data key from KMS ``GenerateDataKey`` with the store's encryption context for ``purpose``."""
         generated = self._kms(
-            "GenerateDataKey", KeyId=self.key_id, KeySpec="AES_256", EncryptionContext=_store_context(store)
+            "GenerateDataKey",
+            KeyId=self.key_id,
+            KeySpec="AES_256",
+            EncryptionContext=_store_context(store, purpose),
         )
         return bytes(generated["Plaintext"]), STORE_KEY_MAGIC + b"K" + generated["CiphertextBlob"]
 
-    def open_store_key(self, store: str, wrapped: bytes) -> bytes:
+    def open_store_key(self, store: str, wrapped: bytes, purpose: str = STORE_KEY_PURPOSE) -> bytes:
         if not wrapped.startswith(STORE_KEY_MAGIC + b"K"):
             raise _foreign_store_key()
         unwrapped = self._kms(
             "Decrypt",
             CiphertextBlob=wrapped[len(STORE_KEY_MAGIC) + 1 :],
-            EncryptionContext=_store_context(store),
+            EncryptionContext=_store_context(store, purpose),
             KeyId=self.key_id,
         )
         key = bytes(unwrapped["Plaintext"])

@@ -7,39 +7,70 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 _HONOURED = "_s3memory_honours_copy_conditions"
 """Set on moto's ``S3Response`` once ``honour_copy_conditions`` has wrapped its ``copy_object``."""
+_honouring = 0
+"""How many ``copy_conditions_honoured`` blocks are open: moto checks the conditions while any is."""
+_honouring_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def copy_conditions_honoured() -> Iterator[None]:
+    """While the block runs, moto's CopyObject refuses what S3 refuses (``honour_copy_conditions``);
+    afterwards moto is as shipped again (unless another block is still open)."""
+    global _honouring
+    _install()
+    with _honouring_lock:
+        _honouring += 1
+    try:
+        yield
+    finally:
+        with _honouring_lock:
+            _honouring -= 1
 
 
 def honour_copy_conditions() -> None:
-    """Make moto's CopyObject refuse what S3 refuses; doing it again changes nothing.
+    """Make moto's CopyObject refuse what S3 refuses for the rest of this process; doing it again
+    changes nothing.
 
     moto (5.2) copies regardless of ``If-None-Match``, ``If-Match`` and
-    ``x-amz-copy-source-if-match`` on CopyObject; S3 enforces them, and s3memory relies on them
-    (a conditional copy must never land over a newer object). The embedded S3 must refuse what
-    S3 refuses, so its ``copy_object`` handler first checks them, with moto's own errors: 412
-    PreconditionFailed if ``If-None-Match: *`` finds an object at the destination, if ``If-Match``
-    names another ETag than the destination's, or if the source's ETag is not the one
-    ``x-amz-copy-source-if-match`` names; 404 NoSuchKey for ``If-Match`` on a missing destination,
-    as moto's PutObject answers. A missing source is left to moto (NoSuchKey before any condition,
-    as S3 answers). Applies to every moto in this process: ``mock_aws`` and its servers alike.
+    ``x-amz-copy-source-if-match`` on CopyObject; S3 enforces them, and s3memory's storage format 2
+    relies on them (a conditional copy must never land over a newer object), so on moto as shipped
+    s3memory serves format 1 (``docs/servers.md``). With this, moto's ``copy_object`` handler first
+    checks them, with moto's own errors: 412 PreconditionFailed if ``If-None-Match: *`` finds an
+    object at the destination, if ``If-Match`` names another ETag than the destination's, or if the
+    source's ETag is not the one ``x-amz-copy-source-if-match`` names; 404 NoSuchKey for
+    ``If-Match`` on a missing destination, as moto's PutObject answers. A missing source is left to
+    moto (NoSuchKey before any condition, as S3 answers). Applies to every moto in this process:
+    ``mock_aws`` and its servers alike. The embedded S3 of ``s3memory demo`` uses it.
     """
+    global _honouring
+    _install()
+    with _honouring_lock:
+        _honouring += 1
+
+
+def _install() -> None:
+    """Wrap moto's ``copy_object`` once, to check the conditions while honouring is on."""
     from moto.s3.responses import S3Response
 
-    if getattr(S3Response, _HONOURED, False):
-        return
-    original: Callable[[Any], Any] = S3Response.copy_object
+    with _honouring_lock:
+        if getattr(S3Response, _HONOURED, False):
+            return
+        original: Callable[[Any], Any] = S3Response.copy_object
 
-    def copy_object(self: Any) -> Any:
-        _refuse_unmet_copy_conditions(self)
-        return original(self)
+        def copy_object(self: Any) -> Any:
+            if _honouring:
+                _refuse_unmet_copy_conditions(self)
+            return original(self)
 
-    S3Response.copy_object = copy_object  # type: ignore[method-assign]
-    setattr(S3Response, _HONOURED, True)
+        S3Response.copy_object = copy_object  # type: ignore[method-assign]
+        setattr(S3Response, _HONOURED, True)
 
 
 def _same_etag(one: str, other: str) -> bool:
@@ -80,11 +111,15 @@ def _refuse_unmet_copy_conditions(request: Any) -> None:
 def moto_server(bucket: str | None = None) -> Iterator[str]:
     """moto's threaded server on 127.0.0.1, with ``bucket`` created if one is named; yields its
     endpoint URL and stops the server afterwards. werkzeug's request log, which names object keys,
-    is silenced. CopyObject's conditions hold, as on S3 (``honour_copy_conditions``)."""
+    is silenced. While it runs, CopyObject's conditions hold, as on S3 (``copy_conditions_honoured``)."""
+    with copy_conditions_honoured():
+        yield from _moto_server(bucket)
+
+
+def _moto_server(bucket: str | None) -> Iterator[str]:
     import boto3
     from moto.server import ThreadedMotoServer
 
-    honour_copy_conditions()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()

@@ -19,6 +19,7 @@ from .authors import validate_author
 from .browse import Browser
 from .commands import Command, Create, Delete, Insert, Rename, StrReplace, View, parse_command
 from .concurrency import side
+from .conditions import REFUSE, Enforced, Gate, WeakServer, checked_weak_server
 from .crypto import (
     FORMAT_VERSION,
     OVERHEAD,
@@ -41,6 +42,7 @@ from .names import NameCipher, namespace_of, user_of_namespace
 from .paths import ROOT, KeyLayout, MemoryPath, validate_namespace
 from .placement import Refusal, Survey, require_depth, require_file_path, write_new_file
 from .quota import Quota, Usage
+from .server_checks import known
 from .store import ListingPage, PreconditionFailed, S3Store
 from .store_format import AUTO_FORMAT, StorageFormat, checked_format, serve
 from .store_keys import store_identity, store_key
@@ -73,6 +75,7 @@ class S3Memory:
         clock: Callable[[], float] = time.time,
         storage_format: StorageFormat = AUTO_FORMAT,
         store_id: str | None = None,
+        weak_server: WeakServer = REFUSE,
     ) -> None:
         if not isinstance(key_provider, KeyProvider):
             raise ValueError("key_provider must be a KMSKeyProvider or LocalKeyProvider")
@@ -88,7 +91,13 @@ class S3Memory:
         self.key_provider = key_provider
         self.content_guard = content_guard
         self.storage_format, self.layout, self.key_owner, legacy = _placement(
-            store, user_id, prefix, key_provider, checked_format(storage_format), store_id or store.bucket
+            store,
+            user_id,
+            prefix,
+            key_provider,
+            checked_format(storage_format),
+            store_id or store.bucket,
+            checked_weak_server(weak_server),
         )
         """The format the store is served in (``auto``: found in the store, ``store_format.py``),
         where the user's objects live, and whose data keys they are sealed with."""
@@ -409,15 +418,27 @@ class S3Memory:
 
 
 def _placement(
-    store: S3Store, user_id: str, prefix: str, provider: KeyProvider, setting: StorageFormat, store_id: str
+    store: S3Store,
+    user_id: str,
+    prefix: str,
+    provider: KeyProvider,
+    setting: StorageFormat,
+    store_id: str,
+    weak_server: WeakServer,
 ) -> tuple[int, KeyLayout, KeyOwner, tuple[MemoryFiles, bool] | None]:
     """The format ``setting`` serves the store in, the key layout and key owner of ``user_id``'s
     memory and, in format 2, the user's format-1 files and whether the store is marked as holding
     none: format 1 names the user and paths in plain keys; format 2 names them privately, with the
-    store key."""
+    store key. From here on, the store sends a condition only where the server enforces it, and
+    its first conditional request refuses a format the server cannot serve (``conditions.Gate``)."""
     namespace = validate_namespace(user_id, prefix)
     identity = store_identity(store_id, prefix)
-    served, missing = serve(store, prefix, identity, provider, setting)
+
+    def checks() -> Enforced:
+        return known(store, prefix, identity, provider)
+
+    served, missing = serve(store, prefix, identity, provider, setting, checks)
+    store.gate = Gate(checks, served, store.where, weak_server)
     if served == FORMAT_VERSION:
         return FORMAT_VERSION, KeyLayout(namespace), KeyOwner(user_id), None
     key, missing = store_key(store, prefix, identity, provider, missing)

@@ -132,6 +132,15 @@ def namespace_of(store_key: bytes, user_id: str) -> str:
     return _sealed(siv, user_id, [_NAMESPACE_AD])
 
 
+def namespace_shaped(name: str) -> bool:
+    """True if ``name`` has the shape of a namespace token (some store key's seal of a user id):
+    canonical lowercase base32 of a tag and whole padded blocks, no longer than the longest."""
+    if len(name) > MAX_NAMESPACE_CHARACTERS:
+        return False
+    sealed = _decoded(name)
+    return sealed is not None and len(sealed) >= _TAG_BYTES + _BLOCK and not len(sealed) % _BLOCK
+
+
 def user_of_namespace(store_key: bytes, token: str) -> str | None:
     """The user id whose namespace ``token`` names under ``store_key``, or None for any string that
     is not such a token."""

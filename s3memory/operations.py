@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import folders
 from .access import ACCESS_NAME
+from .conditions import REFUSE, Gate, WeakServer, checked_weak_server
 from .crypto import PLACED_FORMAT, KeyProvider, KMSKeyProvider, plaintext_size
 from .errors import CommandError, IntegrityError
 from .jobs import JOB_PREFIX, QUARANTINE_PREFIX
@@ -33,6 +34,7 @@ from .migration import born_in_format_2
 from .names import user_of_namespace
 from .paths import KeyLayout, memory_path, validate_namespace
 from .progress import SILENT, Progress
+from .server_checks import known, recorded
 from .settings import Limits, Settings
 from .store import Listed, S3Store, Version
 from .store_format import AUTO_FORMAT, StorageFormat, checked_format, served_format
@@ -128,6 +130,7 @@ class Operations:
         actor: str | None = None,
         storage_format: StorageFormat = AUTO_FORMAT,
         store_id: str | None = None,
+        weak_server: WeakServer = REFUSE,
     ) -> None:
         setting = checked_format(storage_format)
         identity = store_identity(store_id or store.bucket, prefix)
@@ -137,8 +140,23 @@ class Operations:
         self.limits = limits or Limits()
         self.actor = actor
         """Named as the author of what restore and import write."""
-        self.storage_format = served_format(store, prefix, identity, key_provider, setting)
-        """The format the store is served in (``auto``: found in the store, ``store_format.py``)."""
+        self.storage_format = served_format(
+            store,
+            prefix,
+            identity,
+            key_provider,
+            setting,
+            lambda: recorded(store, prefix, identity, key_provider),
+        )
+        """The format the store is served in (``auto``: found in the store, ``store_format.py``; for
+        a new store whose server was never probed, format 2 until a write finds out)."""
+        self.weak_server = checked_weak_server(weak_server)
+        store.gate = Gate(
+            lambda: known(store, prefix, identity, key_provider),
+            self.storage_format,
+            store.where,
+            self.weak_server,
+        )
         self.store_id = store_id
         """Format 2: the store's id (None: the bucket's name), bound into every object."""
         self._identity = identity if self.storage_format == PLACED_FORMAT else None
@@ -164,6 +182,7 @@ class Operations:
             actor=actor,
             storage_format=settings.storage_format,
             store_id=settings.store_id,
+            weak_server=settings.weak_server,
         )
 
     def memory_options(self) -> dict[str, Any]:
@@ -173,6 +192,7 @@ class Operations:
             "prefix": self.prefix,
             "storage_format": self.storage_format,
             "store_id": self.store_id,
+            "weak_server": self.weak_server,
             **self.limits.memory_options(),
         }
 

@@ -6,6 +6,7 @@ provider and an S3 client.
 | ``S3MEMORY_BUCKET`` | the bucket (required) |
 | ``S3MEMORY_PREFIX`` | the key prefix of the user namespaces (default ``users/``) |
 | ``S3MEMORY_STORAGE_FORMAT`` | ``auto`` (default: ``2`` for a new store, else the store's own), ``1`` (plain names) or ``2`` (private names, ``docs/format-v2.md``) |
+| ``S3MEMORY_WEAK_SERVER`` | on an S3 server that ignores PutObject or DeleteObject conditions: ``refuse`` (default) or ``single-writer`` (serve one writer at a time, looking before each write: ``docs/servers.md``) |
 | ``S3MEMORY_STORE_ID`` | format 2: the store's id, bound into every object (default: the bucket's name; a replica's readers set the source's) |
 | ``S3MEMORY_KMS_KEY_ID`` | KMS key id, ARN or alias for envelope keys |
 | ``S3MEMORY_LOCAL_KEY`` | base64 of exactly 32 bytes: a local master key, for local use and tests only |
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
+from .conditions import REFUSE, SINGLE_WRITER, WeakServer, checked_weak_server
 from .crypto import DATA_KEY_BYTES, MAX_KEY_VERSION, KeyProvider, KMSKeyProvider, LocalKeyProvider
 from .guard import ContentGuard
 from .memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT
@@ -51,6 +53,7 @@ PREFIX = "S3MEMORY_PREFIX"
 STORAGE_FORMAT = "S3MEMORY_STORAGE_FORMAT"
 STORE_ID = "S3MEMORY_STORE_ID"
 STORAGE_FORMATS = ("auto", "1", "2")
+WEAK_SERVER = "S3MEMORY_WEAK_SERVER"
 KMS_KEY_ID = "S3MEMORY_KMS_KEY_ID"
 LOCAL_KEY = "S3MEMORY_LOCAL_KEY"
 LOCAL_KEY_VERSION = "S3MEMORY_LOCAL_KEY_VERSION"
@@ -256,6 +259,9 @@ class Settings:
     edge: Edge = field(default_factory=Edge)
     storage_format: StorageFormat = AUTO_FORMAT
     store_id: str | None = None
+    weak_server: WeakServer = REFUSE
+    """On a server that ignores PutObject or DeleteObject conditions: refuse, or serve one writer
+    at a time (``conditions.py``)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -307,6 +313,8 @@ class Settings:
         if store_id is not None and (len(store_id) > 255 or not store_id.isprintable()):
             raise SettingsError(f"{STORE_ID} must be at most 255 printable characters")
 
+        weak_server = checked_weak_server(_choice(environ, WEAK_SERVER, (REFUSE, SINGLE_WRITER), REFUSE))
+
         endpoint_url = _get(environ, ENDPOINT_URL)
         if endpoint_url is not None and (
             not endpoint_url.startswith(("http://", "https://")) or _has_space_or_control(endpoint_url)
@@ -325,6 +333,7 @@ class Settings:
             edge=Edge.from_env(environ),
             storage_format=storage_format,
             store_id=store_id,
+            weak_server=weak_server,
         )
 
     def memory_options(self) -> dict[str, Any]:
@@ -334,6 +343,7 @@ class Settings:
             "prefix": self.prefix,
             "storage_format": self.storage_format,
             "store_id": self.store_id,
+            "weak_server": self.weak_server,
             **self.limits.memory_options(),
         }
 

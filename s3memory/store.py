@@ -13,6 +13,18 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from .concurrency import parallel
+from .conditions import (
+    BATCH_DELETE_ETAGS,
+    COPY_IF_NONE_MATCH,
+    COPY_REPLACES_METADATA,
+    COPY_SOURCE_IF_MATCH,
+    DELETE_IF_MATCH,
+    PUT_IF_MATCH,
+    PUT_IF_NONE_MATCH,
+    Gate,
+    ServerRefused,
+)
 from .errors import StorageError, aws_error_code
 
 if TYPE_CHECKING:
@@ -113,9 +125,18 @@ def _status(error: ClientError) -> int:
     return int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
 
 
-def _failure(operation: str, error: Exception) -> StorageError:
-    return StorageError(
-        f"Error: S3 {operation} failed ({aws_error_code(error)}). Nothing was reported as done; try again."
+class RequestFailed(StorageError):
+    """An S3 request failed; ``code`` is the S3 error code (or the exception's class name)."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _failure(operation: str, error: Exception) -> RequestFailed:
+    code = aws_error_code(error)
+    return RequestFailed(
+        f"Error: S3 {operation} failed ({code}). Nothing was reported as done; try again.", code
     )
 
 
@@ -130,13 +151,34 @@ class _Missing(Exception):
 
 
 class S3Store:
-    """One bucket, as the memory core needs it. Every request goes through ``_call``."""
+    """One bucket, as the memory core needs it. Every request goes through ``_call``; every
+    conditional request first asks the ``gate`` whether the server enforces its condition."""
 
     def __init__(self, client: S3Client, bucket: str, *, page_size: int = 1000) -> None:
         self.client = client
         self.bucket = bucket
         self.page_size = page_size
         """Keys per listing page unless a call asks for fewer (S3 gives at most 1,000)."""
+        self.gate: Gate | None = None
+        """What the server is known to enforce (``conditions.Gate``), set by whoever serves a store
+        in this bucket; None sends every condition as asked (the probe itself, and raw use)."""
+
+    @property
+    def where(self) -> str:
+        """The bucket and the endpoint, as errors name them (never a key)."""
+        endpoint = getattr(getattr(self.client, "meta", None), "endpoint_url", None) or "AWS S3"
+        return f"bucket {self.bucket} at {endpoint}"
+
+    def _sends(self, condition: str) -> bool:
+        """True if ``condition`` goes to the server; False where the store looks first instead."""
+        return self.gate is None or self.gate.sends(condition)
+
+    def _looked_for(self, key: str, *, absent: bool = False, etag: str | None = None) -> None:
+        """The single-writer mode's stand-in for a condition the server ignores: raise
+        ``PreconditionFailed`` unless ``key`` is ``absent`` or, with ``etag``, has that ETag."""
+        head = self.head(key)
+        if (head is not None) if absent else (head is None or head.etag != etag):
+            raise PreconditionFailed(key)
 
     def _call(self, operation: str, **arguments: Any) -> Any:
         """Send one ``operation`` (``"GetObject"``...) on this bucket. A failure becomes
@@ -222,9 +264,15 @@ class S3Store:
         if metadata:
             arguments["Metadata"] = metadata
         if if_none_match:
-            arguments["IfNoneMatch"] = "*"
+            if self._sends(PUT_IF_NONE_MATCH):
+                arguments["IfNoneMatch"] = "*"
+            else:
+                self._looked_for(key, absent=True)
         if if_match is not None:
-            arguments["IfMatch"] = if_match
+            if self._sends(PUT_IF_MATCH):
+                arguments["IfMatch"] = if_match
+            else:
+                self._looked_for(key, etag=if_match)
         try:
             return str(self._call("PutObject", **arguments)["ETag"])
         except _Missing as missing:  # IfMatch on a key that is gone (moto answers 404)
@@ -237,7 +285,10 @@ class S3Store:
         is gone (a retry of a delete whose answer was lost may find it so: see ``after_retry``)."""
         arguments: dict[str, Any] = {"Key": key}
         if if_match is not None:
-            arguments["IfMatch"] = if_match
+            if self._sends(DELETE_IF_MATCH):
+                arguments["IfMatch"] = if_match
+            else:
+                self._looked_for(key, etag=if_match)
         try:
             self._call("DeleteObject", **arguments)
         except _Missing as missing:
@@ -276,8 +327,14 @@ class S3Store:
         ETag (quoted, as a HEAD shows it), or None if there is no object at ``source``.
 
         Raises PreconditionFailed if ``target`` exists or ``source`` has changed (``after_retry`` as
-        for ``put``), ConditionalConflict on a 409.
+        for ``put``), ConditionalConflict on a 409; ``ServerRefused`` where the server is not known
+        to enforce the copy's conditions (storage format 2 is never served there).
         """
+        for condition in (COPY_IF_NONE_MATCH, COPY_SOURCE_IF_MATCH, COPY_REPLACES_METADATA):
+            if not self._sends(condition):
+                raise ServerRefused(
+                    f"Error: The S3 server of {self.where} does not enforce {condition}; nothing was copied."
+                )
         try:
             response = self._call(
                 "CopyObject",
@@ -392,6 +449,8 @@ class S3Store:
             return BatchDeleted()
         if len(items) > DELETE_BATCH:
             raise ValueError(f"at most {DELETE_BATCH} keys per DeleteObjects request")
+        if any(etag is not None for _key, etag in items) and not self._sends(BATCH_DELETE_ETAGS):
+            return self._delete_each(items)
         objects: list[Any] = [
             {"Key": key} if etag is None else {"Key": key, "ETag": etag} for key, etag in items
         ]
@@ -411,3 +470,22 @@ class S3Store:
             if retried
             else [str(item.get("Key")) for item in errors if item.get("Code") in _NOT_FOUND],
         )
+
+    def _delete_each(self, items: Sequence[tuple[str, str | None]]) -> BatchDeleted:
+        """``delete_batch`` on a server that ignores per-key ETags in ``DeleteObjects``: the keys
+        with an ETag by one conditional ``DeleteObject`` each, in parallel; the others in a batch."""
+        plain = [(key, None) for key, etag in items if etag is None]
+        left = self.delete_batch(plain) if plain else BatchDeleted()
+
+        def delete(item: tuple[str, str | None]) -> None:
+            key, etag = item
+            try:
+                self.delete(key, if_match=etag)
+            except PreconditionFailed as failed:
+                if self.exists(key):
+                    left.changed.append(key)
+                elif not failed.after_retry:
+                    left.gone.append(key)
+
+        parallel(delete, [item for item in items if item[1] is not None])
+        return left

@@ -1,24 +1,37 @@
 """Which storage format a store is served in: the setting ``auto`` (the default) and what it picks.
 
 ``auto`` serves a store in format 2 (private names, ``docs/format-v2.md``) unless the store already
-holds format-1 users: format 2 where the store key or the mark of a migrated store is there, or
-nothing is below the prefix yet (a new store); format 1 where objects lie below the prefix and
-neither is there (a store written before format 2). A store moves from format 1 only when an
-operator sets format 2 and runs ``s3memory migrate``. What a process found is kept for its life.
+holds format-1 users or its server cannot serve format 2: format 2 where the store key or the mark
+of a migrated store is there; for a new store (nothing below the prefix but the store's own
+objects), the best format its server enforces the conditions of (``server_checks``); format 1
+where users' objects lie below the prefix and neither is there (a store written before format 2),
+unless some of them lie in namespaces of format 2 (then the store key is missing: refused). A store
+moves from format 1 only when an operator sets format 2 and runs ``s3memory migrate``. What a
+process found is kept for its life.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Literal, TypeAlias
 
+from .conditions import Enforced
 from .crypto import FORMAT_VERSION, PLACED_FORMAT, KeyProvider
+from .errors import IntegrityError
+from .names import namespace_shaped
 from .store import S3Store
-from .store_keys import MIGRATED_NAME, NONE_MISSING, Missing, stored_store_key
+from .store_keys import MIGRATED_NAME, NONE_MISSING, STORE_KEY_NAME, Missing, stored_store_key
 
 AUTO_FORMAT: Literal["auto"] = "auto"
 StorageFormat: TypeAlias = Literal[1, 2, "auto"]
 """A storage format setting: 1, 2, or ``"auto"`` (2 for a new store, else the store's own)."""
+
+STORE_OBJECTS = "s3memory."
+"""The start of the names of a store's own objects below its prefix (store key, mark, server record
+and probe objects): in key order, one run of keys that no user's namespace starts."""
+_PAST_STORE_OBJECTS = STORE_OBJECTS + "~"
+"""A name after every store object's (their names are of ``a-z0-9.-``) and before ``s3memory/``."""
 
 _served: dict[tuple[str, str], int] = {}
 _lock = threading.Lock()
@@ -32,17 +45,28 @@ def checked_format(value: object) -> StorageFormat:
 
 
 def served_format(
-    store: S3Store, prefix: str, identity: str, provider: KeyProvider, setting: StorageFormat
+    store: S3Store,
+    prefix: str,
+    identity: str,
+    provider: KeyProvider,
+    setting: StorageFormat,
+    checks: Callable[[], Enforced | None],
 ) -> int:
     """The format the store at ``prefix`` (of ``identity``) is served in under ``setting``: the
     setting itself unless it is ``auto``; then found once per process (a store key read, and on a
-    store without one a HEAD of the mark, a one-key listing and, if it finds objects, the store key
-    read again)."""
-    return serve(store, prefix, identity, provider, setting)[0]
+    store without one a HEAD of the mark, a listing or two and, if they find objects, the store key
+    read again and a listing of namespaces; for a new store, what its server enforces: ``checks``,
+    None where that is not known yet, when format 2 is taken for now and not kept)."""
+    return serve(store, prefix, identity, provider, setting, checks)[0]
 
 
 def serve(
-    store: S3Store, prefix: str, identity: str, provider: KeyProvider, setting: StorageFormat
+    store: S3Store,
+    prefix: str,
+    identity: str,
+    provider: KeyProvider,
+    setting: StorageFormat,
+    checks: Callable[[], Enforced | None],
 ) -> tuple[int, Missing]:
     """``served_format``, and what finding it found missing (nothing where it did not look)."""
     if setting != AUTO_FORMAT:
@@ -52,22 +76,50 @@ def serve(
         known = _served.get(place)
     if known is not None:
         return known, NONE_MISSING
-    found, missing = _look(store, prefix, identity, provider)
-    with _lock:
-        _served[place] = found
+    found, missing, sure = _look(store, prefix, identity, provider, checks)
+    if sure:
+        with _lock:
+            _served[place] = found
     return found, missing
 
 
-def _look(store: S3Store, prefix: str, identity: str, provider: KeyProvider) -> tuple[int, Missing]:
-    """The format the store is in, and what the look found missing. Format 2 writes its store key
-    before anything else below the prefix, so objects with no key are format 1 unless a key read
-    after the listing finds one another process has just made."""
+def _look(
+    store: S3Store,
+    prefix: str,
+    identity: str,
+    provider: KeyProvider,
+    checks: Callable[[], Enforced | None],
+) -> tuple[int, Missing, bool]:
+    """The format the store is in, what the look found missing, and whether that is sure. Format 2
+    writes its store key before anything of a user below the prefix, so users' objects with no key
+    are format 1 unless a key read after the listing finds one another process has just made, or a
+    namespace of format 2 shows the key was lost."""
     if stored_store_key(store, prefix, identity, provider) is not None:
-        return PLACED_FORMAT, NONE_MISSING
+        return PLACED_FORMAT, NONE_MISSING, True
     if store.exists(prefix + MIGRATED_NAME):
-        return PLACED_FORMAT, Missing(key=True)
-    if not store.any_below(prefix):
-        return PLACED_FORMAT, Missing(key=True, mark=True, anything=True)
+        return PLACED_FORMAT, Missing(key=True), True
+    if not users_below(store, prefix):
+        enforced = checks()
+        if enforced is not None and enforced.best_format() == FORMAT_VERSION:
+            return FORMAT_VERSION, NONE_MISSING, True
+        return PLACED_FORMAT, Missing(key=True, mark=True, anything=True), enforced is not None
     if stored_store_key(store, prefix, identity, provider) is not None:
-        return PLACED_FORMAT, NONE_MISSING
-    return FORMAT_VERSION, NONE_MISSING
+        return PLACED_FORMAT, NONE_MISSING, True
+    page = next(store.pages(prefix, delimiter=True))
+    if any(namespace_shaped(name[len(prefix) : -1]) for name in page.prefixes):
+        raise IntegrityError(
+            "Error: The store key is missing from a store that holds users of storage format 2: their "
+            f"names cannot be read without it, and format 1 would not see them. Restore {prefix}"
+            f"{STORE_KEY_NAME} (an earlier version, or a backup); nothing was changed. A store of format "
+            "1 whose user ids look like format-2 names is served with S3MEMORY_STORAGE_FORMAT=1."
+        )
+    return FORMAT_VERSION, NONE_MISSING, True
+
+
+def users_below(store: S3Store, prefix: str) -> bool:
+    """True if an object other than the store's own (``STORE_OBJECTS``) lies below ``prefix``: one
+    one-key listing, and a second past the store's own objects when the first finds one of them."""
+    first = next(store.pages(prefix, max_keys=1)).objects
+    if not first or not first[0].key.startswith(prefix + STORE_OBJECTS):
+        return bool(first)
+    return bool(next(store.pages(prefix, max_keys=1, start_after=prefix + _PAST_STORE_OBJECTS)).objects)

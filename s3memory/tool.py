@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Self
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
 from anthropic.types.beta import BetaCacheControlEphemeralParam
 
+from .conditions import REFUSE, WeakServer
 from .crypto import KeyProvider
 from .errors import CommandError, unexpected_failure
 from .guard import ContentGuard
@@ -67,6 +68,7 @@ class _S3Configured:
         actor: str | None = None,
         storage_format: StorageFormat = AUTO_FORMAT,
         store_id: str | None = None,
+        weak_server: WeakServer = REFUSE,
     ) -> None:
         super().__init__(cache_control=cache_control)  # type: ignore[call-arg]
         if not isinstance(bucket, str) or not bucket:
@@ -86,6 +88,7 @@ class _S3Configured:
             actor=actor,
             storage_format=storage_format,
             store_id=store_id,
+            weak_server=weak_server,
         )
 
     @classmethod

@@ -14,6 +14,8 @@ from .conftest import key_of, keys_of, memory_tool, prefix_of
 from .support.bucket import ALL_BACKENDS, snapshot, stored_keys
 
 BACKENDS = ALL_BACKENDS
+MOTO_AS_SHIPPED = True
+"""On moto as shipped, no patch: s3memory finds out what it does not enforce (``conftest.moto_semantics``)."""
 
 LISTING_HEADER = (
     "Here're the files and directories up to 2 levels deep in {}, excluding hidden items and node_modules:"

@@ -697,10 +697,10 @@ def test_bad_input_is_refused_clearly_and_changes_nothing(
         def forget(self, user_id: Any, vault: Any) -> None:
             raise AssertionError("not asked")
 
-        def new_store_key(self, store: str) -> tuple[bytes, bytes]:
+        def new_store_key(self, store: str, purpose: str = "") -> tuple[bytes, bytes]:
             raise AssertionError("not asked")
 
-        def open_store_key(self, store: str, wrapped: bytes) -> bytes:
+        def open_store_key(self, store: str, wrapped: bytes, purpose: str = "") -> bytes:
             raise AssertionError("not asked")
 
     odd = Operations(S3Store(s3, versioned), Other(), storage_format=storage_format)

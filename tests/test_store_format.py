@@ -18,6 +18,7 @@ from s3memory.migration import BORN
 from s3memory.operations import Operations
 from s3memory.settings import Settings, SettingsError
 from s3memory.store import PreconditionFailed, S3Store
+from s3memory.server_checks import SERVER_RECORD_NAME
 from s3memory.store_format import checked_format
 from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME, Missing, store_identity, store_key
 
@@ -28,6 +29,11 @@ USER = "jane.doe@example.com"
 CREATE = {"command": "create", "path": "/memories/clients/acme.md", "file_text": "renewal in May\n"}
 VIEW = {"command": "view", "path": "/memories/clients/acme.md"}
 SETTINGS = {"S3MEMORY_BUCKET": BUCKET, "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64}
+FIRST_USE = Counter(
+    {"GetObject": 1, "PutObject": 6, "CopyObject": 3, "HeadObject": 1, "DeleteObject": 1, "DeleteObjects": 2}
+)
+"""What the first use of a store costs on a server that enforces every condition: the read of the
+missing server record, the probe (12 requests: ``server_checks.probe``) and the record's write."""
 
 
 def memory(s3: Any, user: str = USER, **options: Any) -> S3Memory:
@@ -115,15 +121,19 @@ def test_auto_costs_a_store_of_format_2_no_request_more_than_format_2(s3: Any) -
 @pytest.mark.parametrize("setting", ["auto", 2])
 def test_a_new_stores_first_memory_looks_once_then_makes_its_key_and_mark(s3: Any, setting: Any) -> None:
     """A read of the missing store key, a HEAD of the missing mark and a listing (``auto``: of
-    anything below the prefix; ``2``: of the namespaces), then the store key and the mark written:
-    what one look found missing is not looked for again."""
+    anything below the prefix; ``2``: of the namespaces), the server's conditions found once for
+    the store (``FIRST_USE``), then the store key and the mark written: what one look found
+    missing is not looked for again."""
     counter = RequestCounter(s3)
     first = memory(s3, storage_format=setting)
 
     assert first.storage_format == 2
-    assert counter.calls == Counter({"GetObject": 1, "HeadObject": 1, "ListObjectsV2": 1, "PutObject": 2})
+    looked = Counter({"GetObject": 1, "HeadObject": 1, "ListObjectsV2": 1, "PutObject": 2})
+    assert counter.calls == looked + FIRST_USE
     assert s3.get_object(Bucket=BUCKET, Key="users/" + MIGRATED_NAME)["Body"].read() == BORN
-    assert sorted(stored_keys(s3)) == ["users/" + MIGRATED_NAME, "users/" + STORE_KEY_NAME]
+    assert sorted(stored_keys(s3)) == sorted(
+        ["users/" + MIGRATED_NAME, "users/" + STORE_KEY_NAME, "users/" + SERVER_RECORD_NAME]
+    )
 
 
 def test_a_store_key_made_by_another_process_since_the_look_is_the_one_used(s3: Any) -> None:
