@@ -217,14 +217,25 @@ class Console:
         return self._report(transfer, counts)
 
     def _verify(self, operations: Operations, counts: dict[str, int]) -> int:
+        server = operations.check_server()
         users = self._chosen_users(operations)
         with self._progress("object") as progress:
             reports = [operations.verify(user, progress=progress) for user in users]
-        problems = sum(len(report.problems) for report in reports)
+        server_problems = [
+            f"server: does not enforce {condition} (it answered: {server.enforced.answers.get(condition, '')}), "
+            f"which storage format {operations.storage_format} needs"
+            for condition in server.missing
+        ]
+        if server.changed:
+            server_problems.append(
+                "server: enforces other conditions than the store's record said; the record now says what it "
+                "enforces (restart the processes that serve the store, so that they learn it)"
+            )
+        problems = sum(len(report.problems) for report in reports) + len(server_problems)
         counts.update(
             users=len(reports), checked=sum(report.checked for report in reports), problems=problems
         )
-        lines = [
+        lines = server_problems + [
             f"{report.user_id}: {finding.kind} {finding.key}: {finding.detail}"
             for report in reports
             for finding in report.findings
@@ -245,6 +256,11 @@ class Console:
                 }
                 for report in reports
             ],
+            "server": {
+                "enforced": sorted(server.enforced.held),
+                "missing": server.missing,
+                "changed": server.changed,
+            },
             "problems": problems,
         }
         self._emit(document, "\n".join(lines))

@@ -24,7 +24,16 @@ from typing import TYPE_CHECKING, Any
 
 from . import folders
 from .access import ACCESS_NAME
-from .conditions import REFUSE, Gate, WeakServer, checked_weak_server
+from .conditions import (
+    FORMAT_NEEDS,
+    LOOKED_FOR_IN_SINGLE_WRITER_MODE,
+    REFUSE,
+    SINGLE_WRITER,
+    Enforced,
+    Gate,
+    WeakServer,
+    checked_weak_server,
+)
 from .crypto import PLACED_FORMAT, KeyProvider, KMSKeyProvider, plaintext_size
 from .errors import CommandError, IntegrityError
 from .jobs import JOB_PREFIX, QUARANTINE_PREFIX
@@ -34,7 +43,7 @@ from .migration import born_in_format_2
 from .names import user_of_namespace
 from .paths import KeyLayout, memory_path, validate_namespace
 from .progress import SILENT, Progress
-from .server_checks import known, recorded
+from .server_checks import known, probe_again, recorded
 from .settings import Limits, Settings
 from .store import Listed, S3Store, Version
 from .store_format import AUTO_FORMAT, StorageFormat, checked_format, served_format
@@ -103,6 +112,21 @@ class Verification:
         return [finding for finding in self.findings if finding.problem]
 
 
+@dataclass(frozen=True)
+class ServerCheck:
+    """What ``verify`` found of the server: what it enforces now, what the store's record said
+    before (None: no record), and what the store's format needs that it does not enforce."""
+
+    enforced: Enforced
+    recorded: Enforced | None
+    missing: list[str]
+
+    @property
+    def changed(self) -> bool:
+        """True if the server no longer enforces what the record said (a record written since)."""
+        return self.recorded is not None and self.recorded != self.enforced
+
+
 @dataclass
 class Erasure:
     """What ``erase`` removed (or, in a dry run, would remove), and what is left after it."""
@@ -160,6 +184,7 @@ class Operations:
         self.store_id = store_id
         """Format 2: the store's id (None: the bucket's name), bound into every object."""
         self._identity = identity if self.storage_format == PLACED_FORMAT else None
+        self._store_identity = identity
 
     @classmethod
     def from_settings(
@@ -184,6 +209,17 @@ class Operations:
             store_id=settings.store_id,
             weak_server=settings.weak_server,
         )
+
+    def check_server(self) -> ServerCheck:
+        """Probe the server again (``verify``: a dozen requests on objects of the probe's own, which
+        it removes) and compare with the store's record, which is replaced where they differ."""
+        found, before = probe_again(self.store, self.prefix, self._store_identity, self.key_provider)
+        missing = found.missing(FORMAT_NEEDS[self.storage_format])
+        if self.weak_server == SINGLE_WRITER:
+            missing = [
+                condition for condition in missing if condition not in LOOKED_FOR_IN_SINGLE_WRITER_MODE
+            ]
+        return ServerCheck(found, before, missing)
 
     def memory_options(self) -> dict[str, Any]:
         """The keyword arguments of every ``S3Memory`` of this store: where the memory lives, in

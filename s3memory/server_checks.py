@@ -67,6 +67,20 @@ def known(store: S3Store, prefix: str, identity: str, provider: KeyProvider) -> 
     return found
 
 
+def probe_again(
+    store: S3Store, prefix: str, identity: str, provider: KeyProvider
+) -> tuple[Enforced, Enforced | None]:
+    """What the server enforces now (a new probe), and what the record said before (None where
+    there was none that opened); a record that differs is replaced by what the probe found (the
+    server changed: processes that start from now on learn it). For ``verify``."""
+    before, etag = _recorded(store, prefix, identity, provider, cached=False)
+    found = probe(store, prefix)
+    if before != found:
+        _keep(store, prefix, identity, provider, found, etag)
+    _learn(store, prefix, identity, found)
+    return found, before
+
+
 def recorded(store: S3Store, prefix: str, identity: str, provider: KeyProvider) -> Enforced | None:
     """What the store's record says the server enforces (learned once per process), or None where
     there is no record that opens: never probes, so what only reads writes nothing."""
@@ -74,12 +88,12 @@ def recorded(store: S3Store, prefix: str, identity: str, provider: KeyProvider) 
 
 
 def _recorded(
-    store: S3Store, prefix: str, identity: str, provider: KeyProvider
+    store: S3Store, prefix: str, identity: str, provider: KeyProvider, *, cached: bool = True
 ) -> tuple[Enforced | None, str | None]:
-    """What this process learned, or the record says; else None, and the ETag of a record that did
-    not open (None where there is none)."""
+    """What this process learned (unless not ``cached``), or what the record says, or None; and the
+    stored record's ETag (None where there is none, or nothing was read)."""
     with _lock:
-        found = _known.get((store.bucket, prefix, identity))
+        found = _known.get((store.bucket, prefix, identity)) if cached else None
     if found is not None:
         return found, None
     stored = store.get(prefix + SERVER_RECORD_NAME, max_bytes=RECORD_MAX_BYTES)
@@ -91,7 +105,7 @@ def _recorded(
         logger.warning("s3memory: the record of what the S3 server enforces did not open; probing again")
         return None, stored.etag
     _learn(store, prefix, identity, found)
-    return found, None
+    return found, stored.etag
 
 
 def _learn(store: S3Store, prefix: str, identity: str, found: Enforced) -> None:

@@ -1,0 +1,350 @@
+"""What the S3 server enforces, found once per store (``server_checks.py``, ``conditions.py``,
+``docs/servers.md``): each server is served with the full contract or refused clearly.
+
+These tests run on moto as shipped (``MOTO_AS_SHIPPED``: CopyObject conditions and DeleteObjects'
+per-key ETags ignored) and on SeaweedFS (every condition enforced). A server that ignores the
+conditions of PutObject and DeleteObject is modelled by a client that drops them before sending.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from anthropic.lib.tools import ToolError
+
+from bench.metrics import RequestCounter
+from s3memory import S3MemoryTool, server_checks, store_format
+from s3memory.conditions import (
+    BATCH_DELETE_ETAGS,
+    CONDITIONS,
+    COPY_IF_NONE_MATCH,
+    COPY_REPLACES_METADATA,
+    COPY_SOURCE_IF_MATCH,
+    DELETE_IF_MATCH,
+    PUT_IF_MATCH,
+    PUT_IF_NONE_MATCH,
+    Enforced,
+    ServerRefused,
+)
+from s3memory.crypto import LocalKeyProvider
+from s3memory.errors import IntegrityError
+from s3memory.memory import S3Memory
+from s3memory.operations import Operations
+from s3memory.paths import memory_path
+from s3memory.server_checks import SERVER_RECORD_NAME, open_record, probe, seal_record
+from s3memory.store import S3Store
+from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME, store_identity
+
+from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, stored_keys
+
+BACKENDS = ALL_BACKENDS
+MOTO_AS_SHIPPED = True
+"""No patch: moto as its users get it."""
+
+ENFORCED = {
+    "moto": Enforced(
+        frozenset({PUT_IF_NONE_MATCH, PUT_IF_MATCH, COPY_REPLACES_METADATA, DELETE_IF_MATCH}),
+        {
+            COPY_IF_NONE_MATCH: "200, and replaced the object at the destination",
+            COPY_SOURCE_IF_MATCH: "200, and copied a source that had changed",
+            BATCH_DELETE_ETAGS: "200, and deleted the key",
+        },
+    ),
+    "seaweedfs": Enforced(frozenset(CONDITIONS)),
+}
+"""What each server of the tests enforces, as the probe finds it (the README's table of servers)."""
+RECORD = "users/" + SERVER_RECORD_NAME
+IDENTITY = store_identity(BUCKET, "users/")
+
+
+def tool(s3: Any, **options: Any) -> S3MemoryTool:
+    """A tool of the library's defaults (``auto``) unless ``options`` set others."""
+    return S3MemoryTool(
+        bucket=BUCKET, user_id="alice", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3, **options
+    )
+
+
+def refusal(memory: S3MemoryTool, command: dict[str, Any]) -> str:
+    with pytest.raises(ToolError) as caught:
+        memory.call(command)
+    content = caught.value.content
+    assert isinstance(content, str)
+    return content
+
+
+def create(path: str, text: str) -> dict[str, Any]:
+    return {"command": "create", "path": path, "file_text": text}
+
+
+def text_of(memory: S3MemoryTool, path: str) -> str:
+    return memory.call({"command": "view", "path": path})
+
+
+def new_process() -> None:
+    """Forget what this process learned of stores and servers, as a new process starts."""
+    server_checks.forget()
+    store_format._served.clear()
+
+
+@pytest.fixture
+def conditions_dropped(s3: Any) -> Iterator[Any]:
+    """``s3`` as a server that ignores the conditions of PutObject and DeleteObject would serve it:
+    the client drops ``If-None-Match`` and ``If-Match`` from those requests before sending them."""
+
+    def drop(request: Any, **_: Any) -> None:
+        for header in ("If-None-Match", "If-Match"):
+            if header in request.headers:
+                del request.headers[header]
+
+    for operation in ("PutObject", "DeleteObject"):
+        s3.meta.events.register(f"before-sign.s3.{operation}", drop)
+    yield s3
+
+
+def test_the_probe_finds_what_the_server_enforces_and_leaves_nothing(s3: Any, backend: str) -> None:
+    counter = RequestCounter(s3)
+    found = probe(S3Store(s3, BUCKET), "users/")
+
+    calls = Counter({"PutObject": 5, "CopyObject": 3, "HeadObject": 1, "DeleteObject": 1, "DeleteObjects": 2})
+    assert counter.calls == calls  # twelve requests, on either server
+    assert found == ENFORCED[backend]
+    assert stored_keys(s3) == []
+
+
+def test_a_server_that_ignores_put_conditions_is_found_out(conditions_dropped: Any) -> None:
+    found = probe(S3Store(conditions_dropped, BUCKET), "users/")
+
+    assert {PUT_IF_NONE_MATCH, PUT_IF_MATCH, DELETE_IF_MATCH}.isdisjoint(found.held)
+    assert found.answers[PUT_IF_NONE_MATCH] == "200, and replaced the object"
+    assert found.answers[PUT_IF_MATCH] == "200, and replaced the object"
+    assert found.answers[DELETE_IF_MATCH] == "204, and deleted the object"
+    assert stored_keys(conditions_dropped) == []
+
+
+def test_with_the_defaults_a_rename_onto_a_file_is_refused_on_every_server(s3: Any, backend: str) -> None:
+    """The report's case: on moto as shipped, format 2's conditional copy landed over notes.txt.
+    Now the store is served in the best format its server can serve, and the contract holds."""
+    memory = tool(s3)
+    memory.call(create("/memories/notes.txt", "notes\n"))
+    memory.call(create("/memories/b.txt", "b's\n"))
+
+    answer = refusal(
+        memory, {"command": "rename", "old_path": "/memories/b.txt", "new_path": "/memories/notes.txt"}
+    )
+
+    assert answer == "Error: The destination /memories/notes.txt already exists"
+    assert text_of(memory, "/memories/notes.txt").endswith("     1\tnotes")
+    assert text_of(memory, "/memories/b.txt").endswith("     1\tb's")
+    assert memory.memory.storage_format == ENFORCED[backend].best_format()
+    assert memory.memory.storage_format == (1 if backend == "moto" else 2)
+
+
+def test_a_directory_rename_onto_files_keeps_them_on_every_server(s3: Any) -> None:
+    memory = tool(s3)
+    memory.call(create("/memories/a/x.txt", "a's x\n"))
+    memory.call(create("/memories/b/x.txt", "b's x\n"))
+
+    answer = refusal(memory, {"command": "rename", "old_path": "/memories/a", "new_path": "/memories/b"})
+
+    assert answer == "Error: The destination /memories/b already exists"
+    assert text_of(memory, "/memories/b/x.txt").endswith("     1\tb's x")
+
+
+def test_format_2_is_refused_on_a_server_that_ignores_copy_conditions(s3: Any, backend: str) -> None:
+    if backend != "moto":
+        pytest.skip("SeaweedFS enforces the copy conditions")
+    with pytest.raises(ServerRefused) as caught:
+        tool(s3, storage_format=2)  # its first write: the store key
+
+    assert caught.value.message == (
+        f"Error: The S3 server of bucket {BUCKET} at https://s3.amazonaws.com does not enforce "
+        "CopyObject If-None-Match (it answered: 200, and replaced the object at the destination); "
+        "CopyObject x-amz-copy-source-if-match (it answered: 200, and copied a source that had changed), "
+        "which storage format 2 needs to keep every write it acknowledges. Nothing was written. Use an S3 "
+        "server that enforces these conditions (AWS S3 does), or set S3MEMORY_STORAGE_FORMAT=auto (or 1) "
+        "for a new store, which serves storage format 1 where copies are not conditional."
+    )
+    assert stored_keys(s3) == [RECORD]  # no store key: what it found is all that was written
+
+
+def test_a_server_that_ignores_put_conditions_is_refused_and_nothing_is_written(
+    conditions_dropped: Any,
+) -> None:
+    memory = tool(conditions_dropped, storage_format=1)
+
+    answer = refusal(memory, create("/memories/notes.txt", "notes\n"))
+
+    where = S3Store(conditions_dropped, BUCKET).where
+    assert answer.startswith(f"Error: The S3 server of {where} does not enforce ")
+    assert "PutObject If-None-Match (it answered: 200, and replaced the object)" in answer
+    assert "PutObject If-Match (it answered: 200, and replaced the object)" in answer
+    assert "DeleteObject If-Match (it answered: 204, and deleted the object)" in answer
+    assert answer.endswith(
+        "which storage format 1 needs to keep every write it acknowledges. Nothing was written. Use an S3 "
+        "server that enforces conditional writes (AWS S3 does); or, only if one process at a time writes to "
+        "this store, set S3MEMORY_WEAK_SERVER=single-writer, which looks before each write instead "
+        "(docs/servers.md)."
+    )
+    assert stored_keys(conditions_dropped) == [RECORD]
+
+
+def test_racing_creates_on_such_a_server_are_all_refused(conditions_dropped: Any) -> None:
+    """The report's eight racing creates of one path, all acknowledged: none is now."""
+    answers: list[str] = []
+    start = threading.Barrier(8)
+
+    def racer() -> None:
+        memory = tool(conditions_dropped, storage_format=1)
+        start.wait()
+        try:
+            answers.append(memory.call(create("/memories/same.txt", "mine\n")))
+        except ToolError as error:
+            answers.append(str(error.content))
+
+    threads = [threading.Thread(target=racer) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(answers) == 8
+    assert not any(answer.startswith("File created") for answer in answers)
+    assert not any(key.endswith("same.txt") for key in stored_keys(conditions_dropped))
+
+
+def test_the_single_writer_mode_serves_such_a_server_with_the_contract_for_one_writer(
+    conditions_dropped: Any,
+) -> None:
+    memory = tool(conditions_dropped, weak_server="single-writer")
+    memory.call(create("/memories/notes.txt", "notes\n"))
+    memory.call(create("/memories/b.txt", "b's\n"))
+
+    assert (
+        refusal(memory, create("/memories/notes.txt", "again\n"))
+        == "Error: File /memories/notes.txt already exists"
+    )
+    assert (
+        refusal(
+            memory, {"command": "rename", "old_path": "/memories/b.txt", "new_path": "/memories/notes.txt"}
+        )
+        == "Error: The destination /memories/notes.txt already exists"
+    )
+    memory.call(
+        {"command": "str_replace", "path": "/memories/notes.txt", "old_str": "notes", "new_str": "kept"}
+    )
+    assert text_of(memory, "/memories/notes.txt").endswith("     1\tkept")
+    assert memory.memory.storage_format == 1
+
+
+def test_a_batch_delete_the_server_does_not_condition_becomes_conditional_deletes(
+    s3: Any, backend: str
+) -> None:
+    """moto ignores the ETags of DeleteObjects: the store deletes key by key, each conditional,
+    so an object changed since its ETag was read is kept there as on SeaweedFS."""
+    memory = S3Memory(S3Store(s3, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=1)
+    memory.run(create("/memories/d/a.txt", "a\n"))
+    memory.run(create("/memories/d/b.txt", "b\n"))
+    sources = memory.files.sources_below(memory_path("/memories/d"))
+    memory.run({"command": "str_replace", "path": "/memories/d/a.txt", "old_str": "a", "new_str": "edited"})
+    counter = RequestCounter(s3)
+
+    left = memory.files.delete_all(sources)
+
+    expected = Counter(DeleteObject=2, HeadObject=1) if backend == "moto" else Counter(DeleteObjects=1)
+    assert counter.calls == expected
+    assert left.changed == [sources[0].key]
+    assert [key for key in stored_keys(s3) if "/memories/" in key] == [sources[0].key]
+
+
+def test_a_store_is_probed_once_and_later_processes_read_its_record(s3: Any) -> None:
+    tool(s3, storage_format=1).call(create("/memories/a.txt", "a\n"))
+    assert RECORD in stored_keys(s3)
+    new_process()
+    counter = RequestCounter(s3)
+
+    tool(s3, storage_format=1).call(create("/memories/b.txt", "b\n"))
+
+    assert counter.calls["CopyObject"] == 0  # no probe
+    assert counter.calls["GetObject"] == 1  # the record
+
+
+@pytest.mark.parametrize("forgery", ["another store's", "flipped", "garbage"])
+def test_a_record_that_does_not_open_is_not_trusted_and_is_replaced(
+    s3: Any, backend: str, forgery: str
+) -> None:
+    """A bucket writer puts a record saying every condition holds (sealed for another store, or
+    altered, or made up): it is not believed, the server is probed again, and the record replaced."""
+    provider = LocalKeyProvider(MASTER_KEY)
+    everything = Enforced(frozenset(CONDITIONS))
+    forged = {
+        "another store's": seal_record(everything, store_identity("other", "users/"), provider),
+        "flipped": bytearray(seal_record(everything, IDENTITY, provider)),
+        "garbage": b"S3MC\x01" + bytes(80),
+    }[forgery]
+    if isinstance(forged, bytearray):
+        forged[-1] ^= 1
+    s3.put_object(Bucket=BUCKET, Key=RECORD, Body=bytes(forged))
+    counter = RequestCounter(s3)
+
+    memory = tool(s3)
+    memory.call(create("/memories/a.txt", "a\n"))
+
+    assert counter.calls["CopyObject"] == 3  # probed again
+    assert memory.memory.storage_format == ENFORCED[backend].best_format()
+    stored = s3.get_object(Bucket=BUCKET, Key=RECORD)["Body"].read()
+    assert open_record(stored, IDENTITY, provider) == ENFORCED[backend]
+
+
+def test_a_record_opens_only_for_its_own_store() -> None:
+    provider = LocalKeyProvider(MASTER_KEY)
+    record = seal_record(ENFORCED["moto"], IDENTITY, provider)
+
+    assert open_record(record, IDENTITY, provider) == ENFORCED["moto"]
+    for identity, key in (
+        (store_identity("other", "users/"), provider),
+        (IDENTITY, LocalKeyProvider(bytes(32))),
+    ):
+        with pytest.raises(IntegrityError):
+            open_record(record, identity, key)
+
+
+def test_a_store_of_format_2_that_lost_its_key_and_mark_is_refused_not_served_in_format_1(
+    s3: Any, backend: str
+) -> None:
+    """Finding 7: a bucket writer deletes the store key and the mark; ``auto`` would have served the
+    store in format 1, plain names and all. It refuses, and writes nothing."""
+    if backend == "moto":
+        pytest.skip("moto as shipped is never served format 2")
+    first = tool(s3)
+    first.call(create("/memories/a.txt", "a\n"))
+    first.memory.access.wait()
+    for name in (STORE_KEY_NAME, MIGRATED_NAME):
+        s3.delete_object(Bucket=BUCKET, Key="users/" + name)
+    before = stored_keys(s3)
+    new_process()
+
+    with pytest.raises(
+        IntegrityError, match="The store key is missing from a store that holds users of storage format 2"
+    ):
+        tool(s3)
+    assert stored_keys(s3) == before
+
+
+def test_verify_probes_again_and_reports_a_server_that_changed(s3: Any, backend: str) -> None:
+    provider = LocalKeyProvider(MASTER_KEY)
+    s3.put_object(
+        Bucket=BUCKET, Key=RECORD, Body=seal_record(Enforced(frozenset(CONDITIONS)), IDENTITY, provider)
+    )
+    operations = Operations(S3Store(s3, BUCKET), provider, storage_format=1)
+
+    check = operations.check_server()
+
+    assert check.enforced == ENFORCED[backend]
+    assert check.changed == (backend == "moto")
+    assert check.missing == []
+    stored = s3.get_object(Bucket=BUCKET, Key=RECORD)["Body"].read()
+    assert open_record(stored, IDENTITY, provider) == ENFORCED[backend]
