@@ -20,6 +20,7 @@ from s3memory import S3MemoryTool
 from s3memory.crypto import LocalKeyProvider
 
 from .support.bucket import BUCKET, MASTER_KEY
+
 MOTO_AS_SHIPPED = True
 """On moto as shipped, no patch: s3memory finds out what it does not enforce (``conftest.moto_semantics``)."""
 

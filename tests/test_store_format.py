@@ -16,9 +16,9 @@ from s3memory.errors import IntegrityError
 from s3memory.memory import S3Memory
 from s3memory.migration import BORN
 from s3memory.operations import Operations
+from s3memory.server_checks import SERVER_RECORD_NAME
 from s3memory.settings import Settings, SettingsError
 from s3memory.store import PreconditionFailed, S3Store
-from s3memory.server_checks import SERVER_RECORD_NAME
 from s3memory.store_format import checked_format
 from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME, Missing, store_identity, store_key
 
