@@ -68,7 +68,8 @@ class Transfer:
     written: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
-    """Files that differ and were left alone (no ``overwrite``), with why."""
+    """Files left alone, with why: they differ (no ``overwrite``), or (export) a link, a directory or
+    another file is in the way."""
     refused: list[tuple[str, str]] = field(default_factory=list)
     """Files the memory tool refused, with its message."""
 
@@ -449,28 +450,29 @@ class Operations:
     def export(
         self, user_id: str, base: Path, *, overwrite: bool = False, progress: Progress = SILENT
     ) -> Transfer:
-        """Write the user's memory below ``base/memories``, byte for byte; a different local file
-        is left alone unless ``overwrite``."""
+        """Write the user's memory below ``base/memories``, byte for byte, and nowhere else
+        (``folders.Target``: no link below ``base`` is followed); what is in the way is left alone
+        and reported, and a different local file is left alone unless ``overwrite``."""
         memory = self.existing_memory(user_id)
         transfer = Transfer()
         if memory is None:
             return transfer
         stored_files = self.files(user_id)
         progress.expect(len(stored_files))
-        for stored in stored_files:
-            progress.advance()
-            found = memory.files.read(memory_path(stored.path))
-            if found is None:
-                continue  # deleted since it was listed
-            data = found.text.encode("utf-8")
-            existing = folders.read_existing(base, stored.path)
-            if existing == data:
-                transfer.unchanged.append(stored.path)
-            elif existing is not None and not overwrite:
-                transfer.skipped.append((stored.path, "a different local file is there"))
-            else:
-                folders.write(base, stored.path, data)
-                transfer.written.append(stored.path)
+        if not stored_files:
+            return transfer
+        with folders.Target(base) as target:
+            for stored in stored_files:
+                progress.advance()
+                found = memory.files.read(memory_path(stored.path))
+                if found is None:
+                    continue  # deleted since it was listed
+                try:
+                    written = target.put(stored.path, found.text.encode("utf-8"), overwrite=overwrite)
+                except folders.LeftAlone as left:
+                    transfer.skipped.append((stored.path, left.reason))
+                    continue
+                (transfer.written if written else transfer.unchanged).append(stored.path)
         return transfer
 
     def import_folder(
@@ -489,16 +491,12 @@ class Operations:
         transfer = Transfer()
         planned = (0, 0)
         """What the dry run's earlier files would add to the quota's usage: (bytes, files)."""
-        for local in folders.walk(base):  # one file in memory at a time: no total is known
+        for local in folders.walk(base, memory.files.max_file_bytes):  # one file in memory at a time
             progress.advance()
-            text, problem = _text(local)
-            if text is None or local.data is None:
-                transfer.refused.append(
-                    (local.path, f"Error: {local.path} is {problem}; it was not imported.")
-                )
-                continue
             try:
                 target = memory_path(local.path)
+                memory.files.check_size(target, local.size)
+                text = _text(local)
                 found = memory.files.read(target)
                 if found is not None and found.text == text:
                     transfer.unchanged.append(local.path)
@@ -508,7 +506,7 @@ class Operations:
                     continue
                 if dry_run:
                     memory.check_create(target, text, planned, replacing=found is not None)
-                    planned = (planned[0] + len(local.data), planned[1] + (found is None))
+                    planned = (planned[0] + local.size, planned[1] + (found is None))
                     transfer.written.append(local.path)
                     continue
                 if found is not None:
@@ -529,11 +527,13 @@ def usable_user_id(user_id: str, prefix: str) -> bool:
     return True
 
 
-def _text(local: folders.LocalFile) -> tuple[str | None, str | None]:
-    """The file's text, or None and why it has none."""
+def _text(local: folders.LocalFile) -> str:
+    """The file's text; ``CommandError`` naming why it has none."""
     if local.data is None:
-        return None, local.problem or "not a regular file"
+        raise CommandError(f"Error: {local.path} is {local.problem}; it was not imported.")
     try:
-        return local.data.decode("utf-8"), None
+        return local.data.decode("utf-8")
     except UnicodeDecodeError:
-        return None, "not a valid UTF-8 text file"
+        raise CommandError(
+            f"Error: {local.path} is not a valid UTF-8 text file; it was not imported."
+        ) from None

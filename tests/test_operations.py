@@ -237,19 +237,19 @@ def test_an_export_that_dies_half_way_is_finished_by_running_it_again(
     operations: Operations, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seed(operations, "alice")
-    real_write = folders.write
+    real_put = folders.Target.put
     calls = {"count": 0}
 
-    def dying_write(base: Path, path: str, data: bytes) -> None:
+    def dying_put(target: folders.Target, path: str, data: bytes, *, overwrite: bool) -> bool:
         calls["count"] += 1
         if calls["count"] == 3:
             raise Died()
-        real_write(base, path, data)
+        return real_put(target, path, data, overwrite=overwrite)
 
-    monkeypatch.setattr(folders, "write", dying_write)
+    monkeypatch.setattr(folders.Target, "put", dying_put)
     with pytest.raises(Died):
         operations.export("alice", tmp_path)
-    monkeypatch.setattr(folders, "write", real_write)
+    monkeypatch.setattr(folders.Target, "put", real_put)
     again = operations.export("alice", tmp_path)
     assert len(again.unchanged) == 2 and len(again.written) == 2
     assert tree(tmp_path) == {path[1:]: text.encode() for path, text in FILES.items()}
