@@ -108,7 +108,12 @@ def package_sources() -> set[str]:
 def test_zip_holds_every_package_module_but_the_demo(built_zip: Path) -> None:
     with zipfile.ZipFile(built_zip) as archive:
         packaged = {name for name in archive.namelist() if name.startswith("s3memory/")}
-    demo_modules = {"s3memory/demo.py", "s3memory/scripted_api.py", "s3memory/local_s3.py"}
+    demo_modules = {
+        "s3memory/demo.py",
+        "s3memory/scripted_api.py",
+        "s3memory/local_s3.py",
+        "s3memory/testing.py",
+    }
     assert not packaged & demo_modules
     assert packaged == package_sources() - demo_modules
     # Both handlers' modules, whatever files s3memory.aws_lambda is made of.
@@ -120,7 +125,12 @@ def test_zip_holds_every_package_module_but_the_demo(built_zip: Path) -> None:
 def test_the_demo_exclusions_are_named_with_reasons() -> None:
     tool = load_tool()
     excluded = tool.EXCLUDED_PACKAGE_FILES
-    assert set(excluded) == {"s3memory/demo.py", "s3memory/scripted_api.py", "s3memory/local_s3.py"}
+    assert set(excluded) == {
+        "s3memory/demo.py",
+        "s3memory/scripted_api.py",
+        "s3memory/local_s3.py",
+        "s3memory/testing.py",
+    }
     assert all(
         isinstance(reason, str) and reason.strip() and "\n" not in reason for reason in excluded.values()
     )

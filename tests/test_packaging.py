@@ -92,7 +92,7 @@ def test_wheel_metadata(wheel: Path) -> None:
     assert all(url.startswith("https://github.com/s3memory/s3memory") for url in urls.values())
     assert "Typing :: Typed" in (metadata.get_all("Classifier") or [])
     # The demo ships in the wheel (the Lambda zip is where it is left out), with the typing marker.
-    for module in ("demo.py", "scripted_api.py", "local_s3.py", "_version.py", "py.typed"):
+    for module in ("demo.py", "scripted_api.py", "local_s3.py", "testing.py", "_version.py", "py.typed"):
         assert f"s3memory/{module}" in names, module
 
 

@@ -49,6 +49,7 @@ EXCLUDED_PACKAGE_FILES = {
     f"{PACKAGE}/demo.py": "the `s3memory demo` command, a local walk-through (the demo extra)",
     f"{PACKAGE}/scripted_api.py": "the demo's scripted stand-in for the Messages API, never a real endpoint",
     f"{PACKAGE}/local_s3.py": "the demo's embedded moto S3 server (moto[server]), which the zip does not hold",
+    f"{PACKAGE}/testing.py": "the pytest fixture of moto that refuses what S3 refuses, for applications' tests",
 }
 """Package modules left out of the zip, by archive name, each with the reason."""
 EXIT_REFUSED = 1
