@@ -12,19 +12,21 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
-_HONOURED = "_s3memory_honours_copy_conditions"
-"""Set on moto's ``S3Response`` once ``honour_copy_conditions`` has wrapped its ``copy_object``."""
+_INSTALLED = "_s3memory_checks_conditions"
+"""Set on moto's ``S3Response`` once ``install_condition_checks`` has wrapped its handlers."""
 _honouring = 0
-"""How many ``copy_conditions_honoured`` blocks are open: moto checks the conditions while any is."""
+"""How many ``conditions_honoured`` blocks are open (and ``honour_conditions`` calls made): moto
+checks the conditions while any is."""
 _honouring_lock = threading.Lock()
+_PRECONDITION_MESSAGE = "At least one of the pre-conditions you specified did not hold"
 
 
 @contextlib.contextmanager
-def copy_conditions_honoured() -> Iterator[None]:
-    """While the block runs, moto's CopyObject refuses what S3 refuses (``honour_copy_conditions``);
-    afterwards moto is as shipped again (unless another block is still open)."""
+def conditions_honoured() -> Iterator[None]:
+    """While the block runs, moto refuses what S3 refuses (``honour_conditions``); afterwards moto
+    is as shipped again (unless another block is still open)."""
     global _honouring
-    _install()
+    install_condition_checks()
     with _honouring_lock:
         _honouring += 1
     try:
@@ -34,43 +36,98 @@ def copy_conditions_honoured() -> Iterator[None]:
             _honouring -= 1
 
 
-def honour_copy_conditions() -> None:
-    """Make moto's CopyObject refuse what S3 refuses for the rest of this process; doing it again
-    changes nothing.
+def honour_conditions() -> None:
+    """Make moto refuse what S3 refuses for the rest of this process; doing it again changes nothing
+    more.
 
     moto (5.2) copies regardless of ``If-None-Match``, ``If-Match`` and
-    ``x-amz-copy-source-if-match`` on CopyObject; S3 enforces them, and s3memory's storage format 2
-    relies on them (a conditional copy must never land over a newer object), so on moto as shipped
-    s3memory serves format 1 (``docs/servers.md``). With this, moto's ``copy_object`` handler first
-    checks them, with moto's own errors: 412 PreconditionFailed if ``If-None-Match: *`` finds an
-    object at the destination, if ``If-Match`` names another ETag than the destination's, or if the
-    source's ETag is not the one ``x-amz-copy-source-if-match`` names; 404 NoSuchKey for
-    ``If-Match`` on a missing destination, as moto's PutObject answers. A missing source is left to
-    moto (NoSuchKey before any condition, as S3 answers). Applies to every moto in this process:
-    ``mock_aws`` and its servers alike. The embedded S3 of ``s3memory demo`` uses it.
+    ``x-amz-copy-source-if-match`` on CopyObject, and deletes the keys of a ``DeleteObjects``
+    whatever ETag each names. S3 enforces both; s3memory's storage format 2 relies on the first (a
+    conditional copy must never land over a newer object), so on moto as shipped s3memory serves
+    format 1 and deletes key by key (``docs/servers.md``). With this, moto's ``copy_object`` first
+    checks the copy's conditions, with moto's own errors: 412 PreconditionFailed if ``If-None-Match:
+    *`` finds an object at the destination, if ``If-Match`` names another ETag than the
+    destination's, or if the source's ETag is not the one ``x-amz-copy-source-if-match`` names; 404
+    NoSuchKey for ``If-Match`` on a missing destination, as moto's PutObject answers (a missing
+    source is left to moto: NoSuchKey before any condition, as S3 answers). And a ``DeleteObjects``
+    keeps each key whose ETag is not the one it names, reporting it ``PreconditionFailed``, as S3
+    does. Applies to every moto in this process: ``mock_aws`` and its servers alike. The embedded
+    S3 of ``s3memory demo`` uses it.
     """
     global _honouring
-    _install()
+    install_condition_checks()
     with _honouring_lock:
         _honouring += 1
 
 
-def _install() -> None:
-    """Wrap moto's ``copy_object`` once, to check the conditions while honouring is on."""
+def install_condition_checks() -> None:
+    """Wrap moto's ``copy_object`` and ``DeleteObjects`` handlers once, to check their conditions
+    while honouring is on (before anything else wraps them, so that a lock around a handler holds
+    the check and the write together)."""
     from moto.s3.responses import S3Response
 
     with _honouring_lock:
-        if getattr(S3Response, _HONOURED, False):
+        if getattr(S3Response, _INSTALLED, False):
             return
-        original: Callable[[Any], Any] = S3Response.copy_object
+        copy: Callable[[Any], Any] = S3Response.copy_object
+        delete_keys: Callable[..., Any] = S3Response._bucket_response_delete_keys
 
         def copy_object(self: Any) -> Any:
             if _honouring:
                 _refuse_unmet_copy_conditions(self)
-            return original(self)
+            return copy(self)
+
+        def bucket_response_delete_keys(self: Any, bucket_name: str, *args: Any, **kwargs: Any) -> Any:
+            if _honouring:
+                return _delete_keys_whose_etags_hold(
+                    self, bucket_name, lambda: delete_keys(self, bucket_name, *args, **kwargs)
+                )
+            return delete_keys(self, bucket_name, *args, **kwargs)
 
         S3Response.copy_object = copy_object  # type: ignore[method-assign]
-        setattr(S3Response, _HONOURED, True)
+        S3Response._bucket_response_delete_keys = bucket_response_delete_keys  # type: ignore[method-assign]
+        setattr(S3Response, _INSTALLED, True)
+
+
+def _delete_keys_whose_etags_hold(request: Any, bucket_name: str, delete: Callable[[], Any]) -> Any:
+    """Run moto's ``DeleteObjects`` ``delete`` on the keys of ``request`` whose named ETag (if any) is
+    their object's, and answer ``PreconditionFailed`` for the others, as S3 does."""
+    import xmltodict  # type: ignore[import-untyped]
+    from moto.core.responses import ActionResult
+
+    body = xmltodict.parse(request.body, strip_whitespace=False)
+    objects = body["Delete"].get("Object", [])
+    objects = objects if isinstance(objects, list) else [objects]
+    refused = [item for item in objects if _etag_unmet(request.backend, bucket_name, item)]
+    if not refused:
+        return delete()
+    errors = [
+        {"Key": item["Key"], "Code": "PreconditionFailed", "Message": _PRECONDITION_MESSAGE}
+        for item in refused
+    ]
+    kept = [item for item in objects if item not in refused]
+    if not kept:
+        request.data["Action"] = "DeleteObjects"
+        return request.serialized(ActionResult({"Deleted": [], "Errors": errors}))
+    body["Delete"]["Object"] = kept
+    request.body = xmltodict.unparse(body).encode("utf-8")
+    serialized = request.serialized
+
+    def with_refusals(result: Any) -> Any:
+        result.result["Errors"].extend(errors)
+        return serialized(result)
+
+    request.serialized = with_refusals
+    return delete()
+
+
+def _etag_unmet(backend: Any, bucket_name: str, item: dict[str, Any]) -> bool:
+    """True if ``item`` (an ``<Object>`` of a ``DeleteObjects``) names an ETag its object has not."""
+    etag = item.get("ETag")
+    if etag is None:
+        return False
+    found = backend.get_object(bucket_name, item["Key"], version_id=item.get("VersionId"))
+    return found is not None and not _same_etag(etag, found.etag)
 
 
 def _same_etag(one: str, other: str) -> bool:
@@ -111,8 +168,8 @@ def _refuse_unmet_copy_conditions(request: Any) -> None:
 def moto_server(bucket: str | None = None) -> Iterator[str]:
     """moto's threaded server on 127.0.0.1, with ``bucket`` created if one is named; yields its
     endpoint URL and stops the server afterwards. werkzeug's request log, which names object keys,
-    is silenced. While it runs, CopyObject's conditions hold, as on S3 (``copy_conditions_honoured``)."""
-    with copy_conditions_honoured():
+    is silenced. While it runs, moto refuses what S3 refuses (``conditions_honoured``)."""
+    with conditions_honoured():
         yield from _moto_server(bucket)
 
 

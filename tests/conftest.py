@@ -27,7 +27,7 @@ from s3memory import migration, server_checks, store_format
 from s3memory.access import settle
 from s3memory.clients import make_s3_client
 from s3memory.crypto import KeyProvider, LocalKeyProvider
-from s3memory.local_s3 import copy_conditions_honoured, moto_server
+from s3memory.local_s3 import conditions_honoured, install_condition_checks, moto_server
 from s3memory.memory import S3Memory
 from s3memory.paths import MEMORY_ROOT, memory_path
 from s3memory.scripted_api import ScriptedMessagesAPI
@@ -45,6 +45,7 @@ os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
+install_condition_checks()  # before ``atomic_moto_writes`` wraps moto: a check and its write are one
 _server_report: dict[str, Any] = {}
 
 
@@ -64,7 +65,7 @@ def atomic_moto_writes() -> Iterator[None]:
         "head_object",
         "delete_object",
         "copy_object",  # its conditions are checked (where honoured), then it copies
-        "_bucket_response_delete_keys",
+        "_bucket_response_delete_keys",  # the same for DeleteObjects' per-key ETags
     )
     originals = {name: getattr(S3Response, name) for name in names}
 
@@ -96,14 +97,14 @@ def new_process_for_migration(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True)
 def moto_semantics(request: pytest.FixtureRequest) -> Iterator[None]:
-    """moto's CopyObject refuses what S3 refuses (``s3memory.testing``, as users may have it), except
+    """moto refuses what S3 refuses (``s3memory.testing``, as users may have it), except
     in the suites that run on moto as shipped (a module with ``MOTO_AS_SHIPPED = True``) when they
     run on a storage format moto as shipped can serve: there s3memory finds out itself what moto
     does not enforce (``docs/servers.md``)."""
     if getattr(request.module, "MOTO_AS_SHIPPED", False) and STORAGE_FORMAT != 2:
         yield
         return
-    with copy_conditions_honoured():
+    with conditions_honoured():
         yield
 
 

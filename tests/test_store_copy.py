@@ -1,5 +1,5 @@
 """``S3Store.copy_new``: a server-side copy with new metadata, only onto a free key and only from the
-source version planned; on moto (with ``honour_copy_conditions``) and on SeaweedFS alike."""
+source version planned; on moto (with ``local_s3.conditions_honoured``) and on SeaweedFS alike."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from s3memory import local_s3
-from s3memory.local_s3 import honour_copy_conditions
+from s3memory.local_s3 import install_condition_checks
 from s3memory.store import PreconditionFailed, S3Store
 
 from .support.backends import REGION
@@ -105,8 +105,8 @@ def test_honouring_twice_wraps_moto_once(moto_s3: Any, monkeypatch: pytest.Monke
     from moto.s3.responses import S3Response
 
     handler = S3Response.copy_object
-    honour_copy_conditions()
-    honour_copy_conditions()
+    install_condition_checks()
+    install_condition_checks()
     assert S3Response.copy_object is handler
     checks: list[str] = []
     check = local_s3._refuse_unmet_copy_conditions
@@ -161,3 +161,22 @@ def test_moto_server_refuses_what_s3_refuses(served_bucket: tuple[Any, str]) -> 
     keys = sorted(item["Key"] for item in client.list_objects_v2(Bucket=bucket)["Contents"])
     assert keys == ["other", "source", "taken"]
     assert client.get_object(Bucket=bucket, Key="taken")["Body"].read() == b"source"
+
+
+def test_honoured_moto_keeps_a_key_whose_etag_a_delete_objects_does_not_name(moto_s3: Any) -> None:
+    """S3 keeps a key of a DeleteObjects whose ETag is not the one named, reporting it; moto as
+    shipped deletes it; moto honouring the conditions (the tests', ``s3memory.testing``) keeps it."""
+    s3 = moto_s3
+    fresh = put(s3, "fresh", b"fresh")
+    put(s3, "changed", b"changed")
+    answer = s3.delete_objects(
+        Bucket=BUCKET,
+        Delete={
+            "Objects": [{"Key": "fresh", "ETag": fresh}, {"Key": "changed", "ETag": STALE}],
+            "Quiet": True,
+        },
+    )
+    assert [(item["Key"], item["Code"]) for item in answer.get("Errors", [])] == [
+        ("changed", "PreconditionFailed")
+    ]
+    assert snapshot(s3) == {"changed": b"changed"}
