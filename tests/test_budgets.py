@@ -114,9 +114,7 @@ def test_directory_delete_and_rename_budgets(
         # file, and one per file it did not write
         assert s3_requests.calls["HeadObject"] == (3 if seen_before else files + 4)
     recorded = 0 if STORAGE_FORMAT == 1 else 1  # the record's HEAD before the deletes (J11)
-    assert (
-        run(memory, s3_requests, {"command": "delete", "path": "/memories/archive"}) == 5 + recorded
-    )
+    assert run(memory, s3_requests, {"command": "delete", "path": "/memories/archive"}) == 5 + recorded
     assert s3_requests.calls["HeadObject"] == recorded
     assert kms_requests.total == 0
 
