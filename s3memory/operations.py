@@ -351,13 +351,16 @@ class Operations:
         store identity and that token, so the content of copies kept elsewhere is shredded as in
         format 1; their names (the user's token and the paths' tokens) still decrypt with the store
         key, which every user shares and which stays. What format 1 left of the user (files not moved
-        yet, its wrapped keys, earlier versions) goes too."""
+        yet, its wrapped keys, earlier versions) goes too, unless the store's mark authenticates as
+        born in format 2."""
         memory = self.existing_memory(user_id)
         erasure = Erasure(user_id, shredded=isinstance(self.key_provider, KMSKeyProvider))
         places: list[tuple[KeyLayout, tuple[str, ...]]] = []
         if memory is not None:
             places.append((memory.layout, (memory.layout.namespace,)))
-        if self._identity is not None and not born_in_format_2(self.store, self.prefix):
+        if self._identity is not None and not born_in_format_2(
+            self.store, self.prefix, self._identity, self.store_key()
+        ):
             # and what format 1 left: files not moved yet, keys, history (its listing names the user)
             legacy = KeyLayout(validate_namespace(user_id, self.prefix))
             # only its own folders: another store's prefix may lie below a format-1 name

@@ -81,7 +81,7 @@ def migrate_store(operations: Operations, progress: Progress = SILENT) -> StoreM
     if all(moved.clean for moved in report.moved.values()):
         store, prefix = operations.store, operations.prefix
         identity = store_identity(operations.store_id or store.bucket, prefix)
-        store_key(store, prefix, identity, operations.key_provider)  # a mark needs a key (store_keys)
-        mark_migrated(store, prefix)
+        key, _missing = store_key(store, prefix, identity, operations.key_provider)  # (store_keys)
+        mark_migrated(store, prefix, identity, key)
         report.marked = True
     return report

@@ -22,6 +22,7 @@ from s3memory.store_format import checked_format
 from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME, Missing, store_identity, store_key
 
 from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, stored_keys
+from .support.marks import mark_of
 
 BACKENDS = ALL_BACKENDS
 USER = "jane.doe@example.com"
@@ -122,7 +123,7 @@ def test_a_new_stores_first_memory_looks_once_then_makes_its_key_and_mark(s3: An
 
     assert first.storage_format == 2
     assert counter.calls == Counter({"GetObject": 1, "HeadObject": 1, "ListObjectsV2": 1, "PutObject": 2})
-    assert s3.get_object(Bucket=BUCKET, Key="users/" + MIGRATED_NAME)["Body"].read() == BORN
+    assert mark_of(s3) == BORN
     assert sorted(stored_keys(s3)) == ["users/" + MIGRATED_NAME, "users/" + STORE_KEY_NAME]
 
 
