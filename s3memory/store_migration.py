@@ -62,6 +62,7 @@ def migrate_store(operations: Operations, progress: Progress = SILENT) -> StoreM
             "S3MEMORY_STORAGE_FORMAT=2 (--storage-format 2) here and for every process that serves "
             "the store. Nothing was changed."
         )
+    operations.check_nesting()
     report = StoreMigration()
     users = format_1_users(operations)
     progress.expect(len(users))
