@@ -38,7 +38,7 @@ from .keyvault import KeyVault
 from .listing import Tree, render_listing
 from .migration import Upgrade, migrated
 from .moves import Origin, SourceChanged
-from .names import NameCipher, namespace_of, user_of_namespace
+from .names import NameCipher, namespace_of
 from .paths import ROOT, KeyLayout, MemoryPath, validate_namespace
 from .placement import Refusal, Survey, require_depth, require_file_path, write_new_file
 from .quota import Quota, Usage
@@ -443,7 +443,7 @@ def _placement(
         return FORMAT_VERSION, KeyLayout(namespace), KeyOwner(user_id), None
     key, missing = store_key(store, prefix, identity, provider, missing)
     token = namespace_of(key, user_id)
-    marked = migrated(store, prefix, lambda name: user_of_namespace(key, name) is not None, missing)
+    marked = migrated(store, prefix, identity, key, missing)
     layout = KeyLayout(f"{prefix}{token}/", NameCipher(key, user_id))
     return (
         PLACED_FORMAT,

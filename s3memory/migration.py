@@ -12,10 +12,16 @@ is finished by the next process that looks. The protocol and its invariants: ``d
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
+import struct
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from .access import AccessRecord
 from .concurrency import parallel
@@ -23,13 +29,22 @@ from .errors import CommandError, IntegrityError, StorageError, shown
 from .files import MemoryFiles
 from .job_runner import JobRunner
 from .moves import UpgradeMover
+from .names import user_of_namespace
 from .paths import MemoryPath
 from .store import Listed, ObjectTooLarge, PreconditionFailed, S3Store
 from .store_keys import MIGRATED_NAME, NONE_MISSING, Missing
 
 BORN = b"born in format 2"
-"""The body of the mark (``store_keys.MIGRATED_NAME``) of a store that never held format 1 (nothing
-of format 1 to look for, even to erase); a store moved from it has an empty one."""
+"""What the mark (``store_keys.MIGRATED_NAME``) of a store that never held format 1 says (nothing
+of format 1 to look for, even to erase)."""
+SETTLED = b"no format-1 files"
+"""What the mark of any other store with no format-1 files left says (one moved from format 1, or
+one whose mark was lost or not authentic): erase still looks for what format 1 may have left."""
+MARK_KEY_INFO = b"s3memory/v2/mark-key"
+"""HKDF info of the key (from the store key) that authenticates the mark."""
+_MARK_LABEL = b"s3memory/v2/mark"
+_MARK_TAG_BYTES = 32
+MARK_MAX_BYTES = max(len(BORN), len(SETTLED)) + _MARK_TAG_BYTES
 FILES_MOVED_PER_COMMAND = 1_000
 """A command moves at most about this many of its user's format-1 files (a listing page's worth)
 before it is refused, so its work does not grow with files it does not name; the next goes on."""
@@ -189,48 +204,76 @@ class Upgrade:
         self._store.delete(legacy.key)
 
 
-def migrated(
-    store: S3Store, prefix: str, is_namespace: Callable[[str], bool], missing: Missing = NONE_MISSING
-) -> bool:
-    """True if the store at ``prefix`` has no format-1 files: it is marked so, or (then it is
-    marked now) the first page of its namespaces shows only format-2 ones (``is_namespace``), or
-    ``missing`` says nothing at all was below the prefix (a new store). Asked once per process;
-    until the store is marked, each user's first command in a process lists the user's format-1
-    namespace, whose key names the user."""
+def migrated(store: S3Store, prefix: str, identity: str, key: bytes, missing: Missing = NONE_MISSING) -> bool:
+    """True if the store at ``prefix`` (of ``identity`` and store key ``key``) has no format-1
+    files: its mark authenticates, or (then it is marked now) ``missing`` says nothing at all was
+    below the prefix (a new store), or the first page of its namespaces shows only format-2 ones.
+    A mark that does not authenticate (planted, forged, or written before marks were sealed) is no
+    mark. Asked once per process; until the store is marked, each user's first command in a
+    process lists the user's format-1 namespace, whose key names the user."""
     place = (store.bucket, prefix)
     with _lock:
         known = _marked.get(place)
     if known is not None:
         return known
-    known = not missing.mark and store.exists(prefix + MIGRATED_NAME)
-    if not known and (missing.anything or _only_format_2_namespaces(store, prefix, is_namespace)):
+    known = not missing.mark and read_mark(store, prefix, identity, key) is not None
+    born = None if known else True if missing.anything else _born_by_namespaces(store, prefix, key)
+    if born is not None:
         try:
-            mark_migrated(store, prefix, born=True)
+            mark_migrated(store, prefix, identity, key, born=born)
             known = True
         except StorageError:  # a role that may not write (expiry's): look for format-1 files
-            known = False
+            pass
     with _lock:
         _marked[place] = known
     return known
 
 
-def _only_format_2_namespaces(store: S3Store, prefix: str, is_namespace: Callable[[str], bool]) -> bool:
-    """True if the first page of the store's namespaces is its only one and shows only format-2 ones."""
+def _born_by_namespaces(store: S3Store, prefix: str, key: bytes) -> bool | None:
+    """What the first page of the store's namespaces, if it is the only one, shows: no namespace
+    at all (True: a new store, born in format 2), only format-2 ones (False: no format-1 files, but
+    not known to have never held any), or (None) a format-1 one, or more than a page."""
     page = next(store.pages(prefix, delimiter=True))
-    return not page.truncated and all(is_namespace(common[len(prefix) : -1]) for common in page.prefixes)
+    if page.truncated or not all(
+        user_of_namespace(key, common[len(prefix) : -1]) is not None for common in page.prefixes
+    ):
+        return None
+    return not page.prefixes
 
 
-def mark_migrated(store: S3Store, prefix: str, *, born: bool = False) -> None:
-    """Mark the store at ``prefix`` as having no format-1 files left (``born``: never any)."""
-    store.put(prefix + MIGRATED_NAME, BORN if born else b"")
+def mark_migrated(store: S3Store, prefix: str, identity: str, key: bytes, *, born: bool = False) -> None:
+    """Mark the store at ``prefix`` as having no format-1 files left (``born``: never any), sealed
+    under its store key ``key`` for its ``identity``."""
+    state = BORN if born else SETTLED
+    store.put(prefix + MIGRATED_NAME, state + _mark_tag(key, identity, state))
     with _lock:
         _marked[(store.bucket, prefix)] = True
 
 
-def born_in_format_2(store: S3Store, prefix: str) -> bool:
-    """True if the store at ``prefix`` is marked as never having held format 1."""
+def read_mark(store: S3Store, prefix: str, identity: str, key: bytes) -> bytes | None:
+    """What the mark of the store at ``prefix`` says (``BORN`` or ``SETTLED``), or None if there is
+    none or it does not authenticate under the store key for ``identity`` (one GET)."""
     try:
-        stored = store.get(prefix + MIGRATED_NAME, max_bytes=len(BORN))
+        stored = store.get(prefix + MIGRATED_NAME, max_bytes=MARK_MAX_BYTES)
     except ObjectTooLarge:
-        return False  # not a mark s3memory wrote
-    return stored is not None and stored.body == BORN
+        return None  # not a mark s3memory wrote
+    if stored is None:
+        return None
+    for state in (BORN, SETTLED):
+        tag = stored.body[len(state) :]
+        if stored.body.startswith(state) and hmac.compare_digest(tag, _mark_tag(key, identity, state)):
+            return state
+    return None
+
+
+def born_in_format_2(store: S3Store, prefix: str, identity: str, key: bytes | None) -> bool:
+    """True if the store at ``prefix`` is marked, authentically, as never having held format 1;
+    False without a store key (nothing is authentic then)."""
+    return key is not None and read_mark(store, prefix, identity, key) == BORN
+
+
+def _mark_tag(key: bytes, identity: str, state: bytes) -> bytes:
+    """HMAC-SHA256, under a key derived from the store key, of the store identity and the state."""
+    mark_key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=MARK_KEY_INFO).derive(key)
+    framed = b"".join(struct.pack(">I", len(part)) + part for part in (identity.encode("utf-8"), state))
+    return hmac.new(mark_key, _MARK_LABEL + framed, hashlib.sha256).digest()

@@ -41,6 +41,7 @@ from .keyvault import KEYS_PREFIX, key_version
 from .memory import S3Memory
 from .migration import born_in_format_2
 from .names import user_of_namespace
+from .nesting import check_no_store_at, check_not_nested
 from .paths import KeyLayout, memory_path, validate_namespace
 from .progress import SILENT, Progress
 from .server_checks import known, probe_again, recorded
@@ -186,6 +187,7 @@ class Operations:
         """Format 2: the store's id (None: the bucket's name), bound into every object."""
         self._identity = identity if self.storage_format == PLACED_FORMAT else None
         self._store_identity = identity
+        self._outside_other_stores = False
 
     @classmethod
     def from_settings(
@@ -233,11 +235,20 @@ class Operations:
             **self.limits.memory_options(),
         }
 
+    def check_nesting(self) -> None:
+        """Refuse (``nesting.NestedStore``) a store whose prefix lies inside another store's; looked
+        at once (one listing per level of the prefix) before the first command that acts on users."""
+        if not self._outside_other_stores:
+            check_not_nested(self.store, self.prefix)
+            self._outside_other_stores = True
+
     def users(self) -> Iterator[str]:
         """The user ids that have objects in the store, in the order of their UTF-8 bytes (format 1:
         key order; format 2: every namespace decrypted first, then sorted). Names that are no user
         id a memory could have, and format-2 namespaces that do not decrypt under the store key
-        (planted by a bucket writer), are left out."""
+        (planted by a bucket writer), are left out. A name where another store lies is listed
+        (format 1: telling would cost a request per user), and every command on it refuses."""
+        self.check_nesting()
         if self._identity is None:
             yield from self._plain_users()
             return
@@ -272,14 +283,20 @@ class Operations:
 
     def memory(self, user_id: str) -> S3Memory:
         """The user's memory, with the store's format and limits (``ValueError`` for an unusable
-        user id). On a format-2 store without a store key, this makes one (see ``existing_memory``)."""
-        return S3Memory(self.store, user_id, self.key_provider, actor=self.actor, **self.memory_options())
+        user id; ``NestedStore`` where this store lies inside another's, or another store lies at
+        the user's namespace). On a format-2 store without a store key, this makes one (see
+        ``existing_memory``)."""
+        self.check_nesting()
+        memory = S3Memory(self.store, user_id, self.key_provider, actor=self.actor, **self.memory_options())
+        check_no_store_at(self.store, memory.layout.namespace)
+        return memory
 
     def existing_memory(self, user_id: str) -> S3Memory | None:
         """The user's memory, or None on a format-2 store that has no store key yet, where no user
         has any object: what only reads or deletes takes None for an empty memory and writes
         nothing. ``ValueError`` for an unusable user id, either way."""
         validate_namespace(user_id, self.prefix)
+        self.check_nesting()
         if self._identity is not None and self.store_key() is None:
             return None
         return self.memory(user_id)
@@ -398,28 +415,29 @@ class Operations:
         return None
 
     def erase(self, user_id: str, *, dry_run: bool = False, progress: Progress = SILENT) -> Erasure:
-        """Remove every object and every version of the user's namespace, wrapped data keys first:
+        """Remove every object and every version of the user's folders (``internal/`` and
+        ``memories/`` of the user's namespace: all s3memory writes there), wrapped data keys first:
         from the first batch on, what is left (here, in a backup or a replica) cannot be decrypted
         without a key that is gone. Run it again to finish an erase that was interrupted; the user
         must not be served meanwhile (any command would start a new key). ``left`` counts what a last
-        listing still found.
+        listing still found. Anything else in the namespace (another store's prefix may lie below
+        it) is not the user's and stays.
 
         Format 2: the namespace is the user's token prefix, and the data keys are wrapped under the
         store identity and that token, so the content of copies kept elsewhere is shredded as in
         format 1; their names (the user's token and the paths' tokens) still decrypt with the store
         key, which every user shares and which stays. What format 1 left of the user (files not moved
-        yet, its wrapped keys, earlier versions) goes too."""
+        yet, its wrapped keys, earlier versions) goes too, unless the store's mark authenticates as
+        born in format 2."""
         memory = self.existing_memory(user_id)
         erasure = Erasure(user_id, shredded=isinstance(self.key_provider, KMSKeyProvider))
-        places: list[tuple[KeyLayout, tuple[str, ...]]] = []
-        if memory is not None:
-            places.append((memory.layout, (memory.layout.namespace,)))
-        if self._identity is not None and not born_in_format_2(self.store, self.prefix):
-            # and what format 1 left: files not moved yet, keys, history (its listing names the user)
-            legacy = KeyLayout(validate_namespace(user_id, self.prefix))
-            # only its own folders: another store's prefix may lie below a format-1 name
-            places.append((legacy, (legacy.internal_prefix, legacy.memories_prefix)))
-        for layout, prefixes in places:
+        layouts: list[KeyLayout] = [] if memory is None else [memory.layout]
+        if self._identity is not None and not born_in_format_2(
+            self.store, self.prefix, self._identity, self.store_key()
+        ):  # and what format 1 left: files not moved yet, keys, history (its listing names the user)
+            layouts.append(KeyLayout(validate_namespace(user_id, self.prefix)))
+        for layout in layouts:
+            prefixes = (layout.internal_prefix, layout.memories_prefix)
             keys = layout.key_of_internal(KEYS_PREFIX)
             for prefix in (keys, *prefixes):
                 pages = self.store.versions(prefix) if dry_run else self._first_pages(prefix)

@@ -37,6 +37,7 @@ from .conditions import (
 )
 from .crypto import NONCE_BYTES, SERVER_RECORD_PURPOSE, KeyProvider
 from .errors import IntegrityError
+from .nesting import check_not_nested
 from .store import ConditionalConflict, PreconditionFailed, RequestFailed, S3Store
 
 SERVER_RECORD_NAME = "s3memory.server"
@@ -58,9 +59,11 @@ _lock = threading.Lock()
 def known(store: S3Store, prefix: str, identity: str, provider: KeyProvider) -> Enforced:
     """What the server of ``store`` enforces, for the store ``identity`` at ``prefix``: learned once
     per process, from the store's record (a GetObject and the record key's unwrapping) or, where
-    there is none or it does not open, from a probe, then recorded."""
+    there is none or it does not open, from a probe, then recorded. Before the probe of a store's
+    first use, ``NestedStore`` if its prefix lies inside another store's (``nesting``)."""
     found, etag = _recorded(store, prefix, identity, provider)
     if found is None:
+        check_not_nested(store, prefix)  # a store's first use: it must not lie inside another
         found = probe(store, prefix)
         _keep(store, prefix, identity, provider, found, etag)
         _learn(store, prefix, identity, found)

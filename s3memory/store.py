@@ -36,6 +36,7 @@ DELETE_BATCH = 1000
 _NOT_FOUND = frozenset({"NoSuchKey", "404", "NotFound", "NoSuchVersion"})
 _PRECONDITION_FAILED = frozenset({"PreconditionFailed", "412"})
 _CONFLICT = frozenset({"ConditionalRequestConflict", "409", "OperationAborted"})
+_DENIED = frozenset({"AccessDenied", "403", "Forbidden"})
 _SNAKE_CASE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -133,6 +134,10 @@ class RequestFailed(StorageError):
         self.code = code
 
 
+class AccessDenied(RequestFailed):
+    """S3 refused the request to this role (403): what it asked about may exist or not."""
+
+
 def _failure(operation: str, error: Exception) -> RequestFailed:
     code = aws_error_code(error)
     return RequestFailed(
@@ -183,8 +188,8 @@ class S3Store:
     def _call(self, operation: str, **arguments: Any) -> Any:
         """Send one ``operation`` (``"GetObject"``...) on this bucket. A failure becomes
         ``PreconditionFailed`` (412; ``after_retry`` when botocore had retried), ``ConditionalConflict``
-        (409), ``_Missing`` (no such object), or else a ``StorageError`` naming the operation and
-        the S3 error code, never content."""
+        (409), ``_Missing`` (no such object), ``AccessDenied`` (403), or else a ``StorageError``
+        naming the operation and the S3 error code, never content."""
         if arguments.get("Key") == "":  # botocore does not check parameters (``clients.py``)
             raise StorageError(
                 f"Error: S3 {operation} was not sent: its object key is empty. Nothing was done."
@@ -200,6 +205,9 @@ class S3Store:
                 raise ConditionalConflict(key) from None
             if code in _NOT_FOUND:
                 raise _Missing(_failure(operation, error), after_retry=_retried(error)) from None
+            if code in _DENIED:
+                failure = _failure(operation, error)
+                raise AccessDenied(failure.message, failure.code) from None
             raise _failure(operation, error) from None
         except BotoCoreError as error:
             raise _failure(operation, error) from None

@@ -20,6 +20,7 @@ from .conditions import Enforced
 from .crypto import FORMAT_VERSION, PLACED_FORMAT, KeyProvider
 from .errors import IntegrityError
 from .names import namespace_shaped
+from .nesting import STORE_OBJECTS
 from .store import S3Store
 from .store_keys import MIGRATED_NAME, NONE_MISSING, STORE_KEY_NAME, Missing, stored_store_key
 
@@ -27,9 +28,6 @@ AUTO_FORMAT: Literal["auto"] = "auto"
 StorageFormat: TypeAlias = Literal[1, 2, "auto"]
 """A storage format setting: 1, 2, or ``"auto"`` (2 for a new store, else the store's own)."""
 
-STORE_OBJECTS = "s3memory."
-"""The start of the names of a store's own objects below its prefix (store key, mark, server record
-and probe objects): in key order, one run of keys that no user's namespace starts."""
 _PAST_STORE_OBJECTS = STORE_OBJECTS + "~"
 """A name after every store object's (their names are of ``a-z0-9.-``) and before ``s3memory/``."""
 

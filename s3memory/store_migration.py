@@ -62,6 +62,7 @@ def migrate_store(operations: Operations, progress: Progress = SILENT) -> StoreM
             "S3MEMORY_STORAGE_FORMAT=2 (--storage-format 2) here and for every process that serves "
             "the store. Nothing was changed."
         )
+    operations.check_nesting()
     report = StoreMigration()
     users = format_1_users(operations)
     progress.expect(len(users))
@@ -81,7 +82,7 @@ def migrate_store(operations: Operations, progress: Progress = SILENT) -> StoreM
     if all(moved.clean for moved in report.moved.values()):
         store, prefix = operations.store, operations.prefix
         identity = store_identity(operations.store_id or store.bucket, prefix)
-        store_key(store, prefix, identity, operations.key_provider)  # a mark needs a key (store_keys)
-        mark_migrated(store, prefix)
+        key, _missing = store_key(store, prefix, identity, operations.key_provider)  # (store_keys)
+        mark_migrated(store, prefix, identity, key)
         report.marked = True
     return report

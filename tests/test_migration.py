@@ -15,7 +15,7 @@ from s3memory import migration
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError, StorageError
 from s3memory.memory import S3Memory
-from s3memory.migration import BORN, MIGRATED_NAME, UserMigration
+from s3memory.migration import BORN, MIGRATED_NAME, SETTLED, UserMigration
 from s3memory.operations import Operations
 from s3memory.paths import memory_path
 from s3memory.store import PreconditionFailed, S3Store
@@ -23,6 +23,8 @@ from s3memory.store_migration import migrate_store
 
 from .support import console
 from .support.bucket import ALL_BACKENDS, BUCKET, stored_keys
+from .support.marks import mark_of
+from .support.roles import confined
 
 BACKENDS = ALL_BACKENDS
 FILES = {f"/memories/{'notes/' * (index % 3)}file{index:02d}.md": f"line {index}\n" for index in range(24)}
@@ -284,7 +286,7 @@ def test_a_new_format_2_store_is_marked_migrated_at_birth_and_never_lists_a_user
     make_memory: Callable[..., S3Memory], s3: Any
 ) -> None:
     memory = make_memory("alice", storage_format=2)
-    assert s3.get_object(Bucket=BUCKET, Key=f"users/{MIGRATED_NAME}")["Body"].read() == BORN
+    assert mark_of(s3) == BORN
     assert memory.upgrade is not None and memory.upgrade._settled
 
 
@@ -336,7 +338,7 @@ def test_migrate_moves_every_user_verifies_them_and_marks_the_store(
     assert operations.read("bob", "/memories/bob.md") == "bob's\n"
     assert texts(operations.memory("alice")) == FILES
     assert stored_keys(s3, v1.layout.namespace) == stored_keys(s3, bob.layout.namespace) == []
-    assert s3.get_object(Bucket=BUCKET, Key=f"users/{MIGRATED_NAME}")["Body"].read() == b""  # moved: not born
+    assert mark_of(s3) == SETTLED  # moved: not born
     assert run(operations, "migrate", "--yes") == (
         0,
         "0 users, 0 files moved (0 moved before), 0 left in format 1, 0 problems; the store is marked migrated\n",
@@ -427,12 +429,22 @@ def test_a_path_too_long_for_private_names_stays_in_format_1_and_the_user_is_ser
 
 
 def test_erase_on_a_format_2_store_also_removes_what_format_1_left(
-    v1: S3Memory, make_memory: Callable[..., S3Memory], local_keys: LocalKeyProvider, s3: Any
+    v1: S3Memory,
+    make_memory: Callable[..., S3Memory],
+    local_keys: LocalKeyProvider,
+    s3: Any,
+    new_client: Callable[..., Any],
 ) -> None:
     """Files not moved yet, and what a move leaves (format-1 keys and history), are the user's too;
     a store whose prefix lies below the user's format-1 name is not."""
     operations = Operations(S3Store(s3, BUCKET), local_keys, storage_format=2)
-    nested = make_memory("carol", storage_format=2, prefix=v1.layout.namespace)
+    nested = S3Memory(  # made by a role that cannot list outside it (else refused: tests/test_nesting.py)
+        S3Store(confined(new_client(), v1.layout.namespace), BUCKET),
+        "carol",
+        local_keys,
+        storage_format=2,
+        prefix=v1.layout.namespace,
+    )
     nested.create(memory_path("/memories/nested.md"), "not alice's\n")
     bob = make_memory("bob", storage_format=1)
     bob.create(memory_path("/memories/bob.md"), "bob's\n")
@@ -442,6 +454,93 @@ def test_erase_on_a_format_2_store_also_removes_what_format_1_left(
     assert operations.memory("alice").run({"command": "view", "path": "/memories"}).endswith("/memories")
     assert nested.run({"command": "view", "path": "/memories/nested.md"}).endswith("not alice's")
     assert bob.files.read(memory_path("/memories/bob.md")) is not None
+
+
+def a_mark_of_another_store(make_memory: Callable[..., S3Memory], s3: Any) -> bytes:
+    """The authentic mark of a store born in format 2 at another prefix of the bucket."""
+    make_memory("dan", storage_format=2, prefix="team/")
+    return bytes(s3.get_object(Bucket=BUCKET, Key=f"team/{MIGRATED_NAME}")["Body"].read())
+
+
+FORGED_MARKS = {
+    "as-written-before-marks-were-sealed": lambda make_memory, s3: BORN,
+    "of-another-store": a_mark_of_another_store,
+}
+
+
+@pytest.mark.parametrize("forged", FORGED_MARKS.values(), ids=FORGED_MARKS.keys())
+def test_erase_skips_what_format_1_left_only_on_a_store_whose_mark_authenticates_as_born(
+    v1: S3Memory,
+    make_memory: Callable[..., S3Memory],
+    local_keys: LocalKeyProvider,
+    s3: Any,
+    forged: Callable[..., bytes],
+) -> None:
+    """A bucket writer's mark saying "born in format 2" (the bytes an earlier version wrote, or
+    another store's authentic mark) does not make erase skip the user's format-1 files."""
+    make_memory("carol", storage_format=2)  # the store key; alice is in format 1: not marked
+    assert stored_keys(s3, f"users/{MIGRATED_NAME}") == []
+    s3.put_object(Bucket=BUCKET, Key=f"users/{MIGRATED_NAME}", Body=forged(make_memory, s3))
+    operations = Operations(S3Store(s3, BUCKET), local_keys, storage_format=2)
+    erasure = operations.erase("alice")
+    assert (erasure.other_versions, erasure.left) == (len(FILES) + 1, 0)  # the files, the access record
+    assert stored_keys(s3, v1.layout.namespace) == []
+
+
+def test_erase_on_a_store_born_in_format_2_sends_no_request_naming_the_user(
+    make_memory: Callable[..., S3Memory], local_keys: LocalKeyProvider, s3: Any
+) -> None:
+    make_memory("jane.doe", storage_format=2).create(memory_path("/memories/a.md"), "a\n")
+    assert mark_of(s3) == BORN
+    urls: list[str] = []
+    s3.meta.events.register("before-send.s3", lambda request, **_: urls.append(request.url))
+    erasure = Operations(S3Store(s3, BUCKET), local_keys, storage_format=2).erase("jane.doe")
+    assert (erasure.other_versions, erasure.left) == (1, 0)
+    assert urls and not [url for url in urls if "jane" in url]
+
+
+def test_a_mark_that_does_not_authenticate_hides_no_format_1_file_from_commands(
+    v1: S3Memory, make_memory: Callable[..., S3Memory], s3: Any
+) -> None:
+    make_memory("carol", storage_format=2)  # the store key; alice is in format 1: not marked
+    s3.put_object(Bucket=BUCKET, Key=f"users/{MIGRATED_NAME}", Body=b"")  # as migrate wrote it once
+    migration._marked.clear()  # a new process
+    memory = v2(make_memory)
+    assert memory.run({"command": "view", "path": "/memories/file00.md"}).endswith("line 0")
+    assert texts(memory) == FILES
+    assert stored_keys(s3, v1.layout.memories_prefix) == []
+
+
+def test_a_store_migrated_before_marks_were_sealed_serves_everyone_until_migrate_marks_it_again(
+    v1: S3Memory, make_memory: Callable[..., S3Memory], local_keys: LocalKeyProvider, s3: Any
+) -> None:
+    """A mark an earlier version wrote locks no one out: it is no mark (each user's first command
+    in a process looks for format-1 files again) until ``migrate`` marks the store again."""
+    operations = Operations(S3Store(s3, BUCKET), local_keys, storage_format=2)
+    s3.put_object(Bucket=BUCKET, Key="users/alice/internal/keys/v1", Body=b"wrapped")  # as KMS keeps it
+    assert migrate_store(operations).complete
+    for old in (b"", BORN):
+        s3.put_object(Bucket=BUCKET, Key=f"users/{MIGRATED_NAME}", Body=old)
+        migration._marked.clear()  # a new process
+        memory = v2(make_memory)
+        assert memory.run({"command": "view", "path": "/memories/file00.md"}).endswith("line 0")
+        assert memory.upgrade is not None and not memory.upgrade._settled
+        assert mark_of(s3) is None and stored_keys(s3, f"users/{MIGRATED_NAME}") != []  # kept, not trusted
+    assert run(operations, "migrate", "--yes")[0] == 0
+    assert mark_of(s3) == SETTLED
+
+
+def test_a_store_born_before_marks_were_sealed_is_marked_again_but_not_as_born(
+    make_memory: Callable[..., S3Memory], s3: Any
+) -> None:
+    """Its namespaces are all of format 2: it is marked again, as holding no format-1 files; that
+    it never held any is no longer known (erase looks for what format 1 may have left)."""
+    make_memory("alice", storage_format=2).create(memory_path("/memories/a.md"), "a\n")
+    s3.put_object(Bucket=BUCKET, Key=f"users/{MIGRATED_NAME}", Body=BORN)
+    migration._marked.clear()  # a new process
+    memory = v2(make_memory, "bob")
+    assert memory.upgrade is not None and memory.upgrade._settled
+    assert mark_of(s3) == SETTLED
 
 
 def test_migrate_carries_an_access_time_a_dying_move_left_behind(

@@ -24,6 +24,7 @@ from s3memory.store import PreconditionFailed, S3Store
 from s3memory.store_keys import STORE_KEY_NAME
 
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, empty_bucket, stored_keys
+from .support.roles import confined
 
 BACKENDS = ALL_BACKENDS
 REFUSED = (
@@ -93,7 +94,8 @@ def test_a_file_copied_to_another_users_key_is_refused_there(v2: Callable[..., S
 def test_a_file_copied_to_the_same_user_under_another_prefix_is_refused_there(
     v2: Callable[..., S3Memory], s3: Any
 ) -> None:
-    outer, inner = v2(prefix="users/"), v2(prefix="users/team/")
+    inner = v2(prefix="users/team/")  # made first: made second, it would be refused (tests/test_nesting.py)
+    outer = v2(prefix="users/")
     seed(outer, "outer\n")
     seed(inner, "inner\n")
     copy(s3, key(outer), key(inner))
@@ -107,10 +109,17 @@ def test_a_file_copied_to_the_same_user_under_another_prefix_is_refused_there(
 
 
 def test_a_store_nested_in_a_users_namespace_is_never_listed_or_deleted_by_that_user(
-    v2: Callable[..., S3Memory], s3: Any
+    v2: Callable[..., S3Memory], s3: Any, new_client: Callable[..., Any], local_keys: KeyProvider
 ) -> None:
     outer = v2("alice")
-    inner = v2("alice", prefix=outer.layout.namespace)  # the deepest overlap: inside alice's own namespace
+    namespace = outer.layout.namespace  # the deepest overlap: inside alice's own namespace, made by a
+    inner = S3Memory(  # role that cannot list outside it (else refused: tests/test_nesting.py)
+        S3Store(confined(new_client(), namespace), BUCKET),
+        "alice",
+        local_keys,
+        prefix=namespace,
+        storage_format=2,
+    )
     seed(outer, "outer\n")
     seed(inner, "inner\n")
     inner_keys = stored_keys(s3, inner.layout.namespace)

@@ -23,6 +23,7 @@ from s3memory.store_format import checked_format
 from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME, Missing, store_identity, store_key
 
 from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, stored_keys
+from .support.marks import mark_of
 
 BACKENDS = ALL_BACKENDS
 USER = "jane.doe@example.com"
@@ -30,10 +31,20 @@ CREATE = {"command": "create", "path": "/memories/clients/acme.md", "file_text":
 VIEW = {"command": "view", "path": "/memories/clients/acme.md"}
 SETTINGS = {"S3MEMORY_BUCKET": BUCKET, "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64}
 FIRST_USE = Counter(
-    {"GetObject": 1, "PutObject": 6, "CopyObject": 3, "HeadObject": 1, "DeleteObject": 1, "DeleteObjects": 2}
+    {
+        "GetObject": 1,
+        "ListObjectsV2": 1,
+        "PutObject": 6,
+        "CopyObject": 3,
+        "HeadObject": 1,
+        "DeleteObject": 1,
+        "DeleteObjects": 2,
+    }
 )
-"""What the first use of a store costs on a server that enforces every condition: the read of the
-missing server record, the probe (12 requests: ``server_checks.probe``) and the record's write."""
+"""What the first use of a store at ``users/`` costs on a server that enforces every condition: the
+read of the missing server record, a look for another store at the bucket's root
+(``nesting.check_not_nested``), the probe (12 requests: ``server_checks.probe``) and the record's
+write: 15 requests."""
 
 
 def memory(s3: Any, user: str = USER, **options: Any) -> S3Memory:
@@ -130,7 +141,7 @@ def test_a_new_stores_first_memory_looks_once_then_makes_its_key_and_mark(s3: An
     assert first.storage_format == 2
     looked = Counter({"GetObject": 1, "HeadObject": 1, "ListObjectsV2": 1, "PutObject": 2})
     assert counter.calls == looked + FIRST_USE
-    assert s3.get_object(Bucket=BUCKET, Key="users/" + MIGRATED_NAME)["Body"].read() == BORN
+    assert mark_of(s3) == BORN
     assert sorted(stored_keys(s3)) == sorted(
         ["users/" + MIGRATED_NAME, "users/" + STORE_KEY_NAME, "users/" + SERVER_RECORD_NAME]
     )

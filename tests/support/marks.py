@@ -1,0 +1,21 @@
+"""The mark of a format-2 store (``migration.py``) as a test reads it: what it says once it has
+authenticated under the store's key, or None."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from s3memory.crypto import LocalKeyProvider
+from s3memory.migration import read_mark
+from s3memory.store import S3Store
+from s3memory.store_keys import store_identity, stored_store_key
+
+from .bucket import BUCKET, MASTER_KEY
+
+
+def mark_of(s3: Any, prefix: str = "users/") -> bytes | None:
+    """What the mark of the store at ``prefix`` in ``BUCKET`` says (``BORN`` or ``SETTLED``), or
+    None if there is none, no store key, or it does not authenticate."""
+    store, identity = S3Store(s3, BUCKET), store_identity(BUCKET, prefix)
+    key = stored_store_key(store, prefix, identity, LocalKeyProvider(MASTER_KEY))
+    return None if key is None else read_mark(store, prefix, identity, key)
