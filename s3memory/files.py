@@ -14,11 +14,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .concurrency import parallel
-from .crypto import FORMAT_VERSION, HEADER_BYTES, ObjectCipher, Sealed, plaintext_size
+from .crypto import FORMAT_VERSION, HEADER_BYTES, PLACE_METADATA, ObjectCipher, Sealed, plaintext_size
 from .errors import CommandError, IntegrityError, StorageError
-from .jobs import MAX_SOURCES, Source
+from .jobs import MAX_SOURCES, Source, place_digest
 from .paths import KeyLayout, MemoryPath
 from .quota import Usage
 from .store import (
@@ -89,17 +90,27 @@ def _characters(segments: tuple[str, ...]) -> int:
     return sum(len(segment) for segment in segments)
 
 
+class Verified(NamedTuple):
+    """What this process verified of one object: its content header, and the digest of the place
+    record it saw with it (``jobs.place_digest``)."""
+
+    header: bytes
+    place: str
+
+
 class VerifiedHeaders:
     """Format 2: the content headers of objects this process verified or made, by object key and
     ETag: a read that opened the object at its path, a write of content sealed for its path, a copy
     placed at its path by this process (the ETag S3 answered). What a HEAD shows is never learned.
 
     An entry says: the object whose bytes have this ETag, at this key, holds content with this
-    header, placed at the key's path. Bytes do not change under an ETag, so an entry never goes
-    stale; it only matters when a listing shows that key with that ETag again. A rename then copies
-    the object without a ``HeadObject``, on the condition that it still has that ETag
-    (``moves.ServerCopyMover.known``, ``docs/format-v2.md`` "Renames"). Bounded (least recently
-    used first out); shared by a memory's twins (``MemoryFiles.by``)."""
+    header, placed at the key's path (by the place record whose digest it keeps). Bytes do not
+    change under an ETag, so the header never goes stale; the place record may (the same bytes
+    copied back to the key have a new one). An entry only matters when a listing shows that key
+    with that ETag again: the rename this process plans then copies the object without a
+    ``HeadObject``, on the condition that it still has that ETag (``moves.ServerCopyMover.known``,
+    ``docs/format-v2.md`` "Renames"). Bounded (least recently used first out); shared by a memory's
+    twins (``MemoryFiles.by``)."""
 
     LIMIT = 1024
     CHARACTER_LIMIT = 192 * 1024
@@ -107,30 +118,32 @@ class VerifiedHeaders:
     memories (``aws_lambda.runtime.WARM_USERS``), so at most about 50 MB of these in all."""
 
     def __init__(self) -> None:
-        self._headers: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+        self._headers: OrderedDict[tuple[str, str], Verified] = OrderedDict()
         self._characters = 0
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._headers)
 
-    def get(self, key: str, etag: str) -> bytes | None:
-        """The header of the object at ``key`` whose bytes have ``etag``, if this process knows it."""
+    def get(self, key: str, etag: str) -> Verified | None:
+        """What this process verified of the object at ``key`` whose bytes have ``etag``, if anything."""
         entry = (key, _unquoted(etag))
         with self._lock:
-            header = self._headers.get(entry)
-            if header is not None:
+            verified = self._headers.get(entry)
+            if verified is not None:
                 self._headers.move_to_end(entry)
-            return header
+            return verified
 
-    def add(self, key: str, etag: str, header: bytes) -> None:
+    def add(self, key: str, etag: str, header: bytes, place: str) -> None:
+        """Remember ``header`` and the place record ``place`` (the metadata itself) of the object at
+        ``key`` with ``etag``."""
         if not etag or len(header) != HEADER_BYTES:
             return
         entry = (key, _unquoted(etag))
         with self._lock:
             if entry not in self._headers:
                 self._characters += len(key) + len(entry[1])
-            self._headers[entry] = header
+            self._headers[entry] = Verified(header, place_digest(place))
             self._headers.move_to_end(entry)
             while len(self._headers) > self.LIMIT or self._characters > self.CHARACTER_LIMIT:
                 (old_key, old_etag), _header = self._headers.popitem(last=False)
@@ -148,13 +161,15 @@ class FileTooLarge(CommandError):
 
 @dataclass(frozen=True)
 class Found:
-    """A file's text, the ETag of the object it was read from, who wrote it (None: unnamed), and
-    the fingerprint of the path a rename copied it from (``ORIGIN_METADATA``, format 1)."""
+    """A file's text, the ETag of the object it was read from, who wrote it (None: unnamed), the
+    fingerprint of the path a rename copied it from (``ORIGIN_METADATA``, format 1), and its place
+    record (``PLACE_METADATA``, format 2)."""
 
     text: str
     etag: str
     author: str | None = None
     origin: str | None = None
+    place: str | None = None
 
 
 class MemoryFiles:
@@ -194,9 +209,10 @@ class MemoryFiles:
         if stored is None:
             return None
         text, author = self.decode(path, stored.body, stored.metadata)
-        if version_id is None and self.cipher.format != FORMAT_VERSION:
-            self.verified.add(key, stored.etag, stored.body[:HEADER_BYTES])  # opened at ``path``
-        return Found(text, stored.etag, author, stored.metadata.get(ORIGIN_METADATA))
+        place = stored.metadata.get(PLACE_METADATA)
+        if version_id is None and place is not None and self.cipher.format != FORMAT_VERSION:
+            self.verified.add(key, stored.etag, stored.body[:HEADER_BYTES], place)  # opened at ``path``
+        return Found(text, stored.etag, author, stored.metadata.get(ORIGIN_METADATA), place)
 
     def decode(self, path: MemoryPath, body: bytes, metadata: Mapping[str, str]) -> tuple[str, str | None]:
         """The text and the author of ``body`` read at ``path`` with ``metadata``; refused unless
@@ -258,7 +274,7 @@ class MemoryFiles:
                 return
         except IntegrityError:
             return
-        self.verified.add(key, etag, header)
+        self.verified.add(key, etag, header, sealed.metadata[PLACE_METADATA])
 
     def replace(self, path: MemoryPath, sealed: Sealed, etag: str, origin: str | None = None) -> bool:
         """Write ``sealed`` over the file at ``path`` if it still has ``etag``; False if it changed.

@@ -2,11 +2,14 @@
 sets aside the ones that can never run. The one place that decides when pending jobs are finished.
 
 The protocol and its invariants are in ``docs/jobs.md``. In short: a job is planned from a listing
-(every file below the directory, with its ETag), recorded before its first change, then run; every
-copy and delete is conditional on the recorded ETag, so a file written after the plan is never moved
-or deleted by it. Whoever finds a record finishes the job. A record that can never run (not ours,
-failing authentication, a plan that breaks the rules, or older than ``MAX_AGE_SECONDS``) is moved to
-``internal/quarantine/`` and logged, never run and never left to fail the commands that find it.
+(every file below the directory, with its ETag; on storage format 2, a rename binds each source to
+its place record too), recorded before its first change, then run; every copy and delete is
+conditional on the recorded ETag, so a file written after the plan is never moved or deleted by it,
+and a format-2 rename moves only a source that still has its recorded place record, so a record put
+back after the tree came back to an equal state moves nothing. Whoever finds a record finishes the
+job. A record that can never run (not ours, failing authentication, a plan that breaks the rules, or
+older than ``MAX_AGE_SECONDS``) is moved to ``internal/quarantine/`` and logged, never run and never
+left to fail the commands that find it.
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ import contextlib
 import hashlib
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 
 from .concurrency import parallel, quietly, side
 from .errors import CommandError, IntegrityError, Unsettled
@@ -34,7 +37,7 @@ from .jobs import (
     record_name_is_ours,
 )
 from .listing import listed_past
-from .moves import Copy, Origin, SourceChanged, mover_for
+from .moves import MARK_PREFIX, WITHDRAW_WINDOW_SECONDS, Copy, Origin, SourceChanged, mover_for
 from .paths import MemoryPath, memory_path
 from .store import Listed, ListingPage, ObjectTooLarge, PreconditionFailed
 
@@ -43,6 +46,10 @@ MAX_AGE_SECONDS = 7 * 24 * 3600
 before (the first call of every conversation does), so such a record is a replay or a relic."""
 MAX_CLOCK_SKEW_SECONDS = 3600
 """A record from further in the future than this is set aside too."""
+MARK_MAX_AGE_SECONDS = WITHDRAW_WINDOW_SECONDS + MAX_CLOCK_SKEW_SECONDS
+"""A relied-on mark last written longer ago than this (its ``LastModified`` by this process's clock)
+can no longer matter: its copy's writer has read it, or keeps the copy unread
+(``moves.WITHDRAW_WINDOW_SECONDS``). A view of the root removes those it lists."""
 
 logger = logging.getLogger("s3memory")
 
@@ -63,7 +70,8 @@ class Intent:
         return (
             self.found is not None
             and same == (job.kind, job.old, job.new)
-            and set(self.found) <= set(job.sources)
+            and {(found.key, found.etag) for found in self.found}
+            <= {(source.key, source.etag) for source in job.sources}
         )
 
 
@@ -99,8 +107,8 @@ class JobRunner:
         self._files = files
         self._store = files.store
         self._layout = files.layout
-        self.mover = mover_for(files)
         self.clock = clock
+        self.mover = mover_for(files, lambda: self.clock())
         self.set_aside: list[str] = []
         """Names of the records this process moved to quarantine (reported by the caller)."""
 
@@ -183,13 +191,30 @@ class JobRunner:
     def settle_listed(self, page: ListingPage) -> bool:
         """Finish the jobs recorded in ``page``, a listing of the user's whole namespace (internal
         objects sort before ``memories/``), listing the rest of them when the page stops among
-        them. True if a job ran or ended meanwhile: the page may not show the memory as it is."""
+        them, and remove the relied-on marks it shows that can no longer matter. True if a job ran
+        or ended meanwhile: the page may not show the memory as it is."""
+        marks = self._layout.key_of_internal(MARK_PREFIX)
+        parallel(
+            self._store.delete,
+            [
+                listed.key
+                for listed in page.objects
+                if listed.key.startswith(marks) and self._outlived(listed)
+            ],
+        )
         if page.truncated and not (page.objects and listed_past(page.objects[-1].key, self.prefix)):
             pending = self.pending()
         else:
             pending = self.load([listed for listed in page.objects if listed.key.startswith(self.prefix)])
         self.settle(pending)
         return pending.moved_on
+
+    def _outlived(self, mark: Listed) -> bool:
+        """True if the relied-on mark listed as ``mark`` was last written more than
+        ``MARK_MAX_AGE_SECONDS`` ago."""
+        from .versions import when  # versions needs the memory, which needs this module
+
+        return bool(mark.modified) and self.clock() - when(mark.modified).timestamp() > MARK_MAX_AGE_SECONDS
 
     # -- running ----------------------------------------------------------------------------
 
@@ -221,35 +246,70 @@ class JobRunner:
         return attempt()
 
     def run(self, job: Job) -> list[str]:
-        """Record ``job``, then run it to the end; the paths kept because they changed meanwhile.
-
-        A rename reads its sources while the record is written; nothing changes before it is stored.
-        """
-        recorded = side(lambda: self._record(job))
+        """Bind ``job``'s sources, record it, then run it to the end; the paths kept because they
+        changed meanwhile. Nothing changes before the record is stored."""
+        bound, found = self._bound(job)
+        recorded = side(lambda: self._record(bound))
         try:
-            return self.finish(job, recorded.result)
+            return self.finish(bound, recorded.result, found)
         except BaseException:
             quietly(recorded)
             raise
+
+    def _bound(self, job: Job) -> tuple[Job, dict[str, Origin | None]]:
+        """``job`` with every source bound for its record, and what binding found of its sources:
+        the source as planned, or None for one found otherwise. A rename on storage format 2 binds
+        each source to its place record, as this process verified it (``Mover.known``) or as a look
+        finds it; a source not found as listed (changed, not placed at its path, or gone) is bound
+        to none, so it is never moved. Other jobs bind none: format 1 changes a file's ETag with
+        every move, and a replayed delete removes nothing a bucket writer could not (docs/jobs.md)."""
+        if job.kind != "rename" or not self.mover.copies_keep_etags:
+            return replace(job, sources=tuple(replace(source, place="") for source in job.sources)), {}
+        found: dict[str, Origin | None] = {}
+
+        def look(source: Source) -> None:
+            path = self._layout.path_of_key(source.key)
+            if path is None:
+                return  # plan_problem refuses such a plan
+            try:
+                origin = self.mover.known(path, source.key, source.etag) or self.mover.locate(path)
+            except IntegrityError:
+                found[source.key] = None
+                return
+            if origin is not None:  # else gone: looked for again when the job runs
+                found[source.key] = origin if origin.etag == source.etag else None
+
+        parallel(look, job.sources)
+        sources = tuple(
+            replace(source, place=origin.place if (origin := found.get(source.key)) is not None else "")
+            for source in job.sources
+        )
+        return replace(job, sources=sources), found
 
     def _record(self, job: Job) -> None:
         sealed = self._files.cipher.seal(job.record_path, job.encode())
         self._files.put_new(self._layout.key_of_internal(job.name), sealed)
 
-    def finish(self, job: Job, before_changes: Callable[[], object] = lambda: None) -> list[str]:
+    def finish(
+        self,
+        job: Job,
+        before_changes: Callable[[], object] = lambda: None,
+        found: Mapping[str, Origin | None] | None = None,
+    ) -> list[str]:
         """Run a recorded job to the end, idempotently; the paths kept because they changed since
         it was planned. ``before_changes`` is called (from any thread) before each first change: it
-        returns once the job's record is stored, or raises."""
+        returns once the job's record is stored, or raises. ``found``: what the planner of a rename
+        found of its sources while binding it (``_bound``); every other source is looked at."""
         if job.kind == "delete":
             before_changes()
             if not self._still_recorded(job):
                 return []  # another finisher ended it
             kept = self._files.delete_all(job.sources).changed
         else:
-            kept = self._move(job, before_changes)
+            kept = self._move(job, before_changes, found or {})
         before_changes()
         self._store.delete(self._layout.key_of_internal(job.name))
-        return sorted(found.canonical for key in kept if (found := self._layout.path_of_key(key)) is not None)
+        return sorted(path.canonical for key in kept if (path := self._layout.path_of_key(key)) is not None)
 
     def _still_recorded(self, job: Job) -> bool:
         """True unless the job's record is gone, when ETags alone cannot tell the planned files from
@@ -259,9 +319,13 @@ class JobRunner:
         every move seals again."""
         return not self.mover.copies_keep_etags or self._store.exists(self._layout.key_of_internal(job.name))
 
-    def _move(self, job: Job, before_changes: Callable[[], object]) -> list[str]:
-        """Copy every source that still has its planned ETag below ``new``, then delete the sources
-        whose copy is written, each only if it still has that ETag; the keys left in place.
+    def _move(
+        self, job: Job, before_changes: Callable[[], object], found: Mapping[str, Origin | None]
+    ) -> list[str]:
+        """Copy every source that still has its planned ETag (and, where the record binds it, its
+        planned place record) below ``new``, then delete the sources whose copy is written, each
+        only if it still has that ETag; the keys left in place. A source in ``found`` is copied as
+        found there (None: it stays), any other is looked at first.
 
         A copy this process created where nothing was (rather than one it took over from another
         writer) is withdrawn when its source's delete finds the source changed or gone: the copy
@@ -275,10 +339,11 @@ class JobRunner:
         kept: list[str] = []
 
         def looked_at(path: MemoryPath, source: Source) -> Origin | None:
-            """The source as found now if it still has its planned ETag; else None (gone: moved or
-            deleted already; changed: written after the plan, so it stays)."""
+            """The source as found now if it is the planned one; else None (gone: moved or deleted
+            already; changed: written after the plan, or on format 2 placed anew since, so it
+            stays)."""
             origin = self.mover.locate(path)
-            if origin is not None and origin.etag != source.etag:
+            if origin is not None and (origin.etag != source.etag or not self._as_planned(origin, source)):
                 kept.append(source.key)
                 return None
             return origin
@@ -289,10 +354,12 @@ class JobRunner:
                 return  # plan_problem has refused such a record
             target = new.joined(path.relative_to(old))
             try:
-                # a source this process verified at its planned ETag is copied without a look:
-                # the copy is conditional on that ETag (docs/format-v2.md, "Renames")
-                origin = self.mover.known(path, source.key, source.etag) or looked_at(path, source)
+                # a source found while binding (maybe known, not looked at) is copied as found:
+                # the copy is conditional on its ETag (docs/format-v2.md, "Renames")
+                origin = found[source.key] if source.key in found else looked_at(path, source)
                 if origin is None:
+                    if source.key in found:
+                        kept.append(source.key)  # found otherwise while binding: it stays
                     return
                 before_changes()
                 made = self.mover.place(origin, target)
@@ -327,3 +394,8 @@ class JobRunner:
             if key in created:
                 self.mover.withdraw(created[key])
         return kept + left.changed
+
+    def _as_planned(self, origin: Origin, source: Source) -> bool:
+        """True unless the record binds ``source`` to a place record that ``origin`` does not have
+        (on format 2, where the same bytes at the same key may be another placement)."""
+        return not self.mover.copies_keep_etags or source.place is None or origin.place == source.place

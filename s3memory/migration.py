@@ -88,7 +88,7 @@ class Upgrade:
         self._store = target.store
         self._jobs = JobRunner(legacy, clock)
         self._access = (AccessRecord(legacy, clock), AccessRecord(target, clock))
-        self._mover = UpgradeMover(legacy, target)
+        self._mover = UpgradeMover(legacy, target, clock)
         self._user = (self._store.bucket, legacy.layout.namespace)
 
     def ensure(self) -> None:

@@ -40,6 +40,7 @@ from .jobs import JOB_PREFIX, QUARANTINE_PREFIX
 from .keyvault import KEYS_PREFIX, key_version
 from .memory import S3Memory
 from .migration import born_in_format_2
+from .moves import MARK_PREFIX
 from .names import user_of_namespace
 from .nesting import check_no_store_at, check_not_nested
 from .paths import KeyLayout, memory_path, validate_namespace
@@ -399,6 +400,8 @@ class Operations:
             return Finding("pending job", key, f"a {judged.job.kind} in progress", problem=False)
         if name.startswith(QUARANTINE_PREFIX):
             return Finding("quarantined", key, "a job record set aside: planted, tampered or replayed")
+        if name.startswith(MARK_PREFIX):
+            return None  # a relied-on mark (docs/jobs.md): removed once it can no longer matter
         if name == ACCESS_NAME:
             try:
                 memory.access.read()

@@ -303,23 +303,6 @@ class S3Store:
             if if_match is not None:
                 raise PreconditionFailed(key, after_retry=missing.after_retry) from None
 
-    def tag(self, key: str, tags: dict[str, str]) -> bool:
-        """Set ``key``'s tags (its bytes and ETag stay as they are); False if there is no such object."""
-        tag_set: list[Any] = [{"Key": name, "Value": value} for name, value in tags.items()]
-        try:
-            self._call("PutObjectTagging", Key=key, Tagging={"TagSet": tag_set})
-        except _Missing:
-            return False
-        return True
-
-    def tags(self, key: str) -> dict[str, str]:
-        """``key``'s tags (none if there is no such object)."""
-        try:
-            response = self._call("GetObjectTagging", Key=key)
-        except _Missing:
-            return {}
-        return {str(tag["Key"]): str(tag["Value"]) for tag in response.get("TagSet", [])}
-
     def copy(self, source: str, target: str) -> bool:
         """Copy the object at ``source`` to ``target`` within the bucket (the bytes stay on the
         server); False if there is no object at ``source``."""
@@ -330,8 +313,8 @@ class S3Store:
         return True
 
     def copy_new(self, source: str, target: str, *, source_etag: str, metadata: dict[str, str]) -> str | None:
-        """Copy ``source`` to ``target`` on the server with ``metadata`` in place of the source's, and
-        no tags, only if ``source`` still has ``source_etag`` and nothing is at ``target``; returns the new object's
+        """Copy ``source`` to ``target`` on the server with ``metadata`` in place of the source's, only
+        if ``source`` still has ``source_etag`` and nothing is at ``target``; returns the new object's
         ETag (quoted, as a HEAD shows it), or None if there is no object at ``source``.
 
         Raises PreconditionFailed if ``target`` exists or ``source`` has changed (``after_retry`` as
@@ -352,8 +335,6 @@ class S3Store:
                 IfNoneMatch="*",
                 MetadataDirective="REPLACE",
                 Metadata=metadata,
-                TaggingDirective="REPLACE",  # a copy starts untagged: tags say what was done to one object
-                Tagging="",
             )
         except _Missing:
             return None

@@ -35,7 +35,9 @@ job is finished): the edit, if acknowledged, must survive whatever the roll-forw
 Periodic checkpoints compare the whole subtree with the model in the middle of a phase.
 
 When a phase ends (faults stop), for every user: ``view /memories`` succeeds; nothing is left under
-``internal/jobs/``; every agent's files, decrypted, equal the model; no object lies outside the
+``internal/jobs/``; a ``view /memories`` from a clock past the age of a relied-on mark that can still
+matter (``job_runner.MARK_MAX_AGE_SECONDS``) leaves no other internal object but the data keys and
+the access record; every agent's files, decrypted, equal the model; no object lies outside the
 agents' subtrees; and every command works again (a scripted sequence of all six, checked exactly).
 
 **Storage formats.** ``--storage-format 1`` (the default) stores plain keys
@@ -44,14 +46,6 @@ and renames by server-side copy (its faults hit ``CopyObject`` too). The checker
 and prefix from the user's layout (``S3Memory.layout``), so it reads the same things on both; on
 format 2 it also finds no plain user id or path segment in any key, and takes the store's wrapped
 store key and mark (``users/s3memory.store-key``, ``users/s3memory.migrated``) for the store's own.
-
-**A known SeaweedFS defect.** SeaweedFS's ``PutObjectTagging`` rewrites the object's whole entry
-(body and metadata as it read them), so a ``PutObject`` acknowledged while a tag is being set can
-be undone. s3memory tags a rename's copy that another finisher of the job relied on
-(``moves.Mover.accept``); a late finisher tagging a file the agent has just edited can so bring
-back its text from before the edit: a "neither-before-nor-after" or "lost-or-changed" violation
-whose file holds the content it had just before an acknowledged edit, rare (seen once in about
-14,000 commands of format-2 runs, at fault rate 0.6). On S3 a tag never changes an object's bytes.
 
 Any difference is a violation, printed with the seed, the agent and the commands that led to it
 (paths and sizes, never content); the run exits non-zero. Seeds make the command and fault draws
@@ -78,6 +72,7 @@ from typing import Any, Literal
 from s3memory.clients import make_s3_client
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError, StorageError
+from s3memory.job_runner import MARK_MAX_AGE_SECONDS
 from s3memory.memory import S3Memory
 from s3memory.paths import KeyLayout, memory_path
 from s3memory.store import S3Store
@@ -1538,8 +1533,14 @@ class UserCheck:
             self.report(
                 "stray-internal", f"{len(jobs)} object(s) left under internal/jobs/: {', '.join(jobs)}"
             )
-        # The soak plants nothing: any other internal object but a wrapped data key (KMS) and the
-        # user's access record is s3memory's own record set aside (quarantined) or left behind.
+        # Relied-on marks are removed once they can no longer matter: a view from a clock past that
+        # age removes them all (every writer has ended). The soak plants nothing: any other internal
+        # object but a wrapped data key (KMS) and the user's access record is s3memory's own record
+        # set aside (quarantined) or left behind.
+        later = Process(soak, user)
+        later.memory.jobs.clock = lambda: time.time() + MARK_MAX_AGE_SECONDS + 60
+        if not later.run({"command": "view", "path": ROOT}).ok:
+            self.report("locked-out", f"view {ROOT} from a later clock fails after the faults stopped")
         others = [
             key
             for key in soak.admin_keys(layout.internal_prefix)

@@ -5,6 +5,7 @@ file. A "process" is a fresh ``S3Memory`` on a fresh client; ``ProcessDeath`` ki
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -15,7 +16,7 @@ import pytest
 
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
-from s3memory.jobs import Job, RecordRefused, Source
+from s3memory.jobs import PREVIOUS_RECORD_FORMAT, Job, RecordRefused, Source
 from s3memory.memory import S3Memory
 from s3memory.paths import KeyLayout, memory_path
 from s3memory.store import S3Store
@@ -264,6 +265,33 @@ def test_a_replayed_rename_record_moves_nothing_written_since(process: Process, 
     assert stored_keys(s3, jobs) == []
 
 
+def test_a_replayed_rename_record_does_not_move_a_directory_renamed_back(
+    process: Process, s3: Any, jobs: str
+) -> None:
+    """Finding 1 of issue 21: the directory renamed away and back is as the record planned it, key
+    for key (on format 2 with the same ETags too: a server copy keeps the bytes), and a bucket
+    writer puts the record back. Nothing moves: on format 2 the record binds each source to its
+    place record, which every copy makes anew; on format 1 every move seals anew (new ETags)."""
+    seed(process()[0], NOTES)
+    notes = memory_path("/memories/notes")
+    planned = process()[0].files.sources_below(notes)
+    rename = {"command": "rename", "old_path": "/memories/notes", "new_path": "/memories/old"}
+    dies_during(process, rename, "PutObject", 2)  # the record is stored, nothing is copied yet
+    (record_key,) = stored_keys(s3, jobs)
+    record = s3.get_object(Bucket=BUCKET, Key=record_key)["Body"].read()
+    user = process()[0]
+    user.run({"command": "view", "path": "/memories"})  # finishes the rename
+    user.run({"command": "rename", "old_path": "/memories/old", "new_path": "/memories/notes"})
+    assert (user.files.sources_below(notes) == planned) == (STORAGE_FORMAT == 2)
+    s3.put_object(Bucket=BUCKET, Key=record_key, Body=record)  # the replay
+    later = process()[0]
+    assert "/memories/old" not in later.run({"command": "view", "path": "/memories"})
+    assert text_at(later, "/memories/notes/a.md") == "alpha\n"
+    assert text_at(later, "/memories/notes/b.md") == "beta\n"
+    assert text_at(later, "/memories/old/a.md") is None and text_at(later, "/memories/old/b.md") is None
+    assert stored_keys(s3, jobs) == []
+
+
 @pytest.mark.parametrize("skew_days", [8.0, -1.0], ids=["older-than-the-bound", "from-the-future"])
 def test_a_record_out_of_its_time_is_set_aside_not_run(
     process: Process, s3: Any, skew_days: float, jobs: str, quarantine: str
@@ -309,7 +337,7 @@ def test_a_retry_finding_what_its_first_try_left_answers_with_its_outcome(
 
 def test_records_are_unique_and_bound_to_their_name(make_memory: Callable[..., S3Memory]) -> None:
     memory = make_memory()
-    source = (Source(key_of(memory, "/memories/notes/a.md"), '"e"'),)
+    source = (Source(key_of(memory, "/memories/notes/a.md"), '"e"', ""),)
     first, second = (Job.plan("delete", memory_path("/memories/notes"), None, source, 1e9) for _ in range(2))
     assert first.name != second.name and first.encode() != second.encode()
     assert Job.decode(first.name, first.encode()) == first
@@ -318,3 +346,70 @@ def test_records_are_unique_and_bound_to_their_name(make_memory: Callable[..., S
     sealed = memory.files.cipher.seal(first.record_path, first.encode())
     with pytest.raises(CommandError, match="failed its integrity check"):
         memory.files.cipher.open(second.record_path, sealed)
+
+
+SOURCES = (Source("users/alice/memories/d/x.md", '"e1"'), Source("users/alice/memories/d/y.md", '"e2"'))
+
+
+def test_a_records_size_shows_no_more_of_its_paths_than_their_names_do(
+    make_memory: Callable[..., S3Memory],
+) -> None:
+    """Finding 6 of issue 21: names show each path segment's length in 16-byte steps, and so does a
+    sealed record's size: paths whose segments fall in the same steps give records of one size
+    (whatever their bytes, quotes and non-ASCII included); a segment a step longer, a larger one."""
+    cipher = make_memory().files.cipher
+
+    def size(old: str, new: str | None) -> int:
+        job = Job.plan(
+            "rename" if new else "delete", memory_path(old), new and memory_path(new), SOURCES, 1e9
+        )
+        return len(cipher.seal(job.record_path, job.encode()))
+
+    rename = size("/memories/a", "/memories/b/c")
+    assert rename == size("/memories/abcdefghijklmno", "/memories/bcdefghijklmno/c")
+    assert rename == size('/memories/""""""""""""""', "/memories/ééééééé/ccccccccccccccc")
+    assert rename < size("/memories/abcdefghijklmnop", "/memories/b/c")  # 16 bytes: one step more
+    assert rename < size("/memories/a", "/memories/b/c/d")
+    assert size("/memories/a", None) == size("/memories/abcdefghijklmno", None)
+
+
+def test_malformed_padding_is_refused_and_a_record_of_the_previous_format_still_runs(
+    process: Process, s3: Any, jobs: str
+) -> None:
+    """A record of the current format is padded, and decodes only with exactly its padding; one of
+    the previous format (unpadded, no place records) is still run, so that a job in flight at an
+    upgrade finishes (the age bound ends such records a week later)."""
+    bound = tuple(Source(source.key, source.etag, "") for source in SOURCES)
+    job = Job.plan("delete", memory_path("/memories/d"), None, bound, 1e9)
+    data = job.encode()
+    assert Job.decode(job.name, data) == job
+    body = data.rstrip(b"\x00")[:-1]
+    for malformed in (data[:-1], data + b"\x00", body, body + b"\x81" + data[len(body) + 1 :], data + b" "):
+        with pytest.raises(RecordRefused):
+            Job.decode(job.name, malformed)
+    memory = process()[0]
+    seed(memory, NOTES)
+    notes = memory_path("/memories/notes")
+    previous = Job.plan("rename", notes, memory_path("/memories/old"), (), time.time())
+    fields = {
+        "format": PREVIOUS_RECORD_FORMAT,
+        "created": previous.created,
+        "nonce": previous.nonce,
+        "kind": "rename",
+        "old": previous.old,
+        "new": previous.new,
+        "sources": [[source.key, source.etag] for source in memory.files.sources_below(notes)],
+    }
+    unpadded = json.dumps(fields).encode()
+    with pytest.raises(RecordRefused):
+        Job.decode(previous.name, unpadded + b"\x80")  # the previous format was never padded
+    with pytest.raises(RecordRefused):
+        Job.decode(previous.name, json.dumps({**fields, "format": 3}).encode())  # the current one is
+    key = memory.layout.key_of_internal(previous.name)
+    s3.put_object(Bucket=BUCKET, Key=key, Body=memory.files.cipher.seal(previous.record_path, unpadded))
+    later = process()[0]
+    later.run({"command": "view", "path": "/memories"})
+    assert (
+        text_at(later, "/memories/old/a.md") == "alpha\n" and text_at(later, "/memories/notes/a.md") is None
+    )
+    assert stored_keys(s3, jobs) == []

@@ -16,13 +16,15 @@ from bench.metrics import RequestCounter
 from s3memory.crypto import HEADER_BYTES, HEADER_METADATA, PLACE_METADATA, LocalKeyProvider, sealed_version
 from s3memory.errors import CommandError, IntegrityError
 from s3memory.files import VerifiedHeaders
+from s3memory.job_runner import MARK_MAX_AGE_SECONDS
+from s3memory.jobs import place_digest
 from s3memory.memory import S3Memory
-from s3memory.moves import RELIED_ON_TAG, ServerCopyMover, SourceChanged
+from s3memory.moves import MARK_PREFIX, WITHDRAW_WINDOW_SECONDS, ServerCopyMover, SourceChanged
 from s3memory.paths import memory_path
 from s3memory.store import PreconditionFailed
 
 from .support.access import AccessRecordWrites
-from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
+from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, stored_keys
 
 BACKENDS = ALL_BACKENDS
 FILES = 40
@@ -48,6 +50,27 @@ def overwrite(s3: Any, memory: S3Memory, target: str, source: str) -> None:
 def text_at(memory: S3Memory, path: str) -> str | None:
     found = memory.files.read(memory_path(path))
     return None if found is None else found.text
+
+
+def marks(memory: S3Memory, s3: Any) -> list[str]:
+    """The keys of the user's relied-on marks."""
+    return stored_keys(s3, memory.layout.key_of_internal(MARK_PREFIX))
+
+
+@contextmanager
+def sent(memory: S3Memory) -> Iterator[list[tuple[str, str]]]:
+    """The requests ``memory``'s client sends inside the block: (operation, key)."""
+    requests: list[tuple[str, str]] = []
+
+    def note(model: Any, params: dict[str, Any], **_: Any) -> None:
+        requests.append((model.name, params.get("Key", "")))
+
+    events = memory.store.client.meta.events
+    events.register("provide-client-params.s3", note)
+    try:
+        yield requests
+    finally:
+        events.unregister("provide-client-params.s3", note)
 
 
 @contextmanager
@@ -262,7 +285,7 @@ def test_a_known_source_edited_since_its_plan_is_looked_at_before_a_copy_is_reli
     assert made is not None
     other.str_replace(memory_path("/memories/d/x.md"), "x", "edited")  # an edit since the plan
     assert memory.jobs.run(job) == ["/memories/d/x.md"]  # kept
-    assert s3.get_object_tagging(Bucket=BUCKET, Key=key(memory, "/memories/e/x.md"))["TagSet"] == []
+    assert marks(memory, s3) == []
     finisher.withdraw(made)
     assert memory.store.head(key(memory, "/memories/e/x.md")) is None
     assert text_at(memory, "/memories/d/x.md") == "edited\n"
@@ -283,6 +306,7 @@ def test_what_a_process_knows_of_its_objects_is_what_it_verified_or_made(
     memory.create(memory_path("/memories/a.md"), "alpha\n")
     header = verified.get(a, etag(a))
     assert header is not None
+    assert header.place == place_digest(s3.head_object(Bucket=BUCKET, Key=a)["Metadata"][PLACE_METADATA])
     assert verified.get(a, etag(a).strip('"')) == header  # however the ETag is spelt
     memory.str_replace(memory_path("/memories/a.md"), "alpha", "omega")
     assert verified.get(a, etag(a)) not in (None, header)
@@ -302,19 +326,24 @@ def test_what_a_process_knows_of_its_objects_is_what_it_verified_or_made(
     assert len(format_1.files.verified) == 0  # format 1 renames read every file anyway
 
 
+def header_of(known: VerifiedHeaders, object_key: str, etag: str) -> bytes | None:
+    verified = known.get(object_key, etag)
+    return None if verified is None else verified.header
+
+
 def test_what_a_process_knows_is_bounded_least_recently_used_first_out() -> None:
     known = VerifiedHeaders()
     header = bytes(HEADER_BYTES)
     for index in range(VerifiedHeaders.LIMIT + 10):
-        known.add(f"k{index}", f'"{index}"', header)
+        known.add(f"k{index}", f'"{index}"', header, "place")
         if index == VerifiedHeaders.LIMIT - 1:
-            assert known.get("k0", '"0"') == header  # used: kept longer
+            assert header_of(known, "k0", '"0"') == header  # used: kept longer
     assert len(known) == VerifiedHeaders.LIMIT
-    assert known.get("k0", '"0"') == header
+    assert header_of(known, "k0", '"0"') == header
     assert known.get("k1", '"1"') is None and known.get("k10", '"10"') is None
-    assert known.get("k11", '"11"') == header
-    known.add("k", "", header)  # no ETag, or no header: nothing learned
-    known.add("k", '"e"', b"short")
+    assert header_of(known, "k11", '"11"') == header
+    known.add("k", "", header, "place")  # no ETag, or no header: nothing learned
+    known.add("k", '"e"', b"short", "place")
     assert known.get("k", '"e"') is None and known.get("k", "") is None
 
 
@@ -324,10 +353,10 @@ def test_what_a_process_knows_is_bounded_in_characters_too() -> None:
     long_key = "k" * 1020  # with its 4-digit start, as long as a key may be
     fits = VerifiedHeaders.CHARACTER_LIMIT // (4 + len(long_key) + 4)  # the key's and the ETag's
     for index in range(fits + 5):
-        known.add(f"{index:04d}{long_key}", f"{index:04d}"[:4], header)
+        known.add(f"{index:04d}{long_key}", f"{index:04d}"[:4], header, "place")
     assert len(known) == fits < VerifiedHeaders.LIMIT
     assert known.get(f"0000{long_key}", "0000") is None
-    assert known.get(f"{fits + 4:04d}{long_key}", f"{fits + 4:04d}") == header
+    assert header_of(known, f"{fits + 4:04d}{long_key}", f"{fits + 4:04d}") == header
 
 
 def test_a_file_rename_of_a_swapped_source_is_refused_and_changes_nothing(memory: S3Memory, s3: Any) -> None:
@@ -420,7 +449,7 @@ def test_only_a_copy_of_the_same_content_placed_at_the_destination_is_accepted(
     memory.store.delete(key(memory, "/memories/b.md"))
     overwrite(s3, memory, "/memories/b.md", "/memories/a.md")  # keeps a.md's place record
     assert not mover.accept(origin, memory_path("/memories/b.md"))
-    assert s3.get_object_tagging(Bucket=BUCKET, Key=key(memory, "/memories/b.md"))["TagSet"] == []
+    assert marks(memory, s3) == []
 
 
 def test_the_copy_is_made_only_from_the_version_it_was_found_with(memory: S3Memory) -> None:
@@ -505,23 +534,29 @@ def test_a_copy_sealed_again_is_accepted_by_a_twin_only_while_its_source_is_unch
     assert not twin.accept(origin, memory_path("/memories/b.md"))
 
 
-def test_a_copy_does_not_inherit_its_sources_relied_on_mark(memory: S3Memory, s3: Any) -> None:
-    """A mark says one copy was relied on: a later rename's copy of it starts unmarked, so it can be
-    withdrawn when its source changes under it."""
+def test_a_mark_names_one_copy_not_its_source_nor_another_copy_at_its_key(memory: S3Memory, s3: Any) -> None:
+    """A mark says one copy was relied on: the copy's key and its place record name it. A copy of
+    a marked file is not marked, nor is a later copy of the same source at the same key (the same
+    bytes and ETag), so each can be withdrawn when its source changes under it."""
     memory.create(memory_path("/memories/a.md"), "alpha\n")
-    mover = ServerCopyMover(memory.files)
+    mover, other = ServerCopyMover(memory.files), ServerCopyMover(memory.files)
+    target = memory_path("/memories/b.md")
     origin = mover.locate(memory_path("/memories/a.md"))
     assert origin is not None
-    s3.put_object_tagging(
-        Bucket=BUCKET,
-        Key=key(memory, "/memories/a.md"),
-        Tagging={"TagSet": [{"Key": RELIED_ON_TAG, "Value": "1"}]},
+    first = mover.place(origin, target)
+    assert first is not None and other.accept(origin, target)
+    assert marks(memory, s3) == [mover.mark_key(first)]
+    memory.store.delete(key(memory, "/memories/b.md"))
+    second = mover.place(origin, target)
+    assert (
+        second is not None and second.etag == first.etag and mover.mark_key(second) != mover.mark_key(first)
     )
-    made = mover.place(origin, memory_path("/memories/b.md"))
-    assert made is not None
-    assert s3.get_object_tagging(Bucket=BUCKET, Key=key(memory, "/memories/b.md"))["TagSet"] == []
-    mover.withdraw(made)
+    mover.withdraw(second)
     assert memory.store.head(key(memory, "/memories/b.md")) is None
+    copied = memory.jobs.mover.locate(memory_path("/memories/a.md"))
+    assert copied is not None
+    onward = mover.place(copied, memory_path("/memories/c.md"))
+    assert onward is not None and mover.mark_key(onward) not in marks(memory, s3)
 
 
 def test_a_late_finisher_does_not_move_again_a_file_moved_back_after_the_job_ended(memory: S3Memory) -> None:
@@ -549,3 +584,94 @@ def test_a_late_finisher_does_not_delete_a_file_moved_back_after_the_job_ended(m
     memory.rename(memory_path("/memories/t.md"), memory_path("/memories/f/y.md"))
     assert memory.jobs.finish(job) == []  # the late finisher
     assert text_at(memory, "/memories/f/y.md") == "y\n"
+
+
+def test_a_relied_on_copy_is_marked_by_an_object_of_its_own_and_its_writer_keeps_it(
+    memory: S3Memory, s3: Any
+) -> None:
+    """Issue 21: a copy relied on is marked without any request that writes it (SeaweedFS's
+    PutObjectTagging rewrites the whole object, undoing an edit acknowledged meanwhile). The mark
+    is an empty object of its own under ``internal/relied/``, named by the copy's key and place
+    record; the copy's writer finds it before withdrawing, keeps the copy and removes the mark."""
+    memory.create(memory_path("/memories/a.md"), "alpha\n")
+    writer, finisher = ServerCopyMover(memory.files), ServerCopyMover(memory.files)
+    target = memory_path("/memories/b.md")
+    origin = writer.locate(memory_path("/memories/a.md"))
+    assert origin is not None
+    made = writer.place(origin, target)
+    assert made is not None
+    before = s3.head_object(Bucket=BUCKET, Key=key(memory, "/memories/b.md"))
+    with sent(memory) as requests:
+        assert finisher.accept(origin, target)
+    (mark,) = marks(memory, s3)
+    assert requests == [("HeadObject", key(memory, "/memories/b.md")), ("PutObject", mark)]
+    with sent(memory) as requests:
+        writer.withdraw(made)
+    assert requests == [("HeadObject", mark), ("DeleteObject", mark)]
+    after = s3.head_object(Bucket=BUCKET, Key=key(memory, "/memories/b.md"))
+    assert [after[field] for field in ("ETag", "LastModified", "Metadata")] == [
+        before[field] for field in ("ETag", "LastModified", "Metadata")
+    ]
+    assert text_at(memory, "/memories/b.md") == "alpha\n" and marks(memory, s3) == []
+
+
+def test_a_writer_back_after_its_window_keeps_its_copy_and_marks_that_outlived_it_are_removed(
+    memory: S3Memory, s3: Any
+) -> None:
+    """A mark matters only while its copy's writer may still withdraw the copy: the writer does so
+    only within ``WITHDRAW_WINDOW_SECONDS`` of starting the copy (by its clock, after it looked for
+    the mark), so a view of the root removes the marks it lists once they are older than that plus
+    the clock skew allowed, and keeps younger ones."""
+    memory.create(memory_path("/memories/a.md"), "alpha\n")
+    now = [time.time()]
+    writer, finisher = ServerCopyMover(memory.files, lambda: now[0]), ServerCopyMover(memory.files)
+    target = memory_path("/memories/b.md")
+    origin = writer.locate(memory_path("/memories/a.md"))
+    assert origin is not None
+    made = writer.place(origin, target)
+    assert made is not None
+    now[0] += WITHDRAW_WINDOW_SECONDS + 1
+    writer.withdraw(made)  # not marked, but too late to tell: kept
+    assert text_at(memory, "/memories/b.md") == "alpha\n"
+    assert finisher.accept(origin, target)
+    (mark,) = marks(memory, s3)
+    memory.jobs.clock = lambda: time.time() + MARK_MAX_AGE_SECONDS - 60
+    memory.run({"command": "view", "path": "/memories"})
+    assert marks(memory, s3) == [mark]
+    memory.jobs.clock = lambda: time.time() + MARK_MAX_AGE_SECONDS + 60
+    memory.run({"command": "view", "path": "/memories"})
+    assert marks(memory, s3) == []
+
+
+def test_a_replayed_rename_record_is_looked_at_even_by_a_process_that_knew_its_sources(
+    memory: S3Memory, make_memory: Callable[..., S3Memory], s3: Any
+) -> None:
+    """What a process verified of an object names the place record it saw, which the same bytes
+    copied back to the same key no longer have. This process wrote /memories/d/x.md; others rename
+    /memories/d away and back (the same key, bytes and ETag, a new place record); a bucket writer
+    puts the first rename's record back. The process does not trust what it knows of a record it
+    finds: it looks at the source, finds another place record than the recorded one, and moves
+    nothing (it would have moved the file by what it knew)."""
+    memory.create(memory_path("/memories/d/x.md"), "x\n")
+    renamer, back = make_memory(storage_format=2), make_memory(storage_format=2)
+    jobs = memory.layout.key_of_internal("jobs/")
+    records: dict[str, bytes] = {}
+
+    def keep(params: dict[str, Any], **_: Any) -> None:
+        if params["Key"].startswith(jobs):
+            records[params["Key"]] = params["Body"]
+
+    events = renamer.store.client.meta.events
+    events.register("provide-client-params.s3.PutObject", keep)
+    renamer.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
+    events.unregister("provide-client-params.s3.PutObject", keep)
+    back.run({"command": "rename", "old_path": "/memories/e", "new_path": "/memories/d"})
+    ((record_key, record),) = records.items()
+    s3.put_object(Bucket=BUCKET, Key=record_key, Body=record)  # the replay
+    memory.access.wait()
+    with requests_of(memory) as seen:
+        memory.run({"command": "view", "path": "/memories"})
+    assert seen["HeadObject"] == 2 and seen["CopyObject"] == 0  # the source, looked at; the record
+    assert text_at(memory, "/memories/d/x.md") == "x\n"
+    assert memory.store.head(key(memory, "/memories/e/x.md")) is None
+    assert stored_keys(s3, jobs) == []
