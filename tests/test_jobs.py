@@ -84,8 +84,6 @@ def test_a_crashed_delete_never_removes_a_later_edit(
     backend: str, process: Process, s3: Any, jobs: str
 ) -> None:
     """Finding 1: the delete's record names each file's ETag, and its deletes are conditional on it."""
-    if backend == "moto":
-        pytest.skip("moto ignores per-key ETags in DeleteObjects (README: verified on SeaweedFS)")
     seed(process()[0], NOTES)
     dies_during(process, {"command": "delete", "path": "/memories/notes"}, "DeleteObjects", 1)
     assert len(stored_keys(s3, jobs)) == 1
@@ -121,8 +119,6 @@ def test_a_rename_by_the_process_that_wrote_its_files_never_moves_a_later_edit(
     """J3 where the renamer wrote the files itself, so on format 2 it copies them without a look
     (``MemoryFiles.verified``): an edit by another process after the plan, before the first copy,
     is never moved; the copy's ``CopySourceIfMatch`` on the planned ETag refuses it."""
-    if backend == "moto" and STORAGE_FORMAT == 1:  # format 1 reads first; its delete is the check
-        pytest.skip("moto ignores per-key ETags in DeleteObjects (README: verified on SeaweedFS)")
     renamer, client = process()
     seed(renamer, NOTES)
     editor = process()[0]
@@ -151,8 +147,6 @@ def test_a_rename_by_the_process_that_wrote_its_files_never_moves_a_later_edit(
 def test_a_file_edited_while_a_delete_runs_is_kept_and_named(
     backend: str, process: Process, s3: Any, jobs: str
 ) -> None:
-    if backend == "moto":
-        pytest.skip("moto ignores per-key ETags in DeleteObjects (README: verified on SeaweedFS)")
     seed(process()[0], NOTES)
     deleter, client = process()
     editor = process()[0]
