@@ -8,6 +8,9 @@ CHECKOV_STAMP := .venv-checkov/.installed
 
 .PHONY: venv demo test test-format2 lint format bench bench-quick lambda-zip soak
 
+# The extra S3 servers of the tests' matrix (s3rver from npm, LocalStack's S3 from PyPI): docs/servers.md.
+include tests/servers/servers.mk
+
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -25,7 +28,7 @@ $(CHECKOV_STAMP):
 	.venv-checkov/bin/python -m pip install --quiet checkov==3.3.30
 	touch $(CHECKOV_STAMP)
 
-test: $(STAMP) $(CHECKOV_STAMP)
+test: $(STAMP) $(CHECKOV_STAMP) $(S3RVER_STAMP) $(LOCALSTACK_STAMP)
 	$(PY) -m pytest -q
 
 # The memory suites again on storage format 2 (private names): those that build their memories in

@@ -36,8 +36,21 @@ from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME
 from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
 
 from .support.backends import REGION, SeaweedServer, ServerUnavailable, find_weed
-from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, empty_bucket, temporary_bucket
+from .support.bucket import (
+    BUCKET,
+    LOCAL_KEY_B64,
+    MASTER_KEY,
+    SERVER_MATRIX,
+    empty_bucket,
+    empty_bucket_key_by_key,
+    temporary_bucket,
+)
 from .support.faults import instant_retries
+from .support.localstack import LocalStackServer
+from .support.localstack import missing as localstack_missing
+from .support.loopback_server import LoopbackServer, serving
+from .support.s3rver import S3rverServer
+from .support.s3rver import missing as s3rver_missing
 
 ToolT = TypeVar("ToolT", S3MemoryTool, AsyncS3MemoryTool)
 
@@ -161,7 +174,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def backend(request: pytest.FixtureRequest) -> str:
     """The S3 backend of this test: ``moto`` unless its module's ``BACKENDS`` parametrizes it."""
     name: str = getattr(request, "param", "moto")
-    assert name in ALL_BACKENDS, name
+    assert name in SERVER_MATRIX, name
     return name
 
 
@@ -201,6 +214,20 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
+@pytest.fixture(scope="session")
+def s3rver() -> Iterator[S3rverServer]:
+    """s3rver on 127.0.0.1 for the session, with ``BUCKET`` made; skipped where it is not installed,
+    failed under CI (``support/loopback_server.serving``)."""
+    yield from serving(S3rverServer(), s3rver_missing(), BUCKET)
+
+
+@pytest.fixture(scope="session")
+def localstack() -> Iterator[LocalStackServer]:
+    """LocalStack's S3 on 127.0.0.1 for the session, with ``BUCKET`` made; skipped where it is not
+    installed, failed under CI."""
+    yield from serving(LocalStackServer(), localstack_missing(), BUCKET)
+
+
 @pytest.fixture
 def s3(backend: str, request: pytest.FixtureRequest) -> Iterator[Any]:
     """A fresh, empty bucket on a fresh client (so event hooks do not leak between tests).
@@ -217,6 +244,13 @@ def s3(backend: str, request: pytest.FixtureRequest) -> Iterator[Any]:
         yield make_s3_client(endpoint_url=server.endpoint, region_name=REGION)
         settle()  # access records the test's commands write off the answer's path land first
         empty_bucket(server.admin)
+        return
+    if backend in ("s3rver", "localstack"):
+        loopback: LoopbackServer = request.getfixturevalue(backend)
+        empty_bucket_key_by_key(loopback.admin)
+        yield loopback.client()
+        settle()
+        empty_bucket_key_by_key(loopback.admin)
         return
     with temporary_bucket(request.getfixturevalue("session_s3")):
         yield boto3.client("s3", region_name="us-east-1")

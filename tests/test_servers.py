@@ -1,9 +1,11 @@
 """What the S3 server enforces, found once per store (``server_checks.py``, ``conditions.py``,
 ``docs/servers.md``): each server is served with the full contract or refused clearly.
 
-These tests run on moto as shipped (``MOTO_AS_SHIPPED``: CopyObject conditions and DeleteObjects'
-per-key ETags ignored) and on SeaweedFS (every condition enforced). A server that ignores the
-conditions of PutObject and DeleteObject is modelled by a client that drops them before sending.
+These tests run on the matrix of servers (``SERVER_MATRIX``): moto as shipped (``MOTO_AS_SHIPPED``:
+CopyObject conditions and DeleteObjects' per-key ETags ignored), SeaweedFS (every condition
+enforced), s3rver (no condition at all) and LocalStack (no CopyObject ``If-None-Match``, no
+DeleteObject ``If-Match``, no per-key ETags in DeleteObjects). A server that ignores the conditions
+of PutObject and DeleteObject is also modelled, on each, by a client that drops them before sending.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from s3memory.conditions import (
     COPY_REPLACES_METADATA,
     COPY_SOURCE_IF_MATCH,
     DELETE_IF_MATCH,
+    FORMAT_NEEDS,
     PUT_IF_MATCH,
     PUT_IF_NONE_MATCH,
     Enforced,
@@ -39,9 +42,9 @@ from s3memory.server_checks import SERVER_RECORD_NAME, open_record, probe, seal_
 from s3memory.store import S3Store
 from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME, store_identity
 
-from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, stored_keys
+from .support.bucket import BUCKET, MASTER_KEY, SERVER_MATRIX, stored_keys
 
-BACKENDS = ALL_BACKENDS
+BACKENDS = SERVER_MATRIX
 MOTO_AS_SHIPPED = True
 """No patch: moto as its users get it."""
 
@@ -55,8 +58,42 @@ ENFORCED = {
         },
     ),
     "seaweedfs": Enforced(frozenset(CONDITIONS)),
+    "s3rver": Enforced(
+        frozenset({COPY_REPLACES_METADATA}),
+        {
+            PUT_IF_NONE_MATCH: "200, and replaced the object",
+            PUT_IF_MATCH: "200, and replaced the object",
+            COPY_IF_NONE_MATCH: "200, and replaced the object at the destination",
+            COPY_SOURCE_IF_MATCH: "200, and copied a source that had changed",
+            DELETE_IF_MATCH: "204, and deleted the object",
+            BATCH_DELETE_ETAGS: "200, and deleted the key",
+        },
+    ),
+    "localstack": Enforced(
+        frozenset({PUT_IF_NONE_MATCH, PUT_IF_MATCH, COPY_SOURCE_IF_MATCH, COPY_REPLACES_METADATA}),
+        {
+            COPY_IF_NONE_MATCH: "200, and replaced the object at the destination",
+            DELETE_IF_MATCH: "NotImplemented: it does not take the condition",
+            BATCH_DELETE_ETAGS: "200, and deleted the key",
+        },
+    ),
 }
 """What each server of the tests enforces, as the probe finds it (the README's table of servers)."""
+SERVED = {"moto": 1, "seaweedfs": 2, "s3rver": None, "localstack": None}
+"""The format each server is served in with the defaults (None: refused, unless single-writer)."""
+PROBE_REQUESTS = {
+    "moto": Counter(
+        {"PutObject": 5, "CopyObject": 3, "HeadObject": 1, "DeleteObject": 1, "DeleteObjects": 2}
+    ),
+    "seaweedfs": Counter(
+        {"PutObject": 5, "CopyObject": 3, "HeadObject": 1, "DeleteObject": 1, "DeleteObjects": 2}
+    ),
+    # DeleteObject If-Match not taken: the object is put again for the DeleteObjects check
+    "localstack": Counter(
+        {"PutObject": 6, "CopyObject": 3, "HeadObject": 1, "DeleteObject": 1, "DeleteObjects": 2}
+    ),
+}
+"""The probe's requests on each server (s3rver's vary: it fails batches it carried out)."""
 RECORD = "users/" + SERVER_RECORD_NAME
 IDENTITY = store_identity(BUCKET, "users/")
 
@@ -109,8 +146,8 @@ def test_the_probe_finds_what_the_server_enforces_and_leaves_nothing(s3: Any, ba
     counter = RequestCounter(s3)
     found = probe(S3Store(s3, BUCKET), "users/")
 
-    calls = Counter({"PutObject": 5, "CopyObject": 3, "HeadObject": 1, "DeleteObject": 1, "DeleteObjects": 2})
-    assert counter.calls == calls  # twelve requests, on either server
+    if backend in PROBE_REQUESTS:
+        assert counter.calls == PROBE_REQUESTS[backend]  # twelve requests where all is enforced
     assert found == ENFORCED[backend]
     assert stored_keys(s3) == []
 
@@ -125,10 +162,23 @@ def test_a_server_that_ignores_put_conditions_is_found_out(conditions_dropped: A
     assert stored_keys(conditions_dropped) == []
 
 
+def served(s3: Any, backend: str) -> S3MemoryTool:
+    """A tool with the defaults where its server is served so, else (after checking that the
+    defaults are refused clearly, writing nothing but the record) in the single-writer mode."""
+    if SERVED[backend] is None:
+        answer = refusal(tool(s3), create("/memories/first.txt", "first\n"))
+        assert answer.startswith(f"Error: The S3 server of {S3Store(s3, BUCKET).where} does not enforce ")
+        assert "S3MEMORY_WEAK_SERVER=single-writer" in answer
+        assert stored_keys(s3) == [RECORD]
+        return tool(s3, weak_server="single-writer")
+    return tool(s3)
+
+
 def test_with_the_defaults_a_rename_onto_a_file_is_refused_on_every_server(s3: Any, backend: str) -> None:
     """The report's case: on moto as shipped, format 2's conditional copy landed over notes.txt.
-    Now the store is served in the best format its server can serve, and the contract holds."""
-    memory = tool(s3)
+    Now the store is served in the best format its server can serve, and the contract holds; a
+    server that cannot be served is refused (and keeps the contract for one writer when asked)."""
+    memory = served(s3, backend)
     memory.call(create("/memories/notes.txt", "notes\n"))
     memory.call(create("/memories/b.txt", "b's\n"))
 
@@ -139,12 +189,11 @@ def test_with_the_defaults_a_rename_onto_a_file_is_refused_on_every_server(s3: A
     assert answer == "Error: The destination /memories/notes.txt already exists"
     assert text_of(memory, "/memories/notes.txt").endswith("     1\tnotes")
     assert text_of(memory, "/memories/b.txt").endswith("     1\tb's")
-    assert memory.memory.storage_format == ENFORCED[backend].best_format()
-    assert memory.memory.storage_format == (1 if backend == "moto" else 2)
+    assert memory.memory.storage_format == ENFORCED[backend].best_format() == (SERVED[backend] or 1)
 
 
-def test_a_directory_rename_onto_files_keeps_them_on_every_server(s3: Any) -> None:
-    memory = tool(s3)
+def test_a_directory_rename_onto_files_keeps_them_on_every_server(s3: Any, backend: str) -> None:
+    memory = served(s3, backend)
     memory.call(create("/memories/a/x.txt", "a's x\n"))
     memory.call(create("/memories/b/x.txt", "b's x\n"))
 
@@ -155,19 +204,24 @@ def test_a_directory_rename_onto_files_keeps_them_on_every_server(s3: Any) -> No
 
 
 def test_format_2_is_refused_on_a_server_that_ignores_copy_conditions(s3: Any, backend: str) -> None:
-    if backend != "moto":
-        pytest.skip("SeaweedFS enforces the copy conditions")
+    if SERVED[backend] == 2:
+        pytest.skip("it enforces the copy conditions")
     with pytest.raises(ServerRefused) as caught:
         tool(s3, storage_format=2)  # its first write: the store key
 
-    assert caught.value.message == (
-        f"Error: The S3 server of bucket {BUCKET} at https://s3.amazonaws.com does not enforce "
-        "CopyObject If-None-Match (it answered: 200, and replaced the object at the destination); "
-        "CopyObject x-amz-copy-source-if-match (it answered: 200, and copied a source that had changed), "
-        "which storage format 2 needs to keep every write it acknowledges. Nothing was written. Use an S3 "
-        "server that enforces these conditions (AWS S3 does), or set S3MEMORY_STORAGE_FORMAT=auto (or 1) "
-        "for a new store, which serves storage format 1 where copies are not conditional."
-    )
+    message = caught.value.message
+    if backend == "moto":
+        assert message == (
+            f"Error: The S3 server of bucket {BUCKET} at https://s3.amazonaws.com does not enforce "
+            "CopyObject If-None-Match (it answered: 200, and replaced the object at the destination); "
+            "CopyObject x-amz-copy-source-if-match (it answered: 200, and copied a source that had changed), "
+            "which storage format 2 needs to keep every write it acknowledges. Nothing was written. Use an S3 "
+            "server that enforces these conditions (AWS S3 does), or set S3MEMORY_STORAGE_FORMAT=auto (or 1) "
+            "for a new store, which serves storage format 1 where copies are not conditional."
+        )
+    enforced = ENFORCED[backend]
+    for condition in enforced.missing(FORMAT_NEEDS[2]):
+        assert f"{condition} (it answered: {enforced.answers[condition]})" in message
     assert stored_keys(s3) == [RECORD]  # no store key: what it found is all that was written
 
 
@@ -245,6 +299,8 @@ def test_a_batch_delete_the_server_does_not_condition_becomes_conditional_delete
 ) -> None:
     """moto ignores the ETags of DeleteObjects: the store deletes key by key, each conditional,
     so an object changed since its ETag was read is kept there as on SeaweedFS."""
+    if SERVED[backend] is None:
+        pytest.skip("a server refused has nothing to delete")
     memory = S3Memory(S3Store(s3, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=1)
     memory.run(create("/memories/d/a.txt", "a\n"))
     memory.run(create("/memories/d/b.txt", "b\n"))
@@ -261,12 +317,12 @@ def test_a_batch_delete_the_server_does_not_condition_becomes_conditional_delete
 
 
 def test_a_store_is_probed_once_and_later_processes_read_its_record(s3: Any) -> None:
-    tool(s3, storage_format=1).call(create("/memories/a.txt", "a\n"))
+    tool(s3, storage_format=1, weak_server="single-writer").call(create("/memories/a.txt", "a\n"))
     assert RECORD in stored_keys(s3)
     new_process()
     counter = RequestCounter(s3)
 
-    tool(s3, storage_format=1).call(create("/memories/b.txt", "b\n"))
+    tool(s3, storage_format=1, weak_server="single-writer").call(create("/memories/b.txt", "b\n"))
 
     assert counter.calls["CopyObject"] == 0  # no probe
     assert counter.calls["GetObject"] == 1  # the record
@@ -290,7 +346,7 @@ def test_a_record_that_does_not_open_is_not_trusted_and_is_replaced(
     s3.put_object(Bucket=BUCKET, Key=RECORD, Body=bytes(forged))
     counter = RequestCounter(s3)
 
-    memory = tool(s3)
+    memory = tool(s3, weak_server="single-writer")
     memory.call(create("/memories/a.txt", "a\n"))
 
     assert counter.calls["CopyObject"] == 3  # probed again
@@ -317,8 +373,8 @@ def test_a_store_of_format_2_that_lost_its_key_and_mark_is_refused_not_served_in
 ) -> None:
     """Finding 7: a bucket writer deletes the store key and the mark; ``auto`` would have served the
     store in format 1, plain names and all. It refuses, and writes nothing."""
-    if backend == "moto":
-        pytest.skip("moto as shipped is never served format 2")
+    if SERVED[backend] != 2:
+        pytest.skip("never served format 2")
     first = tool(s3)
     first.call(create("/memories/a.txt", "a\n"))
     first.memory.access.wait()
@@ -344,7 +400,7 @@ def test_verify_probes_again_and_reports_a_server_that_changed(s3: Any, backend:
     check = operations.check_server()
 
     assert check.enforced == ENFORCED[backend]
-    assert check.changed == (backend == "moto")
-    assert check.missing == []
+    assert check.changed == (backend != "seaweedfs")
+    assert check.missing == ENFORCED[backend].missing(FORMAT_NEEDS[1])
     stored = s3.get_object(Bucket=BUCKET, Key=RECORD)["Body"].read()
     assert open_record(stored, IDENTITY, provider) == ENFORCED[backend]

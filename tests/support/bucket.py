@@ -15,6 +15,10 @@ MASTER_KEY = bytes(range(32))
 LOCAL_KEY_B64 = base64.b64encode(MASTER_KEY).decode("ascii")
 """``MASTER_KEY`` as ``S3MEMORY_LOCAL_KEY`` takes it."""
 ALL_BACKENDS = ("moto", "seaweedfs")
+"""The servers every suite that names its backends runs on."""
+SERVER_MATRIX = ("moto", "seaweedfs", "s3rver", "localstack")
+"""The servers ``tests/test_servers.py`` serves or refuses: ``ALL_BACKENDS`` and two more that
+enforce less (``docs/servers.md``)."""
 
 
 def stored_keys(client: Any, prefix: str = "") -> list[str]:
@@ -53,6 +57,13 @@ def empty_bucket(client: Any, bucket: str = BUCKET) -> None:
         by_depth.setdefault(prefix.count("/"), []).append(prefix)
     for depth in sorted(by_depth, reverse=True):  # deepest first: a directory goes once it is empty
         _delete_keys(client, bucket, by_depth[depth])
+
+
+def empty_bucket_key_by_key(client: Any, bucket: str = BUCKET) -> None:
+    """Delete every object in ``bucket`` one request a key (s3rver fails most DeleteObjects)."""
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for item in page.get("Contents", []):
+            client.delete_object(Bucket=bucket, Key=item["Key"])
 
 
 def _delete_keys(client: Any, bucket: str, keys: list[str]) -> None:
