@@ -31,6 +31,7 @@ from s3memory.local_s3 import conditions_honoured, install_condition_checks, mot
 from s3memory.memory import S3Memory
 from s3memory.paths import MEMORY_ROOT, memory_path
 from s3memory.scripted_api import ScriptedMessagesAPI
+from s3memory.server_checks import SERVER_RECORD_NAME
 from s3memory.store import S3Store
 from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME
 from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
@@ -334,9 +335,11 @@ def keys_of(memory: S3Memory, paths: Iterable[str]) -> list[str]:
 
 def store_objects(prefix: str = "users/") -> list[str]:
     """The keys of the objects a store of ``STORAGE_FORMAT`` keeps beside its users' namespaces at
-    ``prefix``: none on format 1; on format 2 the wrapped store key (``store_keys.py``) and, once a
+    ``prefix`` once a memory has written to it: the record of what its server enforces
+    (``server_checks.py``); on format 2 also the wrapped store key (``store_keys.py``) and, once a
     format-2 memory found no format-1 user there, the mark that none is left (``migration.py``)."""
-    return [] if STORAGE_FORMAT == 1 else sorted([prefix + STORE_KEY_NAME, prefix + MIGRATED_NAME])
+    kept = [prefix + SERVER_RECORD_NAME]
+    return sorted(kept if STORAGE_FORMAT == 1 else [*kept, prefix + STORE_KEY_NAME, prefix + MIGRATED_NAME])
 
 
 def plant(s3: Any, memory: S3Memory, path: str, text: str) -> str:

@@ -33,6 +33,7 @@ from s3memory.migration import MIGRATED_NAME
 from s3memory.names import namespace_of, user_of_namespace
 from s3memory.operations import Operations
 from s3memory.paths import memory_path
+from s3memory.server_checks import SERVER_RECORD_NAME
 from s3memory.settings import Limits, Settings
 from s3memory.store import S3Store
 from s3memory.store_keys import STORE_KEY_NAME, store_identity, stored_store_key
@@ -136,7 +137,11 @@ def test_import_refuses_what_the_tool_refuses_also_a_path_too_long_for_private_n
     folders.write(tmp_path, "/memories/big.md", b"x" * 65)
     folders.write(tmp_path, deep, b"deep\n")
     dry = operations.import_folder("erin", tmp_path, dry_run=True)
-    assert stored_keys(s3) == [f"users/{MIGRATED_NAME}", f"users/{STORE_KEY_NAME}"]  # made for the names
+    assert stored_keys(s3) == [  # made for the names, and the record of the server the key's write checked
+        f"users/{MIGRATED_NAME}",
+        f"users/{SERVER_RECORD_NAME}",
+        f"users/{STORE_KEY_NAME}",
+    ]
     transfer = operations.import_folder("erin", tmp_path)
     assert transfer.written == dry.written == ["/memories/ok/fine.md"]
     refused = dict(transfer.refused)

@@ -246,7 +246,7 @@ def test_kms_encryption_contexts_name_the_user_by_token_only(
     token = memory.key_owner.namespace
     for _, context in contexts:
         assert set(context) == {"s3memory:store", "s3memory:user", "s3memory:key_version"}, context
-        assert context["s3memory:user"] in ("store-key", token), context
+        assert context["s3memory:user"] in ("store-key", "server-record", token), context
     found = captured(s3, BUCKET, caplog)
     found["contexts"] = [repr(context) for _, context in contexts]
     assert leaks(found) == [], counts(found)

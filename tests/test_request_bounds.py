@@ -91,6 +91,8 @@ def test_a_view_of_a_deep_tree_costs_the_same_whatever_lies_below_level_two(
 
 def test_a_deep_create_is_refused_before_any_request(make_memory: Callable[..., S3Memory], s3: Any) -> None:
     memory = make_memory()
+    assert memory.store.gate is not None
+    memory.store.gate.enforced()  # the store's first use (tests/test_store_format.py::FIRST_USE)
     too_deep = "/memories/" + "/".join(f"d{level}" for level in range(MAX_DEPTH)) + "/f.md"
     answer, requests = counted(memory, {"command": "create", "path": too_deep, "file_text": "x"})
     assert requests == 0
