@@ -1,28 +1,26 @@
-"""When a user last used the memory: one sealed record per user, written off the answer's path.
+"""When a user last used the memory: one sealed record per user, written before the answer.
 
 S3 keeps no access times, so ``S3Memory.run`` keeps one: ``internal/access``, sealed with the user's
 key under the associated-data path ``internal:access`` (no memory path or job record has it), holding
 ``{"at": <milliseconds since the epoch>}``. Every command answered counts, reads as much as writes; a
-refused command changes nothing, this record included. A memory object writes the record after the
-first command it answers, then after the first one answered at least ``RECORD_EVERY_SECONDS`` after
-its last: one unconditional PutObject on the shared worker pool, started once the answer is ready,
-so the answer never waits for it (and no Lambda invocation's request tally counts it). A write that
-fails is logged (never the user, a path or content) and the next command tries again. Idle expiry
-reads the record (``expiry.py``); the protocol and its invariants are ``docs/expiry.md``.
+refused command changes nothing, this record included. A memory object writes the record once the
+first command it answers has its answer, then once the first one answered at least
+``RECORD_EVERY_SECONDS`` after its last has: one unconditional PutObject, made by the command's own
+thread before the answer is returned, so no write of the record outlives the command that made it.
+A write that fails is logged (never the user, a path or content), fails no command, and the next
+command tries again. Idle expiry reads the record (``expiry.py``); the protocol and its invariants
+are ``docs/expiry.md``.
 """
 
 from __future__ import annotations
 
-import contextvars
 import json
 import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, wait
 from dataclasses import dataclass
 
-from .concurrency import side
 from .errors import IntegrityError
 from .files import MemoryFiles
 from .jobs import RECORD_PATH_PREFIX
@@ -38,17 +36,6 @@ ACCESS_MAX_BYTES = 4096
 """No access record s3memory writes is larger: a larger object is refused unread."""
 
 logger = logging.getLogger("s3memory")
-_in_flight: set[Future[None]] = set()
-"""The record writes this process has started and not seen end, of every user."""
-_in_flight_lock = threading.Lock()
-
-
-def settle() -> None:
-    """Return once every access record write this process has started has ended (before a bucket
-    is emptied or removed under them; they never raise)."""
-    with _in_flight_lock:
-        writing = list(_in_flight)
-    wait(writing)
 
 
 @dataclass(frozen=True)
@@ -60,11 +47,6 @@ class Access:
     etag: str | None
 
 
-def _ended(writing: Future[None]) -> None:
-    with _in_flight_lock:
-        _in_flight.discard(writing)
-
-
 class AccessRecord:
     """One user's access record: written by the commands of one memory object, read by expiry."""
 
@@ -74,39 +56,22 @@ class AccessRecord:
         self.clock = clock
         self._lock = threading.Lock()
         self._last: float | None = None
-        self._writing: Future[None] | None = None
 
     def touch(self) -> None:
-        """Note that a command was answered now: start writing the record if this object never has,
-        or last did at least ``RECORD_EVERY_SECONDS`` ago. Returns at once."""
-        now = self.clock()
+        """Note that a command has its answer now: write the record if this object never has, or
+        last did at least ``RECORD_EVERY_SECONDS`` ago, and return once it has landed or failed
+        (logged; it never raises). A command that finds a write under way waits for it, so none
+        answers before the record that covers it has landed; if that write failed, it writes."""
         with self._lock:
+            now = self.clock()
             if self._last is not None and now - self._last < RECORD_EVERY_SECONDS:
                 return
-            self._last = now
-            # in a context of its own: it outlives the answer, so no invocation's request tally counts it
-            writing = self._writing = side(lambda: contextvars.Context().run(self._write, now))
-            with _in_flight_lock:
-                _in_flight.add(writing)
-        writing.add_done_callback(_ended)
-
-    def wait(self, timeout: float | None = None) -> None:
-        """Return once the record write in flight, if any, has ended, or ``timeout`` seconds have
-        passed (it never raises)."""
-        writing = self._writing
-        if writing is not None:
-            wait([writing], timeout=timeout)
-
-    def _write(self, noted: float) -> None:
-        """Store the record of the answer noted at ``noted``. It holds the time it is sealed, never
-        earlier: a write held up (a frozen Lambda container) says later, never that the user left sooner."""
-        try:
-            self.write_at(self.clock())
-        except Exception as error:
-            with self._lock:
-                if self._last == noted:
-                    self._last = None  # the next command tries again
-            logger.warning("s3memory: the access record could not be written (%s)", type(error).__name__)
+            try:
+                self.write_at(now)
+            except Exception as error:  # the command is applied: its answer goes back whatever this is
+                logger.warning("s3memory: the access record could not be written (%s)", type(error).__name__)
+                return
+            self._last = now  # a failed write leaves it: the next command writes
 
     def write_at(self, at: float) -> None:
         """Store the record saying the user last used the memory at ``at`` (seconds since the epoch)."""

@@ -128,7 +128,7 @@ class S3Memory:
         """Run one raw ``tool_use`` input and return the answer text.
 
         A refusal that an unfinished job could explain is retried once after pending jobs finish.
-        A command answered notes the user's access (``access``), off the answer's path.
+        A command answered notes the user's access (``access``) before its answer is returned.
         """
         return self.run_command(parse_command(raw_input))
 

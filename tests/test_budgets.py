@@ -39,10 +39,9 @@ def kms_memory(
 
 
 def primed(memory: S3Memory) -> S3Memory:
-    """``memory`` once it has answered a first command (a read that teaches it no directory) and
-    that command's access record has landed: every request counted after is a command's own."""
+    """``memory`` once it has answered a first command (a read that teaches it no directory), and so
+    written its access record: every request counted after is a command's own."""
     memory.run({"command": "view", "path": "/memories/warm.txt"})
-    memory.access.wait()
     return memory
 
 
@@ -147,10 +146,11 @@ def test_the_write_and_the_checks_of_a_command_are_in_flight_together(
             "HeadObject",
             "ListObjectsV2",
         ),
-        # the job record is written while the sources are read
+        # the job record is written while the sources are read (format 1; format 2 verified them
+        # with the plan's HEADs, so its copies wait for the record and no request overlaps it)
         (
             {"command": "rename", "old_path": "/memories/e/dir", "new_path": "/memories/f"},
-            2,
+            2 if STORAGE_FORMAT == 1 else 0,
             "PutObject",
             "GetObject",
         ),
@@ -159,6 +159,9 @@ def test_the_write_and_the_checks_of_a_command_are_in_flight_together(
     for command, count, *operations in overlaps:
         memory = make_memory()
         memory.run({"command": "view", "path": "/memories"})  # a conversation starts with the root
+        if not count:
+            memory.run(command)
+            continue
         with InFlightTogether(memory.store.client, count, *operations) as together:
             memory.run(command)
         assert together.met, command
@@ -211,7 +214,6 @@ def test_writes_send_their_bodies_at_once(s3: Any, backend: str, local_keys: Any
         {"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"},
     ]:
         memory.run(command)
-    memory.access.wait()
     plain.put_object(Bucket=BUCKET, Key="plain", Body=b"x")
     # the store's first use (the probe's 5 and the server record), 3 writes, a job record, a copy,
     # and the access record the first command wrote

@@ -98,7 +98,6 @@ def test_a_directory_seen_before_is_viewed_with_one_listing(
         memory.run({"command": "view", "path": "/memories/d-old.md"})  # its access record: written here
         if seen:
             memory.run({"command": "view", "path": "/memories"})
-        memory.access.wait()
         counter.reset()
         assert memory.run({"command": "view", "path": "/memories/d"}).splitlines()[1:] == [
             "4.0K\t/memories/d",

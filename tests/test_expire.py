@@ -10,10 +10,13 @@ import logging
 import textwrap
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import boto3
 import pytest
+from moto import mock_aws
 
 from bench.metrics import RequestCounter
 from s3memory.access import ACCESS_MAX_BYTES, RECORD_EVERY_SECONDS
@@ -35,7 +38,7 @@ from s3memory.memory import S3Memory
 from s3memory.operations import Operations
 from s3memory.store import S3Store
 
-from .support.access import is_access_record
+from .support.access import AccessRecordWrites, is_access_record
 from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot, stored_keys
 from .support.faults import ALL, Fault, FaultPlan, ProcessDeath, SimulatedCrash
 from .support.processes import run_python_json
@@ -64,7 +67,6 @@ def written(client: Any, user: str, files: dict[str, str], clock: Callable[[], f
     memory = memory_of(client, user, clock)
     for path, text in files.items():
         memory.run({"command": "create", "path": path, "file_text": text})
-    memory.access.wait()
     return memory
 
 
@@ -77,25 +79,20 @@ def one(report: ExpiryReport) -> UserExpiry:
     return user
 
 
-class HeldRecord:
-    """Holds each PutObject of an access record in botocore's ``request-created`` hook until
-    ``release``. A command whose answer waited for its record could not answer before the release:
-    it would be stuck until ``timeout`` (a deadlock guard, not a timing) and ``timed_out`` says so."""
+class SlowRecord:
+    """A slow S3 for the access record: each PutObject of one waits ``delay`` seconds in botocore's
+    ``request-created`` hook, after setting ``writing``. A record written off the answer's path
+    would still be on its way when the command answers."""
 
-    def __init__(self, client: Any, timeout: float = 30.0) -> None:
-        self.held = 0
-        self.timed_out = False
-        self._released = threading.Event()
-        self._timeout = timeout
-        client.meta.events.register("request-created.s3.PutObject", self._hold)
+    def __init__(self, client: Any, delay: float = 0.3) -> None:
+        self.writing = threading.Event()
+        self._delay = delay
+        client.meta.events.register("request-created.s3.PutObject", self._slow)
 
-    def _hold(self, request: Any, **_: Any) -> None:
+    def _slow(self, request: Any, **_: Any) -> None:
         if is_access_record(request):
-            self.held += 1
-            self.timed_out = self.timed_out or not self._released.wait(self._timeout)
-
-    def release(self) -> None:
-        self._released.set()
+            self.writing.set()
+            time.sleep(self._delay)
 
 
 class OnAccessRead:
@@ -126,16 +123,11 @@ def test_expire_deletes_an_idle_file_and_keeps_one_read_a_moment_ago_with_no_ext
     reader = new_client()
     bob = memory_of(reader, "bob", lambda: now - 60)  # another process of bob's, a moment ago
     requests = RequestCounter(reader)
-    held = HeldRecord(reader)
     answer = bob.run({"command": "view", "path": "/memories/notes.md"})
-    held.release()  # the answer came while its record's PUT was held: not on the answer's path
-    bob.access.wait()
     assert "metric units" in answer
-    assert (held.held, held.timed_out) == (1, False)
     assert requests.calls == {"GetObject": 1, "PutObject": 1}  # the view's GET, the record's one PUT
     requests.reset()
     assert "metric units" in bob.run({"command": "view", "path": "/memories/notes.md"})
-    bob.access.wait()
     assert requests.calls == {"GetObject": 1}  # the next view: no extra request
 
     report = expire(
@@ -164,6 +156,60 @@ def test_expire_deletes_an_idle_file_and_keeps_one_read_a_moment_ago_with_no_ext
     }
 
 
+@pytest.mark.parametrize("storage_format", [1, 2])
+def test_the_record_lands_before_the_answer_and_nothing_is_sent_once_mock_aws_has_ended(
+    storage_format: int, start: float, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As a user's own test does: one command inside ``mock_aws``, then the context ends. The record
+    is stored when the command returns, however slow its PUT, and no request (so no warning) comes
+    after the context. A request after it would fail in the hook, never reach a network."""
+    caplog.set_level(logging.WARNING, logger="s3memory")
+    ended = threading.Event()
+    sent_after: list[str] = []
+
+    def after_the_end(request: Any, **_: Any) -> None:
+        if ended.is_set():
+            sent_after.append(request.method)
+            raise ConnectionRefusedError("a request after the caller's mock_aws ended")
+
+    bucket = f"access-{uuid.uuid4().hex[:12]}"
+    with mock_aws():
+        client = boto3.client("s3", region_name="us-east-1")
+        client.create_bucket(Bucket=bucket)
+        client.meta.events.register("request-created.s3", after_the_end)
+        SlowRecord(client)
+        memory = S3Memory(S3Store(client, bucket), "kim", KEYS, storage_format=storage_format)
+        answer = memory.run({"command": "view", "path": "/memories"})
+        at_the_answer = client.list_objects_v2(Bucket=bucket, Prefix=memory.access.key).get("KeyCount")
+        recorded = memory.access.read().at
+        for item in client.list_objects_v2(Bucket=bucket).get("Contents", []):
+            client.delete_object(Bucket=bucket, Key=item["Key"])
+        client.delete_bucket(Bucket=bucket)
+    ended.set()
+
+    assert answer.startswith("Here're the files and directories up to 2 levels deep in /memories")
+    assert at_the_answer == 1 and recorded is not None and recorded >= start
+    assert (sent_after, caplog.messages) == ([], [])
+
+
+def test_a_command_answered_while_the_record_is_being_written_waits_for_it(s3: Any) -> None:
+    """Two commands of one memory at once: the second, finding the record's write under way, returns
+    only once it has landed; the record is written once."""
+    memory = memory_of(s3, "lou", time.time)
+    slow = SlowRecord(s3)
+    records = AccessRecordWrites(s3)
+    view = {"command": "view", "path": "/memories"}
+    answers: list[str] = []
+    first = threading.Thread(target=lambda: answers.append(memory.run(view)))
+    first.start()
+    assert slow.writing.wait(30)  # a deadlock guard, not a timing
+    answers.append(memory.run(view))
+    at_the_answer = stored_keys(s3, memory.access.key)
+    first.join(30)
+    assert at_the_answer == [memory.access.key]
+    assert len(answers) == 2 and records.count == 1
+
+
 def test_the_record_is_written_again_once_an_hour_and_after_a_failure(
     s3: Any, start: float, no_back_off: None
 ) -> None:
@@ -174,17 +220,14 @@ def test_the_record_is_written_again_once_an_hour_and_after_a_failure(
     for moment in (start, start + RECORD_EVERY_SECONDS - 1, start + RECORD_EVERY_SECONDS, start + 7199):
         clock[0] = moment
         memory.run(view)
-        memory.access.wait()
     assert requests.calls == {"ListObjectsV2": 4, "PutObject": 2}  # at the start, an hour later
     assert memory.access.read().at == pytest.approx(start + RECORD_EVERY_SECONDS, abs=0.001)
 
     failing_record().attach(s3)
     clock[0] = start + 3 * RECORD_EVERY_SECONDS
     assert memory.run(view).startswith("Here're the files")  # a record that fails fails no command
-    memory.access.wait()
     assert memory.access.read().at == pytest.approx(start + RECORD_EVERY_SECONDS, abs=0.001)
     memory.run(view)  # so the next command writes it
-    memory.access.wait()
     assert memory.access.read().at == pytest.approx(start + 3 * RECORD_EVERY_SECONDS, abs=0.001)
 
 
@@ -205,7 +248,6 @@ def test_a_failed_record_is_logged_without_the_user_or_a_path(
     memory = memory_of(failing_record().attach(s3), "secret-user", time.time)
     caplog.set_level(logging.WARNING, logger="s3memory")
     assert memory.run({"command": "view", "path": "/memories"}).startswith("Here're the files")
-    memory.access.wait()
     assert [entry.getMessage() for entry in caplog.records] == [
         "s3memory: the access record could not be written (StorageError)"
     ]
@@ -221,7 +263,6 @@ def test_a_refused_command_writes_no_record(s3: Any) -> None:
     ]:
         with pytest.raises(CommandError, match=refusal):
             memory.run(command)
-    memory.access.wait()
     assert requests.calls["PutObject"] == 0 and stored_keys(s3, "users/uri/") == []
 
 
@@ -232,7 +273,6 @@ def test_copies_acting_as_another_author_share_the_record(s3: Any, start: float)
     requests = RequestCounter(s3)
     memory.run({"command": "view", "path": "/memories"})
     twin.run({"command": "view", "path": "/memories"})
-    memory.access.wait()
     assert requests.calls["PutObject"] == 1
 
 
@@ -248,7 +288,6 @@ def test_a_file_written_while_expire_runs_is_kept(
     writer = S3Memory(S3Store(new_client(), bucket), "carol", KEYS, clock=lambda: start, storage_format=1)
     for name in ("a", "b"):
         writer.run({"command": "create", "path": f"/memories/{name}.md", "file_text": f"{name}\n"})
-    writer.access.wait()
     expirer = new_client()
     edit = {"command": "str_replace", "path": "/memories/b.md", "old_str": "b", "new_str": "edited"}
     OnAccessRead(expirer, 2, lambda: writer.run(edit))  # after the listing, before the deletes
@@ -280,7 +319,6 @@ def test_a_command_during_the_run_stops_the_users_expiry(
     def dave_comes_back(**_: Any) -> None:
         if not commands:
             commands.append(came_back.run({"command": "view", "path": "/memories"}))
-            came_back.access.wait()
 
     expirer.meta.events.register("after-call.s3.DeleteObject", dave_comes_back)
 
@@ -301,7 +339,6 @@ def test_keys_records_and_keys_of_no_memory_path_are_never_deleted(
     keys = KMSKeyProvider(key_id, kms_client=kms)
     memory = memory_of(s3, "erin", lambda: start, keys)
     memory.run({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
-    memory.access.wait()
     planted = {
         "users/erin/internal/quarantine/0000000000000-" + "0" * 32: b"set aside",
         "users/erin/internal/jobs/0000000000001-" + "1" * 32: b"a record that can never run",
@@ -333,7 +370,6 @@ def test_a_user_with_a_pending_job_is_left_alone(
     crashed = memory_of(dying, "finn", lambda: start)
     with pytest.raises(SimulatedCrash):
         crashed.run({"command": "delete", "path": "/memories/d"})
-    crashed.access.wait()
     before = snapshot(s3)
 
     finn = one(

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from s3memory import expiry
-from s3memory.access import settle
 from s3memory.crypto import LocalKeyProvider
 from s3memory.memory import S3Memory
 from s3memory.operations import Operations
@@ -25,14 +24,12 @@ def test_expire_deletes_the_idle_users_files_and_says_why_the_others_stay(
 ) -> None:
     operations = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
     operations.memory("ann").run({"command": "create", "path": "/memories/old.md", "file_text": "idle\n"})
-    settle()
     two_days_later = time.time() + 2 * expiry.DAY_SECONDS
     monkeypatch.setattr(expiry.time, "time", lambda: two_days_later)
     bob = S3Memory(
         operations.store, "bob", operations.key_provider, clock=lambda: two_days_later, storage_format=1
     )
     bob.run({"command": "create", "path": "/memories/new.md", "file_text": "fresh\n"})
-    settle()
     before = snapshot(s3)
     assert run(operations, "expire", "--all", "--idle-days", "1")[0] == 1  # not confirmed
     status, out, _ = run(operations, "expire", "--all", "--idle-days", "1", "--dry-run")
@@ -58,7 +55,6 @@ def test_expire_deletes_the_idle_users_files_and_says_why_the_others_stay(
 def test_bad_idle_days_are_refused_clearly_and_change_nothing(s3: Any) -> None:
     operations = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
     operations.memory("ann").run({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
-    settle()
     before = snapshot(s3)
     status, _, err = run(operations, "expire", "--user", "ann", "--idle-days", "0", "--yes")
     assert status == 1 and "idle_days must be a whole number of days from 1 to 3,650" in err

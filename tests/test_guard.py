@@ -48,7 +48,6 @@ def test_each_default_detector_refuses_and_names_the_kind_not_the_secret(
     memory: S3Memory, s3: Any, kind: str, secret: str
 ) -> None:
     memory.run({"command": "create", "path": "/memories/notes.txt", "file_text": "safe\n"})
-    memory.access.wait()  # the access record the first answer writes, off the answer's path
     before = snapshot(s3)
     for command in (
         {"command": "create", "path": "/memories/new.txt", "file_text": f"note: {secret}\n"},

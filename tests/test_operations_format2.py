@@ -19,7 +19,6 @@ import pytest
 
 from bench.metrics import RequestCounter
 from s3memory import folders
-from s3memory.access import settle
 from s3memory.aws_lambda import expiry as expiry_function
 from s3memory.aws_lambda import runtime as lambda_runtime
 from s3memory.cli import _parser
@@ -382,7 +381,6 @@ def written(operations: Operations, user: str, files: dict[str, str], clock: Cal
     )
     for path, text in files.items():
         memory.run({"command": "create", "path": path, "file_text": text})
-    memory.access.wait()
     return memory
 
 
@@ -463,7 +461,6 @@ def test_the_tools_log_no_user_id_path_or_content(
     operations: Operations, s3: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     seed(operations, "jane.doe@example.com", {"/memories/clients_quorx/plan_zebra.md": "sapphire-ledger\n"})
-    settle()
     caplog.set_level(logging.DEBUG)
     list(operations.users())
     operations.files("jane.doe@example.com")

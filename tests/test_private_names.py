@@ -14,7 +14,6 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from s3memory.access import settle
 from s3memory.aws_lambda import memory_handler, runtime
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
 from s3memory.errors import CommandError
@@ -109,7 +108,6 @@ def captured(
     s3: Any, bucket: str, caplog: pytest.LogCaptureFixture, versions: bool = False
 ) -> dict[str, list[str]]:
     """Every key (and version), metadata key and value, tag, body and log line the session left."""
-    settle()
     formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
     plain = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
     logs = [  # the session's, before this function's own requests
@@ -160,7 +158,6 @@ def run_session(memory: S3Memory) -> list[str]:
         with pytest.raises(CommandError) as refused:
             memory.run(command)
         answers.append(refused.value.message)
-    memory.access.wait()
     return answers
 
 

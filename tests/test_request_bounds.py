@@ -32,14 +32,13 @@ def put_raw(s3: Any, memory: S3Memory, paths: list[str], size: int = 120) -> Non
 
 def counted(memory: S3Memory, command: dict[str, Any]) -> tuple[str, int]:
     """The answer to ``command`` and the requests it made. The access record an answered command
-    writes off the answer's path (at most one PUT) is waited for and not counted as the command's."""
+    writes before its answer (at most one PUT) is not counted as the command's."""
     requests = RequestCounter(memory.store.client)
     records = AccessRecordWrites(memory.store.client)
     try:
         answer = memory.run(command)
     except CommandError as refused:
         answer = refused.message
-    memory.access.wait()
     assert records.count <= 1
     return answer, requests.total - records.count
 

@@ -32,7 +32,6 @@ def rotated(s3: Any, storage_format: int) -> tuple[Operations, KeyLayout]:
     memory = Operations(store, LocalKeyProvider(MASTER_KEY), storage_format=storage_format).memory("alice")
     memory.run({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
     memory.run({"command": "create", "path": "/memories/d/b.md", "file_text": "b\n"})
-    memory.access.wait()
     operator = Operations(
         store,
         LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}),
@@ -111,7 +110,6 @@ def test_an_old_key_stays_for_history_unless_the_operator_drops_it(s3: Any, vers
     memory = Operations(store, LocalKeyProvider(MASTER_KEY), storage_format=1).memory("alice")
     memory.run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
     memory.run({"command": "str_replace", "path": "/memories/a.md", "old_str": "one", "new_str": "two"})
-    memory.access.wait()
     operations = Operations(
         store, LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}), storage_format=1
     )
@@ -135,7 +133,6 @@ def test_verify_shows_an_old_key_version_without_calling_it_a_problem(s3: Any, k
     operations = Operations(S3Store(s3, BUCKET), KMSKeyProvider(key_id, kms_client=kms), storage_format=1)
     memory = operations.memory("alice")
     memory.run({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
-    memory.access.wait()
     assert [f.kind for f in operations.verify("alice").findings] == []
     report = rotate(operations, "alice")  # the switch: the old key stays until the wait is over
     assert report.run_again_after is not None and not report.retired

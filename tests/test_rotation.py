@@ -45,7 +45,6 @@ from .support.rotation import (
     kms_operations,
     later,
     records,
-    run,
     seed,
     seeded,
     serving,
@@ -129,17 +128,16 @@ def test_a_kms_rotation_seals_everything_again_and_removes_the_old_key_only_when
     assert contents(cold) == dict(FILES)  # the text, and the author its sealed object names
 
     # a rename after the rotation: the copy is made with version 2's keys
-    run(
-        cold.acting_as("agent:mover"),
+    cold.acting_as("agent:mover").run(
         {"command": "rename", "old_path": "/memories/projects", "new_path": "/memories/done"},
     )
-    run(cold, {"command": "rename", "old_path": "/memories/notes.md", "new_path": "/memories/kept.md"})
+    cold.run({"command": "rename", "old_path": "/memories/notes.md", "new_path": "/memories/kept.md"})
     reader = serving(s3, bucket, KMSKeyProvider(key_id, kms_client=kms), storage_format)
     assert contents(reader, {"/memories/done/plan.md": FILES["/memories/projects/plan.md"]}) == {
         "/memories/done/plan.md": ("beta\n", "agent:mover")  # who moved it there
     }
-    assert "alpha" in run(reader, {"command": "view", "path": "/memories/kept.md"})
-    assert "gamma" in run(reader, {"command": "view", "path": "/memories/done/deep/todo.md"})
+    assert "alpha" in reader.run({"command": "view", "path": "/memories/kept.md"})
+    assert "gamma" in reader.run({"command": "view", "path": "/memories/done/deep/todo.md"})
 
     again = rotate(operations, "alice", now=later())  # a finished rotation: the next one starts
     assert (again.current, again.created, again.old) == (3, True, [2])
@@ -152,11 +150,10 @@ def test_on_a_versioned_bucket_the_old_key_is_kept_while_history_needs_it(
     operations, layout = seeded(s3, versioned, kms, key_id, storage_format)
     writer = operations.memory("alice")
     moment = tick()
-    run(
-        writer,
+    writer.run(
         {"command": "str_replace", "path": "/memories/notes.md", "old_str": "alpha", "new_str": "omega"},
     )
-    run(writer, {"command": "delete", "path": "/memories/ünï.md"})  # its version 1 behind a delete marker
+    writer.run({"command": "delete", "path": "/memories/ünï.md"})  # its version 1 behind a delete marker
     notes = layout.file_key(memory_path("/memories/notes.md"))
     forged = layout.file_key(memory_path("/memories/forged.md"))
     ours = s3.get_object(Bucket=versioned, Key=notes)
@@ -278,7 +275,7 @@ def test_a_local_master_key_rotation(s3: Any, storage_format: int) -> None:
         Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=storage_format)
     )
     mover = serving(s3, BUCKET, LocalKeyProvider(MASTER_KEY), storage_format).acting_as("agent:mover")
-    run(mover, {"command": "rename", "old_path": "/memories/notes.md", "new_path": "/memories/moved.md"})
+    mover.run({"command": "rename", "old_path": "/memories/notes.md", "new_path": "/memories/moved.md"})
     files = {**FILES, "/memories/moved.md": ("alpha\n", "agent:mover")}
     del files["/memories/notes.md"]
     rotated = Operations(
@@ -330,15 +327,14 @@ def test_a_file_edited_during_the_rotation_keeps_the_edit(
     layout = seed(kms_operations(s3, versioned, kms, key_id, storage_format))
     client = new_client()
     editor = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), storage_format)
-    run(editor, {"command": "create", "path": "/memories/warm-up.md", "file_text": "x"})  # learns version 1
+    editor.run({"command": "create", "path": "/memories/warm-up.md", "file_text": "x"})  # learns version 1
     notes = layout.file_key(memory_path("/memories/notes.md"))
     edited: list[str] = []
 
     def edit_first(params: dict[str, Any], **_: Any) -> None:
         if params.get("Key") == notes and "IfMatch" in params and not edited:
             edited.append(
-                run(
-                    editor,
+                editor.run(
                     {
                         "command": "str_replace",
                         "path": "/memories/notes.md",
@@ -375,13 +371,12 @@ def test_a_serving_process_with_a_warm_cache_loses_nothing(
         operations.key_provider if shared else KMSKeyProvider(key_id, kms_client=kms, clock=lambda: clock[0])
     )
     warm = serving(s3, versioned, provider, storage_format)
-    run(warm, {"command": "view", "path": "/memories/notes.md"})
-    run(warm, {"command": "create", "path": "/memories/warm.md", "file_text": "one\n"})  # learns version 1
+    warm.run({"command": "view", "path": "/memories/notes.md"})
+    warm.run({"command": "create", "path": "/memories/warm.md", "file_text": "one\n"})  # learns version 1
     first = rotate(operations, "alice")
     assert first.run_again_after is not None
-    run(warm, {"command": "create", "path": "/memories/during.md", "file_text": "two\n"})
-    run(
-        warm,
+    warm.run({"command": "create", "path": "/memories/during.md", "file_text": "two\n"})
+    warm.run(
         {"command": "str_replace", "path": "/memories/notes.md", "old_str": "alpha", "new_str": "alpha!"},
     )
     during, notes = (layout.file_key(memory_path(f"/memories/{name}")) for name in ("during.md", "notes.md"))
@@ -391,16 +386,16 @@ def test_a_serving_process_with_a_warm_cache_loses_nothing(
     too_soon = rotate(operations, "alice", now=first.run_again_after - 1)
     assert too_soon.retired == [] and "keys/v1" in wrapped_keys(s3, versioned, layout)
     clock[0] += MAX_KEY_CACHE_SECONDS  # the serving process's cache lapses
-    run(warm, {"command": "create", "path": "/memories/after.md", "file_text": "three\n"})
+    warm.run({"command": "create", "path": "/memories/after.md", "file_text": "three\n"})
     after = layout.file_key(memory_path("/memories/after.md"))
     assert sealed_with(s3, versioned, after)[after] == 2
     done = rotate(operations, "alice", drop_history=True, now=first.run_again_after)
     assert done.complete and wrapped_keys(s3, versioned, layout) == ["keys/v2"]
     assert set(sealed_with(s3, versioned, layout.memories_prefix).values()) == {2}
     for memory in (warm, serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), storage_format)):
-        assert "alpha!" in run(memory, {"command": "view", "path": "/memories/notes.md"})
+        assert "alpha!" in memory.run({"command": "view", "path": "/memories/notes.md"})
         for path in ("/memories/warm.md", "/memories/during.md", "/memories/after.md"):
-            run(memory, {"command": "view", "path": path})
+            memory.run({"command": "view", "path": path})
 
 
 @both_formats
@@ -457,7 +452,7 @@ def test_a_restored_old_key_seals_nothing_and_is_removed_again(
     assert rotate(operations, "alice", drop_history=True, now=later()).complete
     s3.put_object(Bucket=versioned, Key=KEYS + "v1", Body=kept)
     cold = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), 1)
-    run(cold, {"command": "create", "path": "/memories/new.md", "file_text": "new\n"})
+    cold.run({"command": "create", "path": "/memories/new.md", "file_text": "new\n"})
     assert sealed_with(s3, versioned)[MEMORIES + "new.md"] == 2  # the highest version seals
     forged = s3.get_object(Bucket=versioned, Key=MEMORIES + "notes.md")["Body"].read()
     forged = forged[:5] + (1).to_bytes(4, "big") + forged[9:]  # names version 1: not ours
@@ -477,7 +472,7 @@ def test_a_deleted_new_key_stops_the_rotation_until_it_is_put_back(
     rotate(operations, "alice")
     s3.delete_object(Bucket=versioned, Key=KEYS + "v2")  # a bucket writer
     cold = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), 1)
-    run(cold, {"command": "create", "path": "/memories/meanwhile.md", "file_text": "kept\n"})  # sealed with 1
+    cold.run({"command": "create", "path": "/memories/meanwhile.md", "file_text": "kept\n"})  # sealed with 1
     with pytest.raises(CommandError, match=r"version 2\) was deleted.*nothing was changed"):
         rotate(operations, "alice", now=later())
     before = everything(s3, versioned)
@@ -497,7 +492,7 @@ def test_a_deleted_new_key_stops_the_rotation_until_it_is_put_back(
     assert done.complete and done.reencrypted == ["/memories/meanwhile.md"]
     reader = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), 1)
     assert contents(reader) == dict(FILES)
-    assert "kept" in run(reader, {"command": "view", "path": "/memories/meanwhile.md"})
+    assert "kept" in reader.run({"command": "view", "path": "/memories/meanwhile.md"})
 
 
 @both_formats
@@ -506,9 +501,9 @@ def test_a_deleted_old_key_still_needed_is_never_removed(
 ) -> None:
     operations, layout = seeded(s3, versioned, kms, key_id, storage_format)
     stale = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), storage_format)
-    run(stale, {"command": "create", "path": "/memories/stale.md", "file_text": "s\n"})  # learns version 1
+    stale.run({"command": "create", "path": "/memories/stale.md", "file_text": "s\n"})  # learns version 1
     rotate(operations, "alice")
-    run(stale, {"command": "create", "path": "/memories/late.md", "file_text": "late\n"})  # sealed with 1
+    stale.run({"command": "create", "path": "/memories/late.md", "file_text": "late\n"})  # sealed with 1
     v1 = layout.key_of_internal("keys/v1")
     s3.delete_object(Bucket=versioned, Key=v1)  # a bucket writer
     operations = kms_operations(
@@ -525,8 +520,7 @@ def test_a_deleted_old_key_still_needed_is_never_removed(
     s3.copy_object(Bucket=versioned, Key=v1, CopySource={"Bucket": versioned, "Key": v1, "VersionId": latest})
     done = rotate(operations, "alice", drop_history=True, now=later())
     assert done.complete and done.reencrypted == ["/memories/late.md"]
-    assert "late" in run(
-        serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), storage_format),
+    assert "late" in serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), storage_format).run(
         {"command": "view", "path": "/memories/late.md"},
     )
 
@@ -546,7 +540,7 @@ def test_a_planted_newer_key_stops_the_rotation_and_locks_no_reader_out(
     cold = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), 1)
     assert contents(cold) == dict(FILES)
     with pytest.raises(CommandError, match="refused by KMS"):
-        run(cold, {"command": "create", "path": "/memories/x.md", "file_text": "x"})
+        cold.run({"command": "create", "path": "/memories/x.md", "file_text": "x"})
 
 
 @pytest.mark.parametrize("bare", [False, True], ids=["fingerprint-with-version", "bare-fingerprint"])
@@ -557,10 +551,10 @@ def test_a_rename_copy_made_before_the_switch_is_accepted_after_it(
     seed(operations)
     client = new_client()
     doomed = serving(client, versioned, KMSKeyProvider(key_id, kms_client=kms), 1)
-    run(doomed, {"command": "view", "path": "/memories"})
+    doomed.run({"command": "view", "path": "/memories"})
     death = ProcessDeath(client, "DeleteObjects", 1)  # both copies written under version 1, no source deleted
     with pytest.raises(SimulatedCrash):
-        run(doomed, {"command": "rename", "old_path": "/memories/projects", "new_path": "/memories/done"})
+        doomed.run({"command": "rename", "old_path": "/memories/projects", "new_path": "/memories/done"})
     assert death.dead
     copies = [MEMORIES + "done/deep/todo.md", MEMORIES + "done/plan.md"]
     origins: dict[str, str] = {}
@@ -647,8 +641,7 @@ def test_a_job_recorded_during_the_pass_is_sealed_again_and_loses_nothing(
 ) -> None:
     operations, layout = seeded(s3, versioned, kms, key_id, storage_format)
     stale = KMSKeyProvider(key_id, kms_client=kms)  # a serving process that learned version 1
-    run(
-        serving(s3, versioned, stale, storage_format),
+    serving(s3, versioned, stale, storage_format).run(
         {"command": "create", "path": "/memories/warm.md", "file_text": "w\n"},
     )
     client = new_client()
@@ -668,7 +661,7 @@ def test_a_job_recorded_during_the_pass_is_sealed_again_and_loses_nothing(
     assert rotate(operations, "alice", drop_history=True, now=later()).complete
     assert wrapped_keys(s3, versioned, layout) == ["keys/v2"]
     reader = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), storage_format)
-    listing = run(reader, {"command": "view", "path": "/memories"})  # finishes the job
+    listing = reader.run({"command": "view", "path": "/memories"})  # finishes the job
     assert sealed_with(s3, versioned, layout.key_of_internal("jobs/")) == {}
     for path, (text, _) in FILES.items():
         moved = path.replace("/memories/projects", "/memories/done")

@@ -33,7 +33,6 @@ from .support.rotation import (
     contents,
     kms_operations,
     records,
-    run,
     seed,
     serving,
     wrapped_keys,
@@ -82,11 +81,11 @@ def test_a_file_renamed_while_the_pass_runs_is_found_before_the_old_key_goes(
     operations = kms_operations(s3, BUCKET, kms, key_id, 2)
     layout = seed(operations)
     stale = serving(s3, BUCKET, KMSKeyProvider(key_id, kms_client=kms), 2)
-    run(stale, {"command": "view", "path": "/memories/notes.md"})
-    run(stale, {"command": "create", "path": "/memories/warm.md", "file_text": "w\n"})  # learns version 1
+    stale.run({"command": "view", "path": "/memories/notes.md"})
+    stale.run({"command": "create", "path": "/memories/warm.md", "file_text": "w\n"})  # learns version 1
     first = rotate(operations, "alice")
     assert first.run_again_after is not None
-    run(stale, {"command": "create", "path": "/memories/late/x.md", "file_text": "late\n"})  # sealed with 1
+    stale.run({"command": "create", "path": "/memories/late/x.md", "file_text": "late\n"})  # sealed with 1
     late = layout.file_key(memory_path("/memories/late/x.md"))
     assert sealed_with(s3, BUCKET, late)[late] == 1
     mover = serving(s3, BUCKET, KMSKeyProvider(key_id, kms_client=kms), 2)  # knows version 2: seals it again
@@ -100,7 +99,7 @@ def test_a_file_renamed_while_the_pass_runs_is_found_before_the_old_key_goes(
     def rename_first(params: dict[str, Any], **_: Any) -> None:
         if params.get("Key") == late and not renamed:  # the pass listed it and is about to read it
             renamed.append(
-                run(mover, {"command": "rename", "old_path": "/memories/late", "new_path": "/memories/a"})
+                mover.run({"command": "rename", "old_path": "/memories/late", "new_path": "/memories/a"})
             )
 
     client.meta.events.register("before-parameter-build.s3.ListObjectsV2", count)
@@ -120,7 +119,7 @@ def test_a_file_renamed_while_the_pass_runs_is_found_before_the_old_key_goes(
         monkeypatch.undo()
         report = rotate(kms_operations(s3, BUCKET, kms, key_id, 2), "alice", now=first.run_again_after)
     reader = serving(s3, BUCKET, KMSKeyProvider(key_id, kms_client=kms), 2)
-    assert "late" in run(reader, {"command": "view", "path": "/memories/a/x.md"})  # the copy reads
+    assert "late" in reader.run({"command": "view", "path": "/memories/a/x.md"})  # the copy reads
     if sweeps != 1:  # the file gone under the first pass makes a second, which reads every file as listed
         assert listings.count(layout.namespace) == 2
     assert "/memories/a/x.md" not in report.reencrypted and report.left == []  # the rename sealed it with 2

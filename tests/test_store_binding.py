@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from s3memory import store_keys
-from s3memory.access import settle
 from s3memory.crypto import KeyProvider, KMSKeyProvider, LocalKeyProvider
 from s3memory.errors import IntegrityError, StorageError
 from s3memory.files import WRITE_ATTEMPTS
@@ -44,7 +43,6 @@ def other_bucket(s3: Any) -> Iterator[str]:
     bucket = f"s3memory-other-{uuid.uuid4().hex[:12]}"
     s3.create_bucket(Bucket=bucket)
     yield bucket
-    settle()  # the access records commands write off their answers' paths
     empty_bucket(s3, bucket)
     s3.delete_bucket(Bucket=bucket)
 
@@ -148,7 +146,6 @@ def test_a_replica_reads_with_the_source_store_id_and_only_with_it(
 ) -> None:
     source = v2()
     seed(source, "replicated\n")
-    source.access.wait()
     for stored in stored_keys(s3):
         copy(s3, stored, stored, bucket=other_bucket)
     replica = S3Memory(S3Store(s3, other_bucket), "alice", local_keys, storage_format=2, store_id=BUCKET)

@@ -60,7 +60,6 @@ def named_in_keys(s3: Any) -> bool:
 def test_a_new_store_is_served_in_format_2(s3: Any) -> None:
     fresh = memory(s3)
     fresh.run(CREATE)
-    fresh.access.wait()
 
     assert fresh.storage_format == 2
     assert not named_in_keys(s3)
@@ -72,7 +71,6 @@ def test_a_store_of_format_1_users_stays_in_format_1(s3: Any) -> None:
 
     served = memory(s3, "bob")
     served.run({"command": "create", "path": "/memories/b.md", "file_text": "bob's\n"})
-    served.access.wait()
 
     assert served.storage_format == 1
     assert "users/bob/memories/b.md" in stored_keys(s3)
@@ -97,7 +95,6 @@ def test_a_store_that_lost_its_store_key_is_refused_not_served_in_format_1(
 ) -> None:
     first = memory(s3)
     first.run(CREATE)
-    first.access.wait()
     before = stored_keys(s3)
     s3.delete_object(Bucket=BUCKET, Key="users/" + STORE_KEY_NAME)
     monkeypatch.setattr(store_format, "_served", {})
@@ -118,7 +115,6 @@ def test_what_a_process_found_it_keeps(s3: Any) -> None:
 def test_auto_costs_a_store_of_format_2_no_request_more_than_format_2(s3: Any) -> None:
     first = memory(s3, storage_format=2)
     first.run(CREATE)
-    first.access.wait()
     counted: list[int] = []
     for setting in (2, "auto"):
         counter = RequestCounter(s3)

@@ -30,11 +30,6 @@ WARM_USERS = 128
 """Users whose memory objects a container keeps; each holds at most a few thousand directory hints."""
 
 
-ACCESS_RECORD_WAIT_SECONDS = 2.0
-"""How long an answer waits for its access record at most: a slow S3 never holds a command that has
-already been applied until the function times out (and is retried)."""
-
-
 class Runtime:
     """One container's clients, providers and per-user memories, for one set of settings."""
 
@@ -69,17 +64,15 @@ class Runtime:
     @contextlib.contextmanager
     def serving(self, user_id: str, fields: dict[str, Any], actor: str | None = None) -> Iterator[S3Memory]:
         """The user's memory for one invocation, its writes by ``actor``; notes in ``fields`` how
-        many job records it set aside in quarantine (``job_records_set_aside``), and returns only
-        once the user's access record, if one is being written, has landed."""
+        many job records it set aside in quarantine (``job_records_set_aside``). Each command's
+        access record has landed before its answer (``access.py``): nothing is left in flight when
+        Lambda freezes the process."""
         memory = self.memory(user_id).acting_as(actor)
         before = len(memory.jobs.set_aside)
         try:
             yield memory
         finally:
             fields["job_records_set_aside"] = len(memory.jobs.set_aside) - before
-            # Lambda freezes the process once the handler returns, and may end it frozen: the access
-            # record (at most once per user per container per hour) must land before the answer.
-            memory.access.wait(ACCESS_RECORD_WAIT_SECONDS)
 
 
 _lock = threading.Lock()

@@ -8,8 +8,6 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from s3memory.access import settle
-
 BUCKET = "agent-memory"
 MASTER_KEY = bytes(range(32))
 LOCAL_KEY_B64 = base64.b64encode(MASTER_KEY).decode("ascii")
@@ -36,13 +34,11 @@ def snapshot(client: Any) -> dict[str, bytes]:
 
 @contextlib.contextmanager
 def temporary_bucket(client: Any, bucket: str = BUCKET) -> Iterator[None]:
-    """``bucket`` created for the block, then emptied (once the access records the block's commands
-    write off the answer's path have landed) and deleted."""
+    """``bucket`` created for the block, then emptied and deleted."""
     client.create_bucket(Bucket=bucket)
     try:
         yield
     finally:
-        settle()
         empty_bucket(client, bucket)
         client.delete_bucket(Bucket=bucket)
 

@@ -1,7 +1,7 @@
 """What the key rotation tests of both storage formats share: an operator's and a serving process of
-either format, the files they seed, with their authors, a command run until what it wrote off the
-answer's path has landed, a moment past the rotation's wait, the files read back through a memory,
-the user's wrapped keys and records by name, and a serving process that dies renaming."""
+either format, the files they seed, with their authors, a moment past the rotation's wait, the files
+read back through a memory, the user's wrapped keys and records by name, and a serving process that
+dies renaming."""
 
 from __future__ import annotations
 
@@ -29,28 +29,11 @@ FILES = {
 }
 
 
-def settled(memory: S3Memory) -> S3Memory:
-    """``memory`` once the writes it started off the answer's path (its access record) have landed."""
-    wait = getattr(getattr(memory, "access", None), "wait", None)
-    if wait is not None:
-        wait()
-    return memory
-
-
-def run(memory: S3Memory, command: dict[str, Any]) -> str:
-    """``memory.run(command)``, returning once what it wrote off the answer's path has landed too."""
-    try:
-        return memory.run(command)
-    finally:
-        settled(memory)
-
-
 def seed(operations: Operations, user: str = "alice") -> KeyLayout:
     """The files of ``FILES``, each written by its author; the user's layout."""
     memory = operations.memory(user)
     for path, (text, author) in FILES.items():
         memory.acting_as(author).run({"command": "create", "path": path, "file_text": text})
-    settled(memory)
     return memory.layout
 
 
@@ -111,8 +94,8 @@ def dies_renaming(client: Any, bucket: str, provider: KeyProvider, storage_forma
     format 1 copies through the client (its first PutObject is the job's record), format 2 on the
     server (CopyObject)."""
     doomed = serving(client, bucket, provider, storage_format)
-    run(doomed, {"command": "view", "path": "/memories"})
+    doomed.run({"command": "view", "path": "/memories"})
     death = ProcessDeath(client, *(("PutObject", 2) if storage_format == 1 else ("CopyObject", 1)))
     with pytest.raises(SimulatedCrash):
-        run(doomed, {"command": "rename", "old_path": "/memories/projects", "new_path": "/memories/done"})
+        doomed.run({"command": "rename", "old_path": "/memories/projects", "new_path": "/memories/done"})
     assert death.dead
