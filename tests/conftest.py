@@ -24,7 +24,6 @@ from moto import mock_aws
 from moto.s3.responses import S3Response
 
 from s3memory import migration, server_checks, store_format
-from s3memory.access import settle
 from s3memory.clients import make_s3_client
 from s3memory.crypto import KeyProvider, LocalKeyProvider
 from s3memory.local_s3 import conditions_honoured, install_condition_checks, moto_server
@@ -243,19 +242,16 @@ def s3(backend: str, request: pytest.FixtureRequest) -> Iterator[Any]:
         if leftover.get("Contents") or leftover.get("CommonPrefixes"):  # an earlier teardown failed
             empty_bucket(server.admin)
         yield make_s3_client(endpoint_url=server.endpoint, region_name=REGION)
-        settle()  # access records the test's commands write off the answer's path land first
         empty_bucket(server.admin)
         return
     if backend in ("s3rver", "localstack"):
         loopback: LoopbackServer = request.getfixturevalue(backend)
         empty_bucket_key_by_key(loopback.admin)
         yield loopback.client()
-        settle()
         empty_bucket_key_by_key(loopback.admin)
         return
     with temporary_bucket(request.getfixturevalue("session_s3")):
         yield boto3.client("s3", region_name="us-east-1")
-        settle()
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -416,7 +412,6 @@ def versioned(s3: Any) -> Iterator[str]:
     try:
         yield bucket
     finally:
-        settle()
         for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
             for item in page.get("Versions", []) + page.get("DeleteMarkers", []):
                 s3.delete_object(Bucket=bucket, Key=item["Key"], VersionId=item["VersionId"])

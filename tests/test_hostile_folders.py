@@ -41,7 +41,6 @@ def seed(operations: Operations, user: str, files: dict[str, str]) -> None:
     memory = operations.memory(user)
     for path, text in files.items():
         memory.run({"command": "create", "path": path, "file_text": text})
-    memory.access.wait()
 
 
 def stored(operations: Operations, user: str) -> dict[str, str]:

@@ -377,7 +377,6 @@ def test_a_store_of_format_2_that_lost_its_key_and_mark_is_refused_not_served_in
         pytest.skip("never served format 2")
     first = tool(s3)
     first.call(create("/memories/a.txt", "a\n"))
-    first.memory.access.wait()
     for name in (STORE_KEY_NAME, MIGRATED_NAME):
         s3.delete_object(Bucket=BUCKET, Key="users/" + name)
     before = stored_keys(s3)
