@@ -187,7 +187,8 @@ class Operations:
         self.store_id = store_id
         """Format 2: the store's id (None: the bucket's name), bound into every object."""
         self._identity = identity if self.storage_format == PLACED_FORMAT else None
-        self._store_identity = identity
+        self.store_identity = identity
+        """The store's identity (``store_keys.store_identity``), whatever its format."""
         self._outside_other_stores = False
 
     @classmethod
@@ -217,7 +218,7 @@ class Operations:
     def check_server(self) -> ServerCheck:
         """Probe the server again (``verify``: a dozen requests on objects of the probe's own, which
         it removes) and compare with the store's record, which is replaced where they differ."""
-        found, before = probe_again(self.store, self.prefix, self._store_identity, self.key_provider)
+        found, before = probe_again(self.store, self.prefix, self.store_identity, self.key_provider)
         missing = found.missing(FORMAT_NEEDS[self.storage_format])
         if self.weak_server == SINGLE_WRITER:
             missing = [

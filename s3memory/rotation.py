@@ -50,6 +50,7 @@ from .keyvault import KEYS_PREFIX, KeyVault
 from .memory import S3Memory
 from .operations import Operations
 from .paths import MemoryPath, validate_namespace
+from .server_checks import rewrap_record
 from .store import (
     DELETE_BATCH,
     ConditionalConflict,
@@ -186,8 +187,10 @@ def rotate(
     if isinstance(provider, LocalKeyProvider):
         report.current, report.old = provider.version, provider.previous_versions
         waited = True
-        if memory.key_owner.store is not None and report.old and not dry_run:
-            _rewrap_store_key(memory.store, operations.prefix, memory.key_owner.store, provider)
+        if report.old and not dry_run:
+            if memory.key_owner.store is not None:
+                _rewrap_store_key(memory.store, operations.prefix, memory.key_owner.store, provider)
+            rewrap_record(memory.store, operations.prefix, operations.store_identity, provider)
     elif isinstance(provider, KMSKeyProvider):
         if not _start(provider, memory, vault, report):
             return report

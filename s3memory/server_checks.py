@@ -35,7 +35,7 @@ from .conditions import (
     PUT_IF_NONE_MATCH,
     Enforced,
 )
-from .crypto import NONCE_BYTES, SERVER_RECORD_PURPOSE, KeyProvider
+from .crypto import NONCE_BYTES, SERVER_RECORD_PURPOSE, STORE_KEY_MAGIC, KeyProvider, LocalKeyProvider
 from .errors import IntegrityError, StorageError
 from .nesting import check_not_nested
 from .store import ConditionalConflict, PreconditionFailed, RequestFailed, S3Store
@@ -174,6 +174,21 @@ def open_record(blob: bytes, identity: str, provider: KeyProvider) -> Enforced:
     if not valid:
         raise refused
     return Enforced(frozenset(held), dict(answers))
+
+
+def rewrap_record(store: S3Store, prefix: str, identity: str, provider: LocalKeyProvider) -> None:
+    """A local master key's rotation: seal the store's record again under the current master key if
+    a previous one wraps its key, so that dropping the previous key from the settings costs no
+    probe. One conditional write; a record that does not open is left to the next first use."""
+    stored = store.get(prefix + SERVER_RECORD_NAME, max_bytes=RECORD_MAX_BYTES)
+    current = STORE_KEY_MAGIC + b"L" + struct.pack(">I", provider.version)
+    if stored is None or stored.body[len(RECORD_MAGIC) + 2 :].startswith(current):
+        return
+    try:
+        found = open_record(stored.body, identity, provider)
+    except IntegrityError:
+        return
+    _keep(store, prefix, identity, provider, found, stored.etag)
 
 
 def forget() -> None:

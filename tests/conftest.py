@@ -329,13 +329,15 @@ def keys_of(memory: S3Memory, paths: Iterable[str]) -> list[str]:
     return sorted(key_of(memory, path) for path in paths)
 
 
-def store_objects(prefix: str = "users/") -> list[str]:
+def store_objects(prefix: str = "users/", *, written: bool = True) -> list[str]:
     """The keys of the objects a store of ``STORAGE_FORMAT`` keeps beside its users' namespaces at
-    ``prefix`` once a memory has written to it: the record of what its server enforces
-    (``server_checks.py``); on format 2 also the wrapped store key (``store_keys.py``) and, once a
-    format-2 memory found no format-1 user there, the mark that none is left (``migration.py``)."""
-    kept = [prefix + SERVER_RECORD_NAME]
-    return sorted(kept if STORAGE_FORMAT == 1 else [*kept, prefix + STORE_KEY_NAME, prefix + MIGRATED_NAME])
+    ``prefix``: the record of what its server enforces (``server_checks.py``), once a memory has
+    ``written`` to it conditionally (format 2's first memory always has: its store key); on format 2
+    also the wrapped store key (``store_keys.py``) and, once a format-2 memory found no format-1
+    user there, the mark that none is left (``migration.py``)."""
+    if STORAGE_FORMAT == 1:
+        return [prefix + SERVER_RECORD_NAME] if written else []
+    return sorted([prefix + SERVER_RECORD_NAME, prefix + STORE_KEY_NAME, prefix + MIGRATED_NAME])
 
 
 def plant(s3: Any, memory: S3Memory, path: str, text: str) -> str:

@@ -249,7 +249,7 @@ def test_a_failed_record_is_logged_without_the_user_or_a_path(
     caplog.set_level(logging.WARNING, logger="s3memory")
     assert memory.run({"command": "view", "path": "/memories"}).startswith("Here're the files")
     assert [entry.getMessage() for entry in caplog.records] == [
-        "s3memory: the access record could not be written (StorageError)"
+        "s3memory: the access record could not be written (RequestFailed)"
     ]
 
 

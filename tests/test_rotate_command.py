@@ -16,6 +16,7 @@ from s3memory.migration import MIGRATED_NAME
 from s3memory.operations import Operations
 from s3memory.paths import KeyLayout, memory_path
 from s3memory.rotation import rotate
+from s3memory.server_checks import SERVER_RECORD_NAME, open_record
 from s3memory.store import S3Store
 from s3memory.store_keys import STORE_KEY_NAME
 
@@ -80,6 +81,7 @@ def test_rotate_seals_every_file_again_and_says_which_key_may_go(s3: Any, storag
         layout.key_of_internal("access"): 2,
         layout.file_key(memory_path("/memories/a.md")): 2,
         layout.file_key(memory_path("/memories/d/b.md")): 2,
+        "users/" + SERVER_RECORD_NAME: None,  # its key wrapped again under master key version 2
     }
     if storage_format == 2:
         sealed.pop("users/" + MIGRATED_NAME, None)  # written, or not, by the process's first format-2 memory
@@ -90,6 +92,8 @@ def test_rotate_seals_every_file_again_and_says_which_key_may_go(s3: Any, storag
         S3Store(s3, BUCKET), LocalKeyProvider(NEW_MASTER_KEY, version=2), storage_format=storage_format
     )
     assert alone.read("alice", "/memories/d/b.md") == "b\n"  # the previous key dropped from the settings
+    record = s3.get_object(Bucket=BUCKET, Key="users/" + SERVER_RECORD_NAME)["Body"].read()
+    open_record(record, alone.store_identity, LocalKeyProvider(NEW_MASTER_KEY, version=2))  # no probe again
     status, out, _ = run(operations, "rotate", "--user", "alice", "--yes", "--json")
     (report,) = json.loads(out)["users"]
     assert (status, report["reencrypted"], report["retired"], report["complete"]) == (0, [], [1], True)

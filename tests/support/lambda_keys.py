@@ -32,7 +32,8 @@ def user_keys(user_id: str, paths: Iterable[str]) -> list[str]:
 
 
 def new_store_keys(user_id: str, paths: Iterable[str]) -> list[str]:
-    """Every key of a new store once only ``user_id`` wrote the files at ``paths`` through the
-    handlers: the store's own objects (format 2: its key and mark), the user's access record and
-    files, sorted as a listing returns them."""
-    return sorted([*store_objects(), *user_keys(user_id, paths)])
+    """Every key of a new store once only ``user_id`` wrote the files at ``paths`` (none: only
+    read) through the handlers: the store's own objects (``conftest.store_objects``), the user's
+    access record and files, sorted as a listing returns them."""
+    paths = list(paths)
+    return sorted([*store_objects(written=bool(paths)), *user_keys(user_id, paths)])
