@@ -33,6 +33,7 @@ from .support.bucket import BUCKET, stored_keys
 from .support.lambda_keys import new_store_keys, served
 from .support.processes import run_python_json
 from .support.records import invocation_records
+from .test_store_format import FIRST_USE
 
 API_KEY = "sk-ant-test-agent-key-0123456789"
 PREFS_PATH = "/memories/preferences.md"
@@ -782,10 +783,12 @@ def test_metrics_can_be_turned_off(
     (record,) = invocation_records(caplog)
     # the view's listing; on format 2 the first memory of a new store also makes its key (GetObject
     # finds none, HeadObject of the mark: none was lost, PutObject) and marks the store born in format 2
-    # (ListObjectsV2 of the namespaces, PutObject; the mark was just found missing); then the access
-    # record's PutObject, before the answer
+    # (ListObjectsV2 of the namespaces, PutObject; the mark was just found missing), its key's write
+    # being the store's first use (FIRST_USE: the server checked); then the access record's
+    # PutObject, before the answer
     assert "_aws" not in record and "S3Requests" not in record
-    assert record["s3_requests"] == (1 if STORAGE_FORMAT == 1 else 1 + 5) + 1
+    first_use = sum(FIRST_USE.values())
+    assert record["s3_requests"] == (1 if STORAGE_FORMAT == 1 else 1 + 5 + first_use) + 1
 
 
 # -- imports ----------------------------------------------------------------------------------------

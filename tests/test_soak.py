@@ -253,8 +253,9 @@ def test_the_checker_reports_a_lost_write_and_stray_objects(
 def test_a_dead_process_sends_nothing_more(seaweedfs: SeaweedServer, endpoint: str) -> None:
     config = soak.SoakConfig(seed=SEED)
     context = soak.SoakContext(endpoint, SOAK_BUCKET, seaweedfs.admin, config, soak.SoakReport(config))
-    process = soak.Process(context, "p1-u0")
     create = {"command": "create", "path": "/memories/a00/x.md", "file_text": "x\n"}
+    assert soak.Process(context, "p1-u1").run(create).ok  # the store's first use: its server checked
+    process = soak.Process(context, "p1-u0")
     outcome = process.run(create, [soak.Rule("PutObject", Fault.CRASH_AFTER, 1, 1)])
     assert outcome.crashed and process.dead and outcome.injected == [Fault.CRASH_AFTER]
     sent: list[str] = []
