@@ -53,6 +53,7 @@ _PROBE_METADATA = "s3memory-probe"
 
 logger = logging.getLogger("s3memory")
 _known: dict[tuple[str, str, str], Enforced] = {}
+"""What this process learned, by the bucket and endpoint (``S3Store.where``), prefix and identity."""
 _lock = threading.Lock()
 
 
@@ -96,7 +97,7 @@ def _recorded(
     """What this process learned (unless not ``cached``), or what the record says, or None; and the
     stored record's ETag (None where there is none, or nothing was read)."""
     with _lock:
-        found = _known.get((store.bucket, prefix, identity)) if cached else None
+        found = _known.get((store.where, prefix, identity)) if cached else None
     if found is not None:
         return found, None
     stored = store.get(prefix + SERVER_RECORD_NAME, max_bytes=RECORD_MAX_BYTES)
@@ -113,7 +114,7 @@ def _recorded(
 
 def _learn(store: S3Store, prefix: str, identity: str, found: Enforced) -> None:
     with _lock:
-        _known[(store.bucket, prefix, identity)] = found
+        _known[(store.where, prefix, identity)] = found
 
 
 def _keep(
