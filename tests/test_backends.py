@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -22,18 +22,9 @@ from s3memory.store import S3Store
 
 from .support.backends import REGION, SeaweedServer
 from .support.bucket import ALL_BACKENDS, BUCKET, common_prefixes, empty_bucket, stored_keys
+from .support.server_probe import outcome
 
 BACKENDS = ALL_BACKENDS
-
-
-def outcome(action: Callable[[], Any]) -> str:
-    """``"ok"``, or the HTTP status and S3 error code the request was refused with."""
-    try:
-        action()
-    except ClientError as error:
-        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        return f"{status} {error.response.get('Error', {}).get('Code')}"
-    return "ok"
 
 
 def put(s3: Any, key: str, body: bytes = b"body", **conditions: str) -> str:

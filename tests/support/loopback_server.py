@@ -1,42 +1,108 @@
-"""A test S3 server in a process of its own: on 127.0.0.1, on a free port, in a private temporary
+"""A test S3 server in a process of its own: on 127.0.0.1, on free ports, in a private temporary
 directory, stopped with the test run even when the run is killed.
 
 ``LoopbackServer`` starts the server in a new session (its own process group) and, beside it, a
 watchdog: a small Python process that reads a pipe whose only writer is the test process. When the
 test process ends, however it ends, the pipe closes; the watchdog then terminates (and after
 ``stop_grace_seconds`` kills) the server's process group and deletes its directory. ``stop`` does
-the same at once. Subclasses say how to run their server (``arguments``, ``environment``) and which
-credentials it takes. SeaweedFS has its own class in ``backends.py``.
+the same at once. Subclasses say how to run their server (``arguments``, ``environment``): SeaweedFS
+in ``backends.py``, s3rver in ``s3rver.py``, LocalStack in ``localstack.py``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
 import pytest
 
-from .backends import (
-    HOST,
-    LOG_TAIL_LINES,
-    REGION,
-    START_TIMEOUT_SECONDS,
-    STOP_TIMEOUT_SECONDS,
-    ServerUnavailable,
-    _rss_kib,
-    _shared_session,
-    _signal_group,
-    free_ports,
-)
+HOST = "127.0.0.1"
+REGION = "us-east-1"
+START_TIMEOUT_SECONDS = 60.0
+STOP_TIMEOUT_SECONDS = 5.0
+LOG_TAIL_LINES = 40
+
+MOTO_FAKE_CREDENTIALS = ("FOOBARKEY", "FOOBARSECRET")
+"""What ``mock_aws`` puts in the environment while it is active (moto.core.models.MockAWS)."""
+
+
+class ServerUnavailable(Exception):
+    """The server binary is missing or the server did not come up; the message says why."""
+
+
+def free_ports(count: int, *, besides: frozenset[int] = frozenset()) -> list[int]:
+    """``count`` distinct free TCP ports on 127.0.0.1, none of them in ``besides`` (all held open
+    at once, so none repeats)."""
+    sockets: list[socket.socket] = []
+    ports: list[int] = []
+    try:
+        while len(ports) < count:
+            held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sockets.append(held)
+            held.bind((HOST, 0))
+            port = held.getsockname()[1]
+            if port not in besides:
+                ports.append(port)
+        return ports
+    finally:
+        for held in sockets:
+            held.close()
+
+
+def signing_credentials() -> list[tuple[str, str]]:
+    """The access keys test clients may sign with: the environment's (conftest sets ``testing``
+    unless the shell set others) and moto's, which ``mock_aws`` swaps in while it is active.
+    boto3 sessions cache credentials when first used, so either can be in effect."""
+    found = [
+        (os.environ.get("AWS_ACCESS_KEY_ID", "testing"), os.environ.get("AWS_SECRET_ACCESS_KEY", "testing")),
+        ("testing", "testing"),
+        MOTO_FAKE_CREDENTIALS,
+    ]
+    return list(dict.fromkeys(found))
+
+
+_session_lock = threading.Lock()
+_session: Any = None
+
+
+def _shared_session() -> Any:
+    """One boto3 session for the clients made here: a new session reloads the service models."""
+    global _session
+    import boto3
+
+    with _session_lock:
+        if _session is None:
+            _session = boto3.session.Session()
+        return _session
+
+
+def _rss_kib(pid: int, field_name: str) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field_name + ":"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _signal_group(process: subprocess.Popen[bytes], number: int) -> None:
+    """Signal the process group this server leads (it was started in a new session)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, number)
+
 
 WATCHDOG = """
 import os, shutil, signal, sys, time
@@ -62,34 +128,35 @@ shutil.rmtree(directory, ignore_errors=True)
 """The watchdog's program: argv is the server's process group, its directory, the grace period."""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class LoopbackServer:
-    """One S3 server process on 127.0.0.1 (see the module's docstring)."""
+    """One S3 server process on 127.0.0.1 (see the module's docstring). Its fields are keyword-only,
+    so a subclass may add positional ones."""
 
     name = "server"
-    """How logs and errors name the server."""
+    """How logs, errors and the temporary directory name the server."""
 
     stop_grace_seconds = STOP_TIMEOUT_SECONDS
     """How long ``stop`` (and the watchdog) waits after SIGTERM before SIGKILL."""
 
+    credentials: list[tuple[str, str]] = field(default_factory=signing_credentials)
+    """The access keys the server takes (subclasses pass them on); ``client`` signs with the first."""
     start_timeout: float = START_TIMEOUT_SECONDS
     directory: Path | None = None
     process: subprocess.Popen[bytes] | None = None
     watchdog: subprocess.Popen[bytes] | None = None
     port: int = 0
+    """The S3 port."""
+    command: list[str] = field(default_factory=list)
     startup_seconds: float = 0.0
     failure: str = ""
     _admin: Any = field(default=None, repr=False)
 
     # -- what subclasses define ----------------------------------------------------------------
 
-    @property
-    def credentials(self) -> tuple[str, str]:
-        """The access key and secret that ``client`` signs with."""
-        return ("testing", "testing")
-
     def arguments(self) -> list[str]:
-        """The command that runs the server on ``self.port`` with its data in ``self.directory``."""
+        """The command that runs the server with S3 on ``self.port`` (free when ``start`` chose it)
+        and its data in ``self.directory``."""
         raise NotImplementedError
 
     def environment(self) -> dict[str, str]:
@@ -112,12 +179,16 @@ class LoopbackServer:
         """Start the server and wait until S3 answers ListBuckets; ServerUnavailable otherwise."""
         self.directory = Path(tempfile.mkdtemp(prefix=f"s3memory-{self.name}-"))
         (self.port,) = free_ports(1)
-        command = self.arguments()
+        try:
+            self.command = self.arguments()
+        except ServerUnavailable:
+            self.stop()
+            raise
         started = time.monotonic()
         with self.log_path.open("wb") as log:
             try:
                 self.process = subprocess.Popen(
-                    command,
+                    self.command,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
@@ -127,7 +198,7 @@ class LoopbackServer:
                 )
             except OSError as error:
                 self.stop()
-                raise ServerUnavailable(f"could not run {command[0]}: {error}") from None
+                raise ServerUnavailable(f"could not run {self.command[0]}: {error}") from None
         self.watchdog = subprocess.Popen(
             [
                 sys.executable,
@@ -170,11 +241,11 @@ class LoopbackServer:
         raise ServerUnavailable(self.failure)
 
     def client(self, *, attempts: int = 5, endpoint: str | None = None, read_timeout: float = 20) -> Any:
-        """A new boto3 S3 client for this server (or ``endpoint``), signed with ``credentials``;
-        ``attempts`` is botocore's standard-mode total."""
+        """A new boto3 S3 client for this server (or ``endpoint``, e.g. a proxy in front of it),
+        signed with the first ``credentials``; ``attempts`` is botocore's standard-mode total."""
         from botocore.config import Config
 
-        key, secret = self.credentials
+        key, secret = self.credentials[0]
         config = Config(
             retries={"mode": "standard", "total_max_attempts": attempts},
             connect_timeout=2,
@@ -239,7 +310,7 @@ class LoopbackServer:
 ServerT = TypeVar("ServerT", bound=LoopbackServer)
 
 
-def serving(server: ServerT, missing: str | None, bucket: str) -> Iterator[ServerT]:
+def serving(server: ServerT, missing: str | None, bucket: str) -> Generator[ServerT, None, None]:
     """For a fixture: ``server`` running, with ``bucket`` made, until the fixture ends.
 
     Where it cannot run (``missing`` says why) or does not start, the tests that need it are skipped

@@ -16,7 +16,6 @@ import os
 import shutil
 from pathlib import Path
 
-from .backends import signing_credentials
 from .loopback_server import LoopbackServer
 
 SERVER_DIRECTORY = Path(__file__).resolve().parents[1] / "servers" / "s3rver"
@@ -60,5 +59,5 @@ class S3rverServer(LoopbackServer):
         return [node, "--openssl-legacy-provider", str(SCRIPT), str(data), str(self.port)]
 
     def environment(self) -> dict[str, str]:
-        keys = ",".join(f"{key}:{secret}" for key, secret in signing_credentials())
+        keys = ",".join(f"{key}:{secret}" for key, secret in self.credentials)
         return {**super().environment(), "S3RVER_KEYS": keys}
