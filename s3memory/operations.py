@@ -217,8 +217,11 @@ class Operations:
 
     def check_server(self) -> ServerCheck:
         """Probe the server again (``verify``: a dozen requests on objects of the probe's own, which
-        it removes) and compare with the store's record, which is replaced where they differ."""
-        found, before = probe_again(self.store, self.prefix, self.store_identity, self.key_provider)
+        it removes, and of those earlier probes cut short left) and compare with the store's record,
+        which is replaced where they differ."""
+        found, before = probe_again(
+            self.store, self.prefix, self.store_identity, self.key_provider, time.time()
+        )
         missing = found.missing(FORMAT_NEEDS[self.storage_format])
         if self.weak_server == SINGLE_WRITER:
             missing = [

@@ -20,6 +20,7 @@ import secrets
 import struct
 import threading
 from collections.abc import Callable
+from datetime import datetime
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -38,7 +39,7 @@ from .conditions import (
 from .crypto import NONCE_BYTES, SERVER_RECORD_PURPOSE, STORE_KEY_MAGIC, KeyProvider, LocalKeyProvider
 from .errors import IntegrityError, StorageError
 from .nesting import check_not_nested
-from .store import ConditionalConflict, PreconditionFailed, RequestFailed, S3Store
+from .store import DELETE_BATCH, ConditionalConflict, PreconditionFailed, RequestFailed, S3Store
 
 SERVER_RECORD_NAME = "s3memory.server"
 """Where, below the store's prefix, the sealed record of what the server enforces lies."""
@@ -50,6 +51,9 @@ _RECORD_FORMAT = 1
 _UNSUPPORTED = frozenset({"NotImplemented", "InvalidArgument", "InvalidRequest", "NotSupported", "501"})
 """Error codes with which a server says it does not take a condition at all: it does not hold."""
 _PROBE_METADATA = "s3memory-probe"
+STALE_PROBE_SECONDS = 2 * 3600
+"""A probe object older than this was left by a probe cut short (a probe takes a second; an hour
+is added for clocks that disagree): ``verify`` removes it."""
 
 logger = logging.getLogger("s3memory")
 _known: dict[tuple[str, str, str], Enforced] = {}
@@ -72,11 +76,14 @@ def known(store: S3Store, prefix: str, identity: str, provider: KeyProvider) -> 
 
 
 def probe_again(
-    store: S3Store, prefix: str, identity: str, provider: KeyProvider
+    store: S3Store, prefix: str, identity: str, provider: KeyProvider, now: float
 ) -> tuple[Enforced, Enforced | None]:
     """What the server enforces now (a new probe), and what the record said before (None where
     there was none that opened); a record that differs is replaced by what the probe found (the
-    server changed: processes that start from now on learn it). For ``verify``."""
+    server changed: processes that start from now on learn it). Objects that probes cut short
+    left (a process that died, a request that failed) are removed once older than
+    ``STALE_PROBE_SECONDS`` by ``now``. For ``verify``."""
+    _remove_stale_probes(store, prefix, now)
     before, etag = _recorded(store, prefix, identity, provider, cached=False)
     found = probe(store, prefix)
     if before != found:
@@ -269,6 +276,27 @@ def probe(store: S3Store, prefix: str) -> Enforced:
     finally:
         _remove(raw, [a, b, c])
     return Enforced(frozenset(run.held), run.answers)
+
+
+def _remove_stale_probes(store: S3Store, prefix: str, now: float) -> None:
+    """Delete the probe objects below ``prefix`` last written more than ``STALE_PROBE_SECONDS``
+    before ``now`` (one listing page: a few at most, each left by a probe cut short). A younger
+    one may be a running probe's: deleting it would make that probe find less than the server
+    enforces."""
+    page = next(store.pages(prefix + PROBE_NAME))
+    stale = [
+        listed.key for listed in page.objects if _written_before(listed.modified, now - STALE_PROBE_SECONDS)
+    ]
+    for start in range(0, len(stale), DELETE_BATCH):
+        _remove(S3Store(store.client, store.bucket), stale[start : start + DELETE_BATCH])
+
+
+def _written_before(modified: str, moment: float) -> bool:
+    """True if a listing's ``LastModified`` (ISO 8601, as S3 sends it) is before ``moment``."""
+    try:
+        return datetime.fromisoformat(modified).timestamp() < moment
+    except ValueError:
+        return False
 
 
 def _remove(raw: S3Store, keys: list[str]) -> None:

@@ -75,7 +75,7 @@ from s3memory.errors import CommandError, StorageError
 from s3memory.job_runner import MARK_MAX_AGE_SECONDS
 from s3memory.memory import S3Memory
 from s3memory.paths import KeyLayout, memory_path
-from s3memory.server_checks import SERVER_RECORD_NAME
+from s3memory.server_checks import PROBE_NAME, SERVER_RECORD_NAME
 from s3memory.store import S3Store
 from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME
 
@@ -1464,8 +1464,9 @@ PLAIN_NAMES = frozenset(
 
 def check_bucket(soak: SoakContext, phase: int) -> None:
     """Every object below the prefix lies in a namespace of the run's users (each phase's users are
-    checked before this), or is the store's own: the record of its server, and on format 2 its
-    wrapped store key and its mark.
+    checked before this), or is the store's own: the record of its server (and what a probe cut
+    short by a fault left: ``verify`` removes it later), and on format 2 its wrapped store key and
+    its mark.
     On format 2 no key segment is a user id or a name the soak wrote."""
     with soak.lock:
         layouts = dict(soak.layouts)
@@ -1474,7 +1475,11 @@ def check_bucket(soak: SoakContext, phase: int) -> None:
         {PREFIX + STORE_KEY_NAME, PREFIX + MIGRATED_NAME} if soak.config.storage_format == 2 else set()
     )
     keys = soak.admin_keys(PREFIX)
-    strays = [key for key in keys if not key.startswith(namespaces) and key not in store_objects]
+    strays = [
+        key
+        for key in keys
+        if not key.startswith((*namespaces, PREFIX + PROBE_NAME)) and key not in store_objects
+    ]
     reproduce = soak.config.command(phase)
     if strays:
         soak.add_violation(

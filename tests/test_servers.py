@@ -11,6 +11,7 @@ of PutObject and DeleteObject is also modelled, on each, by a client that drops 
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -38,7 +39,15 @@ from s3memory.errors import IntegrityError
 from s3memory.memory import S3Memory
 from s3memory.operations import Operations
 from s3memory.paths import memory_path
-from s3memory.server_checks import SERVER_RECORD_NAME, open_record, probe, seal_record
+from s3memory.server_checks import (
+    PROBE_NAME,
+    SERVER_RECORD_NAME,
+    STALE_PROBE_SECONDS,
+    open_record,
+    probe,
+    probe_again,
+    seal_record,
+)
 from s3memory.store import S3Store
 from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME, store_identity
 
@@ -403,3 +412,17 @@ def test_verify_probes_again_and_reports_a_server_that_changed(s3: Any, backend:
     assert check.missing == ENFORCED[backend].missing(FORMAT_NEEDS[1])
     stored = s3.get_object(Bucket=BUCKET, Key=RECORD)["Body"].read()
     assert open_record(stored, IDENTITY, provider) == ENFORCED[backend]
+
+
+def test_verify_removes_what_a_probe_cut_short_left_once_it_is_stale(s3: Any) -> None:
+    """A probe cut short (its process died, a request failed) leaves its objects; a probe running
+    now must keep its own. ``verify`` removes only those older than ``STALE_PROBE_SECONDS``."""
+    left = "users/" + PROBE_NAME + "0123456789abcdef-a"
+    s3.put_object(Bucket=BUCKET, Key=left, Body=b"1")
+    provider = LocalKeyProvider(MASTER_KEY)
+    store = S3Store(s3, BUCKET)
+
+    probe_again(store, "users/", IDENTITY, provider, time.time())
+    assert left in stored_keys(s3)  # it may be a running probe's
+    probe_again(store, "users/", IDENTITY, provider, time.time() + STALE_PROBE_SECONDS + 60)
+    assert stored_keys(s3) == [RECORD]
