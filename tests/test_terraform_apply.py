@@ -289,8 +289,6 @@ OPERATOR_ACTIONS = {
         "s3:PutObject",
         "s3:DeleteObject",
         "s3:DeleteObjectVersion",
-        "s3:GetObjectTagging",
-        "s3:PutObjectTagging",
     },
     "EnvelopeKeysWithS3memoryContext": {"kms:GenerateDataKey", "kms:Decrypt"},
     "BucketSseViaS3": {"kms:GenerateDataKey", "kms:Decrypt"},
