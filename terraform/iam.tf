@@ -145,7 +145,7 @@ locals {
           Resource = local.bucket_arn
         },
         {
-          # Get/Put/Delete and tagging: what the memory tool does (cat, export, import, verify).
+          # Get/Put/Delete: what the memory tool does (cat, export, import, verify).
           # GetObjectVersion: reading an earlier version (history, restore).
           # DeleteObjectVersion: removing versions and delete markers for good (erase, redact).
           Sid    = "MemoryObjectsAndVersions"
@@ -156,8 +156,6 @@ locals {
             "s3:PutObject",
             "s3:DeleteObject",
             "s3:DeleteObjectVersion",
-            "s3:GetObjectTagging",
-            "s3:PutObjectTagging",
           ]
           Resource = local.memory_objects_arn
         },
@@ -172,8 +170,9 @@ locals {
       {
         Sid    = "MemoryObjects"
         Effect = "Allow"
-        # Tagging: a rename marks a copy it relies on (docs/jobs.md); CopyObject needs Get and Put.
-        Action   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:GetObjectTagging", "s3:PutObjectTagging"]
+        # CopyObject (a format-2 rename) needs Get on its source and Put on its target; HeadObject
+        # needs Get; DeleteObjects needs Delete. No tagging: nothing s3memory does reads or sets tags.
+        Action   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
         Resource = local.memory_objects_arn
       },
       {
@@ -253,7 +252,7 @@ locals {
   }
 
   # Idle expiry: find idle users and delete their memory (current versions only: on the versioned
-  # bucket a delete adds a delete marker). No PutObject, no tagging, no version permission, and
+  # bucket a delete adds a delete marker). No PutObject, no version permission, and
   # Decrypt without GenerateDataKey: it never writes, so it never needs a new data key.
   expiry_role_policy = {
     Version = "2012-10-17"

@@ -44,8 +44,9 @@ agents' subtrees; and every command works again (a scripted sequence of all six,
 (``users/<user>/memories/a05/...``); ``--storage-format 2`` private names (``users/<token>/...``)
 and renames by server-side copy (its faults hit ``CopyObject`` too). The checker derives every key
 and prefix from the user's layout (``S3Memory.layout``), so it reads the same things on both; on
-format 2 it also finds no plain user id or path segment in any key, and takes the store's wrapped
-store key and mark (``users/s3memory.store-key``, ``users/s3memory.migrated``) for the store's own.
+format 2 it also finds no plain user id or path segment in any key. It takes the record of what the
+server enforces (``users/s3memory.server``, on both formats) and, on format 2, the wrapped store key
+and the mark (``users/s3memory.store-key``, ``users/s3memory.migrated``) for the store's own.
 
 Any difference is a violation, printed with the seed, the agent and the commands that led to it
 (paths and sizes, never content); the run exits non-zero. Seeds make the command and fault draws

@@ -193,7 +193,7 @@ run "on_creates_the_function_schedule_and_roles" {
       ])) == toset([
       "s3:ListBucket", "s3:GetObject", "s3:DeleteObject", "kms:Decrypt", "logs:CreateLogStream", "logs:PutLogEvents",
     ])
-    error_message = "The expiry role has no PutObject, no tagging, no GenerateDataKey and no version permission."
+    error_message = "The expiry role has no PutObject, no GenerateDataKey and no version permission."
   }
 
   assert {

@@ -19,7 +19,7 @@ variables {
       {
         Sid      = "MemoryObjects"
         Effect   = "Allow"
-        Action   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:GetObjectTagging", "s3:PutObjectTagging"]
+        Action   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
         Resource = "arn:aws:s3:::s3memory-test-bucket/users/*"
       },
       {
@@ -154,8 +154,6 @@ run "created_for_the_trusted_principals" {
         "s3:PutObject",
         "s3:DeleteObject",
         "s3:DeleteObjectVersion",
-        "s3:GetObjectTagging",
-        "s3:PutObjectTagging",
       ])
       EnvelopeKeysWithS3memoryContext = toset(["kms:GenerateDataKey", "kms:Decrypt"])
       BucketSseViaS3                  = toset(["kms:GenerateDataKey", "kms:Decrypt"])
@@ -230,7 +228,7 @@ run "created_for_the_trusted_principals" {
     condition = toset(flatten([
       for statement in jsondecode(aws_iam_role_policy.agent.policy).Statement : flatten([statement.Action])
       ])) == toset([
-      "s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:GetObjectTagging", "s3:PutObjectTagging", "s3:ListBucket",
+      "s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:ListBucket",
       "kms:GenerateDataKey", "kms:Decrypt", "logs:CreateLogStream", "logs:PutLogEvents",
     ])
     error_message = "The agent role's actions are the serving ones."
