@@ -45,7 +45,8 @@ locals {
 
   # The encryption-context key that s3memory's KMSKeyProvider always sends with
   # GenerateDataKey/Decrypt (format 1: {"s3memory:user": <user id>, "s3memory:key_version": "<n>"};
-  # format 2 adds s3memory:store, and s3memory:user is the namespace token or "store-key": store.tf).
+  # format 2 adds s3memory:store, and s3memory:user is the namespace token or "store-key": store.tf;
+  # either format's record of what the S3 server enforces: s3memory:store and "server-record").
   encryption_context_user_key = "kms:EncryptionContext:s3memory:user"
 
   tags = merge({ "s3memory:module" = "s3memory" }, var.tags)
