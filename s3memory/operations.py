@@ -48,7 +48,7 @@ from .progress import SILENT, Progress
 from .server_checks import known, probe_again, recorded
 from .settings import Limits, Settings
 from .store import Listed, S3Store, Version
-from .store_format import AUTO_FORMAT, StorageFormat, checked_format, served_format
+from .store_format import AUTO_FORMAT, StorageFormat, checked_format, serve
 from .store_keys import store_identity, stored_store_key
 
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ class Operations:
         self.limits = limits or Limits()
         self.actor = actor
         """Named as the author of what restore and import write."""
-        self.storage_format = served_format(
+        self.storage_format, _ = serve(
             store,
             prefix,
             identity,

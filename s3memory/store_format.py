@@ -42,22 +42,6 @@ def checked_format(value: object) -> StorageFormat:
     raise ValueError(f'storage_format must be {FORMAT_VERSION}, {PLACED_FORMAT} or "{AUTO_FORMAT}"')
 
 
-def served_format(
-    store: S3Store,
-    prefix: str,
-    identity: str,
-    provider: KeyProvider,
-    setting: StorageFormat,
-    checks: Callable[[], Enforced | None],
-) -> int:
-    """The format the store at ``prefix`` (of ``identity``) is served in under ``setting``: the
-    setting itself unless it is ``auto``; then found once per process (a store key read, and on a
-    store without one a HEAD of the mark, a listing or two and, if they find objects, the store key
-    read again and a listing of namespaces; for a new store, what its server enforces: ``checks``,
-    None where that is not known yet, when format 2 is taken for now and not kept)."""
-    return serve(store, prefix, identity, provider, setting, checks)[0]
-
-
 def serve(
     store: S3Store,
     prefix: str,
@@ -66,7 +50,12 @@ def serve(
     setting: StorageFormat,
     checks: Callable[[], Enforced | None],
 ) -> tuple[int, Missing]:
-    """``served_format``, and what finding it found missing (nothing where it did not look)."""
+    """The format the store at ``prefix`` (of ``identity``) is served in under ``setting``, and what
+    finding it found missing (nothing where it did not look): the setting itself unless it is
+    ``auto``; then found once per process (a store key read, and on a store without one a HEAD of
+    the mark, a listing or two and, if they find objects, the store key read again and a listing of
+    namespaces; for a new store, what its server enforces: ``checks``, None where that is not known
+    yet, when format 2 is taken for now and not kept)."""
     if setting != AUTO_FORMAT:
         return setting, NONE_MISSING
     place = (store.bucket, prefix)
