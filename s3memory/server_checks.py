@@ -39,7 +39,14 @@ from .conditions import (
 from .crypto import NONCE_BYTES, SERVER_RECORD_PURPOSE, STORE_KEY_MAGIC, KeyProvider, LocalKeyProvider
 from .errors import IntegrityError, StorageError
 from .nesting import check_not_nested
-from .store import DELETE_BATCH, ConditionalConflict, PreconditionFailed, RequestFailed, S3Store
+from .store import (
+    DELETE_BATCH,
+    ConditionalConflict,
+    ObjectTooLarge,
+    PreconditionFailed,
+    RequestFailed,
+    S3Store,
+)
 
 SERVER_RECORD_NAME = "s3memory.server"
 """Where, below the store's prefix, the sealed record of what the server enforces lies."""
@@ -107,16 +114,27 @@ def _recorded(
         found = _known.get((store.where, prefix, identity)) if cached else None
     if found is not None:
         return found, None
-    stored = store.get(prefix + SERVER_RECORD_NAME, max_bytes=RECORD_MAX_BYTES)
+    key = prefix + SERVER_RECORD_NAME
+    try:
+        stored = store.get(key, max_bytes=RECORD_MAX_BYTES)
+    except ObjectTooLarge:  # no record s3memory seals is that large: planted
+        head = store.head(key)
+        return _distrusted(None if head is None else head.etag)
     if stored is None:
         return None, None
     try:
         found = open_record(stored.body, identity, provider)
     except IntegrityError:
-        logger.warning("s3memory: the record of what the S3 server enforces did not open; probing again")
-        return None, stored.etag
+        return _distrusted(stored.etag)
     _learn(store, prefix, identity, found)
     return found, stored.etag
+
+
+def _distrusted(etag: str | None) -> tuple[None, str | None]:
+    """A record that does not open (forged, another store's, altered): not believed; its ETag, so
+    that what a new probe finds replaces it."""
+    logger.warning("s3memory: the record of what the S3 server enforces did not open; probing again")
+    return None, etag
 
 
 def _learn(store: S3Store, prefix: str, identity: str, found: Enforced) -> None:

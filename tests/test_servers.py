@@ -337,7 +337,7 @@ def test_a_store_is_probed_once_and_later_processes_read_its_record(s3: Any) -> 
     assert counter.calls["GetObject"] == 1  # the record
 
 
-@pytest.mark.parametrize("forgery", ["another store's", "flipped", "garbage"])
+@pytest.mark.parametrize("forgery", ["another store's", "flipped", "garbage", "huge"])
 def test_a_record_that_does_not_open_is_not_trusted_and_is_replaced(
     s3: Any, backend: str, forgery: str
 ) -> None:
@@ -349,6 +349,7 @@ def test_a_record_that_does_not_open_is_not_trusted_and_is_replaced(
         "another store's": seal_record(everything, store_identity("other", "users/"), provider),
         "flipped": bytearray(seal_record(everything, IDENTITY, provider)),
         "garbage": b"S3MC\x01" + bytes(80),
+        "huge": b"S3MC\x01" + bytes(1 << 20),
     }[forgery]
     if isinstance(forged, bytearray):
         forged[-1] ^= 1
