@@ -511,7 +511,8 @@ class Operations:
     ) -> Transfer:
         """Create each file of ``base/memories`` in the user's memory through the tool's ``create``.
         A stored file with other text is left alone unless ``overwrite`` (then replaced: deleted and
-        created again). ``dry_run`` checks everything and changes nothing."""
+        created again, once the text is known to pass every check of ``create``, so a refused file
+        keeps what was stored). ``dry_run`` checks everything and changes nothing."""
         memory = self.memory(user_id)
         transfer = Transfer()
         planned = (0, 0)
@@ -529,8 +530,9 @@ class Operations:
                 if found is not None and not overwrite:
                     transfer.skipped.append((local.path, "a file with other text is stored there"))
                     continue
-                if dry_run:
+                if dry_run or found is not None:  # what create would refuse, before anything is deleted
                     memory.check_create(target, text, planned, replacing=found is not None)
+                if dry_run:
                     planned = (planned[0] + local.size, planned[1] + (found is None))
                     transfer.written.append(local.path)
                     continue

@@ -195,6 +195,17 @@ def test_import_never_overwrites_unless_asked(operations: Operations, tmp_path: 
     assert operations.export("frank", tmp_path).unchanged == ["/memories/a.md", "/memories/b.md"]
 
 
+@both_formats
+def test_an_overwrite_the_tool_refuses_keeps_the_stored_file(operations: Operations, tmp_path: Path) -> None:
+    """``--overwrite`` deletes a stored file and creates it again: a text that ``create`` refuses
+    (here, a secret the content guard refuses) is refused before the delete, never after it."""
+    seed(operations, "frank", {"/memories/a.md": "stored\n"})
+    folders.write(tmp_path, "/memories/a.md", f"key {AWS_KEY}\n".encode())
+    transfer = operations.import_folder("frank", tmp_path, overwrite=True)
+    assert [path for path, _ in transfer.refused] == ["/memories/a.md"] and not transfer.written
+    assert operations.read("frank", "/memories/a.md") == "stored\n"
+
+
 def test_export_leaves_a_different_local_file_alone_unless_asked(
     operations: Operations, tmp_path: Path
 ) -> None:
