@@ -124,7 +124,7 @@ def _recorded(
         return None, None
     try:
         found = open_record(stored.body, identity, provider)
-    except IntegrityError:
+    except (IntegrityError, StorageError):  # forged, or a key service refusing what it cannot unwrap
         return _distrusted(stored.etag)
     _learn(store, prefix, identity, found)
     return found, stored.etag
@@ -146,12 +146,15 @@ def _keep(
     store: S3Store, prefix: str, identity: str, provider: KeyProvider, found: Enforced, replacing: str | None
 ) -> None:
     """Store the record of ``found``: where there was none, only if none has appeared since; in place
-    of one that did not open (its ETag ``replacing``), only if it is still that one. Sent as is:
-    the probe has just said whether the server enforces either condition."""
+    of one that did not open (its ETag ``replacing``), only if it is still that one; each condition
+    sent only where the probe found the server enforces it (else the write is plain: two processes
+    recording the same server write the same findings)."""
     raw = S3Store(store.client, store.bucket)  # not gated: this runs while the gate learns
     body = seal_record(found, identity, provider)
+    if_match = replacing if PUT_IF_MATCH in found.held else None
+    if_none_match = replacing is None and PUT_IF_NONE_MATCH in found.held
     with contextlib.suppress(PreconditionFailed, ConditionalConflict):  # another process recorded it
-        raw.put(prefix + SERVER_RECORD_NAME, body, if_match=replacing, if_none_match=replacing is None)
+        raw.put(prefix + SERVER_RECORD_NAME, body, if_match=if_match, if_none_match=if_none_match)
 
 
 def seal_record(enforced: Enforced, identity: str, provider: KeyProvider) -> bytes:
@@ -240,7 +243,11 @@ class _Probe:
         does not, the condition does not hold, and the server did ``done``."""
         try:
             request()
-        except (PreconditionFailed, ConditionalConflict):
+        except PreconditionFailed as refusal:
+            _certain(refusal)
+            self.held.add(condition)
+            return
+        except ConditionalConflict:
             self.held.add(condition)
             return
         except RequestFailed as failure:
@@ -255,13 +262,30 @@ class _Probe:
         (and the condition does not hold) if the server refuses it anyway."""
         try:
             return request()
-        except (PreconditionFailed, ConditionalConflict):
+        except PreconditionFailed as refusal:
+            _certain(refusal)
             self.answers[condition] = "412 where the condition was met"
+        except ConditionalConflict:
+            raise _cut_short() from None  # another request raced one of the probe's own: no answer
         except RequestFailed as failure:
             if failure.code not in _UNSUPPORTED:
                 raise
             self.answers[condition] = f"{failure.code}: it does not take the condition"
         return None
+
+
+def _cut_short() -> StorageError:
+    return StorageError(
+        "Error: A request of the check of what the S3 server enforces had no certain answer (botocore "
+        "retried it, or it raced); nothing was recorded and nothing else was written. Try again."
+    )
+
+
+def _certain(refusal: PreconditionFailed) -> None:
+    """Raise ``_cut_short`` for a refusal that came after botocore retried the request: the first
+    try may have landed, and the retry been refused for it, so the refusal tells nothing."""
+    if refusal.after_retry:
+        raise _cut_short() from None
 
 
 def probe(store: S3Store, prefix: str) -> Enforced:

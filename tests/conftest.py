@@ -272,8 +272,8 @@ def local_env(monkeypatch: pytest.MonkeyPatch, s3: Any) -> Any:
 @pytest.fixture
 def new_client(backend: str, s3: Any, request: pytest.FixtureRequest) -> Callable[..., Any]:
     """``new_client(attempts)``: a fresh client on this test's backend, standard retry mode."""
-    if backend == "seaweedfs":
-        server: SeaweedServer = request.getfixturevalue("seaweedfs")
+    if backend != "moto":
+        server: LoopbackServer = request.getfixturevalue(backend)
         return lambda attempts=5: server.client(attempts=attempts)
 
     def moto_client(attempts: int = 5) -> Any:

@@ -52,6 +52,7 @@ from s3memory.store import S3Store
 from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME, store_identity
 
 from .support.bucket import BUCKET, MASTER_KEY, SERVER_MATRIX, stored_keys
+from .support.faults import Fault, FaultPlan
 
 BACKENDS = SERVER_MATRIX
 MOTO_AS_SHIPPED = True
@@ -427,3 +428,28 @@ def test_verify_removes_what_a_probe_cut_short_left_once_it_is_stale(s3: Any) ->
     assert left in stored_keys(s3)  # it may be a running probe's
     probe_again(store, "users/", IDENTITY, provider, time.time() + STALE_PROBE_SECONDS + 60)
     assert stored_keys(s3) == [RECORD]
+
+
+@pytest.mark.parametrize(
+    ("operation", "call", "condition"),
+    [("PutObject", 3, PUT_IF_MATCH), ("CopyObject", 1, COPY_IF_NONE_MATCH)],
+    ids=["put-if-match-passed", "copy-passed"],
+)
+def test_a_probe_whose_answer_was_lost_records_nothing(
+    new_client: Any, backend: str, operation: str, call: int, condition: str, no_back_off: None
+) -> None:
+    """A request of the probe that the server carried out but whose answer was lost: botocore sends
+    it again, and the server refuses the retry for the first try's sake. That refusal says nothing
+    of the condition, so the probe gives up: nothing is recorded, the command may be sent again."""
+    if condition not in ENFORCED[backend].held:
+        pytest.skip("the retry is not refused where the condition is ignored")
+    client = FaultPlan().fail(operation, Fault.DROP_AFTER, call=call).attach(new_client())
+    memory = tool(client, storage_format=1)
+
+    answer = refusal(memory, create("/memories/a.txt", "a\n"))
+
+    assert answer == (
+        "Error: A request of the check of what the S3 server enforces had no certain answer (botocore "
+        "retried it, or it raced); nothing was recorded and nothing else was written. Try again."
+    )
+    assert [key for key in stored_keys(client) if not key.startswith("users/" + PROBE_NAME)] == []
