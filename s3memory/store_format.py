@@ -28,8 +28,9 @@ AUTO_FORMAT: Literal["auto"] = "auto"
 StorageFormat: TypeAlias = Literal[1, 2, "auto"]
 """A storage format setting: 1, 2, or ``"auto"`` (2 for a new store, else the store's own)."""
 
-_PAST_STORE_OBJECTS = STORE_OBJECTS + "~"
-"""A name after every store object's (their names are of ``a-z0-9.-``) and before ``s3memory/``."""
+_STORE_OBJECTS_AT_MOST = 16
+"""Keys per page when looking past the store's own objects: more than a store keeps (its key, mark
+and record, and what a probe or two cut short left), so one page almost always does."""
 
 _served: dict[tuple[str, str], int] = {}
 _lock = threading.Lock()
@@ -92,8 +93,7 @@ def _look(
         return PLACED_FORMAT, Missing(key=True, mark=True, anything=True), enforced is not None
     if stored_store_key(store, prefix, identity, provider) is not None:
         return PLACED_FORMAT, NONE_MISSING, True
-    page = next(store.pages(prefix, delimiter=True))
-    if any(namespace_shaped(name[len(prefix) : -1]) for name in page.prefixes):
+    if _any_namespace_shaped(store, prefix):
         raise IntegrityError(
             "Error: The store key is missing from a store that holds users of storage format 2: their "
             f"names cannot be read without it, and format 1 would not see them. Restore {prefix}"
@@ -104,9 +104,22 @@ def _look(
 
 
 def users_below(store: S3Store, prefix: str) -> bool:
-    """True if an object other than the store's own (``STORE_OBJECTS``) lies below ``prefix``: one
-    one-key listing, and a second past the store's own objects when the first finds one of them."""
-    first = next(store.pages(prefix, max_keys=1)).objects
-    if not first or not first[0].key.startswith(prefix + STORE_OBJECTS):
-        return bool(first)
-    return bool(next(store.pages(prefix, max_keys=1, start_after=prefix + _PAST_STORE_OBJECTS)).objects)
+    """True if anything but the store's own objects (``STORE_OBJECTS``, directly at ``prefix``) lies
+    below ``prefix``: a namespace (a user id beginning ``s3memory.`` included) or a stray object.
+    One delimited listing, unless a page of it holds only the store's own objects (a few)."""
+    for page in store.pages(prefix, delimiter=True, max_keys=_STORE_OBJECTS_AT_MOST):
+        strays = [listed for listed in page.objects if not listed.key.startswith(prefix + STORE_OBJECTS)]
+        if page.prefixes or strays:
+            return True
+    return False
+
+
+def _any_namespace_shaped(store: S3Store, prefix: str) -> bool:
+    """True if a namespace below ``prefix`` has format 2's shape (``names.namespace_shaped``): every
+    page of namespaces until one is found, so that no number of planted names can hide one. Only a
+    store of format 1 under ``auto`` pays it, once per process: a listing per 1,000 users."""
+    return any(
+        namespace_shaped(name[len(prefix) : -1])
+        for page in store.pages(prefix, delimiter=True)
+        for name in page.prefixes
+    )

@@ -108,10 +108,10 @@ RECORD = "users/" + SERVER_RECORD_NAME
 IDENTITY = store_identity(BUCKET, "users/")
 
 
-def tool(s3: Any, **options: Any) -> S3MemoryTool:
+def tool(s3: Any, user_id: str = "alice", **options: Any) -> S3MemoryTool:
     """A tool of the library's defaults (``auto``) unless ``options`` set others."""
     return S3MemoryTool(
-        bucket=BUCKET, user_id="alice", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3, **options
+        bucket=BUCKET, user_id=user_id, key_provider=LocalKeyProvider(MASTER_KEY), s3_client=s3, **options
     )
 
 
@@ -453,3 +453,38 @@ def test_a_probe_whose_answer_was_lost_records_nothing(
         "retried it, or it raced); nothing was recorded and nothing else was written. Try again."
     )
     assert [key for key in stored_keys(client) if not key.startswith("users/" + PROBE_NAME)] == []
+
+
+def test_planted_namespaces_hide_no_namespace_of_format_2_from_auto(s3: Any, backend: str) -> None:
+    """Finding 7, pushed: the bucket writer also plants names that sort before every format-2 token
+    (digits 0 and 1 are not base32), a whole page of them. ``auto`` reads every page of namespaces
+    until it meets one of format 2's shape, and still refuses."""
+    if SERVED[backend] != 2:
+        pytest.skip("never served format 2")
+    small_pages = S3Store(s3, BUCKET, page_size=4)
+    first = S3Memory(small_pages, "alice", LocalKeyProvider(MASTER_KEY))
+    first.run(create("/memories/a.txt", "a\n"))
+    for name in (STORE_KEY_NAME, MIGRATED_NAME):
+        s3.delete_object(Bucket=BUCKET, Key="users/" + name)
+    for index in range(9):
+        s3.put_object(Bucket=BUCKET, Key=f"users/0{index:03d}/x", Body=b"planted")
+    before = stored_keys(s3)
+    new_process()
+
+    with pytest.raises(
+        IntegrityError, match="The store key is missing from a store that holds users of storage format 2"
+    ):
+        S3Memory(S3Store(s3, BUCKET, page_size=4), "alice", LocalKeyProvider(MASTER_KEY))
+    assert stored_keys(s3) == before
+
+
+def test_a_user_whose_id_begins_like_the_stores_own_objects_is_a_user(s3: Any, backend: str) -> None:
+    """The store's own objects lie directly at its prefix (``s3memory.store-key``...); a format-1
+    user named ``s3memory.notes`` has a namespace there. ``auto`` takes the store for one that holds
+    users, never for a new one."""
+    if SERVED[backend] is None:
+        pytest.skip("a server refused has no users")
+    tool(s3, "s3memory.notes", storage_format=1).call(create("/memories/a.txt", "a\n"))
+    new_process()
+
+    assert tool(s3, "bob").memory.storage_format == 1
