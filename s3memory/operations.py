@@ -177,6 +177,7 @@ class Operations:
         )
         """The format the store is served in (``auto``: found in the store, ``store_format.py``; for
         a new store whose server was never probed, format 2 until a write finds out)."""
+        self._setting = setting
         self.weak_server = checked_weak_server(weak_server)
         store.gate = Gate(
             lambda: known(store, prefix, identity, key_provider),
@@ -231,10 +232,12 @@ class Operations:
 
     def memory_options(self) -> dict[str, Any]:
         """The keyword arguments of every ``S3Memory`` of this store: where the memory lives, in
-        which format, and the limits (as ``Settings.memory_options`` gives them)."""
+        which format (the setting: a memory serves ``auto`` as found here, but decides a new store's
+        format itself, probing its server, where this found it only for now), and the limits (as
+        ``Settings.memory_options`` gives them)."""
         return {
             "prefix": self.prefix,
-            "storage_format": self.storage_format,
+            "storage_format": self._setting,
             "store_id": self.store_id,
             "weak_server": self.weak_server,
             **self.limits.memory_options(),

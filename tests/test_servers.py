@@ -14,13 +14,14 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from anthropic.lib.tools import ToolError
 
 from bench.metrics import RequestCounter
-from s3memory import S3MemoryTool, server_checks, store_format
+from s3memory import S3MemoryTool, folders, server_checks, store_format
 from s3memory.conditions import (
     BATCH_DELETE_ETAGS,
     CONDITIONS,
@@ -488,3 +489,18 @@ def test_a_user_whose_id_begins_like_the_stores_own_objects_is_a_user(s3: Any, b
     new_process()
 
     assert tool(s3, "bob").memory.storage_format == 1
+
+
+def test_an_operator_import_into_a_new_store_takes_the_format_its_server_can_serve(
+    s3: Any, backend: str, tmp_path: Path
+) -> None:
+    """An operator's process on a new store finds its format without writing (format 2, for now);
+    the memory it imports through decides for itself, probing the server, as any first write does."""
+    if SERVED[backend] is None:
+        pytest.skip("a server refused takes no import")
+    operations = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
+    folders.write(tmp_path, "/memories/a.md", b"a\n")
+
+    assert operations.import_folder("alice", tmp_path).written == ["/memories/a.md"]
+    new_process()
+    assert tool(s3).memory.storage_format == SERVED[backend]
