@@ -221,8 +221,9 @@ class Console:
         users = self._chosen_users(operations)
         with self._progress("object") as progress:
             reports = [operations.verify(user, progress=progress) for user in users]
+        answers = {} if server.enforced is None else server.enforced.answers
         server_problems = [
-            f"server: does not enforce {condition} (it answered: {server.enforced.answers.get(condition, '')}), "
+            f"server: does not enforce {condition} (it answered: {answers.get(condition, '')}), "
             f"which storage format {operations.storage_format} needs"
             for condition in server.missing
         ]
@@ -235,11 +236,16 @@ class Console:
         counts.update(
             users=len(reports), checked=sum(report.checked for report in reports), problems=problems
         )
-        lines = server_problems + [
-            f"{report.user_id}: {finding.kind} {finding.key}: {finding.detail}"
-            for report in reports
-            for finding in report.findings
-        ]
+        unchecked = ["server: not checked (this role may not write the probe's objects)"]
+        lines = (
+            (unchecked if server.enforced is None else [])
+            + server_problems
+            + [
+                f"{report.user_id}: {finding.kind} {finding.key}: {finding.detail}"
+                for report in reports
+                for finding in report.findings
+            ]
+        )
         lines.append(
             f"{counts['checked']:,} objects of {len(reports):,} users checked: "
             + (f"{problems:,} problems" if problems else "no problem")
@@ -257,7 +263,7 @@ class Console:
                 for report in reports
             ],
             "server": {
-                "enforced": sorted(server.enforced.held),
+                "enforced": None if server.enforced is None else sorted(server.enforced.held),
                 "missing": server.missing,
                 "changed": server.changed,
             },

@@ -47,7 +47,7 @@ from .paths import KeyLayout, memory_path, validate_namespace
 from .progress import SILENT, Progress
 from .server_checks import known, probe_again, recorded
 from .settings import Limits, Settings
-from .store import Listed, S3Store, Version
+from .store import AccessDenied, Listed, S3Store, Version
 from .store_format import AUTO_FORMAT, StorageFormat, checked_format, serve
 from .store_keys import store_identity, stored_store_key
 
@@ -117,17 +117,18 @@ class Verification:
 
 @dataclass(frozen=True)
 class ServerCheck:
-    """What ``verify`` found of the server: what it enforces now, what the store's record said
-    before (None: no record), and what the store's format needs that it does not enforce."""
+    """What ``verify`` found of the server: what it enforces now (None: not checked, this role may
+    not write the probe's objects), what the store's record said before (None: no record), and
+    what the store's format needs that it does not enforce."""
 
-    enforced: Enforced
+    enforced: Enforced | None
     recorded: Enforced | None
     missing: list[str]
 
     @property
     def changed(self) -> bool:
         """True if the server no longer enforces what the record said (a record written since)."""
-        return self.recorded is not None and self.recorded != self.enforced
+        return None not in (self.recorded, self.enforced) and self.recorded != self.enforced
 
 
 @dataclass
@@ -219,10 +220,13 @@ class Operations:
     def check_server(self) -> ServerCheck:
         """Probe the server again (``verify``: a dozen requests on objects of the probe's own, which
         it removes, and of those earlier probes cut short left) and compare with the store's record,
-        which is replaced where they differ."""
-        found, before = probe_again(
-            self.store, self.prefix, self.store_identity, self.key_provider, time.time()
-        )
+        which is replaced where they differ. A role that may not write (an auditor's) checks nothing."""
+        try:
+            found, before = probe_again(
+                self.store, self.prefix, self.store_identity, self.key_provider, time.time()
+            )
+        except AccessDenied:
+            return ServerCheck(None, None, [])
         missing = found.missing(FORMAT_NEEDS[self.storage_format])
         if self.weak_server == SINGLE_WRITER:
             missing = [

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from anthropic.lib.tools import ToolError
+from botocore.exceptions import ClientError
 
 from bench.metrics import RequestCounter
 from s3memory import S3MemoryTool, folders, server_checks, store_format
@@ -504,3 +505,19 @@ def test_an_operator_import_into_a_new_store_takes_the_format_its_server_can_ser
     assert operations.import_folder("alice", tmp_path).written == ["/memories/a.md"]
     new_process()
     assert tool(s3).memory.storage_format == SERVED[backend]
+
+
+def test_verify_by_a_role_that_may_not_write_checks_no_server_and_writes_nothing(s3: Any) -> None:
+    """An auditor's role reads and authenticates; it may not write, so it cannot probe: the check
+    of the server is left out (and said so), never a failed verify."""
+
+    def deny(**_: Any) -> None:
+        raise ClientError({"Error": {"Code": "AccessDenied", "Message": "Access Denied"}}, "PutObject")
+
+    s3.meta.events.register("provide-client-params.s3.PutObject", deny)
+    operations = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
+
+    check = operations.check_server()
+
+    assert (check.enforced, check.recorded, check.missing, check.changed) == (None, None, [], False)
+    assert stored_keys(s3) == []
