@@ -312,12 +312,13 @@ class JobRunner:
         return sorted(path.canonical for key in kept if (path := self._layout.path_of_key(key)) is not None)
 
     def _still_recorded(self, job: Job) -> bool:
-        """True unless the job's record is gone, when ETags alone cannot tell the planned files from
-        later ones: a copy made on the server keeps its source's bytes, so (where ETags are the
-        bytes' digest) a file moved away and back after the job ended has its planned ETag again.
-        Asked (one HEAD) before a job's deletes on storage format 2; always True on format 1, where
-        every move seals again."""
-        return not self.mover.copies_keep_etags or self._store.exists(self._layout.key_of_internal(job.name))
+        """True unless the job's record is gone: another finisher ended the job, so what this one
+        copied came late, and its sources' ETags alone cannot tell it. A source gone may have been
+        deleted by this finisher's own first attempt of a retried delete, or by the one that ended
+        the job before the file at the destination was deleted; and a server-side copy keeps its
+        source's bytes, so (where ETags are the bytes' digest) a file moved away and back after the
+        job ended has its planned ETag again. Asked (one HEAD) before a job's deletes."""
+        return self._store.exists(self._layout.key_of_internal(job.name))
 
     def _move(
         self, job: Job, before_changes: Callable[[], object], found: Mapping[str, Origin | None]

@@ -391,6 +391,28 @@ def test_a_slow_finisher_never_brings_back_a_file_deleted_after_its_job_ended(us
     assert users.files("f-stale") == []
 
 
+def test_a_slow_finisher_whose_delete_was_retried_never_brings_back_a_file_deleted_after_its_job_ended(
+    users: Users,
+) -> None:
+    """As above, but the slow finisher's ``DeleteObjects`` is answered 500 once and retried: the
+    retry finds the source gone, which its own first attempt could have done. The job's record,
+    removed by the process that ended the job, tells that the copy came late (J11)."""
+    users.run("f-retried", create("/memories/d/f.md"))
+    died_after_recording(users, "f-retried", "/memories/d", "/memories/e")
+    stale, client = users.memory("f-retried", FaultPlan().fail("DeleteObjects", Fault.INTERNAL_ERROR, call=1))
+    reached, release = held(client, "PutObject", "/memories/e/f.md")
+    thread = threading.Thread(target=lambda: stale.run(ROOT_VIEW))
+    thread.start()
+    assert reached.wait(60)  # it has read d/f.md and is about to copy it
+    assert users.run("f-retried", ROOT_VIEW).startswith("Here're the files")  # another process ends the job
+    assert users.run("f-retried", {"command": "delete", "path": "/memories/e/f.md"}) == (
+        "Successfully deleted /memories/e/f.md"
+    )
+    release.set()
+    thread.join()
+    assert users.files("f-retried") == []
+
+
 def test_view_of_the_root_never_shows_a_half_done_rename(users: Users) -> None:
     users.run("f-half", create("/memories/d/a.md"))
     users.run("f-half", create("/memories/d/b.md"))
