@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     from werkzeug.serving import make_server
 
-    from s3memory.local_s3 import honour_conditions
+    from s3memory.testing import honour_conditions
 
     honour_conditions()  # it refuses what S3 refuses (CopyObject, DeleteObjects)
     latency = arguments.latency_ms / 1000

@@ -5,38 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 from ._version import __version__
 from .console import Console
-
-DEFAULT_MODEL = "claude-sonnet-4-5"
-"""The model used when none is named: by the demo's ``--live`` and by the agent Lambda."""
+from .demo import DEMO_INSTALL_HINT, missing_for_demo
+from .settings import DEFAULT_MODEL
 
 EXIT_USAGE = 2
 """No command, or ``demo`` without the ``demo`` extra installed."""
-
-DEMO_MODULES = {
-    "anthropic": "anthropic",
-    "moto": "moto[server]",
-    "flask": "moto[server]",
-    "flask_cors": "moto[server]",
-}
-"""What ``s3memory demo`` imports beyond the core, by top-level module, with the requirement of the
-``demo`` extra that provides it: the SDK's tool runner, and moto's threaded S3 server (Flask)."""
-
-DEMO_INSTALL_HINT = "pip install 's3memory[demo]'"
-
-
-def missing_for_demo() -> list[str]:
-    """The requirements of the ``demo`` extra whose modules cannot be found, without importing any."""
-    missing: list[str] = []
-    for module, requirement in DEMO_MODULES.items():
-        if requirement not in missing and find_spec(module) is None:
-            missing.append(requirement)
-    return missing
 
 
 def _one_user_or_all(command: argparse.ArgumentParser) -> None:
@@ -178,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return EXIT_USAGE
-        from .demo import demo_main
+        from .demo.walkthrough import demo_main
 
         return demo_main(live=arguments.live, model=arguments.model)
     if arguments.command is not None:

@@ -69,6 +69,8 @@ DIRECT_INVOCATION = "S3MEMORY_DIRECT_INVOCATION"
 JWT_ISSUER = "S3MEMORY_JWT_ISSUER"
 JWT_AUDIENCE = "S3MEMORY_JWT_AUDIENCE"
 JWT_SCOPES = "S3MEMORY_JWT_SCOPES"
+DEFAULT_MODEL = "claude-sonnet-4-5"
+"""The model used when none is named: by the agent Lambda (``S3MEMORY_MODEL``) and ``s3memory demo --live``."""
 DEFAULT_PREFIX = "users/"
 """A synchronous Lambda answer is at most 6 MB, and a viewed file grows by its line numbers."""
 QUOTA_LIMIT = 10**15

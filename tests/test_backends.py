@@ -91,7 +91,7 @@ def test_etag_of_a_single_put_is_the_quoted_md5(s3: Any) -> None:
 def test_copy_object_preconditions(s3: Any) -> None:
     """S3 checks x-amz-copy-source-if-match / -if-none-match and, on the destination, If-None-Match
     and If-Match. moto alone checks only copy-source-if-none-match; the tests' moto is patched
-    (``local_s3.conditions_honoured``) to refuse like S3."""
+    (``s3memory.testing.conditions_honoured``) to refuse like S3."""
     source_etag = put(s3, "source", b"source")
     put(s3, "dest", b"dest")
     source = {"Bucket": BUCKET, "Key": "source"}
@@ -130,7 +130,7 @@ def test_delete_object_if_match(s3: Any) -> None:
 
 DELETE_OBJECTS_WITH_A_STALE_ETAG = {
     # moto as shipped reports no error and deletes the object anyway (``tests/test_servers.py``);
-    # the tests' moto refuses like S3 (``local_s3.conditions_honoured``)
+    # the tests' moto refuses like S3 (``s3memory.testing.conditions_honoured``)
     "moto": ([("guarded", "PreconditionFailed")], []),
     "seaweedfs": ([("guarded", "PreconditionFailed")], []),
 }

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from s3memory import demo
 from s3memory.cli import main
-from s3memory.scripted_api import ScriptedMessagesAPI, ToolResult
+from s3memory.demo import walkthrough
+from s3memory.demo.scripted_api import ScriptedMessagesAPI, ToolResult
 
 ROOT = Path(__file__).resolve().parents[1]
 HEX_ROW = re.compile(r"^  [0-9a-f]{4}  ((?:[0-9a-f]{2} ){0,15}[0-9a-f]{2})\s+\|")
@@ -69,17 +69,17 @@ def test_cli_demo_shows_both_conversations_and_their_tool_calls(
     out = cli_run.stdout
     first = _section(out, "=== Conversation 1 ===", "=== Conversation 2")
     second = _section(out, "=== Conversation 2", "=== At rest")
-    assert f"user>   {demo.FIRST_MESSAGE}" in first
-    assert f"user>   {demo.SECOND_MESSAGE}" in second
+    assert f"user>   {walkthrough.FIRST_MESSAGE}" in first
+    assert f"user>   {walkthrough.SECOND_MESSAGE}" in second
     assert "-> memory view /memories\n" in first
-    assert f"-> memory create {demo.PREFERENCES_PATH}" in first
-    assert f"-> memory create {demo.PROGRESS_PATH}" in first
-    assert f"-> memory insert {demo.PROGRESS_PATH}" in first
-    assert f"File created successfully at: {demo.PREFERENCES_PATH}" in first
-    assert f"The file {demo.PROGRESS_PATH} has been edited." in first
+    assert f"-> memory create {walkthrough.PREFERENCES_PATH}" in first
+    assert f"-> memory create {walkthrough.PROGRESS_PATH}" in first
+    assert f"-> memory insert {walkthrough.PROGRESS_PATH}" in first
+    assert f"File created successfully at: {walkthrough.PREFERENCES_PATH}" in first
+    assert f"The file {walkthrough.PROGRESS_PATH} has been edited." in first
     assert "-> memory view /memories\n" in second
-    assert f"-> memory view {demo.PREFERENCES_PATH}" in second
-    assert f"-> memory view {demo.PROGRESS_PATH}" in second
+    assert f"-> memory view {walkthrough.PREFERENCES_PATH}" in second
+    assert f"-> memory view {walkthrough.PROGRESS_PATH}" in second
     assert "(error)" not in out
 
 
@@ -91,23 +91,23 @@ def test_cli_demo_second_conversation_recalls_what_the_first_stored(
     for line in STORED_LINES:
         assert line in answer
     # What it recalls is what conversation 1 wrote, including the entry appended in a later turn.
-    assert demo.PROGRESS_ENTRY.strip() in answer
-    assert all(line in demo.PREFERENCES_TEXT for line in STORED_LINES[:2])
+    assert walkthrough.PROGRESS_ENTRY.strip() in answer
+    assert all(line in walkthrough.PREFERENCES_TEXT for line in STORED_LINES[:2])
 
 
 def test_cli_demo_raw_bytes_are_ciphertext(cli_run: subprocess.CompletedProcess[str]) -> None:
     at_rest = _section(cli_run.stdout, "=== At rest", None)
     size = int(re.search(r"get_object of /memories/preferences\.md's key: (\d+) bytes", at_rest).group(1))  # type: ignore[union-attr]
     shown = _dumped_bytes(at_rest)
-    assert len(shown) == min(size, demo.RAW_BYTES_SHOWN)
-    assert size > len(demo.PREFERENCES_TEXT.encode())  # header and tag on top of the plaintext
+    assert len(shown) == min(size, walkthrough.RAW_BYTES_SHOWN)
+    assert size > len(walkthrough.PREFERENCES_TEXT.encode())  # header and tag on top of the plaintext
     assert shown.startswith(b"S3ME")
-    for line in demo.PREFERENCES_TEXT.splitlines():
+    for line in walkthrough.PREFERENCES_TEXT.splitlines():
         assert line.encode() not in shown
     assert "any line of the plaintext in the stored bytes: no" in at_rest
     # Beside it, the decrypted view of the same file shows the plaintext.
     view = at_rest[at_rest.index("The same file through S3MemoryTool") :]
-    assert f"Here's the content of {demo.PREFERENCES_PATH} with line numbers:" in view
+    assert f"Here's the content of {walkthrough.PREFERENCES_PATH} with line numbers:" in view
     assert "     2\t- Concise answers." in view
 
 
@@ -117,9 +117,12 @@ def test_cli_demo_shows_the_private_keys_beside_the_paths_they_name(
     at_rest = _section(cli_run.stdout, "=== At rest", "get_object")
     stored = re.findall(r"^  s3://\S+?/(\S+)  \((\d+) bytes\)\n      = (.+)$", at_rest, flags=re.MULTILINE)
     named = {name: key for key, _size, name in stored}
-    assert named[demo.PREFERENCES_PATH].startswith("users/") and named[demo.PROGRESS_PATH].count("/") == 4
+    assert (
+        named[walkthrough.PREFERENCES_PATH].startswith("users/")
+        and named[walkthrough.PROGRESS_PATH].count("/") == 4
+    )
     for key, _size, _name in stored:
-        assert demo.USER_ID not in key and "preferences" not in key and "progress" not in key
+        assert walkthrough.USER_ID not in key and "preferences" not in key and "progress" not in key
     assert "  the user id or a file or directory name in any key: no" in at_rest
 
 
@@ -156,23 +159,46 @@ def test_cli_without_a_command_prints_help_and_exits_2(capsys: pytest.CaptureFix
     assert "demo" in capsys.readouterr().err
 
 
-def test_importing_the_cli_is_light() -> None:
+def _loaded_after(module: str) -> list[str]:
+    """The modules of s3memory and its heavy dependencies that importing ``module`` loads."""
     code = (
-        "import sys, s3memory.cli; "
-        "heavy = [m for m in ('anthropic', 'boto3', 'moto', 's3memory.demo') if m in sys.modules]; "
-        "print(','.join(heavy))"
+        f"import sys, {module}; "
+        "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('s3memory', 'anthropic', 'boto3', 'moto', 'pytest'))))"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == ""
+    return result.stdout.strip().split(",")
+
+
+def test_importing_the_cli_is_light() -> None:
+    """The demo package's requirement check, not the demo itself nor what it needs."""
+    loaded = _loaded_after("s3memory.cli")
+    assert "s3memory.demo" in loaded
+    assert not [
+        m
+        for m in loaded
+        if m.startswith(("s3memory.demo.", "s3memory.testing", "anthropic", "boto3", "moto", "pytest"))
+    ]
+
+
+def test_the_agent_lambda_imports_neither_the_cli_nor_the_demo() -> None:
+    """Its default model is the settings' own: the Lambda's code does not reach the command."""
+    loaded = _loaded_after("s3memory.aws_lambda.agent")
+    assert "anthropic" in loaded and "s3memory.aws_lambda.agent.config" in loaded
+    assert not [
+        m
+        for m in loaded
+        if m.startswith(("s3memory.cli", "s3memory.console", "s3memory.demo", "s3memory.testing"))
+    ]
 
 
 def test_in_process_run_recalls_from_s3_in_an_empty_context() -> None:
     saved_env = {name: os.environ.get(name) for name in ("AWS_ACCESS_KEY_ID", "AWS_CONFIG_FILE", "NO_PROXY")}
     out = io.StringIO()
-    report = demo.run_demo(out)
+    report = walkthrough.run_demo(out)
 
     assert [os.environ.get(name) for name in saved_env] == list(saved_env.values())  # environment restored
     assert report.api is not None
@@ -184,10 +210,10 @@ def test_in_process_run_recalls_from_s3_in_an_empty_context() -> None:
     histories = report.api.histories
     second_histories = histories[4:]
     # Conversation 2 began with nothing but its own user message...
-    assert second_histories[0] == [{"role": "user", "content": demo.SECOND_MESSAGE}]
+    assert second_histories[0] == [{"role": "user", "content": walkthrough.SECOND_MESSAGE}]
     # ...and never saw conversation 1 except through what the memory tool returned.
     for history in second_histories:
-        assert demo.FIRST_MESSAGE not in repr(history)
+        assert walkthrough.FIRST_MESSAGE not in repr(history)
     for line in STORED_LINES:
         assert line in second.final_text
         assert line in repr(second_histories[-1])  # it arrived in a tool_result
@@ -195,20 +221,20 @@ def test_in_process_run_recalls_from_s3_in_an_empty_context() -> None:
     # The stored object is ciphertext; the printed hex is the start of that very object.
     assert report.object_key.startswith("users/") and "preferences" not in report.object_key  # a private name
     assert (
-        f"{report.object_key}  ({len(report.raw_object)} bytes)\n      = {demo.PREFERENCES_PATH}"
+        f"{report.object_key}  ({len(report.raw_object)} bytes)\n      = {walkthrough.PREFERENCES_PATH}"
         in out.getvalue()
     )
     assert report.raw_object.startswith(b"S3ME\x02")
-    assert demo.PREFERENCES_TEXT.encode() not in report.raw_object
+    assert walkthrough.PREFERENCES_TEXT.encode() not in report.raw_object
     assert b"British English" not in report.raw_object
-    assert _dumped_bytes(out.getvalue()) == report.raw_object[: demo.RAW_BYTES_SHOWN]
+    assert _dumped_bytes(out.getvalue()) == report.raw_object[: walkthrough.RAW_BYTES_SHOWN]
     assert "British English spelling and style." in report.decrypted_view
 
 
 def test_demo_answer_follows_what_was_stored(monkeypatch: pytest.MonkeyPatch) -> None:
     """Change what conversation 1 stores, and conversation 2's recall changes with it."""
-    monkeypatch.setattr(demo, "PREFERENCES_TEXT", "# Preferences\n- Answers in haiku form.\n")
-    report = demo.run_demo(io.StringIO())
+    monkeypatch.setattr(walkthrough, "PREFERENCES_TEXT", "# Preferences\n- Answers in haiku form.\n")
+    report = walkthrough.run_demo(io.StringIO())
     answer = report.conversations[1].final_text
     assert "- Answers in haiku form." in answer
     assert "- Concise answers." not in answer
@@ -225,10 +251,10 @@ def test_recall_answer_is_built_from_tool_results_only() -> None:
         ),
         ToolResult("toolu_b", "Error: The path /memories/y.md does not exist", True),
     ]
-    answer = demo.recall_answer(results)
+    answer = walkthrough.recall_answer(results)
     assert "Likes (/memories/x.md):\n- Tea, not coffee." in answer
     assert "y.md" not in answer and "Concise" not in answer
-    assert "could not read" in demo.recall_answer([results[1]])
+    assert "could not read" in walkthrough.recall_answer([results[1]])
 
 
 def test_listed_files_reads_a_listing() -> None:
@@ -236,29 +262,33 @@ def test_listed_files_reads_a_listing() -> None:
         "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and "
         "node_modules:\n4.0K\t/memories\n71B\t/memories/a.md\n4.0K\t/memories/dir\n9B\t/memories/dir/b.md"
     )
-    assert demo.listed_files(listing) == ["/memories/a.md", "/memories/dir/b.md"]
-    assert demo.listed_files(listing.replace("/memories/dir\n", "/memories/dir/\n")) == [
+    assert walkthrough.listed_files(listing) == ["/memories/a.md", "/memories/dir/b.md"]
+    assert walkthrough.listed_files(listing.replace("/memories/dir\n", "/memories/dir/\n")) == [
         "/memories/a.md",
         "/memories/dir/b.md",
     ]
-    assert demo.listed_files(listing.split("\n4.0K\t/memories\n")[0] + "\n4.0K\t/memories") == []
+    assert walkthrough.listed_files(listing.split("\n4.0K\t/memories\n")[0] + "\n4.0K\t/memories") == []
 
 
 def test_describe_call_never_shows_file_text() -> None:
-    line = demo.describe_call({"command": "create", "path": "/memories/s.md", "file_text": "secret words"})
+    line = walkthrough.describe_call(
+        {"command": "create", "path": "/memories/s.md", "file_text": "secret words"}
+    )
     assert line == "memory create /memories/s.md"
-    assert demo.describe_call(
+    assert walkthrough.describe_call(
         {"command": "rename", "old_path": "/memories/a", "new_path": "/memories/b"}
     ) == ("memory rename /memories/a -> /memories/b")
 
 
 def test_live_path_uses_the_api_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """``--live`` builds its client from ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL): here a local stand-in."""
-    with ScriptedMessagesAPI([*demo.conversation_1_script(), *demo.conversation_2_script()]) as api:
+    with ScriptedMessagesAPI(
+        [*walkthrough.conversation_1_script(), *walkthrough.conversation_2_script()]
+    ) as api:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-live-test-key")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
         out = io.StringIO()
-        report = demo.run_demo(out, live=True, model="claude-test-model")
+        report = walkthrough.run_demo(out, live=True, model="claude-test-model")
 
     printed = out.getvalue()
     assert report.api is None

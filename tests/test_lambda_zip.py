@@ -2,12 +2,17 @@
 python3.11 x86_64 runtime, and both handlers running from the extracted zip alone (``python -S``, so
 nothing of this virtualenv is importable), against moto's S3 server and the scripted Messages API.
 
+The package files come from an allow-list (``LAMBDA_PACKAGE_FILES``), checked here, without the
+build, against the modules the handlers of terraform/lambda.tf import (read from the sources, lazy
+imports too): none missing, none extra, neither the demo nor the testing module.
+
 The build downloads wheels from the package registry (pip's cache makes later builds quick). When
 the registry cannot be reached, the tests skip and say so.
 """
 
 from __future__ import annotations
 
+import ast
 import base64
 import importlib.util
 import json
@@ -17,6 +22,7 @@ import subprocess
 import sys
 import textwrap
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -24,7 +30,7 @@ from typing import Any
 import pytest
 
 import s3memory
-from s3memory.scripted_api import Reply, ScriptedMessagesAPI, last_tool_results
+from s3memory.demo.scripted_api import Reply, ScriptedMessagesAPI, last_tool_results
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TOOL = REPO_ROOT / "tools" / "build_lambda_zip.py"
@@ -38,6 +44,11 @@ NETWORK_FAILURES = re.compile(
 # Amazon Linux 2 (the python3.11 runtime) has glibc 2.26: no wheel may need a newer one.
 RUNTIME_GLIBC = (2, 26)
 BUCKET = "zip-test-memory"
+HANDLERS = re.findall(
+    r'handler\s*=\s*"(s3memory\.[\w.]+)"', (REPO_ROOT / "terraform" / "lambda.tf").read_text()
+)
+"""The handler strings the functions are deployed with."""
+NOT_IN_THE_ZIP = ("s3memory/demo/", "s3memory/testing/", "s3memory/cli.py", "s3memory/console.py")
 
 
 def load_tool() -> ModuleType:
@@ -80,7 +91,7 @@ def test_zip_holds_the_package_and_its_dependencies(built_zip: Path) -> None:
     for wanted in (
         "s3memory/__init__.py",
         "s3memory/_version.py",
-        "s3memory/cli.py",
+        "s3memory/settings.py",
         "s3memory/aws_lambda/__init__.py",
         "s3memory/py.typed",
         "anthropic/__init__.py",
@@ -95,48 +106,103 @@ def test_zip_holds_the_package_and_its_dependencies(built_zip: Path) -> None:
     assert not [name for name in names if name.startswith(("tests/", "tools/", "terraform/"))]
 
 
-def package_sources() -> set[str]:
-    """The package's ``*.py`` and ``py.typed`` files in this checkout, by archive name."""
-    return {
-        path.relative_to(REPO_ROOT).as_posix()
-        for pattern in ("*.py", "py.typed")
-        for path in (REPO_ROOT / "s3memory").rglob(pattern)
-        if "__pycache__" not in path.parts
-    }
+def module_file(module: str) -> Path | None:
+    """The source of a module of the package in this checkout; None for a module it does not have."""
+    base = REPO_ROOT.joinpath(*module.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
 
 
-def test_zip_holds_every_package_module_but_the_demo(built_zip: Path) -> None:
+def _runtime_imports(tree: ast.Module) -> Iterable[ast.Import | ast.ImportFrom]:
+    """Every import statement of a module, in functions too, but those under ``if TYPE_CHECKING:``."""
+    pending: list[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            pending.extend(node.orelse)
+        else:
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def imported_modules(roots: Iterable[str]) -> set[str]:
+    """The package's modules that importing ``roots`` and running their code may import: each root,
+    its parent packages, and so on through every module imported."""
+    found: set[str] = set()
+    pending = list(roots)
+    while pending:
+        module = pending.pop()
+        parts = module.split(".")
+        named = {".".join(parts[:end]) for end in range(1, len(parts) + 1)}
+        for name in named - found:
+            path = module_file(name)
+            assert path is not None, f"{name} (imported by the handlers) is not in the package"
+            found.add(name)
+            package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+            for statement in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(statement, ast.Import):
+                    targets = [alias.name for alias in statement.names]
+                else:
+                    anchor = package.split(".")[: len(package.split(".")) - statement.level + 1]
+                    base = ".".join(anchor) if statement.level else ""
+                    base = ".".join(part for part in (base, statement.module or "") if part)
+                    targets = [base, *(f"{base}.{alias.name}" for alias in statement.names)]
+                pending.extend(
+                    target
+                    for target in targets
+                    if target.split(".")[0] == "s3memory" and module_file(target) is not None
+                )
+    return found
+
+
+def handler_modules() -> set[str]:
+    """What the deployed handlers import, and the modules of the names ``s3memory`` offers."""
+    assert len(HANDLERS) == 3, HANDLERS
+    roots = [handler.rpartition(".")[0] for handler in HANDLERS]
+    roots += [getattr(s3memory, name).__module__ for name in s3memory.__all__ if name != "__version__"]
+    return imported_modules(roots)
+
+
+def test_the_allow_list_is_what_the_handlers_import() -> None:
+    needed = {module_file(module) for module in handler_modules()}
+    wanted = {path.relative_to(REPO_ROOT).as_posix() for path in needed if path is not None}
+    wanted.add("s3memory/py.typed")
+    entries = set(load_tool().package_entries(REPO_ROOT / "s3memory"))
+    assert sorted(wanted - entries) == [], "imported by the handlers, missing from LAMBDA_PACKAGE_FILES"
+    assert sorted(entries - wanted) == [], "on LAMBDA_PACKAGE_FILES, imported by no handler"
+    assert not [name for name in entries if name.startswith(NOT_IN_THE_ZIP)]
+
+
+def test_imported_modules_follows_lazy_and_relative_imports_but_not_type_checking() -> None:
+    found = imported_modules(["s3memory.aws_lambda"])
+    assert "s3memory.aws_lambda.agent.handler" in found  # agent_handler, a lazy attribute
+    assert "s3memory.clients" in found  # imported inside a function of the agent's credentials
+    assert "s3memory.aws_lambda.expiry" not in found  # a handler of its own, imported by no other
+    # ``import s3memory`` imports its version only: the rest is named under TYPE_CHECKING and imported
+    # by name on first use (which handler_modules adds).
+    assert imported_modules(["s3memory"]) == {"s3memory", "s3memory._version"}
+
+
+def test_a_stale_allow_list_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    tool = load_tool()
+    monkeypatch.setattr(tool, "LAMBDA_PACKAGE_FILES", (*tool.LAMBDA_PACKAGE_FILES, "gone.py"))
+    with pytest.raises(tool.BuildError) as refused:
+        tool.package_entries(REPO_ROOT / "s3memory")
+    assert (
+        str(refused.value)
+        == f"s3memory/gone.py is on the zip's allow-list but not in {REPO_ROOT / 's3memory'}"
+    )
+    assert refused.value.exit_code == 1
+
+
+def test_zip_holds_the_allow_listed_package_files_only(built_zip: Path) -> None:
     with zipfile.ZipFile(built_zip) as archive:
         packaged = {name for name in archive.namelist() if name.startswith("s3memory/")}
-    demo_modules = {
-        "s3memory/demo.py",
-        "s3memory/scripted_api.py",
-        "s3memory/local_s3.py",
-        "s3memory/testing.py",
-    }
-    assert not packaged & demo_modules
-    assert packaged == package_sources() - demo_modules
-    # Both handlers' modules, whatever files s3memory.aws_lambda is made of.
-    handlers = {name for name in packaged if name.startswith("s3memory/aws_lambda/")}
-    assert handlers == {name for name in package_sources() if name.startswith("s3memory/aws_lambda/")}
-    assert "s3memory/aws_lambda/__init__.py" in handlers and len(handlers) > 1
-
-
-def test_the_demo_exclusions_are_named_with_reasons() -> None:
-    tool = load_tool()
-    excluded = tool.EXCLUDED_PACKAGE_FILES
-    assert set(excluded) == {
-        "s3memory/demo.py",
-        "s3memory/scripted_api.py",
-        "s3memory/local_s3.py",
-        "s3memory/testing.py",
-    }
-    assert all(
-        isinstance(reason, str) and reason.strip() and "\n" not in reason for reason in excluded.values()
-    )
-    assert set(excluded) <= package_sources()  # each names a real module: the list is not stale
-    entries = tool.package_entries(REPO_ROOT / "s3memory")
-    assert set(entries) == package_sources() - set(excluded)
+    assert packaged == set(load_tool().package_entries(REPO_ROOT / "s3memory"))
+    assert not [name for name in packaged if name.startswith(NOT_IN_THE_ZIP)]
 
 
 def test_zip_is_deterministic(built_zip: Path, extracted: Path, tmp_path: Path) -> None:
@@ -223,6 +289,28 @@ def run_from_zip(extracted: Path, endpoint: str, script: str, **extra_env: str) 
     assert result.returncode == 0, f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
     outcome: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
     return outcome
+
+
+def test_every_handler_resolves_from_the_zip_alone(extracted: Path, moto_endpoint_with_bucket: str) -> None:
+    """Each handler string of terraform/lambda.tf, resolved as the runtime does with only the zip to
+    import from: all it loads of the package is in the zip, and none of it is the demo, the testing
+    module or the command."""
+    outcome = run_from_zip(
+        extracted,
+        moto_endpoint_with_bucket,
+        f"""
+        import importlib, json, sys
+        for handler in {HANDLERS!r}:
+            module, _, name = handler.rpartition(".")
+            assert callable(getattr(importlib.import_module(module), name)), handler
+        print(json.dumps({{m: sys.modules[m].__file__ for m in sorted(sys.modules) if m.split(".")[0] == "s3memory"}}))
+        """,
+    )
+    assert "s3memory.aws_lambda.agent.handler" in outcome and "s3memory.aws_lambda.expiry" in outcome
+    assert not [module for module in outcome if module.startswith(("s3memory.demo", "s3memory.testing"))]
+    assert not [module for module in outcome if module in ("s3memory.cli", "s3memory.console")]
+    for path in outcome.values():
+        assert Path(path).is_relative_to(extracted), path
 
 
 def test_memory_handler_runs_from_the_zip_without_anthropic(

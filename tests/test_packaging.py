@@ -24,13 +24,14 @@ import pytest
 
 import s3memory
 from s3memory import cli, demo
+from s3memory.demo import walkthrough
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE")
 PIP_TIMEOUT_SECONDS = 900
 RUN_TIMEOUT_SECONDS = 180
 HINT = "pip install 's3memory[demo]'"
-RECALLED = ["- Concise answers.", "- British English spelling and style.", demo.PROGRESS_ENTRY.strip()]
+RECALLED = ["- Concise answers.", "- British English spelling and style.", walkthrough.PROGRESS_ENTRY.strip()]
 
 
 def _run(
@@ -91,9 +92,21 @@ def test_wheel_metadata(wheel: Path) -> None:
     assert set(urls) == {"Homepage", "Documentation", "Changelog", "Issues"}
     assert all(url.startswith("https://github.com/s3memory/s3memory") for url in urls.values())
     assert "Typing :: Typed" in (metadata.get_all("Classifier") or [])
-    # The demo ships in the wheel (the Lambda zip is where it is left out), with the typing marker.
-    for module in ("demo.py", "scripted_api.py", "local_s3.py", "testing.py", "_version.py", "py.typed"):
-        assert f"s3memory/{module}" in names, module
+    # The whole package ships in the wheel, the demo and the testing module with it (the Lambda zip is
+    # where they are left out), with the typing marker.
+    packaged = {name for name in names if name.startswith("s3memory/")}
+    assert packaged == package_sources()
+    assert {"s3memory/demo/walkthrough.py", "s3memory/testing/fixtures.py", "s3memory/py.typed"} <= packaged
+
+
+def package_sources() -> set[str]:
+    """The package's ``*.py`` and ``py.typed`` files in this checkout, by archive name."""
+    return {
+        path.relative_to(ROOT).as_posix()
+        for pattern in ("*.py", "py.typed")
+        for path in (ROOT / "s3memory").rglob(pattern)
+        if "__pycache__" not in path.parts
+    }
 
 
 def test_fresh_virtualenv_install_explains_the_demo_extra_then_runs_the_demo(
@@ -141,10 +154,10 @@ def test_fresh_virtualenv_install_explains_the_demo_extra_then_runs_the_demo(
 
 
 def _hide(monkeypatch: pytest.MonkeyPatch, *hidden: str) -> None:
-    """``cli.find_spec`` reports ``hidden`` modules missing; importing ``s3memory.demo`` would fail."""
+    """The demo's requirement check finds ``hidden`` modules missing; importing the walk-through would fail."""
     real = importlib.util.find_spec
-    monkeypatch.setattr(cli, "find_spec", lambda name: None if name in hidden else real(name))
-    monkeypatch.setitem(sys.modules, "s3memory.demo", None)
+    monkeypatch.setattr(demo, "find_spec", lambda name: None if name in hidden else real(name))
+    monkeypatch.setitem(sys.modules, "s3memory.demo.walkthrough", None)
 
 
 def test_demo_without_anthropic_names_the_extra_and_exits_2(
@@ -166,7 +179,7 @@ def test_demo_without_the_moto_server_names_it_once(
 
 
 def test_missing_for_demo_with_everything_installed() -> None:
-    assert cli.missing_for_demo() == []  # the dev environment has the demo extra
+    assert demo.missing_for_demo() == []  # the dev environment has the demo extra
 
 
 def test_version_option(capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,7 +12,7 @@ import pytest
 from anthropic.lib.tools import BetaAbstractMemoryTool, ToolError
 from anthropic.types.beta import BetaTextBlock, BetaToolUseBlock
 
-from s3memory.scripted_api import Reply, ScriptedMessagesAPI, ToolResult, last_tool_results
+from s3memory.demo.scripted_api import Reply, ScriptedMessagesAPI, ToolResult, last_tool_results
 
 MODEL = "claude-sonnet-4-5"
 
@@ -318,7 +318,7 @@ def test_module_does_not_import_anthropic() -> None:
     import ast
     from pathlib import Path
 
-    import s3memory.scripted_api as module
+    import s3memory.demo.scripted_api as module
 
     tree = ast.parse(Path(module.__file__).read_text())
     imported = {

@@ -1,5 +1,5 @@
 """``S3Store.copy_new``: a server-side copy with new metadata, only onto a free key and only from the
-source version planned; on moto (with ``local_s3.conditions_honoured``) and on SeaweedFS alike."""
+source version planned; on moto (with ``s3memory.testing.conditions_honoured``) and on SeaweedFS alike."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from s3memory import local_s3
-from s3memory.local_s3 import install_condition_checks
+from s3memory import testing
 from s3memory.store import PreconditionFailed, S3Store
+from s3memory.testing import install_condition_checks
 
 from .support.backends import REGION
 from .support.bucket import ALL_BACKENDS, BUCKET, snapshot, stored_keys, temporary_bucket
@@ -109,13 +109,13 @@ def test_honouring_twice_wraps_moto_once(moto_s3: Any, monkeypatch: pytest.Monke
     install_condition_checks()
     assert S3Response.copy_object is handler
     checks: list[str] = []
-    check = local_s3._refuse_unmet_copy_conditions
+    check = testing._refuse_unmet_copy_conditions
 
     def counted(request: Any) -> None:
         checks.append(request.parse_key_name())
         check(request)
 
-    monkeypatch.setattr(local_s3, "_refuse_unmet_copy_conditions", counted)
+    monkeypatch.setattr(testing, "_refuse_unmet_copy_conditions", counted)
     put(s3, "source", b"source")
     put(s3, "taken", b"taken")
     assert copy_outcome(s3, BUCKET, "taken", IfNoneMatch="*") == "412 PreconditionFailed"
@@ -127,7 +127,7 @@ def test_honouring_twice_wraps_moto_once(moto_s3: Any, monkeypatch: pytest.Monke
 def test_moto_alone_would_have_copied_over(moto_s3: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the checks moto lands every one of these copies: the patch is what refuses them."""
     s3 = moto_s3
-    monkeypatch.setattr(local_s3, "_refuse_unmet_copy_conditions", lambda request: None)
+    monkeypatch.setattr(testing, "_refuse_unmet_copy_conditions", lambda request: None)
     put(s3, "source", b"source")
     put(s3, "taken", b"taken")
     assert copy_outcome(s3, BUCKET, "taken", IfNoneMatch="*") == "ok"

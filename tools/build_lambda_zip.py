@@ -8,9 +8,9 @@
    version pinned by ``constraints.txt``. boto3 and botocore are included, pinned, although the
    runtime has its own: the function then runs what the tests ran. manylinux2014 (glibc 2.17) because
    the python3.11 runtime is Amazon Linux 2 (glibc 2.26): newer manylinux wheels would not load there.
-2. Add the ``s3memory`` package from this checkout (``*.py`` and ``py.typed``), less the modules of
-   ``s3memory demo`` (:data:`EXCLUDED_PACKAGE_FILES`): no handler imports them, and the embedded moto
-   server has no place in a deployed function.
+2. Add from this checkout the files of the ``s3memory`` package that the handlers need, and only
+   those (:data:`LAMBDA_PACKAGE_FILES`, an allow-list): ``s3memory demo``'s ``demo/``, the tests'
+   ``testing/`` and the operator command's modules are not on it.
 3. Write a deterministic zip: entries sorted, timestamps fixed (1980-01-01), modes fixed (0644), no
    ``__pycache__``/``*.pyc``, no ``bin/`` scripts. The same inputs give the same bytes.
 
@@ -44,14 +44,51 @@ FILE_MODE = 0o100644
 EXCLUDED_DIRECTORIES = frozenset({"__pycache__"})
 EXCLUDED_TOP_LEVEL = frozenset({"bin"})
 EXCLUDED_SUFFIXES = (".pyc", ".pyo")
-PACKAGE_FILES = ("*.py", "py.typed")
-EXCLUDED_PACKAGE_FILES = {
-    f"{PACKAGE}/demo.py": "the `s3memory demo` command, a local walk-through (the demo extra)",
-    f"{PACKAGE}/scripted_api.py": "the demo's scripted stand-in for the Messages API, never a real endpoint",
-    f"{PACKAGE}/local_s3.py": "the demo's embedded moto S3 server (moto[server]), which the zip does not hold",
-    f"{PACKAGE}/testing.py": "the pytest fixture of moto that refuses what S3 refuses, for applications' tests",
-}
-"""Package modules left out of the zip, by archive name, each with the reason."""
+LAMBDA_PACKAGE_FILES = (
+    "__init__.py",
+    "_version.py",
+    "py.typed",
+    "access.py",
+    "authors.py",
+    "browse.py",
+    "clients.py",
+    "commands.py",
+    "concurrency.py",
+    "conditions.py",
+    "crypto.py",
+    "errors.py",
+    "expiry.py",
+    "files.py",
+    "folders.py",
+    "guard.py",
+    "job_runner.py",
+    "jobs.py",
+    "keyvault.py",
+    "listing.py",
+    "memory.py",
+    "migration.py",
+    "moves.py",
+    "names.py",
+    "nesting.py",
+    "operations.py",
+    "paths.py",
+    "placement.py",
+    "progress.py",
+    "quota.py",
+    "server_checks.py",
+    "settings.py",
+    "store.py",
+    "store_format.py",
+    "store_keys.py",
+    "text.py",
+    "tool.py",
+    "versions.py",
+    "aws_lambda/",
+)
+"""What the handlers need of the package, relative to it: the modules that the three handlers
+(terraform/lambda.tf) import, directly or through one another, at import or later; and ``py.typed``.
+A name ending in ``/`` is a subpackage: every ``*.py`` below it. tests/test_lambda_zip.py fails when
+a module the handlers import is missing here, and when one is here that they do not import."""
 EXIT_REFUSED = 1
 EXIT_PIP_FAILED = 3
 
@@ -169,17 +206,21 @@ def tree_entries(root: Path) -> dict[str, Path]:
 
 
 def package_entries(source: Path) -> dict[str, Path]:
-    """The package's own files (``*.py``, ``py.typed``) but :data:`EXCLUDED_PACKAGE_FILES`, by archive name."""
+    """The package's files on :data:`LAMBDA_PACKAGE_FILES`, by archive name; refuses a name on it that
+    the package does not have (the list is stale)."""
     entries: dict[str, Path] = {}
-    for pattern in PACKAGE_FILES:
-        for path in source.rglob(pattern):
-            relative = path.relative_to(source.parent)
-            if (
-                path.is_file()
-                and not _excluded(relative)
-                and relative.as_posix() not in EXCLUDED_PACKAGE_FILES
-            ):
-                entries[relative.as_posix()] = path
+    for name in LAMBDA_PACKAGE_FILES:
+        path = source / name
+        if name.endswith("/") and path.is_dir():
+            found = [module for module in path.rglob("*.py") if module.is_file()]
+        else:
+            found = [path] if path.is_file() else []
+        if not found:
+            raise BuildError(f"{PACKAGE}/{name} is on the zip's allow-list but not in {source}")
+        for module in found:
+            relative = module.relative_to(source.parent)
+            if not _excluded(relative):
+                entries[relative.as_posix()] = module
     return entries
 
 
@@ -207,9 +248,7 @@ def build(
     """Build the zip at ``output``; returns the pinned distributions it holds."""
     pins = read_constraints(constraints)
     requirements = pinned(runtime_requirements(REPO_ROOT / "pyproject.toml"), pins)
-    source = REPO_ROOT / PACKAGE
-    if not (source / "__init__.py").is_file():
-        raise BuildError(f"{source} is not a package")
+    package = package_entries(REPO_ROOT / PACKAGE)
     with tempfile.TemporaryDirectory(prefix="s3memory-lambda-") as staging:
         target = Path(staging) / "site"
         pip_install(requirements, target, constraints, platform, python_version)
@@ -217,7 +256,7 @@ def build(
         if (target / PACKAGE).exists():
             shutil.rmtree(target / PACKAGE)
         entries = tree_entries(target)
-        entries.update(package_entries(source))
+        entries.update(package)
         write_zip(entries, output)
     return installed
 

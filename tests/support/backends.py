@@ -2,7 +2,7 @@
 
 moto is fast and in-process, but it skips S3 rules that s3memory depends on (per-object ETags in
 DeleteObjects, the 1,000-key limit; CopyObject preconditions too, which the tests patch in with
-``local_s3.conditions_honoured``). SeaweedFS enforces them,
+``s3memory.testing.conditions_honoured``). SeaweedFS enforces them,
 so the contract, concurrency and budget suites run against both (see ``conftest.py``).
 
 ``SeaweedServer`` runs ``weed mini`` bound to 127.0.0.1 only, on free ports, in a private temporary

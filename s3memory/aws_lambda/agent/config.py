@@ -8,9 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...cli import DEFAULT_MODEL
 from ...errors import type_name
-from ...settings import whole_number
+from ...settings import DEFAULT_MODEL, whole_number
 from .event import ITERATIONS_LIMIT, MAX_TOKENS_LIMIT, Invalid, checked_params
 
 API_KEY = "ANTHROPIC_API_KEY"

@@ -1,16 +1,31 @@
-"""moto's server in this process on a free loopback port: the S3 (and KMS) of the demo and the tests.
+"""For the tests of applications that use s3memory: moto that refuses what S3 refuses.
 
-Needs the ``demo`` extra (``moto[server]``), imported when a server starts.
+moto as shipped ignores the conditions of CopyObject, which storage format 2 relies on, and the
+per-key ETags of DeleteObjects, so on it s3memory serves format 1 and deletes key by key
+(``docs/servers.md``): the contract holds either way. To test an application on format 2 with moto,
+make moto check those conditions as S3 does::
+
+    # conftest.py
+    pytest_plugins = ["s3memory.testing"]
+
+    def test_something(moto_honouring_conditions, ...): ...
+
+or, outside pytest, ``with conditions_honoured(): ...``. Needs moto (the ``demo`` extra). Importing
+this module imports neither moto nor pytest: the fixture is in :mod:`s3memory.testing.fixtures`,
+which pytest loads with this plugin.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
+
+__all__ = ["conditions_honoured", "honour_conditions", "install_condition_checks"]
+pytest_plugins = ["s3memory.testing.fixtures"]
+"""The fixture ``moto_honouring_conditions``, for applications that name this module as a plugin."""
 
 _INSTALLED = "_s3memory_checks_conditions"
 """Set on moto's ``S3Response`` once ``install_condition_checks`` has wrapped its handlers."""
@@ -162,35 +177,3 @@ def _refuse_unmet_copy_conditions(request: Any) -> None:
             raise MissingKey(key=key)
         if not _same_etag(if_match, target.etag):
             raise PreconditionFailed("If-Match")
-
-
-@contextlib.contextmanager
-def moto_server(bucket: str | None = None) -> Iterator[str]:
-    """moto's threaded server on 127.0.0.1, with ``bucket`` created if one is named; yields its
-    endpoint URL and stops the server afterwards. werkzeug's request log, which names object keys,
-    is silenced. While it runs, moto refuses what S3 refuses (``conditions_honoured``)."""
-    with conditions_honoured():
-        yield from _moto_server(bucket)
-
-
-def _moto_server(bucket: str | None) -> Iterator[str]:
-    import boto3
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        if bucket is not None:
-            boto3.client(
-                "s3",
-                endpoint_url=endpoint,
-                region_name="us-east-1",
-                aws_access_key_id="testing",
-                aws_secret_access_key="testing",
-            ).create_bucket(Bucket=bucket)
-        yield endpoint
-    finally:
-        server.stop()

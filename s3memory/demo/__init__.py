@@ -1,0 +1,33 @@
+"""``s3memory demo`` and what serves it: Claude's memory tool on S3, end to end, offline.
+
+- :mod:`.walkthrough`: the demo's two conversations and the look at the bucket (``demo_main``);
+- :mod:`.scripted_api`: a scripted stand-in for the Messages API on loopback (the tests use it too);
+- :mod:`.embedded_s3`: moto's S3 server on loopback (the tests use it too).
+
+They need the ``demo`` extra, which the core does not; the Lambda zip holds none of them. Importing
+this package is light: it only names what the demo needs beyond the core (:func:`missing_for_demo`).
+"""
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+
+DEMO_MODULES = {
+    "anthropic": "anthropic",
+    "moto": "moto[server]",
+    "flask": "moto[server]",
+    "flask_cors": "moto[server]",
+}
+"""What ``s3memory demo`` imports beyond the core, by top-level module, with the requirement of the
+``demo`` extra that provides it: the SDK's tool runner, and moto's threaded S3 server (Flask)."""
+
+DEMO_INSTALL_HINT = "pip install 's3memory[demo]'"
+
+
+def missing_for_demo() -> list[str]:
+    """The requirements of the ``demo`` extra whose modules cannot be found, without importing any."""
+    missing: list[str] = []
+    for module, requirement in DEMO_MODULES.items():
+        if requirement not in missing and find_spec(module) is None:
+            missing.append(requirement)
+    return missing
