@@ -55,7 +55,7 @@ LAMBDA_PACKAGE_FILES = (
     "commands.py",
     "concurrency.py",
     "conditions.py",
-    "crypto.py",
+    "crypto/",
     "errors.py",
     "expiry.py",
     "files.py",
