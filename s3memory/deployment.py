@@ -29,8 +29,10 @@ from typing import TypeVar
 
 from . import server_checks
 from .conditions import REFUSE, Enforced, Gate, WeakServer, checked_weak_server
-from .crypto import FORMAT_VERSION, PLACED_FORMAT, KeyProvider
+from .crypto import FORMAT_VERSION, PLACED_FORMAT, KeyOwner, KeyProvider
 from .migration import SettledUsers, migrated
+from .names import NameCipher, namespace_of
+from .paths import KeyLayout, validate_namespace
 from .store import RequestFailed, S3Store
 from .store_format import AUTO_FORMAT, StorageFormat, checked_format, look
 from .store_keys import NONE_MISSING, Missing, store_identity, store_key, stored_store_key
@@ -136,6 +138,17 @@ class Store:
             if self._found is None:
                 self._found = reaching(self.bucket, lambda: self._served(self._recorded)[0])
             return self._found
+
+    def placement(self, user_id: str) -> tuple[KeyLayout, KeyOwner]:
+        """Where ``user_id``'s objects live and whose data keys seal them, in the format the store
+        is served in (resolved first): format 1 names the user and paths in plain keys; format 2
+        names them privately, with the store key."""
+        resolution = self.resolve()
+        if resolution.key is None:
+            return KeyLayout(validate_namespace(user_id, self.prefix)), KeyOwner(user_id)
+        token = namespace_of(resolution.key, user_id)
+        layout = KeyLayout(f"{self.prefix}{token}/", NameCipher(resolution.key, user_id))
+        return layout, KeyOwner(user_id, self.identity, token)
 
     def stored_key(self) -> bytes | None:
         """Format 2: the store key if one is stored, else None (never made here)."""

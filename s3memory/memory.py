@@ -33,7 +33,6 @@ from .keyvault import KeyVault
 from .listing import Tree, render_listing
 from .migration import Upgrade
 from .moves import Origin, SourceChanged
-from .names import NameCipher, namespace_of
 from .paths import ROOT, KeyLayout, MemoryPath, validate_namespace
 from .placement import Refusal, Survey, require_depth, require_file_path, write_new_file
 from .quota import Quota, Usage
@@ -505,18 +504,13 @@ class _Placed:
 def _placed(
     store: Store, user_id: str, limits: tuple[int, Quota | None, Callable[[], float]], author: str | None
 ) -> _Placed:
-    """``user_id``'s memory in ``store`` (resolved now if it was not): format 1 names the user and
-    paths in plain keys; format 2 names them privately, with the store key, and moves the user's
-    format-1 files before the first command unless the store is marked as holding none."""
+    """``user_id``'s memory in ``store`` (resolved now if it was not), placed where the store's
+    format puts it (``Store.placement``); in format 2 with the user's format-1 files, moved before
+    the first command unless the store is marked as holding none."""
     resolution = store.resolve()
+    layout, key_owner = store.placement(user_id)
     max_file_bytes, quota, clock = limits
     bucket, prefix = store.bucket, store.prefix
-    if resolution.key is None:
-        layout, key_owner = KeyLayout(validate_namespace(user_id, prefix)), KeyOwner(user_id)
-    else:
-        token = namespace_of(resolution.key, user_id)
-        layout = KeyLayout(f"{prefix}{token}/", NameCipher(resolution.key, user_id))
-        key_owner = KeyOwner(user_id, store.identity, token)
     cipher = ObjectCipher(DataKeySource(store.key_provider, key_owner, KeyVault(bucket, layout)))
     usage = Usage(quota, lambda: files.measure())
     files = MemoryFiles(bucket, layout, cipher, max_file_bytes, usage, author)
