@@ -1,8 +1,9 @@
 """The six memory commands on S3, for one user. No ``anthropic`` import: Lambda runs this directly.
 
 Each command returns the contract's answer text or raises ``CommandError`` with the contract's
-refusal. Paths are validated before any request. What the commands stand on lives beside this
-module: ``files`` (one user's encrypted objects), ``placement`` (where a new file may go),
+refusal. Paths are validated before any request; building a memory sends none (the first command
+resolves its store, ``deployment.Store``, and places the user's memory in it). What the commands
+stand on lives beside this module: ``files`` (one user's encrypted objects), ``placement`` (where a new file may go),
 ``browse`` (what is at a path), ``quota``, ``job_runner`` (directory renames and deletes) and
 ``concurrency`` (overlapping independent requests).
 """
