@@ -1,8 +1,9 @@
 """The six memory commands on S3, for one user. No ``anthropic`` import: Lambda runs this directly.
 
 Each command returns the contract's answer text or raises ``CommandError`` with the contract's
-refusal. Paths are validated before any request. What the commands stand on lives beside this
-module: ``files`` (one user's encrypted objects), ``placement`` (where a new file may go),
+refusal. Paths are validated before any request; building a memory sends none (the first command
+resolves its store, ``deployment.Store``, and places the user's memory in it). What the commands
+stand on lives beside this module: ``files`` (one user's encrypted objects), ``placement`` (where a new file may go),
 ``browse`` (what is at a path), ``quota``, ``job_runner`` (directory renames and deletes) and
 ``concurrency`` (overlapping independent requests).
 """
@@ -10,8 +11,10 @@ module: ``files`` (one user's encrypted objects), ``placement`` (where a new fil
 from __future__ import annotations
 
 import copy
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import assert_never
 
 from .access import AccessRecord
@@ -19,16 +22,9 @@ from .authors import validate_author
 from .browse import Browser
 from .commands import Command, Create, Delete, Insert, Rename, StrReplace, View, parse_command
 from .concurrency import side
-from .conditions import REFUSE, Enforced, Gate, WeakServer, checked_weak_server
-from .crypto import (
-    FORMAT_VERSION,
-    OVERHEAD,
-    PLACED_FORMAT,
-    DataKeySource,
-    KeyOwner,
-    KeyProvider,
-    ObjectCipher,
-)
+from .conditions import REFUSE, WeakServer
+from .crypto import OVERHEAD, DataKeySource, KeyOwner, KeyProvider, ObjectCipher
+from .deployment import Store
 from .errors import CommandError, StorageError, Unsettled
 from .files import WRITE_ATTEMPTS, MemoryFiles, backoff
 from .guard import ContentGuard
@@ -36,16 +32,13 @@ from .job_runner import Intent, JobRunner
 from .jobs import Source
 from .keyvault import KeyVault
 from .listing import Tree, render_listing
-from .migration import Upgrade, migrated
+from .migration import Upgrade
 from .moves import Origin, SourceChanged
-from .names import NameCipher, namespace_of
 from .paths import ROOT, KeyLayout, MemoryPath, validate_namespace
 from .placement import Refusal, Survey, require_depth, require_file_path, write_new_file
 from .quota import Quota, Usage
-from .server_checks import known
 from .store import ListingPage, PreconditionFailed, S3Store
-from .store_format import AUTO_FORMAT, StorageFormat, checked_format, serve
-from .store_keys import store_identity, store_key
+from .store_format import AUTO_FORMAT, StorageFormat
 from .text import Edit, edit_snippet, insert_at, render_file, replace_unique
 
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
@@ -55,30 +48,55 @@ DEFAULT_GUARD = ContentGuard()
 KEPT_SHOWN = 20
 """A partly done rename or delete names at most this many of the files it left in place."""
 
-__all__ = ["DEFAULT_GUARD", "DEFAULT_MAX_FILE_BYTES", "Quota", "S3Memory"]
+__all__ = ["DEFAULT_GUARD", "DEFAULT_MAX_FILE_BYTES", "Quota", "S3Memory", "Store"]
 
 
 class S3Memory:
-    """One user's memory directory in an S3 bucket, encrypted on the client."""
+    """One user's memory directory in a store, encrypted on the client.
+
+    ``store`` is a ``deployment.Store``, or the bucket (``S3Store``) with the store's settings:
+    ``key_provider``, ``prefix`` (``"users/"``), ``storage_format`` (``auto``), ``store_id`` and
+    ``weak_server`` (``refuse``), which a ``Store`` holds itself. Building one sends no request:
+    the first command resolves the store (``Store.resolve``) and places the user's memory in it.
+    """
 
     def __init__(
         self,
-        store: S3Store,
+        store: Store | S3Store,
         user_id: str,
-        key_provider: KeyProvider,
+        key_provider: KeyProvider | None = None,
         *,
-        prefix: str = "users/",
+        prefix: str | None = None,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         content_guard: ContentGuard | None = DEFAULT_GUARD,
         quota: Quota | None = None,
         actor: str | None = None,
         clock: Callable[[], float] = time.time,
-        storage_format: StorageFormat = AUTO_FORMAT,
+        storage_format: StorageFormat | None = None,
         store_id: str | None = None,
-        weak_server: WeakServer = REFUSE,
+        weak_server: WeakServer | None = None,
     ) -> None:
-        if not isinstance(key_provider, KeyProvider):
-            raise ValueError("key_provider must be a KMSKeyProvider or LocalKeyProvider")
+        if isinstance(store, Store):
+            if any(
+                option is not None for option in (key_provider, prefix, storage_format, store_id, weak_server)
+            ):
+                raise ValueError(
+                    "key_provider, prefix, storage_format, store_id and weak_server are the Store's: "
+                    "give them to the Store, not to S3Memory"
+                )
+            self.deployment = store
+        else:
+            if key_provider is None:
+                raise ValueError("key_provider must be a KMSKeyProvider or LocalKeyProvider")
+            self.deployment = Store(
+                store,
+                key_provider,
+                prefix="users/" if prefix is None else prefix,
+                storage_format=AUTO_FORMAT if storage_format is None else storage_format,
+                store_id=store_id,
+                weak_server=REFUSE if weak_server is None else weak_server,
+            )
+        """The store the memory lives in (``deployment.Store``), resolved by the first command."""
         if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int) or max_file_bytes < 1:
             raise ValueError("max_file_bytes must be a positive integer")
         if content_guard is not None and not isinstance(content_guard, ContentGuard):
@@ -87,41 +105,88 @@ class S3Memory:
             raise ValueError("quota must be a Quota or None")
         if not callable(clock):
             raise ValueError("clock must be a function that returns seconds since the epoch")
-        self.store = store
-        self.key_provider = key_provider
+        self.store = self.deployment.bucket
+        self.key_provider = self.deployment.key_provider
         self.content_guard = content_guard
-        self.storage_format, self.layout, self.key_owner, legacy = _placement(
-            store,
-            user_id,
-            prefix,
-            key_provider,
-            checked_format(storage_format),
-            store_id or store.bucket,
-            checked_weak_server(weak_server),
-        )
-        """The format the store is served in (``auto``: found in the store, ``store_format.py``),
-        where the user's objects live, and whose data keys they are sealed with."""
-        cipher = ObjectCipher(DataKeySource(key_provider, self.key_owner, KeyVault(store, self.layout)))
-        self.usage = Usage(quota, lambda: self.files.measure())
-        self.files = MemoryFiles(store, self.layout, cipher, max_file_bytes, self.usage, _author(actor))
-        self.browser = Browser(self.files)
-        self.jobs = JobRunner(self.files, clock)
-        self.access = AccessRecord(self.files, clock)
+        self._user_id = user_id
+        self._namespace = validate_namespace(user_id, self.deployment.prefix)
+        self._limits = (max_file_bytes, quota, clock)
+        self._author = _author(actor)
+        self._base: S3Memory | None = None
+        self._placed: _Placed | None = None
+        self._lock = threading.Lock()
+
+    def _place(self) -> _Placed:
+        """The user's memory in the store, placed on first need (the store resolved first)."""
+        placed = self._placed
+        if placed is not None:
+            return placed
+        with self._lock:
+            if self._placed is None:
+                if self._base is not None:
+                    self._placed = self._base._place().by(self._author)
+                else:
+                    self._placed = _placed(self.deployment, self._user_id, self._limits, self._author)
+            return self._placed
+
+    def resolve(self) -> None:
+        """Resolve the store and place the user's memory in it now, not on the first command
+        (``StorageError`` or ``IntegrityError`` if the store cannot be reached or served)."""
+        self._place()
+
+    @property
+    def storage_format(self) -> int:
+        """The format the store is served in (``auto``: found in the store, ``store_format.py``)."""
+        return self._place().storage_format
+
+    @property
+    def layout(self) -> KeyLayout:
+        """Where the user's objects live."""
+        return self._place().layout
+
+    @property
+    def key_owner(self) -> KeyOwner:
+        """Whose data keys the user's objects are sealed with."""
+        return self._place().key_owner
+
+    @property
+    def usage(self) -> Usage:
+        return self._place().usage
+
+    @property
+    def files(self) -> MemoryFiles:
+        return self._place().files
+
+    @property
+    def browser(self) -> Browser:
+        return self._place().browser
+
+    @property
+    def jobs(self) -> JobRunner:
+        return self._place().jobs
+
+    @property
+    def access(self) -> AccessRecord:
         """When the user last used the memory: each command answered notes it (``access.py``)."""
-        self.upgrade = None if legacy is None else Upgrade(*legacy, self.files, clock)
+        return self._place().access
+
+    @property
+    def upgrade(self) -> Upgrade | None:
         """Format 2: the user's format-1 files, moved before the first command unless the store is
         marked as holding none (``migration.py``)."""
+        return self._place().upgrade
 
     def acting_as(self, actor: str | None) -> S3Memory:
         """This memory with every write recorded as ``actor``'s (what this process learned of the
-        user's memory stays shared: directory hints, usage)."""
+        user's memory stays shared: directory hints, usage). Sends no request."""
         author = _author(actor)
-        if author == self.files.author:
+        if author == self._author:
             return self
         twin = copy.copy(self)
-        twin.files = self.files.by(author)
-        twin.browser = Browser(twin.files)
-        twin.jobs = JobRunner(twin.files, self.jobs.clock)
+        twin._author = author
+        twin._base = self if self._base is None else self._base
+        twin._lock = threading.Lock()
+        twin._placed = None if self._placed is None else self._placed.by(author)
         return twin
 
     def run(self, raw_input: object) -> str:
@@ -417,39 +482,53 @@ class S3Memory:
         return "All memory cleared"
 
 
-def _placement(
-    store: S3Store,
-    user_id: str,
-    prefix: str,
-    provider: KeyProvider,
-    setting: StorageFormat,
-    store_id: str,
-    weak_server: WeakServer,
-) -> tuple[int, KeyLayout, KeyOwner, tuple[MemoryFiles, bool] | None]:
-    """The format ``setting`` serves the store in, the key layout and key owner of ``user_id``'s
-    memory and, in format 2, the user's format-1 files and whether the store is marked as holding
-    none: format 1 names the user and paths in plain keys; format 2 names them privately, with the
-    store key. From here on, the store sends a condition only where the server enforces it, and
-    its first conditional request refuses a format the server cannot serve (``conditions.Gate``)."""
-    namespace = validate_namespace(user_id, prefix)
-    identity = store_identity(store_id, prefix)
+@dataclass(frozen=True)
+class _Placed:
+    """One user's memory placed in a resolved store: what its commands stand on."""
 
-    def checks() -> Enforced:
-        return known(store, prefix, identity, provider)
+    storage_format: int
+    layout: KeyLayout
+    key_owner: KeyOwner
+    usage: Usage
+    files: MemoryFiles
+    browser: Browser
+    jobs: JobRunner
+    access: AccessRecord
+    upgrade: Upgrade | None
 
-    served, missing = serve(store, prefix, identity, provider, setting, checks)
-    store.gate = Gate(checks, served, store.where, weak_server)
-    if served == FORMAT_VERSION:
-        return FORMAT_VERSION, KeyLayout(namespace), KeyOwner(user_id), None
-    key, missing = store_key(store, prefix, identity, provider, missing)
-    token = namespace_of(key, user_id)
-    marked = migrated(store, prefix, identity, key, missing)
-    layout = KeyLayout(f"{prefix}{token}/", NameCipher(key, user_id))
-    return (
-        PLACED_FORMAT,
+    def by(self, author: str | None) -> _Placed:
+        """The same memory, its writes recorded as ``author``'s (hints and usage shared)."""
+        files = self.files.by(author)
+        return replace(self, files=files, browser=Browser(files), jobs=JobRunner(files, self.jobs.clock))
+
+
+def _placed(
+    store: Store, user_id: str, limits: tuple[int, Quota | None, Callable[[], float]], author: str | None
+) -> _Placed:
+    """``user_id``'s memory in ``store`` (resolved now if it was not), placed where the store's
+    format puts it (``Store.placement``); in format 2 with the user's format-1 files, moved before
+    the first command unless the store is marked as holding none."""
+    resolution = store.resolve()
+    layout, key_owner = store.placement(user_id)
+    max_file_bytes, quota, clock = limits
+    bucket, prefix = store.bucket, store.prefix
+    cipher = ObjectCipher(DataKeySource(store.key_provider, key_owner, KeyVault(bucket, layout)))
+    usage = Usage(quota, lambda: files.measure())
+    files = MemoryFiles(bucket, layout, cipher, max_file_bytes, usage, author)
+    upgrade = None
+    if resolution.key is not None:
+        legacy = _legacy_files(bucket, user_id, prefix, store.key_provider)
+        upgrade = Upgrade(legacy, resolution.marked, files, clock, store.settled)
+    return _Placed(
+        resolution.storage_format,
         layout,
-        KeyOwner(user_id, identity, token),
-        (_legacy_files(store, user_id, prefix, provider), marked),
+        key_owner,
+        usage,
+        files,
+        Browser(files),
+        JobRunner(files, clock),
+        AccessRecord(files, clock),
+        upgrade,
     )
 
 
@@ -461,6 +540,7 @@ def _legacy_files(store: S3Store, user_id: str, prefix: str, provider: KeyProvid
 
 
 def _author(actor: str | None) -> str | None:
+    """The validated author of ``actor``'s writes (``ValueError`` naming ``actor``)."""
     if actor is None:
         return None
     try:

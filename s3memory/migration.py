@@ -54,9 +54,26 @@ _SETTLED_LIMIT = 100_000
 """Users this process knows to have no format-1 files, before it forgets them all (and lists again)."""
 
 logger = logging.getLogger("s3memory")
-_settled: set[tuple[str, str]] = set()
-_marked: dict[tuple[str, str], bool] = {}
-_lock = threading.Lock()
+
+
+class SettledUsers:
+    """The users of one store (by namespace) a process knows to have no format-1 files, shared by
+    the store's memories (``deployment.Store.settled``); forgotten all at once beyond
+    ``_SETTLED_LIMIT`` (then each is listed again)."""
+
+    def __init__(self) -> None:
+        self._users: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __contains__(self, namespace: object) -> bool:
+        with self._lock:
+            return namespace in self._users
+
+    def add(self, namespace: str) -> None:
+        with self._lock:
+            if len(self._users) >= _SETTLED_LIMIT:
+                self._users.clear()
+            self._users.add(namespace)
 
 
 @dataclass
@@ -77,28 +94,32 @@ class UserMigration:
 
 class Upgrade:
     """One user's format-1 memory (``legacy``) in a store now served in format 2 (``target``);
-    ``settled``: the store is marked as holding no format-1 files, so ``ensure`` looks for none."""
+    ``marked``: the store is marked as holding no format-1 files, so ``ensure`` looks for none;
+    ``settled``: the store's users this process knows to have none."""
 
     def __init__(
-        self, legacy: MemoryFiles, settled: bool, target: MemoryFiles, clock: Callable[[], float]
+        self,
+        legacy: MemoryFiles,
+        marked: bool,
+        target: MemoryFiles,
+        clock: Callable[[], float],
+        settled: SettledUsers,
     ) -> None:
         self._legacy = legacy
-        self._settled = settled
+        self._settled = marked
+        self._users = settled
         self._target = target
         self._store = target.store
         self._jobs = JobRunner(legacy, clock)
         self._access = (AccessRecord(legacy, clock), AccessRecord(target, clock))
         self._mover = UpgradeMover(legacy, target, clock)
-        self._user = (self._store.bucket, legacy.layout.namespace)
+        self._user = legacy.layout.namespace
 
     def ensure(self) -> None:
         """Move the user's format-1 files, if any, unless this process knows there are none (it
         moved them or looked before)."""
-        if self._settled:
+        if self._settled or self._user in self._users:
             return
-        with _lock:
-            if self._user in _settled:
-                return
         if self.pending():
             report = self.run(FILES_MOVED_PER_COMMAND)
             if report.left:
@@ -111,10 +132,7 @@ class Upgrade:
                     f"{FILES_MOVED_PER_COMMAND:,} files per command: {report.moved:,} moved now, more "
                     "remain. The command was not run; send it again to go on."
                 )
-        with _lock:
-            if len(_settled) >= _SETTLED_LIMIT:
-                _settled.clear()
-            _settled.add(self._user)
+        self._users.add(self._user)
 
     def pending(self) -> bool:
         """True if the user has format-1 memory files (one one-key listing)."""
@@ -209,13 +227,8 @@ def migrated(store: S3Store, prefix: str, identity: str, key: bytes, missing: Mi
     files: its mark authenticates, or (then it is marked now) ``missing`` says nothing at all was
     below the prefix (a new store), or the first page of its namespaces shows only format-2 ones.
     A mark that does not authenticate (planted, forged, or written before marks were sealed) is no
-    mark. Asked once per process; until the store is marked, each user's first command in a
-    process lists the user's format-1 namespace, whose key names the user."""
-    place = (store.bucket, prefix)
-    with _lock:
-        known = _marked.get(place)
-    if known is not None:
-        return known
+    mark. Asked once per process (``deployment.Store``); until the store is marked, each user's
+    first command in a process lists the user's format-1 namespace, whose key names the user."""
     known = not missing.mark and read_mark(store, prefix, identity, key) is not None
     born = None if known else True if missing.anything else _born_by_namespaces(store, prefix, key)
     if born is not None:
@@ -224,8 +237,6 @@ def migrated(store: S3Store, prefix: str, identity: str, key: bytes, missing: Mi
             known = True
         except StorageError:  # a role that may not write (expiry's): look for format-1 files
             pass
-    with _lock:
-        _marked[place] = known
     return known
 
 
@@ -246,8 +257,6 @@ def mark_migrated(store: S3Store, prefix: str, identity: str, key: bytes, *, bor
     under its store key ``key`` for its ``identity``."""
     state = BORN if born else SETTLED
     store.put(prefix + MIGRATED_NAME, state + _mark_tag(key, identity, state))
-    with _lock:
-        _marked[(store.bucket, prefix)] = True
 
 
 def read_mark(store: S3Store, prefix: str, identity: str, key: bytes) -> bytes | None:

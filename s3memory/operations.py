@@ -30,11 +30,10 @@ from .conditions import (
     REFUSE,
     SINGLE_WRITER,
     Enforced,
-    Gate,
     WeakServer,
-    checked_weak_server,
 )
 from .crypto import PLACED_FORMAT, KeyProvider, KMSKeyProvider, plaintext_size
+from .deployment import Store, reaching
 from .errors import CommandError, IntegrityError
 from .jobs import JOB_PREFIX, QUARANTINE_PREFIX
 from .keyvault import KEYS_PREFIX, key_version
@@ -45,11 +44,10 @@ from .names import user_of_namespace
 from .nesting import check_no_store_at, check_not_nested
 from .paths import KeyLayout, memory_path, validate_namespace
 from .progress import SILENT, Progress
-from .server_checks import known, probe_again, recorded
+from .server_checks import probe_again
 from .settings import Limits, Settings
 from .store import AccessDenied, Listed, S3Store, Version
-from .store_format import AUTO_FORMAT, StorageFormat, checked_format, serve
-from .store_keys import store_identity, stored_store_key
+from .store_format import AUTO_FORMAT, StorageFormat
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -160,38 +158,39 @@ class Operations:
         store_id: str | None = None,
         weak_server: WeakServer = REFUSE,
     ) -> None:
-        setting = checked_format(storage_format)
-        identity = store_identity(store_id or store.bucket, prefix)
+        self.deployment = Store(
+            store,
+            key_provider,
+            prefix=prefix,
+            storage_format=storage_format,
+            store_id=store_id,
+            weak_server=weak_server,
+        )
+        """The store (``deployment.Store``): built without a request, resolved on first need."""
         self.store = store
         self.key_provider = key_provider
         self.prefix = prefix
         self.limits = limits or Limits()
         self.actor = actor
         """Named as the author of what restore and import write."""
-        self.storage_format, _ = serve(
-            store,
-            prefix,
-            identity,
-            key_provider,
-            setting,
-            lambda: recorded(store, prefix, identity, key_provider),
-        )
-        """The format the store is served in (``auto``: found in the store, ``store_format.py``; for
-        a new store whose server was never probed, format 2 until a write finds out)."""
-        self._setting = setting
-        self.weak_server = checked_weak_server(weak_server)
-        store.gate = Gate(
-            lambda: known(store, prefix, identity, key_provider),
-            self.storage_format,
-            store.where,
-            self.weak_server,
-        )
+        self.weak_server = self.deployment.weak_server
         self.store_id = store_id
         """Format 2: the store's id (None: the bucket's name), bound into every object."""
-        self._identity = identity if self.storage_format == PLACED_FORMAT else None
-        self.store_identity = identity
+        self.store_identity = self.deployment.identity
         """The store's identity (``store_keys.store_identity``), whatever its format."""
         self._outside_other_stores = False
+
+    @property
+    def storage_format(self) -> int:
+        """The format the store is served in (``auto``: found in the store, ``store_format.py``, on
+        first need; for a new store whose server was never probed, format 2 until a write finds
+        out). Never probes the server or writes."""
+        return self.deployment.found_format()
+
+    @property
+    def _identity(self) -> str | None:
+        """Format 2: the store's identity; format 1: None."""
+        return self.store_identity if self.storage_format == PLACED_FORMAT else None
 
     @classmethod
     def from_settings(
@@ -235,13 +234,13 @@ class Operations:
         return ServerCheck(found, before, missing)
 
     def memory_options(self) -> dict[str, Any]:
-        """The keyword arguments of every ``S3Memory`` of this store: where the memory lives, in
-        which format (the setting: a memory serves ``auto`` as found here, but decides a new store's
-        format itself, probing its server, where this found it only for now), and the limits (as
-        ``Settings.memory_options`` gives them)."""
+        """The keyword arguments of an ``S3Memory`` of this store over its bucket: where the memory
+        lives, in which format (the setting: a memory serves ``auto`` as found here, but decides a
+        new store's format itself, probing its server, where this found it only for now), and the
+        limits (as ``Settings.memory_options`` gives them)."""
         return {
             "prefix": self.prefix,
-            "storage_format": self._setting,
+            "storage_format": self.deployment.setting,
             "store_id": self.store_id,
             "weak_server": self.weak_server,
             **self.limits.memory_options(),
@@ -251,7 +250,7 @@ class Operations:
         """Refuse (``nesting.NestedStore``) a store whose prefix lies inside another store's; looked
         at once (one listing per level of the prefix) before the first command that acts on users."""
         if not self._outside_other_stores:
-            check_not_nested(self.store, self.prefix)
+            reaching(self.store, lambda: check_not_nested(self.store, self.prefix))
             self._outside_other_stores = True
 
     def users(self) -> Iterator[str]:
@@ -284,9 +283,8 @@ class Operations:
 
     def store_key(self) -> bytes | None:
         """Format 2: the store key, or None while the store has none (never made here)."""
-        assert self._identity is not None
         try:
-            return stored_store_key(self.store, self.prefix, self._identity, self.key_provider)
+            return self.deployment.stored_key()
         except IntegrityError as refused:
             raise IntegrityError(
                 f"{refused.message} Check that S3MEMORY_STORE_ID and S3MEMORY_PREFIX (--store-id, --prefix) "
@@ -299,7 +297,7 @@ class Operations:
         the user's namespace). On a format-2 store without a store key, this makes one (see
         ``existing_memory``)."""
         self.check_nesting()
-        memory = S3Memory(self.store, user_id, self.key_provider, actor=self.actor, **self.memory_options())
+        memory = S3Memory(self.deployment, user_id, actor=self.actor, **self.limits.memory_options())
         check_no_store_at(self.store, memory.layout.namespace)
         return memory
 

@@ -7,12 +7,11 @@ objects), the best format its server enforces the conditions of (``server_checks
 where users' objects lie below the prefix and neither is there (a store written before format 2),
 unless some of them lie in namespaces of format 2 (then the store key is missing: refused). A store
 moves from format 1 only when an operator sets format 2 and runs ``s3memory migrate``. What a
-process found is kept for its life.
+process found is kept for its life by the store (``deployment.Store``).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Literal, TypeAlias
 
@@ -32,9 +31,6 @@ _STORE_OBJECTS_AT_MOST = 16
 """Keys per page when looking past the store's own objects: more than a store keeps (its key, mark
 and record, and what a probe or two cut short left), so one page almost always does."""
 
-_served: dict[tuple[str, str], int] = {}
-_lock = threading.Lock()
-
 
 def checked_format(value: object) -> StorageFormat:
     """``value`` as a storage format setting; ``ValueError`` for anything but 1, 2 or ``"auto"``."""
@@ -43,42 +39,18 @@ def checked_format(value: object) -> StorageFormat:
     raise ValueError(f'storage_format must be {FORMAT_VERSION}, {PLACED_FORMAT} or "{AUTO_FORMAT}"')
 
 
-def serve(
-    store: S3Store,
-    prefix: str,
-    identity: str,
-    provider: KeyProvider,
-    setting: StorageFormat,
-    checks: Callable[[], Enforced | None],
-) -> tuple[int, Missing]:
-    """The format the store at ``prefix`` (of ``identity``) is served in under ``setting``, and what
-    finding it found missing (nothing where it did not look): the setting itself unless it is
-    ``auto``; then found once per process (a store key read, and on a store without one a HEAD of
-    the mark, a listing or two and, if they find objects, the store key read again and a listing of
-    namespaces; for a new store, what its server enforces: ``checks``, None where that is not known
-    yet, when format 2 is taken for now and not kept)."""
-    if setting != AUTO_FORMAT:
-        return setting, NONE_MISSING
-    place = (store.bucket, prefix)
-    with _lock:
-        known = _served.get(place)
-    if known is not None:
-        return known, NONE_MISSING
-    found, missing, sure = _look(store, prefix, identity, provider, checks)
-    if sure:
-        with _lock:
-            _served[place] = found
-    return found, missing
-
-
-def _look(
+def look(
     store: S3Store,
     prefix: str,
     identity: str,
     provider: KeyProvider,
     checks: Callable[[], Enforced | None],
 ) -> tuple[int, Missing, bool]:
-    """The format the store is in, what the look found missing, and whether that is sure. Format 2
+    """The format the store at ``prefix`` (of ``identity``) is in under ``auto``, what the look found
+    missing (nothing where it did not look), and whether that is sure: a store key read, and on a
+    store without one a HEAD of the mark, a listing or two and, if they find objects, the store key
+    read again and a listing of namespaces; for a new store, what its server enforces (``checks``,
+    None where that is not known yet, when format 2 is taken for now and not sure). Format 2
     writes its store key before anything of a user below the prefix, so users' objects with no key
     are format 1 unless a key read after the listing finds one another process has just made, or a
     namespace of format 2 shows the key was lost."""

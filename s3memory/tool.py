@@ -51,7 +51,8 @@ def _as_input(command: Any) -> object:
 
 
 class _S3Configured:
-    """The constructor both adapters share: one user's memory in one bucket."""
+    """The constructor both adapters share: one user's memory in one bucket, built without a request
+    (the first command resolves the store: ``deployment.Store``)."""
 
     def __init__(
         self,

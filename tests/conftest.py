@@ -23,11 +23,11 @@ from botocore.config import Config
 from moto import mock_aws
 from moto.s3.responses import S3Response
 
-from s3memory import migration, server_checks, store_format
 from s3memory.clients import make_s3_client
 from s3memory.crypto import KeyProvider, LocalKeyProvider
 from s3memory.demo.embedded_s3 import moto_server
 from s3memory.demo.scripted_api import ScriptedMessagesAPI
+from s3memory.deployment import forget_stores
 from s3memory.memory import S3Memory
 from s3memory.paths import MEMORY_ROOT, memory_path
 from s3memory.server_checks import SERVER_RECORD_NAME
@@ -99,15 +99,12 @@ def atomic_moto_writes() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def new_process_for_migration(monkeypatch: pytest.MonkeyPatch) -> None:
-    """What this process learned of stores marked migrated, of users with no format-1 files
-    (``migration.py``) and of the format ``auto`` serves each store in (``store_format.py``),
-    forgotten for each test: each test's bucket is new. So the first format-2 memory of a test
-    looks for format-1 users and marks the store, whatever ran before."""
-    monkeypatch.setattr(migration, "_marked", {})
-    monkeypatch.setattr(migration, "_settled", set())
-    monkeypatch.setattr(store_format, "_served", {})
-    server_checks.forget()
+def new_process_for_migration() -> None:
+    """What this process learned of stores (``deployment.forget_stores``: the format ``auto`` serves
+    each in, its mark, its users with no format-1 files, what its server enforces), forgotten for
+    each test: each test's bucket is new. So the first format-2 memory of a test looks for
+    format-1 users and marks the store, whatever ran before."""
+    forget_stores()
 
 
 @pytest.fixture(autouse=True)
@@ -374,9 +371,14 @@ def memory_tool(
 
 @pytest.fixture
 def make_memory(s3: Any, local_keys: LocalKeyProvider) -> Callable[..., S3Memory]:
+    """A memory of the test's bucket, placed (its store resolved) as by its first command: what
+    resolving costs is not counted in what a test counts of its commands."""
+
     def make(user_id: str = "alice", key_provider: KeyProvider | None = None, **options: Any) -> S3Memory:
         options.setdefault("storage_format", STORAGE_FORMAT)
-        return S3Memory(S3Store(s3, BUCKET), user_id, key_provider or local_keys, **options)
+        memory = S3Memory(S3Store(s3, BUCKET), user_id, key_provider or local_keys, **options)
+        memory.resolve()
+        return memory
 
     return make
 

@@ -6,13 +6,14 @@ a store is marked migrated at birth, or once nothing is left to move."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from s3memory import migration
 from s3memory.crypto import LocalKeyProvider
+from s3memory.deployment import forget_stores
 from s3memory.errors import CommandError, StorageError
 from s3memory.memory import S3Memory
 from s3memory.migration import BORN, MIGRATED_NAME, SETTLED, UserMigration
@@ -30,14 +31,6 @@ BACKENDS = ALL_BACKENDS
 FILES = {f"/memories/{'notes/' * (index % 3)}file{index:02d}.md": f"line {index}\n" for index in range(24)}
 
 
-@pytest.fixture(autouse=True)
-def fresh_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """What this process knows of migrated stores and users, forgotten: each test's bucket is new."""
-    monkeypatch.setattr(migration, "_marked", {})
-    monkeypatch.setattr(migration, "_settled", set())
-    yield
-
-
 @pytest.fixture
 def v1(make_memory: Callable[..., S3Memory]) -> S3Memory:
     memory = make_memory("alice", storage_format=1, actor="ada")
@@ -48,7 +41,7 @@ def v1(make_memory: Callable[..., S3Memory]) -> S3Memory:
 
 
 def v2(make_memory: Callable[..., S3Memory], user: str = "alice") -> S3Memory:
-    migration._settled.clear()  # another process: it has not looked yet
+    forget_stores()  # another process: it has not looked yet
     return make_memory(user, storage_format=2)
 
 
@@ -503,7 +496,7 @@ def test_a_mark_that_does_not_authenticate_hides_no_format_1_file_from_commands(
 ) -> None:
     make_memory("carol", storage_format=2)  # the store key; alice is in format 1: not marked
     s3.put_object(Bucket=BUCKET, Key=f"users/{MIGRATED_NAME}", Body=b"")  # as migrate wrote it once
-    migration._marked.clear()  # a new process
+    forget_stores()  # a new process
     memory = v2(make_memory)
     assert memory.run({"command": "view", "path": "/memories/file00.md"}).endswith("line 0")
     assert texts(memory) == FILES
@@ -520,7 +513,7 @@ def test_a_store_migrated_before_marks_were_sealed_serves_everyone_until_migrate
     assert migrate_store(operations).complete
     for old in (b"", BORN):
         s3.put_object(Bucket=BUCKET, Key=f"users/{MIGRATED_NAME}", Body=old)
-        migration._marked.clear()  # a new process
+        forget_stores()  # a new process
         memory = v2(make_memory)
         assert memory.run({"command": "view", "path": "/memories/file00.md"}).endswith("line 0")
         assert memory.upgrade is not None and not memory.upgrade._settled
@@ -536,7 +529,7 @@ def test_a_store_born_before_marks_were_sealed_is_marked_again_but_not_as_born(
     it never held any is no longer known (erase looks for what format 1 may have left)."""
     make_memory("alice", storage_format=2).create(memory_path("/memories/a.md"), "a\n")
     s3.put_object(Bucket=BUCKET, Key=f"users/{MIGRATED_NAME}", Body=BORN)
-    migration._marked.clear()  # a new process
+    forget_stores()  # a new process
     memory = v2(make_memory, "bob")
     assert memory.upgrade is not None and memory.upgrade._settled
     assert mark_of(s3) == SETTLED

@@ -151,7 +151,7 @@ def test_a_replica_reads_with_the_source_store_id_and_only_with_it(
     replica = S3Memory(S3Store(s3, other_bucket), "alice", local_keys, storage_format=2, store_id=BUCKET)
     assert view(replica) == "Here's the content of /memories/a.md with line numbers:\n     1\treplicated"
     with pytest.raises(IntegrityError):  # under its own bucket's name, the replica's store key is foreign
-        S3Memory(S3Store(s3, other_bucket), "alice", local_keys, storage_format=2)
+        S3Memory(S3Store(s3, other_bucket), "alice", local_keys, storage_format=2).resolve()
 
 
 def test_a_store_key_copied_to_another_prefix_or_store_is_refused(
@@ -163,7 +163,7 @@ def test_a_store_key_copied_to_another_prefix_or_store_is_refused(
     with pytest.raises(IntegrityError):
         v2(prefix="team/")
     with pytest.raises(IntegrityError):
-        S3Memory(S3Store(s3, other_bucket), "alice", local_keys, storage_format=2)
+        S3Memory(S3Store(s3, other_bucket), "alice", local_keys, storage_format=2).resolve()
 
 
 def test_a_kms_wrapped_data_key_copied_to_another_user_is_refused(
@@ -183,7 +183,7 @@ def test_a_kms_wrapped_data_key_copied_to_another_user_is_refused(
     assert stored_keys(s3, bob.layout.memories_prefix) == []
     copy(s3, f"users/{STORE_KEY_NAME}", f"team/{STORE_KEY_NAME}")
     with pytest.raises(IntegrityError):
-        S3Memory(S3Store(s3, BUCKET), "alice", provider, prefix="team/", storage_format=2)
+        S3Memory(S3Store(s3, BUCKET), "alice", provider, prefix="team/", storage_format=2).resolve()
 
 
 def test_a_lost_race_to_make_the_store_key_uses_the_winners(

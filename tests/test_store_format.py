@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from bench.metrics import RequestCounter
-from s3memory import store_format, store_keys
+from s3memory import store_keys
 from s3memory.crypto import LocalKeyProvider
+from s3memory.deployment import forget_stores
 from s3memory.errors import IntegrityError
 from s3memory.memory import S3Memory
 from s3memory.migration import BORN
@@ -97,10 +98,10 @@ def test_a_store_that_lost_its_store_key_is_refused_not_served_in_format_1(
     first.run(CREATE)
     before = stored_keys(s3)
     s3.delete_object(Bucket=BUCKET, Key="users/" + STORE_KEY_NAME)
-    monkeypatch.setattr(store_format, "_served", {})
+    forget_stores()  # a new process
 
     with pytest.raises(IntegrityError, match="The store key is missing from a store that has one"):
-        memory(s3, "bob")  # a new process: its first memory of the store
+        memory(s3, "bob").run(VIEW)  # its first memory of the store
     assert stored_keys(s3) == [key for key in before if not key.endswith(STORE_KEY_NAME)]
 
 
@@ -119,7 +120,7 @@ def test_auto_costs_a_store_of_format_2_no_request_more_than_format_2(s3: Any) -
     for setting in (2, "auto"):
         counter = RequestCounter(s3)
         provider = LocalKeyProvider(MASTER_KEY)  # a new process learns the store key anew
-        S3Memory(S3Store(s3, BUCKET), USER, provider, storage_format=setting)
+        assert S3Memory(S3Store(s3, BUCKET), USER, provider, storage_format=setting).storage_format == 2
         counted.append(counter.total)
 
     assert counted[0] == counted[1] > 0

@@ -85,6 +85,7 @@ def test_storage_failures_are_tool_errors(s3: Any) -> None:
         raise EndpointConnectionError(endpoint_url="https://s3.invalid")
 
     tool = make_tool(s3)
+    tool.memory.resolve()  # a store reached before (an unreached one: tests/test_deployment.py)
     s3.meta.events.register("before-send.s3", unreachable)
     with pytest.raises(ToolError) as caught:
         tool.call({"command": "view", "path": "/memories/a.txt"})

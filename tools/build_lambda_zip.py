@@ -56,6 +56,7 @@ LAMBDA_PACKAGE_FILES = (
     "concurrency.py",
     "conditions.py",
     "crypto/",
+    "deployment.py",
     "errors.py",
     "expiry.py",
     "files.py",

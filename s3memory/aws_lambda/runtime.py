@@ -1,7 +1,7 @@
 """What a warm container keeps between invocations, for both handlers.
 
 The settings, the S3 client, the key provider (its cache of unwrapped data keys keeps warm commands
-free of KMS requests), the token verifier (its cache of the issuer's signing keys), and one
+free of KMS requests), the store (``deployment.Store``: resolved by the first command), the token verifier (its cache of the issuer's signing keys), and one
 ``S3Memory`` per user, the least recently used dropped beyond ``WARM_USERS``: a user's directory
 hints and quota usage survive from one invocation to the next, so a warm command lists nothing the
 last one listed. Everything is built on first use and rebuilt when the settings change.
@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..crypto import KeyProvider, KMSKeyProvider
+from ..deployment import Store
 from ..memory import S3Memory
 from ..settings import Settings
 from ..store import S3Store
@@ -39,7 +40,15 @@ class Runtime:
         self.key_provider: KeyProvider = settings.make_key_provider()
         tokens = settings.edge.tokens
         self.tokens = None if tokens is None else TokenVerifier(tokens)
-        self._store = S3Store(self.s3_client, settings.bucket)
+        self.store = Store(
+            S3Store(self.s3_client, settings.bucket),
+            self.key_provider,
+            prefix=settings.prefix,
+            storage_format=settings.storage_format,
+            store_id=settings.store_id,
+            weak_server=settings.weak_server,
+        )
+        """The store every user's memory lives in, resolved by the first command."""
         self._memories: OrderedDict[str, S3Memory] = OrderedDict()
         self._lock = threading.Lock()
         metrics.instrument(self.s3_client, "s3")
@@ -53,7 +62,7 @@ class Runtime:
             if memory is not None:
                 self._memories.move_to_end(user_id)
                 return memory
-        memory = S3Memory(self._store, user_id, self.key_provider, **self.settings.memory_options())
+        memory = S3Memory(self.store, user_id, **self.settings.limits.memory_options())
         with self._lock:
             memory = self._memories.setdefault(user_id, memory)
             self._memories.move_to_end(user_id)

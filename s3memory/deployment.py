@@ -1,0 +1,219 @@
+"""A store: a key prefix in a bucket, served in one storage format, resolved once and lazily.
+
+A ``Store`` is what the tool, the Lambda runtime and the operator's commands serve memory from: the
+bucket (``store.S3Store``), the key prefix, the store's identity (``store_keys.store_identity``), the
+key provider, and the storage format and weak-server settings. Building one sends no request. The
+first command that needs it resolves it, once for the ``Store`` and thread-safely: the format the
+store is served in (``store_format``), in format 2 its store key (``store_keys``) and whether it is
+marked as holding no format-1 files (``migration``), and the ``conditions.Gate`` that from then on
+decides which conditions go to the server (learned from ``server_checks`` on the first conditional
+request). A failure there is the first command's failure; a request that could not be sent names
+the bucket and the endpoint.
+
+What a process learns of a store lasts the process and is shared by every ``Store`` of the same
+bucket, endpoint, prefix and identity (a tool per user, an operator's memories): the format
+``auto`` found (when sure), the mark, and the users known to have no format-1 files. What the
+server enforces is kept by ``server_checks`` and the store key by ``store_keys``, per key provider.
+``forget_stores`` forgets all of it: a new process's view (tests, whose buckets are new).
+
+The module is not named ``store``: ``store.py`` is the bucket wrapper, which knows nothing of
+prefixes, formats or keys; a store in this sense is a deployment of s3memory in a bucket.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from . import server_checks
+from .conditions import REFUSE, Enforced, Gate, WeakServer, checked_weak_server
+from .crypto import FORMAT_VERSION, PLACED_FORMAT, KeyOwner, KeyProvider
+from .migration import SettledUsers, migrated
+from .names import NameCipher, namespace_of
+from .paths import KeyLayout, validate_namespace
+from .store import RequestFailed, S3Store
+from .store_format import AUTO_FORMAT, StorageFormat, checked_format, look
+from .store_keys import NONE_MISSING, Missing, store_identity, store_key, stored_store_key
+
+__all__ = ["Resolution", "Store", "forget_stores", "reaching"]
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What a store was resolved to: the format it is served in and, in format 2, its store key
+    and whether it is marked as holding no format-1 files (format 1: None and False)."""
+
+    storage_format: int
+    key: bytes | None = None
+    marked: bool = False
+
+
+@dataclass
+class _Facts:
+    """What this process learned of one store, shared by every ``Store`` of it."""
+
+    served: int | None = None
+    """The format ``auto`` found, once it was sure (None: not looked, or not sure)."""
+    marked: bool | None = None
+    """Whether the store is marked as holding no format-1 files (None: not asked yet)."""
+    settled: SettledUsers = field(default_factory=SettledUsers)
+    """Users known to have no format-1 files (``migration.Upgrade``)."""
+
+
+_facts: dict[tuple[str, str, str], _Facts] = {}
+_lock = threading.Lock()
+
+
+def _facts_of(bucket: S3Store, prefix: str, identity: str) -> _Facts:
+    with _lock:
+        return _facts.setdefault((bucket.where, prefix, identity), _Facts())
+
+
+def forget_stores() -> None:
+    """Forget what this process learned of every store and its server: ``Store`` objects built
+    from now on resolve as in a new process (those built before keep what they resolved)."""
+    with _lock:
+        _facts.clear()
+    server_checks.forget()
+
+
+class Store:
+    """Memory's store: a key ``prefix`` in ``bucket``, named ``store_id`` (by default the bucket's
+    name), its keys from ``key_provider``, served in ``storage_format`` (``auto``: found in the
+    store), on a server that ignores conditions as ``weak_server`` says. Built without a request;
+    ``resolve`` finds the rest on first need."""
+
+    def __init__(
+        self,
+        bucket: S3Store,
+        key_provider: KeyProvider,
+        *,
+        prefix: str = "users/",
+        storage_format: StorageFormat = AUTO_FORMAT,
+        store_id: str | None = None,
+        weak_server: WeakServer = REFUSE,
+    ) -> None:
+        if not isinstance(bucket, S3Store):
+            raise ValueError("bucket must be an S3Store")
+        if not isinstance(key_provider, KeyProvider):
+            raise ValueError("key_provider must be a KMSKeyProvider or LocalKeyProvider")
+        self.bucket = bucket
+        self.key_provider = key_provider
+        self.prefix = prefix
+        self.setting = checked_format(storage_format)
+        """The storage format setting: 1, 2 or ``auto``."""
+        self.store_id = store_id
+        """The store's id (None: the bucket's name), bound into every format-2 object."""
+        self.identity = store_identity(store_id or bucket.bucket, prefix)
+        self.weak_server = checked_weak_server(weak_server)
+        self._facts = _facts_of(bucket, prefix, self.identity)
+        self._lock = threading.Lock()
+        self._resolution: Resolution | None = None
+        self._found: int | None = None
+
+    @property
+    def settled(self) -> SettledUsers:
+        """The users this process knows to have no format-1 files in the store."""
+        return self._facts.settled
+
+    def resolve(self) -> Resolution:
+        """The store resolved (on the first call; later calls send nothing): the format it is
+        served in (``auto``: found in the store, probing a new store's server), and in format 2
+        its store key, made on the store's first use, and its mark. A request that could not be
+        sent raises ``RequestFailed`` naming the bucket and the endpoint."""
+        with self._lock:
+            if self._resolution is None:
+                self._resolution = reaching(self.bucket, self._resolved)
+            return self._resolution
+
+    def found_format(self) -> int:
+        """The format the store is served in, for what only reads (found on the first call): never
+        probes the server or writes. Where a new store's server was never probed, format 2 for now
+        (``resolve`` then decides, probing it)."""
+        with self._lock:
+            if self._resolution is not None:
+                return self._resolution.storage_format
+            if self._found is None:
+                self._found = reaching(self.bucket, lambda: self._served(self._recorded)[0])
+            return self._found
+
+    def placement(self, user_id: str) -> tuple[KeyLayout, KeyOwner]:
+        """Where ``user_id``'s objects live and whose data keys seal them, in the format the store
+        is served in (resolved first): format 1 names the user and paths in plain keys; format 2
+        names them privately, with the store key."""
+        resolution = self.resolve()
+        if resolution.key is None:
+            return KeyLayout(validate_namespace(user_id, self.prefix)), KeyOwner(user_id)
+        token = namespace_of(resolution.key, user_id)
+        layout = KeyLayout(f"{self.prefix}{token}/", NameCipher(resolution.key, user_id))
+        return layout, KeyOwner(user_id, self.identity, token)
+
+    def stored_key(self) -> bytes | None:
+        """Format 2: the store key if one is stored, else None (never made here)."""
+        if self._resolution is not None and self._resolution.key is not None:
+            return self._resolution.key
+        return stored_store_key(self.bucket, self.prefix, self.identity, self.key_provider)
+
+    def _resolved(self) -> Resolution:
+        served, missing = self._served(self._enforced)
+        if served == FORMAT_VERSION:
+            return Resolution(FORMAT_VERSION)
+        key, missing = store_key(self.bucket, self.prefix, self.identity, self.key_provider, missing)
+        marked = self._facts.marked
+        if marked is None:
+            marked = migrated(self.bucket, self.prefix, self.identity, key, missing)
+            self._facts.marked = marked
+        return Resolution(PLACED_FORMAT, key, marked)
+
+    def _served(self, checks: Callable[[], Enforced | None]) -> tuple[int, Missing]:
+        """The format the store is served in, and what finding it found missing; the bucket's gate
+        set for it. Under ``auto``, found once per process where it is sure."""
+        served: int
+        if self.setting != AUTO_FORMAT:
+            served, missing = self.setting, NONE_MISSING
+        elif self._facts.served is not None:
+            served, missing = self._facts.served, NONE_MISSING
+        else:
+            served, missing, sure = look(self.bucket, self.prefix, self.identity, self.key_provider, checks)
+            if sure:
+                self._facts.served = served
+        self.bucket.gate = Gate(self._enforced, served, self.bucket.where, self.weak_server)
+        return served, missing
+
+    def _enforced(self) -> Enforced:
+        return server_checks.known(self.bucket, self.prefix, self.identity, self.key_provider)
+
+    def _recorded(self) -> Enforced | None:
+        return server_checks.recorded(self.bucket, self.prefix, self.identity, self.key_provider)
+
+
+_T = TypeVar("_T")
+
+
+def reaching(bucket: S3Store, first: Callable[[], _T]) -> _T:
+    """``first()``, the first requests to a store: a request that failed (``RequestFailed``: the
+    endpoint down, the bucket missing, access denied) names the bucket and the endpoint."""
+    try:
+        return first()
+    except RequestFailed as failure:
+        detail = failure.message.removeprefix("Error: ")
+        if failure.code in _UNREACHED:
+            message = f"Error: Could not reach the S3 server of {bucket.where}: {detail}"
+        else:
+            message = f"Error: The store in {bucket.where} could not be opened: {detail}"
+        raise type(failure)(message, failure.code) from None
+
+
+_UNREACHED = frozenset(
+    {
+        "EndpointConnectionError",
+        "ConnectTimeoutError",
+        "ReadTimeoutError",
+        "ConnectionClosedError",
+        "ProxyConnectionError",
+        "SSLError",
+    }
+)
+"""botocore's failures to reach the server (its exceptions' class names, ``errors.aws_error_code``)."""
