@@ -172,14 +172,16 @@ SLOW_SUITES = {
     "test_checkov": "terraform",
     "test_packaging": "packaging",
     "test_lambda_zip": "packaging",
-    "test_soak": "soak",
-    "test_hostile_input": "fuzz",
+    "test_soak::test_without_faults_the_model_and_s3memory_agree": "soak",
+    "test_soak::test_the_checker_reports_a_lost_write_and_stray_objects": "soak",
+    "test_soak::test_a_short_soak_under_faults_finds_no_violation": "soak",
+    "test_hostile_input::test_any_input_is_answered_and_refusals_change_nothing": "fuzz",
     "test_differential": "fuzz",
     "test_lambda_ric": "lambda_runtime",
     "test_server_matrix": "server_matrix",
 }
-"""The modules ``make test`` leaves out, each with its kind: a marker (``pyproject.toml``) that each
-test of the module carries beside ``slow``. ``make test`` runs ``-m "not slow"``; ``make test-all``
+"""The modules and tests (``module::test``) ``make test`` leaves out, each with its kind: a marker
+(``pyproject.toml``) that each of their tests carries beside ``slow``. ``make test`` runs ``-m "not slow"``; ``make test-all``
 (CI) runs everything. A test parametrized with a server of the matrix beyond ``ALL_BACKENDS``
 (s3rver, LocalStack) is ``server_matrix`` and ``slow`` too, wherever it is."""
 
@@ -219,7 +221,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         module = item.module.__name__.rpartition(".")[2] if isinstance(item, pytest.Function) else ""
         callspec = getattr(item, "callspec", None)
         params = callspec.params.values() if callspec is not None else ()
-        kind = SLOW_SUITES.get(module)
+        kind = SLOW_SUITES.get(f"{module}::{getattr(item, 'originalname', '')}", SLOW_SUITES.get(module))
         if kind is None and any(isinstance(value, str) and value in _MATRIX_ONLY for value in params):
             kind = "server_matrix"
         if kind is not None:
