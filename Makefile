@@ -29,9 +29,11 @@ $(CHECKOV_STAMP):
 	touch $(CHECKOV_STAMP)
 
 # The fast suite: every test but those tests/conftest.py marks slow (its SLOW_SUITES: Terraform, packaging,
-# soak, fuzz, the Lambda runtime, the server matrix), on the library's default storage format (2).
+# soak, fuzz, the Lambda runtime, the server matrix), on the library's default storage format (2), in
+# JOBS processes (pytest-xdist; each starts its own SeaweedFS, about 400 MiB; JOBS=0: one process).
+JOBS ?= 2
 test: $(STAMP)
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" -n $(JOBS)
 
 # What CI runs: every test, then the suites whose memories take the storage format again on format 1.
 test-all: $(STAMP) $(CHECKOV_STAMP) $(S3RVER_STAMP) $(LOCALSTACK_STAMP)
