@@ -181,9 +181,10 @@ SLOW_SUITES = {
     "test_server_matrix": "server_matrix",
 }
 """The modules and tests (``module::test``) ``make test`` leaves out, each with its kind: a marker
-(``pyproject.toml``) that each of their tests carries beside ``slow``. ``make test`` runs ``-m "not slow"``; ``make test-all``
-(CI) runs everything. A test parametrized with a server of the matrix beyond ``ALL_BACKENDS``
-(s3rver, LocalStack) is ``server_matrix`` and ``slow`` too, wherever it is."""
+(``pyproject.toml``) that each of their tests carries beside ``slow``. ``make test`` runs
+``-m "not slow"``; ``make test-all`` (CI) runs everything. A test parametrized with a server of the
+matrix beyond ``ALL_BACKENDS`` (s3rver, LocalStack) is ``server_matrix`` and ``slow`` too, wherever
+it is."""
 
 FORMAT_SUITES = frozenset(
     {
