@@ -210,7 +210,7 @@ FORMAT_SUITES = frozenset(
 )
 """The modules whose memories take ``STORAGE_FORMAT`` (``make_memory``, ``memory_tool``,
 ``local_env``): their tests carry the marker ``takes_format``, which ``make test-format1`` runs again
-on format 1 (``make test-all`` runs both)."""
+on format 1 (``make test-all`` runs both). ``test_suites.py`` checks both tables."""
 
 _MATRIX_ONLY = frozenset(SERVER_MATRIX) - frozenset(ALL_BACKENDS)
 
