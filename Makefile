@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PEER_STAMP := bench/.venv-peer/.installed
 CHECKOV_STAMP := .venv-checkov/.installed
 
-.PHONY: venv demo test test-format2 lint format bench bench-quick lambda-zip soak
+.PHONY: venv demo test test-all test-format1 lint format bench bench-quick lambda-zip soak
 
 # The extra S3 servers of the tests' matrix (s3rver from npm, LocalStack's S3 from PyPI): docs/servers.md.
 include tests/servers/servers.mk
@@ -28,17 +28,21 @@ $(CHECKOV_STAMP):
 	.venv-checkov/bin/python -m pip install --quiet checkov==3.3.30
 	touch $(CHECKOV_STAMP)
 
-test: $(STAMP) $(CHECKOV_STAMP) $(S3RVER_STAMP) $(LOCALSTACK_STAMP)
+# The fast suite: every test but those tests/conftest.py marks slow (its SLOW_SUITES: Terraform, packaging,
+# soak, fuzz, the Lambda runtime, the server matrix), on the library's default storage format (2), in
+# JOBS processes (pytest-xdist; each starts its own SeaweedFS, about 400 MiB; JOBS=0: one process).
+JOBS ?= 2
+test: $(STAMP)
+	$(PY) -m pytest -q -m "not slow" -n $(JOBS)
+
+# What CI runs: every test, then the suites whose memories take the storage format again on format 1.
+test-all: $(STAMP) $(CHECKOV_STAMP) $(S3RVER_STAMP) $(LOCALSTACK_STAMP)
 	$(PY) -m pytest -q
+	$(MAKE) test-format1
 
-# The memory suites again on storage format 2 (private names): those that build their memories in
-# S3MEMORY_TEST_STORAGE_FORMAT and pass there. The input fuzzer test_hostile_input is left out (a
-# minute, mostly input checks the format does not reach), to keep this near 5 minutes.
-FORMAT2_SUITES := contract browse tool jobs crash_safety concurrency directory_hints request_bounds \
-	bounded_work guard_quota guard faults crypto budgets lambda_memory lambda_agent lambda_ric
-
-test-format2: $(STAMP)
-	S3MEMORY_TEST_STORAGE_FORMAT=2 $(PY) -m pytest -q $(FORMAT2_SUITES:%=tests/test_%.py)
+# The suites that take the storage format (tests/conftest.py's FORMAT_SUITES) on format 1 (plain names).
+test-format1: $(STAMP)
+	S3MEMORY_TEST_STORAGE_FORMAT=1 $(PY) -m pytest -q -m takes_format
 
 $(PEER_STAMP): bench/peer-requirements.txt | $(STAMP)
 	$(PY) -m bench.peer_env --force

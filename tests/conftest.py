@@ -39,6 +39,7 @@ from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
 from .support.backends import REGION, SeaweedServer
 from .support.backends import missing as seaweedfs_missing
 from .support.bucket import (
+    ALL_BACKENDS,
     BUCKET,
     LOCAL_KEY_B64,
     MASTER_KEY,
@@ -48,6 +49,7 @@ from .support.bucket import (
     temporary_bucket,
 )
 from .support.faults import instant_retries
+from .support.formats import DEFAULT_FORMAT
 from .support.localstack import LocalStackServer
 from .support.localstack import missing as localstack_missing
 from .support.loopback_server import LoopbackServer, serving
@@ -109,11 +111,11 @@ def new_process_for_migration() -> None:
 
 @pytest.fixture(autouse=True)
 def moto_semantics(request: pytest.FixtureRequest) -> Iterator[None]:
-    """moto refuses what S3 refuses (``s3memory.testing``, as users may have it), except
-    in the suites that run on moto as shipped (a module with ``MOTO_AS_SHIPPED = True``) when they
-    run on a storage format moto as shipped can serve: there s3memory finds out itself what moto
-    does not enforce (``docs/servers.md``)."""
-    if getattr(request.module, "MOTO_AS_SHIPPED", False) and STORAGE_FORMAT != 2:
+    """moto refuses what S3 refuses (``s3memory.testing``, as users may have it), except in the
+    suites that run on moto as shipped (a module with ``MOTO_AS_SHIPPED`` true; one that makes its
+    memories in ``STORAGE_FORMAT`` sets it only on a format moto as shipped can serve): there
+    s3memory finds out itself what moto does not enforce (``docs/servers.md``)."""
+    if getattr(request.module, "MOTO_AS_SHIPPED", False):
         yield
         return
     with conditions_honoured():
@@ -160,6 +162,72 @@ def aws() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def session_s3(aws: None) -> Any:
     return boto3.client("s3", region_name="us-east-1")
+
+
+SLOW_SUITES = {
+    "test_terraform": "terraform",
+    "test_terraform_apply": "terraform",
+    "test_checkov": "terraform",
+    "test_packaging": "packaging",
+    "test_lambda_zip": "packaging",
+    "test_soak::test_without_faults_the_model_and_s3memory_agree": "soak",
+    "test_soak::test_the_checker_reports_a_lost_write_and_stray_objects": "soak",
+    "test_soak::test_a_short_soak_under_faults_finds_no_violation": "soak",
+    "test_hostile_input::test_any_input_is_answered_and_refusals_change_nothing": "fuzz",
+    "test_differential": "fuzz",
+    "test_lambda_ric": "lambda_runtime",
+    "test_server_matrix": "server_matrix",
+}
+"""The modules and tests (``module::test``) ``make test`` leaves out, each with its kind: a marker
+(``pyproject.toml``) that each of their tests carries beside ``slow``. ``make test`` runs
+``-m "not slow"``; ``make test-all`` (CI) runs everything. A test parametrized with a server of the
+matrix beyond ``ALL_BACKENDS`` (s3rver, LocalStack) is ``server_matrix`` and ``slow`` too, wherever
+it is."""
+
+FORMAT_SUITES = frozenset(
+    {
+        "test_contract",
+        "test_browse",
+        "test_tool",
+        "test_jobs",
+        "test_crash_safety",
+        "test_concurrency",
+        "test_directory_hints",
+        "test_request_bounds",
+        "test_bounded_work",
+        "test_guard_quota",
+        "test_guard",
+        "test_faults",
+        "test_crypto",
+        "test_budgets",
+        "test_hostile_input",
+        "test_lambda_memory",
+        "test_lambda_agent",
+        "test_lambda_ric",
+    }
+)
+"""The modules whose memories take ``STORAGE_FORMAT`` (``make_memory``, ``memory_tool``,
+``local_env``): their tests carry the marker ``takes_format``, which ``make test-format1`` runs again
+on format 1 (``make test-all`` runs both). ``test_suites.py`` checks both tables."""
+
+_MATRIX_ONLY = frozenset(SERVER_MATRIX) - frozenset(ALL_BACKENDS)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests of ``SLOW_SUITES`` and ``FORMAT_SUITES``, and the tests on a server of the
+    matrix alone."""
+    for item in items:
+        module = item.module.__name__.rpartition(".")[2] if isinstance(item, pytest.Function) else ""
+        callspec = getattr(item, "callspec", None)
+        params = callspec.params.values() if callspec is not None else ()
+        kind = SLOW_SUITES.get(f"{module}::{getattr(item, 'originalname', '')}", SLOW_SUITES.get(module))
+        if kind is None and any(isinstance(value, str) and value in _MATRIX_ONLY for value in params):
+            kind = "server_matrix"
+        if kind is not None:
+            item.add_marker(kind)
+            item.add_marker("slow")
+        if module in FORMAT_SUITES:
+            item.add_marker("takes_format")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -286,9 +354,10 @@ def local_keys() -> LocalKeyProvider:
     return LocalKeyProvider(MASTER_KEY)
 
 
-STORAGE_FORMAT = int(os.environ.get("S3MEMORY_TEST_STORAGE_FORMAT", "1"))
-"""The storage format of the memories ``make_memory`` makes unless a test names one: set
-S3MEMORY_TEST_STORAGE_FORMAT=2 to run the suites that use it on private names."""
+STORAGE_FORMAT = int(os.environ.get("S3MEMORY_TEST_STORAGE_FORMAT", DEFAULT_FORMAT))
+"""The storage format of the memories ``make_memory`` makes unless a test names one: the format the
+library's default (``auto``) gives a new store, unless S3MEMORY_TEST_STORAGE_FORMAT names another
+(``make test-format1`` sets 1 for the suites that take it, ``FORMAT_SUITES``)."""
 
 
 def key_of(memory: S3Memory, path: str) -> str:

@@ -35,7 +35,7 @@ def _checkov() -> str:
     found = shutil.which("checkov")
     if found:
         return found
-    reason = "checkov is not installed (make test installs it in .venv-checkov)"
+    reason = "checkov is not installed (make test-all installs it in .venv-checkov)"
     if os.environ.get("CI"):
         pytest.fail(reason, pytrace=False)
     pytest.skip(reason)

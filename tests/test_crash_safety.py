@@ -13,6 +13,7 @@ from typing import Any
 import boto3
 import pytest
 
+from s3memory import files as files_module
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
@@ -51,6 +52,10 @@ def content(memory: S3Memory, path: str) -> str | None:
     except CommandError:
         return None
     return "\n".join(row.split("\t", 1)[1] for row in shown.splitlines()[1:]) + "\n"
+
+
+PAGE = 20
+"""The listing page of a test that fills one: small, so that filling it costs little."""
 
 
 def tree(count: int, base: str = "/memories/project") -> dict[str, str]:
@@ -145,10 +150,11 @@ def test_view_of_the_root_finds_a_job_record_past_its_first_page(s3: Any) -> Non
     crash_during(
         {"command": "rename", "old_path": "/memories/project", "new_path": "/memories/moved"}, "PutObject", 3
     )
-    junk = [setup.layout.key_of_internal(f"jobs/!{index:04d}") for index in range(1_000)]  # before any record
+    junk = [setup.layout.key_of_internal(f"jobs/!{index:04d}") for index in range(PAGE)]  # before any record
     for key in junk:
         s3.put_object(Bucket=BUCKET, Key=key, Body=b"not a record")
     later, _ = fresh_memory()
+    later.store.page_size = PAGE  # a page of 20 keys stands for S3's 1,000
     listing = later.run({"command": "view", "path": "/memories"})
     assert "/memories/project" not in listing and "4.0K\t/memories/moved/" in listing
     for path, text in files.items():
@@ -208,8 +214,12 @@ def test_two_processes_finishing_one_job_converge(s3: Any) -> None:
     assert no_jobs_left(s3)
 
 
-def test_a_rename_of_more_than_a_thousand_files_survives_a_crash_between_batches(s3: Any) -> None:
-    files = tree(1_050)
+def test_a_rename_of_more_files_than_a_batch_survives_a_crash_between_batches(
+    s3: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch of 10 deletes stands for S3's 1,000 (``store.DELETE_BATCH``): 105 files are 11 batches."""
+    monkeypatch.setattr(files_module, "DELETE_BATCH", 10)
+    files = tree(105)
     setup, _ = fresh_memory()
     for path, text in files.items():
         plant(s3, setup, path, text)
@@ -223,8 +233,8 @@ def test_a_rename_of_more_than_a_thousand_files_survives_a_crash_between_batches
         {"command": "rename", "old_path": "/memories/project", "new_path": "/memories/big"}
     ).startswith("Successfully renamed")
     assert stored_keys(s3, prefix_of(retry, "/memories/project")) == []
-    assert len(stored_keys(s3, prefix_of(retry, "/memories/big"))) == 1_050
-    for path in list(files)[::150]:
+    assert len(stored_keys(s3, prefix_of(retry, "/memories/big"))) == 105
+    for path in list(files)[::15]:
         assert content(retry, path.replace("/memories/project", "/memories/big")) == files[path]
     assert no_jobs_left(s3)
 

@@ -1,5 +1,5 @@
 # The extra S3 servers of the tests' server matrix (tests/support/s3rver.py, tests/support/localstack.py),
-# each installed from a committed, pinned list. Included by the Makefile; `make test` depends on both stamps.
+# each installed from a committed, pinned list. Included by the Makefile; `make test-all` depends on both stamps.
 S3RVER_DIR := tests/servers/s3rver
 S3RVER_STAMP := $(S3RVER_DIR)/node_modules/.installed
 LOCALSTACK_DIR := tests/servers/localstack

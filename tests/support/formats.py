@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from s3memory.crypto import PLACED_FORMAT
+
 FORMATS = (1, 2)
 
 both_formats = pytest.mark.parametrize("storage_format", FORMATS, ids=[f"format-{n}" for n in FORMATS])
@@ -13,3 +15,7 @@ both_formats = pytest.mark.parametrize("storage_format", FORMATS, ids=[f"format-
 
 REFUSED_TOKEN = "a" * 52
 """The shape of a format-2 token (52 base32 characters) that opens under no key."""
+
+DEFAULT_FORMAT = PLACED_FORMAT
+"""The format the library's default storage format setting (``auto``) gives a new store on a server
+that enforces the conditions format 2 needs (``store_format.py``): the tests' default."""
