@@ -26,7 +26,7 @@ from .conditions import REFUSE, WeakServer
 from .crypto import OVERHEAD, DataKeySource, KeyOwner, KeyProvider, ObjectCipher
 from .deployment import Store
 from .errors import CommandError, StorageError, Unsettled
-from .files import WRITE_ATTEMPTS, MemoryFiles, backoff
+from .files import LOST, Lost, MemoryFiles, retried
 from .guard import ContentGuard
 from .job_runner import Intent, JobRunner
 from .jobs import Source
@@ -321,7 +321,8 @@ class S3Memory:
 
     def _edit(self, path: MemoryPath, missing: str, change: Callable[[str], tuple[Edit, str]]) -> str:
         """Read-modify-write with ``IfMatch``, retried with jitter when another writer wins."""
-        for attempt in range(WRITE_ATTEMPTS):
+
+        def attempt(_number: int) -> str | Lost:
             found = None if path.is_root else self.files.read(path)
             if found is None:
                 raise Unsettled(missing)
@@ -332,9 +333,13 @@ class S3Memory:
             if self.files.replace(path, sealed, found.etag):
                 self.usage.add(growth, 0)
                 return answer
-            backoff(attempt)
-        raise StorageError(
-            f"Error: {path.text} kept changing under concurrent edits; the edit was not applied. Try again."
+            return LOST
+
+        return retried(
+            attempt,
+            lambda: StorageError(
+                f"Error: {path.text} kept changing under concurrent edits; the edit was not applied. Try again."
+            ),
         )
 
     # -- delete --------------------------------------------------------------------------------
