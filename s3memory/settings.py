@@ -41,7 +41,7 @@ from .conditions import REFUSE, SINGLE_WRITER, WeakServer, checked_weak_server
 from .crypto import DATA_KEY_BYTES, MAX_KEY_VERSION, KeyProvider, KMSKeyProvider, LocalKeyProvider
 from .guard import ContentGuard
 from .memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT
-from .paths import validate_namespace
+from .paths import check_prefix
 from .quota import Quota
 from .store_format import AUTO_FORMAT, StorageFormat, checked_format
 
@@ -277,7 +277,7 @@ class Settings:
         raw_prefix = environ.get(PREFIX)
         prefix = DEFAULT_PREFIX if raw_prefix is None else raw_prefix
         try:
-            validate_namespace("user", prefix)
+            check_prefix(prefix)
         except ValueError:
             raise SettingsError(
                 f"{PREFIX} must be empty or plain segments each ending in '/', like 'users/'"

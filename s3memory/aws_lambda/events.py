@@ -24,7 +24,7 @@ from typing import Any, TypeGuard
 from ..authors import validate_served_author
 from ..commands import COMMANDS
 from ..errors import type_name
-from ..paths import validate_namespace
+from ..paths import UserId
 from ..settings import DIRECT_INVOCATION, JWT_ISSUER, Edge
 from .tokens import KeysUnavailable, TokenRefused, TokenVerifier
 
@@ -33,7 +33,7 @@ from .tokens import KeysUnavailable, TokenRefused, TokenVerifier
 class Request:
     """A served event: whose memory, the raw tool_use input, and who the writes are by."""
 
-    user_id: str
+    user_id: UserId
     tool_input: dict[str, Any]
     actor: str | None = None
 
@@ -59,12 +59,12 @@ def command_name(tool_input: object) -> str:
     return command if isinstance(command, str) and command in COMMANDS else "unknown"
 
 
-def _checked_user(user_id: str, status: int, what: str) -> str:
+def _checked_user(user_id: str, status: int, what: str) -> UserId:
+    """The request's one check of its user id: the ``UserId`` the rest takes as it is."""
     try:
-        validate_namespace(user_id, "")
+        return UserId(user_id)
     except ValueError as error:
         raise Refused(status, f"Error: {what} is not a usable user id: {error}.") from None
-    return user_id
 
 
 def _tool_input(container: dict[Any, Any], where: str) -> dict[str, Any]:
@@ -107,8 +107,7 @@ def direct_request(event: object, edge: Edge) -> Request:
     user_id = event["user_id"]
     if not isinstance(user_id, str) or not user_id:
         raise Refused(400, f"Error: `user_id` must be a non-empty string, got {type_name(user_id)}.")
-    _checked_user(user_id, 400, "`user_id`")
-    return Request(user_id, _tool_input(event, "The event"), actor_of(event))
+    return Request(_checked_user(user_id, 400, "`user_id`"), _tool_input(event, "The event"), actor_of(event))
 
 
 def _http_body(event: dict[Any, Any]) -> dict[Any, Any]:

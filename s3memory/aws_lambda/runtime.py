@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..crypto import KeyProvider, KMSKeyProvider
 from ..deployment import Store
 from ..memory import S3Memory
+from ..paths import UserId
 from ..settings import Settings
 from ..store import S3Store
 from . import metrics
@@ -55,8 +56,8 @@ class Runtime:
         if isinstance(self.key_provider, KMSKeyProvider):
             metrics.instrument(self.key_provider.client, "kms")
 
-    def memory(self, user_id: str) -> S3Memory:
-        """The user's memory, kept warm (``ValueError`` for an unusable user id)."""
+    def memory(self, user_id: UserId) -> S3Memory:
+        """The user's memory, kept warm; ``user_id`` was checked where the request came in."""
         with self._lock:
             memory = self._memories.get(user_id)
             if memory is not None:
@@ -71,7 +72,9 @@ class Runtime:
         return memory
 
     @contextlib.contextmanager
-    def serving(self, user_id: str, fields: dict[str, Any], actor: str | None = None) -> Iterator[S3Memory]:
+    def serving(
+        self, user_id: UserId, fields: dict[str, Any], actor: str | None = None
+    ) -> Iterator[S3Memory]:
         """The user's memory for one invocation, its writes by ``actor``; notes in ``fields`` how
         many job records it set aside in quarantine (``job_records_set_aside``). Each command's
         access record has landed before its answer (``access.py``): nothing is left in flight when

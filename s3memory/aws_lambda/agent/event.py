@@ -9,7 +9,7 @@ from typing import Any
 
 from ...authors import validate_served_author
 from ...errors import shown, type_name
-from ...paths import validate_namespace
+from ...paths import UserId
 
 ITERATIONS_LIMIT = 100
 MAX_TOKENS_LIMIT = 128_000
@@ -78,7 +78,7 @@ class Invalid(Exception):
 class AgentRequest:
     """A validated event."""
 
-    user_id: str
+    user_id: UserId
     messages: list[dict[str, Any]]
     model: str | None = None
     max_tokens: int | None = None
@@ -147,7 +147,7 @@ def parse_event(event: object) -> AgentRequest:
     if not isinstance(user_id, str) or not user_id:
         raise Invalid(f"Error: `user_id` must be a non-empty string, got {type_name(user_id)}.")
     try:
-        validate_namespace(user_id, "")
+        user_id = UserId(user_id)
     except ValueError as error:
         raise Invalid(f"Error: `user_id` is not a usable user id: {error}.") from None
 
