@@ -21,7 +21,6 @@ from ..deployment import Store
 from ..memory import S3Memory
 from ..paths import UserId
 from ..settings import Settings
-from ..store import S3Store
 from . import metrics
 from .tokens import TokenVerifier
 
@@ -41,14 +40,7 @@ class Runtime:
         self.key_provider: KeyProvider = settings.make_key_provider()
         tokens = settings.edge.tokens
         self.tokens = None if tokens is None else TokenVerifier(tokens)
-        self.store = Store(
-            S3Store(self.s3_client, settings.bucket),
-            self.key_provider,
-            prefix=settings.prefix,
-            storage_format=settings.storage_format,
-            store_id=settings.store_id,
-            weak_server=settings.weak_server,
-        )
+        self.store: Store = settings.make_store(self.s3_client, self.key_provider)
         """The store every user's memory lives in, resolved by the first command."""
         self._memories: OrderedDict[str, S3Memory] = OrderedDict()
         self._lock = threading.Lock()
