@@ -14,6 +14,7 @@ import pytest
 
 from s3memory import paths
 from s3memory.aws_lambda import memory_handler, runtime
+from s3memory.aws_lambda.agent.event import Invalid, parse_event
 from s3memory.console import settings_from
 from s3memory.crypto import LocalKeyProvider
 from s3memory.deployment import Store
@@ -95,6 +96,18 @@ def test_an_http_request_checks_its_tokens_subject_once(
         "is_error": False,
     }
     assert checks == ["alice"]
+
+
+def test_the_agent_functions_event_checks_its_user_id_once(checks: list[object]) -> None:
+    request = parse_event({"user_id": "alice", "prompt": "hi"})
+    assert isinstance(request.user_id, UserId) and request.user_id == "alice"
+    assert checks == ["alice"]
+    with pytest.raises(Invalid) as refused:
+        parse_event({"user_id": "..", "prompt": "hi"})
+    assert refused.value.message == (
+        "Error: `user_id` is not a usable user id: user_id must not contain '/', '\\' or control "
+        "characters, nor be '.' or '..'."
+    )
 
 
 @pytest.mark.parametrize(
