@@ -12,9 +12,10 @@ import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from enum import Enum
+from typing import NamedTuple, TypeVar
 
 from .concurrency import parallel
 from .crypto import FORMAT_VERSION, HEADER_BYTES, PLACE_METADATA, ObjectCipher, Sealed, plaintext_size
@@ -44,6 +45,28 @@ _SEALED_SLACK = 4096
 def backoff(attempt: int) -> None:
     """Sleep a jittered, growing, bounded time before retrying a lost conditional write."""
     time.sleep(random.uniform(0, min(0.5, 0.01 * 2**attempt)))
+
+
+class Lost(Enum):
+    """An attempt's answer when its conditional write lost to another writer: try again."""
+
+    LOST = "lost"
+
+
+LOST = Lost.LOST
+"""The answer of an attempt that lost: ``retried`` backs off and tries again."""
+_Result = TypeVar("_Result")
+
+
+def retried(attempt: Callable[[int], _Result | Lost], exhausted: Callable[[], Exception]) -> _Result:
+    """What ``attempt(n)`` answers for n = 0, 1, ... once it is not ``LOST``, backing off after each
+    loss; ``exhausted()`` is raised when all ``WRITE_ATTEMPTS`` attempts lost."""
+    for number in range(WRITE_ATTEMPTS):
+        result = attempt(number)
+        if result is not LOST:
+            return result
+        backoff(number)
+    raise exhausted()
 
 
 def conflicting_writes() -> StorageError:
@@ -247,18 +270,19 @@ class MemoryFiles:
         body, metadata = (sealed, {}) if isinstance(sealed, bytes) else (sealed.body, dict(sealed.metadata))
         if origin is not None and self.cipher.format == FORMAT_VERSION:
             metadata[ORIGIN_METADATA] = self.cipher.fingerprint(origin.canonical)
-        for attempt in range(WRITE_ATTEMPTS):
+
+        def attempt(_number: int) -> str | Lost | None:
             try:
                 etag: str | None = self.store.put(key, body, if_none_match=True, metadata=metadata)
             except PreconditionFailed as lost:
                 etag = self.landed(key, body) if lost.after_retry else None
             except ConditionalConflict:
-                backoff(attempt)
-                continue
+                return LOST
             if etag is not None and isinstance(sealed, Sealed):
                 self._learn(key, etag, sealed)
             return etag
-        raise conflicting_writes()
+
+        return retried(attempt, conflicting_writes)
 
     def _learn(self, key: str, etag: str, sealed: Sealed, path: MemoryPath | None = None) -> None:
         """Remember the header of ``sealed``, written at ``key`` with ``etag``, if it is format-2

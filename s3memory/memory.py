@@ -26,7 +26,7 @@ from .conditions import REFUSE, WeakServer
 from .crypto import OVERHEAD, DataKeySource, KeyOwner, KeyProvider, ObjectCipher
 from .deployment import Store
 from .errors import CommandError, StorageError, Unsettled
-from .files import WRITE_ATTEMPTS, MemoryFiles, backoff
+from .files import LOST, Lost, MemoryFiles, retried
 from .guard import ContentGuard
 from .job_runner import Intent, JobRunner
 from .jobs import Source
@@ -34,7 +34,7 @@ from .keyvault import KeyVault
 from .listing import Tree, render_listing
 from .migration import Upgrade
 from .moves import Origin, SourceChanged
-from .paths import ROOT, KeyLayout, MemoryPath, validate_namespace
+from .paths import ROOT, KeyLayout, MemoryPath, UserId, validate_namespace
 from .placement import Refusal, Survey, require_depth, require_file_path, write_new_file
 from .quota import Quota, Usage
 from .store import ListingPage, PreconditionFailed, S3Store
@@ -108,8 +108,8 @@ class S3Memory:
         self.store = self.deployment.bucket
         self.key_provider = self.deployment.key_provider
         self.content_guard = content_guard
-        self._user_id = user_id
-        self._namespace = validate_namespace(user_id, self.deployment.prefix)
+        self._user_id = UserId(user_id)
+        self._namespace = validate_namespace(self._user_id, self.deployment.prefix)
         self._limits = (max_file_bytes, quota, clock)
         self._author = _author(actor)
         self._base: S3Memory | None = None
@@ -321,7 +321,8 @@ class S3Memory:
 
     def _edit(self, path: MemoryPath, missing: str, change: Callable[[str], tuple[Edit, str]]) -> str:
         """Read-modify-write with ``IfMatch``, retried with jitter when another writer wins."""
-        for attempt in range(WRITE_ATTEMPTS):
+
+        def attempt(_number: int) -> str | Lost:
             found = None if path.is_root else self.files.read(path)
             if found is None:
                 raise Unsettled(missing)
@@ -332,9 +333,13 @@ class S3Memory:
             if self.files.replace(path, sealed, found.etag):
                 self.usage.add(growth, 0)
                 return answer
-            backoff(attempt)
-        raise StorageError(
-            f"Error: {path.text} kept changing under concurrent edits; the edit was not applied. Try again."
+            return LOST
+
+        return retried(
+            attempt,
+            lambda: StorageError(
+                f"Error: {path.text} kept changing under concurrent edits; the edit was not applied. Try again."
+            ),
         )
 
     # -- delete --------------------------------------------------------------------------------
@@ -503,7 +508,7 @@ class _Placed:
 
 
 def _placed(
-    store: Store, user_id: str, limits: tuple[int, Quota | None, Callable[[], float]], author: str | None
+    store: Store, user_id: UserId, limits: tuple[int, Quota | None, Callable[[], float]], author: str | None
 ) -> _Placed:
     """``user_id``'s memory in ``store`` (resolved now if it was not), placed where the store's
     format puts it (``Store.placement``); in format 2 with the user's format-1 files, moved before
@@ -532,7 +537,7 @@ def _placed(
     )
 
 
-def _legacy_files(store: S3Store, user_id: str, prefix: str, provider: KeyProvider) -> MemoryFiles:
+def _legacy_files(store: S3Store, user_id: UserId, prefix: str, provider: KeyProvider) -> MemoryFiles:
     """The user's files as format 1 named and sealed them (read, never written: see ``Upgrade``)."""
     layout = KeyLayout(validate_namespace(user_id, prefix))
     cipher = ObjectCipher(DataKeySource(provider, KeyOwner(user_id), KeyVault(store, layout)))

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from .crypto import FORMAT_VERSION, PLACE_METADATA
 from .errors import IntegrityError
-from .files import WRITE_ATTEMPTS, MemoryFiles, backoff, conflicting_writes
+from .files import LOST, Lost, MemoryFiles, conflicting_writes, retried
 from .jobs import place_digest
 from .paths import MemoryPath
 from .store import ConditionalConflict, PreconditionFailed
@@ -222,19 +222,20 @@ class ServerCopyMover(Mover):
         metadata = self._files.cipher.placed(target.canonical, origin.header, self._files.author)
         place = metadata[PLACE_METADATA]
         started = self._clock()
-        for attempt in range(WRITE_ATTEMPTS):
+
+        def attempt(_number: int) -> Copy | Lost | None:
             try:
                 etag = self._store.copy_new(source, key, source_etag=origin.etag, metadata=metadata)
             except PreconditionFailed as lost:
                 return self._refused(target, place, started, after_retry=lost.after_retry)
             except ConditionalConflict:
-                backoff(attempt)
-                continue
+                return LOST
             if etag is None:  # no source to copy
                 return self._refused(target, place, started, after_retry=False)
             self._files.verified.add(key, etag, origin.header, place)
             return Copy(target, etag, place, started)
-        raise conflicting_writes()
+
+        return retried(attempt, conflicting_writes)
 
     def _sealed_again(self, origin: Origin, target: MemoryPath) -> Copy | None:
         started = self._clock()

@@ -158,7 +158,7 @@ class Operations:
         store_id: str | None = None,
         weak_server: WeakServer = REFUSE,
     ) -> None:
-        self.deployment = Store(
+        deployment = Store(
             store,
             key_provider,
             prefix=prefix,
@@ -166,17 +166,28 @@ class Operations:
             store_id=store_id,
             weak_server=weak_server,
         )
+        self._serve(deployment, limits, actor)
+
+    @classmethod
+    def over(cls, deployment: Store, *, limits: Limits | None = None, actor: str | None = None) -> Operations:
+        """The operations of the store ``deployment`` (one ``Settings.make_store`` built)."""
+        operations = cls.__new__(cls)
+        operations._serve(deployment, limits, actor)
+        return operations
+
+    def _serve(self, deployment: Store, limits: Limits | None, actor: str | None) -> None:
+        self.deployment = deployment
         """The store (``deployment.Store``): built without a request, resolved on first need."""
-        self.store = store
-        self.key_provider = key_provider
-        self.prefix = prefix
+        self.store = deployment.bucket
+        self.key_provider = deployment.key_provider
+        self.prefix = deployment.prefix
         self.limits = limits or Limits()
         self.actor = actor
         """Named as the author of what restore and import write."""
-        self.weak_server = self.deployment.weak_server
-        self.store_id = store_id
+        self.weak_server = deployment.weak_server
+        self.store_id = deployment.store_id
         """Format 2: the store's id (None: the bucket's name), bound into every object."""
-        self.store_identity = self.deployment.identity
+        self.store_identity = deployment.identity
         """The store's identity (``store_keys.store_identity``), whatever its format."""
         self._outside_other_stores = False
 
@@ -201,20 +212,10 @@ class Operations:
         key_provider: KeyProvider | None = None,
         actor: str | None = None,
     ) -> Operations:
-        """Built from the same settings as the Lambda handlers (``S3MEMORY_*``): the store, its
-        storage format and limits (``key_provider``: one already built from them, to share its
-        cache)."""
-        client = s3_client or settings.make_s3_client()
-        return cls(
-            S3Store(client, settings.bucket),
-            key_provider or settings.make_key_provider(),
-            prefix=settings.prefix,
-            limits=settings.limits,
-            actor=actor,
-            storage_format=settings.storage_format,
-            store_id=settings.store_id,
-            weak_server=settings.weak_server,
-        )
+        """Built from the same settings as the Lambda handlers (``S3MEMORY_*``): the store
+        (``Settings.make_store``) and the limits (``key_provider``: one already built from them,
+        to share its cache)."""
+        return cls.over(settings.make_store(s3_client, key_provider), limits=settings.limits, actor=actor)
 
     def check_server(self) -> ServerCheck:
         """Probe the server again (``verify``: a dozen requests on objects of the probe's own, which

@@ -148,20 +148,35 @@ def memory_path(path: object, field: str = "path") -> MemoryPath:
     return MemoryPath(path, check_memory_path(path))
 
 
-def validate_namespace(user_id: object, prefix: object) -> str:
-    """Check a user id and key prefix, and return the user's namespace (``prefix + user_id + '/'``).
-
-    A user id that could change the prefix is refused: empty, ``.``/``..``, separators,
-    control characters. The prefix is empty or ``/``-separated plain segments ending in ``/``.
-    """
+def check_user_id(user_id: object) -> str:
+    """``user_id``, refused (``ValueError`` naming the cause) if it could change the key prefix:
+    empty, ``.``/``..``, separators, control characters, over 256 bytes of UTF-8."""
     if not isinstance(user_id, str) or not user_id:
         raise ValueError("user_id must be a non-empty string")
-    if not isinstance(prefix, str):
-        raise ValueError("prefix must be a string")
     if "/" in user_id or "\\" in user_id or _dot_segment(user_id) or _has_control_character(user_id):
         raise ValueError("user_id must not contain '/', '\\' or control characters, nor be '.' or '..'")
     if len(user_id.encode("utf-8", errors="surrogatepass")) > 256:
         raise ValueError("user_id must be at most 256 bytes of UTF-8")
+    return user_id
+
+
+class UserId(str):
+    """A user id checked once, when made (``check_user_id``); made again from one, it is not checked
+    again, so an edge that checks a request's user id hands the check on with the value."""
+
+    __slots__ = ()
+
+    def __new__(cls, user_id: object) -> UserId:
+        if isinstance(user_id, UserId):
+            return user_id
+        return super().__new__(cls, check_user_id(user_id))
+
+
+def check_prefix(prefix: object) -> str:
+    """``prefix``, refused (``ValueError``) unless it is empty or ``/``-separated plain segments
+    each ending in ``/``."""
+    if not isinstance(prefix, str):
+        raise ValueError("prefix must be a string")
     if prefix:
         segments = prefix.split("/")
         if (
@@ -171,7 +186,13 @@ def validate_namespace(user_id: object, prefix: object) -> str:
             or _has_control_character(prefix)
         ):
             raise ValueError("prefix must be empty or plain segments each ending in '/', like 'users/'")
-    return f"{prefix}{user_id}/"
+    return prefix
+
+
+def validate_namespace(user_id: object, prefix: object) -> str:
+    """Check a user id (unless it is a ``UserId``) and key prefix, and return the user's namespace
+    (``prefix + user_id + '/'``)."""
+    return f"{check_prefix(prefix)}{UserId(user_id)}/"
 
 
 class SegmentNames(Protocol):

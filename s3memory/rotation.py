@@ -44,7 +44,7 @@ from .crypto import (
     sealed_version,
 )
 from .errors import CommandError, IntegrityError
-from .files import ORIGIN_METADATA, WRITE_ATTEMPTS, backoff
+from .files import LOST, ORIGIN_METADATA, Lost, retried
 from .jobs import RECORD_MAX_BYTES, RECORD_PATH_PREFIX
 from .keyvault import KEYS_PREFIX, KeyVault
 from .memory import S3Memory
@@ -289,20 +289,24 @@ def _rewrap_store_key(store: S3Store, prefix: str, identity: str, provider: Loca
     processes learned of it stays true."""
     name = prefix + STORE_KEY_NAME
     current = STORE_KEY_MAGIC + b"L" + struct.pack(">I", provider.version)
-    for attempt in range(WRITE_ATTEMPTS):
+
+    def attempt(_number: int) -> Lost | None:
         stored = store.get(name, max_bytes=STORE_KEY_MAX_BYTES)
         if stored is None or stored.body.startswith(current):
-            return
+            return None
         wrapped = provider.wrap_store_key(identity, provider.open_store_key(identity, stored.body))
         try:
             store.put(name, wrapped, if_match=stored.etag)
         except (PreconditionFailed, ConditionalConflict):
-            backoff(attempt)  # another rotation wrapped it (read next), or it was written meanwhile
-            continue
-        return
-    raise CommandError(
-        "Error: The store key kept changing while it was wrapped again under the current local master "
-        "key; no file was sealed again. Run the rotation again."
+            return LOST  # another rotation wrapped it (read next), or it was written meanwhile
+        return None
+
+    retried(
+        attempt,
+        lambda: CommandError(
+            "Error: The store key kept changing while it was wrapped again under the current local master "
+            "key; no file was sealed again. Run the rotation again."
+        ),
     )
 
 
@@ -369,11 +373,14 @@ def _settle(memory: S3Memory, report: RotationReport, sweep: _Sweep) -> None:
 def _until_settled(label: str, once: Callable[[], bool], report: RotationReport) -> None:
     """``once()`` until it has settled the object named ``label`` (True), backing off after each
     write it lost to another writer."""
-    for attempt in range(WRITE_ATTEMPTS):
-        if once():
-            return
-        backoff(attempt)
-    report.left.append((label, "it kept changing while it was sealed again"))
+    try:
+        retried(lambda _number: None if once() else LOST, _KeptChanging)
+    except _KeptChanging:
+        report.left.append((label, "it kept changing while it was sealed again"))
+
+
+class _KeptChanging(Exception):
+    """Every write sealing an object again lost to another writer."""
 
 
 def _file_once(

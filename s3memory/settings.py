@@ -39,10 +39,12 @@ from urllib.parse import urlsplit
 
 from .conditions import REFUSE, SINGLE_WRITER, WeakServer, checked_weak_server
 from .crypto import DATA_KEY_BYTES, MAX_KEY_VERSION, KeyProvider, KMSKeyProvider, LocalKeyProvider
+from .deployment import Store
 from .guard import ContentGuard
 from .memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT
-from .paths import validate_namespace
+from .paths import check_prefix
 from .quota import Quota
+from .store import S3Store
 from .store_format import AUTO_FORMAT, StorageFormat, checked_format
 
 if TYPE_CHECKING:
@@ -277,7 +279,7 @@ class Settings:
         raw_prefix = environ.get(PREFIX)
         prefix = DEFAULT_PREFIX if raw_prefix is None else raw_prefix
         try:
-            validate_namespace("user", prefix)
+            check_prefix(prefix)
         except ValueError:
             raise SettingsError(
                 f"{PREFIX} must be empty or plain segments each ending in '/', like 'users/'"
@@ -348,6 +350,21 @@ class Settings:
             "weak_server": self.weak_server,
             **self.limits.memory_options(),
         }
+
+    def make_store(self, s3_client: S3Client | None = None, key_provider: KeyProvider | None = None) -> Store:
+        """The store these settings name (``deployment.Store``): the one place where the bucket,
+        prefix, storage format, store id and weak-server mode become a store, for the Lambda
+        handlers, the console and ``Operations``. ``s3_client`` and ``key_provider``: ones already
+        built from these settings, to share (the provider's cache keeps warm commands free of KMS
+        requests); built here when not given."""
+        return Store(
+            S3Store(s3_client or self.make_s3_client(), self.bucket),
+            key_provider or self.make_key_provider(),
+            prefix=self.prefix,
+            storage_format=self.storage_format,
+            store_id=self.store_id,
+            weak_server=self.weak_server,
+        )
 
     @property
     def key_source(self) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .crypto import KeyProvider
 from .errors import IntegrityError, StorageError
-from .files import WRITE_ATTEMPTS, backoff
+from .files import LOST, Lost, retried
 from .store import ConditionalConflict, PreconditionFailed, S3Store
 
 STORE_KEY_NAME = "s3memory.store-key"
@@ -65,8 +65,10 @@ def store_key(
     (of processes racing to make it, one stores its own; the others use the winner's), and what was
     found missing on the way. Learned once per process and provider: a store key never changes.
     A store that ``missing`` says has neither key nor mark gets one without another look."""
-    for attempt in range(WRITE_ATTEMPTS):
-        if attempt > 0 or not (missing.key and missing.mark):
+
+    def attempt(number: int) -> tuple[bytes, Missing] | Lost:
+        nonlocal missing
+        if number > 0 or not (missing.key and missing.mark):
             key = stored_store_key(store, prefix, identity, provider)
             if key is not None:
                 return key, NONE_MISSING
@@ -86,13 +88,16 @@ def store_key(
         try:
             store.put(prefix + STORE_KEY_NAME, wrapped, if_none_match=True)
         except (PreconditionFailed, ConditionalConflict):
-            backoff(attempt)  # another process stored one (read next), or it was removed meanwhile
-            continue
+            return LOST  # another process stored one (read next), or it was removed meanwhile
         _learn(store, prefix, identity, provider, key)
         return key, missing
-    raise StorageError(
-        "Error: The store key could not be read or made: its write kept losing while none could be "
-        "read. Nothing was changed. Try again."
+
+    return retried(
+        attempt,
+        lambda: StorageError(
+            "Error: The store key could not be read or made: its write kept losing while none could be "
+            "read. Nothing was changed. Try again."
+        ),
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from s3memory import store_keys
+from s3memory import files, store_keys
 from s3memory.crypto import KeyProvider, KMSKeyProvider, LocalKeyProvider
 from s3memory.errors import IntegrityError, StorageError
 from s3memory.files import WRITE_ATTEMPTS
@@ -208,7 +208,7 @@ def test_a_store_key_that_keeps_vanishing_is_an_error_not_an_endless_retry(
     """A bucket writer who deletes every store key as soon as it is written: a bounded number of
     tries, then a clear error."""
     store = S3Store(s3, BUCKET)
-    monkeypatch.setattr(store_keys, "backoff", lambda attempt: None)
+    monkeypatch.setattr(files, "backoff", lambda attempt: None)
     attempts = 0
 
     def refused(key: str, body: bytes, **conditions: Any) -> str:

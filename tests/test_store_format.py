@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bench.metrics import RequestCounter
-from s3memory import store_keys
+from s3memory import files
 from s3memory.crypto import LocalKeyProvider
 from s3memory.deployment import forget_stores
 from s3memory.errors import IntegrityError
@@ -223,7 +223,7 @@ def test_a_store_key_that_vanished_after_its_write_lost_is_made_with_a_fresh_loo
         return put(key, body, **conditions)
 
     monkeypatch.setattr(store, "put", loses_once)
-    monkeypatch.setattr(store_keys, "backoff", lambda attempt: None)
+    monkeypatch.setattr(files, "backoff", lambda attempt: None)
     _key, missing = store_key(
         store, "users/", identity, LocalKeyProvider(MASTER_KEY), Missing(True, True, True)
     )

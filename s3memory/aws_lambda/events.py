@@ -24,7 +24,7 @@ from typing import Any, TypeGuard
 from ..authors import validate_served_author
 from ..commands import COMMANDS
 from ..errors import type_name
-from ..paths import validate_namespace
+from ..paths import UserId
 from ..settings import DIRECT_INVOCATION, JWT_ISSUER, Edge
 from .tokens import KeysUnavailable, TokenRefused, TokenVerifier
 
@@ -33,7 +33,7 @@ from .tokens import KeysUnavailable, TokenRefused, TokenVerifier
 class Request:
     """A served event: whose memory, the raw tool_use input, and who the writes are by."""
 
-    user_id: str
+    user_id: UserId
     tool_input: dict[str, Any]
     actor: str | None = None
 
@@ -57,14 +57,6 @@ def command_name(tool_input: object) -> str:
     """The command for the record, only when it is one of the six (no untrusted text in logs)."""
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
     return command if isinstance(command, str) and command in COMMANDS else "unknown"
-
-
-def _checked_user(user_id: str, status: int, what: str) -> str:
-    try:
-        validate_namespace(user_id, "")
-    except ValueError as error:
-        raise Refused(status, f"Error: {what} is not a usable user id: {error}.") from None
-    return user_id
 
 
 def _tool_input(container: dict[Any, Any], where: str) -> dict[str, Any]:
@@ -102,13 +94,25 @@ def direct_request(event: object, edge: Edge) -> Request:
             400,
             f"Error: The event must be an object with `user_id` and `input`, got {type_name(event)}.",
         )
+    try:
+        user_id = event_user(event)
+    except ValueError as error:
+        raise Refused(400, str(error)) from None
+    return Request(user_id, _tool_input(event, "The event"), actor_of(event))
+
+
+def event_user(event: dict[Any, Any]) -> UserId:
+    """The user a direct event (of either function) names in ``user_id``, checked: the request's
+    one check. ``ValueError`` with the refusal's message."""
     if "user_id" not in event:
-        raise Refused(400, "Error: The event has no `user_id` (a non-empty string).")
+        raise ValueError("Error: The event has no `user_id` (a non-empty string).")
     user_id = event["user_id"]
     if not isinstance(user_id, str) or not user_id:
-        raise Refused(400, f"Error: `user_id` must be a non-empty string, got {type_name(user_id)}.")
-    _checked_user(user_id, 400, "`user_id`")
-    return Request(user_id, _tool_input(event, "The event"), actor_of(event))
+        raise ValueError(f"Error: `user_id` must be a non-empty string, got {type_name(user_id)}.")
+    try:
+        return UserId(user_id)
+    except ValueError as error:
+        raise ValueError(f"Error: `user_id` is not a usable user id: {error}.") from None
 
 
 def _http_body(event: dict[Any, Any]) -> dict[Any, Any]:
@@ -158,6 +162,9 @@ def http_request(event: dict[Any, Any], tokens: TokenVerifier | None) -> Request
         raise Refused(
             503, f"Error: The request's token could not be checked: {error}. Try again later.", "token_keys"
         ) from None
-    user_id = _checked_user(subject, 403, "The token's subject")
+    try:
+        user_id = UserId(subject)  # the request's one check of its user id
+    except ValueError as error:
+        raise Refused(403, f"Error: The token's subject is not a usable user id: {error}.") from None
     body = _http_body(event)
     return Request(user_id, _tool_input(body, "The request body"), actor_of(body))

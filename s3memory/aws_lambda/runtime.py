@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from ..crypto import KeyProvider, KMSKeyProvider
 from ..deployment import Store
 from ..memory import S3Memory
+from ..paths import UserId
 from ..settings import Settings
-from ..store import S3Store
 from . import metrics
 from .tokens import TokenVerifier
 
@@ -40,14 +40,7 @@ class Runtime:
         self.key_provider: KeyProvider = settings.make_key_provider()
         tokens = settings.edge.tokens
         self.tokens = None if tokens is None else TokenVerifier(tokens)
-        self.store = Store(
-            S3Store(self.s3_client, settings.bucket),
-            self.key_provider,
-            prefix=settings.prefix,
-            storage_format=settings.storage_format,
-            store_id=settings.store_id,
-            weak_server=settings.weak_server,
-        )
+        self.store: Store = settings.make_store(self.s3_client, self.key_provider)
         """The store every user's memory lives in, resolved by the first command."""
         self._memories: OrderedDict[str, S3Memory] = OrderedDict()
         self._lock = threading.Lock()
@@ -55,8 +48,8 @@ class Runtime:
         if isinstance(self.key_provider, KMSKeyProvider):
             metrics.instrument(self.key_provider.client, "kms")
 
-    def memory(self, user_id: str) -> S3Memory:
-        """The user's memory, kept warm (``ValueError`` for an unusable user id)."""
+    def memory(self, user_id: UserId) -> S3Memory:
+        """The user's memory, kept warm; ``user_id`` was checked where the request came in."""
         with self._lock:
             memory = self._memories.get(user_id)
             if memory is not None:
@@ -71,7 +64,9 @@ class Runtime:
         return memory
 
     @contextlib.contextmanager
-    def serving(self, user_id: str, fields: dict[str, Any], actor: str | None = None) -> Iterator[S3Memory]:
+    def serving(
+        self, user_id: UserId, fields: dict[str, Any], actor: str | None = None
+    ) -> Iterator[S3Memory]:
         """The user's memory for one invocation, its writes by ``actor``; notes in ``fields`` how
         many job records it set aside in quarantine (``job_records_set_aside``). Each command's
         access record has landed before its answer (``access.py``): nothing is left in flight when

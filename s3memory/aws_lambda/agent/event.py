@@ -9,7 +9,8 @@ from typing import Any
 
 from ...authors import validate_served_author
 from ...errors import shown, type_name
-from ...paths import validate_namespace
+from ...paths import UserId
+from ..events import event_user
 
 ITERATIONS_LIMIT = 100
 MAX_TOKENS_LIMIT = 128_000
@@ -78,7 +79,7 @@ class Invalid(Exception):
 class AgentRequest:
     """A validated event."""
 
-    user_id: str
+    user_id: UserId
     messages: list[dict[str, Any]]
     model: str | None = None
     max_tokens: int | None = None
@@ -141,15 +142,10 @@ def parse_event(event: object) -> AgentRequest:
             f"Error: The event has unknown keys: {', '.join(shown(key) for key in unknown[:5])} "
             f"(allowed: {allowed})."
         )
-    if "user_id" not in event:
-        raise Invalid("Error: The event has no `user_id` (a non-empty string).")
-    user_id = event["user_id"]
-    if not isinstance(user_id, str) or not user_id:
-        raise Invalid(f"Error: `user_id` must be a non-empty string, got {type_name(user_id)}.")
     try:
-        validate_namespace(user_id, "")
+        user_id = event_user(event)
     except ValueError as error:
-        raise Invalid(f"Error: `user_id` is not a usable user id: {error}.") from None
+        raise Invalid(str(error)) from None
 
     if ("prompt" in event) == ("messages" in event):
         raise Invalid("Error: The event needs exactly one of `prompt` (a string) and `messages` (a list).")
