@@ -374,43 +374,29 @@ def test_two_processes_finishing_one_job_both_succeed(users: Users) -> None:
     assert users.files("f-two") == ["/memories/e/a.md"]
 
 
-def test_a_slow_finisher_never_brings_back_a_file_deleted_after_its_job_ended(users: Users) -> None:
-    users.run("f-stale", create("/memories/d/f.md"))
-    died_after_recording(users, "f-stale", "/memories/d", "/memories/e")
-    stale, client = users.memory("f-stale")
-    reached, release = held(client, "PutObject", "/memories/e/f.md")
-    thread = threading.Thread(target=lambda: stale.run(ROOT_VIEW))
-    thread.start()
-    assert reached.wait(60)  # it has read d/f.md and is about to copy it
-    assert users.run("f-stale", ROOT_VIEW).startswith("Here're the files")  # another process finishes the job
-    assert users.run("f-stale", {"command": "delete", "path": "/memories/e/f.md"}) == (
-        "Successfully deleted /memories/e/f.md"
-    )
-    release.set()
-    thread.join()
-    assert users.files("f-stale") == []
-
-
-def test_a_slow_finisher_whose_delete_was_retried_never_brings_back_a_file_deleted_after_its_job_ended(
-    users: Users,
+@pytest.mark.parametrize("delete_retried", [False, True], ids=["delete-answered", "delete-retried"])
+def test_a_slow_finisher_never_brings_back_a_file_deleted_after_its_job_ended(
+    users: Users, delete_retried: bool
 ) -> None:
-    """As above, but the slow finisher's ``DeleteObjects`` is answered 500 once and retried: the
-    retry finds the source gone, which its own first attempt could have done. The job's record,
+    """delete-retried: the slow finisher's ``DeleteObjects`` is answered 500 once and retried, and
+    the retry finds the source gone, as its own first attempt could have left it. The job's record,
     removed by the process that ended the job, tells that the copy came late (J11)."""
-    users.run("f-retried", create("/memories/d/f.md"))
-    died_after_recording(users, "f-retried", "/memories/d", "/memories/e")
-    stale, client = users.memory("f-retried", FaultPlan().fail("DeleteObjects", Fault.INTERNAL_ERROR, call=1))
+    user = f"f-stale-{delete_retried}"
+    users.run(user, create("/memories/d/f.md"))
+    died_after_recording(users, user, "/memories/d", "/memories/e")
+    plan = FaultPlan().fail("DeleteObjects", Fault.INTERNAL_ERROR, call=1) if delete_retried else None
+    stale, client = users.memory(user, plan)
     reached, release = held(client, "PutObject", "/memories/e/f.md")
     thread = threading.Thread(target=lambda: stale.run(ROOT_VIEW))
     thread.start()
     assert reached.wait(60)  # it has read d/f.md and is about to copy it
-    assert users.run("f-retried", ROOT_VIEW).startswith("Here're the files")  # another process ends the job
-    assert users.run("f-retried", {"command": "delete", "path": "/memories/e/f.md"}) == (
+    assert users.run(user, ROOT_VIEW).startswith("Here're the files")  # another process finishes the job
+    assert users.run(user, {"command": "delete", "path": "/memories/e/f.md"}) == (
         "Successfully deleted /memories/e/f.md"
     )
     release.set()
     thread.join()
-    assert users.files("f-retried") == []
+    assert users.files(user) == []
 
 
 def test_view_of_the_root_never_shows_a_half_done_rename(users: Users) -> None:
