@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import io
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import boto3
@@ -49,35 +50,31 @@ def down() -> Any:
     )
 
 
+def _sync_call(tool: Any) -> Any:
+    return tool.call(VIEW)
+
+
+def _async_call(tool: Any) -> Any:
+    return asyncio.run(tool.call(VIEW))
+
+
+@pytest.mark.parametrize(
+    ("kind", "call"),
+    [(S3MemoryTool, _sync_call), (AsyncS3MemoryTool, _async_call)],
+    ids=["sync", "async"],
+)
 def test_a_tool_over_an_unreachable_endpoint_is_built_without_a_request_and_its_first_command_names_it(
-    down: Any,
+    down: Any, kind: type[S3MemoryTool] | type[AsyncS3MemoryTool], call: Callable[[Any], Any]
 ) -> None:
     counter = RequestCounter(down)
-    tool = S3MemoryTool(
-        bucket=BUCKET, user_id="alice", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=down
-    )
+    tool = kind(bucket=BUCKET, user_id="alice", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=down)
     assert counter.total == 0
 
     with pytest.raises(ToolError) as raised:
-        tool.call(VIEW)
+        call(tool)
 
     assert raised.value.content == UNREACHED
     assert counter.calls == {"GetObject": 1}
-
-
-def test_the_async_tool_over_an_unreachable_endpoint_is_built_without_a_request_and_names_it(
-    down: Any,
-) -> None:
-    counter = RequestCounter(down)
-    tool = AsyncS3MemoryTool(
-        bucket=BUCKET, user_id="alice", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=down
-    )
-    assert counter.total == 0
-
-    with pytest.raises(ToolError) as raised:
-        asyncio.run(tool.call(VIEW))
-
-    assert raised.value.content == UNREACHED
 
 
 def test_an_operator_command_on_an_unreachable_endpoint_names_it_and_exits_1(down: Any) -> None:
