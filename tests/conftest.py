@@ -204,6 +204,8 @@ FORMAT_SUITES = frozenset(
         "test_lambda_memory",
         "test_lambda_agent",
         "test_lambda_ric",
+        "test_operations",
+        "test_versions",
     }
 )
 """The modules whose memories take ``STORAGE_FORMAT`` (``make_memory``, ``memory_tool``,

@@ -28,11 +28,12 @@ from s3memory.paths import memory_path
 from s3memory.settings import Limits
 from s3memory.store import S3Store
 
+from .conftest import STORAGE_FORMAT
 from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot, stored_keys
 from .support.console import audit
 from .support.console import run as command
 from .support.faults import ProcessDeath, SimulatedCrash
-from .support.formats import REFUSED_TOKEN, both_formats
+from .support.formats import REFUSED_TOKEN, both_formats, on_format_1
 
 BACKENDS = ALL_BACKENDS
 AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
@@ -46,8 +47,9 @@ FILES = {
 
 @pytest.fixture
 def storage_format() -> int:
-    """Format 1, unless the test runs on both (``both_formats`` parametrizes this)."""
-    return 1
+    """The suites' format (``STORAGE_FORMAT``: the library's default unless set), unless the test
+    runs on both (``both_formats`` parametrizes this)."""
+    return STORAGE_FORMAT
 
 
 @pytest.fixture
@@ -223,6 +225,7 @@ class Died(BaseException):
     """The process died here."""
 
 
+@on_format_1
 def test_an_import_that_dies_half_way_is_finished_by_running_it_again(
     operations: Operations, tmp_path: Path, new_client: Callable[..., Any]
 ) -> None:

@@ -24,17 +24,19 @@ from s3memory.rotation import rotate
 from s3memory.store import S3Store
 from s3memory.versions import MemoryVersions
 
+from .conftest import STORAGE_FORMAT
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
 from .support.faults import ProcessDeath, SimulatedCrash
-from .support.formats import both_formats
+from .support.formats import both_formats, on_format_1
 
 BACKENDS = ALL_BACKENDS
 
 
 @pytest.fixture
 def storage_format() -> int:
-    """Format 1, unless the test runs on both (``both_formats`` parametrizes this)."""
-    return 1
+    """The suites' format (``STORAGE_FORMAT``: the library's default unless set), unless the test
+    runs on both (``both_formats`` parametrizes this)."""
+    return STORAGE_FORMAT
 
 
 @pytest.fixture
@@ -97,6 +99,7 @@ def test_history_shows_each_edit_and_the_deletion_newest_first(operations: Opera
     assert sorted(v.size for v in written) == [4, 4, 10]
 
 
+@on_format_1
 def test_history_says_where_a_renamed_file_came_from(operations: Operations) -> None:
     memory = operations.memory("gina")
     memory.run({"command": "create", "path": "/memories/old.md", "file_text": "moved\n"})
@@ -115,6 +118,7 @@ def test_history_says_where_a_renamed_file_came_from(operations: Operations) -> 
     assert [v.renamed_from for v in versions.history("/memories/old.md")] == [None, None]
 
 
+@on_format_1
 def test_history_names_the_origin_of_a_rename_made_before_a_rotation(operations: Operations) -> None:
     memory = operations.memory("gina")
     memory.run({"command": "create", "path": "/memories/old.md", "file_text": "moved\n"})
@@ -137,6 +141,7 @@ def test_history_names_the_origin_of_a_rename_made_before_a_rotation(operations:
     assert [v.renamed_from for v in versions.history("/memories/newer.md")] == ["/memories/new.md"]
 
 
+@on_format_1
 @pytest.mark.parametrize(
     ("stored", "named"),
     [
@@ -257,6 +262,7 @@ def test_the_commands(operations: Operations) -> None:
     assert (status, out) == (0, f"removed {old}\n")
 
 
+@on_format_1
 def test_a_restore_that_dies_half_way_is_finished_by_running_it_again(
     operations: Operations, s3: Any, versioned: str, new_client: Callable[..., Any]
 ) -> None:

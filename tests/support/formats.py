@@ -13,6 +13,10 @@ FORMATS = (1, 2)
 both_formats = pytest.mark.parametrize("storage_format", FORMATS, ids=[f"format-{n}" for n in FORMATS])
 """Run the test once per storage format, as its ``storage_format`` argument."""
 
+on_format_1 = pytest.mark.parametrize("storage_format", [1], ids=["format-1"])
+"""Run the test on format 1 in every pass, as its ``storage_format`` argument: a test of what only
+format 1 keeps (a rename's origin fingerprint), or whose crash points count format 1's requests."""
+
 REFUSED_TOKEN = "a" * 52
 """The shape of a format-2 token (52 base32 characters) that opens under no key."""
 
