@@ -29,10 +29,10 @@ from typing import TypeVar
 
 from . import server_checks
 from .conditions import REFUSE, Enforced, Gate, WeakServer, checked_weak_server
-from .crypto import FORMAT_VERSION, PLACED_FORMAT, KeyOwner, KeyProvider
+from .crypto import KeyOwner, KeyProvider
+from .formats import Format, numbered
 from .migration import SettledUsers, migrated
-from .names import NameCipher, namespace_of
-from .paths import KeyLayout, validate_namespace
+from .paths import KeyLayout
 from .store import RequestFailed, S3Store
 from .store_format import AUTO_FORMAT, StorageFormat, checked_format, look
 from .store_keys import NONE_MISSING, Missing, store_identity, store_key, stored_store_key
@@ -42,12 +42,18 @@ __all__ = ["Resolution", "Store", "forget_stores", "reaching"]
 
 @dataclass(frozen=True)
 class Resolution:
-    """What a store was resolved to: the format it is served in and, in format 2, its store key
-    and whether it is marked as holding no format-1 files (format 1: None and False)."""
+    """What a store was resolved to: the format it is served in (its strategy, ``formats``) and,
+    in format 2, its store key and whether it is marked as holding no format-1 files (format 1:
+    None and False)."""
 
-    storage_format: int
+    format: Format
     key: bytes | None = None
     marked: bool = False
+
+    @property
+    def storage_format(self) -> int:
+        """The number of the format the store is served in."""
+        return self.format.storage_format
 
 
 @dataclass
@@ -140,15 +146,10 @@ class Store:
             return self._found
 
     def placement(self, user_id: str) -> tuple[KeyLayout, KeyOwner]:
-        """Where ``user_id``'s objects live and whose data keys seal them, in the format the store
-        is served in (resolved first): format 1 names the user and paths in plain keys; format 2
-        names them privately, with the store key."""
+        """Where ``user_id``'s objects live and whose data keys seal them, as the format the store
+        is served in places them (resolved first; ``Format.placement``)."""
         resolution = self.resolve()
-        if resolution.key is None:
-            return KeyLayout(validate_namespace(user_id, self.prefix)), KeyOwner(user_id)
-        token = namespace_of(resolution.key, user_id)
-        layout = KeyLayout(f"{self.prefix}{token}/", NameCipher(resolution.key, user_id))
-        return layout, KeyOwner(user_id, self.identity, token)
+        return resolution.format.placement(self.prefix, self.identity, resolution.key, user_id)
 
     def stored_key(self) -> bytes | None:
         """Format 2: the store key if one is stored, else None (never made here)."""
@@ -158,14 +159,15 @@ class Store:
 
     def _resolved(self) -> Resolution:
         served, missing = self._served(self._enforced)
-        if served == FORMAT_VERSION:
-            return Resolution(FORMAT_VERSION)
+        served_format = numbered(served)
+        if not served_format.has_store_identity:
+            return Resolution(served_format)
         key, missing = store_key(self.bucket, self.prefix, self.identity, self.key_provider, missing)
         marked = self._facts.marked
         if marked is None:
             marked = migrated(self.bucket, self.prefix, self.identity, key, missing)
             self._facts.marked = marked
-        return Resolution(PLACED_FORMAT, key, marked)
+        return Resolution(served_format, key, marked)
 
     def _served(self, checks: Callable[[], Enforced | None]) -> tuple[int, Missing]:
         """The format the store is served in, and what finding it found missing; the bucket's gate

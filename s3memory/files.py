@@ -15,10 +15,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import NamedTuple, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from .concurrency import parallel
-from .crypto import FORMAT_VERSION, HEADER_BYTES, PLACE_METADATA, ObjectCipher, Sealed, plaintext_size
+from .crypto import HEADER_BYTES, PLACE_METADATA, ObjectCipher, Sealed, plaintext_size
 from .errors import CommandError, IntegrityError, StorageError
 from .jobs import MAX_SOURCES, Source, place_digest
 from .paths import KeyLayout, MemoryPath
@@ -31,6 +31,9 @@ from .store import (
     PreconditionFailed,
     S3Store,
 )
+
+if TYPE_CHECKING:
+    from .formats import Format
 
 ORIGIN_METADATA = "s3memory-origin"
 """Metadata on a renamed file: the keyed fingerprint of the path it was copied from, naming the key
@@ -196,13 +199,15 @@ class Found:
 
 
 class MemoryFiles:
-    """One user's memory files in one bucket, encrypted with the user's keys."""
+    """One user's memory files in one bucket, encrypted with the user's keys and stored as their
+    storage format (``formats``) stores them."""
 
     def __init__(
         self,
         store: S3Store,
         layout: KeyLayout,
         cipher: ObjectCipher,
+        storage_format: Format,
         max_file_bytes: int,
         usage: Usage,
         author: str | None = None,
@@ -210,6 +215,8 @@ class MemoryFiles:
         self.store = store
         self.layout = layout
         self.cipher = cipher
+        self.format = storage_format
+        """How the files are sealed, opened and moved (``formats.FormatOne`` or ``FormatTwo``)."""
         self.max_file_bytes = max_file_bytes
         self.usage = usage
         self.author = author
@@ -233,14 +240,14 @@ class MemoryFiles:
             return None
         text, author = self.decode(path, stored.body, stored.metadata)
         place = stored.metadata.get(PLACE_METADATA)
-        if version_id is None and place is not None and self.cipher.format != FORMAT_VERSION:
+        if version_id is None and place is not None and self.format.places_files:
             self.verified.add(key, stored.etag, stored.body[:HEADER_BYTES], place)  # opened at ``path``
         return Found(text, stored.etag, author, stored.metadata.get(ORIGIN_METADATA), place)
 
     def decode(self, path: MemoryPath, body: bytes, metadata: Mapping[str, str]) -> tuple[str, str | None]:
         """The text and the author of ``body`` read at ``path`` with ``metadata``; refused unless
         s3memory sealed it for this user and placed it at ``path``."""
-        opened = self.cipher.open_file(path.canonical, body, metadata)
+        opened = self.format.open_file(self.cipher, path.canonical, body, metadata)
         try:
             return opened.plaintext.decode("utf-8"), opened.author
         except UnicodeDecodeError:
@@ -258,18 +265,18 @@ class MemoryFiles:
         """``text`` sealed for ``path`` and this author; refused over the size limit."""
         data = text.encode("utf-8")
         self.check_size(path, len(data))
-        return self.cipher.seal_file(path.canonical, data, self.author)
+        return self.format.seal_file(self.cipher, path.canonical, data, self.author)
 
     def put_new(self, key: str, sealed: Sealed | bytes, origin: MemoryPath | None = None) -> str | None:
         """Write ``sealed`` (a file, or an internal object's bytes) at ``key`` only if no object is
         there; its ETag, or None if one is.
 
-        With ``origin`` (format 1), the object's metadata carries that path's fingerprint (see
-        ``moves.RewriteMover``).
+        With ``origin``, the object's metadata names that path where the format keeps origins
+        (format 1: its fingerprint; see ``moves.RewriteMover``).
         """
         body, metadata = (sealed, {}) if isinstance(sealed, bytes) else (sealed.body, dict(sealed.metadata))
-        if origin is not None and self.cipher.format == FORMAT_VERSION:
-            metadata[ORIGIN_METADATA] = self.cipher.fingerprint(origin.canonical)
+        if origin is not None:
+            metadata.update(self.format.origin_metadata(self.cipher, origin))
 
         def attempt(_number: int) -> str | Lost | None:
             try:
@@ -287,7 +294,7 @@ class MemoryFiles:
     def _learn(self, key: str, etag: str, sealed: Sealed, path: MemoryPath | None = None) -> None:
         """Remember the header of ``sealed``, written at ``key`` with ``etag``, if it is format-2
         content placed at the path of ``key`` (``path`` if known): checked, not assumed."""
-        if self.cipher.format == FORMAT_VERSION:
+        if not self.format.places_files:
             return
         placed_at = path or self.layout.path_of_key(key)
         if placed_at is None:

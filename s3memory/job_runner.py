@@ -37,7 +37,7 @@ from .jobs import (
     record_name_is_ours,
 )
 from .listing import listed_past
-from .moves import MARK_PREFIX, WITHDRAW_WINDOW_SECONDS, Copy, Origin, SourceChanged, mover_for
+from .moves import MARK_PREFIX, WITHDRAW_WINDOW_SECONDS, Copy, Origin, SourceChanged
 from .paths import MemoryPath, memory_path
 from .store import Listed, ListingPage, ObjectTooLarge, PreconditionFailed
 
@@ -108,7 +108,7 @@ class JobRunner:
         self._store = files.store
         self._layout = files.layout
         self.clock = clock
-        self.mover = mover_for(files, lambda: self.clock())
+        self.mover = files.format.mover(files, lambda: self.clock())
         self.set_aside: list[str] = []
         """Names of the records this process moved to quarantine (reported by the caller)."""
 

@@ -27,6 +27,7 @@ from .crypto import OVERHEAD, DataKeySource, KeyOwner, KeyProvider, ObjectCipher
 from .deployment import Store
 from .errors import CommandError, StorageError, Unsettled
 from .files import LOST, Lost, MemoryFiles, retried
+from .formats import Format
 from .guard import ContentGuard
 from .job_runner import Intent, JobRunner
 from .jobs import Source
@@ -137,7 +138,7 @@ class S3Memory:
     @property
     def storage_format(self) -> int:
         """The format the store is served in (``auto``: found in the store, ``store_format.py``)."""
-        return self._place().storage_format
+        return self._place().format.storage_format
 
     @property
     def layout(self) -> KeyLayout:
@@ -491,7 +492,7 @@ class S3Memory:
 class _Placed:
     """One user's memory placed in a resolved store: what its commands stand on."""
 
-    storage_format: int
+    format: Format
     layout: KeyLayout
     key_owner: KeyOwner
     usage: Usage
@@ -511,21 +512,28 @@ def _placed(
     store: Store, user_id: UserId, limits: tuple[int, Quota | None, Callable[[], float]], author: str | None
 ) -> _Placed:
     """``user_id``'s memory in ``store`` (resolved now if it was not), placed where the store's
-    format puts it (``Store.placement``); in format 2 with the user's format-1 files, moved before
-    the first command unless the store is marked as holding none."""
+    format puts it (``Store.placement``), with the files of an older format it moves
+    (``Format.upgrade``)."""
     resolution = store.resolve()
     layout, key_owner = store.placement(user_id)
     max_file_bytes, quota, clock = limits
     bucket, prefix = store.bucket, store.prefix
     cipher = ObjectCipher(DataKeySource(store.key_provider, key_owner, KeyVault(bucket, layout)))
     usage = Usage(quota, lambda: files.measure())
-    files = MemoryFiles(bucket, layout, cipher, max_file_bytes, usage, author)
-    upgrade = None
-    if resolution.key is not None:
-        legacy = _legacy_files(bucket, user_id, prefix, store.key_provider)
-        upgrade = Upgrade(legacy, resolution.marked, files, clock, store.settled)
+    files = MemoryFiles(bucket, layout, cipher, resolution.format, max_file_bytes, usage, author)
+    upgrade = resolution.format.upgrade(
+        bucket,
+        user_id,
+        prefix,
+        store.key_provider,
+        resolution.marked,
+        files,
+        clock,
+        store.settled,
+        MAX_FILE_BYTES_LIMIT,
+    )
     return _Placed(
-        resolution.storage_format,
+        resolution.format,
         layout,
         key_owner,
         usage,
@@ -535,13 +543,6 @@ def _placed(
         AccessRecord(files, clock),
         upgrade,
     )
-
-
-def _legacy_files(store: S3Store, user_id: UserId, prefix: str, provider: KeyProvider) -> MemoryFiles:
-    """The user's files as format 1 named and sealed them (read, never written: see ``Upgrade``)."""
-    layout = KeyLayout(validate_namespace(user_id, prefix))
-    cipher = ObjectCipher(DataKeySource(provider, KeyOwner(user_id), KeyVault(store, layout)))
-    return MemoryFiles(store, layout, cipher, MAX_FILE_BYTES_LIMIT, Usage(None, lambda: (0, 0)))
 
 
 def _author(actor: str | None) -> str | None:

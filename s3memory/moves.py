@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .crypto import FORMAT_VERSION, PLACE_METADATA
+from .crypto import PLACE_METADATA
 from .errors import IntegrityError
 from .files import LOST, Lost, MemoryFiles, conflicting_writes, retried
 from .jobs import place_digest
@@ -296,7 +296,9 @@ class UpgradeMover(Mover):
     def place(self, origin: Origin, target: MemoryPath) -> Copy | None:
         started = self._clock()
         key = self._files.layout.file_key(target)
-        sealed = self._files.cipher.seal_file(target.canonical, origin.text.encode("utf-8"), origin.author)
+        sealed = self._files.format.seal_file(
+            self._files.cipher, target.canonical, origin.text.encode("utf-8"), origin.author
+        )
         etag = self._files.put_new(key, sealed)
         return None if etag is None else Copy(target, etag, sealed.metadata[PLACE_METADATA], started)
 
@@ -307,10 +309,3 @@ class UpgradeMover(Mover):
         except IntegrityError:
             return None
         return None if found is None or found.text != origin.text else Copy(target, found.etag, found.place)
-
-
-def mover_for(files: MemoryFiles, clock: Callable[[], float] = time.time) -> Mover:
-    """The mover of ``files``' storage format, timing its copies by ``clock``."""
-    if files.cipher.format == FORMAT_VERSION:
-        return RewriteMover(files, clock)
-    return ServerCopyMover(files, clock)

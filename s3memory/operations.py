@@ -32,9 +32,10 @@ from .conditions import (
     Enforced,
     WeakServer,
 )
-from .crypto import PLACED_FORMAT, KeyProvider, KMSKeyProvider, plaintext_size
+from .crypto import KeyProvider, KMSKeyProvider, plaintext_size
 from .deployment import Store, reaching
 from .errors import CommandError, IntegrityError
+from .formats import Format, numbered
 from .jobs import JOB_PREFIX, QUARANTINE_PREFIX
 from .keyvault import KEYS_PREFIX, key_version
 from .memory import S3Memory
@@ -199,9 +200,15 @@ class Operations:
         return self.deployment.found_format()
 
     @property
+    def format(self) -> Format:
+        """The strategy of the format the store is served in (``formats``), found as
+        ``storage_format`` is."""
+        return numbered(self.storage_format)
+
+    @property
     def _identity(self) -> str | None:
-        """Format 2: the store's identity; format 1: None."""
-        return self.store_identity if self.storage_format == PLACED_FORMAT else None
+        """The store's identity where its format binds it into objects (format 2); else None."""
+        return self.store_identity if self.format.has_store_identity else None
 
     @classmethod
     def from_settings(

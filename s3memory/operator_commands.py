@@ -282,7 +282,7 @@ def erase(console: Console, operations: Operations) -> Report:
         if erasure.shredded
         else "with a local master key, copies kept elsewhere stay readable with that key"
     )
-    if erasure.shredded and operations.storage_format != 1:
+    if erasure.shredded and operations.format.names_outlive_data_keys:
         shredding += "; their private names (user id, paths) still decrypt with the store key, which stays"
     lines = [
         f"{verb} {erasure.key_versions:,} wrapped key versions and {erasure.other_versions:,} other object versions",

@@ -33,18 +33,17 @@ from datetime import datetime
 
 from .concurrency import parallel
 from .crypto import (
-    FORMAT_VERSION,
     MAX_KEY_CACHE_SECONDS,
     MAX_KEY_VERSION,
     OVERHEAD,
-    PLACED_FORMAT,
     STORE_KEY_MAGIC,
     KMSKeyProvider,
     LocalKeyProvider,
     sealed_version,
 )
 from .errors import CommandError, IntegrityError
-from .files import LOST, ORIGIN_METADATA, Lost, retried
+from .files import LOST, Lost, retried
+from .formats import FORMATS
 from .jobs import RECORD_MAX_BYTES, RECORD_PATH_PREFIX
 from .keyvault import KEYS_PREFIX, KeyVault
 from .memory import S3Memory
@@ -150,7 +149,7 @@ class _Sweep:
 def refuse_unsupported(operations: Operations) -> None:
     """Refuse (``CommandError``) a rotation this version cannot do: a store of a format it does not
     know (formats 1 and 2 are rotated)."""
-    if operations.storage_format not in (FORMAT_VERSION, PLACED_FORMAT):
+    if operations.storage_format not in FORMATS:
         raise CommandError(
             f"Error: rotation of a format-{operations.storage_format} store is not supported yet; "
             "nothing was changed."
@@ -203,7 +202,7 @@ def rotate(
         memory.jobs.finish_pending()
     sweep = _Sweep()
     _seal_again(memory, report, sweep)
-    if waited and not report.left and not dry_run and memory.files.cipher.format == PLACED_FORMAT:
+    if waited and not report.left and not dry_run and memory.files.format.settles_after_rotation:
         _settle(memory, report, sweep)
     if waited and not report.left:
         needs = _history_needs(memory, report)
@@ -409,8 +408,8 @@ def _file_once(
     sweep.unsettled = True
     if not report.dry_run:
         writer = files.by(author)
-        # format 1: the origin kept as it is (a hint, with its key version); format 2 keeps none
-        origin = stored.metadata.get(ORIGIN_METADATA) if files.cipher.format == FORMAT_VERSION else None
+        # where the format keeps origins, kept as it is (a hint, with its key version)
+        origin = files.format.kept_origin(stored.metadata)
         if not writer.replace(path, writer.encode(path, text), stored.etag, origin):
             return False
     report.reencrypted.append(path.text)
@@ -509,7 +508,7 @@ def _earlier_needs(memory: S3Memory, version: Version, path: MemoryPath, old: se
     if stored is None or named is None or named not in old:
         return set()
     try:
-        memory.files.cipher.open_file(path.canonical, stored.body, stored.metadata)
+        memory.files.format.open_file(memory.files.cipher, path.canonical, stored.body, stored.metadata)
     except IntegrityError:
         if not _key_missing(memory, named):
             return set()

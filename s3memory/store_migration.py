@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .crypto import PLACED_FORMAT
 from .errors import CommandError
 from .migration import UserMigration, mark_migrated
 from .names import user_of_namespace
@@ -55,7 +54,7 @@ def format_1_users(operations: Operations) -> list[str]:
 def migrate_store(operations: Operations, progress: Progress = SILENT) -> StoreMigration:
     """Move every format-1 user of ``operations``' store to format 2 and verify their memory; mark
     the store migrated when every file moved and nothing is left in format 1."""
-    if operations.storage_format != PLACED_FORMAT:
+    if not operations.format.moves_older_formats:
         raise CommandError(
             "Error: migrate moves a store to storage format 2, and this one is served in format 1 "
             "(S3MEMORY_STORAGE_FORMAT=1, or auto on a store of format-1 users); set "

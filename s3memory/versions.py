@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from .concurrency import parallel
-from .crypto import FORMAT_VERSION, parsed_fingerprint, plaintext_size
+from .crypto import parsed_fingerprint, plaintext_size
 from .errors import CommandError, IntegrityError
 from .files import Found
 from .memory import S3Memory
@@ -92,7 +92,7 @@ class MemoryVersions:
                 opened[version.version_id] = self.memory.files.read(target, version.version_id)
 
         parallel(read, [version for version in versions if not version.delete_marker])
-        origins = _Origins(self.memory) if self.memory.files.cipher.format == FORMAT_VERSION else None
+        origins = _Origins(self.memory) if self.memory.files.format.keeps_origins else None
         return sorted(
             (self._described(target, version, opened, origins) for version in versions), key=_newest_first
         )

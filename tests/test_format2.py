@@ -85,10 +85,10 @@ def _with_place(sealed: Sealed, place: str | None) -> dict[str, str]:
 
 
 ALICE = cipher()
-V1 = ALICE.seal_file(PATH, b"first version", "ada")
-V2 = ALICE.seal_file(PATH, b"second version", "ada")
-ELSEWHERE = ALICE.seal_file(OTHER, b"another file", "ada")
-FORMAT1 = cipher(store=None).seal_file(PATH, b"first version", "ada")
+V1 = ALICE.seal_placed_file(PATH, b"first version", "ada")
+V2 = ALICE.seal_placed_file(PATH, b"second version", "ada")
+ELSEWHERE = ALICE.seal_placed_file(OTHER, b"another file", "ada")
+FORMAT1 = cipher(store=None).seal_bound_file(PATH, b"first version", "ada")
 _RECORD = V2.metadata[PLACE_METADATA]
 _ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 # 157 bytes: the last character carries 2 bits and 4 unused ones; flipping one of those spells the
@@ -99,26 +99,26 @@ _NON_CANONICAL = _RECORD[:-1] + _ALPHABET[_ALPHABET.index(_RECORD[-1]) ^ 1]
 @pytest.mark.parametrize("author", [None, "ada", "agent:planner/7"])
 @pytest.mark.parametrize("plaintext", [b"", b"hello", bytes(range(256)) * 9])
 def test_a_file_opens_at_its_path_with_its_author(author: str | None, plaintext: bytes) -> None:
-    sealed = ALICE.seal_file(PATH, plaintext, author)
+    sealed = ALICE.seal_placed_file(PATH, plaintext, author)
     assert ALICE.format == 2 and cipher(store=None).format == 1
     assert sealed.body.startswith(MAGIC + b"\x02\x00\x00\x00\x01")
     assert len(sealed.body) - OVERHEAD == len(plaintext)
     assert set(sealed.metadata) == {HEADER_METADATA, PLACE_METADATA}
     assert ALICE.header_of(PATH, sealed.metadata) == sealed.body[:HEADER_BYTES]
-    assert cipher().open_file(PATH, sealed.body, sealed.metadata) == Opened(plaintext, author)
+    assert cipher().open_placed_file(PATH, sealed.body, sealed.metadata) == Opened(plaintext, author)
 
 
 def test_a_placed_copy_opens_at_its_new_path_only_and_the_original_at_its_own() -> None:
     moved = ALICE.placed(OTHER, ALICE.header_of(PATH, V2.metadata), "bob")
     assert moved[HEADER_METADATA] == V2.metadata[HEADER_METADATA]
-    assert ALICE.open_file(OTHER, V2.body, moved) == Opened(b"second version", "bob")
-    assert ALICE.open_file(PATH, V2.body, V2.metadata) == Opened(b"second version", "ada")
+    assert ALICE.open_placed_file(OTHER, V2.body, moved) == Opened(b"second version", "bob")
+    assert ALICE.open_placed_file(PATH, V2.body, V2.metadata) == Opened(b"second version", "ada")
     for path, metadata in ((OTHER, V2.metadata), (PATH, moved)):
         with pytest.raises(IntegrityError, match=REFUSED):
-            ALICE.open_file(path, V2.body, metadata)
+            ALICE.open_placed_file(path, V2.body, metadata)
     placed_from_v1 = ALICE.placed(OTHER, ALICE.header_of(PATH, V1.metadata), "bob")
     with pytest.raises(IntegrityError, match=REFUSED):  # a rename told a wrong header places nothing
-        ALICE.open_file(OTHER, V2.body, placed_from_v1)
+        ALICE.open_placed_file(OTHER, V2.body, placed_from_v1)
     with pytest.raises(IntegrityError, match=REFUSED):
         ALICE.header_of(PATH, FORMAT1.metadata)
 
@@ -164,7 +164,8 @@ def test_a_bucket_writers_moves_and_edits_are_refused(
     reader: ObjectCipher, body: bytes, metadata: dict[str, str]
 ) -> None:
     with pytest.raises(IntegrityError, match=REFUSED):
-        reader.open_file(PATH, body, metadata)
+        # each reader opens files as its own format does
+        (reader.open_placed_file if reader.format == 2 else reader.open_bound_file)(PATH, body, metadata)
 
 
 def test_every_byte_of_the_place_record_and_the_body_is_checked() -> None:
@@ -173,24 +174,24 @@ def test_every_byte_of_the_place_record_and_the_body_is_checked() -> None:
     assert len(record) == RECORD_BYTES
     for at in range(len(record)):
         with pytest.raises(IntegrityError, match=REFUSED):
-            ALICE.open_file(PATH, V2.body, _with_place(V2, _b64(_flip(record, at))))
+            ALICE.open_placed_file(PATH, V2.body, _with_place(V2, _b64(_flip(record, at))))
     for at in range(len(V2.body)):  # bytes 5 to 8 name the key version, which this user has no other of
         with pytest.raises(IntegrityError, match="names data key version" if 5 <= at < 9 else REFUSED):
-            ALICE.open_file(PATH, _flip(V2.body, at), V2.metadata)
+            ALICE.open_placed_file(PATH, _flip(V2.body, at), V2.metadata)
 
 
 def test_an_author_cannot_be_changed_without_the_key() -> None:
     header = V2.body[:HEADER_BYTES]
     records = {author: ALICE.placed(PATH, header, author) for author in (None, "ada", "bob", "ad")}
     for author, metadata in records.items():
-        assert ALICE.open_file(PATH, V2.body, metadata) == Opened(b"second version", author)
-    by_bob = ALICE.seal_file(PATH, b"second version", "bob")
+        assert ALICE.open_placed_file(PATH, V2.body, metadata) == Opened(b"second version", author)
+    by_bob = ALICE.seal_placed_file(PATH, b"second version", "bob")
     for body, forged in (
         (by_bob.body, _with_place(by_bob, _RECORD)),
         (V2.body, _with_place(V2, by_bob.metadata[PLACE_METADATA])),
     ):
         with pytest.raises(IntegrityError, match=REFUSED):
-            ALICE.open_file(PATH, body, forged)
+            ALICE.open_placed_file(PATH, body, forged)
     # GCM is a stream cipher: knowing the block layout, turn "ada" into "bob" or into no author.
     record = _unb64(records["ada"][PLACE_METADATA])
     nonce, sealed, tag = record[:12], record[12:-16], record[-16:]
@@ -198,21 +199,21 @@ def test_an_author_cannot_be_changed_without_the_key() -> None:
         delta = bytes(a ^ b for a, b in zip(b"\x03ada", block, strict=True))
         forged_block = bytes(s ^ d for s, d in zip(sealed, delta, strict=False)) + sealed[len(delta) :]
         with pytest.raises(IntegrityError, match=REFUSED):
-            ALICE.open_file(PATH, V2.body, {PLACE_METADATA: _b64(nonce + forged_block + tag)})
+            ALICE.open_placed_file(PATH, V2.body, {PLACE_METADATA: _b64(nonce + forged_block + tag)})
 
 
 @pytest.mark.parametrize("author", [None, "a", "a" * 128, "agent:planner/7"])
 def test_the_place_record_does_not_show_the_authors_length(author: str | None) -> None:
-    sealed = ALICE.seal_file(PATH, b"same", author)
+    sealed = ALICE.seal_placed_file(PATH, b"same", author)
     assert {k: len(v) for k, v in sealed.metadata.items()} == {HEADER_METADATA: 114, PLACE_METADATA: 210}
     assert len(_unb64(sealed.metadata[PLACE_METADATA])) == RECORD_BYTES
-    assert ALICE.open_file(PATH, sealed.body, sealed.metadata).author == author
+    assert ALICE.open_placed_file(PATH, sealed.body, sealed.metadata).author == author
 
 
 @pytest.mark.parametrize("author", ["", "a" * 129, "agent 7"])
 def test_seal_file_refuses_an_author_it_could_not_open(author: str) -> None:
     with pytest.raises(ValueError, match="an author"):
-        ALICE.seal_file(PATH, b"text", author)
+        ALICE.seal_placed_file(PATH, b"text", author)
 
 
 def test_internal_objects_are_bound_to_name_store_and_user() -> None:
@@ -253,8 +254,8 @@ def test_key_owners_name_a_format_2_user_to_kms_only_by_store_and_token() -> Non
 def test_a_format_2_kms_data_key_is_wrapped_under_the_store_and_token(kms: Any, key_id: str) -> None:
     vault = _Vault()
     source = DataKeySource(KMSKeyProvider(key_id, kms_client=kms), owner(), vault)
-    sealed = ObjectCipher(source).seal_file(PATH, b"text", "ada")
-    assert ObjectCipher(source).open_file(PATH, sealed.body, sealed.metadata) == Opened(b"text", "ada")
+    sealed = ObjectCipher(source).seal_placed_file(PATH, b"text", "ada")
+    assert ObjectCipher(source).open_placed_file(PATH, sealed.body, sealed.metadata) == Opened(b"text", "ada")
     blob = vault.keys[1][len(WRAPPED_KEY_MAGIC) :]
     context = {"s3memory:store": STORE, "s3memory:user": token("alice"), "s3memory:key_version": "1"}
     assert len(kms.decrypt(CiphertextBlob=blob, EncryptionContext=context)["Plaintext"]) == 32

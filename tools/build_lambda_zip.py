@@ -61,6 +61,7 @@ LAMBDA_PACKAGE_FILES = (
     "expiry.py",
     "files.py",
     "folders.py",
+    "formats.py",
     "guard.py",
     "job_runner.py",
     "jobs.py",

@@ -119,10 +119,14 @@ class Place:
 class ObjectCipher:
     """Seals and opens one user's objects with that user's data keys.
 
-    Format 1 (``store`` None) binds a file to its path in the associated data. Format 2 binds a
-    file's content to its user and store only, and places it at its path by a sealed record in its
-    metadata (``PLACE_METADATA``), so a copy made on the server with a new record renames it.
-    Internal objects (job records, the access record) are bound to their name in both formats.
+    Its objects carry the object format its key owner implies (``format``: 1 for an owner of no
+    store, 2 for one bound to its store), and it opens only those. Format 1's files are bound to
+    their path in the associated data (``seal_bound_file``); format 2 binds a file's content to its
+    user and store only, and places it at its path by a sealed record in its metadata
+    (``seal_placed_file``, ``PLACE_METADATA``), so a copy made on the server with a new record
+    renames it. Which of the two a store's files take is the storage format's choice
+    (``formats.py``). Internal objects (job records, the access record) are bound to their name in
+    both formats.
     """
 
     def __init__(self, keys: DataKeySource) -> None:
@@ -187,20 +191,26 @@ class ObjectCipher:
         anything not sealed by us for this user, name and author is refused."""
         return self._opened(path, blob, self._named(path, author))
 
-    def seal_file(self, path: str, plaintext: bytes, author: str | None) -> Sealed:
-        """A memory file at ``path`` written by ``author``: format 1 binds both in the object,
-        format 2 binds the content to the user and store and places it at ``path`` in its metadata."""
-        if self.format == FORMAT_1:
-            return Sealed(self.seal(path, plaintext, author), author_metadata(author))
+    def seal_bound_file(self, path: str, plaintext: bytes, author: str | None) -> Sealed:
+        """Format 1: a memory file at ``path`` written by ``author``, both bound in the object (the
+        author named in its metadata too)."""
+        return Sealed(self.seal(path, plaintext, author), author_metadata(author))
+
+    def open_bound_file(self, path: str, blob: bytes, metadata: Mapping[str, str]) -> Opened:
+        """Format 1: a memory file read at ``path`` with ``metadata``; refused unless we sealed it
+        for this user, this path and the author its metadata names."""
+        author = author_of(metadata)
+        return Opened(self.open(path, blob, author), author)
+
+    def seal_placed_file(self, path: str, plaintext: bytes, author: str | None) -> Sealed:
+        """Format 2: a memory file at ``path`` written by ``author``: its content bound to the user
+        and store, placed at ``path`` by its metadata (``placed``)."""
         body = self._sealed(plaintext, lambda header: header + self._scope)
         return Sealed(body, self.placed(path, body[:HEADER_BYTES], author))
 
-    def open_file(self, path: str, blob: bytes, metadata: Mapping[str, str]) -> Opened:
-        """A memory file read at ``path`` with ``metadata``; refused unless we sealed it for this
-        user (and store) and it was placed at ``path``."""
-        if self.format == FORMAT_1:
-            author = author_of(metadata)
-            return Opened(self.open(path, blob, author), author)
+    def open_placed_file(self, path: str, blob: bytes, metadata: Mapping[str, str]) -> Opened:
+        """Format 2: a memory file read at ``path`` with ``metadata``; refused unless we sealed it
+        for this user and store and it was placed at ``path``."""
         header = blob[:HEADER_BYTES]
         version = _header_version(header)
         if version is None:

@@ -16,7 +16,15 @@ from typing import Any, cast
 from unittest import mock
 
 from s3memory.conditions import Enforced
-from s3memory.crypto import DataKeySource, KeyOwner, KMSKeyProvider, LocalKeyProvider, ObjectCipher
+from s3memory.crypto import (
+    DataKeySource,
+    KeyOwner,
+    KMSKeyProvider,
+    LocalKeyProvider,
+    ObjectCipher,
+    Opened,
+    Sealed,
+)
 from s3memory.migration import mark_migrated, read_mark
 from s3memory.names import NameCipher, namespace_of, user_of_namespace
 from s3memory.server_checks import open_record, seal_record
@@ -70,17 +78,35 @@ def _cipher(inputs: Json) -> ObjectCipher:
     return ObjectCipher(DataKeySource(_local(inputs), _owner(inputs), _NoVault()))
 
 
-def _seal_file(inputs: Json) -> Json:
-    with drawn(inputs["draws"]):
-        sealed = _cipher(inputs).seal_file(
-            inputs["path"], bytes.fromhex(inputs["plaintext"]), inputs["author"]
+def _file_sealing(
+    seal: Callable[[ObjectCipher], Callable[[str, bytes, str | None], Sealed]],
+) -> Callable[[Json], Json]:
+    def sealed_file(inputs: Json) -> Json:
+        with drawn(inputs["draws"]):
+            sealed = seal(_cipher(inputs))(
+                inputs["path"], bytes.fromhex(inputs["plaintext"]), inputs["author"]
+            )
+        return {"body": sealed.body.hex(), "metadata": sealed.metadata}
+
+    return sealed_file
+
+
+def _file_opening(
+    open_with: Callable[[ObjectCipher], Callable[[str, bytes, dict[str, str]], Opened]],
+) -> Callable[[Json, Json], Json]:
+    def opened_file(inputs: Json, expected: Json) -> Json:
+        opened = open_with(_cipher(inputs))(
+            inputs["path"], bytes.fromhex(expected["body"]), expected["metadata"]
         )
-    return {"body": sealed.body.hex(), "metadata": sealed.metadata}
+        return {"plaintext": opened.plaintext.hex(), "author": opened.author}
+
+    return opened_file
 
 
-def _open_file(inputs: Json, expected: Json) -> Json:
-    opened = _cipher(inputs).open_file(inputs["path"], bytes.fromhex(expected["body"]), expected["metadata"])
-    return {"plaintext": opened.plaintext.hex(), "author": opened.author}
+_seal_bound_file = _file_sealing(lambda cipher: cipher.seal_bound_file)
+_open_bound_file = _file_opening(lambda cipher: cipher.open_bound_file)
+_seal_placed_file = _file_sealing(lambda cipher: cipher.seal_placed_file)
+_open_placed_file = _file_opening(lambda cipher: cipher.open_placed_file)
 
 
 def _seal_object(inputs: Json) -> Json:
@@ -323,8 +349,8 @@ CASES = [
             "author": "agent-7",
             "draws": [SALT, NONCE],
         },
-        _seal_file,
-        _open_file,
+        _seal_bound_file,
+        _open_bound_file,
         _file_read_gives,
     ),
     Case(
@@ -356,8 +382,8 @@ CASES = [
             "author": "agent-7",
             "draws": [SALT, NONCE, PLACE_NONCE],
         },
-        _seal_file,
-        _open_file,
+        _seal_placed_file,
+        _open_placed_file,
         _file_read_gives,
     ),
     Case(
