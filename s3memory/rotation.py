@@ -187,8 +187,8 @@ def rotate(
         report.current, report.old = provider.version, provider.previous_versions
         waited = True
         if report.old and not dry_run:
-            if memory.key_owner.store is not None:
-                _rewrap_store_key(memory.store, operations.prefix, memory.key_owner.store, provider)
+            if memory.files.format.has_store_identity:
+                _rewrap_store_key(memory.store, operations.prefix, operations.store_identity, provider)
             rewrap_record(memory.store, operations.prefix, operations.store_identity, provider)
     elif isinstance(provider, KMSKeyProvider):
         if not _start(provider, memory, vault, report):

@@ -7,6 +7,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
+from s3memory.formats import FORMATS, FormatOne, FormatTwo, numbered
+
 PACKAGE = Path(__file__).resolve().parents[1] / "s3memory"
 SEAM = {"formats.py", "store_format.py"}
 """The strategies, and the one module that chooses which format a store is served in (``auto``)."""
@@ -81,6 +85,13 @@ def test_the_scan_finds_each_shape_of_format_comparison() -> None:
     assert format_comparisons("ok = format_version == FORMAT_2", "m.py") == [1]
     assert format_comparisons("ok = format_version == FORMAT_2", HEADER_PARSING[0]) == []
     assert format_comparisons("ok = files.format.places_files and count == 1", "m.py") == []
+
+
+def test_each_served_format_has_its_strategy_and_no_other_number_has_one() -> None:
+    assert [type(numbered(number)) for number in (1, 2)] == [FormatOne, FormatTwo]
+    assert {number: strategy.storage_format for number, strategy in FORMATS.items()} == {1: 1, 2: 2}
+    with pytest.raises(ValueError, match=r"^storage format 3 is not served by this version$"):
+        numbered(3)
 
 
 def _module_of(path: Path) -> str:
