@@ -44,10 +44,10 @@ if entry is not None:
     text, failed = answer["content"], answer["is_error"]
 else:
     import base64, s3memory
-    from s3memory.clients import make_s3_client
+    from s3memory.storage.clients import make_s3_client
     from s3memory.crypto import LocalKeyProvider
     from s3memory.memory import S3Memory
-    from s3memory.store import S3Store
+    from s3memory.storage.bucket import S3Store
     client = make_s3_client(endpoint_url=os.environ["S3MEMORY_ENDPOINT_URL"])
     memory = S3Memory(S3Store(client, os.environ["S3MEMORY_BUCKET"]), os.environ["BENCH_USER"],
                       LocalKeyProvider(base64.b64decode(os.environ["S3MEMORY_LOCAL_KEY"])),

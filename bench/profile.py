@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import s3memory.files as files_module
-import s3memory.job_runner as job_runner_module
+import s3memory.core.files as files_module
+import s3memory.core.job_runner as job_runner_module
 
 from .scaling import named_tree
 from .servers import Backend, fake_credentials, moto_backend, seaweed_backend

@@ -220,7 +220,7 @@ def render(results: Results) -> str:
     out += [
         "## 3. Parallel batches against serial",
         "",
-        "The same command with `s3memory.concurrency.PARALLEL_REQUESTS = 1` (serial), interleaved run by run with "
+        "The same command with `s3memory.storage.concurrency.PARALLEL_REQUESTS = 1` (serial), interleaved run by run with "
         "the default (16). The speedup is serial/parallel per pair. On a loopback endpoint with no latency "
         "both are bound by CPU (the bench, the server and anything else on 2 cores); the endpoint with an "
         "added per-request delay shows what bounded parallelism buys against a real round trip. *CPU "

@@ -8,7 +8,7 @@
   files) in storage format 1 and in format 2 (private names), two users in one bucket, side by
   side: pair by pair, alternating which goes first, the ratio format 2 / format 1 per pair.
 - Directory ``delete`` and ``rename`` of N files, each with bounded parallelism (s3memory's
-  default) and serial (``s3memory.concurrency.PARALLEL_REQUESTS = 1`` in this process), interleaved
+  default) and serial (``s3memory.storage.concurrency.PARALLEL_REQUESTS = 1`` in this process), interleaved
   pair by pair, one client shared by the worker threads. A delete of up to 1,000 files is one
   ``DeleteObjects`` request either way, so delete is also set against serial deletion without
   batches: the same client listing the directory and deleting its objects one request at a time.
@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import s3memory.concurrency as concurrency
+import s3memory.storage.concurrency as concurrency
 from s3memory.crypto import FORMAT_VERSION, PLACED_FORMAT
 
 from .metrics import RequestCounter, Summary, describe, paired_ratios, quiet_gc, timed

@@ -9,13 +9,13 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ._version import __version__
+from s3memory._version import __version__
 
 if TYPE_CHECKING:
-    from .crypto import KeyProvider, KMSKeyProvider, LocalKeyProvider
-    from .errors import CommandError
-    from .memory import S3Memory
-    from .tool import AsyncS3MemoryTool, S3MemoryTool
+    from s3memory.crypto import KeyProvider, KMSKeyProvider, LocalKeyProvider
+    from s3memory.errors import CommandError
+    from s3memory.memory import S3Memory
+    from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
 
 __all__ = [
     "AsyncS3MemoryTool",

@@ -17,30 +17,29 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import assert_never
 
-from .access import AccessRecord
-from .authors import validate_author
-from .browse import Browser
-from .commands import Command, Create, Delete, Insert, Rename, StrReplace, View, parse_command
-from .concurrency import side
-from .conditions import REFUSE, WeakServer
-from .crypto import OVERHEAD, DataKeySource, KeyOwner, KeyProvider, ObjectCipher
-from .deployment import Store
-from .errors import CommandError, StorageError, Unsettled
-from .files import LOST, Lost, MemoryFiles, retried
-from .formats import Format
-from .guard import ContentGuard
-from .job_runner import Intent, JobRunner
-from .jobs import Source
-from .keyvault import KeyVault
-from .listing import Tree, render_listing
-from .migration import Upgrade
-from .moves import Origin, SourceChanged
-from .paths import ROOT, KeyLayout, MemoryPath, UserId, validate_namespace
-from .placement import Refusal, Survey, require_depth, require_file_path, write_new_file
-from .quota import Quota, Usage
-from .store import ListingPage, PreconditionFailed, S3Store
-from .store_format import AUTO_FORMAT, StorageFormat
-from .text import Edit, edit_snippet, insert_at, render_file, replace_unique
+from s3memory.core.browse import Browser
+from s3memory.core.commands import Command, Create, Delete, Insert, Rename, StrReplace, View, parse_command
+from s3memory.core.files import LOST, Lost, MemoryFiles, retried
+from s3memory.core.guard import ContentGuard
+from s3memory.core.job_records import Source
+from s3memory.core.job_runner import Intent, JobRunner
+from s3memory.core.last_used import AccessRecord
+from s3memory.core.listing import Tree, render_listing
+from s3memory.core.moves import Origin, SourceChanged
+from s3memory.core.paths import ROOT, KeyLayout, MemoryPath, UserId, validate_namespace
+from s3memory.core.placement import Refusal, Survey, require_depth, require_file_path, write_new_file
+from s3memory.core.quota import Quota, Usage
+from s3memory.core.text import Edit, edit_snippet, insert_at, render_file, replace_unique
+from s3memory.crypto import OVERHEAD, DataKeySource, KeyOwner, KeyProvider, ObjectCipher, validate_author
+from s3memory.errors import CommandError, StorageError, Unsettled
+from s3memory.formats.choice import AUTO_FORMAT, StorageFormat
+from s3memory.formats.keyvault import KeyVault
+from s3memory.formats.strategy import Format
+from s3memory.formats.upgrade import Upgrade
+from s3memory.storage.bucket import ListingPage, PreconditionFailed, S3Store
+from s3memory.storage.concurrency import side
+from s3memory.storage.conditions import REFUSE, WeakServer
+from s3memory.store import Store
 
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 MAX_FILE_BYTES_LIMIT = 4 * 1024 * 1024

@@ -37,15 +37,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
-from .conditions import REFUSE, SINGLE_WRITER, WeakServer, checked_weak_server
-from .crypto import DATA_KEY_BYTES, MAX_KEY_VERSION, KeyProvider, KMSKeyProvider, LocalKeyProvider
-from .deployment import Store
-from .guard import ContentGuard
-from .memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT
-from .paths import check_prefix
-from .quota import Quota
-from .store import S3Store
-from .store_format import AUTO_FORMAT, StorageFormat, checked_format
+from s3memory.core.guard import ContentGuard
+from s3memory.core.paths import check_prefix
+from s3memory.core.quota import Quota
+from s3memory.crypto import DATA_KEY_BYTES, MAX_KEY_VERSION, KeyProvider, KMSKeyProvider, LocalKeyProvider
+from s3memory.formats.choice import AUTO_FORMAT, StorageFormat, checked_format
+from s3memory.memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT
+from s3memory.storage.bucket import S3Store
+from s3memory.storage.conditions import REFUSE, SINGLE_WRITER, WeakServer, checked_weak_server
+from s3memory.store import Store
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -383,7 +383,7 @@ class Settings:
         )
 
     def make_s3_client(self) -> S3Client:
-        """An S3 client with our standard client settings (see ``s3memory.clients``)."""
-        from .clients import make_s3_client
+        """An S3 client with our standard client settings (see ``s3memory.storage.clients``)."""
+        from s3memory.storage.clients import make_s3_client
 
         return make_s3_client(endpoint_url=self.endpoint_url)

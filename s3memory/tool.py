@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any, Self
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
 from anthropic.types.beta import BetaCacheControlEphemeralParam
 
-from .conditions import REFUSE, WeakServer
-from .crypto import KeyProvider
-from .errors import CommandError, unexpected_failure
-from .guard import ContentGuard
-from .memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES, Quota, S3Memory
-from .store import S3Store
-from .store_format import AUTO_FORMAT, StorageFormat
+from s3memory.core.guard import ContentGuard
+from s3memory.crypto import KeyProvider
+from s3memory.errors import CommandError, unexpected_failure
+from s3memory.formats.choice import AUTO_FORMAT, StorageFormat
+from s3memory.memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES, Quota, S3Memory
+from s3memory.storage.bucket import S3Store
+from s3memory.storage.conditions import REFUSE, WeakServer
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -75,7 +75,7 @@ class _S3Configured:
         if not isinstance(bucket, str) or not bucket:
             raise ValueError("bucket must be a non-empty string")
         if s3_client is None:
-            from .clients import make_s3_client
+            from s3memory.storage.clients import make_s3_client
 
             s3_client = make_s3_client()
         self.memory = S3Memory(

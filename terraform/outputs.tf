@@ -24,7 +24,7 @@ output "store_id" {
 }
 
 output "store_identity" {
-  description = "Format 2: the store identity (32 hex digits, s3memory/store_keys.py) that the KMS policies require as kms:EncryptionContext:s3memory:store. null on format 1, and when Terraform cannot compute it (the policies then require the context key only; see store.tf)."
+  description = "Format 2: the store identity (32 hex digits, s3memory/formats/store_keys.py) that the KMS policies require as kms:EncryptionContext:s3memory:store. null on format 1, and when Terraform cannot compute it (the policies then require the context key only; see store.tf)."
   value       = var.storage_format == 2 ? local.store_identity : null
 }
 

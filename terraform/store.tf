@@ -2,7 +2,7 @@
 #
 # Format 2 binds every object and every wrapped data key to the store identity: the first 32 hex
 # digits of SHA-256("s3memory/v2/store" | u32 len(id) | id | u32 len(prefix) | prefix), lengths in
-# UTF-8 bytes, big-endian (s3memory/store_keys.py, store_identity), where id is store_id (default:
+# UTF-8 bytes, big-endian (s3memory/formats/store_keys.py, store_identity), where id is store_id (default:
 # the bucket's name) and prefix is memory_prefix. Its KMS requests carry the encryption context
 # {"s3memory:store": <identity>, "s3memory:user": <namespace token>, "store-key" or "server-record",
 # "s3memory:key_version": "<n>"}, so on format 2 the key policy and the roles' policies require

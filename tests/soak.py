@@ -46,7 +46,7 @@ and renames by server-side copy (its faults hit ``CopyObject`` too). The checker
 and prefix from the user's layout (``S3Memory.layout``), so it reads the same things on both; on
 format 2 it also finds no plain user id or path segment in any key. It takes the record of what the
 server enforces (``users/s3memory.server``, on both formats) and, on format 2, the wrapped store key
-and the mark (``users/s3memory.store-key``, ``users/s3memory.migrated``) for the store's own.
+and the mark (``users/s3memory.storage.bucket-key``, ``users/s3memory.migrated``) for the store's own.
 
 Any difference is a violation, printed with the seed, the agent and the commands that led to it
 (paths and sizes, never content); the run exits non-zero. Seeds make the command and fault draws
@@ -70,15 +70,15 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from s3memory.clients import make_s3_client
+from s3memory.core.job_runner import MARK_MAX_AGE_SECONDS
+from s3memory.core.paths import KeyLayout, memory_path
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError, StorageError
-from s3memory.job_runner import MARK_MAX_AGE_SECONDS
+from s3memory.formats.store_keys import MIGRATED_NAME, STORE_KEY_NAME
 from s3memory.memory import S3Memory
-from s3memory.paths import KeyLayout, memory_path
-from s3memory.server_checks import PROBE_NAME, SERVER_RECORD_NAME
-from s3memory.store import S3Store
-from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME
+from s3memory.storage.bucket import S3Store
+from s3memory.storage.clients import make_s3_client
+from s3memory.storage.server_checks import PROBE_NAME, SERVER_RECORD_NAME
 
 from .support.backends import REGION, SeaweedServer, ServerUnavailable, find_weed
 from .support.faults import ALL, Fault, FaultPlan, SimulatedCrash, instant_retries

@@ -9,16 +9,23 @@ from typing import Any
 
 import pytest
 
-from s3memory.authors import AUTHOR_METADATA, validate_author, validate_served_author
 from s3memory.aws_lambda.agent.event import Invalid, parse_event
-from s3memory.cli import _parser
-from s3memory.console import Console, operator_actor
-from s3memory.crypto import DataKeySource, KeyOwner, LocalKeyProvider, ObjectCipher
+from s3memory.cli.console import Console, operator_actor
+from s3memory.cli.main import _parser
+from s3memory.crypto import (
+    AUTHOR_METADATA,
+    DataKeySource,
+    KeyOwner,
+    LocalKeyProvider,
+    ObjectCipher,
+    validate_author,
+    validate_served_author,
+)
 from s3memory.errors import IntegrityError
 from s3memory.memory import S3Memory
-from s3memory.operations import Operations
-from s3memory.store import S3Store
-from s3memory.versions import MemoryVersions
+from s3memory.ops.operations import Operations
+from s3memory.ops.versions import MemoryVersions
+from s3memory.storage.bucket import S3Store
 
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot
 

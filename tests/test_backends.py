@@ -18,7 +18,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from s3memory.store import S3Store
+from s3memory.storage.bucket import S3Store
 
 from .support.backends import REGION, SeaweedServer
 from .support.bucket import ALL_BACKENDS, BUCKET, common_prefixes, empty_bucket, stored_keys

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
+from s3memory.core.guard import DEFAULT_DETECTORS, ContentGuard, Detector
+from s3memory.core.text import VIEW_CHARACTER_CAP, edit_snippet, occurrences, replace_unique
 from s3memory.errors import CommandError
-from s3memory.guard import DEFAULT_DETECTORS, ContentGuard, Detector
 from s3memory.memory import S3Memory
-from s3memory.text import VIEW_CHARACTER_CAP, edit_snippet, occurrences, replace_unique
 
 from .test_guard import SECRETS
 

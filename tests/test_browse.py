@@ -8,12 +8,12 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from s3memory.core.listing import Tree, render_listing
+from s3memory.core.paths import memory_path
 from s3memory.crypto import LocalKeyProvider, plaintext_size
 from s3memory.errors import CommandError
-from s3memory.listing import Tree, render_listing
 from s3memory.memory import S3Memory
-from s3memory.paths import memory_path
-from s3memory.store import S3Store
+from s3memory.storage.bucket import S3Store
 
 from .conftest import STORAGE_FORMAT, key_of, prefix_of
 from .support.bucket import BUCKET, MASTER_KEY, empty_bucket, stored_keys

@@ -8,7 +8,7 @@ import pytest
 from anthropic.lib.tools import ToolError
 
 from s3memory import S3MemoryTool
-from s3memory.paths import memory_path
+from s3memory.core.paths import memory_path
 
 from .conftest import STORAGE_FORMAT, key_of, keys_of, memory_tool, prefix_of
 from .support.bucket import ALL_BACKENDS, snapshot, stored_keys

@@ -13,12 +13,12 @@ from typing import Any
 import boto3
 import pytest
 
-from s3memory import files as files_module
+from s3memory.core import files as files_module
+from s3memory.core.paths import memory_path
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
-from s3memory.paths import memory_path
-from s3memory.store import S3Store
+from s3memory.storage.bucket import S3Store
 
 from .conftest import STORAGE_FORMAT, key_of, keys_of, plant, prefix_of, rename_crash_point
 from .support.bucket import BUCKET, MASTER_KEY, stored_keys

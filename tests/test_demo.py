@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from s3memory.cli import main
+from s3memory.cli.main import main
 from s3memory.demo import walkthrough
 from s3memory.demo.scripted_api import ScriptedMessagesAPI, ToolResult
 
@@ -30,7 +30,7 @@ def _env_without_api_key() -> dict[str, str]:
 def cli_run() -> subprocess.CompletedProcess[str]:
     """One run of the command as a user runs it, shared by the output checks."""
     return subprocess.run(
-        [sys.executable, "-m", "s3memory.cli", "demo"],
+        [sys.executable, "-m", "s3memory.cli.main", "demo"],
         cwd=ROOT,
         env=_env_without_api_key(),
         capture_output=True,
@@ -134,7 +134,7 @@ def test_cli_demo_prints_no_secrets(cli_run: subprocess.CompletedProcess[str]) -
 
 def test_live_without_key_exits_2_with_a_clear_message() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "s3memory.cli", "demo", "--live"],
+        [sys.executable, "-m", "s3memory.cli.main", "demo", "--live"],
         cwd=ROOT,
         env=_env_without_api_key(),
         capture_output=True,
@@ -175,7 +175,7 @@ def _loaded_after(module: str) -> list[str]:
 
 def test_importing_the_cli_is_light() -> None:
     """The demo package's requirement check, not the demo itself nor what it needs."""
-    loaded = _loaded_after("s3memory.cli")
+    loaded = _loaded_after("s3memory.cli.main")
     assert "s3memory.demo" in loaded
     assert not [
         m
@@ -188,11 +188,7 @@ def test_the_agent_lambda_imports_neither_the_cli_nor_the_demo() -> None:
     """Its default model is the settings' own: the Lambda's code does not reach the command."""
     loaded = _loaded_after("s3memory.aws_lambda.agent")
     assert "anthropic" in loaded and "s3memory.aws_lambda.agent.config" in loaded
-    assert not [
-        m
-        for m in loaded
-        if m.startswith(("s3memory.cli", "s3memory.console", "s3memory.demo", "s3memory.testing"))
-    ]
+    assert not [m for m in loaded if m.startswith(("s3memory.cli", "s3memory.demo", "s3memory.testing"))]
 
 
 def test_in_process_run_recalls_from_s3_in_an_empty_context() -> None:

@@ -16,14 +16,14 @@ from anthropic.lib.tools import ToolError
 from botocore.config import Config
 
 from bench.metrics import RequestCounter
-from s3memory.cli import _parser
-from s3memory.console import Console
+from s3memory.cli.console import Console
+from s3memory.cli.main import _parser
 from s3memory.crypto import LocalKeyProvider
-from s3memory.deployment import Store, forget_stores
+from s3memory.formats.store_keys import MIGRATED_NAME, STORE_KEY_NAME
 from s3memory.memory import S3Memory
-from s3memory.operations import Operations
-from s3memory.store import RequestFailed, S3Store
-from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME
+from s3memory.ops.operations import Operations
+from s3memory.storage.bucket import RequestFailed, S3Store
+from s3memory.store import Store, forget_stores
 from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
 
 from .support.bucket import BUCKET, MASTER_KEY

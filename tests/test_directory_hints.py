@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from bench.metrics import RequestCounter
+from s3memory.core.files import KnownDirectories
+from s3memory.core.paths import memory_path
 from s3memory.errors import CommandError
-from s3memory.files import KnownDirectories
 from s3memory.memory import S3Memory
-from s3memory.paths import memory_path
 
 from .conftest import prefix_of
 from .support.bucket import ALL_BACKENDS, BUCKET

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from s3memory import paths
 from s3memory.aws_lambda import memory_handler, runtime
 from s3memory.aws_lambda.agent.event import Invalid, parse_event
-from s3memory.console import settings_from
+from s3memory.cli.console import settings_from
+from s3memory.core import paths
+from s3memory.core.paths import UserId, validate_namespace
 from s3memory.crypto import LocalKeyProvider
-from s3memory.deployment import Store
-from s3memory.operations import Operations
-from s3memory.paths import UserId, validate_namespace
+from s3memory.ops.operations import Operations
 from s3memory.settings import Settings
+from s3memory.store import Store
 
 from .support.bucket import BUCKET, LOCAL_KEY_B64
 from .support.issuer import http_event, loopback_issuer

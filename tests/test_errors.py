@@ -8,7 +8,7 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from s3memory.errors import StorageError, aws_error_code, unexpected_failure
-from s3memory.store import S3Store
+from s3memory.storage.bucket import S3Store
 
 
 def test_an_aws_error_is_named_by_its_code_never_its_message() -> None:

@@ -19,12 +19,13 @@ import pytest
 from moto import mock_aws
 
 from bench.metrics import RequestCounter
-from s3memory.access import ACCESS_MAX_BYTES, RECORD_EVERY_SECONDS
 from s3memory.aws_lambda import expiry as expiry_function
 from s3memory.aws_lambda import runtime as lambda_runtime
+from s3memory.core.last_used import ACCESS_MAX_BYTES, RECORD_EVERY_SECONDS
 from s3memory.crypto import KeyProvider, KMSKeyProvider, LocalKeyProvider
 from s3memory.errors import CommandError
-from s3memory.expiry import (
+from s3memory.memory import S3Memory
+from s3memory.ops.expiry import (
     ACTIVE,
     BATCH,
     NOT_AUTHENTIC,
@@ -34,9 +35,8 @@ from s3memory.expiry import (
     UserExpiry,
     expire,
 )
-from s3memory.memory import S3Memory
-from s3memory.operations import Operations
-from s3memory.store import S3Store
+from s3memory.ops.operations import Operations
+from s3memory.storage.bucket import S3Store
 
 from .support.access import AccessRecordWrites, is_access_record
 from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot, stored_keys

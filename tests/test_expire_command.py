@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from s3memory import expiry
 from s3memory.crypto import LocalKeyProvider
 from s3memory.memory import S3Memory
-from s3memory.operations import Operations
-from s3memory.store import S3Store
+from s3memory.ops import expiry
+from s3memory.ops.operations import Operations
+from s3memory.storage.bucket import S3Store
 
 from .support.bucket import BUCKET, MASTER_KEY, snapshot, stored_keys
 from .support.console import run

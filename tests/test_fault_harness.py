@@ -25,7 +25,7 @@ from botocore.exceptions import (
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
-from s3memory.store import S3Store
+from s3memory.storage.bucket import S3Store
 
 from .support.backends import REGION, SeaweedServer
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot, stored_keys, temporary_bucket

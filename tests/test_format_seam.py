@@ -1,5 +1,5 @@
-"""The format seam (``s3memory/formats.py``): no module outside it compares a storage format's
-number, and the package has no import cycle. Both read the source (the AST), so they hold for code
+"""The format seam (``s3memory/formats/strategy.py``): no module outside it compares a storage format's
+number, the package has no import cycle, and each layer imports only the layers below it. Both read the source (the AST), so they hold for code
 no test runs."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from s3memory.formats import FORMATS, FormatOne, FormatTwo, numbered
+from s3memory.formats.strategy import FORMATS, FormatOne, FormatTwo, numbered
 
 PACKAGE = Path(__file__).resolve().parents[1] / "s3memory"
-SEAM = {"formats.py", "store_format.py"}
+SEAM = {"formats/strategy.py", "formats/choice.py"}
 """The strategies, and the one module that chooses which format a store is served in (``auto``)."""
 FORMAT_CONSTANTS = {"FORMAT_1", "FORMAT_2", "FORMAT_VERSION", "PLACED_FORMAT"}
 HEADER_PARSING = ("crypto/_objects.py", "format_version")
@@ -126,7 +126,8 @@ def _imported(tree: ast.Module, module: str, is_package: bool, known: set[str]) 
                 found.update(f"{target}.{alias.name}" for alias in statement.names)
 
     visit(tree.body)
-    return {name for name in found if name in known and name != module}
+    parents = {".".join(module.split(".")[:depth]) for depth in range(1, module.count(".") + 1)}
+    return {name for name in found if name in known and name != module and name not in parents}
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -163,8 +164,58 @@ def test_the_package_has_no_import_cycle() -> None:
     assert cycles(import_graph()) == []
 
 
+LAYERS = (
+    ("s3memory", "s3memory._version", "s3memory.errors"),
+    ("s3memory.crypto",),
+    ("s3memory.storage",),
+    ("s3memory.core",),
+    ("s3memory.formats",),
+    ("s3memory.store",),
+    ("s3memory.memory", "s3memory.settings"),
+    ("s3memory.ops",),
+    ("s3memory.tool", "s3memory.cli", "s3memory.aws_lambda", "s3memory.demo", "s3memory.testing"),
+)
+"""The package's layers, lowest first (``docs/core.md``, "Module map"): a module or a subpackage each."""
+
+
+def layer_of(module: str) -> int:
+    """The layer of a module: that of the entry it is, or of the subpackage it lies in (the root,
+    ``s3memory``, holds only its ``__init__``)."""
+    found = [
+        (len(home), number)
+        for number, homes in enumerate(LAYERS)
+        for home in homes
+        if module == home or ("." in home and module.startswith(home + "."))
+    ]
+    assert found, f"{module} is in no layer: add it to LAYERS and to docs/core.md's module map"
+    return max(found)[1]
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of a module from a higher layer than its own."""
+    return sorted(
+        f"{module} -> {imported}"
+        for module, imports in graph.items()
+        for imported in imports
+        if layer_of(imported) > layer_of(module)
+    )
+
+
+def test_each_layer_imports_only_the_layers_below_it() -> None:
+    assert upward_imports(import_graph()) == []
+
+
+def test_the_layer_check_finds_an_upward_import_and_a_module_in_no_layer() -> None:
+    assert layer_of("s3memory.storage.bucket") == 2 and layer_of("s3memory.store") == 5
+    assert layer_of("s3memory") == 0 and layer_of("s3memory.core.files") == 3
+    graph = {"s3memory.core.files": {"s3memory.formats.strategy", "s3memory.storage.bucket"}}
+    assert upward_imports(graph) == ["s3memory.core.files -> s3memory.formats.strategy"]
+    with pytest.raises(AssertionError, match=r"^s3memory\.elsewhere is in no layer"):
+        layer_of("s3memory.elsewhere")
+
+
 def test_the_cycle_check_sees_relative_imports_and_skips_type_checking() -> None:
-    known = {"s3memory.files", "s3memory.formats", "s3memory.crypto", "s3memory.crypto._objects"}
+    known = {"pkg.files", "pkg.formats", "pkg.crypto", "pkg.crypto._objects"}
     source = (
         "from typing import TYPE_CHECKING\n"
         "from .crypto import ObjectCipher\n"
@@ -173,8 +224,8 @@ def test_the_cycle_check_sees_relative_imports_and_skips_type_checking() -> None
         "def later():\n"
         "    from .formats import Format\n"
     )
-    assert _imported(ast.parse(source), "s3memory.files", False, known) == {"s3memory.crypto"}
+    assert _imported(ast.parse(source), "pkg.files", False, known) == {"pkg.crypto"}
     inner = "from ..files import MemoryFiles\nfrom . import _objects\n"
-    imported = _imported(ast.parse(inner), "s3memory.crypto", True, known)
-    assert imported == {"s3memory.files", "s3memory.crypto._objects"}
+    imported = _imported(ast.parse(inner), "pkg.crypto", True, known)
+    assert imported == {"pkg.files", "pkg.crypto._objects"}
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]

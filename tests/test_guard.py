@@ -12,10 +12,10 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from s3memory.core.guard import DEFAULT_DETECTORS, EDIT_MARGIN, FORMAT_RANGES, ContentGuard, luhn_valid
+from s3memory.core.text import Edit, edit_snippet, insert_at, replace_unique
 from s3memory.errors import CommandError
-from s3memory.guard import DEFAULT_DETECTORS, EDIT_MARGIN, FORMAT_RANGES, ContentGuard, luhn_valid
 from s3memory.memory import S3Memory
-from s3memory.text import Edit, edit_snippet, insert_at, replace_unique
 
 from .support.bucket import snapshot
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from s3memory.core.placement import MAX_DEPTH
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
-from s3memory.operations import Operations
-from s3memory.placement import MAX_DEPTH
+from s3memory.ops.operations import Operations
 from s3memory.settings import Limits
-from s3memory.store import S3Store
+from s3memory.storage.bucket import S3Store
 
 from .support.bucket import BUCKET, MASTER_KEY
 from .support.console import run as command

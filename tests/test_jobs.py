@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
+from s3memory.core.job_records import PREVIOUS_RECORD_FORMAT, Job, RecordRefused, Source
+from s3memory.core.paths import KeyLayout, memory_path
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
-from s3memory.jobs import PREVIOUS_RECORD_FORMAT, Job, RecordRefused, Source
 from s3memory.memory import S3Memory
-from s3memory.paths import KeyLayout, memory_path
-from s3memory.store import S3Store
+from s3memory.storage.bucket import S3Store
 
 from .conftest import STORAGE_FORMAT, key_of, prefix_of, rename_crash_point
 from .support.bucket import ALL_BACKENDS, BUCKET, snapshot, stored_keys

@@ -24,8 +24,8 @@ from s3memory.aws_lambda import memory_handler, metrics
 from s3memory.aws_lambda import runtime as lambda_runtime
 from s3memory.aws_lambda.agent import conversation, credentials
 from s3memory.aws_lambda.agent import deadline as agent_deadline
-from s3memory.concurrency import parallel, side
 from s3memory.demo.scripted_api import Reply, ScriptedMessagesAPI, ScriptError, Turn, last_tool_results
+from s3memory.storage.concurrency import parallel, side
 
 from .conftest import STORAGE_FORMAT, key_of
 from .support.access import AccessRecordWrites

@@ -29,8 +29,8 @@ from typing import Any
 import boto3
 import pytest
 
-from s3memory.access import ACCESS_NAME
 from s3memory.aws_lambda import runtime as lambda_runtime_module
+from s3memory.core.last_used import ACCESS_NAME
 from s3memory.demo.scripted_api import Reply, ScriptedMessagesAPI, last_tool_results
 from s3memory.memory import S3Memory
 from s3memory.settings import Settings

@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from s3memory import migration
+from s3memory.core.paths import memory_path
 from s3memory.crypto import LocalKeyProvider
-from s3memory.deployment import forget_stores
 from s3memory.errors import CommandError, StorageError
+from s3memory.formats import upgrade as migration
+from s3memory.formats.upgrade import BORN, MIGRATED_NAME, SETTLED, UserMigration
 from s3memory.memory import S3Memory
-from s3memory.migration import BORN, MIGRATED_NAME, SETTLED, UserMigration
-from s3memory.operations import Operations
-from s3memory.paths import memory_path
-from s3memory.store import PreconditionFailed, S3Store
-from s3memory.store_migration import migrate_store
+from s3memory.ops.migrate import migrate_store
+from s3memory.ops.operations import Operations
+from s3memory.storage.bucket import PreconditionFailed, S3Store
+from s3memory.store import forget_stores
 
 from .support import console
 from .support.bucket import ALL_BACKENDS, BUCKET, stored_keys

@@ -37,7 +37,11 @@ def named(text: str) -> set[str]:
 
 
 def covered(module: str, names: set[str]) -> bool:
+    """Named, or inside a named subpackage; a subpackage's ``__init__.py`` also by a module of it."""
     parts = module.split("/")
+    if len(parts) > 1 and parts[-1] == "__init__.py":
+        folder = "/".join(parts[:-1]) + "/"
+        return any(name.startswith(folder) for name in names) or covered(folder.rstrip("/"), names)
     return module in names or any("/".join(parts[:depth]) + "/" in names for depth in range(1, len(parts)))
 
 
@@ -66,3 +70,5 @@ def test_a_module_left_out_of_a_map_is_found() -> None:
     assert covered("crypto/_objects.py", names)
     assert covered("memory.py", names)
     assert not covered("files.py", names)
+    assert covered("core/__init__.py", {"core/files.py"})
+    assert not covered("ops/__init__.py", {"core/files.py"})

@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from s3memory import names
-from s3memory.names import (
+from s3memory.formats import names
+from s3memory.formats.names import (
     MAX_NAME_BYTES,
     MAX_NAMESPACE_CHARACTERS,
     MAX_TOKEN_CHARACTERS,

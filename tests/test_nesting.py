@@ -17,12 +17,12 @@ import pytest
 from bench.metrics import RequestCounter
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
-from s3memory.expiry import DAY_SECONDS, expire
 from s3memory.memory import S3Memory
-from s3memory.nesting import NestedStore, check_not_nested, enclosing_prefixes
-from s3memory.operations import Operations
-from s3memory.server_checks import SERVER_RECORD_NAME
-from s3memory.store import S3Store
+from s3memory.ops.expiry import DAY_SECONDS, expire
+from s3memory.ops.operations import Operations
+from s3memory.storage.bucket import S3Store
+from s3memory.storage.nesting import NestedStore, check_not_nested, enclosing_prefixes
+from s3memory.storage.server_checks import SERVER_RECORD_NAME
 
 from .support.bucket import BUCKET, MASTER_KEY, snapshot, stored_keys
 from .support.console import run

@@ -16,17 +16,17 @@ import pytest
 from anthropic.tools import BetaLocalFilesystemMemoryTool
 from anthropic.types.beta import BetaMemoryTool20250818CreateCommand
 
-from s3memory import folders
-from s3memory.cli import _parser
-from s3memory.console import Console
+from s3memory.cli.console import Console
+from s3memory.cli.main import _parser
+from s3memory.core.job_records import Job
+from s3memory.core.paths import memory_path
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
 from s3memory.errors import CommandError, IntegrityError
-from s3memory.jobs import Job
 from s3memory.memory import S3Memory
-from s3memory.operations import Operations
-from s3memory.paths import memory_path
+from s3memory.ops import folders
+from s3memory.ops.operations import Operations
 from s3memory.settings import Limits
-from s3memory.store import S3Store
+from s3memory.storage.bucket import S3Store
 
 from .conftest import STORAGE_FORMAT
 from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot, stored_keys
@@ -453,7 +453,7 @@ def test_verify_finds_a_wrapped_key_kms_refuses(s3: Any, kms: Any, key_id: str, 
 def test_a_dry_run_refuses_what_the_import_refuses_also_for_the_place_and_the_quota(
     s3: Any, tmp_path: Path
 ) -> None:
-    from s3memory.quota import Quota
+    from s3memory.core.quota import Quota
 
     store, keys = S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY)
     for user, limits in (("gail", Limits(quota=Quota(max_files=3))), ("hal", Limits())):

@@ -18,25 +18,25 @@ from typing import Any
 import pytest
 
 from bench.metrics import RequestCounter
-from s3memory import folders
 from s3memory.aws_lambda import expiry as expiry_function
 from s3memory.aws_lambda import runtime as lambda_runtime
-from s3memory.cli import _parser
-from s3memory.console import settings_from
+from s3memory.cli.console import settings_from
+from s3memory.cli.main import _parser
+from s3memory.core.files import ORIGIN_METADATA
+from s3memory.core.paths import memory_path
 from s3memory.crypto import KeyProvider, KMSKeyProvider, LocalKeyProvider
 from s3memory.errors import CommandError, IntegrityError
-from s3memory.expiry import ACTIVE, expire
-from s3memory.files import ORIGIN_METADATA
+from s3memory.formats.names import namespace_of, user_of_namespace
+from s3memory.formats.store_keys import STORE_KEY_NAME, store_identity, stored_store_key
+from s3memory.formats.upgrade import MIGRATED_NAME
 from s3memory.memory import S3Memory
-from s3memory.migration import MIGRATED_NAME
-from s3memory.names import namespace_of, user_of_namespace
-from s3memory.operations import Operations
-from s3memory.paths import memory_path
-from s3memory.server_checks import SERVER_RECORD_NAME
+from s3memory.ops import folders
+from s3memory.ops.expiry import ACTIVE, expire
+from s3memory.ops.operations import Operations
+from s3memory.ops.versions import MemoryVersions
 from s3memory.settings import Limits, Settings
-from s3memory.store import S3Store
-from s3memory.store_keys import STORE_KEY_NAME, store_identity, stored_store_key
-from s3memory.versions import MemoryVersions
+from s3memory.storage.bucket import S3Store
+from s3memory.storage.server_checks import SERVER_RECORD_NAME
 
 from .support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot, stored_keys
 from .support.console import run as command

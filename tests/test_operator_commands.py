@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
-from s3memory import cli, console
-from s3memory.console import Report
+from s3memory.cli import console
+from s3memory.cli import main as cli
+from s3memory.cli.commands import COMMANDS
+from s3memory.cli.console import Report
 from s3memory.crypto import LocalKeyProvider
-from s3memory.operations import Operations
-from s3memory.operator_commands import COMMANDS
-from s3memory.store import S3Store
+from s3memory.ops.operations import Operations
+from s3memory.storage.bucket import S3Store
 
 from .support.bucket import BUCKET, MASTER_KEY, snapshot
 from .support.console import audit, run

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 import s3memory
-from s3memory import cli, demo
+from s3memory import demo
+from s3memory.cli import main as cli
 from s3memory.demo import walkthrough
 
 ROOT = Path(__file__).resolve().parents[1]

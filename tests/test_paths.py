@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from s3memory.core.paths import KeyLayout, check_memory_path, memory_path, validate_namespace
 from s3memory.errors import CommandError, shown
-from s3memory.paths import KeyLayout, check_memory_path, memory_path, validate_namespace
 
 LAYOUT = KeyLayout(validate_namespace("alice", "users/"))
 

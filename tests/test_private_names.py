@@ -18,7 +18,7 @@ from s3memory.aws_lambda import memory_handler, runtime
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
-from s3memory.store import S3Store
+from s3memory.storage.bucket import S3Store
 
 from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY
 from .support.issuer import Issuer, http_event, loopback_issuer

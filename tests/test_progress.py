@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from s3memory.cli import _parser
-from s3memory.console import Console
+from s3memory.cli.console import Console
+from s3memory.cli.main import _parser
 from s3memory.crypto import LocalKeyProvider
-from s3memory.operations import Operations
-from s3memory.store import S3Store
+from s3memory.ops.operations import Operations
+from s3memory.storage.bucket import S3Store
 
 from .support.bucket import BUCKET, MASTER_KEY
 

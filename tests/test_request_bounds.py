@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from bench.metrics import RequestCounter
+from s3memory.core.placement import MAX_DEPTH
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
-from s3memory.placement import MAX_DEPTH
 
 from .conftest import STORAGE_FORMAT, key_of, prefix_of
 from .support.access import AccessRecordWrites

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from s3memory import files
+from s3memory.core import files
+from s3memory.core.files import LOST, WRITE_ATTEMPTS, Lost, retried
 from s3memory.errors import StorageError
-from s3memory.files import LOST, WRITE_ATTEMPTS, Lost, retried
 
 
 @pytest.fixture

@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from s3memory.cli import _parser
-from s3memory.console import settings_from
+from s3memory.cli.console import settings_from
+from s3memory.cli.main import _parser
+from s3memory.core.paths import KeyLayout, memory_path
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider, sealed_version
-from s3memory.migration import MIGRATED_NAME
-from s3memory.operations import Operations
-from s3memory.paths import KeyLayout, memory_path
-from s3memory.rotation import rotate
-from s3memory.server_checks import SERVER_RECORD_NAME, open_record
-from s3memory.store import S3Store
-from s3memory.store_keys import STORE_KEY_NAME
+from s3memory.formats.store_keys import STORE_KEY_NAME
+from s3memory.formats.upgrade import MIGRATED_NAME
+from s3memory.ops.operations import Operations
+from s3memory.ops.rotation import rotate
+from s3memory.storage.bucket import S3Store
+from s3memory.storage.server_checks import SERVER_RECORD_NAME, open_record
 
 from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot
 from .support.console import run

@@ -1,4 +1,4 @@
-"""Key rotation (``s3memory.rotation``, docs/rotation.md): every file sealed again under the new
+"""Key rotation (``s3memory.ops.rotation``, docs/rotation.md): every file sealed again under the new
 version with its author, the old KMS version removed only when no serving process can still seal with
 it and nothing needs it, local master keys MultiFernet-style; concurrent edits, warm serving
 processes, crashes and a bucket writer (moto and SeaweedFS). The tests that take ``storage_format``
@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from s3memory.core.files import ORIGIN_METADATA
+from s3memory.core.paths import memory_path
 from s3memory.crypto import (
     MAX_KEY_CACHE_SECONDS,
     OVERHEAD,
@@ -23,15 +25,13 @@ from s3memory.crypto import (
     LocalKeyProvider,
 )
 from s3memory.errors import CommandError
-from s3memory.files import ORIGIN_METADATA
+from s3memory.formats.store_keys import STORE_KEY_NAME
 from s3memory.memory import S3Memory
-from s3memory.operations import Operations
-from s3memory.paths import memory_path
-from s3memory.rotation import ROTATION_WAIT_SECONDS, RotationReport, rotate, rotate_waiting
+from s3memory.ops.operations import Operations
+from s3memory.ops.rotation import ROTATION_WAIT_SECONDS, RotationReport, rotate, rotate_waiting
+from s3memory.ops.versions import MemoryVersions
 from s3memory.settings import Limits
-from s3memory.store import S3Store
-from s3memory.store_keys import STORE_KEY_NAME
-from s3memory.versions import MemoryVersions
+from s3memory.storage.bucket import S3Store
 
 from .support import versions
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot

@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from s3memory import rotation
+from s3memory.core.files import ORIGIN_METADATA
+from s3memory.core.paths import memory_path
 from s3memory.crypto import PLACE_METADATA, KMSKeyProvider, LocalKeyProvider
-from s3memory.files import ORIGIN_METADATA
-from s3memory.operations import Operations
-from s3memory.paths import memory_path
-from s3memory.rotation import ROTATION_WAIT_SECONDS, rotate
-from s3memory.store import S3Store
-from s3memory.versions import when
+from s3memory.ops import rotation
+from s3memory.ops.operations import Operations
+from s3memory.ops.rotation import ROTATION_WAIT_SECONDS, rotate
+from s3memory.ops.versions import when
+from s3memory.storage.bucket import S3Store
 
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot
 from .support.console import run as command

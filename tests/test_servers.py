@@ -22,8 +22,16 @@ from anthropic.lib.tools import ToolError
 from botocore.exceptions import ClientError
 
 from bench.metrics import RequestCounter
-from s3memory import S3MemoryTool, folders
-from s3memory.conditions import (
+from s3memory import S3MemoryTool
+from s3memory.core.paths import memory_path
+from s3memory.crypto import LocalKeyProvider
+from s3memory.errors import IntegrityError
+from s3memory.formats.store_keys import MIGRATED_NAME, STORE_KEY_NAME, store_identity
+from s3memory.memory import S3Memory
+from s3memory.ops import folders
+from s3memory.ops.operations import Operations
+from s3memory.storage.bucket import S3Store
+from s3memory.storage.conditions import (
     BATCH_DELETE_ETAGS,
     CONDITIONS,
     COPY_IF_NONE_MATCH,
@@ -35,13 +43,7 @@ from s3memory.conditions import (
     PUT_IF_NONE_MATCH,
     Enforced,
 )
-from s3memory.crypto import LocalKeyProvider
-from s3memory.deployment import forget_stores
-from s3memory.errors import IntegrityError
-from s3memory.memory import S3Memory
-from s3memory.operations import Operations
-from s3memory.paths import memory_path
-from s3memory.server_checks import (
+from s3memory.storage.server_checks import (
     PROBE_NAME,
     SERVER_RECORD_NAME,
     STALE_PROBE_SECONDS,
@@ -50,8 +52,7 @@ from s3memory.server_checks import (
     probe_again,
     seal_record,
 )
-from s3memory.store import S3Store
-from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME, store_identity
+from s3memory.store import forget_stores
 
 from .support.bucket import BUCKET, MASTER_KEY, SERVER_MATRIX, stored_keys
 from .support.faults import Fault, FaultPlan
@@ -479,7 +480,7 @@ def test_planted_namespaces_hide_no_namespace_of_format_2_from_auto(s3: Any, bac
 
 
 def test_a_user_whose_id_begins_like_the_stores_own_objects_is_a_user(s3: Any, backend: str) -> None:
-    """The store's own objects lie directly at its prefix (``s3memory.store-key``...); a format-1
+    """The store's own objects lie directly at its prefix (``s3memory.storage.bucket-key``...); a format-1
     user named ``s3memory.notes`` has a namespace there. ``auto`` takes the store for one that holds
     users, never for a new one."""
     if SERVED[backend] is None:

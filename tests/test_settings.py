@@ -8,6 +8,8 @@ import base64
 
 import pytest
 
+from s3memory.core.guard import ContentGuard
+from s3memory.core.quota import Quota
 from s3memory.crypto import (
     DataKeySource,
     KeyOwner,
@@ -17,9 +19,7 @@ from s3memory.crypto import (
     sealed_version,
 )
 from s3memory.errors import IntegrityError
-from s3memory.guard import ContentGuard
 from s3memory.memory import DEFAULT_GUARD
-from s3memory.quota import Quota
 from s3memory.settings import Edge, Limits, Settings, SettingsError, TokenCheck, secure_url
 
 from .support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY

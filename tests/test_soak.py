@@ -13,12 +13,12 @@ from typing import Any, Literal
 
 import pytest
 
-from s3memory.clients import make_s3_client
+from s3memory.core.paths import KeyLayout, memory_path
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
-from s3memory.paths import KeyLayout, memory_path
-from s3memory.store import S3Store
+from s3memory.storage.bucket import S3Store
+from s3memory.storage.clients import make_s3_client
 
 from . import soak
 from .support.backends import REGION, SeaweedServer
@@ -172,7 +172,7 @@ def test_the_bucket_check_takes_only_the_store_key_and_mark_outside_namespaces(
     config = soak.SoakConfig(seed=SEED, phases=(1,), storage_format=storage_format)
     namespace = "users/p1-u0/" if storage_format == 1 else "users/mfrggzdf/"
     keys = [
-        "users/s3memory.store-key",
+        "users/s3memory.storage.bucket-key",
         "users/s3memory.migrated",
         f"{namespace}memories/{'a00' if storage_format == 1 else 'nbswy3dp'}/x",
         f"{namespace}internal/keys/v1",
@@ -186,7 +186,7 @@ def test_the_bucket_check_takes_only_the_store_key_and_mark_outside_namespaces(
     if storage_format == 1:  # format 1 has no store key or mark
         assert found == {
             "stray-object": "2 object(s) in no user's namespace: "
-            "users/s3memory.store-key, users/s3memory.migrated"
+            "users/s3memory.storage.bucket-key, users/s3memory.migrated"
         }
     else:
         assert found == {

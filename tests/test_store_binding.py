@@ -12,15 +12,16 @@ from typing import Any
 
 import pytest
 
-from s3memory import files, store_keys
+from s3memory.core import files
+from s3memory.core.files import WRITE_ATTEMPTS
+from s3memory.core.paths import memory_path
 from s3memory.crypto import KeyProvider, KMSKeyProvider, LocalKeyProvider
 from s3memory.errors import IntegrityError, StorageError
-from s3memory.files import WRITE_ATTEMPTS
-from s3memory.keyvault import KEYS_PREFIX
+from s3memory.formats import store_keys
+from s3memory.formats.keyvault import KEYS_PREFIX
+from s3memory.formats.store_keys import STORE_KEY_NAME
 from s3memory.memory import S3Memory
-from s3memory.paths import memory_path
-from s3memory.store import PreconditionFailed, S3Store
-from s3memory.store_keys import STORE_KEY_NAME
+from s3memory.storage.bucket import PreconditionFailed, S3Store
 
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, empty_bucket, stored_keys
 from .support.roles import confined
@@ -238,6 +239,6 @@ def test_a_store_key_deleted_from_a_marked_store_is_refused_not_replaced(
         v2()
     assert refused.value.message == (
         "Error: The store key is missing from a store that has one: its names cannot be read without it. "
-        "Restore users/s3memory.store-key (an earlier version, or a backup); nothing was changed."
+        "Restore users/s3memory.storage.bucket-key (an earlier version, or a backup); nothing was changed."
     )
     assert stored_keys(s3, f"users/{STORE_KEY_NAME}") == []

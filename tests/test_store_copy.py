@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from s3memory import testing
-from s3memory.store import PreconditionFailed, S3Store
+from s3memory.storage.bucket import PreconditionFailed, S3Store
 from s3memory.testing import install_condition_checks
 
 from .support.backends import REGION

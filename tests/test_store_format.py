@@ -10,18 +10,18 @@ from typing import Any
 import pytest
 
 from bench.metrics import RequestCounter
-from s3memory import files
+from s3memory.core import files
 from s3memory.crypto import LocalKeyProvider
-from s3memory.deployment import forget_stores
 from s3memory.errors import IntegrityError
+from s3memory.formats.choice import checked_format
+from s3memory.formats.store_keys import MIGRATED_NAME, STORE_KEY_NAME, Missing, store_identity, store_key
+from s3memory.formats.upgrade import BORN
 from s3memory.memory import S3Memory
-from s3memory.migration import BORN
-from s3memory.operations import Operations
-from s3memory.server_checks import SERVER_RECORD_NAME
+from s3memory.ops.operations import Operations
 from s3memory.settings import Settings, SettingsError
-from s3memory.store import PreconditionFailed, S3Store
-from s3memory.store_format import checked_format
-from s3memory.store_keys import MIGRATED_NAME, STORE_KEY_NAME, Missing, store_identity, store_key
+from s3memory.storage.bucket import PreconditionFailed, S3Store
+from s3memory.storage.server_checks import SERVER_RECORD_NAME
+from s3memory.store import forget_stores
 
 from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, stored_keys
 from .support.marks import mark_of

@@ -382,7 +382,7 @@ def _expected_identity(store_id: str, prefix: str) -> str | None:
     """store_identity of what the functions receive, or None where store.tf says it cannot pin it."""
     import unicodedata
 
-    from s3memory.store_keys import store_identity
+    from s3memory.formats.store_keys import store_identity
 
     received = unicodedata.normalize("NFC", store_id)
     sizes = [len(received.encode("utf-8")), len(prefix.encode("utf-8"))]
@@ -448,7 +448,7 @@ def _expected_environments(storage_format: int) -> dict[str, dict[str, str]]:
 
 
 def _expected_envelope_condition(storage_format: int) -> dict[str, dict[str, str]]:
-    from s3memory.store_keys import store_identity
+    from s3memory.formats.store_keys import store_identity
 
     condition = {"Null": {"kms:EncryptionContext:s3memory:user": "false"}}
     if storage_format == 2:

@@ -58,7 +58,7 @@ stored, a second create is refused with the quota's answer and writes nothing.
 The module's default storage format is 2 (private names), and it tells every function so
 explicitly: the test reads `S3MEMORY_STORAGE_FORMAT = "2"` and `S3MEMORY_STORE_ID` (the bucket's
 name) back from all three functions, and the envelope-key statements of the key policy and of the
-roles' policies pinned to the store identity (`s3memory.store_keys.store_identity` of the bucket and
+roles' policies pinned to the store identity (`s3memory.formats.store_keys.store_identity` of the bucket and
 the prefix). The handler, run with that environment, leaves no user id or path in any object key.
 """
 
@@ -80,7 +80,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from s3memory.aws_lambda import memory_handler, runtime
-from s3memory.store_keys import store_identity
+from s3memory.formats.store_keys import store_identity
 
 from .test_terraform import MODULE_DIR, _clean_environment, assert_ok, find_provider_mirror
 
@@ -571,7 +571,7 @@ def use_memory(
     # private names; neither the user id nor the path is in any key.
     # (Sorted, the store's three keys may come before or after the namespace's: a token is random.)
     keys = stored_keys()
-    store_keys = ["users/s3memory.migrated", "users/s3memory.server", "users/s3memory.store-key"]
+    store_keys = ["users/s3memory.migrated", "users/s3memory.server", "users/s3memory.storage.bucket-key"]
     assert [key for key in keys if key in store_keys] == store_keys, keys
     user_keys = [key for key in keys if key not in store_keys]
     assert len(user_keys) == 3, keys

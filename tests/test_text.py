@@ -6,9 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from s3memory.errors import CommandError
-from s3memory.listing import listed_past, render_listing, tree_from
-from s3memory.text import (
+from s3memory.core.listing import listed_past, render_listing, tree_from
+from s3memory.core.text import (
     VIEW_CHARACTER_CAP,
     Edit,
     edit_snippet,
@@ -19,6 +18,7 @@ from s3memory.text import (
     replace_unique,
     split_lines,
 )
+from s3memory.errors import CommandError
 
 _TEXT = st.text(alphabet=st.sampled_from(["a", "b", "\n", "\r", " ", "é"]), max_size=60)
 

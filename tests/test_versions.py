@@ -13,16 +13,16 @@ from typing import Any
 
 import pytest
 
-from s3memory.cli import _parser
-from s3memory.console import Console
+from s3memory.cli.console import Console
+from s3memory.cli.main import _parser
+from s3memory.core.files import ORIGIN_METADATA
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
-from s3memory.files import ORIGIN_METADATA
 from s3memory.memory import S3Memory
-from s3memory.operations import Operations
-from s3memory.rotation import rotate
-from s3memory.store import S3Store
-from s3memory.versions import MemoryVersions
+from s3memory.ops.operations import Operations
+from s3memory.ops.rotation import rotate
+from s3memory.ops.versions import MemoryVersions
+from s3memory.storage.bucket import S3Store
 
 from .conftest import STORAGE_FORMAT
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY

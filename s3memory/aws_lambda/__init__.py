@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .memory import memory_handler
+from s3memory.aws_lambda.memory import memory_handler
 
 if TYPE_CHECKING:
-    from .agent import agent_handler
+    from s3memory.aws_lambda.agent import agent_handler
 
 __all__ = ["agent_handler", "memory_handler"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "agent_handler":
-        from .agent import agent_handler
+        from s3memory.aws_lambda.agent import agent_handler
 
         globals()["agent_handler"] = agent_handler  # later look-ups skip this function
         return agent_handler

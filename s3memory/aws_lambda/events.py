@@ -21,12 +21,12 @@ import json
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from ..authors import validate_served_author
-from ..commands import COMMANDS
-from ..errors import type_name
-from ..paths import UserId
-from ..settings import DIRECT_INVOCATION, JWT_ISSUER, Edge
-from .tokens import KeysUnavailable, TokenRefused, TokenVerifier
+from s3memory.aws_lambda.tokens import KeysUnavailable, TokenRefused, TokenVerifier
+from s3memory.core.commands import COMMANDS
+from s3memory.core.paths import UserId
+from s3memory.crypto import validate_served_author
+from s3memory.errors import type_name
+from s3memory.settings import DIRECT_INVOCATION, JWT_ISSUER, Edge
 
 
 @dataclass(frozen=True)

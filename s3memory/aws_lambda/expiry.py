@@ -19,12 +19,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import CommandError, unexpected_failure
-from ..expiry import MAX_IDLE_DAYS, expire
-from ..operations import Operations
-from ..settings import SettingsError, whole_number
-from . import metrics, record
-from .runtime import get_runtime
+from s3memory.aws_lambda import metrics, record
+from s3memory.aws_lambda.runtime import get_runtime
+from s3memory.errors import CommandError, unexpected_failure
+from s3memory.ops.expiry import MAX_IDLE_DAYS, expire
+from s3memory.ops.operations import Operations
+from s3memory.settings import SettingsError, whole_number
 
 IDLE_DAYS = "S3MEMORY_EXPIRE_IDLE_DAYS"
 STOP_MARGIN_MS = 60_000

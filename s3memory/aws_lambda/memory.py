@@ -22,12 +22,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..commands import parse_command
-from ..errors import CommandError, unexpected_failure
-from ..settings import SettingsError
-from . import record
-from .events import Refused, command_name, direct_request, http_request, is_http
-from .runtime import get_runtime
+from s3memory.aws_lambda import record
+from s3memory.aws_lambda.events import Refused, command_name, direct_request, http_request, is_http
+from s3memory.aws_lambda.runtime import get_runtime
+from s3memory.core.commands import parse_command
+from s3memory.errors import CommandError, unexpected_failure
+from s3memory.settings import SettingsError
 
 _JSON_HEADERS = {"content-type": "application/json"}
 

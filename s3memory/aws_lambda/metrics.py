@@ -5,7 +5,7 @@ and possibly by several threads at once, so a counter on the client would mix in
 botocore ``request-created`` hook (registered once per client, under a fixed ``unique_id``) adds each
 HTTP request, retries included, to the :class:`RequestTally` of the invocation that made it: the one
 held in a context variable by :func:`tally`. The core runs its parallel requests in copies of the
-caller's context (``s3memory.concurrency``), so they are counted to the invocation that started
+caller's context (``s3memory.storage.concurrency``), so they are counted to the invocation that started
 them; a thread that carries no invocation's context is counted to none.
 
 **EMF.** The metadata and values that make a JSON log record a set of CloudWatch metrics: namespace

@@ -20,8 +20,8 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..errors import shown
-from . import metrics
+from s3memory.aws_lambda import metrics
+from s3memory.errors import shown
 
 logger = logging.getLogger("s3memory")
 

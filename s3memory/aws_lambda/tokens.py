@@ -25,7 +25,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..settings import TokenCheck, secure_url
+from s3memory.settings import TokenCheck, secure_url
 
 FAMILIES = {"RSA": ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"), "EC": ("ES256", "ES384", "ES512")}
 """Accepted algorithms, by the key type (``kty``) that signs with them."""

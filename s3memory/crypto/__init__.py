@@ -7,14 +7,17 @@
   store-level keys;
 - ``_providers``: the key providers (``LocalKeyProvider``, ``KMSKeyProvider``) and ``DataKeySource``;
   ``_expiring``: the bounded, lapsing cache the KMS provider keeps;
-- ``_primitives``: sizes and encodings they share.
+- ``_primitives``: sizes and encodings they share;
+- ``_authors``: who wrote a version (the rule for an author's name, and the metadata that keeps it,
+  authenticated with the object).
 
 Import from ``s3memory.crypto``, never from a private module. The bytes each format writes are
 pinned by the frozen vectors in ``tests/vectors`` (``tests/test_vectors.py``).
 """
 
-from ._fingerprints import FINGERPRINT_CHARACTERS, parsed_fingerprint
-from ._objects import (
+from s3memory.crypto._authors import AUTHOR_METADATA, OPERATOR, validate_author, validate_served_author
+from s3memory.crypto._fingerprints import FINGERPRINT_CHARACTERS, parsed_fingerprint
+from s3memory.crypto._objects import (
     COMMITMENT_BYTES,
     FORMAT_1,
     FORMAT_2,
@@ -34,9 +37,15 @@ from ._objects import (
     plaintext_size,
     sealed_version,
 )
-from ._owners import SERVER_RECORD_PURPOSE, STORE_KEY_PURPOSE, KeyOwner, WrappedKeyVault
-from ._primitives import DATA_KEY_BYTES, MAX_KEY_VERSION, NONCE_BYTES, TAG_BYTES, key_version_named
-from ._providers import (
+from s3memory.crypto._owners import SERVER_RECORD_PURPOSE, STORE_KEY_PURPOSE, KeyOwner, WrappedKeyVault
+from s3memory.crypto._primitives import (
+    DATA_KEY_BYTES,
+    MAX_KEY_VERSION,
+    NONCE_BYTES,
+    TAG_BYTES,
+    key_version_named,
+)
+from s3memory.crypto._providers import (
     MAX_KEY_CACHE_SECONDS,
     STORE_KEY_MAGIC,
     WRAPPED_KEY_MAGIC,
@@ -47,6 +56,7 @@ from ._providers import (
 )
 
 __all__ = [
+    "AUTHOR_METADATA",
     "COMMITMENT_BYTES",
     "DATA_KEY_BYTES",
     "FINGERPRINT_CHARACTERS",
@@ -59,6 +69,7 @@ __all__ = [
     "MAX_KEY_CACHE_SECONDS",
     "MAX_KEY_VERSION",
     "NONCE_BYTES",
+    "OPERATOR",
     "OVERHEAD",
     "PLACED_FORMAT",
     "PLACE_METADATA",
@@ -83,4 +94,6 @@ __all__ = [
     "parsed_fingerprint",
     "plaintext_size",
     "sealed_version",
+    "validate_author",
+    "validate_served_author",
 ]

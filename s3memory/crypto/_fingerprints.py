@@ -8,7 +8,7 @@ import hmac
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from ._primitives import key_version_named
+from s3memory.crypto._primitives import key_version_named
 
 _FINGERPRINT_INFO = b"s3memory/v1/path-fingerprint"
 FINGERPRINT_CHARACTERS = 32

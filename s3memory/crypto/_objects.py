@@ -33,13 +33,13 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from ..authors import AUTHOR_MAX_CHARACTERS, author_metadata, author_of, validate_author
-from ..errors import IntegrityError
-from ._fingerprints import parsed_fingerprint, path_fingerprint
-from ._primitives import NONCE_BYTES, TAG_BYTES, length_prefixed
+from s3memory.crypto._authors import AUTHOR_MAX_CHARACTERS, author_metadata, author_of, validate_author
+from s3memory.crypto._fingerprints import parsed_fingerprint, path_fingerprint
+from s3memory.crypto._primitives import NONCE_BYTES, TAG_BYTES, length_prefixed
+from s3memory.errors import IntegrityError
 
 if TYPE_CHECKING:
-    from ._providers import DataKeySource
+    from s3memory.crypto._providers import DataKeySource
 
 MAGIC = b"S3ME"
 FORMAT_1 = 1

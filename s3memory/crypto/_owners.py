@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from ._primitives import length_prefixed
+from s3memory.crypto._primitives import length_prefixed
 
 
 class WrappedKeyVault(Protocol):

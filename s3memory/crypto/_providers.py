@@ -17,10 +17,16 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from ..errors import IntegrityError, StorageError, aws_error_code
-from ._expiring import Expiring
-from ._owners import STORE_KEY_PURPOSE, KeyOwner, WrappedKeyVault, purpose_data, store_context
-from ._primitives import DATA_KEY_BYTES, MAX_KEY_VERSION, NONCE_BYTES, TAG_BYTES, length_prefixed
+from s3memory.crypto._expiring import Expiring
+from s3memory.crypto._owners import STORE_KEY_PURPOSE, KeyOwner, WrappedKeyVault, purpose_data, store_context
+from s3memory.crypto._primitives import (
+    DATA_KEY_BYTES,
+    MAX_KEY_VERSION,
+    NONCE_BYTES,
+    TAG_BYTES,
+    length_prefixed,
+)
+from s3memory.errors import IntegrityError, StorageError, aws_error_code
 
 if TYPE_CHECKING:
     from mypy_boto3_kms import KMSClient
@@ -217,7 +223,7 @@ class KMSKeyProvider(KeyProvider):
     @property
     def client(self) -> KMSClient:
         if self._client is None:
-            from ..clients import make_kms_client
+            from s3memory.storage.clients import make_kms_client
 
             self._client = make_kms_client()
         return self._client

@@ -9,7 +9,7 @@ import contextlib
 import logging
 from collections.abc import Iterator
 
-from ..testing import conditions_honoured
+from s3memory.testing import conditions_honoured
 
 
 @contextlib.contextmanager

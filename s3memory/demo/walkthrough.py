@@ -22,15 +22,22 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..settings import DEFAULT_MODEL
-from .scripted_api import Reply, ScriptedMessagesAPI, ToolResult, Turn, last_tool_results, tool_results
+from s3memory.demo.scripted_api import (
+    Reply,
+    ScriptedMessagesAPI,
+    ToolResult,
+    Turn,
+    last_tool_results,
+    tool_results,
+)
+from s3memory.settings import DEFAULT_MODEL
 
 if TYPE_CHECKING:
     from anthropic import Anthropic
     from mypy_boto3_s3 import S3Client
 
-    from ..crypto import KeyProvider
-    from ..tool import S3MemoryTool
+    from s3memory.crypto import KeyProvider
+    from s3memory.tool import S3MemoryTool
 
 USER_ID = "alice"
 MAX_TOKENS = 2048
@@ -336,8 +343,8 @@ def _set_environment(values: Mapping[str, str | None]) -> None:
 
 def _make_tool(bucket: str, key_provider: KeyProvider, endpoint: str) -> S3MemoryTool:
     """A new S3 client and tool for the demo user: nothing is shared with an earlier instance but S3."""
-    from ..clients import make_s3_client
-    from ..tool import S3MemoryTool
+    from s3memory.storage.clients import make_s3_client
+    from s3memory.tool import S3MemoryTool
 
     s3 = make_s3_client(endpoint_url=endpoint)
     return S3MemoryTool(bucket=bucket, user_id=USER_ID, key_provider=key_provider, s3_client=s3)
@@ -348,8 +355,8 @@ def _show_at_rest(
 ) -> None:
     """List the bucket and read the preferences object with plain boto3, and print them beside what
     the tool (with the key) makes of them: the paths the keys name, the decrypted view."""
-    from ..crypto import HEADER_BYTES, TAG_BYTES
-    from ..paths import memory_path
+    from s3memory.core.paths import memory_path
+    from s3memory.crypto import HEADER_BYTES, TAG_BYTES
 
     bucket = report.bucket
     tool = _make_tool(bucket, key_provider, endpoint)
@@ -413,8 +420,8 @@ def run_demo(out: TextIO, *, live: bool = False, model: str = DEFAULT_MODEL) -> 
     import anthropic
     import boto3
 
-    from ..crypto import LocalKeyProvider
-    from .embedded_s3 import moto_server
+    from s3memory.crypto import LocalKeyProvider
+    from s3memory.demo.embedded_s3 import moto_server
 
     started = time.monotonic()
     printer = _Printer(out)

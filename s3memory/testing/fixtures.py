@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from . import conditions_honoured
+from s3memory.testing import conditions_honoured
 
 __all__ = ["moto_honouring_conditions"]
 

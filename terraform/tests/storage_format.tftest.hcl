@@ -2,7 +2,7 @@
 # format explicitly (S3MEMORY_STORAGE_FORMAT, on format 1 too: the functions' own default, "auto",
 # could pick format 2 on a new bucket while the KMS grants are format 1's). Format 2 also tells every
 # function the store's id, and the key policy and the roles' policies require the store identity
-# (s3memory/store_keys.py) in the KMS encryption context, or, when Terraform cannot compute it
+# (s3memory/formats/store_keys.py) in the KMS encryption context, or, when Terraform cannot compute it
 # exactly, the context key s3memory:store. Format 1 keeps every KMS condition as it was.
 # The identities below are store_identity's (Python) for the same id and prefix; tests/
 # test_terraform.py compares the two over more ids. Runs that read policies use `apply`: they name
@@ -44,7 +44,7 @@ run "format_2_by_default_tells_every_function_and_pins_the_identity" {
 
   assert {
     condition     = output.store_identity == "9effe05508c5b6192fe271e1421f8f88"
-    error_message = "The store identity is store_identity(\"s3memory-test-bucket\", \"users/\") of s3memory/store_keys.py."
+    error_message = "The store identity is store_identity(\"s3memory-test-bucket\", \"users/\") of s3memory/formats/store_keys.py."
   }
 
   assert {

@@ -1,4 +1,4 @@
-"""Telling the access record's requests (``s3memory.access``) from the commands' own."""
+"""Telling the access record's requests (``s3memory.core.last_used``) from the commands' own."""
 
 from __future__ import annotations
 

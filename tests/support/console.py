@@ -8,9 +8,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from s3memory.cli import _parser
-from s3memory.console import Console
-from s3memory.operations import Operations
+from s3memory.cli.console import Console
+from s3memory.cli.main import _parser
+from s3memory.ops.operations import Operations
 
 
 def run(

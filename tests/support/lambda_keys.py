@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from s3memory.access import ACCESS_NAME
 from s3memory.aws_lambda import runtime
+from s3memory.core.last_used import ACCESS_NAME
 from s3memory.memory import S3Memory
 
 from ..conftest import keys_of, store_objects

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from s3memory.crypto import LocalKeyProvider
-from s3memory.migration import read_mark
-from s3memory.store import S3Store
-from s3memory.store_keys import store_identity, stored_store_key
+from s3memory.formats.store_keys import store_identity, stored_store_key
+from s3memory.formats.upgrade import read_mark
+from s3memory.storage.bucket import S3Store
 
 from .bucket import BUCKET, MASTER_KEY
 

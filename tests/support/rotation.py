@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
+from s3memory.core.paths import KeyLayout, memory_path
 from s3memory.crypto import KeyProvider, KMSKeyProvider
 from s3memory.memory import S3Memory
-from s3memory.operations import Operations
-from s3memory.paths import KeyLayout, memory_path
-from s3memory.rotation import ROTATION_WAIT_SECONDS
-from s3memory.store import S3Store
+from s3memory.ops.operations import Operations
+from s3memory.ops.rotation import ROTATION_WAIT_SECONDS
+from s3memory.storage.bucket import S3Store
 
 from .faults import ProcessDeath, SimulatedCrash
 from .versions import all_versions, sealed_with

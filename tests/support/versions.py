@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from s3memory.crypto import sealed_version
-from s3memory.operations import Operations
+from s3memory.ops.operations import Operations
 
 
 def objects(s3: Any, bucket: str, prefix: str) -> list[str]:

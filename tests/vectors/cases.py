@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any, cast
 from unittest import mock
 
-from s3memory.conditions import Enforced
 from s3memory.crypto import (
     DataKeySource,
     KeyOwner,
@@ -25,11 +24,12 @@ from s3memory.crypto import (
     Opened,
     Sealed,
 )
-from s3memory.migration import mark_migrated, read_mark
-from s3memory.names import NameCipher, namespace_of, user_of_namespace
-from s3memory.server_checks import open_record, seal_record
-from s3memory.store import S3Store, StoredObject
-from s3memory.store_keys import store_identity
+from s3memory.formats.names import NameCipher, namespace_of, user_of_namespace
+from s3memory.formats.store_keys import store_identity
+from s3memory.formats.upgrade import mark_migrated, read_mark
+from s3memory.storage.bucket import S3Store, StoredObject
+from s3memory.storage.conditions import Enforced
+from s3memory.storage.server_checks import open_record, seal_record
 
 Json = dict[str, Any]
 

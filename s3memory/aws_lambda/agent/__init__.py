@@ -45,6 +45,6 @@ and ``agent_handler``, the error answers and what the record notes.
 
 from __future__ import annotations
 
-from .handler import agent_handler, handle
+from s3memory.aws_lambda.agent.handler import agent_handler, handle
 
 __all__ = ["agent_handler", "handle"]

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import type_name
-from ...settings import DEFAULT_MODEL, whole_number
-from .event import ITERATIONS_LIMIT, MAX_TOKENS_LIMIT, Invalid, checked_params
+from s3memory.aws_lambda.agent.event import ITERATIONS_LIMIT, MAX_TOKENS_LIMIT, Invalid, checked_params
+from s3memory.errors import type_name
+from s3memory.settings import DEFAULT_MODEL, whole_number
 
 API_KEY = "ANTHROPIC_API_KEY"
 API_KEY_SECRET_ARN = "ANTHROPIC_API_KEY_SECRET_ARN"

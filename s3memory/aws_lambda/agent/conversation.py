@@ -7,10 +7,10 @@ from typing import Any
 
 import anthropic
 
-from ...tool import S3MemoryTool
-from .config import AgentConfig
-from .deadline import DeadlineReached
-from .event import AgentRequest
+from s3memory.aws_lambda.agent.config import AgentConfig
+from s3memory.aws_lambda.agent.deadline import DeadlineReached
+from s3memory.aws_lambda.agent.event import AgentRequest
+from s3memory.tool import S3MemoryTool
 
 MEMORY_BETA = "context-management-2025-06-27"
 """The memory tool's beta; always sent, with any others the parameters name."""

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 
 import anthropic
 
-from ...errors import aws_error_code
-from .config import API_KEY, API_KEY_SECRET_ARN, Misconfigured, setting
-from .deadline import DeadlineGuard
+from s3memory.aws_lambda.agent.config import API_KEY, API_KEY_SECRET_ARN, Misconfigured, setting
+from s3memory.aws_lambda.agent.deadline import DeadlineGuard
+from s3memory.errors import aws_error_code
 
 API_MAX_RETRIES = 2
 
@@ -42,7 +42,7 @@ def _key_from_secret(secret: str) -> str:
 def _read_secret(secret_id: str) -> str:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from ...clients import make_secretsmanager_client
+    from s3memory.storage.clients import make_secretsmanager_client
 
     parts = secret_id.split(":")
     region = parts[3] if len(parts) >= 7 and parts[0] == "arn" and parts[3] else None

@@ -13,7 +13,7 @@ from typing import Any
 import anthropic
 from anthropic import APIRequest, APIResponse, CallNext, Middleware
 
-from .event import is_number
+from s3memory.aws_lambda.agent.event import is_number
 
 REQUEST_RESERVE_SECONDS = 1.0
 """A request's timeout ends this long before the deadline, leaving time to answer."""

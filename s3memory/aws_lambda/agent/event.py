@@ -7,10 +7,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...authors import validate_served_author
-from ...errors import shown, type_name
-from ...paths import UserId
-from ..events import event_user
+from s3memory.aws_lambda.events import event_user
+from s3memory.core.paths import UserId
+from s3memory.crypto import validate_served_author
+from s3memory.errors import shown, type_name
 
 ITERATIONS_LIMIT = 100
 MAX_TOKENS_LIMIT = 128_000

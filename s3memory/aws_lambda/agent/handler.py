@@ -12,16 +12,16 @@ from typing import Any
 
 import anthropic
 
-from ...errors import shown, unexpected_failure
-from ...settings import SettingsError
-from ...tool import S3MemoryTool
-from .. import metrics, record
-from ..runtime import get_runtime
-from .config import BASE_URL, AgentConfig, Misconfigured, setting
-from .conversation import run
-from .credentials import anthropic_client, api_key
-from .deadline import Deadline, NoTimeToRetry, current_deadline
-from .event import Invalid, parse_event
+from s3memory.aws_lambda import metrics, record
+from s3memory.aws_lambda.agent.config import BASE_URL, AgentConfig, Misconfigured, setting
+from s3memory.aws_lambda.agent.conversation import run
+from s3memory.aws_lambda.agent.credentials import anthropic_client, api_key
+from s3memory.aws_lambda.agent.deadline import Deadline, NoTimeToRetry, current_deadline
+from s3memory.aws_lambda.agent.event import Invalid, parse_event
+from s3memory.aws_lambda.runtime import get_runtime
+from s3memory.errors import shown, unexpected_failure
+from s3memory.settings import SettingsError
+from s3memory.tool import S3MemoryTool
 
 logger = logging.getLogger("s3memory")
 

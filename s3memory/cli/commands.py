@@ -1,0 +1,525 @@
+"""The operator commands of ``s3memory``, each declared once: its name, help, arguments, whether it
+asks first, and a handler that makes one call into ``operations`` (or ``versions``, ``rotation``,
+``expiry``, ``store_migration``) and returns a ``Report``. ``console`` runs them."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from s3memory.cli.console import Argument, Console, Handler, OneOf, OperatorCommand, Report
+from s3memory.errors import CommandError
+
+if TYPE_CHECKING:
+    from s3memory.ops.operations import Operations, Transfer
+    from s3memory.ops.rotation import RotationReport
+    from s3memory.ops.versions import MemoryVersions
+
+NO_QUESTION = "do not ask for confirmation"
+"""The help of ``--yes`` for most commands that ask first."""
+
+USER = Argument("--user", required=True, help="the user id")
+USER_OR_ALL = OneOf(
+    Argument("--user", help="the user id"),
+    Argument("--all", action="store_true", help="every user in the store"),
+    required=True,
+)
+"""``--user U`` or ``--all``, exactly one."""
+
+
+def chosen_users(arguments: argparse.Namespace, operations: Operations) -> list[str]:
+    """The users of ``--all`` (every user in the store) or ``--user U``."""
+    return list(operations.users()) if arguments.all else [arguments.user]
+
+
+def whom(arguments: argparse.Namespace) -> str:
+    """``--all`` or ``--user U``, as a confirmation question names them."""
+    return "every user" if arguments.all else f"user {arguments.user}"
+
+
+COMMANDS: list[OperatorCommand] = []
+"""Every operator command, in the order ``s3memory --help`` lists them."""
+
+
+def command(
+    name: str, help: str, *arguments: Argument | OneOf, confirms: str | None = None
+) -> Callable[[Handler], Handler]:
+    """Declare ``name`` with its handler (the function decorated)."""
+
+    def declare(handler: Handler) -> Handler:
+        COMMANDS.append(OperatorCommand(name, help, arguments, handler, confirms))
+        return handler
+
+    return declare
+
+
+def add_commands(commands: Any) -> None:
+    """The operator subcommands, on the ``s3memory`` parser's subparsers."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--bucket", help="the bucket (S3MEMORY_BUCKET)")
+    common.add_argument("--prefix", help="the users' key prefix (S3MEMORY_PREFIX, default users/)")
+    common.add_argument(
+        "--storage-format",
+        choices=("auto", "1", "2"),
+        help="the store's storage format: 1 plain names, 2 private names, auto 2 unless the store "
+        "holds format 1 (S3MEMORY_STORAGE_FORMAT, default auto)",
+    )
+    common.add_argument("--store-id", help="format 2: the store's id (S3MEMORY_STORE_ID, default the bucket)")
+    common.add_argument("--kms-key-id", help="the KMS key (S3MEMORY_KMS_KEY_ID)")
+    common.add_argument("--endpoint-url", help="an S3 endpoint (S3MEMORY_ENDPOINT_URL)")
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+    for declared in COMMANDS:
+        declared.add_to(commands, common)
+
+
+@command("users", "list the user ids in the store")
+def users(console: Console, operations: Operations) -> Report:
+    found = list(operations.users())
+    return Report({"users": found}, found or ["(no users)"], {"users": len(found)})
+
+
+@command("ls", "a user's files and their sizes", USER, Argument("path", nargs="?", default="/memories"))
+def ls(console: Console, operations: Operations) -> Report:
+    path = console.arguments.path
+    files = operations.files(console.arguments.user, path)
+    return Report(
+        {"files": [{"path": file.path, "size": file.size} for file in files]},
+        [f"{file.size:>10,}  {file.path}" for file in files] or [f"(no files at {path})"],
+        {"files": len(files)},
+    )
+
+
+@command("cat", "a user's file, decrypted", USER, Argument("path"))
+def cat(console: Console, operations: Operations) -> Report:
+    path = console.arguments.path
+    text = operations.read(console.arguments.user, path)
+    return Report({"path": path, "text": text}, [text], {"bytes": len(text.encode("utf-8"))}, end="")
+
+
+@command(
+    "export",
+    "write a user's memory as DIR/memories/... (the SDK's local layout)",
+    USER,
+    Argument("directory", type=Path),
+    Argument("--overwrite", action="store_true", help="replace local files that differ"),
+)
+def export(console: Console, operations: Operations) -> Report:
+    arguments = console.arguments
+    with console.progress("file") as progress:
+        transfer = operations.export(
+            arguments.user, arguments.directory, overwrite=arguments.overwrite, progress=progress
+        )
+    return _transfer_report(transfer, "written")
+
+
+@command(
+    "import",
+    "load DIR/memories/... (what the SDK's local tool wrote)",
+    USER,
+    Argument("directory", type=Path),
+    Argument("--overwrite", action="store_true", help="replace stored files whose text differs"),
+    Argument("--dry-run", action="store_true", help="check every file, change nothing"),
+    confirms="do not ask before overwriting",
+)
+def import_folder(console: Console, operations: Operations) -> Report:
+    arguments = console.arguments
+    if arguments.overwrite:
+        console.confirm(f"Replace {arguments.user}'s stored files that differ from {arguments.directory}?")
+    with console.progress("file") as progress:
+        transfer = operations.import_folder(
+            arguments.user,
+            arguments.directory,
+            overwrite=arguments.overwrite,
+            dry_run=arguments.dry_run,
+            progress=progress,
+        )
+    return _transfer_report(transfer, "would write" if arguments.dry_run else "written")
+
+
+def _transfer_report(transfer: Transfer, verb: str) -> Report:
+    """What an export or an import wrote (``verb``), skipped and refused, and its counts."""
+    lines = [f"{verb} {path}" for path in transfer.written]
+    lines += [f"skipped {path}: {why}" for path, why in transfer.skipped]
+    lines += [f"refused {path}: {why}" for path, why in transfer.refused]
+    counts = transfer.counts()
+    lines.append(", ".join(f"{count} {name}" for name, count in counts.items()))
+    document = {
+        **counts,
+        "written_paths": transfer.written,
+        "unchanged_paths": transfer.unchanged,
+        "skipped_paths": [{"path": path, "reason": why} for path, why in transfer.skipped],
+        "refused_paths": [{"path": path, "reason": why} for path, why in transfer.refused],
+    }
+    return Report(document, lines, counts, transfer.complete)
+
+
+def _versions(console: Console, operations: Operations) -> MemoryVersions:
+    from s3memory.ops.versions import MemoryVersions
+
+    return MemoryVersions(operations.memory(console.arguments.user))
+
+
+@command("history", "every version of a file", USER, Argument("path"))
+def history(console: Console, operations: Operations) -> Report:
+    path = console.arguments.path
+    found = _versions(console, operations).history(path)
+    rows = [
+        f"{v.modified.isoformat(timespec='seconds')}  {v.operation:<7}  {v.size:>9,}  {v.version_id}"
+        + ("  (current)" if v.current else "")
+        + (f"  by {v.author}" if v.author else "")
+        + (f"  renamed from {v.renamed_from}" if v.renamed_from else "")
+        + ("" if v.authentic else "  FAILED AUTHENTICATION (not written by s3memory for this file)")
+        for v in found
+    ]
+    document = {
+        "path": path,
+        "versions": [
+            {
+                "version_id": v.version_id,
+                "modified": v.modified.isoformat(),
+                "operation": v.operation,
+                "size": v.size,
+                "current": v.current,
+                "renamed_from": v.renamed_from,
+                "author": v.author,
+                "authentic": v.authentic,
+            }
+            for v in found
+        ],
+    }
+    return Report(
+        document,
+        rows or [f"(no versions of {path})"],
+        {"versions": len(found)},
+        all(v.authentic for v in found),
+    )
+
+
+@command(
+    "restore",
+    "a file's version, or the whole memory as it was at a time",
+    USER,
+    Argument("path", nargs="?", help="the file (with --version)"),
+    OneOf(
+        Argument("--version", help="the version id (from history)"),
+        Argument("--as-of", help="a time, ISO 8601 (UTC unless it names a zone)"),
+        required=True,
+    ),
+    confirms=NO_QUESTION,
+)
+def restore(console: Console, operations: Operations) -> Report:
+    from s3memory.ops.versions import when
+
+    arguments = console.arguments
+    if arguments.version is not None and arguments.path is None:
+        raise CommandError("Error: restore --version needs the file's path.")
+    what = arguments.path if arguments.version is not None else f"all of {arguments.user}'s memory"
+    console.confirm(f"Restore {what}?")
+    versions = _versions(console, operations)
+    if arguments.version is not None:
+        outcome = versions.restore(arguments.path, arguments.version)
+        return Report(
+            {"path": arguments.path, "outcome": outcome}, [f"{outcome} {arguments.path}"], {outcome: 1}
+        )
+    try:
+        moment = when(arguments.as_of)
+    except ValueError:
+        raise CommandError(f"Error: --as-of must be an ISO 8601 time, got {arguments.as_of!r}.") from None
+    with console.progress("file") as progress:
+        restored = versions.restore_as_of(moment, progress)
+    groups = {
+        "written": restored.written,
+        "deleted": restored.deleted,
+        "unchanged": restored.unchanged,
+        "changed_meanwhile": restored.changed_meanwhile,
+    }
+    lines = [
+        f"{name} {path}" for name in ("written", "deleted", "changed_meanwhile") for path in groups[name]
+    ]
+    lines.append(", ".join(f"{len(paths)} {name.replace('_', ' ')}" for name, paths in groups.items()))
+    counts = {name: len(paths) for name, paths in groups.items()}
+    return Report(groups, lines, counts, not restored.changed_meanwhile)
+
+
+@command(
+    "redact",
+    "remove one stored version for good",
+    USER,
+    Argument("path"),
+    Argument("--version", required=True, help="the version id (from history)"),
+    confirms=NO_QUESTION,
+)
+def redact(console: Console, operations: Operations) -> Report:
+    arguments = console.arguments
+    console.confirm(f"Remove version {arguments.version} of {arguments.path} for good?")
+    _versions(console, operations).redact(arguments.path, arguments.version)
+    return Report(
+        {"path": arguments.path, "removed": arguments.version},
+        [f"removed {arguments.version}"],
+        {"removed": 1},
+    )
+
+
+@command(
+    "erase",
+    "remove every object and version of a user, keys first",
+    USER,
+    Argument("--dry-run", action="store_true", help="count what would go, change nothing"),
+    confirms=NO_QUESTION,
+)
+def erase(console: Console, operations: Operations) -> Report:
+    arguments = console.arguments
+    console.confirm(f"Erase every object and version of user {arguments.user}, for good?")
+    with console.progress("version") as progress:
+        erasure = operations.erase(arguments.user, dry_run=arguments.dry_run, progress=progress)
+    verb = "would remove" if arguments.dry_run else "removed"
+    shredding = (
+        "copies kept elsewhere can no longer be decrypted: every version of the wrapped data keys is gone"
+        if erasure.shredded
+        else "with a local master key, copies kept elsewhere stay readable with that key"
+    )
+    if erasure.shredded and operations.format.names_outlive_data_keys:
+        shredding += "; their private names (user id, paths) still decrypt with the store key, which stays"
+    lines = [
+        f"{verb} {erasure.key_versions:,} wrapped key versions and {erasure.other_versions:,} other object versions",
+        *([] if arguments.dry_run else [f"left: {erasure.left:,} object versions", shredding]),
+    ]
+    counts = {
+        "key_versions": erasure.key_versions,
+        "other_versions": erasure.other_versions,
+        "left": erasure.left,
+    }
+    document = {
+        "user_id": erasure.user_id,
+        "dry_run": arguments.dry_run,
+        **counts,
+        "shredded": erasure.shredded and not arguments.dry_run,
+    }
+    return Report(document, lines, counts, not erasure.left)
+
+
+@command(
+    "expire",
+    "delete the files of users idle for N days (written before, and no command since)",
+    USER_OR_ALL,
+    Argument("--idle-days", type=int, required=True, help="days without any command (1 to 3650)"),
+    Argument("--dry-run", action="store_true", help="list what would go, change nothing"),
+    confirms=NO_QUESTION,
+)
+def expire(console: Console, operations: Operations) -> Report:
+    from s3memory.ops import expiry
+
+    arguments = console.arguments
+    console.confirm(f"Delete the files of {whom(arguments)} if idle for {arguments.idle_days} days?")
+    users = chosen_users(console.arguments, operations)
+    with console.progress("user") as progress:
+        report = expiry.expire(
+            operations, arguments.idle_days, users, dry_run=arguments.dry_run, progress=progress
+        )
+    verb = "would expire" if arguments.dry_run else "expired"
+    lines = [f"{verb} {user.user_id} {path}" for user in report.users for path in user.expired]
+    lines += [
+        f"left {user.user_id}: {user.skipped}" + (f" ({user.error})" if user.error else "")
+        for user in report.users
+        if user.skipped is not None
+    ]
+    totals = report.counts()
+    lines.append(
+        f"{totals['expired']:,} files {verb} of {totals['users']:,} users; kept: "
+        f"{totals['kept_recent']:,} written since the cutoff, {totals['kept_changed']:,} changed meanwhile, "
+        f"{totals['active']:,} users active; {totals['problems']:,} problems"
+    )
+    document = {**dataclasses.asdict(report), "counts": totals}
+    return Report(document, lines, totals, not report.problems and report.finished)
+
+
+@command(
+    "rotate",
+    "seal every file again under a new data key version; the old one goes when nothing needs it",
+    USER_OR_ALL,
+    Argument("--dry-run", action="store_true", help="count what would be sealed again, change nothing"),
+    Argument(
+        "--wait", action="store_true", help="wait until the old key may go (KMS: about 7 minutes) and finish"
+    ),
+    Argument(
+        "--drop-history",
+        action="store_true",
+        help="remove an old key even while earlier versions of files need it (they become unreadable)",
+    ),
+    confirms=NO_QUESTION,
+)
+def rotate(console: Console, operations: Operations) -> Report:
+    from s3memory.ops import rotation
+
+    rotation.refuse_unsupported(operations)  # before asking, and before any request
+    arguments = console.arguments
+    dropping = (
+        " and remove old keys that earlier versions of files still need, making that history unreadable"
+        if arguments.drop_history
+        else ""
+    )
+    console.confirm(f"Seal every file of {whom(arguments)} again under a new data key version{dropping}?")
+    users = chosen_users(console.arguments, operations)
+    reports = []
+    with console.progress("user") as progress:
+        progress.expect(len(users))
+        for user in users:
+            if arguments.wait and not arguments.dry_run:
+                reports.append(rotation.rotate_waiting(operations, user, drop_history=arguments.drop_history))
+            else:
+                reports.append(
+                    rotation.rotate(
+                        operations, user, dry_run=arguments.dry_run, drop_history=arguments.drop_history
+                    )
+                )
+            progress.advance()
+    counts: dict[str, int] = {}
+    for report in reports:
+        for name, count in report.counts().items():
+            counts[name] = counts.get(name, 0) + count
+    counts["users"] = len(reports)
+    lines = [line for report in reports for line in _rotation_lines(report, operations)]
+    document = {"users": [{**dataclasses.asdict(r), "complete": r.complete} for r in reports]}
+    return Report(document, lines or ["(no users)"], counts, all(report.complete for report in reports))
+
+
+def _rotation_lines(report: RotationReport, operations: Operations) -> list[str]:
+    """What a rotation of one user did, as the operator reads it."""
+    from s3memory.crypto import KMSKeyProvider
+
+    user = report.user_id
+    if report.current is None:
+        return [f"{user}: no data key yet, nothing to rotate"]
+    verb = "would seal" if report.dry_run else "sealed"
+    lines = [
+        f"{user}: key version {report.current}" + (" (created)" if report.created else ""),
+        f"{user}: {verb} {len(report.reencrypted):,} files and {len(report.records):,} records again",
+        *(f"{user}: left {label}: {why}" for label, why in report.left),
+    ]
+    kms = isinstance(operations.key_provider, KMSKeyProvider)
+    for version in report.retired:
+        if report.dry_run:
+            lines.append(f"{user}: once sealed again, nothing would need key version {version}")
+        elif kms:
+            lines.append(f"{user}: removed wrapped key v{version}")
+        else:
+            lines.append(
+                f"{user}: no object needs key version {version}: drop it from S3MEMORY_PREVIOUS_LOCAL_KEYS"
+            )
+    for version in sorted(set(report.old) - set(report.retired)) if report.kept_for_history else []:
+        lines.append(
+            f"{user}: key version {version} kept: {report.kept_for_history:,} earlier versions of files need "
+            "it (history, restore); it can go once noncurrent-version expiry removes them, or with --drop-history"
+        )
+    if report.history_dropped:
+        lines.append(f"{user}: {report.history_dropped:,} earlier versions of files are now unreadable")
+    if report.run_again_after is not None:
+        moment = datetime.fromtimestamp(report.run_again_after, UTC).isoformat(timespec="seconds")
+        lines.append(f"{user}: the old key can go once no process can still use it: run again after {moment}")
+    return lines
+
+
+@command("verify", "authenticate every object; exit 1 on any problem", USER_OR_ALL)
+def verify(console: Console, operations: Operations) -> Report:
+    server = operations.check_server()
+    users = chosen_users(console.arguments, operations)
+    with console.progress("object") as progress:
+        reports = [operations.verify(user, progress=progress) for user in users]
+    answers = {} if server.enforced is None else server.enforced.answers
+    server_problems = [
+        f"server: does not enforce {condition} (it answered: {answers.get(condition, '')}), "
+        f"which storage format {operations.storage_format} needs"
+        for condition in server.missing
+    ]
+    if server.changed:
+        server_problems.append(
+            "server: enforces other conditions than the store's record said; the record now says what it "
+            "enforces (restart the processes that serve the store, so that they learn it)"
+        )
+    problems = sum(len(report.problems) for report in reports) + len(server_problems)
+    checked = sum(report.checked for report in reports)
+    unchecked = ["server: not checked (this role may not write the probe's objects)"]
+    lines = (
+        (unchecked if server.enforced is None else [])
+        + server_problems
+        + [
+            f"{report.user_id}: {finding.kind} {finding.key}: {finding.detail}"
+            for report in reports
+            for finding in report.findings
+        ]
+    )
+    lines.append(
+        f"{checked:,} objects of {len(reports):,} users checked: "
+        + (f"{problems:,} problems" if problems else "no problem")
+    )
+    document = {
+        "users": [
+            {
+                "user_id": report.user_id,
+                "checked": report.checked,
+                "findings": [
+                    {"kind": f.kind, "key": f.key, "detail": f.detail, "problem": f.problem}
+                    for f in report.findings
+                ],
+            }
+            for report in reports
+        ],
+        "server": {
+            "enforced": None if server.enforced is None else sorted(server.enforced.held),
+            "missing": server.missing,
+            "changed": server.changed,
+        },
+        "problems": problems,
+    }
+    counts = {"users": len(reports), "checked": checked, "problems": problems}
+    return Report(document, lines, counts, not problems)
+
+
+@command(
+    "migrate",
+    "move every user from storage format 1 to 2 (private names), verify, mark the store",
+    confirms=NO_QUESTION,
+)
+def migrate(console: Console, operations: Operations) -> Report:
+    from s3memory.ops.migrate import migrate_store
+
+    console.confirm(
+        "Move every user of the store from storage format 1 to format 2 (private names)? Serve the "
+        "store in format 2 first (S3MEMORY_STORAGE_FORMAT=2): format-1 readers will find nothing."
+    )
+    with console.progress("user") as progress:
+        report = migrate_store(operations, progress)
+    moved = report.moved.values()
+    problems = sum(len(verified.problems) for verified in report.verified.values())
+    counts = {
+        "users": len(report.moved),
+        "moved": sum(user.moved for user in moved),
+        "already": sum(user.already for user in moved),
+        "left": sum(len(user.left) for user in moved),
+        "problems": problems,
+    }
+    lines = [
+        f"{user}: left {where}: {why}" for user, done in report.moved.items() for where, why in done.left
+    ]
+    lines += [
+        f"{user}: {finding.kind} {finding.key}: {finding.detail}"
+        for user, verified in report.verified.items()
+        for finding in verified.problems
+    ]
+    lines.append(
+        f"{counts['users']:,} users, {counts['moved']:,} files moved ({counts['already']:,} moved before), "
+        f"{counts['left']:,} left in format 1, {problems:,} problems; "
+        + ("the store is marked migrated" if report.marked else "run migrate again once they are resolved")
+    )
+    document = {
+        "users": {
+            user: {**dataclasses.asdict(done), "problems": len(report.verified[user].problems)}
+            for user, done in report.moved.items()
+        },
+        "marked": report.marked,
+    }
+    return Report(document, lines, counts, report.complete)

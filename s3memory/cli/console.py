@@ -1,0 +1,252 @@
+"""How an operator command of ``s3memory`` runs: settings from ``S3MEMORY_*`` with flags over them, the
+operator's confirmation, a progress bar, the command's report as text or ``--json``, the exit status
+and one audit line. The commands themselves are declared in ``operator_commands``.
+
+The audit line is JSON on stderr: who ran the command (the local user),
+which command, which user's memory, and counts; never content or paths. Long commands draw a
+progress bar on stderr when it is a terminal (tqdm). Exit status: 0 done, 1 a refusal or an
+incomplete transfer, 2 bad usage or settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import getpass
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
+
+from s3memory.crypto import OPERATOR, validate_author
+from s3memory.errors import CommandError, StorageError
+from s3memory.ops.progress import Progress
+
+if TYPE_CHECKING:
+    from s3memory.ops.operations import Operations
+    from s3memory.settings import Settings
+
+EXIT_OK = 0
+EXIT_INCOMPLETE = 1
+EXIT_USAGE = 2
+
+FLAG_VARIABLES = {
+    "bucket": "S3MEMORY_BUCKET",
+    "prefix": "S3MEMORY_PREFIX",
+    "storage_format": "S3MEMORY_STORAGE_FORMAT",
+    "store_id": "S3MEMORY_STORE_ID",
+    "kms_key_id": "S3MEMORY_KMS_KEY_ID",
+    "endpoint_url": "S3MEMORY_ENDPOINT_URL",
+}
+"""The flags that override a setting, with the variable (``s3memory.settings``) each overrides."""
+
+
+def settings_from(arguments: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
+    """``S3MEMORY_*`` of ``environ``, with the flags given over them."""
+    from s3memory.settings import LOCAL_KEY_VARIABLES, Settings
+
+    merged = dict(environ)
+    for flag, variable in FLAG_VARIABLES.items():
+        value = getattr(arguments, flag, None)
+        if value is not None:
+            merged[variable] = value
+            if flag == "kms_key_id":
+                for local in LOCAL_KEY_VARIABLES:
+                    merged.pop(local, None)
+    return Settings.from_env(merged)
+
+
+@dataclasses.dataclass(frozen=True)
+class Report:
+    """What an operator command found or did: the document ``--json`` prints, the lines printed
+    otherwise, the counts of its audit line, and whether it is complete (exit 0) or not (exit 1)."""
+
+    document: Mapping[str, object]
+    lines: Sequence[str]
+    counts: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    complete: bool = True
+    end: str = "\n"
+    """What follows the last line: a newline, or nothing after a file's text printed as it is."""
+
+
+def render(report: Report, as_json: bool) -> str:
+    """``report`` as the operator reads it, or as indented JSON."""
+    if as_json:
+        return json.dumps(report.document, indent=2) + "\n"
+    return "\n".join(report.lines) + report.end
+
+
+class Argument:
+    """One argument of a command: ``argparse``'s ``add_argument(*names, **options)``."""
+
+    def __init__(self, *names: str, **options: Any) -> None:
+        self.names = names
+        self.options = options
+
+    def add_to(self, parser: Any) -> None:
+        """This argument, on ``parser`` (a parser or a group)."""
+        parser.add_argument(*self.names, **self.options)
+
+
+class OneOf:
+    """Arguments of which at most one is given (exactly one if ``required``)."""
+
+    def __init__(self, *arguments: Argument, required: bool) -> None:
+        self.arguments = arguments
+        self.required = required
+
+    def add_to(self, parser: argparse.ArgumentParser) -> None:
+        """The group, on ``parser``."""
+        group = parser.add_mutually_exclusive_group(required=self.required)
+        for argument in self.arguments:
+            argument.add_to(group)
+
+
+Handler = Callable[["Console", "Operations"], Report]
+"""What a command does, given its console (arguments, confirmation, progress) and the operations."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OperatorCommand:
+    """One operator subcommand: its name, its help, its arguments, whether it asks before it changes
+    anything (``confirms``: the help of its ``--yes``), and its handler."""
+
+    name: str
+    help: str
+    arguments: Sequence[Argument | OneOf]
+    handler: Handler
+    confirms: str | None = None
+
+    def add_to(self, commands: Any, common: argparse.ArgumentParser) -> None:
+        """This command on ``commands`` (the subparsers), with the ``common`` options first."""
+        parser = commands.add_parser(self.name, parents=[common], help=self.help, description=self.help)
+        for argument in self.arguments:
+            argument.add_to(parser)
+        if self.confirms is not None:
+            parser.add_argument("--yes", action="store_true", help=self.confirms)
+        parser.set_defaults(operator_command=self)
+
+
+class NotConfirmed(Exception):
+    """The operator did not confirm a change: nothing was changed."""
+
+
+class Console:
+    """One operator command run: its settings, its output streams and its confirmation prompt."""
+
+    def __init__(
+        self,
+        arguments: argparse.Namespace,
+        *,
+        environ: Mapping[str, str] | None = None,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+        confirm: Callable[[str], bool] | None = None,
+        operations: Operations | None = None,
+    ) -> None:
+        self.arguments = arguments
+        self.environ = os.environ if environ is None else environ
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self._confirm = confirm or _ask
+        self._operations = operations
+
+    def run(self) -> int:
+        """The command declared for the arguments: its report printed, its exit status returned."""
+        from s3memory.ops.operations import Operations
+        from s3memory.settings import SettingsError
+
+        command: OperatorCommand = self.arguments.operator_command
+        started = time.monotonic()
+        counts: Mapping[str, int] = {}
+        try:
+            operations = self._operations or Operations.from_settings(
+                settings_from(self.arguments, self.environ), actor=operator_actor()
+            )
+            report = command.handler(self, operations)
+            counts = report.counts
+            self.out.write(render(report, self.arguments.json))
+            status = EXIT_OK if report.complete else EXIT_INCOMPLETE
+        except NotConfirmed:
+            self.err.write(f"s3memory {command.name}: not confirmed; nothing was changed\n")
+            status = EXIT_INCOMPLETE
+        except SettingsError as error:
+            self.err.write(f"s3memory {command.name}: {error}\n")
+            status = EXIT_USAGE
+        except (CommandError, StorageError) as error:
+            self.err.write(f"s3memory {command.name}: {error.message}\n")
+            status = EXIT_INCOMPLETE
+        except (ValueError, OSError) as error:
+            self.err.write(f"s3memory {command.name}: {error}\n")
+            status = EXIT_INCOMPLETE
+        self._audit(command.name, status, counts, time.monotonic() - started)
+        return status
+
+    def _audit(self, command: str, status: int, counts: Mapping[str, int], seconds: float) -> None:
+        record = {
+            "event": "s3memory.operator",
+            "operator": _operator(),
+            "command": command,
+            "user_id": getattr(self.arguments, "user", None),
+            "status": status,
+            "seconds": round(seconds, 3),
+            **counts,
+        }
+        self.err.write(json.dumps(record, sort_keys=True) + "\n")
+
+    def confirm(self, question: str) -> None:
+        """A dry run (it changes nothing), ``--yes``, or the operator's answer to ``question``; raises
+        ``NotConfirmed`` otherwise."""
+        if getattr(self.arguments, "dry_run", False) or self.arguments.yes:
+            return
+        if not self._confirm(question):
+            raise NotConfirmed
+
+    @contextlib.contextmanager
+    def progress(self, unit: str) -> Iterator[Progress]:
+        """A progress bar on stderr while the block runs: only on a terminal, never with --json."""
+        from tqdm import tqdm
+
+        shown = not self.arguments.json and self.err.isatty()
+        with tqdm(
+            desc=self.arguments.command, unit=unit, file=self.err, disable=not shown, leave=False
+        ) as bar:
+            yield _Bar(bar)
+
+
+class _Bar:
+    """``Progress`` drawn by a tqdm bar."""
+
+    def __init__(self, bar: Any) -> None:
+        self._bar = bar
+
+    def expect(self, total: int) -> None:
+        self._bar.total = total
+        self._bar.refresh()
+
+    def advance(self, count: int = 1) -> None:
+        self._bar.update(count)
+
+
+def operator_actor() -> str:
+    """The author named on what an operator command writes: ``operator:<local user>``."""
+    try:
+        return validate_author(f"{OPERATOR}:{_operator()}")
+    except ValueError:
+        return OPERATOR
+
+
+def _operator() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "unknown"
+
+
+def _ask(question: str) -> bool:
+    if not sys.stdin.isatty():
+        return False
+    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")

@@ -1,0 +1,255 @@
+"""A content guard that keeps secrets out of memory. Pure, no I/O, and it never logs what it matched.
+
+Each detector names a kind of secret and finds it with a pattern (and, for card numbers, a Luhn
+check). The guard refuses a write that holds one, naming the kind but never the secret, or redacts it.
+Text is matched as it is and with its format characters (Unicode category Cf: zero-width spaces and
+joiners, bidi controls, soft hyphens...) removed, so an invisible character inside a secret hides nothing.
+Every default pattern does work linear in the text: each attempt is bounded by the pattern, except the
+runs that end a token, which only a match consumes.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from s3memory.core.text import Edit
+from s3memory.errors import CommandError
+
+EDIT_MARGIN = 4_096
+"""Characters (format characters not counted) screened on each side of the span an edit wrote."""
+
+FORMAT_RANGES: tuple[tuple[int, int], ...] = (
+    (0x00AD, 0x00AD),
+    (0x0600, 0x0605),
+    (0x061C, 0x061C),
+    (0x06DD, 0x06DD),
+    (0x070F, 0x070F),
+    (0x0890, 0x0891),
+    (0x08E2, 0x08E2),
+    (0x180E, 0x180E),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x2064),
+    (0x2066, 0x206F),
+    (0xFEFF, 0xFEFF),
+    (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x13438),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0001, 0xE0001),
+    (0xE0020, 0xE007F),
+)
+"""The code points of Unicode category Cf (Unicode 14.0, Python 3.11's ``unicodedata``), as ranges."""
+
+_FORMAT = re.compile("[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in FORMAT_RANGES) + "]")
+
+
+def luhn_valid(candidate: str) -> bool:
+    """True if the digits of ``candidate`` (13 to 19 of them) pass the Luhn checksum."""
+    digits = [int(char) for char in candidate if char.isdigit()]
+    if not 13 <= len(digits) <= 19:
+        return False
+    total = 0
+    for index, digit in enumerate(reversed(digits)):
+        if index % 2 == 1:
+            digit = digit * 2 - 9 if digit > 4 else digit * 2
+        total += digit
+    return total % 10 == 0
+
+
+@dataclass(frozen=True)
+class Detector:
+    """One kind of secret: a pattern, an optional check each match must pass, and an optional
+    closing pattern: each match then reaches through the first match of ``until`` after it."""
+
+    kind: str
+    pattern: re.Pattern[str]
+    confirm: Callable[[str], bool] | None = None
+    until: re.Pattern[str] | None = None
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """The [start, end) of each match in ``text``: one pass for the pattern, one for ``until``."""
+        found = [
+            match.span()
+            for match in self.pattern.finditer(text)
+            if self.confirm is None or self.confirm(match.group())
+        ]
+        if self.until is None or not found:
+            return found
+        closings = [match.span() for match in self.until.finditer(text)]
+        closing_starts = [start for start, _ in closings]
+        reached: list[tuple[int, int]] = []
+        for start, end in found:
+            index = bisect_left(closing_starts, end)
+            reached.append((start, closings[index][1] if index < len(closings) else end))
+        return reached
+
+
+_KEY_LABEL = r"[A-Z0-9 ]{0,40}PRIVATE KEY-----"
+
+DEFAULT_DETECTORS: tuple[Detector, ...] = (
+    Detector("AWS access key id", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b")),
+    Detector(
+        "AWS secret access key",
+        re.compile(
+            r"(?i)aws.{0,24}?secret.{0,24}?[\"'=:\s]\s{0,32}+[\"']?+[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"
+        ),
+    ),
+    Detector(
+        "private key block",
+        re.compile("-----BEGIN " + _KEY_LABEL),
+        until=re.compile("-----END " + _KEY_LABEL),
+    ),
+    Detector("Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}")),
+    Detector("OpenAI API key", re.compile(r"\bsk-(?:proj-)?[A-Za-z0-9]{20,}[A-Za-z0-9_\-]*")),
+    Detector("GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})")),
+    Detector("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    Detector("Google API key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
+    Detector("Stripe secret key", re.compile(r"\b[rs]k_live_[0-9A-Za-z]{16,}")),
+    Detector("payment card number", re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])"), luhn_valid),
+)
+
+_Finding = tuple[int, int, str]
+
+
+def _reach(text: str, position: int, direction: Literal[-1, 1]) -> int:
+    """The position ``EDIT_MARGIN`` characters from ``position`` (before it for -1, after it for 1),
+    format characters not counted; work linear in the distance."""
+    needed = EDIT_MARGIN
+    limit = 0 if direction < 0 else len(text)
+    while needed and position != limit:
+        step = max(limit, position - needed) if direction < 0 else min(limit, position + needed)
+        low, high = min(position, step), max(position, step)
+        needed -= high - low - len(_FORMAT.findall(text, low, high))
+        position = step
+    return position
+
+
+def _redacted(text: str, found: list[_Finding]) -> tuple[str, list[tuple[int, int, int, int]]]:
+    """``text`` with each finding (overlapping ones merged) replaced by ``[REDACTED <kind>]``, and each
+    replaced span as (start, end, new start, new end)."""
+    pieces: list[str] = []
+    replaced: list[tuple[int, int, int, int]] = []
+    position = 0
+    length = 0
+    for start, end, kind in sorted(found):
+        if start < position:
+            if end > position:
+                old_start, _, new_start, new_end = replaced[-1]
+                replaced[-1] = (old_start, end, new_start, new_end)
+                position = end
+            continue
+        pieces.append(text[position:start])
+        marker = f"[REDACTED {kind}]"
+        pieces.append(marker)
+        length += start - position
+        replaced.append((start, end, length, length + len(marker)))
+        length += len(marker)
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces), replaced
+
+
+def _moved(position: int, replaced: list[tuple[int, int, int, int]], at_end: bool) -> int:
+    """Where ``position`` lands after redaction; inside a replaced span: its marker's start or end."""
+    shift = 0
+    for start, end, new_start, new_end in replaced:
+        if end <= position:
+            shift = new_end - end
+        elif start < position:
+            return new_end if at_end else new_start
+        else:
+            break
+    return position + shift
+
+
+class ContentGuard:
+    """Runs before every write: ``screen`` for a whole new text (create), ``screen_edit`` for an edit.
+
+    ``mode="refuse"`` refuses the write with an error naming the kind of secret;
+    ``mode="redact"`` stores the text with each secret replaced by ``[REDACTED <kind>]``.
+    """
+
+    def __init__(
+        self, detectors: Iterable[Detector] = DEFAULT_DETECTORS, mode: Literal["refuse", "redact"] = "refuse"
+    ) -> None:
+        if mode not in ("refuse", "redact"):
+            raise ValueError("ContentGuard mode must be 'refuse' or 'redact'")
+        self.detectors = tuple(detectors)
+        self.mode = mode
+
+    def _matches(self, text: str) -> list[_Finding]:
+        return [
+            (start, end, detector.kind) for detector in self.detectors for start, end in detector.spans(text)
+        ]
+
+    def _findings(self, text: str) -> list[_Finding]:
+        """Every match in ``text`` and in ``text`` without its format characters, as spans of ``text``
+        (a span found without them covers the format characters inside it)."""
+        removed = [match.start() for match in _FORMAT.finditer(text)]
+        if not removed:
+            return self._matches(text)
+        # The kept character at index i of the stripped text sits at i + (removed characters before it).
+        landing = [position - count for count, position in enumerate(removed)]
+
+        def original(index: int) -> int:
+            return index + bisect_right(landing, index)
+
+        return self._matches(text) + [
+            (original(start), original(end - 1) + 1 if end > start else original(start), kind)
+            for start, end, kind in self._matches(_FORMAT.sub("", text))
+        ]
+
+    def _refusal(self, path: str, found: list[_Finding]) -> CommandError:
+        kinds = ", ".join(sorted({kind for _, _, kind in found}))
+        return CommandError(
+            f"Error: The write to {path} was refused: it contains what looks like a secret ({kinds}). "
+            "Secrets must not be stored in memory; nothing was changed."
+        )
+
+    def screen(self, path: str, text: str) -> str:
+        """The text to write: unchanged, redacted, or refused with a ``CommandError``."""
+        found = self._findings(text)
+        if not found:
+            return text
+        if self.mode == "refuse":
+            raise self._refusal(path, found)
+        return _redacted(text, found)[0]
+
+    def screen_edit(self, path: str, edit: Edit) -> Edit:
+        """The edit to store: unchanged, redacted (its span widened over the markers), or refused.
+
+        Screened: the window reaching ``EDIT_MARGIN`` characters (format characters not counted) past
+        each end of the written span, so the work is linear in the window, not in the file. A match
+        counts when it overlaps or touches the span (a default pattern looks at most one character
+        past its match). Why that is enough: if the text before the edit held no secret (every write
+        is screened), every secret in the edited text overlaps or touches the span, else it was there
+        before. A default match is at most 131 characters long (format characters aside), so the
+        window holds it whole; only a token's run can be longer, and then the token's prefix with the
+        shortest run it needs, itself a match, lies within 131 characters of the span, or the old text
+        held the token already (its redaction then ends at the window's end). A private key block is
+        redacted through its END line when that is within the window (a 4,096-bit RSA key block is
+        about 3,300 characters), else its BEGIN line alone, as ``screen`` does without an END line.
+        """
+        text = edit.text
+        low, high = _reach(text, edit.start, -1), _reach(text, edit.end, 1)
+        window = text[low:high]
+        start, end = edit.start - low, edit.end - low
+        found = [finding for finding in self._findings(window) if finding[0] <= end and finding[1] >= start]
+        if not found:
+            return edit
+        if self.mode == "refuse":
+            raise self._refusal(path, found)
+        redacted, replaced = _redacted(window, found)
+        return replace(
+            edit,
+            text=text[:low] + redacted + text[high:],
+            start=low + min(_moved(start, replaced, at_end=False), replaced[0][2]),
+            end=low + max(_moved(end, replaced, at_end=True), replaced[-1][3]),
+        )

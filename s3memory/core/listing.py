@@ -1,0 +1,115 @@
+"""Directory emulation: object keys below a prefix become the two-level ``view`` listing.
+
+Pure functions, no I/O. S3 has no directories: a directory is a key prefix that has objects below it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from s3memory.core.text import VIEW_CHARACTER_CAP, cut_to_cap, human_size
+
+DIRECTORY_SIZE = 4096
+"""The size shown for a directory: what the SDK's local tool shows on a common filesystem."""
+
+HIDDEN_NAMES = frozenset({"node_modules"})
+
+
+def is_hidden(name: str) -> bool:
+    return name.startswith(".") or name in HIDDEN_NAMES
+
+
+@dataclass
+class _Node:
+    file_size: int | None = None
+    is_directory: bool = False
+    children: dict[str, _Node] = field(default_factory=dict)
+
+
+@dataclass
+class Tree:
+    """The visible entries of a directory, two levels deep, built from listing results."""
+
+    root: _Node = field(default_factory=_Node)
+
+    def add_file(self, relative: tuple[str, ...], size: int) -> None:
+        """Record an object at ``relative`` (segments below the viewed directory)."""
+        if len(relative) > 2:
+            self.add_directory(relative[:2])
+            return
+        parent = self._directory(relative[:-1])
+        if parent is not None:
+            parent.children.setdefault(relative[-1], _Node()).file_size = size
+
+    def add_directory(self, relative: tuple[str, ...]) -> None:
+        """Record a directory (a common prefix) at ``relative``, one or two segments deep."""
+        self._directory(relative[:2])
+
+    def _directory(self, relative: tuple[str, ...]) -> _Node | None:
+        node = self.root
+        for name in relative:
+            if is_hidden(name):
+                return None
+            node = node.children.setdefault(name, _Node())
+            node.is_directory = True
+        return node
+
+    def directories(self) -> list[tuple[str, ...]]:
+        """The visible directories of levels 1 and 2, relative to the listed directory."""
+        found: list[tuple[str, ...]] = []
+        for name, child in self.root.children.items():
+            if child.is_directory:
+                found.append((name,))
+                found.extend((name, inner) for inner, node in child.children.items() if node.is_directory)
+        return found
+
+    def rows(self, base: str) -> list[str]:
+        """The listing rows below the header's own row, in tree order."""
+        rows: list[str] = []
+        self._collect(self.root, base, 1, rows)
+        return rows
+
+    def _collect(self, node: _Node, base: str, depth: int, rows: list[str]) -> None:
+        for name in sorted(node.children):
+            if is_hidden(name):
+                continue
+            child = node.children[name]
+            if child.file_size is not None:
+                rows.append(f"{human_size(child.file_size)}\t{base}/{name}")
+            if child.is_directory:
+                rows.append(f"{human_size(DIRECTORY_SIZE)}\t{base}/{name}/")
+                if depth < 2:
+                    self._collect(child, f"{base}/{name}", depth + 1, rows)
+
+
+def render_listing(path_text: str, canonical: str, tree: Tree) -> str:
+    """The ``view`` answer for a directory, cut near the view cap with a closing note."""
+    header = (
+        f"Here're the files and directories up to 2 levels deep in {path_text}, "
+        "excluding hidden items and node_modules:"
+    )
+    return cut_to_cap(
+        header, [f"{human_size(DIRECTORY_SIZE)}\t{path_text}", *tree.rows(canonical)], _cut_note
+    )
+
+
+def _cut_note(kept: int) -> str:
+    return (
+        f"[Listing cut near {VIEW_CHARACTER_CAP:,} characters: {kept} rows shown. "
+        "View a subdirectory to see the rest.]"
+    )
+
+
+def listed_past(last_key: str, prefix: str) -> bool:
+    """True if a listing that reached ``last_key`` has seen every key that starts with ``prefix``."""
+    return last_key > prefix and not last_key.startswith(prefix)
+
+
+def tree_from(files: Iterable[tuple[tuple[str, ...], int]], directories: Iterable[tuple[str, ...]]) -> Tree:
+    tree = Tree()
+    for relative, size in files:
+        tree.add_file(relative, size)
+    for relative in directories:
+        tree.add_directory(relative)
+    return tree

@@ -1,0 +1,258 @@
+"""Path policy: which memory paths are valid, and the object keys they map to.
+
+Pure functions, no I/O. Every storage key of a memory file is derived here from a
+validated path, so no input can name an object outside the user's ``memories/`` prefix.
+"""
+
+from __future__ import annotations
+
+import functools
+import unicodedata
+from dataclasses import dataclass
+from typing import Protocol
+from urllib.parse import unquote
+
+from s3memory.errors import CommandError, shown
+
+MEMORY_ROOT = "/memories"
+S3_MAX_KEY_BYTES = 1024
+_MAX_DECODE_ROUNDS = 16
+
+
+def _has_control_character(text: str) -> bool:
+    return any(unicodedata.category(char) in ("Cc", "Cs") for char in text)
+
+
+def _dot_segment(segment: str) -> bool:
+    return segment in (".", "..") or unicodedata.normalize("NFKC", segment) in (".", "..")
+
+
+def _decoded_forms(path: str) -> list[str]:
+    """The path and every form that repeated percent-decoding gives, until nothing changes."""
+    forms = [path]
+    for _ in range(_MAX_DECODE_ROUNDS):
+        decoded = unquote(forms[-1], errors="surrogateescape")
+        if decoded == forms[-1]:
+            return forms
+        forms.append(decoded)
+    raise _refusal(path, "too many layers of percent-encoding")
+
+
+def _refusal(path: str, reason: str) -> CommandError:
+    return CommandError(f"Error: The path {shown(path)} is not allowed: {reason}.")
+
+
+def _too_long(path: str, *, private: bool = False) -> CommandError:
+    names = (
+        " With private names each name is stored encrypted, about 1.6 times its length and at least "
+        "52 characters, so use fewer or shorter names."
+        if private
+        else ""
+    )
+    return CommandError(
+        f"Error: The path {shown(path)} is too long: its storage key would exceed "
+        f"{S3_MAX_KEY_BYTES} bytes (prefixes included).{names}"
+    )
+
+
+def check_memory_path(path: str) -> tuple[str, ...]:
+    """Validate a memory path and return its segments below ``/memories`` (empty for the root).
+
+    A path longer than S3's key limit is refused first, in time independent of its length; every
+    later check is linear in the path. Answers are remembered (a listing checks every key it maps
+    back to a path, and the same keys come back view after view); refusals are not.
+    """
+    if len(path) > S3_MAX_KEY_BYTES or len(path.encode("utf-8", "surrogatepass")) > S3_MAX_KEY_BYTES:
+        raise _too_long(path)
+    return _remembered_check(path)
+
+
+@functools.lru_cache(maxsize=8192)
+def _remembered_check(path: str) -> tuple[str, ...]:
+    """The segments of a path of key length, or a refusal (not a clean-up) of: paths outside
+    ``/memories`` and ``.``/``..`` segments in any percent-encoded or NFKC-normalised spelling (in the
+    SDK's words, our reason after), backslashes, control characters, empty segments and
+    percent-encoded separators."""
+    if path != MEMORY_ROOT and not path.startswith(MEMORY_ROOT + "/"):
+        raise CommandError(
+            f"Error: Path must start with {MEMORY_ROOT}, got: {shown(path)} "
+            f"(a memory path is {MEMORY_ROOT} or starts with {MEMORY_ROOT}/)"
+        )
+    for form in _decoded_forms(path):
+        if "%2f" in form.lower() or "%5c" in form.lower():
+            raise _refusal(path, "percent-encoded '/' and '\\' are refused")
+        if any(unicodedata.category(char) == "Cs" for char in form):
+            raise _refusal(path, "it is not valid UTF-8 text")
+        if any(unicodedata.category(char) == "Cc" for char in form):
+            raise _refusal(path, "NUL and other control characters are refused")
+        nfkc = unicodedata.normalize("NFKC", form)
+        if "\\" in form or "\\" in nfkc:
+            raise _refusal(path, "backslashes are refused")
+        if any(_dot_segment(segment) for segment in nfkc.split("/") + form.split("/")):
+            raise CommandError(
+                f"Error: Path {shown(path)} would escape {MEMORY_ROOT} directory "
+                "('.' and '..' segments are refused, also percent-encoded or as look-alike characters)"
+            )
+    relative = path[len(MEMORY_ROOT) :]
+    if relative.endswith("/"):
+        relative = relative[:-1]
+    segments = tuple(relative.split("/")[1:]) if relative else ()
+    if any(segment == "" for segment in segments):
+        raise _refusal(path, "empty path segments ('//') are refused")
+    return segments
+
+
+@dataclass(frozen=True)
+class MemoryPath:
+    """A validated memory path: the text the model sent and its segments below the root."""
+
+    text: str
+    segments: tuple[str, ...]
+
+    @property
+    def is_root(self) -> bool:
+        return not self.segments
+
+    @property
+    def canonical(self) -> str:
+        """The path without a trailing slash: ``/memories`` or ``/memories/a/b``."""
+        return "/".join((MEMORY_ROOT, *self.segments))
+
+    def ancestors(self) -> list[MemoryPath]:
+        """The directories strictly between the root and this path, outermost first."""
+        return [
+            MemoryPath("/".join((MEMORY_ROOT, *self.segments[:depth])), self.segments[:depth])
+            for depth in range(1, len(self.segments))
+        ]
+
+    def is_within(self, other: MemoryPath) -> bool:
+        """True if this path is ``other`` or lies below it."""
+        return self.segments[: len(other.segments)] == other.segments
+
+    def relative_to(self, other: MemoryPath) -> tuple[str, ...]:
+        return self.segments[len(other.segments) :]
+
+    def joined(self, relative: tuple[str, ...]) -> MemoryPath:
+        segments = self.segments + relative
+        return MemoryPath("/".join((MEMORY_ROOT, *segments)), segments)
+
+
+ROOT = MemoryPath(MEMORY_ROOT, ())
+"""The memory root directory, ``/memories``."""
+
+
+def memory_path(path: object, field: str = "path") -> MemoryPath:
+    """Validate a raw command value as a memory path."""
+    if not isinstance(path, str):
+        raise CommandError(f"Error: `{field}` must be a string starting with {MEMORY_ROOT}.")
+    return MemoryPath(path, check_memory_path(path))
+
+
+def check_user_id(user_id: object) -> str:
+    """``user_id``, refused (``ValueError`` naming the cause) if it could change the key prefix:
+    empty, ``.``/``..``, separators, control characters, over 256 bytes of UTF-8."""
+    if not isinstance(user_id, str) or not user_id:
+        raise ValueError("user_id must be a non-empty string")
+    if "/" in user_id or "\\" in user_id or _dot_segment(user_id) or _has_control_character(user_id):
+        raise ValueError("user_id must not contain '/', '\\' or control characters, nor be '.' or '..'")
+    if len(user_id.encode("utf-8", errors="surrogatepass")) > 256:
+        raise ValueError("user_id must be at most 256 bytes of UTF-8")
+    return user_id
+
+
+class UserId(str):
+    """A user id checked once, when made (``check_user_id``); made again from one, it is not checked
+    again, so an edge that checks a request's user id hands the check on with the value."""
+
+    __slots__ = ()
+
+    def __new__(cls, user_id: object) -> UserId:
+        if isinstance(user_id, UserId):
+            return user_id
+        return super().__new__(cls, check_user_id(user_id))
+
+
+def check_prefix(prefix: object) -> str:
+    """``prefix``, refused (``ValueError``) unless it is empty or ``/``-separated plain segments
+    each ending in ``/``."""
+    if not isinstance(prefix, str):
+        raise ValueError("prefix must be a string")
+    if prefix:
+        segments = prefix.split("/")
+        if (
+            segments[-1] != ""
+            or any(segment == "" or _dot_segment(segment) for segment in segments[:-1])
+            or "\\" in prefix
+            or _has_control_character(prefix)
+        ):
+            raise ValueError("prefix must be empty or plain segments each ending in '/', like 'users/'")
+    return prefix
+
+
+def validate_namespace(user_id: object, prefix: object) -> str:
+    """Check a user id (unless it is a ``UserId``) and key prefix, and return the user's namespace
+    (``prefix + user_id + '/'``)."""
+    return f"{check_prefix(prefix)}{UserId(user_id)}/"
+
+
+class SegmentNames(Protocol):
+    """Private names (``names.NameCipher``): the key segments of memory path segments, and back."""
+
+    def tokens(self, segments: tuple[str, ...]) -> tuple[str, ...]: ...
+
+    def segments(self, tokens: tuple[str, ...]) -> tuple[str, ...] | None: ...
+
+
+@dataclass(frozen=True)
+class KeyLayout:
+    """Where a user's objects live: memory files under ``memories/``, internal objects beside it.
+    With ``names`` (format 2), each segment of a memory path is a private name's token."""
+
+    namespace: str
+    names: SegmentNames | None = None
+
+    @property
+    def memories_prefix(self) -> str:
+        return self.namespace + "memories/"
+
+    @property
+    def internal_prefix(self) -> str:
+        return self.namespace + "internal/"
+
+    def file_key(self, path: MemoryPath) -> str:
+        """The object key of a memory file; refused if it would pass S3's key length limit."""
+        if path.is_root:
+            raise CommandError(f"Error: {path.text} is the memory root directory, not a file.")
+        segments = path.segments if self.names is None else self.names.tokens(path.segments)
+        key = self.memories_prefix + "/".join(segments)
+        if len(key.encode("utf-8")) > S3_MAX_KEY_BYTES:
+            raise _too_long(path.text, private=self.names is not None)
+        return key
+
+    def directory_prefix(self, path: MemoryPath) -> str:
+        """The key prefix below which a directory's objects lie (ends with '/')."""
+        if path.is_root:
+            return self.memories_prefix
+        return self.file_key(path) + "/"
+
+    def path_of_key(self, key: str) -> MemoryPath | None:
+        """The memory path stored at ``key``, or None for keys no valid path maps to."""
+        if not key.startswith(self.memories_prefix):
+            return None
+        relative = key[len(self.memories_prefix) :]
+        if self.names is not None:
+            named = self.names.segments(tuple(relative.split("/")))
+            if named is None:
+                return None
+            relative = "/".join(named)
+        text = MEMORY_ROOT + "/" + relative
+        try:
+            segments = check_memory_path(text)
+        except CommandError:
+            return None
+        if text.endswith("/") or not segments:
+            return None
+        return MemoryPath(text, segments)
+
+    def key_of_internal(self, name: str) -> str:
+        return self.internal_prefix + name

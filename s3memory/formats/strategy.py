@@ -1,0 +1,197 @@
+"""The storage formats: one strategy per format, holding every decision that differs between them.
+
+Format 1 (``FormatOne``) names users and paths in plain keys, binds each file to its path inside the
+object, and moves a file by reading it and sealing it again at its new path. Format 2
+(``FormatTwo``) names them privately under the store key, places each file at its path by a sealed
+record in its metadata, moves a file by a copy made on the server, and moves a user's format-1 files
+before their first command. ``docs/format-v2.md`` has the details.
+
+The format a store is served in is chosen once (``store_format`` under ``auto``, resolved by
+``deployment.Store``); ``numbered`` turns its number into the strategy, and every other module asks
+the strategy. No module outside this one (and ``store_format``, the chooser) compares a format
+number: ``tests/test_format_seam.py`` fails on one. The object format's version byte, which
+``crypto`` writes and checks in each header, is the bytes on disk, not a decision made here: a key
+owner bound to a store seals format-2 objects.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from typing import ClassVar
+
+from s3memory.core.files import ORIGIN_METADATA, MemoryFiles
+from s3memory.core.moves import Mover, RewriteMover, ServerCopyMover
+from s3memory.core.paths import KeyLayout, MemoryPath, validate_namespace
+from s3memory.core.quota import Usage
+from s3memory.crypto import DataKeySource, KeyOwner, KeyProvider, ObjectCipher, Opened, Sealed
+from s3memory.formats.keyvault import KeyVault
+from s3memory.formats.names import NameCipher, namespace_of
+from s3memory.formats.upgrade import SettledUsers, Upgrade
+from s3memory.storage.bucket import S3Store
+
+__all__ = ["FORMATS", "Format", "FormatOne", "FormatTwo", "numbered"]
+
+
+class Format(ABC):
+    """What one storage format decides: where a user's objects live and whose keys seal them, how
+    a file is sealed, opened and moved, and what the operator's work does differently."""
+
+    storage_format: ClassVar[int]
+    """The format's number, as settings, reports and ``S3Memory.storage_format`` give it."""
+    places_files: ClassVar[bool]
+    """True if a file is placed at its path by a place record in its metadata (format 2), so a
+    header read, written or copied there can be remembered as verified (``files.VerifiedHeaders``)."""
+    keeps_origins: ClassVar[bool]
+    """True if a moved file's metadata names the path it came from (``files.ORIGIN_METADATA``),
+    which history shows as ``renamed_from`` (format 1)."""
+    has_store_identity: ClassVar[bool]
+    """True if the store's identity and store key are bound into its objects (format 2)."""
+    names_outlive_data_keys: ClassVar[bool]
+    """True if erasing a user's data keys leaves the user's private names readable with the store
+    key, which stays (format 2)."""
+    moves_older_formats: ClassVar[bool]
+    """True if a user's files of an older format are moved into this one (``upgrade``; the
+    operator's ``migrate`` moves every user's) (format 2)."""
+    settles_after_rotation: ClassVar[bool]
+    """True if a rotation lists the files again once every file is sealed anew, for copies made on
+    the server meanwhile (format 2, ``rotation._settle``)."""
+
+    @abstractmethod
+    def placement(
+        self, prefix: str, identity: str, key: bytes | None, user_id: str
+    ) -> tuple[KeyLayout, KeyOwner]:
+        """Where ``user_id``'s objects live below ``prefix`` and whose data keys seal them, in a store
+        of ``identity`` with the store key ``key`` (format 2)."""
+
+    @abstractmethod
+    def seal_file(self, cipher: ObjectCipher, path: str, plaintext: bytes, author: str | None) -> Sealed:
+        """A memory file at ``path`` written by ``author``, sealed as this format seals one."""
+
+    @abstractmethod
+    def open_file(self, cipher: ObjectCipher, path: str, blob: bytes, metadata: Mapping[str, str]) -> Opened:
+        """A memory file read at ``path``, opened as this format opens one (refused unless it was
+        sealed for this user and placed at ``path``)."""
+
+    @abstractmethod
+    def mover(self, files: MemoryFiles, clock: Callable[[], float]) -> Mover:
+        """How ``files`` move to a new path, timing copies by ``clock``."""
+
+    def origin_metadata(self, cipher: ObjectCipher, origin: MemoryPath) -> dict[str, str]:
+        """The metadata that names ``origin`` on a file moved from it (none unless ``keeps_origins``)."""
+        return {}
+
+    def kept_origin(self, metadata: Mapping[str, str]) -> str | None:
+        """The origin a file sealed again keeps from its ``metadata`` (None unless ``keeps_origins``)."""
+        return None
+
+    def upgrade(
+        self,
+        store: S3Store,
+        user_id: str,
+        prefix: str,
+        provider: KeyProvider,
+        marked: bool,
+        files: MemoryFiles,
+        clock: Callable[[], float],
+        settled: SettledUsers,
+        max_file_bytes: int,
+    ) -> Upgrade | None:
+        """The move of ``user_id``'s files of an older format into ``files`` (None: nothing to move)."""
+        return None
+
+
+class FormatOne(Format):
+    """Format 1: plain names, each file bound to its path and author inside its object."""
+
+    storage_format = 1
+    places_files = False
+    keeps_origins = True
+    has_store_identity = False
+    names_outlive_data_keys = False
+    moves_older_formats = False
+    settles_after_rotation = False
+
+    def placement(
+        self, prefix: str, identity: str, key: bytes | None, user_id: str
+    ) -> tuple[KeyLayout, KeyOwner]:
+        return KeyLayout(validate_namespace(user_id, prefix)), KeyOwner(user_id)
+
+    def seal_file(self, cipher: ObjectCipher, path: str, plaintext: bytes, author: str | None) -> Sealed:
+        return cipher.seal_bound_file(path, plaintext, author)
+
+    def open_file(self, cipher: ObjectCipher, path: str, blob: bytes, metadata: Mapping[str, str]) -> Opened:
+        return cipher.open_bound_file(path, blob, metadata)
+
+    def mover(self, files: MemoryFiles, clock: Callable[[], float]) -> Mover:
+        return RewriteMover(files, clock)
+
+    def origin_metadata(self, cipher: ObjectCipher, origin: MemoryPath) -> dict[str, str]:
+        return {ORIGIN_METADATA: cipher.fingerprint(origin.canonical)}
+
+    def kept_origin(self, metadata: Mapping[str, str]) -> str | None:
+        return metadata.get(ORIGIN_METADATA)
+
+
+class FormatTwo(Format):
+    """Format 2: private names under the store key, files placed by records, moved on the server."""
+
+    storage_format = 2
+    places_files = True
+    keeps_origins = False
+    has_store_identity = True
+    names_outlive_data_keys = True
+    moves_older_formats = True
+    settles_after_rotation = True
+
+    def placement(
+        self, prefix: str, identity: str, key: bytes | None, user_id: str
+    ) -> tuple[KeyLayout, KeyOwner]:
+        if key is None:
+            raise ValueError("format 2 places a user's memory with the store key")
+        token = namespace_of(key, user_id)
+        return KeyLayout(f"{prefix}{token}/", NameCipher(key, user_id)), KeyOwner(user_id, identity, token)
+
+    def seal_file(self, cipher: ObjectCipher, path: str, plaintext: bytes, author: str | None) -> Sealed:
+        return cipher.seal_placed_file(path, plaintext, author)
+
+    def open_file(self, cipher: ObjectCipher, path: str, blob: bytes, metadata: Mapping[str, str]) -> Opened:
+        return cipher.open_placed_file(path, blob, metadata)
+
+    def mover(self, files: MemoryFiles, clock: Callable[[], float]) -> Mover:
+        return ServerCopyMover(files, clock)
+
+    def upgrade(
+        self,
+        store: S3Store,
+        user_id: str,
+        prefix: str,
+        provider: KeyProvider,
+        marked: bool,
+        files: MemoryFiles,
+        clock: Callable[[], float],
+        settled: SettledUsers,
+        max_file_bytes: int,
+    ) -> Upgrade | None:
+        """The user's format-1 files (up to ``max_file_bytes`` each), moved before the first command
+        unless the store is marked as holding none (``migration.Upgrade``): read as format 1 sealed
+        them, never written there."""
+        layout, owner = FORMAT_ONE.placement(prefix, "", None, user_id)
+        cipher = ObjectCipher(DataKeySource(provider, owner, KeyVault(store, layout)))
+        legacy = MemoryFiles(store, layout, cipher, FORMAT_ONE, max_file_bytes, Usage(None, lambda: (0, 0)))
+        return Upgrade(legacy, marked, files, clock, settled)
+
+
+FORMAT_ONE = FormatOne()
+FORMAT_TWO = FormatTwo()
+FORMATS: Mapping[int, Format] = {FORMAT_ONE.storage_format: FORMAT_ONE, FORMAT_TWO.storage_format: FORMAT_TWO}
+"""Every format this version serves, by number."""
+
+
+def numbered(storage_format: int) -> Format:
+    """The strategy of format ``storage_format`` (``ValueError`` for a format this version does not
+    serve)."""
+    try:
+        return FORMATS[storage_format]
+    except KeyError:
+        raise ValueError(f"storage format {storage_format} is not served by this version") from None

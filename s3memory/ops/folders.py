@@ -1,0 +1,311 @@
+"""Memory folders on local disk in the layout of the SDK's ``BetaLocalFilesystemMemoryTool``:
+``<base>/memories/<path below /memories>``, files of UTF-8 bytes (mode 0600) in directories (0700).
+
+A folder is taken as hostile: whoever controls it may plant symbolic links, hard links, FIFOs,
+devices and huge or sparse files, and swap any entry while we work (``docs/operations.md``,
+"Export and import"). ``base`` is the operator's and is resolved as given, once; ``memories`` and
+everything below it are opened relative to a handle of their directory, without following a link
+(``O_NOFOLLOW``, and ``O_DIRECTORY`` for directories), and what was opened is checked (``fstat``)
+before it is used, so no path is resolved twice.
+
+Reading opens each entry once (``O_NONBLOCK``: a FIFO swapped in cannot block) and reads at most
+the size limit plus one byte. Writing replaces each file whole (a new file, created exclusively,
+renamed over the name), so a process that dies half-way leaves each file either old or new, and a
+file is never written through a link or into another file's inode (a hard link keeps its bytes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from s3memory.core.paths import check_memory_path
+from s3memory.core.placement import MAX_DEPTH
+
+MEMORIES = "memories"
+FILE_MODE = 0o600
+DIRECTORY_MODE = 0o700
+LINK = "a symbolic link"
+SPECIAL = "not a regular file"
+NOT_DIRECTORY = "not a directory"
+GONE = "gone"
+TOO_LARGE = "larger than the size limit"
+HARD_LINKED = "a file with other hard links (import a copy of it)"
+TOO_DEEP = f"a directory {MAX_DEPTH} levels below /memories, where no file may lie"
+
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@dataclass(frozen=True)
+class LocalFile:
+    """An entry of a memory folder: its memory path (``/memories/...``) and size, and its bytes, or
+    (``data`` None) why it cannot be imported: a symbolic link, a special file, a hard link, a
+    directory too deep, or ``TOO_LARGE`` (then ``size`` is over the limit, and nothing was kept)."""
+
+    path: str
+    size: int
+    data: bytes | None
+    problem: str | None = None
+
+
+class LeftAlone(Exception):
+    """What export found in its way at a path, and left as it was."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _open_root(base: Path, *, make: bool = False) -> int:
+    """A handle of ``<base>/memories``: ``base`` resolved as given (``make``: made if missing, with
+    ``memories``), ``memories`` a directory and no link."""
+    root = base / MEMORIES
+    if make:
+        base.mkdir(mode=DIRECTORY_MODE, parents=True, exist_ok=True)
+    try:
+        above = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileNotFoundError(f"{root} is not a directory (a memory folder holds memories/)") from None
+    try:
+        return (_open_or_make if make else _open_directory)(above, MEMORIES)
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileNotFoundError(
+            f"{root} is not a directory (a memory folder holds memories/, a directory and no symbolic link)"
+        ) from None
+    finally:
+        os.close(above)
+
+
+def walk(base: Path, max_bytes: int) -> Iterator[LocalFile]:
+    """Every entry below ``<base>/memories`` but the directories it descends into, in sorted order (a
+    directory's own entries before its subdirectories'): a file's bytes, of which at most
+    ``max_bytes + 1`` are read, or why it has none. An entry gone since its directory was listed is
+    left out. The work is linear in the folder: each entry is listed, checked and opened once."""
+    root = _open_root(base)
+    try:
+        yield from _entries(root, "/" + MEMORIES, 0, max_bytes)
+    finally:
+        os.close(root)
+
+
+def _entries(directory: int, path: str, depth: int, max_bytes: int) -> Iterator[LocalFile]:
+    subdirectories: list[str] = []
+    for name in sorted(os.listdir(directory)):
+        try:
+            mode = os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode
+        except FileNotFoundError:
+            continue
+        if stat.S_ISDIR(mode):
+            subdirectories.append(name)
+            continue
+        found = _file(directory, name, f"{path}/{name}", mode, max_bytes)
+        if found is not None:
+            yield found
+    for name in subdirectories:
+        below = f"{path}/{name}"
+        if depth + 1 >= MAX_DEPTH:
+            yield LocalFile(below, 0, None, TOO_DEEP)
+            continue
+        try:
+            child = _open_directory(directory, name)
+        except (FileNotFoundError, NotADirectoryError):  # gone, or swapped since it was checked
+            kind = _kind(directory, name)
+            if kind is not None:
+                yield LocalFile(below, 0, None, kind)
+            continue
+        try:
+            yield from _entries(child, below, depth + 1, max_bytes)
+        finally:
+            os.close(child)
+
+
+def _file(directory: int, name: str, path: str, mode: int, max_bytes: int) -> LocalFile | None:
+    """The entry ``name`` (``mode`` as listed), opened once without following a link and checked by
+    what was opened; None if it is gone."""
+    if not stat.S_ISREG(mode):
+        return LocalFile(path, 0, None, LINK if stat.S_ISLNK(mode) else SPECIAL)
+    descriptor = _open_file(directory, name)
+    if isinstance(descriptor, str):
+        return None if descriptor == GONE else LocalFile(path, 0, None, descriptor)
+    try:
+        opened = os.fstat(descriptor)
+        if not stat.S_ISREG(opened.st_mode):
+            return LocalFile(path, 0, None, SPECIAL)
+        if opened.st_nlink > 1:
+            return LocalFile(path, 0, None, HARD_LINKED)
+        if opened.st_size > max_bytes:
+            return LocalFile(path, opened.st_size, None, TOO_LARGE)
+        data = _read_at_most(descriptor, max_bytes + 1)
+        if len(data) > max_bytes:  # grew since it was checked: its size now
+            return LocalFile(path, max(os.fstat(descriptor).st_size, len(data)), None, TOO_LARGE)
+        return LocalFile(path, len(data), data)
+    finally:
+        os.close(descriptor)
+
+
+def _open_file(directory: int, name: str) -> int | str:
+    """A descriptor of ``name`` opened for reading without following a link (and without blocking on
+    a FIFO), or ``GONE`` or ``LINK`` (a link swapped in since it was checked)."""
+    try:
+        return os.open(name, _FILE, dir_fd=directory)
+    except FileNotFoundError:
+        return GONE
+    except OSError as error:
+        if error.errno != errno.ELOOP:
+            raise
+        return LINK
+
+
+def _open_directory(directory: int, name: str) -> int:
+    """A handle of the directory ``name``; ``NotADirectoryError`` for anything else, a link too."""
+    return os.open(name, _DIRECTORY, dir_fd=directory)
+
+
+def _read_at_most(descriptor: int, limit: int) -> bytes:
+    """The first ``limit`` bytes of the open file, or all of it if it is shorter."""
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = os.read(descriptor, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _kind(directory: int, name: str) -> str | None:
+    """What the entry ``name`` is, when it is no directory: ``LINK`` or ``NOT_DIRECTORY``; None if
+    it is gone."""
+    try:
+        mode = os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return None
+    return LINK if stat.S_ISLNK(mode) else NOT_DIRECTORY
+
+
+class Target:
+    """``<base>/memories`` opened for export (``base`` and ``memories`` made if missing): each
+    file is written below it, in directories opened one by one from its handle, and nowhere else."""
+
+    def __init__(self, base: Path) -> None:
+        self._root = _open_root(base, make=True)
+
+    def __enter__(self) -> Target:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        os.close(self._root)
+
+    def put(self, path: str, data: bytes, *, overwrite: bool) -> bool:
+        """Write ``data`` at the memory file ``path``, whole or not at all: True if written, False if
+        the same bytes are there. ``LeftAlone`` when a link or anything but a directory is where a
+        directory belongs, when a directory is at ``path``, or (without ``overwrite``) when another
+        file, a link or a special file is there; ``overwrite`` replaces the entry itself, never what
+        a link points to."""
+        *parents, name = check_memory_path(path)
+        directory = self._directory(parents)
+        try:
+            try:
+                mode: int | None = os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode
+            except FileNotFoundError:
+                mode = None
+            if mode is not None:
+                if stat.S_ISDIR(mode):
+                    raise LeftAlone("a directory is there")
+                if stat.S_ISREG(mode) and _holds(directory, name, data):
+                    return False
+                if not overwrite:
+                    raise LeftAlone(_occupied(mode))
+            _replace(directory, name, data)
+            return True
+        except IsADirectoryError:  # one swapped in since it was checked
+            raise LeftAlone("a directory is there") from None
+        finally:
+            if directory != self._root:
+                os.close(directory)
+
+    def _directory(self, parents: list[str]) -> int:
+        """A handle of the directory ``parents`` below the root, each made where missing."""
+        directory = self._root
+        for depth, name in enumerate(parents):
+            try:
+                child = _open_or_make(directory, name)
+            except NotADirectoryError:
+                where = "/".join(["", MEMORIES, *parents[: depth + 1]])
+                raise LeftAlone(
+                    f"{where} is a symbolic link, which export never follows; remove it to export below it"
+                    if _kind(directory, name) == LINK
+                    else f"{where} is {NOT_DIRECTORY}; remove it to export below it"
+                ) from None
+            finally:
+                if directory != self._root:
+                    os.close(directory)
+            directory = child
+        return directory
+
+
+def _open_or_make(directory: int, name: str) -> int:
+    """A handle of the directory ``name``, made (0700) if missing."""
+    try:
+        return _open_directory(directory, name)
+    except FileNotFoundError:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, DIRECTORY_MODE, dir_fd=directory)
+        return _open_directory(directory, name)
+
+
+def _occupied(mode: int) -> str:
+    """Why export leaves alone what it found at a file's path (without ``overwrite``)."""
+    if stat.S_ISREG(mode):
+        return "a different local file is there"
+    return f"{LINK} is there" if stat.S_ISLNK(mode) else "a special file is there"
+
+
+def _holds(directory: int, name: str, data: bytes) -> bool:
+    """True if ``name`` is a regular file of exactly ``data`` (at most ``len(data) + 1`` bytes read)."""
+    descriptor = _open_file(directory, name)
+    if isinstance(descriptor, str):
+        return False
+    try:
+        opened = os.fstat(descriptor)
+        return (
+            stat.S_ISREG(opened.st_mode)
+            and opened.st_size == len(data)
+            and _read_at_most(descriptor, len(data) + 1) == data
+        )
+    finally:
+        os.close(descriptor)
+
+
+def _replace(directory: int, name: str, data: bytes) -> None:
+    """A new file of ``data`` (0600), renamed over ``name`` in ``directory``."""
+    temporary = f".s3memory-{secrets.token_hex(8)}"
+    descriptor = os.open(temporary, _NEW_FILE, FILE_MODE, dir_fd=directory)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            os.fchmod(handle.fileno(), FILE_MODE)
+            handle.write(data)
+        os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary, dir_fd=directory)
+        raise
+
+
+def write(base: Path, path: str, data: bytes) -> None:
+    """Write ``data`` at the memory file ``path`` below ``base`` as export does, over a different
+    file (``LeftAlone`` for what export leaves alone even then)."""
+    with Target(base) as target:
+        target.put(path, data, overwrite=True)

@@ -1,0 +1,530 @@
+"""Key rotation: seal every object of a user again under the current data key version, and retire the
+old versions once nothing needs them. The protocol, its invariants and their tests are in
+``docs/rotation.md``.
+
+With KMS, a rotation creates the user's next version (a new wrapped key, ``keys/v<n+1>``); serving
+processes switch to it when what they cached lapses (``MAX_KEY_CACHE_SECONDS``), so an old wrapped
+key is removed only once that switch is older than ``ROTATION_WAIT_SECONDS`` and a pass that began
+after it found nothing sealed with the old version. With a local master key, the new version comes
+from the settings (``S3MEMORY_LOCAL_KEY_VERSION``, the old key in ``S3MEMORY_PREVIOUS_LOCAL_KEYS``):
+a rotation seals everything again and reports the previous versions nothing needs any more.
+
+On a bucket with S3 versioning, the earlier versions of files (what ``history`` and ``restore``
+read) keep the version that sealed them: it is retired only once none is left, or anyway with
+``drop_history``, which reports how many became unreadable.
+
+Every run may be cut off anywhere: running it again finishes the work. Every re-encryption is a
+conditional replace on the ETag read, by the author the file's version names.
+
+A format-2 store (private names, ``docs/format-v2.md``) rotates the same way: each file is sealed
+again with a fresh place record naming the same author. Since a format-2 rename copies the sealed
+bytes on the server, it carries their key version to the new path: before an old version is retired
+there, a pass must list every file as it reads it, sealed with no old version (``_Sweep``).
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from s3memory.core.files import LOST, Lost, retried
+from s3memory.core.job_records import RECORD_MAX_BYTES, RECORD_PATH_PREFIX
+from s3memory.core.paths import MemoryPath, validate_namespace
+from s3memory.crypto import (
+    MAX_KEY_CACHE_SECONDS,
+    MAX_KEY_VERSION,
+    OVERHEAD,
+    STORE_KEY_MAGIC,
+    KMSKeyProvider,
+    LocalKeyProvider,
+    sealed_version,
+)
+from s3memory.errors import CommandError, IntegrityError
+from s3memory.formats.keyvault import KEYS_PREFIX, KeyVault
+from s3memory.formats.store_keys import STORE_KEY_MAX_BYTES, STORE_KEY_NAME
+from s3memory.formats.strategy import FORMATS
+from s3memory.memory import S3Memory
+from s3memory.ops.operations import Operations
+from s3memory.ops.versions import when
+from s3memory.storage.bucket import (
+    DELETE_BATCH,
+    ConditionalConflict,
+    Listed,
+    ObjectTooLarge,
+    PreconditionFailed,
+    S3Store,
+    StoredObject,
+    Version,
+)
+from s3memory.storage.concurrency import parallel
+from s3memory.storage.server_checks import rewrap_record
+
+CLOCK_MARGIN_SECONDS = 120.0
+"""How far the operator's clock may run ahead of S3's: the switch is dated by S3's ``LastModified``,
+the wait by the operator's clock."""
+ROTATION_WAIT_SECONDS = MAX_KEY_CACHE_SECONDS + CLOCK_MARGIN_SECONDS
+"""How long after the switch to a new version no serving process can still seal with an old one."""
+SWEEPS = 4
+"""Format 2: the passes a run makes, at most, to find one that lists every file as it reads it."""
+
+
+@dataclass
+class RotationReport:
+    """What a rotation of one user's keys did (in a dry run: would do), and what is left."""
+
+    user_id: str
+    dry_run: bool = False
+    current: int | None = None
+    """The version the user's objects are sealed with from now on (None: the user has no data key)."""
+    created: bool = False
+    """This run created ``current`` (a KMS rotation starting)."""
+    old: list[int] = field(default_factory=list)
+    """The other versions: stored wrapped keys (KMS), or previous master keys (local)."""
+    reencrypted: list[str] = field(default_factory=list)
+    """Files sealed again under ``current``."""
+    left: list[tuple[str, str]] = field(default_factory=list)
+    """Objects still sealed with an old version (files by path, records as ``internal/<name>``), with
+    why: they hold the old versions back, and the next run tries them again."""
+    records: list[str] = field(default_factory=list)
+    """Internal records (job records, the access record) sealed again, by their names below
+    ``internal/``."""
+    retired: list[int] = field(default_factory=list)
+    """Old versions nothing needs any more (or, with ``drop_history``, nothing current). With KMS
+    their wrapped keys are removed, every S3 version of them; with a local master key, the operator
+    may drop them from the settings."""
+    kept_for_history: int = 0
+    """Earlier S3 versions of files (what ``history`` and ``restore`` read) sealed with an old version
+    that is therefore kept: it is retired once they are gone (noncurrent-version expiry), or by a run
+    with ``drop_history``."""
+    history_dropped: int = 0
+    """Earlier S3 versions of files sealed with a version retired by this run with ``drop_history``:
+    unreadable once its key is gone (KMS: removed now; local: once dropped from the settings)."""
+    switched_at: float | None = None
+    """When the user's objects began to be sealed with ``current`` (KMS; seconds since the epoch)."""
+    run_again_after: float | None = None
+    """When the old versions may be removed, if that time has not come: run again then."""
+
+    @property
+    def complete(self) -> bool:
+        """Nothing is sealed with an old version any more, and every old version is retired."""
+        return not self.left and sorted(self.retired) == self.old
+
+    def counts(self) -> dict[str, int]:
+        """The numbers of the report, for an audit line (no path, no key)."""
+        return {
+            "reencrypted": len(self.reencrypted),
+            "left": len(self.left),
+            "records": len(self.records),
+            "retired": len(self.retired),
+            "kept_for_history": self.kept_for_history,
+            "history_dropped": self.history_dropped,
+        }
+
+
+@dataclass
+class _StoredKey:
+    """Every S3 version of one wrapped key, and when its current object was written (None when only
+    earlier versions or a delete marker are left)."""
+
+    versions: list[Version] = field(default_factory=list)
+    written: datetime | None = None
+
+
+@dataclass
+class _Sweep:
+    """What the passes of one run learned. ``cleared``: the ETags of objects whose header names no old
+    version, read again by no later pass (ETags name bytes: a copy made on the server has its
+    source's, so it names the same version; an object that did not open here is never cleared, as
+    its bytes may open at another path). ``unsettled``: in this pass, a file was not read as it was
+    listed (gone, changed, or sealed again here), so the listing may have missed a copy of it."""
+
+    cleared: set[str] = field(default_factory=set)
+    unsettled: bool = False
+
+
+def refuse_unsupported(operations: Operations) -> None:
+    """Refuse (``CommandError``) a rotation this version cannot do: a store of a format it does not
+    know (formats 1 and 2 are rotated)."""
+    if operations.storage_format not in FORMATS:
+        raise CommandError(
+            f"Error: rotation of a format-{operations.storage_format} store is not supported yet; "
+            "nothing was changed."
+        )
+
+
+def rotate(
+    operations: Operations,
+    user_id: str,
+    *,
+    dry_run: bool = False,
+    drop_history: bool = False,
+    now: float | None = None,
+) -> RotationReport:
+    """Rotate ``user_id``'s data keys one step: with KMS, create the next version unless a rotation is
+    under way; seal every file sealed with an old version again; retire the old versions when nothing
+    needs them (KMS: only once the switch is older than ``ROTATION_WAIT_SECONDS``; else
+    ``run_again_after`` says when). On a bucket with versioning, earlier versions of files sealed
+    with an old version keep it (``kept_for_history``) unless ``drop_history`` (then
+    ``history_dropped`` counts them). ``dry_run`` reads everything and changes nothing. ``now``
+    (seconds since the epoch) stands for the operator's clock. On a format-2 store without a store
+    key (nobody has written to it) the user has no data key, and nothing is written."""
+    refuse_unsupported(operations)
+    provider = operations.key_provider
+    if not isinstance(provider, LocalKeyProvider | KMSKeyProvider):
+        validate_namespace(user_id, operations.prefix)
+        raise ValueError("rotate needs a KMSKeyProvider or a LocalKeyProvider")
+    memory = operations.existing_memory(user_id)
+    report = RotationReport(user_id, dry_run)
+    if memory is None:
+        return report
+    vault = KeyVault(memory.store, memory.layout)
+    started = time.time() if now is None else now
+    if isinstance(provider, LocalKeyProvider):
+        report.current, report.old = provider.version, provider.previous_versions
+        waited = True
+        if report.old and not dry_run:
+            if memory.files.format.has_store_identity:
+                _rewrap_store_key(memory.store, operations.prefix, operations.store_identity, provider)
+            rewrap_record(memory.store, operations.prefix, operations.store_identity, provider)
+    elif isinstance(provider, KMSKeyProvider):
+        if not _start(provider, memory, vault, report):
+            return report
+        waited = report.switched_at is not None and report.switched_at + ROTATION_WAIT_SECONDS <= started
+        if not waited:
+            report.run_again_after = (report.switched_at or started) + ROTATION_WAIT_SECONDS
+    if not report.old:
+        return report
+    if not dry_run:
+        memory.jobs.finish_pending()
+    sweep = _Sweep()
+    _seal_again(memory, report, sweep)
+    if waited and not report.left and not dry_run and memory.files.format.settles_after_rotation:
+        _settle(memory, report, sweep)
+    if waited and not report.left:
+        needs = _history_needs(memory, report)
+        kept = set() if drop_history else set().union(*needs)
+        report.retired = [version for version in report.old if version not in kept]
+        if drop_history:
+            report.history_dropped = len(needs)
+        else:
+            report.kept_for_history = len(needs)
+        if report.retired and isinstance(provider, KMSKeyProvider) and not dry_run:
+            _remove(memory.store, vault, report)
+    return report
+
+
+def rotate_waiting(
+    operations: Operations,
+    user_id: str,
+    *,
+    drop_history: bool = False,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], object] = time.sleep,
+) -> RotationReport:
+    """``rotate``, then, if the old versions may not be removed yet, wait until they may and rotate
+    again: the whole rotation in one call (a KMS rotation waits ``ROTATION_WAIT_SECONDS``)."""
+    report = rotate(operations, user_id, drop_history=drop_history, now=clock())
+    if report.run_again_after is not None:
+        sleep(max(0.0, report.run_again_after - clock()))
+        report = _merged(report, rotate(operations, user_id, drop_history=drop_history, now=clock()))
+    return report
+
+
+def _merged(first: RotationReport, second: RotationReport) -> RotationReport:
+    """``second``, counting what ``first`` created and sealed again."""
+    second.created = second.created or first.created
+    second.reencrypted = sorted(set(first.reencrypted) | set(second.reencrypted))
+    second.records = sorted(set(first.records) | set(second.records))
+    return second
+
+
+def _start(provider: KMSKeyProvider, memory: S3Memory, vault: KeyVault, report: RotationReport) -> bool:
+    """Find the user's stored versions and, unless a rotation is under way, create the next one (in a
+    dry run: say so); fill ``current``, ``old`` and ``switched_at``. False: the user has no data key."""
+    stored = _stored_keys(memory.store, vault)
+    if not stored:
+        return False
+    live = [version for version, key in stored.items() if key.written is not None]
+    current = max(live, default=0)
+    if current < max(stored):
+        raise CommandError(
+            f"Error: The newest wrapped data key of this user (version {max(stored)}) was deleted; only "
+            "earlier S3 versions of it remain. Put its latest version back before rotating; nothing was "
+            "changed."
+        )
+    try:
+        provider.data_key(memory.key_owner, current, vault)
+    except CommandError as error:
+        raise CommandError(
+            f"Error: Rotation needs this user's newest data key (version {current}), which cannot be "
+            f"had ({error.message}); nothing was changed."
+        ) from None
+    report.current = current
+    report.old = sorted(version for version in stored if version != current)
+    written = stored[current].written
+    if not report.old:
+        if current >= MAX_KEY_VERSION:
+            raise CommandError(
+                f"Error: This user's keys are at version {current}, the last; nothing was changed."
+            )
+        report.current, report.old, report.created = current + 1, [current], True
+        written = None
+        if not report.dry_run:
+            provider.create(memory.key_owner, current + 1, vault)  # False: a concurrent rotation made it
+            written = _stored_keys(memory.store, vault).get(current + 1, _StoredKey()).written
+    provider.forget(memory.key_owner, vault)
+    report.switched_at = None if written is None else written.timestamp()
+    return True
+
+
+def _rewrap_store_key(store: S3Store, prefix: str, identity: str, provider: LocalKeyProvider) -> None:
+    """Format 2 with a local master key: wrap the store key (the root of every private name) again
+    under the current master key if a previous one wraps it, so that dropping the previous key from
+    the settings locks no name out. One conditional write; the key itself stays as it is, so what
+    processes learned of it stays true."""
+    name = prefix + STORE_KEY_NAME
+    current = STORE_KEY_MAGIC + b"L" + struct.pack(">I", provider.version)
+
+    def attempt(_number: int) -> Lost | None:
+        stored = store.get(name, max_bytes=STORE_KEY_MAX_BYTES)
+        if stored is None or stored.body.startswith(current):
+            return None
+        wrapped = provider.wrap_store_key(identity, provider.open_store_key(identity, stored.body))
+        try:
+            store.put(name, wrapped, if_match=stored.etag)
+        except (PreconditionFailed, ConditionalConflict):
+            return LOST  # another rotation wrapped it (read next), or it was written meanwhile
+        return None
+
+    retried(
+        attempt,
+        lambda: CommandError(
+            "Error: The store key kept changing while it was wrapped again under the current local master "
+            "key; no file was sealed again. Run the rotation again."
+        ),
+    )
+
+
+def _stored_keys(store: S3Store, vault: KeyVault) -> dict[int, _StoredKey]:
+    """The user's wrapped keys by version, with every S3 version of each (one listing of versions)."""
+    found: dict[int, _StoredKey] = {}
+    for page in store.versions(vault.prefix):
+        for version in page:
+            number = vault.version_of(version.key)
+            if number is None:
+                continue
+            key = found.setdefault(number, _StoredKey())
+            key.versions.append(version)
+            if version.latest and not version.delete_marker:
+                key.written = when(version.modified)
+    return found
+
+
+def _seal_again(memory: S3Memory, report: RotationReport, sweep: _Sweep) -> None:
+    """One pass over the user's namespace, a page at a time (its objects in parallel): seal again every
+    memory file and every internal record sealed with an old version. Objects listed with an ETag
+    ``sweep`` has cleared are not read again."""
+    layout = memory.layout
+    keys = layout.key_of_internal(KEYS_PREFIX)  # wrapped keys, not sealed records
+    old = set(report.old)
+    sweep.unsettled = False
+    for page in memory.store.pages(layout.namespace):
+        tasks: list[tuple[str, Callable[[], bool]]] = []
+        for listed in page.objects:
+            if _bare(listed.etag) in sweep.cleared:
+                continue
+            if (path := layout.path_of_key(listed.key)) is not None:
+                once = functools.partial(_file_once, memory, path, listed, old, report, sweep)
+                tasks.append((path.text, once))
+            elif listed.key.startswith(layout.internal_prefix) and not listed.key.startswith(keys):
+                name = listed.key[len(layout.internal_prefix) :]
+                once = functools.partial(_record_once, memory, name, old, report, sweep)
+                tasks.append((f"internal/{name}", once))
+        parallel(lambda task: _until_settled(*task, report), tasks)
+    report.reencrypted = sorted(set(report.reencrypted))
+    report.records = sorted(set(report.records))
+    report.left.sort()
+
+
+def _settle(memory: S3Memory, report: RotationReport, sweep: _Sweep) -> None:
+    """Format 2, before an old version is retired: pass again until a pass has read every file as it
+    was listed (at most ``SWEEPS`` passes; the files cleared before are not read again). A rename
+    copies a file's sealed bytes, old version and all, so a copy made while a pass ran may sit where
+    the pass had listed already; once one listing shows only files that need no old version, none
+    can appear after it, since nothing seals with an old version any more."""
+    for _sweep in range(1, SWEEPS):
+        if not sweep.unsettled or report.left:
+            return
+        _seal_again(memory, report, sweep)
+    if sweep.unsettled:
+        report.left.append(
+            (
+                "/memories",
+                f"files kept changing or moving while each of {SWEEPS} passes read them; run it again",
+            )
+        )
+
+
+def _until_settled(label: str, once: Callable[[], bool], report: RotationReport) -> None:
+    """``once()`` until it has settled the object named ``label`` (True), backing off after each
+    write it lost to another writer."""
+    try:
+        retried(lambda _number: None if once() else LOST, _KeptChanging)
+    except _KeptChanging:
+        report.left.append((label, "it kept changing while it was sealed again"))
+
+
+class _KeptChanging(Exception):
+    """Every write sealing an object again lost to another writer."""
+
+
+def _file_once(
+    memory: S3Memory, path: MemoryPath, listed: Listed, old: set[int], report: RotationReport, sweep: _Sweep
+) -> bool:
+    """Seal the file at ``path`` again, by the author its version names, if an ``old`` version
+    sealed it; False if it changed meanwhile. ``sweep`` learns whether it was read as ``listed``."""
+    files = memory.files
+    try:
+        stored = memory.store.get(listed.key, max_bytes=files.max_file_bytes + OVERHEAD)
+    except ObjectTooLarge:
+        report.left.append((path.text, "larger than the file size limit: it could not be read"))
+        return True
+    if stored is None or _bare(stored.etag) != _bare(listed.etag):
+        sweep.unsettled = True
+    if stored is None:
+        return True
+    if sealed_version(stored.body) not in old:
+        sweep.cleared.add(_bare(stored.etag))
+        return True
+    try:
+        text, author = files.decode(path, stored.body, stored.metadata)
+    except IntegrityError as refused:
+        _refused(memory, path.text, stored, refused, report)  # not cleared: its bytes may open elsewhere
+        return True
+    sweep.unsettled = True
+    if not report.dry_run:
+        writer = files.by(author)
+        # where the format keeps origins, kept as it is (a hint, with its key version)
+        origin = files.format.kept_origin(stored.metadata)
+        if not writer.replace(path, writer.encode(path, text), stored.etag, origin):
+            return False
+    report.reencrypted.append(path.text)
+    return True
+
+
+def _record_once(memory: S3Memory, name: str, old: set[int], report: RotationReport, sweep: _Sweep) -> bool:
+    """Seal the internal record ``name`` again (under its associated-data path, ``internal:`` and the
+    name) if an ``old`` version sealed it; False if it changed meanwhile."""
+    key = memory.layout.key_of_internal(name)
+    try:
+        stored = memory.store.get(key, max_bytes=RECORD_MAX_BYTES)
+    except ObjectTooLarge:
+        return True  # no record s3memory writes is this large
+    if stored is None:
+        return True
+    if sealed_version(stored.body) not in old:
+        sweep.cleared.add(_bare(stored.etag))
+        return True
+    cipher = memory.files.cipher
+    try:
+        body = cipher.open(RECORD_PATH_PREFIX + name, stored.body)
+    except IntegrityError as refused:
+        _refused(memory, f"internal/{name}", stored, refused, report)
+        return True
+    if not report.dry_run:
+        try:
+            memory.store.put(
+                key,
+                cipher.seal(RECORD_PATH_PREFIX + name, body),
+                if_match=stored.etag,
+                metadata=stored.metadata,
+            )
+        except (PreconditionFailed, ConditionalConflict):
+            return False
+    report.records.append(name)
+    return True
+
+
+def _bare(etag: str) -> str:
+    """An ETag without its quotes (a listing and a GET may differ in them)."""
+    return etag.strip('"')
+
+
+def _refused(
+    memory: S3Memory, label: str, stored: StoredObject, refused: CommandError, report: RotationReport
+) -> None:
+    """An object that names an old version and did not open: left (blocking the removal) when that
+    version's key cannot be had, else not sealed by s3memory here (``verify`` reports it)."""
+    version = sealed_version(stored.body)
+    if version is not None and _key_missing(memory, version):
+        report.left.append((label, refused.message))
+
+
+def _key_missing(memory: S3Memory, version: int) -> bool:
+    """True if the user's data key of ``version`` cannot be had (a KMS failure is raised)."""
+    try:
+        memory.files.cipher.check_key(version)
+    except IntegrityError:
+        return True
+    return False
+
+
+def _history_needs(memory: S3Memory, report: RotationReport) -> list[set[int]]:
+    """For each earlier S3 version of the user's files (noncurrent, or behind a delete marker) that
+    needs an ``old`` version to be read, the versions it needs; none on a bucket that never had
+    versioning. One listing of versions and a GET of each earlier version. A dry run also counts each
+    file it would seal again, as the earlier version sealing it would leave."""
+    if memory.store.versioning() is None:
+        return []
+    layout, old = memory.layout, set(report.old)
+    needs: list[set[int]] = [old for _ in report.reencrypted] if report.dry_run else []
+    for page in memory.store.versions(layout.memories_prefix):
+        earlier = [
+            (version, path)
+            for version in page
+            if not version.latest
+            and not version.delete_marker
+            and (path := layout.path_of_key(version.key)) is not None
+        ]
+        parallel(lambda item: needs.append(_earlier_needs(memory, *item, old)), earlier)
+    return [need for need in needs if need]
+
+
+def _earlier_needs(memory: S3Memory, version: Version, path: MemoryPath, old: set[int]) -> set[int]:
+    """The ``old`` versions the earlier S3 version ``version`` of the file at ``path`` needs: the one
+    its header names if it opens with it, or if that key cannot be had (so it cannot be told); every
+    one if it is too large to tell; none if it names none or is not ours."""
+    try:
+        stored = memory.store.get(
+            version.key, max_bytes=memory.files.max_file_bytes + OVERHEAD, version_id=version.version_id
+        )
+    except ObjectTooLarge:
+        return old
+    named = None if stored is None else sealed_version(stored.body)
+    if stored is None or named is None or named not in old:
+        return set()
+    try:
+        memory.files.format.open_file(memory.files.cipher, path.canonical, stored.body, stored.metadata)
+    except IntegrityError:
+        if not _key_missing(memory, named):
+            return set()
+    return {named}
+
+
+def _remove(store: S3Store, vault: KeyVault, report: RotationReport) -> None:
+    """Remove every S3 version of the wrapped keys of the ``retired`` versions, once a last listing
+    shows the current version still stored and the newest."""
+    stored = _stored_keys(store, vault)
+    current = stored.get(report.current or 0)
+    if current is None or current.written is None or max(stored) != report.current:
+        raise CommandError(
+            "Error: This user's wrapped data keys changed while the rotation ran; no key was removed. "
+            "Run it again."
+        )
+    doomed = [version for number in report.retired for version in stored.get(number, _StoredKey()).versions]
+    for start in range(0, len(doomed), DELETE_BATCH):
+        store.delete_versions(doomed[start : start + DELETE_BATCH])

@@ -1,0 +1,255 @@
+"""A user's memory through time, on S3 versioning: a file's history, restoring a version or the whole
+memory as it was, and removing one version for good.
+
+Every version is read through the user's cipher, so only what s3memory sealed for that user and path
+is shown or restored. A restore is an ordinary conditional write: a file that changes while it is
+restored is left as the other writer left it and reported, never overwritten blindly.
+
+A file's history is the versions at its object key. On format 1 a version a rename wrote names the
+path it came from (``s3memory-origin``, a keyed fingerprint of that path). Format 2 writes no such
+fingerprint: its history follows the key alone, and a renamed file's history begins with the
+rename (the version that placed it there, by whoever moved it); the versions before it are the
+history of the old path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from s3memory.core.files import Found
+from s3memory.core.paths import MemoryPath, memory_path
+from s3memory.crypto import parsed_fingerprint, plaintext_size
+from s3memory.errors import CommandError, IntegrityError
+from s3memory.memory import S3Memory
+from s3memory.ops.progress import SILENT, Progress
+from s3memory.storage.bucket import PreconditionFailed, Version
+from s3memory.storage.concurrency import parallel
+
+
+@dataclass(frozen=True)
+class FileVersion:
+    """One version of a file: when, its plaintext size, and whether it wrote or deleted the file."""
+
+    path: str
+    version_id: str
+    modified: datetime
+    size: int
+    operation: str
+    """``written`` or ``deleted`` (a delete marker)."""
+    current: bool
+    renamed_from: str | None = None
+    """The path this version was copied from by a rename, when the user's memory still shows it
+    (format 1 only: format 2 keeps no trace of where a file came from)."""
+    author: str | None = None
+    """Who wrote it, as the writer named itself; authenticated with the version's content."""
+    authentic: bool = True
+    """False when the version failed authentication (tampered, foreign, or keyed otherwise): then
+    neither its author nor where it came from is shown."""
+
+
+@dataclass
+class Restored:
+    """What a restore of the whole memory did, file by file."""
+
+    written: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    changed_meanwhile: list[str] = field(default_factory=list)
+
+
+def when(text: str) -> datetime:
+    """A timestamp of S3 or of the operator (ISO 8601; UTC unless it names a zone)."""
+    moment = datetime.fromisoformat(text.strip().replace(" ", "T", 1))
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+class MemoryVersions:
+    """The versions of one user's memory files."""
+
+    def __init__(self, memory: S3Memory) -> None:
+        self.memory = memory
+        self.store = memory.store
+        status = self.store.versioning()
+        if status is None:
+            raise CommandError(
+                f"Error: The bucket {self.store.bucket} has never had S3 versioning on, so it keeps no "
+                "earlier versions: history, restore and redact need it (the Terraform module enables it)."
+            )
+
+    def history(self, path: str) -> list[FileVersion]:
+        """Every version of the file at ``path``, newest first (delete markers included). Each
+        written version is read and authenticated (a GET each, in parallel): its author is
+        trusted only once its content has opened with it."""
+        target = memory_path(path)
+        versions = self._versions_of(self.memory.layout.file_key(target))
+        opened: dict[str, Found | None] = {}
+
+        def read(version: Version) -> None:
+            with contextlib.suppress(IntegrityError):  # not authentic: no author, no origin
+                opened[version.version_id] = self.memory.files.read(target, version.version_id)
+
+        parallel(read, [version for version in versions if not version.delete_marker])
+        origins = _Origins(self.memory) if self.memory.files.format.keeps_origins else None
+        return sorted(
+            (self._described(target, version, opened, origins) for version in versions), key=_newest_first
+        )
+
+    def _described(
+        self,
+        target: MemoryPath,
+        version: Version,
+        opened: dict[str, Found | None],
+        origins: _Origins | None,
+    ) -> FileVersion:
+        found = opened.get(version.version_id)
+        renamed_from = (
+            None
+            if found is None or found.origin is None or origins is None
+            else origins.path_of(found.origin)
+        )
+        return FileVersion(
+            target.text,
+            version.version_id,
+            when(version.modified),
+            0 if version.delete_marker else plaintext_size(version.size),
+            "deleted" if version.delete_marker else "written",
+            version.latest,
+            renamed_from,
+            None if found is None else found.author,
+            version.delete_marker or version.version_id in opened,
+        )
+
+    def text_of(self, path: str, version_id: str) -> str:
+        """The text the file had in ``version_id``, authenticated for this user and path."""
+        found = self.memory.files.read(memory_path(path), version_id)
+        if found is None:
+            raise CommandError(f"Error: {path} has no version {version_id} (or it is a deletion).")
+        return found.text
+
+    def restore(self, path: str, version_id: str) -> str:
+        """Make ``version_id`` the file's current text again: ``written`` or ``unchanged``."""
+        text = self.text_of(path, version_id)
+        return self._put(memory_path(path), text)
+
+    def _put(self, target: MemoryPath, text: str) -> str:
+        files = self.memory.files
+        current = files.read(target)
+        if current is not None and current.text == text:
+            return "unchanged"
+        if current is None:
+            self.memory.run({"command": "create", "path": target.text, "file_text": text})
+            return "written"
+        if not files.replace(target, files.encode(target, text), current.etag):
+            raise CommandError(f"Error: {target.text} changed while it was restored; it was left as it is.")
+        return "written"
+
+    def restore_as_of(self, moment: datetime, progress: Progress = SILENT) -> Restored:
+        """Every file as it was at ``moment``: files written since are put back or deleted, files
+        deleted since come back. Each change is conditional on what was read. Files are restored in
+        the order of their paths."""
+        layout = self.memory.layout
+        chosen: dict[str, Version | None] = {}
+        for page in self.store.versions(layout.memories_prefix):
+            for listed in page:
+                if layout.path_of_key(listed.key) is None:
+                    continue
+                best = chosen.get(listed.key)
+                if when(listed.modified) <= moment and (best is None or _later(listed, best)):
+                    chosen[listed.key] = listed
+                else:
+                    chosen.setdefault(listed.key, None)
+        restored = Restored()
+        progress.expect(len(chosen))
+        for target, version in _by_path(layout.path_of_key, chosen):
+            progress.advance()
+            try:
+                if version is None or version.delete_marker:
+                    self._delete(target, restored)
+                else:
+                    text = self.text_of(target.text, version.version_id)
+                    outcome = self._put(target, text)
+                    (restored.unchanged if outcome == "unchanged" else restored.written).append(target.text)
+            except CommandError:
+                restored.changed_meanwhile.append(target.text)
+        return restored
+
+    def _delete(self, target: MemoryPath, restored: Restored) -> None:
+        current = self.memory.files.read(target)
+        if current is None:
+            return
+        try:
+            self.memory.files.delete(self.memory.layout.file_key(target), if_match=current.etag)
+        except PreconditionFailed:
+            restored.changed_meanwhile.append(target.text)
+            return
+        restored.deleted.append(target.text)
+
+    def redact(self, path: str, version_id: str) -> None:
+        """Remove one version of the file for good (the current one too, if named)."""
+        target = memory_path(path)
+        key = self.memory.layout.file_key(target)
+        if not any(version.version_id == version_id for version in self._versions_of(key)):
+            raise CommandError(f"Error: {path} has no version {version_id}; nothing was changed.")
+        self.store.delete_versions([Version(key, version_id)])
+
+    def _versions_of(self, key: str) -> list[Version]:
+        return [version for page in self.store.versions(key) for version in page if version.key == key]
+
+
+class _Origins:
+    """Which path a rename's keyed fingerprint stands for: any path the user's versions still show,
+    listed once, on first need, and fingerprinted under each key version a fingerprint names (the
+    metadata holds the fingerprint only, never the path)."""
+
+    def __init__(self, memory: S3Memory) -> None:
+        self._memory = memory
+        self._paths: list[MemoryPath] | None = None
+        self._by_version: dict[int, dict[str, str]] = {}
+
+    def path_of(self, fingerprint: str) -> str | None:
+        """The path a stored ``fingerprint`` was made of, or None."""
+        parsed = parsed_fingerprint(fingerprint)
+        if parsed is None:
+            return None
+        version, digest = parsed
+        if version not in self._by_version:
+            self._by_version[version] = self._fingerprinted(version)
+        return self._by_version[version].get(f"{version}:{digest}")
+
+    def _fingerprinted(self, version: int) -> dict[str, str]:
+        """Every listed path by its fingerprint under ``version`` (none if the user has no such key)."""
+        layout, cipher = self._memory.layout, self._memory.files.cipher
+        if self._paths is None:
+            self._paths = list(
+                {
+                    path
+                    for page in self._memory.store.versions(layout.memories_prefix)
+                    for listed in page
+                    if (path := layout.path_of_key(listed.key)) is not None
+                }
+            )
+        try:
+            return {cipher.fingerprint(path.canonical, version): path.text for path in self._paths}
+        except IntegrityError:
+            return {}
+
+
+def _by_path(
+    path_of_key: Callable[[str], MemoryPath | None], chosen: dict[str, Version | None]
+) -> list[tuple[MemoryPath, Version | None]]:
+    """The chosen version of each key, by its path, in path order (format 1: key order)."""
+    found = [(path, version) for key, version in chosen.items() if (path := path_of_key(key)) is not None]
+    return sorted(found, key=lambda item: item[0].text)
+
+
+def _newest_first(version: FileVersion) -> tuple[bool, float]:
+    return (not version.current, -version.modified.timestamp())
+
+
+def _later(version: Version, other: Version) -> bool:
+    if when(version.modified) != when(other.modified):
+        return when(version.modified) > when(other.modified)
+    return version.latest or (not other.latest and version.delete_marker)
