@@ -47,9 +47,9 @@ else:
     from s3memory.storage.clients import make_s3_client
     from s3memory.crypto import LocalKeyProvider
     from s3memory.memory import S3Memory
-    from s3memory.storage.bucket import S3Store
+    from s3memory.storage.bucket import Bucket
     client = make_s3_client(endpoint_url=os.environ["S3MEMORY_ENDPOINT_URL"])
-    memory = S3Memory(S3Store(client, os.environ["S3MEMORY_BUCKET"]), os.environ["BENCH_USER"],
+    memory = S3Memory(Bucket(client, os.environ["S3MEMORY_BUCKET"]), os.environ["BENCH_USER"],
                       LocalKeyProvider(base64.b64decode(os.environ["S3MEMORY_LOCAL_KEY"])),
                       prefix=os.environ["S3MEMORY_PREFIX"],
                       storage_format=int(os.environ["S3MEMORY_STORAGE_FORMAT"]))

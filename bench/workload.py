@@ -17,7 +17,7 @@ from typing import Any
 from s3memory.core.paths import memory_path
 from s3memory.crypto import FORMAT_VERSION, PLACED_FORMAT, KeyProvider, LocalKeyProvider
 from s3memory.memory import S3Memory
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 from .servers import REGION, Backend, SeedObject
 
@@ -123,7 +123,7 @@ class Tenant:
         self.user_id = user_id
         self.storage_format = storage_format
         self.memory = S3Memory(
-            S3Store(client, bucket),
+            Bucket(client, bucket),
             user_id,
             key_provider or LocalKeyProvider(MASTER_KEY),
             prefix=FORMATS[storage_format],

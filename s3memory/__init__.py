@@ -15,16 +15,20 @@ if TYPE_CHECKING:
     from s3memory.crypto import KeyProvider, KMSKeyProvider, LocalKeyProvider
     from s3memory.errors import CommandError
     from s3memory.memory import S3Memory
+    from s3memory.storage.bucket import Bucket
+    from s3memory.store import Store
     from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
 
 __all__ = [
     "AsyncS3MemoryTool",
+    "Bucket",
     "CommandError",
     "KMSKeyProvider",
     "KeyProvider",
     "LocalKeyProvider",
     "S3Memory",
     "S3MemoryTool",
+    "Store",
     "__version__",
 ]
 
@@ -36,6 +40,8 @@ _HOMES = {
     "LocalKeyProvider": ".crypto",
     "CommandError": ".errors",
     "S3Memory": ".memory",
+    "Bucket": ".storage.bucket",
+    "Store": ".store",
 }
 
 

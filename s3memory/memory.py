@@ -36,7 +36,7 @@ from s3memory.formats.choice import AUTO_FORMAT, StorageFormat
 from s3memory.formats.keyvault import KeyVault
 from s3memory.formats.strategy import Format
 from s3memory.formats.upgrade import Upgrade
-from s3memory.storage.bucket import ListingPage, PreconditionFailed, S3Store
+from s3memory.storage.bucket import Bucket, ListingPage, PreconditionFailed
 from s3memory.storage.concurrency import side
 from s3memory.storage.conditions import REFUSE, WeakServer
 from s3memory.store import Store
@@ -54,7 +54,7 @@ __all__ = ["DEFAULT_GUARD", "DEFAULT_MAX_FILE_BYTES", "Quota", "S3Memory", "Stor
 class S3Memory:
     """One user's memory directory in a store, encrypted on the client.
 
-    ``store`` is a ``deployment.Store``, or the bucket (``S3Store``) with the store's settings:
+    ``store`` is a ``deployment.Store``, or the bucket (``Bucket``) with the store's settings:
     ``key_provider``, ``prefix`` (``"users/"``), ``storage_format`` (``auto``), ``store_id`` and
     ``weak_server`` (``refuse``), which a ``Store`` holds itself. Building one sends no request:
     the first command resolves the store (``Store.resolve``) and places the user's memory in it.
@@ -62,7 +62,7 @@ class S3Memory:
 
     def __init__(
         self,
-        store: Store | S3Store,
+        store: Store | Bucket,
         user_id: str,
         key_provider: KeyProvider | None = None,
         *,

@@ -43,7 +43,7 @@ from s3memory.core.quota import Quota
 from s3memory.crypto import DATA_KEY_BYTES, MAX_KEY_VERSION, KeyProvider, KMSKeyProvider, LocalKeyProvider
 from s3memory.formats.choice import AUTO_FORMAT, StorageFormat, checked_format
 from s3memory.memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.conditions import REFUSE, SINGLE_WRITER, WeakServer, checked_weak_server
 from s3memory.store import Store
 
@@ -358,7 +358,7 @@ class Settings:
         built from these settings, to share (the provider's cache keeps warm commands free of KMS
         requests); built here when not given."""
         return Store(
-            S3Store(s3_client or self.make_s3_client(), self.bucket),
+            Bucket(s3_client or self.make_s3_client(), self.bucket),
             key_provider or self.make_key_provider(),
             prefix=self.prefix,
             storage_format=self.storage_format,

@@ -1,7 +1,7 @@
 """A store: a key prefix in a bucket, served in one storage format, resolved once and lazily.
 
 A ``Store`` is what the tool, the Lambda runtime and the operator's commands serve memory from: the
-bucket (``store.S3Store``), the key prefix, the store's identity (``store_keys.store_identity``), the
+bucket (``store.Bucket``), the key prefix, the store's identity (``store_keys.store_identity``), the
 key provider, and the storage format and weak-server settings. Building one sends no request. The
 first command that needs it resolves it, once for the ``Store`` and thread-safely: the format the
 store is served in (``store_format``), in format 2 its store key (``store_keys``) and whether it is
@@ -34,7 +34,7 @@ from s3memory.formats.store_keys import NONE_MISSING, Missing, store_identity, s
 from s3memory.formats.strategy import Format, numbered
 from s3memory.formats.upgrade import SettledUsers, migrated
 from s3memory.storage import server_checks
-from s3memory.storage.bucket import RequestFailed, S3Store
+from s3memory.storage.bucket import Bucket, RequestFailed
 from s3memory.storage.conditions import REFUSE, Enforced, Gate, WeakServer, checked_weak_server
 
 __all__ = ["Resolution", "Store", "forget_stores", "reaching"]
@@ -72,7 +72,7 @@ _facts: dict[tuple[str, str, str], _Facts] = {}
 _lock = threading.Lock()
 
 
-def _facts_of(bucket: S3Store, prefix: str, identity: str) -> _Facts:
+def _facts_of(bucket: Bucket, prefix: str, identity: str) -> _Facts:
     with _lock:
         return _facts.setdefault((bucket.where, prefix, identity), _Facts())
 
@@ -93,7 +93,7 @@ class Store:
 
     def __init__(
         self,
-        bucket: S3Store,
+        bucket: Bucket,
         key_provider: KeyProvider,
         *,
         prefix: str = "users/",
@@ -101,8 +101,8 @@ class Store:
         store_id: str | None = None,
         weak_server: WeakServer = REFUSE,
     ) -> None:
-        if not isinstance(bucket, S3Store):
-            raise ValueError("bucket must be an S3Store")
+        if not isinstance(bucket, Bucket):
+            raise ValueError("bucket must be a Bucket (s3memory.Bucket)")
         if not isinstance(key_provider, KeyProvider):
             raise ValueError("key_provider must be a KMSKeyProvider or LocalKeyProvider")
         self.bucket = bucket
@@ -194,7 +194,7 @@ class Store:
 _T = TypeVar("_T")
 
 
-def reaching(bucket: S3Store, first: Callable[[], _T]) -> _T:
+def reaching(bucket: Bucket, first: Callable[[], _T]) -> _T:
     """``first()``, the first requests to a store: a request that failed (``RequestFailed``: the
     endpoint down, the bucket missing, access denied) names the bucket and the endpoint."""
     try:

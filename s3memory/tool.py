@@ -18,7 +18,7 @@ from s3memory.crypto import KeyProvider
 from s3memory.errors import CommandError, unexpected_failure
 from s3memory.formats.choice import AUTO_FORMAT, StorageFormat
 from s3memory.memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES, Quota, S3Memory
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.conditions import REFUSE, WeakServer
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ class _S3Configured:
 
             s3_client = make_s3_client()
         self.memory = S3Memory(
-            S3Store(s3_client, bucket),
+            Bucket(s3_client, bucket),
             user_id,
             key_provider,
             prefix=prefix,

@@ -29,7 +29,7 @@ from s3memory.demo.embedded_s3 import moto_server
 from s3memory.demo.scripted_api import ScriptedMessagesAPI
 from s3memory.formats.store_keys import MIGRATED_NAME, STORE_KEY_NAME
 from s3memory.memory import S3Memory
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.clients import make_s3_client
 from s3memory.storage.server_checks import SERVER_RECORD_NAME
 from s3memory.store import forget_stores
@@ -447,7 +447,7 @@ def make_memory(s3: Any, local_keys: LocalKeyProvider) -> Callable[..., S3Memory
 
     def make(user_id: str = "alice", key_provider: KeyProvider | None = None, **options: Any) -> S3Memory:
         options.setdefault("storage_format", STORAGE_FORMAT)
-        memory = S3Memory(S3Store(s3, BUCKET), user_id, key_provider or local_keys, **options)
+        memory = S3Memory(Bucket(s3, BUCKET), user_id, key_provider or local_keys, **options)
         memory.resolve()
         return memory
 

@@ -76,7 +76,7 @@ from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError, StorageError
 from s3memory.formats.store_keys import MIGRATED_NAME, STORE_KEY_NAME
 from s3memory.memory import S3Memory
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.clients import make_s3_client
 from s3memory.storage.server_checks import PROBE_NAME, SERVER_RECORD_NAME
 
@@ -794,7 +794,7 @@ class Process:
         client._make_api_call = guarded
         self.client.meta.events.register("request-created.s3", self._no_request_after_death)
         self.memory = S3Memory(
-            S3Store(self.client, soak.bucket),
+            Bucket(self.client, soak.bucket),
             user,
             LocalKeyProvider(MASTER_KEY),
             prefix=PREFIX,
@@ -996,7 +996,7 @@ class SoakContext:
             found = self.layouts.get(user)
         if found is None:
             memory = S3Memory(
-                S3Store(self.admin, self.bucket),
+                Bucket(self.admin, self.bucket),
                 user,
                 LocalKeyProvider(MASTER_KEY),
                 prefix=PREFIX,

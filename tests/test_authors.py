@@ -25,7 +25,7 @@ from s3memory.errors import IntegrityError
 from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
 from s3memory.ops.versions import MemoryVersions
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot
 
@@ -89,7 +89,7 @@ def test_an_object_opens_only_with_the_author_it_was_sealed_for() -> None:
 
 @pytest.fixture
 def operations(s3: Any, versioned: str) -> Operations:
-    return Operations(S3Store(s3, versioned), LocalKeyProvider(MASTER_KEY), storage_format=1)
+    return Operations(Bucket(s3, versioned), LocalKeyProvider(MASTER_KEY), storage_format=1)
 
 
 def _memory(operations: Operations, actor: str | None) -> S3Memory:
@@ -199,9 +199,7 @@ def test_acting_as_shares_what_the_process_learned_and_writes_as_the_actor(opera
 def test_an_unusable_actor_is_refused_before_any_request(s3: Any) -> None:
     before = snapshot(s3)
     with pytest.raises(ValueError, match="actor: an author is at most 128 characters"):
-        S3Memory(
-            S3Store(s3, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), actor="x" * 200, storage_format=1
-        )
+        S3Memory(Bucket(s3, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), actor="x" * 200, storage_format=1)
     assert snapshot(s3) == before
 
 

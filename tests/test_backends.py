@@ -18,7 +18,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 from .support.backends import REGION, SeaweedServer
 from .support.bucket import ALL_BACKENDS, BUCKET, common_prefixes, empty_bucket, stored_keys
@@ -192,7 +192,7 @@ def test_delete_objects_with_an_etag_of_a_missing_key(s3: Any, backend: str) -> 
     expected_errors, expected_deleted = DELETE_OBJECTS_WITH_AN_ETAG_OF_A_MISSING_KEY[backend]
     assert errors == expected_errors
     assert [item["Key"] for item in answer.get("Deleted", [])] == expected_deleted
-    outcome = S3Store(s3, BUCKET).delete_batch([("absent", etag)])
+    outcome = Bucket(s3, BUCKET).delete_batch([("absent", etag)])
     assert (outcome.changed, outcome.gone) == ([], [key for key, _code in expected_errors])
 
 

@@ -13,7 +13,7 @@ from s3memory.core.paths import memory_path
 from s3memory.crypto import LocalKeyProvider, plaintext_size
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 from .conftest import STORAGE_FORMAT, key_of, prefix_of
 from .support.bucket import BUCKET, MASTER_KEY, empty_bucket, stored_keys
@@ -105,7 +105,7 @@ def test_a_view_listed_in_pieces_answers_what_a_view_of_everything_would(
     files = [path for path in paths if not any(other.startswith(path + "/") for other in paths)]
     empty_bucket(s3)
     memory = S3Memory(
-        S3Store(s3, BUCKET, page_size=page_size),
+        Bucket(s3, BUCKET, page_size=page_size),
         "alice",
         LocalKeyProvider(MASTER_KEY),
         storage_format=STORAGE_FORMAT,

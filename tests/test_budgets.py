@@ -18,7 +18,7 @@ from bench.metrics import RequestCounter
 from s3memory.core.paths import memory_path
 from s3memory.crypto import KMSKeyProvider
 from s3memory.memory import S3Memory
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.clients import make_s3_client
 
 from .conftest import STORAGE_FORMAT, keys_of
@@ -208,7 +208,7 @@ def test_writes_send_their_bodies_at_once(s3: Any, backend: str, local_keys: Any
             "before-send.s3.PutObject",
             lambda request, name=name, **_: expects[name].append(request.headers.get("Expect")),
         )
-    memory = S3Memory(S3Store(ours, BUCKET), "alice", local_keys, storage_format=1)
+    memory = S3Memory(Bucket(ours, BUCKET), "alice", local_keys, storage_format=1)
     for command in [
         {"command": "create", "path": "/memories/d/a.md", "file_text": "a\n"},
         {"command": "str_replace", "path": "/memories/d/a.md", "old_str": "a", "new_str": "b"},

@@ -15,7 +15,7 @@ import pytest
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.clients import make_s3_client
 
 from .conftest import STORAGE_FORMAT
@@ -43,7 +43,7 @@ def new_memory(
     def build() -> S3Memory:
         client = make_s3_client(endpoint_url=endpoint, region_name="us-east-1")
         return S3Memory(
-            S3Store(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=STORAGE_FORMAT
+            Bucket(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=STORAGE_FORMAT
         )
 
     if backend == "seaweedfs":
@@ -167,7 +167,7 @@ def test_racing_replacements_of_the_same_text_apply_once(new_memory: Callable[[]
 def test_the_store_passes_any_fault_as_a_clear_error(endpoint: str) -> None:
     client = make_s3_client(endpoint_url=endpoint, region_name="us-east-1")
     memory = S3Memory(
-        S3Store(client, "no-such-bucket"), "alice", LocalKeyProvider(MASTER_KEY), storage_format=1
+        Bucket(client, "no-such-bucket"), "alice", LocalKeyProvider(MASTER_KEY), storage_format=1
     )
     # Reads only: SeaweedFS makes a missing bucket for a PutObject.
     for command, operation in [

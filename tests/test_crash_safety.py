@@ -18,7 +18,7 @@ from s3memory.core.paths import memory_path
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 from .conftest import STORAGE_FORMAT, key_of, keys_of, plant, prefix_of, rename_crash_point
 from .support.bucket import BUCKET, MASTER_KEY, stored_keys
@@ -41,7 +41,7 @@ def crash_during(command: dict[str, Any], operation: str, ordinal: int) -> Proce
 def fresh_memory(user: str = "alice") -> tuple[S3Memory, Any]:
     client = boto3.client("s3", region_name="us-east-1")
     memory = S3Memory(
-        S3Store(client, BUCKET), user, LocalKeyProvider(MASTER_KEY), storage_format=STORAGE_FORMAT
+        Bucket(client, BUCKET), user, LocalKeyProvider(MASTER_KEY), storage_format=STORAGE_FORMAT
     )
     return memory, client
 

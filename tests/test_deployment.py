@@ -22,7 +22,7 @@ from s3memory.crypto import LocalKeyProvider
 from s3memory.formats.store_keys import MIGRATED_NAME, STORE_KEY_NAME
 from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
-from s3memory.storage.bucket import RequestFailed, S3Store
+from s3memory.storage.bucket import Bucket, RequestFailed
 from s3memory.store import Store, forget_stores
 from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
 
@@ -79,7 +79,7 @@ def test_a_tool_over_an_unreachable_endpoint_is_built_without_a_request_and_its_
 
 def test_an_operator_command_on_an_unreachable_endpoint_names_it_and_exits_1(down: Any) -> None:
     counter = RequestCounter(down)
-    operations = Operations(S3Store(down, BUCKET), LocalKeyProvider(MASTER_KEY))
+    operations = Operations(Bucket(down, BUCKET), LocalKeyProvider(MASTER_KEY))
     assert counter.total == 0
     err = io.StringIO()
 
@@ -96,7 +96,7 @@ def test_an_operator_command_on_an_unreachable_endpoint_names_it_and_exits_1(dow
 
 def test_a_store_that_failed_to_resolve_resolves_on_the_next_command(s3: Any) -> None:
     """Nothing of a failed resolution is kept: the next command resolves the store again."""
-    store = Store(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
+    store = Store(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
     memory = S3Memory(store, "alice")
     get, failures = (
         store.bucket.get,
@@ -119,13 +119,13 @@ def test_a_store_that_failed_to_resolve_resolves_on_the_next_command(s3: Any) ->
 
 
 def test_a_store_shared_by_memories_in_many_threads_resolves_once(s3: Any) -> None:
-    S3Memory(S3Store(s3, BUCKET), "founder", LocalKeyProvider(MASTER_KEY), storage_format=2).run(VIEW)
+    S3Memory(Bucket(s3, BUCKET), "founder", LocalKeyProvider(MASTER_KEY), storage_format=2).run(VIEW)
     forget_stores()  # a new process, with a new key provider: nothing learned yet
     read: list[str] = []
     s3.meta.events.register(
         "provide-client-params.s3.GetObject", lambda params, **_: read.append(params["Key"])
     )
-    store = Store(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
+    store = Store(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
     start = threading.Barrier(12)
     answers: list[str] = []
 
@@ -146,20 +146,20 @@ def test_a_store_shared_by_memories_in_many_threads_resolves_once(s3: Any) -> No
 
 
 def test_stores_of_one_place_share_what_the_process_learned_until_it_is_forgotten(s3: Any) -> None:
-    S3Memory(S3Store(s3, BUCKET), "founder", LocalKeyProvider(MASTER_KEY)).run(VIEW)
+    S3Memory(Bucket(s3, BUCKET), "founder", LocalKeyProvider(MASTER_KEY)).run(VIEW)
     provider = LocalKeyProvider(MASTER_KEY)
-    Store(S3Store(s3, BUCKET), provider).resolve()
+    Store(Bucket(s3, BUCKET), provider).resolve()
     counter = RequestCounter(s3)
 
-    assert Store(S3Store(s3, BUCKET), provider).resolve().storage_format == 2
+    assert Store(Bucket(s3, BUCKET), provider).resolve().storage_format == 2
     assert counter.total == 0
     forget_stores()
-    assert Store(S3Store(s3, BUCKET), provider).resolve().storage_format == 2
+    assert Store(Bucket(s3, BUCKET), provider).resolve().storage_format == 2
     assert counter.calls == {"GetObject": 1}  # the mark: the store key stays learned by its provider
 
 
 def test_a_memory_given_a_store_takes_none_of_the_store_s_settings(s3: Any) -> None:
-    store = Store(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
+    store = Store(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
     with pytest.raises(ValueError) as raised:
         S3Memory(store, "alice", prefix="team/")
 

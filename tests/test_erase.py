@@ -13,7 +13,7 @@ from s3memory.cli.console import Console
 from s3memory.cli.main import _parser
 from s3memory.crypto import LocalKeyProvider
 from s3memory.ops.operations import Operations
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
 from .support.faults import ProcessDeath, SimulatedCrash
@@ -32,7 +32,7 @@ def all_versions(s3: Any, bucket: str, prefix: str) -> list[tuple[str, bool]]:
 
 def test_erase_leaves_no_version_of_the_user_and_no_one_else_is_touched(s3: Any, versioned: str) -> None:
     operations = Operations(
-        S3Store(s3, versioned, page_size=2), LocalKeyProvider(MASTER_KEY), storage_format=1
+        Bucket(s3, versioned, page_size=2), LocalKeyProvider(MASTER_KEY), storage_format=1
     )  # many pages
     history_for(operations, "alice")
     history_for(operations, "alice2")  # a user whose id starts with the other's
@@ -56,7 +56,7 @@ def test_erase_leaves_no_version_of_the_user_and_no_one_else_is_touched(s3: Any,
 
 
 def test_erase_without_versioning(s3: Any) -> None:
-    operations = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
+    operations = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
     history_for(operations, "bob")
     assert operations.erase("bob").left == 0
     assert all_versions(s3, BUCKET, "users/bob/") == []
@@ -66,7 +66,7 @@ def test_an_erase_that_dies_half_way_has_removed_the_keys_and_a_rerun_finishes(
     s3: Any, versioned: str, new_client: Callable[..., Any]
 ) -> None:
     operations = Operations(
-        S3Store(s3, versioned, page_size=2), LocalKeyProvider(MASTER_KEY), storage_format=1
+        Bucket(s3, versioned, page_size=2), LocalKeyProvider(MASTER_KEY), storage_format=1
     )
     history_for(operations, "carol")
     s3.put_object(Bucket=versioned, Key="users/carol/internal/keys/v1", Body=b"wrapped")
@@ -74,7 +74,7 @@ def test_an_erase_that_dies_half_way_has_removed_the_keys_and_a_rerun_finishes(
     ProcessDeath(dying, "DeleteObjects", 2)
     with pytest.raises(SimulatedCrash):
         Operations(
-            S3Store(dying, versioned, page_size=2), LocalKeyProvider(MASTER_KEY), storage_format=1
+            Bucket(dying, versioned, page_size=2), LocalKeyProvider(MASTER_KEY), storage_format=1
         ).erase("carol")
     assert all_versions(s3, versioned, "users/carol/internal/keys/") == []  # the keys went first
     assert all_versions(s3, versioned, "users/carol/") != []
@@ -83,7 +83,7 @@ def test_an_erase_that_dies_half_way_has_removed_the_keys_and_a_rerun_finishes(
 
 
 def test_the_erase_command_asks_first(s3: Any, versioned: str) -> None:
-    operations = Operations(S3Store(s3, versioned), LocalKeyProvider(MASTER_KEY), storage_format=1)
+    operations = Operations(Bucket(s3, versioned), LocalKeyProvider(MASTER_KEY), storage_format=1)
     history_for(operations, "dave")
     before = all_versions(s3, versioned, "users/dave/")
 

@@ -8,7 +8,7 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from s3memory.errors import StorageError, aws_error_code, unexpected_failure
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 
 def test_an_aws_error_is_named_by_its_code_never_its_message() -> None:
@@ -36,7 +36,7 @@ def test_an_empty_object_key_is_refused_before_any_request() -> None:
         def __getattr__(self, name: str) -> Any:
             raise AssertionError(f"a request was sent: {name}")
 
-    store = S3Store(NoClient(), "bucket")  # type: ignore[arg-type]
+    store = Bucket(NoClient(), "bucket")  # type: ignore[arg-type]
     with pytest.raises(StorageError) as refused:
         store.delete("")
     assert refused.value.message == (

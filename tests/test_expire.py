@@ -36,7 +36,7 @@ from s3memory.ops.expiry import (
     expire,
 )
 from s3memory.ops.operations import Operations
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 from .support.access import AccessRecordWrites, is_access_record
 from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot, stored_keys
@@ -59,7 +59,7 @@ def start() -> float:
 
 def memory_of(client: Any, user: str, clock: Callable[[], float], keys: KeyProvider = KEYS) -> S3Memory:
     """One process's memory of ``user`` whose clock says ``clock()``."""
-    return S3Memory(S3Store(client, BUCKET), user, keys, clock=clock, storage_format=1)
+    return S3Memory(Bucket(client, BUCKET), user, keys, clock=clock, storage_format=1)
 
 
 def written(client: Any, user: str, files: dict[str, str], clock: Callable[[], float]) -> S3Memory:
@@ -131,7 +131,7 @@ def test_expire_deletes_an_idle_file_and_keeps_one_read_a_moment_ago_with_no_ext
     assert requests.calls == {"GetObject": 1}  # the next view: no extra request
 
     report = expire(
-        Operations(S3Store(s3, BUCKET), KEYS, storage_format=1), IDLE_DAYS, ["alice", "bob"], now=now
+        Operations(Bucket(s3, BUCKET), KEYS, storage_format=1), IDLE_DAYS, ["alice", "bob"], now=now
     )
 
     assert files_of(s3, "alice") == [] and files_of(s3, "bob") == ["users/bob/memories/notes.md"]
@@ -178,7 +178,7 @@ def test_the_record_lands_before_the_answer_and_nothing_is_sent_once_mock_aws_ha
         client.create_bucket(Bucket=bucket)
         client.meta.events.register("request-created.s3", after_the_end)
         SlowRecord(client)
-        memory = S3Memory(S3Store(client, bucket), "kim", KEYS, storage_format=storage_format)
+        memory = S3Memory(Bucket(client, bucket), "kim", KEYS, storage_format=storage_format)
         answer = memory.run({"command": "view", "path": "/memories"})
         at_the_answer = client.list_objects_v2(Bucket=bucket, Prefix=memory.access.key).get("KeyCount")
         recorded = memory.access.read().at
@@ -285,13 +285,13 @@ def test_a_file_written_while_expire_runs_is_kept(
 ) -> None:
     bucket = request.getfixturevalue("versioned") if versioning else BUCKET
     # a process whose last record is a month old by the time expiry runs: its edit writes none
-    writer = S3Memory(S3Store(new_client(), bucket), "carol", KEYS, clock=lambda: start, storage_format=1)
+    writer = S3Memory(Bucket(new_client(), bucket), "carol", KEYS, clock=lambda: start, storage_format=1)
     for name in ("a", "b"):
         writer.run({"command": "create", "path": f"/memories/{name}.md", "file_text": f"{name}\n"})
     expirer = new_client()
     edit = {"command": "str_replace", "path": "/memories/b.md", "old_str": "b", "new_str": "edited"}
     OnAccessRead(expirer, 2, lambda: writer.run(edit))  # after the listing, before the deletes
-    operations = Operations(S3Store(expirer, bucket), KEYS, storage_format=1)
+    operations = Operations(Bucket(expirer, bucket), KEYS, storage_format=1)
 
     carol = one(expire(operations, IDLE_DAYS, ["carol"], now=start + 31 * DAY))
 
@@ -323,7 +323,7 @@ def test_a_command_during_the_run_stops_the_users_expiry(
     expirer.meta.events.register("after-call.s3.DeleteObject", dave_comes_back)
 
     dave = one(
-        expire(Operations(S3Store(expirer, BUCKET), KEYS, storage_format=1), IDLE_DAYS, ["dave"], now=now)
+        expire(Operations(Bucket(expirer, BUCKET), KEYS, storage_format=1), IDLE_DAYS, ["dave"], now=now)
     )
 
     assert (dave.expired, dave.skipped) == (names[:BATCH], USED_MEANWHILE)  # the batch in flight went
@@ -352,7 +352,7 @@ def test_keys_records_and_keys_of_no_memory_path_are_never_deleted(
 
     erin = one(
         expire(
-            Operations(S3Store(s3, BUCKET), keys, storage_format=1), IDLE_DAYS, ["erin"], now=start + 31 * DAY
+            Operations(Bucket(s3, BUCKET), keys, storage_format=1), IDLE_DAYS, ["erin"], now=start + 31 * DAY
         )
     )
 
@@ -374,7 +374,7 @@ def test_a_user_with_a_pending_job_is_left_alone(
 
     finn = one(
         expire(
-            Operations(S3Store(s3, BUCKET), KEYS, storage_format=1), IDLE_DAYS, ["finn"], now=start + 31 * DAY
+            Operations(Bucket(s3, BUCKET), KEYS, storage_format=1), IDLE_DAYS, ["finn"], now=start + 31 * DAY
         )
     )
 
@@ -386,7 +386,7 @@ def test_a_user_with_a_pending_job_is_left_alone(
 
 
 def test_a_record_a_bucket_writer_touched_skips_that_user_and_is_reported(s3: Any, start: float) -> None:
-    operations = Operations(S3Store(s3, BUCKET), KEYS, storage_format=1)
+    operations = Operations(Bucket(s3, BUCKET), KEYS, storage_format=1)
     for user in ("gus", "hal", "ida", "kim"):
         written(s3, user, {"/memories/a.md": "a\n"}, lambda: start)
     record = s3.get_object(Bucket=BUCKET, Key="users/gus/internal/access")["Body"].read()
@@ -414,7 +414,7 @@ def test_a_record_a_bucket_writer_touched_skips_that_user_and_is_reported(s3: An
 def test_without_an_access_record_the_files_write_times_decide(s3: Any, start: float) -> None:
     written(s3, "lea", {"/memories/a.md": "a\n"}, time.time)
     s3.delete_object(Bucket=BUCKET, Key="users/lea/internal/access")  # or a user from before records
-    operations = Operations(S3Store(s3, BUCKET), KEYS, storage_format=1)
+    operations = Operations(Bucket(s3, BUCKET), KEYS, storage_format=1)
 
     early = one(expire(operations, 1, ["lea"], now=start + DAY / 2))
     late = one(expire(operations, 1, ["lea"], now=start + 3 * DAY))
@@ -457,7 +457,7 @@ def test_bad_input_is_refused_clearly_and_changes_nothing(
     }
     with pytest.raises(ValueError) as refused:
         expire(
-            Operations(S3Store(s3, BUCKET), KEYS, storage_format=1),
+            Operations(Bucket(s3, BUCKET), KEYS, storage_format=1),
             given.pop("idle_days"),
             given.pop("user_ids"),
             **given,
@@ -472,7 +472,7 @@ def test_a_dry_run_reports_what_would_go_and_changes_nothing(s3: Any, start: flo
     requests = RequestCounter(s3)
 
     report = expire(
-        Operations(S3Store(s3, BUCKET), KEYS, storage_format=1),
+        Operations(Bucket(s3, BUCKET), KEYS, storage_format=1),
         IDLE_DAYS,
         ["ned"],
         now=start + 31 * DAY,
@@ -493,10 +493,10 @@ def test_an_expiry_that_dies_half_way_is_finished_by_running_it_again(
     ProcessDeath(dying, "DeleteObject", 3)  # two deletes went out; the process died at the third
     now = start + 31 * DAY
     with pytest.raises(SimulatedCrash):
-        expire(Operations(S3Store(dying, BUCKET), KEYS, storage_format=1), IDLE_DAYS, ["oli"], now=now)
+        expire(Operations(Bucket(dying, BUCKET), KEYS, storage_format=1), IDLE_DAYS, ["oli"], now=now)
     assert len(files_of(s3, "oli")) == 3
 
-    rerun = one(expire(Operations(S3Store(s3, BUCKET), KEYS, storage_format=1), IDLE_DAYS, ["oli"], now=now))
+    rerun = one(expire(Operations(Bucket(s3, BUCKET), KEYS, storage_format=1), IDLE_DAYS, ["oli"], now=now))
 
     assert len(rerun.expired) == 3 and rerun.changed == [] and files_of(s3, "oli") == []
 

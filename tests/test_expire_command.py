@@ -13,7 +13,7 @@ from s3memory.crypto import LocalKeyProvider
 from s3memory.memory import S3Memory
 from s3memory.ops import expiry
 from s3memory.ops.operations import Operations
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 from .support.bucket import BUCKET, MASTER_KEY, snapshot, stored_keys
 from .support.console import run
@@ -22,7 +22,7 @@ from .support.console import run
 def test_expire_deletes_the_idle_users_files_and_says_why_the_others_stay(
     s3: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    operations = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
+    operations = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
     operations.memory("ann").run({"command": "create", "path": "/memories/old.md", "file_text": "idle\n"})
     two_days_later = time.time() + 2 * expiry.DAY_SECONDS
     monkeypatch.setattr(expiry.time, "time", lambda: two_days_later)
@@ -53,7 +53,7 @@ def test_expire_deletes_the_idle_users_files_and_says_why_the_others_stay(
 
 
 def test_bad_idle_days_are_refused_clearly_and_change_nothing(s3: Any) -> None:
-    operations = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
+    operations = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
     operations.memory("ann").run({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
     before = snapshot(s3)
     status, _, err = run(operations, "expire", "--user", "ann", "--idle-days", "0", "--yes")

@@ -25,7 +25,7 @@ from botocore.exceptions import (
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 from .support.backends import REGION, SeaweedServer
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot, stored_keys, temporary_bucket
@@ -162,12 +162,12 @@ def test_a_crash_escapes_the_memory_core_and_a_lasting_fault_is_a_clear_error(
     new_client: Callable[..., Any],
 ) -> None:
     crashing = FaultPlan().fail("PutObject", Fault.CRASH).attach(new_client())
-    memory = S3Memory(S3Store(crashing, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=1)
+    memory = S3Memory(Bucket(crashing, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=1)
     with pytest.raises(SimulatedCrash):
         memory.run({"command": "create", "path": "/memories/a.txt", "file_text": "x"})
     assert stored_keys(new_client(), "users/alice/memories/") == []
     throttled = FaultPlan().fail("PutObject", Fault.SLOW_DOWN, attempts=ALL).attach(new_client())
-    memory = S3Memory(S3Store(throttled, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=1)
+    memory = S3Memory(Bucket(throttled, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=1)
     with pytest.raises(CommandError) as caught:
         memory.run({"command": "create", "path": "/memories/a.txt", "file_text": "x"})
     assert caught.value.message.startswith("Error: S3 PutObject failed (SlowDown)")

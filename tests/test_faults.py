@@ -18,7 +18,7 @@ from s3memory.core.paths import memory_path
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.clients import make_s3_client
 
 from .conftest import STORAGE_FORMAT, keys_of, prefix_of, rename_crash_point
@@ -37,7 +37,7 @@ def memory_with(plan: FaultPlan | None = None) -> S3Memory:
     reads the store key: that is before the plan, as building a format-1 memory sends nothing)."""
     client = make_s3_client(region_name="us-east-1")
     memory = S3Memory(
-        S3Store(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=STORAGE_FORMAT
+        Bucket(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=STORAGE_FORMAT
     )
     if plan is not None:
         plan.attach(client)
@@ -181,7 +181,7 @@ def test_a_partial_delete_objects_answer_fails_loudly(s3: Any) -> None:
 
     client.delete_objects = partly  # type: ignore[method-assign]
     memory = S3Memory(
-        S3Store(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=STORAGE_FORMAT
+        Bucket(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=STORAGE_FORMAT
     )
     with pytest.raises(
         CommandError, match=r"^Error: S3 DeleteObjects could not delete 1 of 12 objects \(InternalError\)"
@@ -257,7 +257,7 @@ def proxy(moto_endpoint: str) -> Iterator[tuple[FaultProxy, Any]]:
 def proxied(fault_proxy: FaultProxy) -> S3Memory:
     client = make_s3_client(endpoint_url=fault_proxy.endpoint, region_name="us-east-1")
     return S3Memory(
-        S3Store(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=STORAGE_FORMAT
+        Bucket(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=STORAGE_FORMAT
     )
 
 

@@ -18,7 +18,7 @@ from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.ops.operations import Operations
 from s3memory.settings import Limits
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 from .support.bucket import BUCKET, MASTER_KEY
 from .support.console import run as command
@@ -33,7 +33,7 @@ LINKED_NOTES = "/memories/notes is a symbolic link, which export never follows; 
 
 def make(s3: Any, storage_format: int, limits: Limits | None = None) -> Operations:
     return Operations(
-        S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), limits=limits, storage_format=storage_format
+        Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), limits=limits, storage_format=storage_format
     )
 
 

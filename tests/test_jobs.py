@@ -19,7 +19,7 @@ from s3memory.core.paths import KeyLayout, memory_path
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 from .conftest import STORAGE_FORMAT, key_of, prefix_of, rename_crash_point
 from .support.bucket import ALL_BACKENDS, BUCKET, snapshot, stored_keys
@@ -36,7 +36,7 @@ def process(new_client: Callable[..., Any], local_keys: LocalKeyProvider) -> Pro
 
     def start() -> tuple[S3Memory, Any]:
         client = new_client()
-        return S3Memory(S3Store(client, BUCKET), "alice", local_keys, storage_format=STORAGE_FORMAT), client
+        return S3Memory(Bucket(client, BUCKET), "alice", local_keys, storage_format=STORAGE_FORMAT), client
 
     return start
 

@@ -19,7 +19,7 @@ from s3memory.formats.upgrade import BORN, MIGRATED_NAME, SETTLED, UserMigration
 from s3memory.memory import S3Memory
 from s3memory.ops.migrate import migrate_store
 from s3memory.ops.operations import Operations
-from s3memory.storage.bucket import PreconditionFailed, S3Store
+from s3memory.storage.bucket import Bucket, PreconditionFailed
 from s3memory.store import forget_stores
 
 from .support import console
@@ -317,7 +317,7 @@ def test_migrate_moves_every_user_verifies_them_and_marks_the_store(
 ) -> None:
     bob = make_memory("bob", storage_format=1)
     bob.create(memory_path("/memories/bob.md"), "bob's\n")
-    operations = Operations(S3Store(s3, BUCKET), local_keys, storage_format=2)
+    operations = Operations(Bucket(s3, BUCKET), local_keys, storage_format=2)
     before = stored_keys(s3)
     assert run(operations, "migrate") == (1, "")  # not confirmed: nothing changed
     assert stored_keys(s3) == before
@@ -340,7 +340,7 @@ def test_migrate_moves_every_user_verifies_them_and_marks_the_store(
 def test_migrate_reports_what_it_left_and_does_not_mark_the_store(
     v1: S3Memory, local_keys: LocalKeyProvider, s3: Any
 ) -> None:
-    operations = Operations(S3Store(s3, BUCKET), local_keys, storage_format=2)
+    operations = Operations(Bucket(s3, BUCKET), local_keys, storage_format=2)
     alice = operations.memory("alice")
     path = memory_path("/memories/file00.md")
     alice.files.put_new(alice.layout.file_key(path), alice.files.encode(path, "written in format 2 first\n"))
@@ -361,7 +361,7 @@ def test_migrate_refuses_a_format_1_store_setting(
 ) -> None:
     before = stored_keys(s3)
     for setting in (1, "auto"):  # auto keeps a store of format-1 users in format 1
-        operations = Operations(S3Store(s3, BUCKET), local_keys, storage_format=setting)
+        operations = Operations(Bucket(s3, BUCKET), local_keys, storage_format=setting)
         status, _, err = console.run(operations, "migrate", "--yes")
         assert (status, err.splitlines()[0]) == (
             1,
@@ -376,7 +376,7 @@ def test_migrate_refuses_a_format_1_store_setting(
 def test_a_store_migrated_under_concurrent_use_loses_nothing_and_verifies_clean(
     v1: S3Memory, make_memory: Callable[..., S3Memory], local_keys: LocalKeyProvider, s3: Any
 ) -> None:
-    operations = Operations(S3Store(s3, BUCKET), local_keys, storage_format=2)
+    operations = Operations(Bucket(s3, BUCKET), local_keys, storage_format=2)
     done = threading.Event()
     written: dict[str, str] = {}
 
@@ -429,9 +429,9 @@ def test_erase_on_a_format_2_store_also_removes_what_format_1_left(
 ) -> None:
     """Files not moved yet, and what a move leaves (format-1 keys and history), are the user's too;
     a store whose prefix lies below the user's format-1 name is not."""
-    operations = Operations(S3Store(s3, BUCKET), local_keys, storage_format=2)
+    operations = Operations(Bucket(s3, BUCKET), local_keys, storage_format=2)
     nested = S3Memory(  # made by a role that cannot list outside it (else refused: tests/test_nesting.py)
-        S3Store(confined(new_client(), v1.layout.namespace), BUCKET),
+        Bucket(confined(new_client(), v1.layout.namespace), BUCKET),
         "carol",
         local_keys,
         storage_format=2,
@@ -473,7 +473,7 @@ def test_erase_skips_what_format_1_left_only_on_a_store_whose_mark_authenticates
     make_memory("carol", storage_format=2)  # the store key; alice is in format 1: not marked
     assert stored_keys(s3, f"users/{MIGRATED_NAME}") == []
     s3.put_object(Bucket=BUCKET, Key=f"users/{MIGRATED_NAME}", Body=forged(make_memory, s3))
-    operations = Operations(S3Store(s3, BUCKET), local_keys, storage_format=2)
+    operations = Operations(Bucket(s3, BUCKET), local_keys, storage_format=2)
     erasure = operations.erase("alice")
     assert (erasure.other_versions, erasure.left) == (len(FILES) + 1, 0)  # the files, the access record
     assert stored_keys(s3, v1.layout.namespace) == []
@@ -486,7 +486,7 @@ def test_erase_on_a_store_born_in_format_2_sends_no_request_naming_the_user(
     assert mark_of(s3) == BORN
     urls: list[str] = []
     s3.meta.events.register("before-send.s3", lambda request, **_: urls.append(request.url))
-    erasure = Operations(S3Store(s3, BUCKET), local_keys, storage_format=2).erase("jane.doe")
+    erasure = Operations(Bucket(s3, BUCKET), local_keys, storage_format=2).erase("jane.doe")
     assert (erasure.other_versions, erasure.left) == (1, 0)
     assert urls and not [url for url in urls if "jane" in url]
 
@@ -508,7 +508,7 @@ def test_a_store_migrated_before_marks_were_sealed_serves_everyone_until_migrate
 ) -> None:
     """A mark an earlier version wrote locks no one out: it is no mark (each user's first command
     in a process looks for format-1 files again) until ``migrate`` marks the store again."""
-    operations = Operations(S3Store(s3, BUCKET), local_keys, storage_format=2)
+    operations = Operations(Bucket(s3, BUCKET), local_keys, storage_format=2)
     s3.put_object(Bucket=BUCKET, Key="users/alice/internal/keys/v1", Body=b"wrapped")  # as KMS keeps it
     assert migrate_store(operations).complete
     for old in (b"", BORN):
@@ -546,14 +546,14 @@ def test_migrate_carries_an_access_time_a_dying_move_left_behind(
     memory.upgrade.run()
     memory.upgrade.carry_access = carry  # type: ignore[method-assign]
     assert stored_keys(s3, v1.layout.internal_prefix) != []
-    operations = Operations(S3Store(s3, BUCKET), local_keys, storage_format=2)
+    operations = Operations(Bucket(s3, BUCKET), local_keys, storage_format=2)
     assert migrate_store(operations).complete
     assert stored_keys(s3, v1.layout.internal_prefix) == []
     assert operations.memory("alice").access.read().at == last_access
 
 
 def test_migrate_marks_an_empty_store_and_makes_its_key(local_keys: LocalKeyProvider, s3: Any) -> None:
-    operations = Operations(S3Store(s3, BUCKET), local_keys, storage_format=2)
+    operations = Operations(Bucket(s3, BUCKET), local_keys, storage_format=2)
     assert run(operations, "migrate", "--yes")[0] == 0
     assert operations.memory("alice").run(
         {"command": "create", "path": "/memories/a.md", "file_text": "a\n"}

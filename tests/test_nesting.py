@@ -20,7 +20,7 @@ from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from s3memory.ops.expiry import DAY_SECONDS, expire
 from s3memory.ops.operations import Operations
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.nesting import NestedStore, check_not_nested, enclosing_prefixes
 from s3memory.storage.server_checks import SERVER_RECORD_NAME
 
@@ -37,7 +37,7 @@ its prefix, written at its first use."""
 
 def operations(client: Any, prefix: str = "users/", storage_format: int = 1) -> Operations:
     return Operations(
-        S3Store(client, BUCKET), LocalKeyProvider(MASTER_KEY), prefix=prefix, storage_format=storage_format
+        Bucket(client, BUCKET), LocalKeyProvider(MASTER_KEY), prefix=prefix, storage_format=storage_format
     )
 
 
@@ -103,7 +103,7 @@ def test_no_command_acts_on_a_user_whose_namespace_holds_another_store(
     namespace = alice.layout.namespace
     client = confined(new_client(), namespace)
     inner = S3Memory(
-        S3Store(client, BUCKET), "bob", LocalKeyProvider(MASTER_KEY), prefix=namespace, storage_format=2
+        Bucket(client, BUCKET), "bob", LocalKeyProvider(MASTER_KEY), prefix=namespace, storage_format=2
     )
     inner.run({"command": "create", "path": "/memories/b.md", "file_text": "bob's\n"})
     before = snapshot(s3)
@@ -137,7 +137,7 @@ def test_erase_removes_the_users_folders_and_leaves_a_store_nested_deeper_alone(
     outer, alice = outer_store(s3, storage_format)
     deeper = alice.layout.namespace + "team/"
     inner = S3Memory(
-        S3Store(confined(new_client(), deeper), BUCKET),
+        Bucket(confined(new_client(), deeper), BUCKET),
         "bob",
         LocalKeyProvider(MASTER_KEY),
         prefix=deeper,
@@ -166,7 +166,7 @@ def test_only_objects_directly_at_an_enclosing_prefix_named_as_a_stores_are_a_st
     """A user of the store around whose id begins ``s3memory.`` is no store object."""
     seed(operations(s3, ""), "s3memory.notes", {"/memories/a.md": "a\n"})
     s3.delete_object(Bucket=BUCKET, Key=SERVER_RECORD_NAME)  # the root store's own object: gone
-    check_not_nested(S3Store(s3, BUCKET), "users/")
+    check_not_nested(Bucket(s3, BUCKET), "users/")
 
 
 @pytest.mark.parametrize(
@@ -175,6 +175,6 @@ def test_only_objects_directly_at_an_enclosing_prefix_named_as_a_stores_are_a_st
 )
 def test_the_look_costs_one_listing_per_enclosing_prefix(s3: Any, prefix: str, enclosing: list[str]) -> None:
     counter = RequestCounter(s3)
-    check_not_nested(S3Store(s3, BUCKET), prefix)
+    check_not_nested(Bucket(s3, BUCKET), prefix)
     assert enclosing_prefixes(prefix) == enclosing
     assert counter.calls == Counter({"ListObjectsV2": len(enclosing)} if enclosing else {})

@@ -26,7 +26,7 @@ from s3memory.memory import S3Memory
 from s3memory.ops import folders
 from s3memory.ops.operations import Operations
 from s3memory.settings import Limits
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 from .conftest import STORAGE_FORMAT
 from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot, stored_keys
@@ -54,7 +54,7 @@ def storage_format() -> int:
 
 @pytest.fixture
 def operations(s3: Any, storage_format: int) -> Operations:
-    return Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=storage_format)
+    return Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=storage_format)
 
 
 def seed(operations: Operations, user: str, files: dict[str, str] = FILES) -> S3Memory:
@@ -115,7 +115,7 @@ def test_export_import_export_gives_identical_folders(
     mode = os.stat(tmp_path / "two" / "memories" / "preferences.md").st_mode & 0o777
     assert mode == folders.FILE_MODE
     other = Operations(  # a store of the other format: its folder imports here and exports the same
-        S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), prefix="other/", storage_format=3 - storage_format
+        Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), prefix="other/", storage_format=3 - storage_format
     )
     assert other.import_folder("dave", tmp_path / "one").complete
     other.export("dave", tmp_path / "three")
@@ -142,7 +142,7 @@ def test_a_folder_the_sdks_local_tool_wrote_reads_the_same_after_import(
 
 def test_import_refuses_what_the_tool_refuses_and_reports_it(s3: Any, tmp_path: Path) -> None:
     operations = Operations(
-        S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), limits=Limits(max_file_bytes=64), storage_format=1
+        Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), limits=Limits(max_file_bytes=64), storage_format=1
     )
     root = tmp_path / "memories"
     (root / "ok").mkdir(parents=True)
@@ -235,7 +235,7 @@ def test_an_import_that_dies_half_way_is_finished_by_running_it_again(
     dying = new_client()
     ProcessDeath(dying, "GetObject", 3)  # at its third file: each is read before it is created
     with pytest.raises(SimulatedCrash):
-        Operations(S3Store(dying, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1).import_folder(
+        Operations(Bucket(dying, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1).import_folder(
             "target", folder
         )
     again = operations.import_folder("target", folder)
@@ -433,7 +433,7 @@ def test_verify_finds_tampered_foreign_and_stuck_and_changes_nothing(
 def test_verify_finds_a_wrapped_key_kms_refuses(s3: Any, kms: Any, key_id: str, storage_format: int) -> None:
     def operations() -> Operations:  # a new process: no data key (nor store key) cached
         provider = KMSKeyProvider(key_id, kms_client=kms)
-        return Operations(S3Store(s3, BUCKET), provider, storage_format=storage_format)
+        return Operations(Bucket(s3, BUCKET), provider, storage_format=storage_format)
 
     layout = seed(operations(), "alice", {"/memories/a.md": "a\n"}).layout
     assert list(operations().users()) == ["alice"]
@@ -455,7 +455,7 @@ def test_a_dry_run_refuses_what_the_import_refuses_also_for_the_place_and_the_qu
 ) -> None:
     from s3memory.core.quota import Quota
 
-    store, keys = S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY)
+    store, keys = Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY)
     for user, limits in (("gail", Limits(quota=Quota(max_files=3))), ("hal", Limits())):
         operations = Operations(store, keys, limits=limits, storage_format=1)
         seed(operations, user, {"/memories/0": "a file where the folder has a directory\n"})

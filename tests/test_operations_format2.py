@@ -35,7 +35,7 @@ from s3memory.ops.expiry import ACTIVE, expire
 from s3memory.ops.operations import Operations
 from s3memory.ops.versions import MemoryVersions
 from s3memory.settings import Limits, Settings
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.server_checks import SERVER_RECORD_NAME
 
 from .support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot, stored_keys
@@ -51,7 +51,7 @@ DAY = 24 * 3600
 
 def private(client: Any, bucket: str = BUCKET, keys: KeyProvider | None = None, **options: Any) -> Operations:
     return Operations(
-        S3Store(client, bucket), keys or LocalKeyProvider(MASTER_KEY), storage_format=2, **options
+        Bucket(client, bucket), keys or LocalKeyProvider(MASTER_KEY), storage_format=2, **options
     )
 
 
@@ -152,7 +152,7 @@ def test_import_refuses_what_the_tool_refuses_also_a_path_too_long_for_private_n
     assert "is too long: its storage key would exceed 1024 bytes" in refused[deep]
     assert "With private names each name is stored encrypted" in refused[deep]
     assert Operations(
-        S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), limits=Limits(max_file_bytes=64), storage_format=1
+        Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), limits=Limits(max_file_bytes=64), storage_format=1
     ).import_folder("erin", tmp_path, dry_run=True).refused == [
         ("/memories/big.md", refused["/memories/big.md"])
     ]  # format 1 takes the deep path
@@ -186,7 +186,7 @@ def test_settings_and_flags_choose_the_format_and_store_id(s3: Any) -> None:
 
 def test_erase_leaves_no_version_of_the_user_and_no_one_else_is_touched(s3: Any, versioned: str) -> None:
     operations = Operations(
-        S3Store(s3, versioned, page_size=2), LocalKeyProvider(MASTER_KEY), storage_format=2
+        Bucket(s3, versioned, page_size=2), LocalKeyProvider(MASTER_KEY), storage_format=2
     )
     history_for(operations, "alice")
     history_for(operations, "alice2")  # a user whose id starts with the other's
@@ -488,4 +488,4 @@ def test_settings_memory_options_are_the_operations(s3: Any) -> None:
     assert auto.memory_options()["storage_format"] == "auto"
     assert Operations.from_settings(auto, s3).memory_options() == auto.memory_options()
     with pytest.raises(ValueError, match='storage_format must be 1, 2 or "auto"'):
-        Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=3)
+        Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=3)

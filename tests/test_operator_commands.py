@@ -16,7 +16,7 @@ from s3memory.cli.commands import COMMANDS
 from s3memory.cli.console import Report
 from s3memory.crypto import LocalKeyProvider
 from s3memory.ops.operations import Operations
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 from .support.bucket import BUCKET, MASTER_KEY, snapshot
 from .support.console import audit, run
@@ -67,8 +67,8 @@ REQUIRED = {
 def test_every_command_prints_its_report_as_json(
     s3: Any, versioned: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    operations = Operations(S3Store(s3, versioned), LocalKeyProvider(MASTER_KEY), storage_format=1)
-    migrating = Operations(S3Store(s3, versioned), LocalKeyProvider(MASTER_KEY), storage_format=2)
+    operations = Operations(Bucket(s3, versioned), LocalKeyProvider(MASTER_KEY), storage_format=1)
+    migrating = Operations(Bucket(s3, versioned), LocalKeyProvider(MASTER_KEY), storage_format=2)
     memory = operations.memory("alice")
     memory.run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
     memory.run({"command": "str_replace", "path": "/memories/a.md", "old_str": "one", "new_str": "two"})
@@ -114,7 +114,7 @@ def test_every_command_prints_its_report_as_json(
 
 
 def test_a_dry_run_is_never_asked_about_and_changes_nothing(s3: Any, tmp_path: Path) -> None:
-    operations = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
+    operations = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
     operations.memory("alice").run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
     (tmp_path / "memories").mkdir()
     (tmp_path / "memories" / "a.md").write_text("other\n")

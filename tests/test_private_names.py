@@ -18,7 +18,7 @@ from s3memory.aws_lambda import memory_handler, runtime
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY
 from .support.issuer import Issuer, http_event, loopback_issuer
@@ -165,7 +165,7 @@ def test_a_format_2_session_leaves_no_names(
     s3: Any, versioned: str, caplog: pytest.LogCaptureFixture, local_keys: LocalKeyProvider
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    memory = S3Memory(S3Store(s3, versioned), USER, local_keys, storage_format=2, actor=ACTOR)
+    memory = S3Memory(Bucket(s3, versioned), USER, local_keys, storage_format=2, actor=ACTOR)
     check_answers(run_session(memory))
     found = captured(s3, versioned, caplog, versions=True)
     assert len(found["keys"]) > len(FINAL_ROOT) and found["metadata"] and len(found["logs"]) > 100
@@ -235,9 +235,9 @@ def test_kms_encryption_contexts_name_the_user_by_token_only(
             contexts.append((model.name, dict(params["EncryptionContext"])))
 
     kms.meta.events.register("before-parameter-build.kms.*", note)
-    memory = S3Memory(S3Store(s3, BUCKET), USER, KMSKeyProvider(key_id, kms), storage_format=2, actor=ACTOR)
+    memory = S3Memory(Bucket(s3, BUCKET), USER, KMSKeyProvider(key_id, kms), storage_format=2, actor=ACTOR)
     check_answers(run_session(memory))
-    cold = S3Memory(S3Store(s3, BUCKET), USER, KMSKeyProvider(key_id, kms), storage_format=2)  # unwraps
+    cold = S3Memory(Bucket(s3, BUCKET), USER, KMSKeyProvider(key_id, kms), storage_format=2)  # unwraps
     assert "owl-feather" in cold.run(SESSION[-1])
     assert {operation for operation, _ in contexts} == {"GenerateDataKey", "Decrypt"}
     token = memory.key_owner.namespace
@@ -253,7 +253,7 @@ def test_the_search_finds_the_names_a_format_1_session_writes(
     s3: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    memory = S3Memory(S3Store(s3, BUCKET), USER, LocalKeyProvider(MASTER_KEY), storage_format=1, actor=ACTOR)
+    memory = S3Memory(Bucket(s3, BUCKET), USER, LocalKeyProvider(MASTER_KEY), storage_format=1, actor=ACTOR)
     check_answers(run_session(memory))
     found = leaks(captured(s3, BUCKET, caplog))
     for where, needle in [

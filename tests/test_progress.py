@@ -13,7 +13,7 @@ from s3memory.cli.console import Console
 from s3memory.cli.main import _parser
 from s3memory.crypto import LocalKeyProvider
 from s3memory.ops.operations import Operations
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 from .support.bucket import BUCKET, MASTER_KEY
 
@@ -41,7 +41,7 @@ class Terminal(io.StringIO):
 
 @pytest.fixture
 def operations(s3: Any) -> Operations:
-    operations = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
+    operations = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
     memory = operations.memory("alice")
     for path, text in FILES.items():
         memory.run({"command": "create", "path": path, "file_text": text})

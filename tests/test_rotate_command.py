@@ -17,7 +17,7 @@ from s3memory.formats.store_keys import STORE_KEY_NAME
 from s3memory.formats.upgrade import MIGRATED_NAME
 from s3memory.ops.operations import Operations
 from s3memory.ops.rotation import rotate
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.server_checks import SERVER_RECORD_NAME, open_record
 
 from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot
@@ -29,7 +29,7 @@ from .support.rotation import NEW_MASTER_KEY
 def rotated(s3: Any, storage_format: int) -> tuple[Operations, KeyLayout]:
     """alice's two files (and her access record) sealed with master key version 1, and an operator
     holding version 2, on a store of ``storage_format``; alice's layout."""
-    store = S3Store(s3, BUCKET)
+    store = Bucket(s3, BUCKET)
     memory = Operations(store, LocalKeyProvider(MASTER_KEY), storage_format=storage_format).memory("alice")
     memory.run({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
     memory.run({"command": "create", "path": "/memories/d/b.md", "file_text": "b\n"})
@@ -89,7 +89,7 @@ def test_rotate_seals_every_file_again_and_says_which_key_may_go(s3: Any, storag
     assert sealed == expected
     assert operations.read("alice", "/memories/d/b.md") == "b\n"
     alone = Operations(
-        S3Store(s3, BUCKET), LocalKeyProvider(NEW_MASTER_KEY, version=2), storage_format=storage_format
+        Bucket(s3, BUCKET), LocalKeyProvider(NEW_MASTER_KEY, version=2), storage_format=storage_format
     )
     assert alone.read("alice", "/memories/d/b.md") == "b\n"  # the previous key dropped from the settings
     record = s3.get_object(Bucket=BUCKET, Key="users/" + SERVER_RECORD_NAME)["Body"].read()
@@ -110,7 +110,7 @@ def test_a_kms_key_flag_drops_every_local_key_setting() -> None:
 
 
 def test_an_old_key_stays_for_history_unless_the_operator_drops_it(s3: Any, versioned: str) -> None:
-    store = S3Store(s3, versioned)
+    store = Bucket(s3, versioned)
     memory = Operations(store, LocalKeyProvider(MASTER_KEY), storage_format=1).memory("alice")
     memory.run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
     memory.run({"command": "str_replace", "path": "/memories/a.md", "old_str": "one", "new_str": "two"})
@@ -134,7 +134,7 @@ def test_an_old_key_stays_for_history_unless_the_operator_drops_it(s3: Any, vers
 
 
 def test_verify_shows_an_old_key_version_without_calling_it_a_problem(s3: Any, kms: Any, key_id: str) -> None:
-    operations = Operations(S3Store(s3, BUCKET), KMSKeyProvider(key_id, kms_client=kms), storage_format=1)
+    operations = Operations(Bucket(s3, BUCKET), KMSKeyProvider(key_id, kms_client=kms), storage_format=1)
     memory = operations.memory("alice")
     memory.run({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
     assert [f.kind for f in operations.verify("alice").findings] == []

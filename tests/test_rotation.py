@@ -31,7 +31,7 @@ from s3memory.ops.operations import Operations
 from s3memory.ops.rotation import ROTATION_WAIT_SECONDS, RotationReport, rotate, rotate_waiting
 from s3memory.ops.versions import MemoryVersions
 from s3memory.settings import Limits
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 from .support import versions
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot
@@ -198,9 +198,7 @@ def test_an_earlier_version_that_cannot_be_told_holds_the_old_key(
 ) -> None:
     def operations() -> Operations:  # an operator's process, with files of at most 64 bytes
         provider = KMSKeyProvider(key_id, kms_client=kms)
-        return Operations(
-            S3Store(s3, versioned), provider, limits=Limits(max_file_bytes=64), storage_format=1
-        )
+        return Operations(Bucket(s3, versioned), provider, limits=Limits(max_file_bytes=64), storage_format=1)
 
     seed(operations())
     held = len(FILES)
@@ -220,9 +218,9 @@ def test_an_earlier_version_that_cannot_be_told_holds_the_old_key(
 
 
 def test_a_local_rotation_keeps_the_previous_key_while_history_needs_it(s3: Any, versioned: str) -> None:
-    seed(Operations(S3Store(s3, versioned), LocalKeyProvider(MASTER_KEY), storage_format=1))
+    seed(Operations(Bucket(s3, versioned), LocalKeyProvider(MASTER_KEY), storage_format=1))
     rotated = Operations(
-        S3Store(s3, versioned),
+        Bucket(s3, versioned),
         LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}),
         storage_format=1,
     )
@@ -232,7 +230,7 @@ def test_a_local_rotation_keeps_the_previous_key_while_history_needs_it(s3: Any,
     assert [v.authentic for v in history] == [True, True]
     dropped = rotate(rotated, "alice", drop_history=True)
     assert (dropped.reencrypted, dropped.retired, dropped.history_dropped) == ([], [1], len(FILES))
-    alone = Operations(S3Store(s3, versioned), LocalKeyProvider(NEW_MASTER_KEY, version=2), storage_format=1)
+    alone = Operations(Bucket(s3, versioned), LocalKeyProvider(NEW_MASTER_KEY, version=2), storage_format=1)
     history = MemoryVersions(alone.memory("alice")).history("/memories/notes.md")
     assert [v.authentic for v in history] == [True, False]  # what dropping the previous key costs
     assert contents(alone.memory("alice")) == dict(FILES)
@@ -271,15 +269,13 @@ def test_a_dry_run_changes_nothing(
 
 @both_formats
 def test_a_local_master_key_rotation(s3: Any, storage_format: int) -> None:
-    layout = seed(
-        Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=storage_format)
-    )
+    layout = seed(Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=storage_format))
     mover = serving(s3, BUCKET, LocalKeyProvider(MASTER_KEY), storage_format).acting_as("agent:mover")
     mover.run({"command": "rename", "old_path": "/memories/notes.md", "new_path": "/memories/moved.md"})
     files = {**FILES, "/memories/moved.md": ("alpha\n", "agent:mover")}
     del files["/memories/notes.md"]
     rotated = Operations(
-        S3Store(s3, BUCKET),
+        Bucket(s3, BUCKET),
         LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}),
         storage_format=storage_format,
     )
@@ -307,7 +303,7 @@ def test_a_local_master_key_rotation(s3: Any, storage_format: int) -> None:
         assert wrapped.startswith(STORE_KEY_MAGIC + b"L" + struct.pack(">I", 2))
 
     alone = Operations(  # the old key dropped
-        S3Store(s3, BUCKET), LocalKeyProvider(NEW_MASTER_KEY, version=2), storage_format=storage_format
+        Bucket(s3, BUCKET), LocalKeyProvider(NEW_MASTER_KEY, version=2), storage_format=storage_format
     )
     assert list(alone.users()) == ["alice"]
     assert (
@@ -586,10 +582,10 @@ def test_a_rename_copy_made_before_the_switch_is_accepted_after_it(
 def test_a_fingerprint_names_its_key_version_and_matches_only_its_path(s3: Any) -> None:
     path, other = "/memories/a.md", "/memories/b.md"
     before = S3Memory(
-        S3Store(s3, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=1
+        Bucket(s3, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=1
     ).files.cipher
     provider = LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY})
-    after = S3Memory(S3Store(s3, BUCKET), "alice", provider, storage_format=1).files.cipher
+    after = S3Memory(Bucket(s3, BUCKET), "alice", provider, storage_format=1).files.cipher
     made = before.fingerprint(path)
     version, digest = made.split(":")
     assert version == "1" and len(digest) == 32
@@ -609,7 +605,7 @@ def test_a_fingerprint_names_its_key_version_and_matches_only_its_path(s3: Any) 
         "\uff11:" + digest,
     ):
         assert not after.made_of(malformed, path), malformed
-    bob = S3Memory(S3Store(s3, BUCKET), "bob", provider, storage_format=1).files.cipher
+    bob = S3Memory(Bucket(s3, BUCKET), "bob", provider, storage_format=1).files.cipher
     assert not bob.made_of(made, path)  # another user's keys
 
 
@@ -696,7 +692,7 @@ def test_bad_input_is_refused_clearly_and_changes_nothing(
         def open_store_key(self, store: str, wrapped: bytes, purpose: str = "") -> bytes:
             raise AssertionError("not asked")
 
-    odd = Operations(S3Store(s3, versioned), Other(), storage_format=storage_format)
+    odd = Operations(Bucket(s3, versioned), Other(), storage_format=storage_format)
     with pytest.raises(ValueError, match="rotate needs a KMSKeyProvider or a LocalKeyProvider"):
         rotate(odd, "alice")
     nobody = rotate(operations, "nobody")  # a user of the store without a data key gets none

@@ -23,7 +23,7 @@ from s3memory.ops import rotation
 from s3memory.ops.operations import Operations
 from s3memory.ops.rotation import ROTATION_WAIT_SECONDS, rotate
 from s3memory.ops.versions import when
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot
 from .support.console import run as command
@@ -43,7 +43,7 @@ BACKENDS = ALL_BACKENDS
 
 
 def local_operations(s3: Any, bucket: str, provider: LocalKeyProvider) -> Operations:
-    return Operations(S3Store(s3, bucket), provider, storage_format=2)
+    return Operations(Bucket(s3, bucket), provider, storage_format=2)
 
 
 def test_an_object_that_does_not_open_at_its_path_holds_nothing_back(s3: Any) -> None:
@@ -105,7 +105,7 @@ def test_a_file_renamed_while_the_pass_runs_is_found_before_the_old_key_goes(
     client.meta.events.register("before-parameter-build.s3.ListObjectsV2", count)
     client.meta.events.register("before-parameter-build.s3.GetObject", rename_first)
     monkeypatch.setattr(rotation, "SWEEPS", sweeps)
-    operator = Operations(S3Store(client, BUCKET), KMSKeyProvider(key_id, kms_client=kms), storage_format=2)
+    operator = Operations(Bucket(client, BUCKET), KMSKeyProvider(key_id, kms_client=kms), storage_format=2)
     report = rotate(operator, "alice", now=first.run_again_after)
     moved = layout.file_key(memory_path("/memories/a/x.md"))
     assert renamed and objects(s3, BUCKET, late) == []
@@ -134,7 +134,7 @@ def test_on_a_store_without_a_store_key_a_rotation_gets_no_data_key_and_writes_n
     s3: Any, kms: Any, key_id: str
 ) -> None:
     for provider in (KMSKeyProvider(key_id, kms_client=kms), LocalKeyProvider(MASTER_KEY)):
-        empty = Operations(S3Store(s3, BUCKET), provider, storage_format=2)
+        empty = Operations(Bucket(s3, BUCKET), provider, storage_format=2)
         for dry_run in (True, False):
             nobody = rotate(empty, "alice", dry_run=dry_run)
             assert (nobody.current, nobody.old, nobody.complete) == (None, [], True)
@@ -149,7 +149,7 @@ def test_the_rotate_command_with_kms_says_when_to_run_again(s3: Any, kms: Any, k
     layout = seed(operations)
     status, out, _ = command(operations, "rotate", "--user", "alice", "--yes")
     new_key = layout.key_of_internal("keys/v2")
-    (listed,) = [version for page in S3Store(s3, BUCKET).versions(new_key) for version in page]
+    (listed,) = [version for page in Bucket(s3, BUCKET).versions(new_key) for version in page]
     written = when(listed.modified)  # S3's time of the switch, as the rotation reads it
     moment = datetime.fromtimestamp(written.timestamp() + ROTATION_WAIT_SECONDS, UTC).isoformat(
         timespec="seconds"

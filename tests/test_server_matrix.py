@@ -88,7 +88,7 @@ EXPECTED: dict[str, tuple[str | None, str | None, str | None, str | None]] = {
         "same ETag, answer quoted",
         "same ETag, answer quoted",
     ),
-    # The CopyObject of format 2's rename (S3Store.copy_new): all of the above at once.
+    # The CopyObject of format 2's rename (Bucket.copy_new): all of the above at once.
     "store_copy_onto_a_new_key": ("ok; created",) * 4,
     "store_copy_onto_an_existing_key": ("ok; replaced", f"{REFUSED}; kept", "ok; replaced", "ok; replaced"),
     "store_copy_of_a_changed_source": (

@@ -30,7 +30,7 @@ from s3memory.formats.store_keys import MIGRATED_NAME, STORE_KEY_NAME, store_ide
 from s3memory.memory import S3Memory
 from s3memory.ops import folders
 from s3memory.ops.operations import Operations
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.conditions import (
     BATCH_DELETE_ETAGS,
     CONDITIONS,
@@ -156,7 +156,7 @@ def conditions_dropped(s3: Any) -> Iterator[Any]:
 
 def test_the_probe_finds_what_the_server_enforces_and_leaves_nothing(s3: Any, backend: str) -> None:
     counter = RequestCounter(s3)
-    found = probe(S3Store(s3, BUCKET), "users/")
+    found = probe(Bucket(s3, BUCKET), "users/")
 
     if backend in PROBE_REQUESTS:
         assert counter.calls == PROBE_REQUESTS[backend]  # twelve requests where all is enforced
@@ -165,7 +165,7 @@ def test_the_probe_finds_what_the_server_enforces_and_leaves_nothing(s3: Any, ba
 
 
 def test_a_server_that_ignores_put_conditions_is_found_out(conditions_dropped: Any) -> None:
-    found = probe(S3Store(conditions_dropped, BUCKET), "users/")
+    found = probe(Bucket(conditions_dropped, BUCKET), "users/")
 
     assert {PUT_IF_NONE_MATCH, PUT_IF_MATCH, DELETE_IF_MATCH}.isdisjoint(found.held)
     assert found.answers[PUT_IF_NONE_MATCH] == "200, and replaced the object"
@@ -179,7 +179,7 @@ def served(s3: Any, backend: str) -> S3MemoryTool:
     defaults are refused clearly, writing nothing but the record) in the single-writer mode."""
     if SERVED[backend] is None:
         answer = refusal(tool(s3), create("/memories/first.txt", "first\n"))
-        assert answer.startswith(f"Error: The S3 server of {S3Store(s3, BUCKET).where} does not enforce ")
+        assert answer.startswith(f"Error: The S3 server of {Bucket(s3, BUCKET).where} does not enforce ")
         assert "S3MEMORY_WEAK_SERVER=single-writer" in answer
         assert stored_keys(s3) == [RECORD]
         return tool(s3, weak_server="single-writer")
@@ -243,7 +243,7 @@ def test_a_server_that_ignores_put_conditions_is_refused_and_nothing_is_written(
 
     answer = refusal(memory, create("/memories/notes.txt", "notes\n"))
 
-    where = S3Store(conditions_dropped, BUCKET).where
+    where = Bucket(conditions_dropped, BUCKET).where
     assert answer.startswith(f"Error: The S3 server of {where} does not enforce ")
     assert "PutObject If-None-Match (it answered: 200, and replaced the object)" in answer
     assert "PutObject If-Match (it answered: 200, and replaced the object)" in answer
@@ -312,7 +312,7 @@ def test_a_batch_delete_the_server_does_not_condition_becomes_conditional_delete
     so an object changed since its ETag was read is kept there as on SeaweedFS."""
     if SERVED[backend] is None:
         pytest.skip("a server refused has nothing to delete")
-    memory = S3Memory(S3Store(s3, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=1)
+    memory = S3Memory(Bucket(s3, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=1)
     memory.run(create("/memories/d/a.txt", "a\n"))
     memory.run(create("/memories/d/b.txt", "b\n"))
     sources = memory.files.sources_below(memory_path("/memories/d"))
@@ -406,7 +406,7 @@ def test_verify_probes_again_and_reports_a_server_that_changed(s3: Any, backend:
     s3.put_object(
         Bucket=BUCKET, Key=RECORD, Body=seal_record(Enforced(frozenset(CONDITIONS)), IDENTITY, provider)
     )
-    operations = Operations(S3Store(s3, BUCKET), provider, storage_format=1)
+    operations = Operations(Bucket(s3, BUCKET), provider, storage_format=1)
 
     check = operations.check_server()
 
@@ -423,7 +423,7 @@ def test_verify_removes_what_a_probe_cut_short_left_once_it_is_stale(s3: Any) ->
     left = "users/" + PROBE_NAME + "0123456789abcdef-a"
     s3.put_object(Bucket=BUCKET, Key=left, Body=b"1")
     provider = LocalKeyProvider(MASTER_KEY)
-    store = S3Store(s3, BUCKET)
+    store = Bucket(s3, BUCKET)
 
     probe_again(store, "users/", IDENTITY, provider, time.time())
     assert left in stored_keys(s3)  # it may be a running probe's
@@ -462,7 +462,7 @@ def test_planted_namespaces_hide_no_namespace_of_format_2_from_auto(s3: Any, bac
     until it meets one of format 2's shape, and still refuses."""
     if SERVED[backend] != 2:
         pytest.skip("never served format 2")
-    small_pages = S3Store(s3, BUCKET, page_size=4)
+    small_pages = Bucket(s3, BUCKET, page_size=4)
     first = S3Memory(small_pages, "alice", LocalKeyProvider(MASTER_KEY))
     first.run(create("/memories/a.txt", "a\n"))
     for name in (STORE_KEY_NAME, MIGRATED_NAME):
@@ -475,7 +475,7 @@ def test_planted_namespaces_hide_no_namespace_of_format_2_from_auto(s3: Any, bac
     with pytest.raises(
         IntegrityError, match="The store key is missing from a store that holds users of storage format 2"
     ):
-        S3Memory(S3Store(s3, BUCKET, page_size=4), "alice", LocalKeyProvider(MASTER_KEY)).resolve()
+        S3Memory(Bucket(s3, BUCKET, page_size=4), "alice", LocalKeyProvider(MASTER_KEY)).resolve()
     assert stored_keys(s3) == before
 
 
@@ -498,7 +498,7 @@ def test_an_operator_import_into_a_new_store_takes_the_format_its_server_can_ser
     the memory it imports through decides for itself, probing the server, as any first write does."""
     if SERVED[backend] is None:
         pytest.skip("a server refused takes no import")
-    operations = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
+    operations = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
     folders.write(tmp_path, "/memories/a.md", b"a\n")
 
     assert operations.import_folder("alice", tmp_path).written == ["/memories/a.md"]
@@ -514,7 +514,7 @@ def test_verify_by_a_role_that_may_not_write_checks_no_server_and_writes_nothing
         raise ClientError({"Error": {"Code": "AccessDenied", "Message": "Access Denied"}}, "PutObject")
 
     s3.meta.events.register("provide-client-params.s3.PutObject", deny)
-    operations = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
+    operations = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
 
     check = operations.check_server()
 

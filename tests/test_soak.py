@@ -17,7 +17,7 @@ from s3memory.core.paths import KeyLayout, memory_path
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.clients import make_s3_client
 
 from . import soak
@@ -299,7 +299,7 @@ class Users:
         if plan is not None:
             plan.attach(client)
         return S3Memory(
-            S3Store(client, SOAK_BUCKET), user, LocalKeyProvider(soak.MASTER_KEY), storage_format=1
+            Bucket(client, SOAK_BUCKET), user, LocalKeyProvider(soak.MASTER_KEY), storage_format=1
         ), client
 
     def run(self, user: str, command: dict[str, Any], plan: FaultPlan | None = None) -> str:

@@ -21,7 +21,7 @@ from s3memory.formats import store_keys
 from s3memory.formats.keyvault import KEYS_PREFIX
 from s3memory.formats.store_keys import STORE_KEY_NAME
 from s3memory.memory import S3Memory
-from s3memory.storage.bucket import PreconditionFailed, S3Store
+from s3memory.storage.bucket import Bucket, PreconditionFailed
 
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, empty_bucket, stored_keys
 from .support.roles import confined
@@ -113,7 +113,7 @@ def test_a_store_nested_in_a_users_namespace_is_never_listed_or_deleted_by_that_
     outer = v2("alice")
     namespace = outer.layout.namespace  # the deepest overlap: inside alice's own namespace, made by a
     inner = S3Memory(  # role that cannot list outside it (else refused: tests/test_nesting.py)
-        S3Store(confined(new_client(), namespace), BUCKET),
+        Bucket(confined(new_client(), namespace), BUCKET),
         "alice",
         local_keys,
         prefix=namespace,
@@ -135,7 +135,7 @@ def test_a_file_copied_to_another_store_is_refused_there(
     v2: Callable[..., S3Memory], s3: Any, local_keys: KeyProvider, other_bucket: str
 ) -> None:
     here = v2()
-    there = S3Memory(S3Store(s3, other_bucket), "alice", local_keys, storage_format=2)
+    there = S3Memory(Bucket(s3, other_bucket), "alice", local_keys, storage_format=2)
     seed(here, "here\n")
     seed(there, "there\n")
     copy(s3, key(here), key(there), bucket=other_bucket)
@@ -149,10 +149,10 @@ def test_a_replica_reads_with_the_source_store_id_and_only_with_it(
     seed(source, "replicated\n")
     for stored in stored_keys(s3):
         copy(s3, stored, stored, bucket=other_bucket)
-    replica = S3Memory(S3Store(s3, other_bucket), "alice", local_keys, storage_format=2, store_id=BUCKET)
+    replica = S3Memory(Bucket(s3, other_bucket), "alice", local_keys, storage_format=2, store_id=BUCKET)
     assert view(replica) == "Here's the content of /memories/a.md with line numbers:\n     1\treplicated"
     with pytest.raises(IntegrityError):  # under its own bucket's name, the replica's store key is foreign
-        S3Memory(S3Store(s3, other_bucket), "alice", local_keys, storage_format=2).resolve()
+        S3Memory(Bucket(s3, other_bucket), "alice", local_keys, storage_format=2).resolve()
 
 
 def test_a_store_key_copied_to_another_prefix_or_store_is_refused(
@@ -164,7 +164,7 @@ def test_a_store_key_copied_to_another_prefix_or_store_is_refused(
     with pytest.raises(IntegrityError):
         v2(prefix="team/")
     with pytest.raises(IntegrityError):
-        S3Memory(S3Store(s3, other_bucket), "alice", local_keys, storage_format=2).resolve()
+        S3Memory(Bucket(s3, other_bucket), "alice", local_keys, storage_format=2).resolve()
 
 
 def test_a_kms_wrapped_data_key_copied_to_another_user_is_refused(
@@ -173,24 +173,24 @@ def test_a_kms_wrapped_data_key_copied_to_another_user_is_refused(
     if backend != "moto":
         pytest.skip("moto's KMS: one backend is enough")
     provider = KMSKeyProvider(key_id, kms)
-    alice = S3Memory(S3Store(s3, BUCKET), "alice", provider, storage_format=2)
-    bob = S3Memory(S3Store(s3, BUCKET), "bob", provider, storage_format=2)
+    alice = S3Memory(Bucket(s3, BUCKET), "alice", provider, storage_format=2)
+    bob = S3Memory(Bucket(s3, BUCKET), "bob", provider, storage_format=2)
     seed(alice, "alice's\n")
     wrapped = f"{KEYS_PREFIX}v1"
     copy(s3, alice.layout.key_of_internal(wrapped), bob.layout.key_of_internal(wrapped))
-    fresh = S3Memory(S3Store(s3, BUCKET), "bob", KMSKeyProvider(key_id, kms), storage_format=2)
+    fresh = S3Memory(Bucket(s3, BUCKET), "bob", KMSKeyProvider(key_id, kms), storage_format=2)
     with pytest.raises(IntegrityError):  # KMS opens it only under alice's token: bob never uses her key
         fresh.create(memory_path("/memories/a.md"), "bob's\n")
     assert stored_keys(s3, bob.layout.memories_prefix) == []
     copy(s3, f"users/{STORE_KEY_NAME}", f"team/{STORE_KEY_NAME}")
     with pytest.raises(IntegrityError):
-        S3Memory(S3Store(s3, BUCKET), "alice", provider, prefix="team/", storage_format=2).resolve()
+        S3Memory(Bucket(s3, BUCKET), "alice", provider, prefix="team/", storage_format=2).resolve()
 
 
 def test_a_lost_race_to_make_the_store_key_uses_the_winners(
     s3: Any, local_keys: KeyProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = S3Store(s3, BUCKET)
+    store = Bucket(s3, BUCKET)
     identity = store_keys.store_identity(BUCKET, "users/")
     winner, wrapped = local_keys.new_store_key(identity)
     put = store.put
@@ -208,7 +208,7 @@ def test_a_store_key_that_keeps_vanishing_is_an_error_not_an_endless_retry(
 ) -> None:
     """A bucket writer who deletes every store key as soon as it is written: a bounded number of
     tries, then a clear error."""
-    store = S3Store(s3, BUCKET)
+    store = Bucket(s3, BUCKET)
     monkeypatch.setattr(files, "backoff", lambda attempt: None)
     attempts = 0
 

@@ -1,4 +1,4 @@
-"""``S3Store.copy_new``: a server-side copy with new metadata, only onto a free key and only from the
+"""``Bucket.copy_new``: a server-side copy with new metadata, only onto a free key and only from the
 source version planned; on moto (with ``s3memory.testing.conditions_honoured``) and on SeaweedFS alike."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from s3memory import testing
-from s3memory.storage.bucket import PreconditionFailed, S3Store
+from s3memory.storage.bucket import Bucket, PreconditionFailed
 from s3memory.testing import install_condition_checks
 
 from .support.backends import REGION
@@ -27,8 +27,8 @@ STALE = '"0123456789abcdef0123456789abcdef"'
 
 
 @pytest.fixture
-def store(s3: Any) -> S3Store:
-    return S3Store(s3, BUCKET)
+def store(s3: Any) -> Bucket:
+    return Bucket(s3, BUCKET)
 
 
 def put(s3: Any, key: str, body: bytes, metadata: dict[str, str] | None = None) -> str:
@@ -41,7 +41,7 @@ def stored(s3: Any, key: str) -> tuple[bytes, dict[str, str], str]:
     return response["Body"].read(), dict(response["Metadata"]), str(response["ETag"])
 
 
-def test_the_copy_lands_with_exactly_the_new_metadata_and_the_same_bytes(s3: Any, store: S3Store) -> None:
+def test_the_copy_lands_with_exactly_the_new_metadata_and_the_same_bytes(s3: Any, store: Bucket) -> None:
     source_etag = put(s3, SOURCE, b"the bytes", {"old": "1", "kept": "no"})
     etag = store.copy_new(SOURCE, TARGET, source_etag=source_etag, metadata={"new": "2"})
     assert stored(s3, TARGET) == (b"the bytes", {"new": "2"}, source_etag)
@@ -49,7 +49,7 @@ def test_the_copy_lands_with_exactly_the_new_metadata_and_the_same_bytes(s3: Any
     assert stored(s3, SOURCE) == (b"the bytes", {"old": "1", "kept": "no"}, source_etag)  # a copy, not a move
 
 
-def test_an_existing_destination_is_refused_and_left_as_it_was(s3: Any, store: S3Store) -> None:
+def test_an_existing_destination_is_refused_and_left_as_it_was(s3: Any, store: Bucket) -> None:
     source_etag = put(s3, SOURCE, b"source", {"who": "source"})
     target_etag = put(s3, TARGET, b"target", {"who": "target"})
     with pytest.raises(PreconditionFailed) as refused:
@@ -58,7 +58,7 @@ def test_an_existing_destination_is_refused_and_left_as_it_was(s3: Any, store: S
     assert stored(s3, TARGET) == (b"target", {"who": "target"}, target_etag)
 
 
-def test_a_changed_source_is_refused_and_nothing_is_written(s3: Any, store: S3Store) -> None:
+def test_a_changed_source_is_refused_and_nothing_is_written(s3: Any, store: Bucket) -> None:
     planned = put(s3, SOURCE, b"planned")
     put(s3, SOURCE, b"edited since")
     with pytest.raises(PreconditionFailed):
@@ -66,12 +66,12 @@ def test_a_changed_source_is_refused_and_nothing_is_written(s3: Any, store: S3St
     assert stored_keys(s3) == [SOURCE]
 
 
-def test_a_missing_source_returns_none_and_writes_nothing(s3: Any, store: S3Store) -> None:
+def test_a_missing_source_returns_none_and_writes_nothing(s3: Any, store: Bucket) -> None:
     assert store.copy_new(SOURCE, TARGET, source_etag=STALE, metadata={"new": "2"}) is None
     assert stored_keys(s3) == []
 
 
-def test_a_missing_source_is_reported_before_an_existing_destination(s3: Any, store: S3Store) -> None:
+def test_a_missing_source_is_reported_before_an_existing_destination(s3: Any, store: Bucket) -> None:
     """S3 looks the source up first: NoSuchKey, whatever the destination's conditions."""
     put(s3, TARGET, b"target")
     before = snapshot(s3)

@@ -19,7 +19,7 @@ from s3memory.formats.upgrade import BORN
 from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
 from s3memory.settings import Settings, SettingsError
-from s3memory.storage.bucket import PreconditionFailed, S3Store
+from s3memory.storage.bucket import Bucket, PreconditionFailed
 from s3memory.storage.server_checks import SERVER_RECORD_NAME
 from s3memory.store import forget_stores
 
@@ -50,7 +50,7 @@ write: 15 requests."""
 
 def memory(s3: Any, user: str = USER, **options: Any) -> S3Memory:
     """A memory of ``user`` with the library's default format (``auto``) unless ``options`` set one."""
-    return S3Memory(S3Store(s3, BUCKET), user, LocalKeyProvider(MASTER_KEY), **options)
+    return S3Memory(Bucket(s3, BUCKET), user, LocalKeyProvider(MASTER_KEY), **options)
 
 
 def named_in_keys(s3: Any) -> bool:
@@ -120,7 +120,7 @@ def test_auto_costs_a_store_of_format_2_no_request_more_than_format_2(s3: Any) -
     for setting in (2, "auto"):
         counter = RequestCounter(s3)
         provider = LocalKeyProvider(MASTER_KEY)  # a new process learns the store key anew
-        assert S3Memory(S3Store(s3, BUCKET), USER, provider, storage_format=setting).storage_format == 2
+        assert S3Memory(Bucket(s3, BUCKET), USER, provider, storage_format=setting).storage_format == 2
         counted.append(counter.total)
 
     assert counted[0] == counted[1] > 0
@@ -147,7 +147,7 @@ def test_a_new_stores_first_memory_looks_once_then_makes_its_key_and_mark(s3: An
 def test_a_store_key_made_by_another_process_since_the_look_is_the_one_used(s3: Any) -> None:
     """The look found the store new; another process stored its key before this one: this
     process's conditional write loses, and it reads and uses the other's key."""
-    store, provider = S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY)
+    store, provider = Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY)
     identity = store_identity(BUCKET, "users/")
     winner, wrapped = provider.new_store_key(identity)
     store.put("users/" + STORE_KEY_NAME, wrapped, if_none_match=True)
@@ -167,7 +167,7 @@ def test_a_store_key_made_and_marked_between_the_read_and_the_look_at_the_mark_i
     """Another process makes the store key and marks the store after this one found no key, before
     it looks at the mark: the key is read again, not taken for lost (twelve racing first uses once
     refused one another so)."""
-    store, provider = S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY)
+    store, provider = Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY)
     identity = store_identity(BUCKET, "users/")
     winner, wrapped = provider.new_store_key(identity)
     exists = store.exists
@@ -190,7 +190,7 @@ def test_a_store_key_made_while_auto_looks_makes_the_store_format_2(
 ) -> None:
     """Another process makes the store key of a new store after this one found none and before its
     listing: the listing finds that key, and the store is format 2 (not a store of format-1 users)."""
-    store = S3Store(s3, BUCKET)
+    store = Bucket(s3, BUCKET)
     provider = LocalKeyProvider(MASTER_KEY)
     _key, wrapped = provider.new_store_key(store_identity(BUCKET, "users/"))
     any_below = store.any_below
@@ -212,7 +212,7 @@ def test_a_store_key_that_vanished_after_its_write_lost_is_made_with_a_fresh_loo
     """The look found the store new, but the key's write lost and no key can be read after: the
     key is made on the next try, and the store is no longer taken for empty (its namespaces are
     listed before it is marked born in format 2)."""
-    store = S3Store(s3, BUCKET)
+    store = Bucket(s3, BUCKET)
     identity = store_identity(BUCKET, "users/")
     put, lost = store.put, []
 
@@ -234,7 +234,7 @@ def test_a_store_key_that_vanished_after_its_write_lost_is_made_with_a_fresh_loo
 
 
 def test_operations_find_the_format_without_writing(s3: Any) -> None:
-    operations = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
+    operations = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
 
     assert operations.storage_format == 2
     assert list(operations.users()) == []

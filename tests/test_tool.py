@@ -170,3 +170,16 @@ def test_import_s3memory_is_light() -> None:
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_each_public_name_comes_from_the_package_and_an_unknown_one_is_refused() -> None:
+    """The public API is ``from s3memory import ...``: each name of ``__all__``, loaded on first use."""
+    import s3memory
+    from s3memory.memory import S3Memory
+    from s3memory.storage.bucket import Bucket
+    from s3memory.store import Store
+
+    assert (s3memory.Store, s3memory.Bucket, s3memory.S3Memory) == (Store, Bucket, S3Memory)
+    assert all(getattr(s3memory, name) is not None for name in s3memory.__all__)
+    with pytest.raises(AttributeError, match=r"^module 's3memory' has no attribute 'S3Store'$"):
+        _ = s3memory.S3Store  # type: ignore[attr-defined]

@@ -22,7 +22,7 @@ from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
 from s3memory.ops.rotation import rotate
 from s3memory.ops.versions import MemoryVersions
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 from .conftest import STORAGE_FORMAT
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
@@ -41,7 +41,7 @@ def storage_format() -> int:
 
 @pytest.fixture
 def operations(s3: Any, versioned: str, storage_format: int) -> Operations:
-    return Operations(S3Store(s3, versioned), LocalKeyProvider(MASTER_KEY), storage_format=storage_format)
+    return Operations(Bucket(s3, versioned), LocalKeyProvider(MASTER_KEY), storage_format=storage_format)
 
 
 def tick() -> datetime:
@@ -225,7 +225,7 @@ def test_redact_removes_one_version_for_good(operations: Operations) -> None:
 
 
 def test_without_versioning_history_is_refused_clearly(s3: Any) -> None:
-    memory = Operations(S3Store(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1).memory("erin")
+    memory = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1).memory("erin")
     with pytest.raises(CommandError, match="has never had S3 versioning on"):
         MemoryVersions(memory)
 
@@ -281,9 +281,7 @@ def test_a_restore_that_dies_half_way_is_finished_by_running_it_again(
         )
     dying = new_client()
     ProcessDeath(dying, "PutObject", 2)
-    dead = Operations(S3Store(dying, versioned), LocalKeyProvider(MASTER_KEY), storage_format=1).memory(
-        "hank"
-    )
+    dead = Operations(Bucket(dying, versioned), LocalKeyProvider(MASTER_KEY), storage_format=1).memory("hank")
     with pytest.raises(SimulatedCrash):
         MemoryVersions(dead).restore_as_of(moment)
     again = MemoryVersions(memory).restore_as_of(moment)

@@ -25,10 +25,10 @@ from s3memory.errors import CommandError, IntegrityError, StorageError
 from s3memory.storage.bucket import (
     DELETE_BATCH,
     BatchDeleted,
+    Bucket,
     ConditionalConflict,
     ObjectTooLarge,
     PreconditionFailed,
-    S3Store,
 )
 from s3memory.storage.concurrency import parallel
 
@@ -204,7 +204,7 @@ class MemoryFiles:
 
     def __init__(
         self,
-        store: S3Store,
+        store: Bucket,
         layout: KeyLayout,
         cipher: ObjectCipher,
         storage_format: Format,
@@ -342,7 +342,7 @@ class MemoryFiles:
 
     def delete_all(self, sources: Sequence[Source]) -> BatchDeleted:
         """Delete ``sources`` in parallel batches of 1,000, each only if it still has its ETag (an
-        empty ETag: unconditionally); what they left (see ``S3Store.delete_batch``)."""
+        empty ETag: unconditionally); what they left (see ``Bucket.delete_batch``)."""
         self.usage.forget()
         left = BatchDeleted()
         batches = [sources[start : start + DELETE_BATCH] for start in range(0, len(sources), DELETE_BATCH)]

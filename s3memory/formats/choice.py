@@ -19,7 +19,7 @@ from s3memory.crypto import FORMAT_VERSION, PLACED_FORMAT, KeyProvider
 from s3memory.errors import IntegrityError
 from s3memory.formats.names import namespace_shaped
 from s3memory.formats.store_keys import MIGRATED_NAME, NONE_MISSING, STORE_KEY_NAME, Missing, stored_store_key
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.conditions import Enforced
 from s3memory.storage.nesting import STORE_OBJECTS
 
@@ -40,7 +40,7 @@ def checked_format(value: object) -> StorageFormat:
 
 
 def look(
-    store: S3Store,
+    store: Bucket,
     prefix: str,
     identity: str,
     provider: KeyProvider,
@@ -75,7 +75,7 @@ def look(
     return FORMAT_VERSION, NONE_MISSING, True
 
 
-def users_below(store: S3Store, prefix: str) -> bool:
+def users_below(store: Bucket, prefix: str) -> bool:
     """True if anything but the store's own objects (``STORE_OBJECTS``, directly at ``prefix``) lies
     below ``prefix``: a namespace (a user id beginning ``s3memory.`` included) or a stray object.
     One delimited listing, unless a page of it holds only the store's own objects (a few)."""
@@ -86,7 +86,7 @@ def users_below(store: S3Store, prefix: str) -> bool:
     return False
 
 
-def _any_namespace_shaped(store: S3Store, prefix: str) -> bool:
+def _any_namespace_shaped(store: Bucket, prefix: str) -> bool:
     """True if a namespace below ``prefix`` has format 2's shape (``names.namespace_shaped``): every
     page of namespaces until one is found, so that no number of planted names can hide one. Only a
     store of format 1 under ``auto`` pays it, once per process: a listing per 1,000 users."""

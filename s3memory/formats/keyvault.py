@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from s3memory.core.paths import KeyLayout
 from s3memory.crypto import key_version_named
-from s3memory.storage.bucket import ConditionalConflict, PreconditionFailed, S3Store
+from s3memory.storage.bucket import Bucket, ConditionalConflict, PreconditionFailed
 
 WRAPPED_KEY_MAX_BYTES = 64 * 1024
 KEYS_PREFIX = "keys/"
@@ -21,7 +21,7 @@ def key_version(name: str) -> int | None:
 class KeyVault:
     """One user's wrapped data keys, at ``internal/keys/v<version>`` (a ``WrappedKeyVault``)."""
 
-    def __init__(self, store: S3Store, layout: KeyLayout) -> None:
+    def __init__(self, store: Bucket, layout: KeyLayout) -> None:
         self._store = store
         self._layout = layout
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from s3memory.core.files import LOST, Lost, retried
 from s3memory.crypto import KeyProvider
 from s3memory.errors import IntegrityError, StorageError
-from s3memory.storage.bucket import ConditionalConflict, PreconditionFailed, S3Store
+from s3memory.storage.bucket import Bucket, ConditionalConflict, PreconditionFailed
 
 STORE_KEY_NAME = "s3memory.storage.bucket-key"
 """Where, below the store's prefix, the wrapped store key lies."""
@@ -59,7 +59,7 @@ def store_identity(store_id: str, prefix: str) -> str:
 
 
 def store_key(
-    store: S3Store, prefix: str, identity: str, provider: KeyProvider, missing: Missing = NONE_MISSING
+    store: Bucket, prefix: str, identity: str, provider: KeyProvider, missing: Missing = NONE_MISSING
 ) -> tuple[bytes, Missing]:
     """The store key of ``identity`` at ``prefix`` in ``store``'s bucket, made and kept on first use
     (of processes racing to make it, one stores its own; the others use the winner's), and what was
@@ -101,7 +101,7 @@ def store_key(
     )
 
 
-def stored_store_key(store: S3Store, prefix: str, identity: str, provider: KeyProvider) -> bytes | None:
+def stored_store_key(store: Bucket, prefix: str, identity: str, provider: KeyProvider) -> bytes | None:
     """The store key of ``identity`` at ``prefix`` if one is stored, else None (no memory has been
     written to the store yet): never makes one, so what only reads (the operator's ``users``,
     ``ls``, ``verify``, expiry) writes nothing. ``IntegrityError`` when the stored key does not
@@ -119,6 +119,6 @@ def stored_store_key(store: S3Store, prefix: str, identity: str, provider: KeyPr
     return key
 
 
-def _learn(store: S3Store, prefix: str, identity: str, provider: KeyProvider, key: bytes) -> None:
+def _learn(store: Bucket, prefix: str, identity: str, provider: KeyProvider, key: bytes) -> None:
     with _lock:
         _learned.setdefault(provider, {})[(store.bucket, prefix, identity)] = key

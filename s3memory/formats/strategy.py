@@ -28,7 +28,7 @@ from s3memory.crypto import DataKeySource, KeyOwner, KeyProvider, ObjectCipher, 
 from s3memory.formats.keyvault import KeyVault
 from s3memory.formats.names import NameCipher, namespace_of
 from s3memory.formats.upgrade import SettledUsers, Upgrade
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 __all__ = ["FORMATS", "Format", "FormatOne", "FormatTwo", "numbered"]
 
@@ -87,7 +87,7 @@ class Format(ABC):
 
     def upgrade(
         self,
-        store: S3Store,
+        store: Bucket,
         user_id: str,
         prefix: str,
         provider: KeyProvider,
@@ -163,7 +163,7 @@ class FormatTwo(Format):
 
     def upgrade(
         self,
-        store: S3Store,
+        store: Bucket,
         user_id: str,
         prefix: str,
         provider: KeyProvider,

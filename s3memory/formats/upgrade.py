@@ -31,7 +31,7 @@ from s3memory.core.paths import MemoryPath
 from s3memory.errors import CommandError, IntegrityError, StorageError, shown
 from s3memory.formats.names import user_of_namespace
 from s3memory.formats.store_keys import MIGRATED_NAME, NONE_MISSING, Missing
-from s3memory.storage.bucket import Listed, ObjectTooLarge, PreconditionFailed, S3Store
+from s3memory.storage.bucket import Bucket, Listed, ObjectTooLarge, PreconditionFailed
 from s3memory.storage.concurrency import parallel
 
 BORN = b"born in format 2"
@@ -222,7 +222,7 @@ class Upgrade:
         self._store.delete(legacy.key)
 
 
-def migrated(store: S3Store, prefix: str, identity: str, key: bytes, missing: Missing = NONE_MISSING) -> bool:
+def migrated(store: Bucket, prefix: str, identity: str, key: bytes, missing: Missing = NONE_MISSING) -> bool:
     """True if the store at ``prefix`` (of ``identity`` and store key ``key``) has no format-1
     files: its mark authenticates, or (then it is marked now) ``missing`` says nothing at all was
     below the prefix (a new store), or the first page of its namespaces shows only format-2 ones.
@@ -240,7 +240,7 @@ def migrated(store: S3Store, prefix: str, identity: str, key: bytes, missing: Mi
     return known
 
 
-def _born_by_namespaces(store: S3Store, prefix: str, key: bytes) -> bool | None:
+def _born_by_namespaces(store: Bucket, prefix: str, key: bytes) -> bool | None:
     """What the first page of the store's namespaces, if it is the only one, shows: no namespace
     at all (True: a new store, born in format 2), only format-2 ones (False: no format-1 files, but
     not known to have never held any), or (None) a format-1 one, or more than a page."""
@@ -252,14 +252,14 @@ def _born_by_namespaces(store: S3Store, prefix: str, key: bytes) -> bool | None:
     return not page.prefixes
 
 
-def mark_migrated(store: S3Store, prefix: str, identity: str, key: bytes, *, born: bool = False) -> None:
+def mark_migrated(store: Bucket, prefix: str, identity: str, key: bytes, *, born: bool = False) -> None:
     """Mark the store at ``prefix`` as having no format-1 files left (``born``: never any), sealed
     under its store key ``key`` for its ``identity``."""
     state = BORN if born else SETTLED
     store.put(prefix + MIGRATED_NAME, state + _mark_tag(key, identity, state))
 
 
-def read_mark(store: S3Store, prefix: str, identity: str, key: bytes) -> bytes | None:
+def read_mark(store: Bucket, prefix: str, identity: str, key: bytes) -> bytes | None:
     """What the mark of the store at ``prefix`` says (``BORN`` or ``SETTLED``), or None if there is
     none or it does not authenticate under the store key for ``identity`` (one GET)."""
     try:
@@ -275,7 +275,7 @@ def read_mark(store: S3Store, prefix: str, identity: str, key: bytes) -> bytes |
     return None
 
 
-def born_in_format_2(store: S3Store, prefix: str, identity: str, key: bytes | None) -> bool:
+def born_in_format_2(store: Bucket, prefix: str, identity: str, key: bytes | None) -> bool:
     """True if the store at ``prefix`` is marked, authentically, as never having held format 1;
     False without a store key (nothing is authentic then)."""
     return key is not None and read_mark(store, prefix, identity, key) == BORN

@@ -37,7 +37,7 @@ from s3memory.memory import S3Memory
 from s3memory.ops import folders
 from s3memory.ops.progress import SILENT, Progress
 from s3memory.settings import Limits, Settings
-from s3memory.storage.bucket import AccessDenied, Listed, S3Store, Version
+from s3memory.storage.bucket import AccessDenied, Bucket, Listed, Version
 from s3memory.storage.conditions import (
     FORMAT_NEEDS,
     LOOKED_FOR_IN_SINGLE_WRITER_MODE,
@@ -149,7 +149,7 @@ class Operations:
 
     def __init__(
         self,
-        store: S3Store,
+        store: Bucket,
         key_provider: KeyProvider,
         *,
         prefix: str = "users/",

@@ -52,11 +52,11 @@ from s3memory.ops.operations import Operations
 from s3memory.ops.versions import when
 from s3memory.storage.bucket import (
     DELETE_BATCH,
+    Bucket,
     ConditionalConflict,
     Listed,
     ObjectTooLarge,
     PreconditionFailed,
-    S3Store,
     StoredObject,
     Version,
 )
@@ -281,7 +281,7 @@ def _start(provider: KMSKeyProvider, memory: S3Memory, vault: KeyVault, report: 
     return True
 
 
-def _rewrap_store_key(store: S3Store, prefix: str, identity: str, provider: LocalKeyProvider) -> None:
+def _rewrap_store_key(store: Bucket, prefix: str, identity: str, provider: LocalKeyProvider) -> None:
     """Format 2 with a local master key: wrap the store key (the root of every private name) again
     under the current master key if a previous one wraps it, so that dropping the previous key from
     the settings locks no name out. One conditional write; the key itself stays as it is, so what
@@ -309,7 +309,7 @@ def _rewrap_store_key(store: S3Store, prefix: str, identity: str, provider: Loca
     )
 
 
-def _stored_keys(store: S3Store, vault: KeyVault) -> dict[int, _StoredKey]:
+def _stored_keys(store: Bucket, vault: KeyVault) -> dict[int, _StoredKey]:
     """The user's wrapped keys by version, with every S3 version of each (one listing of versions)."""
     found: dict[int, _StoredKey] = {}
     for page in store.versions(vault.prefix):
@@ -515,7 +515,7 @@ def _earlier_needs(memory: S3Memory, version: Version, path: MemoryPath, old: se
     return {named}
 
 
-def _remove(store: S3Store, vault: KeyVault, report: RotationReport) -> None:
+def _remove(store: Bucket, vault: KeyVault, report: RotationReport) -> None:
     """Remove every S3 version of the wrapped keys of the ``retired`` versions, once a last listing
     shows the current version still stored and the newest."""
     stored = _stored_keys(store, vault)

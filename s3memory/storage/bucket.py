@@ -155,7 +155,7 @@ class _Missing(Exception):
         self.after_retry = after_retry
 
 
-class S3Store:
+class Bucket:
     """One bucket, as the memory core needs it. Every request goes through ``_call``; every
     conditional request first asks the ``gate`` whether the server enforces its condition."""
 

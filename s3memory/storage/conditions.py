@@ -1,5 +1,5 @@
 """The request conditions s3memory relies on, which of them a storage format needs, and the gate
-that lets an ``S3Store`` send a condition only where the server enforces it. Pure, no I/O.
+that lets an ``Bucket`` send a condition only where the server enforces it. Pure, no I/O.
 
 What a server enforces is found by ``server_checks`` (a probe, once per store, recorded sealed).
 A format is served only where every condition it needs holds. Where a fast request lacks its

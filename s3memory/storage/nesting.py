@@ -14,7 +14,7 @@ protocol and its invariants are ``docs/operations.md`` "Stores inside stores".
 from __future__ import annotations
 
 from s3memory.errors import CommandError, shown
-from s3memory.storage.bucket import AccessDenied, S3Store
+from s3memory.storage.bucket import AccessDenied, Bucket
 from s3memory.storage.concurrency import parallel
 
 STORE_OBJECTS = "s3memory."
@@ -34,7 +34,7 @@ def enclosing_prefixes(prefix: str) -> list[str]:
     return ["".join(segment + "/" for segment in segments[:depth]) for depth in range(len(segments))]
 
 
-def store_objects_at(store: S3Store, prefix: str) -> list[str] | None:
+def store_objects_at(store: Bucket, prefix: str) -> list[str] | None:
     """The keys of the objects a store keeps of its own at ``prefix`` (one delimited listing, its
     first page), or None where this role may not list there (its permissions stop at its own
     prefix: it cannot see a store there)."""
@@ -45,7 +45,7 @@ def store_objects_at(store: S3Store, prefix: str) -> list[str] | None:
     return [listed.key for listed in page.objects]
 
 
-def check_not_nested(store: S3Store, prefix: str) -> None:
+def check_not_nested(store: Bucket, prefix: str) -> None:
     """Refuse (``NestedStore``) a store at ``prefix`` that lies inside another store's prefix: one
     whose objects (``STORE_OBJECTS``) lie at any prefix enclosing this one. One listing per
     enclosing prefix (the depth of ``prefix``: one for ``users/``, none for the root), in parallel;
@@ -64,7 +64,7 @@ def check_not_nested(store: S3Store, prefix: str) -> None:
             )
 
 
-def check_no_store_at(store: S3Store, namespace: str) -> None:
+def check_no_store_at(store: Bucket, namespace: str) -> None:
     """Refuse (``NestedStore``) to act on a user whose namespace holds another store's objects
     (one listing): that store lies inside this one's prefix, and nothing there is the user's."""
     keys = store_objects_at(store, namespace)

@@ -29,11 +29,11 @@ from s3memory.crypto import NONCE_BYTES, SERVER_RECORD_PURPOSE, STORE_KEY_MAGIC,
 from s3memory.errors import IntegrityError, StorageError
 from s3memory.storage.bucket import (
     DELETE_BATCH,
+    Bucket,
     ConditionalConflict,
     ObjectTooLarge,
     PreconditionFailed,
     RequestFailed,
-    S3Store,
 )
 from s3memory.storage.conditions import (
     BATCH_DELETE_ETAGS,
@@ -64,11 +64,11 @@ is added for clocks that disagree): ``verify`` removes it."""
 
 logger = logging.getLogger("s3memory")
 _known: dict[tuple[str, str, str], Enforced] = {}
-"""What this process learned, by the bucket and endpoint (``S3Store.where``), prefix and identity."""
+"""What this process learned, by the bucket and endpoint (``Bucket.where``), prefix and identity."""
 _lock = threading.Lock()
 
 
-def known(store: S3Store, prefix: str, identity: str, provider: KeyProvider) -> Enforced:
+def known(store: Bucket, prefix: str, identity: str, provider: KeyProvider) -> Enforced:
     """What the server of ``store`` enforces, for the store ``identity`` at ``prefix``: learned once
     per process, from the store's record (a GetObject and the record key's unwrapping) or, where
     there is none or it does not open, from a probe, then recorded. Before the probe of a store's
@@ -83,7 +83,7 @@ def known(store: S3Store, prefix: str, identity: str, provider: KeyProvider) -> 
 
 
 def probe_again(
-    store: S3Store, prefix: str, identity: str, provider: KeyProvider, now: float
+    store: Bucket, prefix: str, identity: str, provider: KeyProvider, now: float
 ) -> tuple[Enforced, Enforced | None]:
     """What the server enforces now (a new probe), and what the record said before (None where
     there was none that opened); a record that differs is replaced by what the probe found (the
@@ -99,14 +99,14 @@ def probe_again(
     return found, before
 
 
-def recorded(store: S3Store, prefix: str, identity: str, provider: KeyProvider) -> Enforced | None:
+def recorded(store: Bucket, prefix: str, identity: str, provider: KeyProvider) -> Enforced | None:
     """What the store's record says the server enforces (learned once per process), or None where
     there is no record that opens: never probes, so what only reads writes nothing."""
     return _recorded(store, prefix, identity, provider)[0]
 
 
 def _recorded(
-    store: S3Store, prefix: str, identity: str, provider: KeyProvider, *, cached: bool = True
+    store: Bucket, prefix: str, identity: str, provider: KeyProvider, *, cached: bool = True
 ) -> tuple[Enforced | None, str | None]:
     """What this process learned (unless not ``cached``), or what the record says, or None; and the
     stored record's ETag (None where there is none, or nothing was read)."""
@@ -137,19 +137,19 @@ def _distrusted(etag: str | None) -> tuple[None, str | None]:
     return None, etag
 
 
-def _learn(store: S3Store, prefix: str, identity: str, found: Enforced) -> None:
+def _learn(store: Bucket, prefix: str, identity: str, found: Enforced) -> None:
     with _lock:
         _known[(store.where, prefix, identity)] = found
 
 
 def _keep(
-    store: S3Store, prefix: str, identity: str, provider: KeyProvider, found: Enforced, replacing: str | None
+    store: Bucket, prefix: str, identity: str, provider: KeyProvider, found: Enforced, replacing: str | None
 ) -> None:
     """Store the record of ``found``: where there was none, only if none has appeared since; in place
     of one that did not open (its ETag ``replacing``), only if it is still that one; each condition
     sent only where the probe found the server enforces it (else the write is plain: two processes
     recording the same server write the same findings)."""
-    raw = S3Store(store.client, store.bucket)  # not gated: this runs while the gate learns
+    raw = Bucket(store.client, store.bucket)  # not gated: this runs while the gate learns
     body = seal_record(found, identity, provider)
     if_match = replacing if PUT_IF_MATCH in found.held else None
     if_none_match = replacing is None and PUT_IF_NONE_MATCH in found.held
@@ -205,7 +205,7 @@ def open_record(blob: bytes, identity: str, provider: KeyProvider) -> Enforced:
     return Enforced(frozenset(held), dict(answers))
 
 
-def rewrap_record(store: S3Store, prefix: str, identity: str, provider: LocalKeyProvider) -> None:
+def rewrap_record(store: Bucket, prefix: str, identity: str, provider: LocalKeyProvider) -> None:
     """A local master key's rotation: seal the store's record again under the current master key if
     a previous one wraps its key, so that dropping the previous key from the settings costs no
     probe. One conditional write; a record that does not open is left to the next first use."""
@@ -229,7 +229,7 @@ def forget() -> None:
 class _Probe:
     """One probe's objects and findings."""
 
-    def __init__(self, store: S3Store, prefix: str) -> None:
+    def __init__(self, store: Bucket, prefix: str) -> None:
         self.store = store
         self.names = f"{prefix}{PROBE_NAME}{secrets.token_hex(8)}-"
         self.held: set[str] = set()
@@ -288,13 +288,13 @@ def _certain(refusal: PreconditionFailed) -> None:
         raise _cut_short() from None
 
 
-def probe(store: S3Store, prefix: str) -> Enforced:
+def probe(store: Bucket, prefix: str) -> Enforced:
     """Send each condition of ``CONDITIONS`` to the server where it must be refused (and, for most,
     where it must pass), on objects of the probe's own, and remove them; what held. Twelve requests
     where the server enforces every condition but those of ``PutObject``: 5 PutObject, 3 CopyObject,
     a HeadObject, a DeleteObject and 2 DeleteObjects (one more PutObject where ``DeleteObject``'s
     condition is ignored, one more HeadObject where ``PutObject``'s are)."""
-    raw = S3Store(store.client, store.bucket)  # conditions sent as they are: that is the question
+    raw = Bucket(store.client, store.bucket)  # conditions sent as they are: that is the question
     run = _Probe(raw, prefix)
     a, b, c = run.key("a"), run.key("b"), run.key("c")
     try:
@@ -320,7 +320,7 @@ def probe(store: S3Store, prefix: str) -> Enforced:
     return Enforced(frozenset(run.held), run.answers)
 
 
-def _remove_stale_probes(store: S3Store, prefix: str, now: float) -> None:
+def _remove_stale_probes(store: Bucket, prefix: str, now: float) -> None:
     """Delete the probe objects below ``prefix`` last written more than ``STALE_PROBE_SECONDS``
     before ``now`` (one listing page: a few at most, each left by a probe cut short). A younger
     one may be a running probe's: deleting it would make that probe find less than the server
@@ -330,7 +330,7 @@ def _remove_stale_probes(store: S3Store, prefix: str, now: float) -> None:
         listed.key for listed in page.objects if _written_before(listed.modified, now - STALE_PROBE_SECONDS)
     ]
     for start in range(0, len(stale), DELETE_BATCH):
-        _remove(S3Store(store.client, store.bucket), stale[start : start + DELETE_BATCH])
+        _remove(Bucket(store.client, store.bucket), stale[start : start + DELETE_BATCH])
 
 
 def _written_before(modified: str, moment: float) -> bool:
@@ -341,7 +341,7 @@ def _written_before(modified: str, moment: float) -> bool:
         return False
 
 
-def _remove(raw: S3Store, keys: list[str]) -> None:
+def _remove(raw: Bucket, keys: list[str]) -> None:
     """Delete the probe's objects: in one batch, or, where the server fails it (s3rver answers 500
     to a batch it carried out), one by one."""
     try:
@@ -351,7 +351,7 @@ def _remove(raw: S3Store, keys: list[str]) -> None:
             raw.delete(key)
 
 
-def _probe_copies(raw: S3Store, run: _Probe, a: str, b: str, c: str, current: str, *, stale: str) -> None:
+def _probe_copies(raw: Bucket, run: _Probe, a: str, b: str, c: str, current: str, *, stale: str) -> None:
     """The copy conditions: a copy that must pass (to ``b``, with new metadata), then one onto an
     object (``b`` again) and one of a stale source version (to ``c``), which must be refused."""
     metadata = {_PROBE_METADATA: "1"}
@@ -377,6 +377,6 @@ def _probe_copies(raw: S3Store, run: _Probe, a: str, b: str, c: str, current: st
     )
 
 
-def _etag(store: S3Store, key: str) -> str:
+def _etag(store: Bucket, key: str) -> str:
     head = store.head(key)
     return "" if head is None else head.etag

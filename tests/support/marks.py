@@ -8,7 +8,7 @@ from typing import Any
 from s3memory.crypto import LocalKeyProvider
 from s3memory.formats.store_keys import store_identity, stored_store_key
 from s3memory.formats.upgrade import read_mark
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 from .bucket import BUCKET, MASTER_KEY
 
@@ -16,6 +16,6 @@ from .bucket import BUCKET, MASTER_KEY
 def mark_of(s3: Any, prefix: str = "users/") -> bytes | None:
     """What the mark of the store at ``prefix`` in ``BUCKET`` says (``BORN`` or ``SETTLED``), or
     None if there is none, no store key, or it does not authenticate."""
-    store, identity = S3Store(s3, BUCKET), store_identity(BUCKET, prefix)
+    store, identity = Bucket(s3, BUCKET), store_identity(BUCKET, prefix)
     key = stored_store_key(store, prefix, identity, LocalKeyProvider(MASTER_KEY))
     return None if key is None else read_mark(store, prefix, identity, key)

@@ -15,7 +15,7 @@ from s3memory.crypto import KeyProvider, KMSKeyProvider
 from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
 from s3memory.ops.rotation import ROTATION_WAIT_SECONDS
-from s3memory.storage.bucket import S3Store
+from s3memory.storage.bucket import Bucket
 
 from .faults import ProcessDeath, SimulatedCrash
 from .versions import all_versions, sealed_with
@@ -57,7 +57,7 @@ def contents(
 def kms_operations(s3: Any, bucket: str, kms: Any, key_id: str, storage_format: int) -> Operations:
     """An operator's process of a store of ``storage_format`` (a store and a KMS provider of its own)."""
     return Operations(
-        S3Store(s3, bucket), KMSKeyProvider(key_id, kms_client=kms), storage_format=storage_format
+        Bucket(s3, bucket), KMSKeyProvider(key_id, kms_client=kms), storage_format=storage_format
     )
 
 
@@ -71,7 +71,7 @@ def serving(
     s3: Any, bucket: str, provider: KeyProvider, storage_format: int, user: str = "alice"
 ) -> S3Memory:
     """A serving process of ``user`` on a store of ``storage_format``, with ``provider``."""
-    return S3Memory(S3Store(s3, bucket), user, provider, storage_format=storage_format)
+    return S3Memory(Bucket(s3, bucket), user, provider, storage_format=storage_format)
 
 
 def wrapped_keys(s3: Any, bucket: str, layout: KeyLayout) -> list[str]:

@@ -266,7 +266,7 @@ def copy_keeps_the_etag(p: Probe) -> str:
 
 
 def _store_copy(p: Probe, source: str, target: str, source_etag: str) -> Any:
-    """CopyObject as ``S3Store.copy_new`` sends it (format 2's rename)."""
+    """CopyObject as ``Bucket.copy_new`` sends it (format 2's rename)."""
     return p.copy(
         source,
         target,

@@ -27,7 +27,7 @@ from s3memory.crypto import (
 from s3memory.formats.names import NameCipher, namespace_of, user_of_namespace
 from s3memory.formats.store_keys import store_identity
 from s3memory.formats.upgrade import mark_migrated, read_mark
-from s3memory.storage.bucket import S3Store, StoredObject
+from s3memory.storage.bucket import Bucket, StoredObject
 from s3memory.storage.conditions import Enforced
 from s3memory.storage.server_checks import open_record, seal_record
 
@@ -254,7 +254,7 @@ def _read_kms(inputs: Json, expected: Json) -> Json:
 
 
 class _MarkBucket:
-    """Just enough of an ``S3Store`` for the migration mark: one object per key, kept in memory."""
+    """Just enough of an ``Bucket`` for the migration mark: one object per key, kept in memory."""
 
     bucket = "vectors"
 
@@ -274,7 +274,7 @@ def _seal_marks(inputs: Json) -> Json:
     for name, born in (("born", True), ("settled", False)):
         bucket = _MarkBucket()
         mark_migrated(
-            cast(S3Store, bucket),
+            cast(Bucket, bucket),
             inputs["prefix"],
             inputs["store"],
             bytes.fromhex(inputs["store_key"]),
@@ -290,7 +290,7 @@ def _read_marks(inputs: Json, expected: Json) -> Json:
     for name in ("born", "settled"):
         bucket = _MarkBucket({expected[name]["key"]: bytes.fromhex(expected[name]["body"])})
         state = read_mark(
-            cast(S3Store, bucket), inputs["prefix"], inputs["store"], bytes.fromhex(inputs["store_key"])
+            cast(Bucket, bucket), inputs["prefix"], inputs["store"], bytes.fromhex(inputs["store_key"])
         )
         out[name] = None if state is None else state.decode("ascii")
     return out
