@@ -525,7 +525,7 @@ def _placed(
         user_id,
         prefix,
         store.key_provider,
-        resolution.marked,
+        lambda: store.marked,
         files,
         clock,
         store.settled,

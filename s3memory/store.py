@@ -32,7 +32,7 @@ from s3memory.crypto import KeyOwner, KeyProvider
 from s3memory.formats.choice import AUTO_FORMAT, StorageFormat, checked_format, look
 from s3memory.formats.store_keys import NONE_MISSING, Missing, store_identity, store_key, stored_store_key
 from s3memory.formats.strategy import Format, numbered
-from s3memory.formats.upgrade import SettledUsers, migrated
+from s3memory.formats.upgrade import SettledUsers, mark_migrated, migrated
 from s3memory.storage import server_checks
 from s3memory.storage.bucket import Bucket, RequestFailed
 from s3memory.storage.conditions import REFUSE, Enforced, Gate, WeakServer, checked_weak_server
@@ -43,12 +43,10 @@ __all__ = ["Resolution", "Store", "forget_stores", "reaching"]
 @dataclass(frozen=True)
 class Resolution:
     """What a store was resolved to: the format it is served in (its strategy, ``formats``) and,
-    in format 2, its store key and whether it is marked as holding no format-1 files (format 1:
-    None and False)."""
+    in format 2, its store key (format 1: None)."""
 
     format: Format
     key: bytes | None = None
-    marked: bool = False
 
     @property
     def storage_format(self) -> int:
@@ -124,6 +122,23 @@ class Store:
         """The users this process knows to have no format-1 files in the store."""
         return self._facts.settled
 
+    @property
+    def marked(self) -> bool:
+        """Whether the store is marked as holding no format-1 files, as this process knows it now
+        (resolved first): found once on resolving, and set by ``mark_migrated``, for every memory
+        of the store in the process, those built before included."""
+        self.resolve()
+        return bool(self._facts.marked)
+
+    def mark_migrated(self) -> None:
+        """Format 2: mark the store as holding no format-1 files left (``s3memory migrate``, once
+        every user moved), so no memory of it in this process looks for a user's format-1 files again."""
+        key = self.resolve().key
+        if key is None:
+            raise ValueError("a store served in format 1 is never marked migrated")
+        mark_migrated(self.bucket, self.prefix, self.identity, key)
+        self._facts.marked = True
+
     def resolve(self) -> Resolution:
         """The store resolved (on the first call; later calls send nothing): the format it is
         served in (``auto``: found in the store, probing a new store's server), and in format 2
@@ -163,11 +178,9 @@ class Store:
         if not served_format.has_store_identity:
             return Resolution(served_format)
         key, missing = store_key(self.bucket, self.prefix, self.identity, self.key_provider, missing)
-        marked = self._facts.marked
-        if marked is None:
-            marked = migrated(self.bucket, self.prefix, self.identity, key, missing)
-            self._facts.marked = marked
-        return Resolution(served_format, key, marked)
+        if self._facts.marked is None:
+            self._facts.marked = migrated(self.bucket, self.prefix, self.identity, key, missing)
+        return Resolution(served_format, key)
 
     def _served(self, checks: Callable[[], Enforced | None]) -> tuple[int, Missing]:
         """The format the store is served in, and what finding it found missing; the bucket's gate

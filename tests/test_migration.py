@@ -279,7 +279,7 @@ def test_a_new_format_2_store_is_marked_migrated_at_birth_and_never_lists_a_user
 ) -> None:
     memory = make_memory("alice", storage_format=2)
     assert mark_of(s3) == BORN
-    assert memory.upgrade is not None and memory.upgrade._settled
+    assert memory.upgrade is not None and memory.upgrade._marked()
 
 
 def test_a_store_holding_format_1_users_is_not_marked(
@@ -288,7 +288,7 @@ def test_a_store_holding_format_1_users_is_not_marked(
     memory = v2(make_memory)
     memory.run({"command": "view", "path": "/memories"})
     assert stored_keys(s3, f"users/{MIGRATED_NAME}") == []
-    assert memory.upgrade is not None and not memory.upgrade._settled
+    assert memory.upgrade is not None and not memory.upgrade._marked()
 
 
 def test_moving_never_loses_a_file_the_delete_of_its_source_could_not_confirm(
@@ -335,6 +335,27 @@ def test_migrate_moves_every_user_verifies_them_and_marks_the_store(
         0,
         "0 users, 0 files moved (0 moved before), 0 left in format 1, 0 problems; the store is marked migrated\n",
     )
+
+
+def test_after_migrate_no_memory_of_the_process_looks_for_format_1_files_again(
+    v1: S3Memory, make_memory: Callable[..., S3Memory], local_keys: LocalKeyProvider, s3: Any
+) -> None:
+    """Memories built before ``migrate`` marked the store (their store resolved unmarked) and after it
+    both take the mark from then on: no listing names a user, as on a store that was always marked."""
+    carol = v2(make_memory, "carol")
+    carol.run({"command": "view", "path": "/memories"})  # the store is resolved here: not marked
+    dave = make_memory("dave", storage_format=2)  # built before the mark, first command after it
+    operations = Operations(Bucket(s3, BUCKET), local_keys, storage_format=2)
+    assert run(operations, "migrate", "--yes")[0] == 0 and mark_of(s3) == SETTLED
+    listed: list[str] = []
+    s3.meta.events.register(
+        "provide-client-params.s3.ListObjectsV2", lambda params, **_: listed.append(params["Prefix"])
+    )
+    dave.run({"command": "view", "path": "/memories"})
+    erin = make_memory("erin", storage_format=2)
+    erin.run({"command": "view", "path": "/memories"})
+    assert [prefix for prefix in listed if prefix.startswith(("users/dave", "users/erin"))] == []
+    assert listed  # each listed its own format-2 namespace
 
 
 def test_migrate_reports_what_it_left_and_does_not_mark_the_store(
@@ -516,7 +537,7 @@ def test_a_store_migrated_before_marks_were_sealed_serves_everyone_until_migrate
         forget_stores()  # a new process
         memory = v2(make_memory)
         assert memory.run({"command": "view", "path": "/memories/file00.md"}).endswith("line 0")
-        assert memory.upgrade is not None and not memory.upgrade._settled
+        assert memory.upgrade is not None and not memory.upgrade._marked()
         assert mark_of(s3) is None and stored_keys(s3, f"users/{MIGRATED_NAME}") != []  # kept, not trusted
     assert run(operations, "migrate", "--yes")[0] == 0
     assert mark_of(s3) == SETTLED
@@ -531,7 +552,7 @@ def test_a_store_born_before_marks_were_sealed_is_marked_again_but_not_as_born(
     s3.put_object(Bucket=BUCKET, Key=f"users/{MIGRATED_NAME}", Body=BORN)
     forget_stores()  # a new process
     memory = v2(make_memory, "bob")
-    assert memory.upgrade is not None and memory.upgrade._settled
+    assert memory.upgrade is not None and memory.upgrade._marked()
     assert mark_of(s3) == SETTLED
 
 

@@ -94,19 +94,19 @@ class UserMigration:
 
 class Upgrade:
     """One user's format-1 memory (``legacy``) in a store now served in format 2 (``target``);
-    ``marked``: the store is marked as holding no format-1 files, so ``ensure`` looks for none;
-    ``settled``: the store's users this process knows to have none."""
+    ``marked()``: whether the store is marked as holding no format-1 files now (``Store.marked``), so
+    ``ensure`` looks for none; ``settled``: the store's users this process knows to have none."""
 
     def __init__(
         self,
         legacy: MemoryFiles,
-        marked: bool,
+        marked: Callable[[], bool],
         target: MemoryFiles,
         clock: Callable[[], float],
         settled: SettledUsers,
     ) -> None:
         self._legacy = legacy
-        self._settled = marked
+        self._marked = marked
         self._users = settled
         self._target = target
         self._store = target.store
@@ -118,7 +118,7 @@ class Upgrade:
     def ensure(self) -> None:
         """Move the user's format-1 files, if any, unless this process knows there are none (it
         moved them or looked before)."""
-        if self._settled or self._user in self._users:
+        if self._user in self._users or self._marked():
             return
         if self.pending():
             report = self.run(FILES_MOVED_PER_COMMAND)
@@ -227,8 +227,9 @@ def migrated(store: Bucket, prefix: str, identity: str, key: bytes, missing: Mis
     files: its mark authenticates, or (then it is marked now) ``missing`` says nothing at all was
     below the prefix (a new store), or the first page of its namespaces shows only format-2 ones.
     A mark that does not authenticate (planted, forged, or written before marks were sealed) is no
-    mark. Asked once per process (``deployment.Store``); until the store is marked, each user's
-    first command in a process lists the user's format-1 namespace, whose key names the user."""
+    mark. Asked once per process (``store.Store``, which ``Store.mark_migrated`` then updates);
+    until the store is marked, each user's first command in a process lists the user's format-1
+    namespace, whose key names the user."""
     known = not missing.mark and read_mark(store, prefix, identity, key) is not None
     born = None if known else True if missing.anything else _born_by_namespaces(store, prefix, key)
     if born is not None:

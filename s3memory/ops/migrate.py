@@ -1,7 +1,7 @@
 """``s3memory migrate``: move every user of a store from storage format 1 to format 2, verify each,
 and mark the store migrated once nothing is left to move.
 
-Each user moves as their own next command would move them (``migration.Upgrade``), so the memory
+Each user moves as their own next command would move them (``formats.upgrade.Upgrade``), so the memory
 function may serve the store, in format 2, while this runs: a user is moved by whichever comes
 first, and by both at once without loss. A run that stops is resumed by running it again.
 """
@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 
 from s3memory.errors import CommandError
 from s3memory.formats.names import user_of_namespace
-from s3memory.formats.store_keys import store_identity, store_key
-from s3memory.formats.upgrade import UserMigration, mark_migrated
+from s3memory.formats.upgrade import UserMigration
 from s3memory.ops.operations import Operations, Verification, usable_user_id
 from s3memory.ops.progress import SILENT, Progress
 
@@ -79,9 +78,6 @@ def migrate_store(operations: Operations, progress: Progress = SILENT) -> StoreM
         report.verified[user_id] = operations.verify(user_id)
         progress.advance()
     if all(moved.clean for moved in report.moved.values()):
-        store, prefix = operations.store, operations.prefix
-        identity = store_identity(operations.store_id or store.bucket, prefix)
-        key, _missing = store_key(store, prefix, identity, operations.key_provider)  # (store_keys)
-        mark_migrated(store, prefix, identity, key)
+        operations.deployment.mark_migrated()
         report.marked = True
     return report
