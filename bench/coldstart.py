@@ -44,7 +44,7 @@ if entry is not None:
     text, failed = answer["content"], answer["is_error"]
 else:
     import base64, s3memory
-    from s3memory.storage.clients import make_s3_client
+    from s3memory.clients import make_s3_client
     from s3memory.crypto import LocalKeyProvider
     from s3memory.memory import S3Memory
     from s3memory.storage.bucket import Bucket

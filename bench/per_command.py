@@ -348,7 +348,7 @@ def run_kms(backend: Backend, results: list[CommandResult]) -> KmsColdStart | No
     kms_admin = plain_client(backend.endpoint_url, "kms")
     key_id = kms_admin.create_key(Description="s3memory bench")["KeyMetadata"]["KeyId"]
 
-    from s3memory.storage.clients import make_kms_client
+    from s3memory.clients import make_kms_client
 
     kms = make_kms_client(endpoint_url=backend.endpoint_url, region_name=REGION)
     kms_counter = RequestCounter(kms)

@@ -2,7 +2,7 @@
 
 A ``Tenant`` wraps ``S3Memory`` for one user on one bucket, in storage format 1 (plain keys) or 2
 (private names, ``docs/format-v2.md``), with the product's own S3 client
-(``s3memory.storage.clients.make_s3_client``: standard retries, 32 pooled connections). Trees are seeded
+(``s3memory.clients.make_s3_client``: standard retries, 32 pooled connections). Trees are seeded
 without the command path: each file is sealed here exactly as ``create`` seals it (the memory's own
 ``files.encode``: the body, and on format 2 the metadata that places it at its path), at the key
 the memory's layout gives it, and stored through the backend's fast seeding path.
@@ -88,7 +88,7 @@ def note_text(seed: int, lines: int = 40, width: int = 60) -> str:
 def s3memory_client(backend: Backend) -> Any:
     """The product's S3 client for ``backend`` (the same factory the tool uses by default), with the
     backend's client-side latency, if any, before every HTTP attempt."""
-    from s3memory.storage.clients import make_s3_client
+    from s3memory.clients import make_s3_client
 
     client = make_s3_client(endpoint_url=backend.endpoint_url, region_name=REGION)
     if backend.client_latency_ms:

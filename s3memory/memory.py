@@ -135,6 +135,11 @@ class S3Memory:
         self._place()
 
     @property
+    def format(self) -> Format:
+        """The storage format's strategy the store is served in (resolved first)."""
+        return self._place().format
+
+    @property
     def storage_format(self) -> int:
         """The format the store is served in (``auto``: found in the store, ``store_format.py``)."""
         return self._place().format.storage_format
@@ -504,7 +509,7 @@ class _Placed:
     def by(self, author: str | None) -> _Placed:
         """The same memory, its writes recorded as ``author``'s (hints and usage shared)."""
         files = self.files.by(author)
-        return replace(self, files=files, browser=Browser(files), jobs=JobRunner(files, self.jobs.clock))
+        return replace(self, files=files, browser=Browser(files), jobs=self.jobs.over(files))
 
 
 def _placed(
@@ -538,7 +543,7 @@ def _placed(
         usage,
         files,
         Browser(files),
-        JobRunner(files, clock),
+        JobRunner(files, resolution.format.mover, clock),
         AccessRecord(files, clock),
         upgrade,
     )

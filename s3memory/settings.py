@@ -383,7 +383,7 @@ class Settings:
         )
 
     def make_s3_client(self) -> S3Client:
-        """An S3 client with our standard client settings (see ``s3memory.storage.clients``)."""
-        from s3memory.storage.clients import make_s3_client
+        """An S3 client with our standard client settings (see ``s3memory.clients``)."""
+        from s3memory.clients import make_s3_client
 
         return make_s3_client(endpoint_url=self.endpoint_url)

@@ -75,7 +75,7 @@ class _S3Configured:
         if not isinstance(bucket, str) or not bucket:
             raise ValueError("bucket must be a non-empty string")
         if s3_client is None:
-            from s3memory.storage.clients import make_s3_client
+            from s3memory.clients import make_s3_client
 
             s3_client = make_s3_client()
         self.memory = S3Memory(

@@ -23,6 +23,7 @@ from botocore.config import Config
 from moto import mock_aws
 from moto.s3.responses import S3Response
 
+from s3memory.clients import make_s3_client
 from s3memory.core.paths import MEMORY_ROOT, memory_path
 from s3memory.crypto import KeyProvider, LocalKeyProvider
 from s3memory.demo.embedded_s3 import moto_server
@@ -30,7 +31,6 @@ from s3memory.demo.scripted_api import ScriptedMessagesAPI
 from s3memory.formats.store_keys import MIGRATED_NAME, STORE_KEY_NAME
 from s3memory.memory import S3Memory
 from s3memory.storage.bucket import Bucket
-from s3memory.storage.clients import make_s3_client
 from s3memory.storage.server_checks import SERVER_RECORD_NAME
 from s3memory.store import forget_stores
 from s3memory.testing import conditions_honoured, install_condition_checks

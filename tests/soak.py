@@ -70,6 +70,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from s3memory.clients import make_s3_client
 from s3memory.core.job_runner import MARK_MAX_AGE_SECONDS
 from s3memory.core.paths import KeyLayout, memory_path
 from s3memory.crypto import LocalKeyProvider
@@ -77,7 +78,6 @@ from s3memory.errors import CommandError, StorageError
 from s3memory.formats.store_keys import MIGRATED_NAME, STORE_KEY_NAME
 from s3memory.memory import S3Memory
 from s3memory.storage.bucket import Bucket
-from s3memory.storage.clients import make_s3_client
 from s3memory.storage.server_checks import PROBE_NAME, SERVER_RECORD_NAME
 
 from .support.backends import REGION, SeaweedServer, ServerUnavailable, find_weed

@@ -15,11 +15,11 @@ import boto3
 import pytest
 
 from bench.metrics import RequestCounter
+from s3memory.clients import make_s3_client
 from s3memory.core.paths import memory_path
 from s3memory.crypto import KMSKeyProvider
 from s3memory.memory import S3Memory
 from s3memory.storage.bucket import Bucket
-from s3memory.storage.clients import make_s3_client
 
 from .conftest import STORAGE_FORMAT, keys_of
 from .support.bucket import ALL_BACKENDS, BUCKET
@@ -193,7 +193,7 @@ def test_view_cost_does_not_grow_below_level_two(
 
 
 def ours_and_plain(s3: Any, backend: str) -> tuple[Any, Any]:
-    """A client of ``s3memory.storage.clients`` for this backend, and a plain boto3 client of the same endpoint."""
+    """A client of ``s3memory.clients`` for this backend, and a plain boto3 client of the same endpoint."""
     ours = s3 if backend == "seaweedfs" else make_s3_client(region_name="us-east-1")
     return ours, boto3.client("s3", region_name="us-east-1", endpoint_url=ours.meta.endpoint_url)
 

@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from s3memory.clients import make_s3_client
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from s3memory.storage.bucket import Bucket
-from s3memory.storage.clients import make_s3_client
 
 from .conftest import STORAGE_FORMAT
 from .support.backends import SeaweedServer

@@ -14,12 +14,12 @@ from typing import Any
 import boto3
 import pytest
 
+from s3memory.clients import make_s3_client
 from s3memory.core.paths import memory_path
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from s3memory.storage.bucket import Bucket
-from s3memory.storage.clients import make_s3_client
 
 from .conftest import STORAGE_FORMAT, keys_of, prefix_of, rename_crash_point
 from .support.bucket import BUCKET, MASTER_KEY, snapshot, stored_keys, temporary_bucket

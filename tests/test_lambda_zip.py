@@ -179,7 +179,7 @@ def test_the_allow_list_is_what_the_handlers_import() -> None:
 def test_imported_modules_follows_lazy_and_relative_imports_but_not_type_checking() -> None:
     found = imported_modules(["s3memory.aws_lambda"])
     assert "s3memory.aws_lambda.agent.handler" in found  # agent_handler, a lazy attribute
-    assert "s3memory.storage.clients" in found  # imported inside a function of the agent's credentials
+    assert "s3memory.clients" in found  # imported inside a function of the agent's credentials
     assert "s3memory.aws_lambda.expiry" not in found  # a handler of its own, imported by no other
     # ``import s3memory`` imports its version only: the rest is named under TYPE_CHECKING and imported
     # by name on first use (which handler_modules adds).

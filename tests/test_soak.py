@@ -13,12 +13,12 @@ from typing import Any, Literal
 
 import pytest
 
+from s3memory.clients import make_s3_client
 from s3memory.core.paths import KeyLayout, memory_path
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from s3memory.storage.bucket import Bucket
-from s3memory.storage.clients import make_s3_client
 
 from . import soak
 from .support.backends import REGION, SeaweedServer

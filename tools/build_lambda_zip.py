@@ -48,6 +48,7 @@ LAMBDA_PACKAGE_FILES = (
     "__init__.py",
     "_version.py",
     "py.typed",
+    "clients.py",
     "errors.py",
     "memory.py",
     "settings.py",

@@ -212,7 +212,7 @@ def history(console: Console, operations: Operations) -> Report:
     confirms=NO_QUESTION,
 )
 def restore(console: Console, operations: Operations) -> Report:
-    from s3memory.ops.versions import when
+    from s3memory.storage.bucket import when
 
     arguments = console.arguments
     if arguments.version is not None and arguments.path is None:

@@ -15,12 +15,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 from s3memory.core.job_records import MAX_SOURCES, Source, place_digest
 from s3memory.core.paths import KeyLayout, MemoryPath
 from s3memory.core.quota import Usage
-from s3memory.crypto import HEADER_BYTES, PLACE_METADATA, ObjectCipher, Sealed, plaintext_size
+from s3memory.crypto import HEADER_BYTES, PLACE_METADATA, ObjectCipher, Opened, Sealed, plaintext_size
 from s3memory.errors import CommandError, IntegrityError, StorageError
 from s3memory.storage.bucket import (
     DELETE_BATCH,
@@ -31,9 +31,6 @@ from s3memory.storage.bucket import (
     PreconditionFailed,
 )
 from s3memory.storage.concurrency import parallel
-
-if TYPE_CHECKING:
-    from s3memory.formats.strategy import Format
 
 ORIGIN_METADATA = "s3memory-origin"
 """Metadata on a renamed file: the keyed fingerprint of the path it was copied from, naming the key
@@ -198,16 +195,34 @@ class Found:
     place: str | None = None
 
 
+class FileFormat(Protocol):
+    """What the files ask of their storage format (each ``formats.strategy.Format`` is one): how a
+    file is sealed and opened at its path, and what a moved file's metadata says of its origin."""
+
+    @property
+    def places_files(self) -> bool:
+        """True if a file is placed at its path by a place record in its metadata."""
+
+    def seal_file(self, cipher: ObjectCipher, path: str, plaintext: bytes, author: str | None) -> Sealed:
+        """A memory file at ``path`` written by ``author``, sealed."""
+
+    def open_file(self, cipher: ObjectCipher, path: str, blob: bytes, metadata: Mapping[str, str]) -> Opened:
+        """A memory file read at ``path``, opened (refused unless it belongs there)."""
+
+    def origin_metadata(self, cipher: ObjectCipher, origin: MemoryPath) -> dict[str, str]:
+        """The metadata that names ``origin`` on a file moved from it."""
+
+
 class MemoryFiles:
     """One user's memory files in one bucket, encrypted with the user's keys and stored as their
-    storage format (``formats``) stores them."""
+    storage format (``FileFormat``) stores them."""
 
     def __init__(
         self,
         store: Bucket,
         layout: KeyLayout,
         cipher: ObjectCipher,
-        storage_format: Format,
+        storage_format: FileFormat,
         max_file_bytes: int,
         usage: Usage,
         author: str | None = None,
@@ -216,7 +231,7 @@ class MemoryFiles:
         self.layout = layout
         self.cipher = cipher
         self.format = storage_format
-        """How the files are sealed, opened and moved (``formats.FormatOne`` or ``FormatTwo``)."""
+        """How the files are sealed and opened (``formats.strategy.FormatOne`` or ``FormatTwo``)."""
         self.max_file_bytes = max_file_bytes
         self.usage = usage
         self.author = author

@@ -35,10 +35,10 @@ from s3memory.core.job_records import (
     record_name_is_ours,
 )
 from s3memory.core.listing import listed_past
-from s3memory.core.moves import MARK_PREFIX, WITHDRAW_WINDOW_SECONDS, Copy, Origin, SourceChanged
+from s3memory.core.moves import MARK_PREFIX, WITHDRAW_WINDOW_SECONDS, Copy, Movers, Origin, SourceChanged
 from s3memory.core.paths import MemoryPath, memory_path
 from s3memory.errors import CommandError, IntegrityError, Unsettled
-from s3memory.storage.bucket import Listed, ListingPage, ObjectTooLarge, PreconditionFailed
+from s3memory.storage.bucket import Listed, ListingPage, ObjectTooLarge, PreconditionFailed, when
 from s3memory.storage.concurrency import parallel, quietly, side
 
 MAX_AGE_SECONDS = 7 * 24 * 3600
@@ -103,14 +103,20 @@ class Judged:
 class JobRunner:
     """Directory jobs of one user: recorded under ``internal/jobs/``, finished by whoever finds them."""
 
-    def __init__(self, files: MemoryFiles, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, files: MemoryFiles, movers: Movers, clock: Callable[[], float] = time.time) -> None:
         self._files = files
         self._store = files.store
         self._layout = files.layout
         self.clock = clock
-        self.mover = files.format.mover(files, lambda: self.clock())
+        self._movers = movers
+        self.mover = movers(files, lambda: self.clock())
+        """How the files move (their format's: ``formats.strategy.Format.mover``)."""
         self.set_aside: list[str] = []
         """Names of the records this process moved to quarantine (reported by the caller)."""
+
+    def over(self, files: MemoryFiles) -> JobRunner:
+        """A runner of the same format and clock over ``files`` (the same user's, another author)."""
+        return JobRunner(files, self._movers, self.clock)
 
     @property
     def prefix(self) -> str:
@@ -212,8 +218,6 @@ class JobRunner:
     def _outlived(self, mark: Listed) -> bool:
         """True if the relied-on mark listed as ``mark`` was last written more than
         ``MARK_MAX_AGE_SECONDS`` ago."""
-        from s3memory.ops.versions import when  # versions needs the memory, which needs this module
-
         return bool(mark.modified) and self.clock() - when(mark.modified).timestamp() > MARK_MAX_AGE_SECONDS
 
     # -- running ----------------------------------------------------------------------------

@@ -157,6 +157,10 @@ class Mover(ABC):
         return head is not None and head.metadata.get(PLACE_METADATA) == copy.place
 
 
+Movers = Callable[[MemoryFiles, Callable[[], float]], "Mover"]
+"""How a storage format makes the mover of some files, timed by a clock (``Format.mover``)."""
+
+
 class RewriteMover(Mover):
     """Format 1: a move reads the file and seals its text again for the new path."""
 

@@ -223,7 +223,7 @@ class KMSKeyProvider(KeyProvider):
     @property
     def client(self) -> KMSClient:
         if self._client is None:
-            from s3memory.storage.clients import make_kms_client
+            from s3memory.clients import make_kms_client
 
             self._client = make_kms_client()
         return self._client

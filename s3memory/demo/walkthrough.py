@@ -343,7 +343,7 @@ def _set_environment(values: Mapping[str, str | None]) -> None:
 
 def _make_tool(bucket: str, key_provider: KeyProvider, endpoint: str) -> S3MemoryTool:
     """A new S3 client and tool for the demo user: nothing is shared with an earlier instance but S3."""
-    from s3memory.storage.clients import make_s3_client
+    from s3memory.clients import make_s3_client
     from s3memory.tool import S3MemoryTool
 
     s3 = make_s3_client(endpoint_url=endpoint)

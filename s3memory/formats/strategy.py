@@ -179,7 +179,7 @@ class FormatTwo(Format):
         layout, owner = FORMAT_ONE.placement(prefix, "", None, user_id)
         cipher = ObjectCipher(DataKeySource(provider, owner, KeyVault(store, layout)))
         legacy = MemoryFiles(store, layout, cipher, FORMAT_ONE, max_file_bytes, Usage(None, lambda: (0, 0)))
-        return Upgrade(legacy, marked, files, clock, settled)
+        return Upgrade(legacy, FORMAT_ONE.mover, marked, files, clock, settled)
 
 
 FORMAT_ONE = FormatOne()

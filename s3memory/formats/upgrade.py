@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from s3memory.core.files import MemoryFiles
 from s3memory.core.job_runner import JobRunner
 from s3memory.core.last_used import AccessRecord
-from s3memory.core.moves import UpgradeMover
+from s3memory.core.moves import Movers, UpgradeMover
 from s3memory.core.paths import MemoryPath
 from s3memory.errors import CommandError, IntegrityError, StorageError, shown
 from s3memory.formats.names import user_of_namespace
@@ -93,13 +93,15 @@ class UserMigration:
 
 
 class Upgrade:
-    """One user's format-1 memory (``legacy``) in a store now served in format 2 (``target``);
-    ``marked()``: whether the store is marked as holding no format-1 files now (``Store.marked``), so
-    ``ensure`` looks for none; ``settled``: the store's users this process knows to have none."""
+    """One user's format-1 memory (``legacy``, whose pending jobs move files as ``legacy_movers``
+    makes them) in a store now served in format 2 (``target``); ``marked()``: whether the store is
+    marked as holding no format-1 files now (``Store.marked``), so ``ensure`` looks for none;
+    ``settled``: the store's users this process knows to have none."""
 
     def __init__(
         self,
         legacy: MemoryFiles,
+        legacy_movers: Movers,
         marked: Callable[[], bool],
         target: MemoryFiles,
         clock: Callable[[], float],
@@ -110,7 +112,7 @@ class Upgrade:
         self._users = settled
         self._target = target
         self._store = target.store
-        self._jobs = JobRunner(legacy, clock)
+        self._jobs = JobRunner(legacy, legacy_movers, clock)
         self._access = (AccessRecord(legacy, clock), AccessRecord(target, clock))
         self._mover = UpgradeMover(legacy, target, clock)
         self._user = legacy.layout.namespace

@@ -49,7 +49,6 @@ from s3memory.formats.store_keys import STORE_KEY_MAX_BYTES, STORE_KEY_NAME
 from s3memory.formats.strategy import FORMATS
 from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
-from s3memory.ops.versions import when
 from s3memory.storage.bucket import (
     DELETE_BATCH,
     Bucket,
@@ -59,6 +58,7 @@ from s3memory.storage.bucket import (
     PreconditionFailed,
     StoredObject,
     Version,
+    when,
 )
 from s3memory.storage.concurrency import parallel
 from s3memory.storage.server_checks import rewrap_record
@@ -187,7 +187,7 @@ def rotate(
         report.current, report.old = provider.version, provider.previous_versions
         waited = True
         if report.old and not dry_run:
-            if memory.files.format.has_store_identity:
+            if memory.format.has_store_identity:
                 _rewrap_store_key(memory.store, operations.prefix, operations.store_identity, provider)
             rewrap_record(memory.store, operations.prefix, operations.store_identity, provider)
     elif isinstance(provider, KMSKeyProvider):
@@ -202,7 +202,7 @@ def rotate(
         memory.jobs.finish_pending()
     sweep = _Sweep()
     _seal_again(memory, report, sweep)
-    if waited and not report.left and not dry_run and memory.files.format.settles_after_rotation:
+    if waited and not report.left and not dry_run and memory.format.settles_after_rotation:
         _settle(memory, report, sweep)
     if waited and not report.left:
         needs = _history_needs(memory, report)
@@ -409,7 +409,7 @@ def _file_once(
     if not report.dry_run:
         writer = files.by(author)
         # where the format keeps origins, kept as it is (a hint, with its key version)
-        origin = files.format.kept_origin(stored.metadata)
+        origin = memory.format.kept_origin(stored.metadata)
         if not writer.replace(path, writer.encode(path, text), stored.etag, origin):
             return False
     report.reencrypted.append(path.text)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from s3memory.core.files import Found
 from s3memory.core.paths import MemoryPath, memory_path
@@ -25,7 +25,7 @@ from s3memory.crypto import parsed_fingerprint, plaintext_size
 from s3memory.errors import CommandError, IntegrityError
 from s3memory.memory import S3Memory
 from s3memory.ops.progress import SILENT, Progress
-from s3memory.storage.bucket import PreconditionFailed, Version
+from s3memory.storage.bucket import PreconditionFailed, Version, when
 from s3memory.storage.concurrency import parallel
 
 
@@ -60,12 +60,6 @@ class Restored:
     changed_meanwhile: list[str] = field(default_factory=list)
 
 
-def when(text: str) -> datetime:
-    """A timestamp of S3 or of the operator (ISO 8601; UTC unless it names a zone)."""
-    moment = datetime.fromisoformat(text.strip().replace(" ", "T", 1))
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
 class MemoryVersions:
     """The versions of one user's memory files."""
 
@@ -92,7 +86,7 @@ class MemoryVersions:
                 opened[version.version_id] = self.memory.files.read(target, version.version_id)
 
         parallel(read, [version for version in versions if not version.delete_marker])
-        origins = _Origins(self.memory) if self.memory.files.format.keeps_origins else None
+        origins = _Origins(self.memory) if self.memory.format.keeps_origins else None
         return sorted(
             (self._described(target, version, opened, origins) for version in versions), key=_newest_first
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -29,6 +30,13 @@ from s3memory.storage.conditions import (
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
+
+
+def when(text: str) -> datetime:
+    """A timestamp of S3 or of the operator (ISO 8601; UTC unless it names a zone)."""
+    moment = datetime.fromisoformat(text.strip().replace(" ", "T", 1))
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
 
 DELETE_BATCH = 1000
 """S3's limit of keys per DeleteObjects request."""

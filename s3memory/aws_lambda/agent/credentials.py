@@ -42,7 +42,7 @@ def _key_from_secret(secret: str) -> str:
 def _read_secret(secret_id: str) -> str:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from s3memory.storage.clients import make_secretsmanager_client
+    from s3memory.clients import make_secretsmanager_client
 
     parts = secret_id.split(":")
     region = parts[3] if len(parts) >= 7 and parts[0] == "arn" and parts[3] else None
