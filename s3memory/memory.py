@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import assert_never
+from typing import Unpack, assert_never, cast
 
 from s3memory.core.browse import Browser
 from s3memory.core.commands import Command, Create, Delete, Insert, Rename, StrReplace, View, parse_command
@@ -32,14 +32,12 @@ from s3memory.core.quota import Quota, Usage
 from s3memory.core.text import Edit, edit_snippet, insert_at, render_file, replace_unique
 from s3memory.crypto import OVERHEAD, DataKeySource, KeyOwner, KeyProvider, ObjectCipher, validate_author
 from s3memory.errors import CommandError, StorageError, Unsettled
-from s3memory.formats.choice import AUTO_FORMAT, StorageFormat
 from s3memory.formats.keyvault import KeyVault
 from s3memory.formats.strategy import Format
 from s3memory.formats.upgrade import Upgrade
 from s3memory.storage.bucket import Bucket, ListingPage, PreconditionFailed
 from s3memory.storage.concurrency import side
-from s3memory.storage.conditions import REFUSE, WeakServer
-from s3memory.store import Store
+from s3memory.store import Store, StoreOptions, refuse_unknown
 
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 MAX_FILE_BYTES_LIMIT = 4 * 1024 * 1024
@@ -48,15 +46,35 @@ DEFAULT_GUARD = ContentGuard()
 KEPT_SHOWN = 20
 """A partly done rename or delete names at most this many of the files it left in place."""
 
-__all__ = ["DEFAULT_GUARD", "DEFAULT_MAX_FILE_BYTES", "Quota", "S3Memory", "Store"]
+__all__ = ["DEFAULT_GUARD", "DEFAULT_MAX_FILE_BYTES", "MemoryOptions", "Quota", "S3Memory", "Store"]
+
+
+class MemoryOptions(StoreOptions, total=False):
+    """The options of a memory, each declared here once: ``S3Memory(store_or_bucket, user_id,
+    key_provider, **options)`` and the SDK adapters (``S3MemoryTool(bucket=..., user_id=...,
+    key_provider=..., **options)``), which hand them on; ``Settings.memory_options`` and
+    ``Operations.memory_options`` give them. The store's (``StoreOptions``: ``prefix``,
+    ``storage_format``, ``store_id``, ``weak_server``) go to the ``Store`` built over a bucket; the
+    rest are the memory's own, their defaults ``S3Memory``'s."""
+
+    max_file_bytes: int
+    """The largest file, in bytes of UTF-8 (default ``DEFAULT_MAX_FILE_BYTES``)."""
+    content_guard: ContentGuard | None
+    """What to do with secrets in a write (default ``DEFAULT_GUARD``: refuse; None: off)."""
+    quota: Quota | None
+    """The user's limits (default None: none)."""
+    actor: str | None
+    """Who writes, recorded with every write (default None: nobody named)."""
+    clock: Callable[[], float]
+    """Seconds since the epoch (default ``time.time``): job records and the last-used record."""
 
 
 class S3Memory:
     """One user's memory directory in a store, encrypted on the client.
 
     ``store`` is a ``deployment.Store``, or the bucket (``Bucket``) with the store's settings:
-    ``key_provider``, ``prefix`` (``"users/"``), ``storage_format`` (``auto``), ``store_id`` and
-    ``weak_server`` (``refuse``), which a ``Store`` holds itself. Building one sends no request:
+    ``key_provider`` and the store's options (``StoreOptions``), which a ``Store`` holds itself;
+    ``options`` are ``MemoryOptions``. Building one sends no request:
     the first command resolves the store (``Store.resolve``) and places the user's memory in it.
     """
 
@@ -65,21 +83,17 @@ class S3Memory:
         store: Store | Bucket,
         user_id: str,
         key_provider: KeyProvider | None = None,
-        *,
-        prefix: str | None = None,
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        content_guard: ContentGuard | None = DEFAULT_GUARD,
-        quota: Quota | None = None,
-        actor: str | None = None,
-        clock: Callable[[], float] = time.time,
-        storage_format: StorageFormat | None = None,
-        store_id: str | None = None,
-        weak_server: WeakServer | None = None,
+        **options: Unpack[MemoryOptions],
     ) -> None:
+        refuse_unknown(options, MemoryOptions.__optional_keys__, "S3Memory")
+        # The store's options (None: not given), for the store built over a bucket.
+        given = {
+            name: value
+            for name, value in options.items()
+            if name in StoreOptions.__optional_keys__ and value is not None
+        }
         if isinstance(store, Store):
-            if any(
-                option is not None for option in (key_provider, prefix, storage_format, store_id, weak_server)
-            ):
+            if key_provider is not None or given:
                 raise ValueError(
                     "key_provider, prefix, storage_format, store_id and weak_server are the Store's: "
                     "give them to the Store, not to S3Memory"
@@ -91,12 +105,13 @@ class S3Memory:
             self.deployment = Store(
                 store,
                 key_provider,
-                prefix="users/" if prefix is None else prefix,
-                storage_format=AUTO_FORMAT if storage_format is None else storage_format,
-                store_id=store_id,
-                weak_server=REFUSE if weak_server is None else weak_server,
+                **cast(StoreOptions, given),
             )
         """The store the memory lives in (``deployment.Store``), resolved by the first command."""
+        max_file_bytes = options.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES)
+        content_guard = options.get("content_guard", DEFAULT_GUARD)
+        quota = options.get("quota")
+        clock = options.get("clock", time.time)
         if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int) or max_file_bytes < 1:
             raise ValueError("max_file_bytes must be a positive integer")
         if content_guard is not None and not isinstance(content_guard, ContentGuard):
@@ -111,7 +126,7 @@ class S3Memory:
         self._user_id = UserId(user_id)
         self._namespace = validate_namespace(self._user_id, self.deployment.prefix)
         self._limits = (max_file_bytes, quota, clock)
-        self._author = _author(actor)
+        self._author = _author(options.get("actor"))
         self._base: S3Memory | None = None
         self._placed: _Placed | None = None
         self._lock = threading.Lock()

@@ -34,7 +34,7 @@ import base64
 import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from s3memory.core.guard import ContentGuard
@@ -42,10 +42,10 @@ from s3memory.core.paths import check_prefix
 from s3memory.core.quota import Quota
 from s3memory.crypto import DATA_KEY_BYTES, MAX_KEY_VERSION, KeyProvider, KMSKeyProvider, LocalKeyProvider
 from s3memory.formats.choice import AUTO_FORMAT, StorageFormat, checked_format
-from s3memory.memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT
+from s3memory.memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT, MemoryOptions
 from s3memory.storage.bucket import Bucket
 from s3memory.storage.conditions import REFUSE, SINGLE_WRITER, WeakServer, checked_weak_server
-from s3memory.store import Store
+from s3memory.store import DEFAULT_PREFIX, Store, StoreOptions
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -73,8 +73,6 @@ JWT_AUDIENCE = "S3MEMORY_JWT_AUDIENCE"
 JWT_SCOPES = "S3MEMORY_JWT_SCOPES"
 DEFAULT_MODEL = "claude-sonnet-4-5"
 """The model used when none is named: by the agent Lambda (``S3MEMORY_MODEL``) and ``s3memory demo --live``."""
-DEFAULT_PREFIX = "users/"
-"""A synchronous Lambda answer is at most 6 MB, and a viewed file grows by its line numbers."""
 QUOTA_LIMIT = 10**15
 GuardMode = Literal["refuse", "redact", "off"]
 GUARD_MODES: tuple[GuardMode, ...] = ("refuse", "redact", "off")
@@ -195,8 +193,8 @@ class Limits:
         max_file_bytes = whole_number(environ, MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT) or DEFAULT_MAX_FILE_BYTES
         return cls(quota, guard_mode, max_file_bytes)
 
-    def memory_options(self) -> dict[str, Any]:
-        """The keyword arguments of ``S3Memory`` (and the SDK adapters) these limits set."""
+    def memory_options(self) -> MemoryOptions:
+        """The options of ``S3Memory`` (and the SDK adapters) these limits set."""
         guard = {"refuse": DEFAULT_GUARD, "redact": ContentGuard(mode="redact"), "off": None}[self.guard_mode]
         return {"quota": self.quota, "content_guard": guard, "max_file_bytes": self.max_file_bytes}
 
@@ -340,16 +338,19 @@ class Settings:
             weak_server=weak_server,
         )
 
-    def memory_options(self) -> dict[str, Any]:
-        """The keyword arguments of ``S3Memory`` these settings set: where the memory lives, in
-        which format, and the limits."""
+    def store_options(self) -> StoreOptions:
+        """The options of the store these settings name (``make_store``)."""
         return {
             "prefix": self.prefix,
             "storage_format": self.storage_format,
             "store_id": self.store_id,
             "weak_server": self.weak_server,
-            **self.limits.memory_options(),
         }
+
+    def memory_options(self) -> MemoryOptions:
+        """The options of an ``S3Memory`` over the bucket these settings set: where the memory
+        lives, in which format (``store_options``), and the limits."""
+        return {**self.store_options(), **self.limits.memory_options()}
 
     def make_store(self, s3_client: S3Client | None = None, key_provider: KeyProvider | None = None) -> Store:
         """The store these settings name (``deployment.Store``): the one place where the bucket,
@@ -360,10 +361,7 @@ class Settings:
         return Store(
             Bucket(s3_client or self.make_s3_client(), self.bucket),
             key_provider or self.make_key_provider(),
-            prefix=self.prefix,
-            storage_format=self.storage_format,
-            store_id=self.store_id,
-            weak_server=self.weak_server,
+            **self.store_options(),
         )
 
     @property

@@ -23,9 +23,9 @@ prefixes, formats or keys; a store in this sense is a deployment of s3memory in 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TypedDict, TypeVar, Unpack
 
 from s3memory.core.paths import KeyLayout
 from s3memory.crypto import KeyOwner, KeyProvider
@@ -37,7 +37,34 @@ from s3memory.storage import server_checks
 from s3memory.storage.bucket import Bucket, RequestFailed
 from s3memory.storage.conditions import REFUSE, Enforced, Gate, WeakServer, checked_weak_server
 
-__all__ = ["Resolution", "Store", "forget_stores", "reaching"]
+__all__ = ["DEFAULT_PREFIX", "Resolution", "Store", "StoreOptions", "forget_stores", "reaching"]
+
+DEFAULT_PREFIX = "users/"
+"""The key prefix of the user namespaces when none is given (``S3MEMORY_PREFIX``'s default too)."""
+
+
+class StoreOptions(TypedDict, total=False):
+    """The options of a store, each declared here once: ``Store(bucket, key_provider, **options)``,
+    and (``memory.MemoryOptions``, which holds them) of ``S3Memory`` over a bucket and the SDK
+    adapters. Their defaults are ``Store``'s."""
+
+    prefix: str
+    """The key prefix of the user namespaces (default ``DEFAULT_PREFIX``)."""
+    storage_format: StorageFormat
+    """1, 2 or ``auto`` (default: found in the store, ``formats/choice.py``)."""
+    store_id: str | None
+    """Format 2: the store's id, bound into every object (default None: the bucket's name)."""
+    weak_server: WeakServer
+    """On a server that ignores PutObject or DeleteObject conditions: ``refuse`` (default) or
+    ``single-writer`` (``storage/conditions.py``)."""
+
+
+def refuse_unknown(options: Mapping[str, object], known: frozenset[str], taker: str) -> None:
+    """The ``TypeError`` Python raises for a keyword a function does not take, for one that takes
+    ``**options`` of a ``TypedDict`` (whose keys ``known`` are; Python does not check them)."""
+    for name in options:
+        if name not in known:
+            raise TypeError(f"{taker}() got an unexpected keyword argument {name!r}")
 
 
 @dataclass(frozen=True)
@@ -93,29 +120,37 @@ class Store:
         self,
         bucket: Bucket,
         key_provider: KeyProvider,
-        *,
-        prefix: str = "users/",
-        storage_format: StorageFormat = AUTO_FORMAT,
-        store_id: str | None = None,
-        weak_server: WeakServer = REFUSE,
+        **options: Unpack[StoreOptions],
     ) -> None:
+        refuse_unknown(options, StoreOptions.__optional_keys__, "Store")
         if not isinstance(bucket, Bucket):
             raise ValueError("bucket must be a Bucket (s3memory.Bucket)")
         if not isinstance(key_provider, KeyProvider):
             raise ValueError("key_provider must be a KMSKeyProvider or LocalKeyProvider")
         self.bucket = bucket
         self.key_provider = key_provider
-        self.prefix = prefix
-        self.setting = checked_format(storage_format)
+        self.prefix = prefix = options.get("prefix", DEFAULT_PREFIX)
+        self.setting = checked_format(options.get("storage_format", AUTO_FORMAT))
         """The storage format setting: 1, 2 or ``auto``."""
-        self.store_id = store_id
+        self.store_id = store_id = options.get("store_id")
         """The store's id (None: the bucket's name), bound into every format-2 object."""
         self.identity = store_identity(store_id or bucket.bucket, prefix)
-        self.weak_server = checked_weak_server(weak_server)
+        self.weak_server = checked_weak_server(options.get("weak_server", REFUSE))
         self._facts = _facts_of(bucket, prefix, self.identity)
         self._lock = threading.Lock()
         self._resolution: Resolution | None = None
         self._found: int | None = None
+
+    @property
+    def options(self) -> StoreOptions:
+        """What the store was built with, every option given: ``Store(bucket, key_provider,
+        **store.options)`` is a store of the same place, identity, format setting and mode."""
+        return {
+            "prefix": self.prefix,
+            "storage_format": self.setting,
+            "store_id": self.store_id,
+            "weak_server": self.weak_server,
+        }
 
     @property
     def settled(self) -> SettledUsers:

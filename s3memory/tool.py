@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, Unpack
 
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
 from anthropic.types.beta import BetaCacheControlEphemeralParam
 
-from s3memory.core.guard import ContentGuard
 from s3memory.crypto import KeyProvider
 from s3memory.errors import CommandError, unexpected_failure
-from s3memory.formats.choice import AUTO_FORMAT, StorageFormat
-from s3memory.memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES, Quota, S3Memory
+from s3memory.memory import MemoryOptions, S3Memory
 from s3memory.storage.bucket import Bucket
-from s3memory.storage.conditions import REFUSE, WeakServer
+from s3memory.store import refuse_unknown
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -52,7 +50,8 @@ def _as_input(command: Any) -> object:
 
 class _S3Configured:
     """The constructor both adapters share: one user's memory in one bucket, built without a request
-    (the first command resolves the store: ``deployment.Store``)."""
+    (the first command resolves the store: ``deployment.Store``). Beside its own arguments it takes
+    the memory's options (``MemoryOptions``) and hands them to ``S3Memory``."""
 
     def __init__(
         self,
@@ -61,16 +60,10 @@ class _S3Configured:
         user_id: str,
         key_provider: KeyProvider,
         s3_client: S3Client | None = None,
-        prefix: str = "users/",
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-        content_guard: ContentGuard | None = DEFAULT_GUARD,
-        quota: Quota | None = None,
         cache_control: BetaCacheControlEphemeralParam | None = None,
-        actor: str | None = None,
-        storage_format: StorageFormat = AUTO_FORMAT,
-        store_id: str | None = None,
-        weak_server: WeakServer = REFUSE,
+        **options: Unpack[MemoryOptions],
     ) -> None:
+        refuse_unknown(options, MemoryOptions.__optional_keys__, type(self).__name__)
         super().__init__(cache_control=cache_control)  # type: ignore[call-arg]
         if not isinstance(bucket, str) or not bucket:
             raise ValueError("bucket must be a non-empty string")
@@ -78,19 +71,7 @@ class _S3Configured:
             from s3memory.clients import make_s3_client
 
             s3_client = make_s3_client()
-        self.memory = S3Memory(
-            Bucket(s3_client, bucket),
-            user_id,
-            key_provider,
-            prefix=prefix,
-            max_file_bytes=max_file_bytes,
-            content_guard=content_guard,
-            quota=quota,
-            actor=actor,
-            storage_format=storage_format,
-            store_id=store_id,
-            weak_server=weak_server,
-        )
+        self.memory = S3Memory(Bucket(s3_client, bucket), user_id, key_provider, **options)
 
     @classmethod
     def over(cls, memory: S3Memory, *, cache_control: BetaCacheControlEphemeralParam | None = None) -> Self:

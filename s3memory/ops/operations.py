@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Unpack
 
 from s3memory.core.job_records import JOB_PREFIX, QUARANTINE_PREFIX
 from s3memory.core.last_used import ACCESS_NAME
@@ -28,12 +28,11 @@ from s3memory.core.moves import MARK_PREFIX
 from s3memory.core.paths import KeyLayout, memory_path, validate_namespace
 from s3memory.crypto import KeyProvider, KMSKeyProvider, plaintext_size
 from s3memory.errors import CommandError, IntegrityError
-from s3memory.formats.choice import AUTO_FORMAT, StorageFormat
 from s3memory.formats.keyvault import KEYS_PREFIX, key_version
 from s3memory.formats.names import user_of_namespace
 from s3memory.formats.strategy import Format, numbered
 from s3memory.formats.upgrade import born_in_format_2
-from s3memory.memory import S3Memory
+from s3memory.memory import MemoryOptions, S3Memory
 from s3memory.ops import folders
 from s3memory.ops.progress import SILENT, Progress
 from s3memory.settings import Limits, Settings
@@ -41,14 +40,12 @@ from s3memory.storage.bucket import AccessDenied, Bucket, Listed, Version
 from s3memory.storage.conditions import (
     FORMAT_NEEDS,
     LOOKED_FOR_IN_SINGLE_WRITER_MODE,
-    REFUSE,
     SINGLE_WRITER,
     Enforced,
-    WeakServer,
 )
 from s3memory.storage.nesting import check_no_store_at, check_not_nested
 from s3memory.storage.server_checks import probe_again
-from s3memory.store import Store, reaching
+from s3memory.store import Store, StoreOptions, reaching, refuse_unknown
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -152,21 +149,12 @@ class Operations:
         store: Bucket,
         key_provider: KeyProvider,
         *,
-        prefix: str = "users/",
         limits: Limits | None = None,
         actor: str | None = None,
-        storage_format: StorageFormat = AUTO_FORMAT,
-        store_id: str | None = None,
-        weak_server: WeakServer = REFUSE,
+        **options: Unpack[StoreOptions],
     ) -> None:
-        deployment = Store(
-            store,
-            key_provider,
-            prefix=prefix,
-            storage_format=storage_format,
-            store_id=store_id,
-            weak_server=weak_server,
-        )
+        refuse_unknown(options, StoreOptions.__optional_keys__, "Operations")
+        deployment = Store(store, key_provider, **options)
         self._serve(deployment, limits, actor)
 
     @classmethod
@@ -241,18 +229,12 @@ class Operations:
             ]
         return ServerCheck(found, before, missing)
 
-    def memory_options(self) -> dict[str, Any]:
-        """The keyword arguments of an ``S3Memory`` of this store over its bucket: where the memory
-        lives, in which format (the setting: a memory serves ``auto`` as found here, but decides a
-        new store's format itself, probing its server, where this found it only for now), and the
-        limits (as ``Settings.memory_options`` gives them)."""
-        return {
-            "prefix": self.prefix,
-            "storage_format": self.deployment.setting,
-            "store_id": self.store_id,
-            "weak_server": self.weak_server,
-            **self.limits.memory_options(),
-        }
+    def memory_options(self) -> MemoryOptions:
+        """The options of an ``S3Memory`` of this store over its bucket: where the memory lives, in
+        which format (the store's options, the format's setting among them: a memory serves ``auto``
+        as found here, but decides a new store's format itself, probing its server, where this found
+        it only for now), and the limits (as ``Settings.memory_options`` gives them)."""
+        return {**self.deployment.options, **self.limits.memory_options()}
 
     def check_nesting(self) -> None:
         """Refuse (``nesting.NestedStore``) a store whose prefix lies inside another store's; looked
@@ -305,7 +287,8 @@ class Operations:
         the user's namespace). On a format-2 store without a store key, this makes one (see
         ``existing_memory``)."""
         self.check_nesting()
-        memory = S3Memory(self.deployment, user_id, actor=self.actor, **self.limits.memory_options())
+        options: MemoryOptions = {**self.limits.memory_options(), "actor": self.actor}
+        memory = S3Memory(self.deployment, user_id, **options)
         check_no_store_at(self.store, memory.layout.namespace)
         return memory
 
