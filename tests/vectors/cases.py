@@ -15,21 +15,15 @@ from dataclasses import dataclass
 from typing import Any, cast
 from unittest import mock
 
-from s3memory.crypto import (
-    DataKeySource,
-    KeyOwner,
-    KMSKeyProvider,
-    LocalKeyProvider,
-    ObjectCipher,
-    Opened,
-    Sealed,
-)
+from s3memory.crypto import KeyOwner, KMSKeyProvider, LocalKeyProvider, ObjectCipher, Opened, Sealed
 from s3memory.formats.names import NameCipher, namespace_of, user_of_namespace
 from s3memory.formats.store_keys import store_identity
 from s3memory.formats.upgrade import mark_migrated, read_mark
 from s3memory.storage.bucket import Bucket, StoredObject
 from s3memory.storage.conditions import Enforced
 from s3memory.storage.server_checks import open_record, seal_record
+
+from ..support.ciphers import NoVault, local_cipher
 
 Json = dict[str, Any]
 
@@ -51,21 +45,6 @@ def drawn(draws: list[str]) -> Iterator[None]:
     assert not queue, f"{len(queue)} random draws the vector holds were not made"
 
 
-class _NoVault:
-    """A local key provider's vault: it needs none."""
-
-    identity = "none"
-
-    def versions(self) -> list[int]:
-        raise AssertionError("a local key provider needs no vault")
-
-    def get_wrapped(self, version: int) -> bytes | None:
-        raise AssertionError("a local key provider needs no vault")
-
-    def put_wrapped_if_absent(self, version: int, wrapped: bytes) -> bool:
-        raise AssertionError("a local key provider needs no vault")
-
-
 def _local(inputs: Json) -> LocalKeyProvider:
     return LocalKeyProvider(bytes.fromhex(inputs["master_key"]), version=inputs["master_version"])
 
@@ -75,7 +54,7 @@ def _owner(inputs: Json) -> KeyOwner:
 
 
 def _cipher(inputs: Json) -> ObjectCipher:
-    return ObjectCipher(DataKeySource(_local(inputs), _owner(inputs), _NoVault()))
+    return local_cipher(_local(inputs), _owner(inputs))
 
 
 def _file_sealing(
@@ -163,7 +142,7 @@ def _seal_store_identity(inputs: Json) -> Json:
 def _local_data_keys(inputs: Json) -> Json:
     provider = _local(inputs)
     return {
-        name: provider.data_key(_owner(owner), inputs["master_version"], _NoVault()).hex()
+        name: provider.data_key(_owner(owner), inputs["master_version"], NoVault()).hex()
         for name, owner in inputs["owners"].items()
     }
 
