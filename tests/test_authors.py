@@ -14,7 +14,6 @@ from s3memory.cli.console import Console, operator_actor
 from s3memory.cli.main import _parser
 from s3memory.crypto import (
     AUTHOR_METADATA,
-    DataKeySource,
     KeyOwner,
     LocalKeyProvider,
     ObjectCipher,
@@ -28,24 +27,15 @@ from s3memory.ops.versions import MemoryVersions
 from s3memory.storage.bucket import Bucket
 
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot
+from .support.ciphers import local_cipher
 
 BACKENDS = ALL_BACKENDS
 PATH = "/memories/notes.md"
 KEY = "users/alice/memories/notes.md"
 
 
-class _NoVault:
-    identity = "test"
-
-    def get_wrapped(self, version: int) -> bytes | None:
-        return None
-
-    def put_wrapped_if_absent(self, version: int, wrapped: bytes) -> bool:
-        return True
-
-
 def _cipher(user: str = "alice") -> ObjectCipher:
-    return ObjectCipher(DataKeySource(LocalKeyProvider(MASTER_KEY), KeyOwner(user), _NoVault()))
+    return local_cipher(LocalKeyProvider(MASTER_KEY), KeyOwner(user))
 
 
 # -- the rule and the cipher ---------------------------------------------------------------------

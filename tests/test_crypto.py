@@ -20,7 +20,6 @@ from s3memory.crypto import (
     MAGIC,
     OVERHEAD,
     PLACE_METADATA,
-    DataKeySource,
     KeyOwner,
     KeyProvider,
     KMSKeyProvider,
@@ -35,6 +34,7 @@ from s3memory.memory import S3Memory
 
 from .conftest import STORAGE_FORMAT, format_1_only, key_of, store_objects
 from .support.bucket import BUCKET, MASTER_KEY, snapshot, stored_keys
+from .support.ciphers import local_cipher
 
 COLD_STORE_KEY = 0 if STORAGE_FORMAT == 1 else 1
 """On format 2 a process with a new key provider first reads and unwraps the store key (one
@@ -43,23 +43,10 @@ GetObject, one KMS Decrypt: ``store_keys.py``) to name the user."""
 SECRET = "my passport number is X1234567"
 
 
-class _NoVault:
-    identity = "none"
-
-    def versions(self) -> list[int]:
-        raise AssertionError("a local key provider needs no vault")
-
-    def get_wrapped(self, version: int) -> bytes | None:
-        raise AssertionError("a local key provider needs no vault")
-
-    def put_wrapped_if_absent(self, version: int, wrapped: bytes) -> bool:
-        raise AssertionError("a local key provider needs no vault")
-
-
 def cipher(
     user: str = "alice", master: bytes = MASTER_KEY, provider: KeyProvider | None = None
 ) -> ObjectCipher:
-    return ObjectCipher(DataKeySource(provider or LocalKeyProvider(master), KeyOwner(user), _NoVault()))
+    return local_cipher(provider or LocalKeyProvider(master), KeyOwner(user))
 
 
 @given(st.binary(max_size=4096))

@@ -22,19 +22,11 @@ from s3memory.ops.operations import Operations
 from s3memory.settings import Settings
 from s3memory.store import Store
 
-from .support.bucket import BUCKET, LOCAL_KEY_B64
+from .support.bucket import BUCKET, STORE_ENVIRON
 from .support.issuer import http_event, loopback_issuer
 
 VIEW = {"command": "view", "path": "/memories"}
 CREATE = {"command": "create", "path": "/memories/a.txt", "file_text": "hello\n"}
-ENVIRON = {
-    "S3MEMORY_BUCKET": BUCKET,
-    "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64,
-    "S3MEMORY_PREFIX": "tenants/acme/",
-    "S3MEMORY_STORAGE_FORMAT": "2",
-    "S3MEMORY_STORE_ID": "replica-source",
-    "S3MEMORY_WEAK_SERVER": "single-writer",
-}
 
 
 @pytest.fixture(autouse=True)
@@ -154,13 +146,13 @@ def described(store: Store) -> tuple[object, ...]:
 
 def test_the_store_a_setting_names(s3: Any) -> None:
     provider = LocalKeyProvider(b"k" * 32)
-    store = Settings.from_env(ENVIRON).make_store(s3, provider)
+    store = Settings.from_env(STORE_ENVIRON).make_store(s3, provider)
     assert store.key_provider is provider and store.bucket.client is s3
     assert described(store)[:5] == (BUCKET, "tenants/acme/", 2, "replica-source", "single-writer")
 
 
 def test_the_lambda_runtime_and_operations_take_the_settings_store(s3: Any, made: list[Store]) -> None:
-    served = runtime.get_runtime(ENVIRON)
+    served = runtime.get_runtime(STORE_ENVIRON)
     assert made == [served.store]
     operations = Operations.from_settings(served.settings, s3, key_provider=served.key_provider)
     assert made[1:] == [operations.deployment]
@@ -175,7 +167,7 @@ def test_the_lambda_runtime_and_operations_take_the_settings_store(s3: Any, made
 
 def test_the_consoles_flags_override_the_environment_on_the_same_path(s3: Any, made: list[Store]) -> None:
     arguments = argparse.Namespace(prefix="other/", store_id=None, bucket=None)
-    settings = settings_from(arguments, ENVIRON)
+    settings = settings_from(arguments, STORE_ENVIRON)
     assert (settings.prefix, settings.store_id) == ("other/", "replica-source")
     assert described(Operations.from_settings(settings, s3).deployment)[1:4] == (
         "other/",

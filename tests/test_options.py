@@ -24,7 +24,7 @@ from s3memory.storage.bucket import Bucket
 from s3memory.store import Store
 from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
 
-from .support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY
+from .support.bucket import BUCKET, MASTER_KEY, STORE_ENVIRON
 
 TOOL_OWN = {"bucket", "user_id", "key_provider", "s3_client", "cache_control"}
 """What the SDK adapters take beside the memory's options."""
@@ -43,12 +43,7 @@ BAD = {
 }
 """A value of each option that its check refuses, with a ``ValueError`` that names it."""
 ENVIRON = {
-    "S3MEMORY_BUCKET": BUCKET,
-    "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64,
-    "S3MEMORY_PREFIX": "tenants/acme/",
-    "S3MEMORY_STORAGE_FORMAT": "2",
-    "S3MEMORY_STORE_ID": "replica-source",
-    "S3MEMORY_WEAK_SERVER": "single-writer",
+    **STORE_ENVIRON,
     "S3MEMORY_QUOTA_FILES": "3",
     "S3MEMORY_GUARD": "redact",
     "S3MEMORY_MAX_FILE_BYTES": "2048",

@@ -11,7 +11,6 @@ import pytest
 from s3memory.core.guard import ContentGuard
 from s3memory.core.quota import Quota
 from s3memory.crypto import (
-    DataKeySource,
     KeyOwner,
     KeyProvider,
     LocalKeyProvider,
@@ -23,6 +22,7 @@ from s3memory.memory import DEFAULT_GUARD
 from s3memory.settings import Edge, Limits, Settings, SettingsError, TokenCheck, secure_url
 
 from .support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY
+from .support.ciphers import local_cipher
 
 BASE = {"S3MEMORY_BUCKET": BUCKET, "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64}
 
@@ -201,21 +201,8 @@ NEW_KEY_B64 = base64.b64encode(NEW_KEY).decode("ascii")
 OTHER_B64 = base64.b64encode(bytes(range(200, 232))).decode("ascii")
 
 
-class _NoVault:
-    identity = "none"
-
-    def versions(self) -> list[int]:
-        raise AssertionError("a local key provider needs no vault")
-
-    def get_wrapped(self, version: int) -> bytes | None:
-        raise AssertionError("a local key provider needs no vault")
-
-    def put_wrapped_if_absent(self, version: int, wrapped: bytes) -> bool:
-        raise AssertionError("a local key provider needs no vault")
-
-
 def sealer(provider: KeyProvider) -> ObjectCipher:
-    return ObjectCipher(DataKeySource(provider, KeyOwner("alice"), _NoVault()))
+    return local_cipher(provider, KeyOwner("alice"))
 
 
 def test_a_new_local_master_key_seals_and_the_previous_ones_still_open() -> None:

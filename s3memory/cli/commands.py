@@ -100,12 +100,20 @@ def cat(console: Console, operations: Operations) -> Report:
     return Report({"path": path, "text": text}, [text], {"bytes": len(text.encode("utf-8"))}, end="")
 
 
+def _transfer_arguments(overwrites: str) -> tuple[Argument, ...]:
+    """The arguments of a transfer between a user's memory and DIR/memories/... (export, import):
+    the user, the folder, and ``--overwrite``, which replaces ``overwrites``."""
+    return (
+        USER,
+        Argument("directory", type=Path),
+        Argument("--overwrite", action="store_true", help=f"replace {overwrites}"),
+    )
+
+
 @command(
     "export",
     "write a user's memory as DIR/memories/... (the SDK's local layout)",
-    USER,
-    Argument("directory", type=Path),
-    Argument("--overwrite", action="store_true", help="replace local files that differ"),
+    *_transfer_arguments("local files that differ"),
 )
 def export(console: Console, operations: Operations) -> Report:
     arguments = console.arguments
@@ -119,9 +127,7 @@ def export(console: Console, operations: Operations) -> Report:
 @command(
     "import",
     "load DIR/memories/... (what the SDK's local tool wrote)",
-    USER,
-    Argument("directory", type=Path),
-    Argument("--overwrite", action="store_true", help="replace stored files whose text differs"),
+    *_transfer_arguments("stored files whose text differs"),
     Argument("--dry-run", action="store_true", help="check every file, change nothing"),
     confirms="do not ask before overwriting",
 )

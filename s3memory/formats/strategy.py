@@ -97,8 +97,16 @@ class Format(ABC):
         settled: SettledUsers,
         max_file_bytes: int,
     ) -> Upgrade | None:
-        """The move of ``user_id``'s files of an older format into ``files`` (None: nothing to move)."""
-        return None
+        """The move of ``user_id``'s files of an older format into ``files`` (None where this format
+        moves none: ``moves_older_formats``). Format 2 moves the user's format-1 files (up to
+        ``max_file_bytes`` each) before the first command unless the store is marked as holding
+        none (``upgrade.Upgrade``): read as format 1 sealed them, never written there."""
+        if not self.moves_older_formats:
+            return None
+        layout, owner = FORMAT_ONE.placement(prefix, "", None, user_id)
+        cipher = ObjectCipher(DataKeySource(provider, owner, KeyVault(store, layout)))
+        legacy = MemoryFiles(store, layout, cipher, FORMAT_ONE, max_file_bytes, Usage(None, lambda: (0, 0)))
+        return Upgrade(legacy, FORMAT_ONE.mover, marked, files, clock, settled)
 
 
 class FormatOne(Format):
@@ -160,26 +168,6 @@ class FormatTwo(Format):
 
     def mover(self, files: MemoryFiles, clock: Callable[[], float]) -> Mover:
         return ServerCopyMover(files, clock)
-
-    def upgrade(
-        self,
-        store: Bucket,
-        user_id: str,
-        prefix: str,
-        provider: KeyProvider,
-        marked: Callable[[], bool],
-        files: MemoryFiles,
-        clock: Callable[[], float],
-        settled: SettledUsers,
-        max_file_bytes: int,
-    ) -> Upgrade | None:
-        """The user's format-1 files (up to ``max_file_bytes`` each), moved before the first command
-        unless the store is marked as holding none (``migration.Upgrade``): read as format 1 sealed
-        them, never written there."""
-        layout, owner = FORMAT_ONE.placement(prefix, "", None, user_id)
-        cipher = ObjectCipher(DataKeySource(provider, owner, KeyVault(store, layout)))
-        legacy = MemoryFiles(store, layout, cipher, FORMAT_ONE, max_file_bytes, Usage(None, lambda: (0, 0)))
-        return Upgrade(legacy, FORMAT_ONE.mover, marked, files, clock, settled)
 
 
 FORMAT_ONE = FormatOne()

@@ -193,6 +193,14 @@ class Bucket:
         if (head is not None) if absent else (head is None or head.etag != etag):
             raise PreconditionFailed(key)
 
+    def _if_match(self, arguments: dict[str, Any], condition: str, key: str, etag: str) -> None:
+        """``IfMatch: etag`` on the request ``arguments`` where the server enforces ``condition``;
+        elsewhere the single-writer mode's look instead (``_looked_for``)."""
+        if self._sends(condition):
+            arguments["IfMatch"] = etag
+        else:
+            self._looked_for(key, etag=etag)
+
     def _call(self, operation: str, **arguments: Any) -> Any:
         """Send one ``operation`` (``"GetObject"``...) on this bucket. A failure becomes
         ``PreconditionFailed`` (412; ``after_retry`` when botocore had retried), ``ConditionalConflict``
@@ -285,10 +293,7 @@ class Bucket:
             else:
                 self._looked_for(key, absent=True)
         if if_match is not None:
-            if self._sends(PUT_IF_MATCH):
-                arguments["IfMatch"] = if_match
-            else:
-                self._looked_for(key, etag=if_match)
+            self._if_match(arguments, PUT_IF_MATCH, key, if_match)
         try:
             return str(self._call("PutObject", **arguments)["ETag"])
         except _Missing as missing:  # IfMatch on a key that is gone (moto answers 404)
@@ -301,10 +306,7 @@ class Bucket:
         is gone (a retry of a delete whose answer was lost may find it so: see ``after_retry``)."""
         arguments: dict[str, Any] = {"Key": key}
         if if_match is not None:
-            if self._sends(DELETE_IF_MATCH):
-                arguments["IfMatch"] = if_match
-            else:
-                self._looked_for(key, etag=if_match)
+            self._if_match(arguments, DELETE_IF_MATCH, key, if_match)
         try:
             self._call("DeleteObject", **arguments)
         except _Missing as missing:

@@ -12,6 +12,16 @@ BUCKET = "agent-memory"
 MASTER_KEY = bytes(range(32))
 LOCAL_KEY_B64 = base64.b64encode(MASTER_KEY).decode("ascii")
 """``MASTER_KEY`` as ``S3MEMORY_LOCAL_KEY`` takes it."""
+STORE_ENVIRON = {
+    "S3MEMORY_BUCKET": BUCKET,
+    "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64,
+    "S3MEMORY_PREFIX": "tenants/acme/",
+    "S3MEMORY_STORAGE_FORMAT": "2",
+    "S3MEMORY_STORE_ID": "replica-source",
+    "S3MEMORY_WEAK_SERVER": "single-writer",
+}
+"""The settings (``S3MEMORY_*``) of a store in ``BUCKET`` that sets each of its own settings to
+other than its default: prefix, storage format, store id and weak server."""
 ALL_BACKENDS = ("moto", "seaweedfs")
 """The servers every suite that names its backends runs on."""
 SERVER_MATRIX = ("moto", "seaweedfs", "s3rver", "localstack")

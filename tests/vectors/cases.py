@@ -15,21 +15,15 @@ from dataclasses import dataclass
 from typing import Any, cast
 from unittest import mock
 
-from s3memory.crypto import (
-    DataKeySource,
-    KeyOwner,
-    KMSKeyProvider,
-    LocalKeyProvider,
-    ObjectCipher,
-    Opened,
-    Sealed,
-)
+from s3memory.crypto import KeyOwner, KMSKeyProvider, LocalKeyProvider, ObjectCipher, Opened, Sealed
 from s3memory.formats.names import NameCipher, namespace_of, user_of_namespace
 from s3memory.formats.store_keys import store_identity
 from s3memory.formats.upgrade import mark_migrated, read_mark
 from s3memory.storage.bucket import Bucket, StoredObject
 from s3memory.storage.conditions import Enforced
 from s3memory.storage.server_checks import open_record, seal_record
+
+from ..support.ciphers import NoVault, local_cipher
 
 Json = dict[str, Any]
 
@@ -51,21 +45,6 @@ def drawn(draws: list[str]) -> Iterator[None]:
     assert not queue, f"{len(queue)} random draws the vector holds were not made"
 
 
-class _NoVault:
-    """A local key provider's vault: it needs none."""
-
-    identity = "none"
-
-    def versions(self) -> list[int]:
-        raise AssertionError("a local key provider needs no vault")
-
-    def get_wrapped(self, version: int) -> bytes | None:
-        raise AssertionError("a local key provider needs no vault")
-
-    def put_wrapped_if_absent(self, version: int, wrapped: bytes) -> bool:
-        raise AssertionError("a local key provider needs no vault")
-
-
 def _local(inputs: Json) -> LocalKeyProvider:
     return LocalKeyProvider(bytes.fromhex(inputs["master_key"]), version=inputs["master_version"])
 
@@ -75,7 +54,7 @@ def _owner(inputs: Json) -> KeyOwner:
 
 
 def _cipher(inputs: Json) -> ObjectCipher:
-    return ObjectCipher(DataKeySource(_local(inputs), _owner(inputs), _NoVault()))
+    return local_cipher(_local(inputs), _owner(inputs))
 
 
 def _file_sealing(
@@ -163,7 +142,7 @@ def _seal_store_identity(inputs: Json) -> Json:
 def _local_data_keys(inputs: Json) -> Json:
     provider = _local(inputs)
     return {
-        name: provider.data_key(_owner(owner), inputs["master_version"], _NoVault()).hex()
+        name: provider.data_key(_owner(owner), inputs["master_version"], NoVault()).hex()
         for name, owner in inputs["owners"].items()
     }
 
@@ -336,14 +315,49 @@ SALT = "".join(f"{n:02x}" for n in range(0x40, 0x60))
 NONCE = "c0c1c2c3c4c5c6c7c8c9cacb"
 PLACE_NONCE = "d0d1d2d3d4d5d6d7d8d9dadb"
 
+LOCAL_KEY: Json = {"master_key": MASTER, "master_version": 7}
+"""The inputs naming the local master key (of version 7) the vectors' keys come from."""
+ALICE: Json = {**LOCAL_KEY, "user_id": "alice"}
+"""The inputs of alice as a format-1 key owner, under the local master key."""
+ALICE_IN_STORE: Json = {**ALICE, "store": STORE, "namespace": NAMESPACE}
+"""The inputs of alice as a format-2 key owner: in the store ``STORE``, under her namespace."""
+OWNERS: Json = {
+    "format-1": {"user_id": "alice"},
+    "format-2": {"user_id": "alice", "store": STORE, "namespace": NAMESPACE},
+}
+"""A key owner of each format, as ``_owner`` reads one."""
+
+
+def _internal_object(name: str, about: str, owner: Json) -> Case:
+    """The case of a job record sealed as an internal object of ``owner`` (ObjectCipher.seal)."""
+    return Case(
+        name,
+        about,
+        {**owner, "name": "internal/jobs/record", "plaintext": b'{"job":1}'.hex(), "draws": [SALT, NONCE]},
+        _seal_object,
+        _open_object,
+        lambda inputs: {"plaintext": inputs["plaintext"]},
+    )
+
+
+def _local_store_key(name: str, about: str, purpose: str) -> Case:
+    """The case of the store-level key for ``purpose`` wrapped by LocalKeyProvider."""
+    return Case(
+        name,
+        about,
+        {**LOCAL_KEY, "store": STORE, "key": STORE_KEY, "purpose": purpose, "draws": [NONCE]},
+        _seal_store_key,
+        _open_store_key,
+        lambda inputs: {"key": inputs["key"]},
+    )
+
+
 CASES = [
     Case(
         "format-1-file",
         "A format-1 memory file with an author: the object's bytes and metadata (ObjectCipher.seal_file).",
         {
-            "master_key": MASTER,
-            "master_version": 7,
-            "user_id": "alice",
+            **ALICE,
             "path": "/memories/notes/today.md",
             "plaintext": PLAINTEXT,
             "author": "agent-7",
@@ -353,30 +367,16 @@ CASES = [
         _open_bound_file,
         _file_read_gives,
     ),
-    Case(
+    _internal_object(
         "format-1-internal-object",
         "A format-1 internal object (a job record), bound to its name (ObjectCipher.seal).",
-        {
-            "master_key": MASTER,
-            "master_version": 7,
-            "user_id": "alice",
-            "name": "internal/jobs/record",
-            "plaintext": b'{"job":1}'.hex(),
-            "draws": [SALT, NONCE],
-        },
-        _seal_object,
-        _open_object,
-        lambda inputs: {"plaintext": inputs["plaintext"]},
+        ALICE,
     ),
     Case(
         "format-2-file",
         "A format-2 memory file with an author: content bound to user and store, its header and place record in metadata.",
         {
-            "master_key": MASTER,
-            "master_version": 7,
-            "user_id": "alice",
-            "store": STORE,
-            "namespace": NAMESPACE,
+            **ALICE_IN_STORE,
             "path": "/memories/notes/today.md",
             "plaintext": PLAINTEXT,
             "author": "agent-7",
@@ -390,11 +390,7 @@ CASES = [
         "format-2-place-record",
         "A format-2 place record placing a content header at a new path under a new author, as a rename writes it (ObjectCipher.placed).",
         {
-            "master_key": MASTER,
-            "master_version": 7,
-            "user_id": "alice",
-            "store": STORE,
-            "namespace": NAMESPACE,
+            **ALICE_IN_STORE,
             "path": "/memories/archive/today.md",
             "header": "53334d450200000007" + SALT + "ee" * 32 + NONCE,
             "author": "mover@example.com",
@@ -404,27 +400,15 @@ CASES = [
         _open_place,
         lambda inputs: {"header": inputs["header"], "author": inputs["author"]},
     ),
-    Case(
+    _internal_object(
         "format-2-internal-object",
         "A format-2 internal object (a job record), bound to store, user and name (ObjectCipher.seal).",
-        {
-            "master_key": MASTER,
-            "master_version": 7,
-            "user_id": "alice",
-            "store": STORE,
-            "namespace": NAMESPACE,
-            "name": "internal/jobs/record",
-            "plaintext": b'{"job":1}'.hex(),
-            "draws": [SALT, NONCE],
-        },
-        _seal_object,
-        _open_object,
-        lambda inputs: {"plaintext": inputs["plaintext"]},
+        ALICE_IN_STORE,
     ),
     Case(
         "path-fingerprint",
         "A path fingerprint under the current data key (ObjectCipher.fingerprint).",
-        {"master_key": MASTER, "master_version": 7, "user_id": "alice", "path": "/memories/notes/today.md"},
+        {**ALICE, "path": "/memories/notes/today.md"},
         _seal_fingerprint,
         _read_fingerprint,
         lambda inputs: {"made_of_path": True},
@@ -456,47 +440,20 @@ CASES = [
     Case(
         "local-data-keys",
         "Data keys LocalKeyProvider derives for a format-1 and a format-2 owner.",
-        {
-            "master_key": MASTER,
-            "master_version": 7,
-            "owners": {
-                "format-1": {"user_id": "alice"},
-                "format-2": {"user_id": "alice", "store": STORE, "namespace": NAMESPACE},
-            },
-        },
+        {**LOCAL_KEY, "owners": OWNERS},
         _local_data_keys,
         None,
         None,
     ),
-    Case(
+    _local_store_key(
         "local-store-key",
         "The store key wrapped by LocalKeyProvider (LocalKeyProvider.wrap_store_key).",
-        {
-            "master_key": MASTER,
-            "master_version": 7,
-            "store": STORE,
-            "key": STORE_KEY,
-            "purpose": "store-key",
-            "draws": [NONCE],
-        },
-        _seal_store_key,
-        _open_store_key,
-        lambda inputs: {"key": inputs["key"]},
+        "store-key",
     ),
-    Case(
+    _local_store_key(
         "local-server-record-key",
         "The server record's key wrapped by LocalKeyProvider for its purpose.",
-        {
-            "master_key": MASTER,
-            "master_version": 7,
-            "store": STORE,
-            "key": STORE_KEY,
-            "purpose": "server-record",
-            "draws": [NONCE],
-        },
-        _seal_store_key,
-        _open_store_key,
-        lambda inputs: {"key": inputs["key"]},
+        "server-record",
     ),
     Case(
         "kms-wrapped-keys",
@@ -505,10 +462,7 @@ CASES = [
             "data_key": STORE_KEY,
             "kms_blob": "4b4d5320626c6f62206f70617175652062797465730a",
             "store": STORE,
-            "owners": {
-                "format-1": {"user_id": "alice"},
-                "format-2": {"user_id": "alice", "store": STORE, "namespace": NAMESPACE},
-            },
+            "owners": OWNERS,
             "purposes": ["store-key", "server-record"],
         },
         _seal_kms,
@@ -527,8 +481,7 @@ CASES = [
         "server-record",
         "The sealed record of what the S3 server enforces (server_checks.seal_record).",
         {
-            "master_key": MASTER,
-            "master_version": 7,
+            **LOCAL_KEY,
             "store": STORE,
             "held": ["PutObject If-None-Match", "PutObject If-Match"],
             "answers": {"CopyObject If-None-Match": "501 NotImplemented"},
