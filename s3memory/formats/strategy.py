@@ -87,7 +87,7 @@ class Format(ABC):
 
     def upgrade(
         self,
-        store: Bucket,
+        bucket: Bucket,
         user_id: str,
         prefix: str,
         provider: KeyProvider,
@@ -104,8 +104,8 @@ class Format(ABC):
         if not self.moves_older_formats:
             return None
         layout, owner = FORMAT_ONE.placement(prefix, "", None, user_id)
-        cipher = ObjectCipher(DataKeySource(provider, owner, KeyVault(store, layout)))
-        legacy = MemoryFiles(store, layout, cipher, FORMAT_ONE, max_file_bytes, Usage(None, lambda: (0, 0)))
+        cipher = ObjectCipher(DataKeySource(provider, owner, KeyVault(bucket, layout)))
+        legacy = MemoryFiles(bucket, layout, cipher, FORMAT_ONE, max_file_bytes, Usage(None, lambda: (0, 0)))
         return Upgrade(legacy, FORMAT_ONE.mover, marked, files, clock, settled)
 
 
