@@ -2,7 +2,7 @@
 
 Each command returns the contract's answer text or raises ``CommandError`` with the contract's
 refusal. Paths are validated before any request; building a memory sends none (the first command
-resolves its store, ``deployment.Store``, and places the user's memory in it). What the commands
+resolves its store, ``store.Store``, and places the user's memory in it). What the commands
 stand on lives beside this module: ``files`` (one user's encrypted objects), ``placement`` (where a new file may go),
 ``browse`` (what is at a path), ``quota``, ``job_runner`` (directory renames and deletes) and
 ``concurrency`` (overlapping independent requests).
@@ -72,7 +72,7 @@ class MemoryOptions(StoreOptions, total=False):
 class S3Memory:
     """One user's memory directory in a store, encrypted on the client.
 
-    ``store`` is a ``deployment.Store``, or the bucket (``Bucket``) with the store's settings:
+    ``store`` is a ``store.Store``, or the bucket (``Bucket``) with the store's settings:
     ``key_provider`` and the store's options (``StoreOptions``), which a ``Store`` holds itself;
     ``options`` are ``MemoryOptions``. Building one sends no request:
     the first command resolves the store (``Store.resolve``) and places the user's memory in it.
@@ -107,7 +107,7 @@ class S3Memory:
                 key_provider,
                 **cast(StoreOptions, given),
             )
-        """The store the memory lives in (``deployment.Store``), resolved by the first command."""
+        """The store the memory lives in (``store.Store``), resolved by the first command."""
         max_file_bytes = options.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES)
         content_guard = options.get("content_guard", DEFAULT_GUARD)
         quota = options.get("quota")
@@ -157,7 +157,7 @@ class S3Memory:
 
     @property
     def storage_format(self) -> int:
-        """The format the store is served in (``auto``: found in the store, ``store_format.py``)."""
+        """The format the store is served in (``auto``: found in the store, ``formats/choice.py``)."""
         return self._place().format.storage_format
 
     @property
@@ -188,13 +188,13 @@ class S3Memory:
 
     @property
     def access(self) -> AccessRecord:
-        """When the user last used the memory: each command answered notes it (``access.py``)."""
+        """When the user last used the memory: each command answered notes it (``core/last_used.py``)."""
         return self._place().access
 
     @property
     def upgrade(self) -> Upgrade | None:
         """Format 2: the user's format-1 files, moved before the first command unless the store is
-        marked as holding none (``migration.py``)."""
+        marked as holding none (``formats/upgrade.py``)."""
         return self._place().upgrade
 
     def acting_as(self, actor: str | None) -> S3Memory:
@@ -214,7 +214,7 @@ class S3Memory:
         """Run one raw ``tool_use`` input and return the answer text.
 
         A refusal that an unfinished job could explain is retried once after pending jobs finish.
-        A command answered notes the user's access (``access``) before its answer is returned.
+        A command answered notes the user's access (``core.last_used``) before its answer is returned.
         """
         return self.run_command(parse_command(raw_input))
 

@@ -115,7 +115,7 @@ def _characters(segments: tuple[str, ...]) -> int:
 
 class Verified(NamedTuple):
     """What this process verified of one object: its content header, and the digest of the place
-    record it saw with it (``jobs.place_digest``)."""
+    record it saw with it (``core.job_records.place_digest``)."""
 
     header: bytes
     place: str

@@ -5,7 +5,7 @@ path (the copy's ``s3memory-origin`` names the path it came from). Format 2 bind
 user and store only, so a move is a ``CopyObject`` on the server with a new place record in the
 copy's metadata: no content passes through the client. A store moving from format 1 to format 2
 reads each file as format 1 sealed it and seals it again in format 2 at the same path
-(``UpgradeMover``, for ``migration``). Either way a copy is written only where
+(``UpgradeMover``, for ``formats.upgrade``). Either way a copy is written only where
 nothing is, from the source's version with the ETag it was found with; the caller deletes the
 source afterwards, only if it still has that ETag, and withdraws the copy when it does not, unless
 another process marked it relied-on (a mark object of its own: the copy itself is never rewritten).
@@ -49,7 +49,7 @@ class Origin:
     text: str = ""
     header: bytes = b""
     place: str = ""
-    """Format 2: the digest of its place record (``jobs.place_digest``)."""
+    """Format 2: the digest of its place record (``core.job_records.place_digest``)."""
     author: str | None = None
     """Who wrote it, where its copy keeps its author (``UpgradeMover``)."""
     recalled: bool = False
@@ -85,7 +85,7 @@ class Mover(ABC):
 
     copies_keep_etags = False
     """True if a copy has its source's bytes, so (where ETags are the bytes' digest) its ETag: a
-    rename's record then binds each source to its place record too (``jobs.Source.place``)."""
+    rename's record then binds each source to its place record too (``core.job_records.Source.place``)."""
 
     def __init__(self, files: MemoryFiles, clock: Callable[[], float] = time.time) -> None:
         self._files = files
@@ -284,7 +284,7 @@ class ServerCopyMover(Mover):
 
 
 class UpgradeMover(Mover):
-    """Format 1 to format 2 (``migration``): a move reads the file as format 1 sealed it (``legacy``)
+    """Format 1 to format 2 (``formats.upgrade``): a move reads the file as format 1 sealed it (``legacy``)
     and seals its text in format 2 at the same path, by its original author."""
 
     def __init__(

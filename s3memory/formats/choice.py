@@ -7,7 +7,7 @@ objects), the best format its server enforces the conditions of (``server_checks
 where users' objects lie below the prefix and neither is there (a store written before format 2),
 unless some of them lie in namespaces of format 2 (then the store key is missing: refused). A store
 moves from format 1 only when an operator sets format 2 and runs ``s3memory migrate``. What a
-process found is kept for its life by the store (``deployment.Store``).
+process found is kept for its life by the store (``store.Store``).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from s3memory.storage.bucket import Bucket, ConditionalConflict, PreconditionFai
 STORE_KEY_NAME = "s3memory.storage.bucket-key"
 """Where, below the store's prefix, the wrapped store key lies."""
 MIGRATED_NAME = "s3memory.migrated"
-"""Below the store's prefix: the mark of a store with no format-1 files left (``migration``). A
+"""Below the store's prefix: the mark of a store with no format-1 files left (``formats.upgrade``). A
 store is marked only once its store key exists, so a marked store without one has lost it."""
 STORE_KEY_MAX_BYTES = 4096
 _IDENTITY_LABEL = b"s3memory/v2/store"

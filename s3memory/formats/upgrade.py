@@ -58,7 +58,7 @@ logger = logging.getLogger("s3memory")
 
 class SettledUsers:
     """The users of one store (by namespace) a process knows to have no format-1 files, shared by
-    the store's memories (``deployment.Store.settled``); forgotten all at once beyond
+    the store's memories (``store.Store.settled``); forgotten all at once beyond
     ``_SETTLED_LIMIT`` (then each is listed again)."""
 
     def __init__(self) -> None:

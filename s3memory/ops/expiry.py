@@ -1,6 +1,6 @@
 """Idle expiry: the memory files of users who have not used their memory for a number of days go.
 
-A user is idle when their access record (``access.py``) says no command ran since the cutoff, or,
+A user is idle when their access record (``core/last_used.py``) says no command ran since the cutoff, or,
 without a record, by the files' own write times. Only files written before the cutoff go, each with
 ``If-Match`` on the ETag the listing showed, so a file written meanwhile stays; before each batch of
 deletes the access record is read again, and a command of the user since the run began stops the

@@ -166,7 +166,7 @@ class Operations:
 
     def _serve(self, store: Store, limits: Limits | None, actor: str | None) -> None:
         self.store = store
-        """The store (``deployment.Store``): built without a request, resolved on first need."""
+        """The store (``store.Store``): built without a request, resolved on first need."""
         self.bucket = store.bucket
         """The store's bucket (``Bucket``)."""
         self.key_provider = store.key_provider
@@ -183,14 +183,14 @@ class Operations:
 
     @property
     def storage_format(self) -> int:
-        """The format the store is served in (``auto``: found in the store, ``store_format.py``, on
+        """The format the store is served in (``auto``: found in the store, ``formats/choice.py``, on
         first need; for a new store whose server was never probed, format 2 until a write finds
         out). Never probes the server or writes."""
         return self.store.found_format()
 
     @property
     def format(self) -> Format:
-        """The strategy of the format the store is served in (``formats``), found as
+        """The strategy of the format the store is served in (``formats.strategy``), found as
         ``storage_format`` is."""
         return numbered(self.storage_format)
 
