@@ -2,7 +2,7 @@
 
 Each command returns the contract's answer text or raises ``CommandError`` with the contract's
 refusal. Paths are validated before any request; building a memory sends none (the first command
-resolves its store, ``deployment.Store``, and places the user's memory in it). What the commands
+resolves its store, ``store.Store``, and places the user's memory in it). What the commands
 stand on lives beside this module: ``files`` (one user's encrypted objects), ``placement`` (where a new file may go),
 ``browse`` (what is at a path), ``quota``, ``job_runner`` (directory renames and deletes) and
 ``concurrency`` (overlapping independent requests).
@@ -72,7 +72,7 @@ class MemoryOptions(StoreOptions, total=False):
 class S3Memory:
     """One user's memory directory in a store, encrypted on the client.
 
-    ``store`` is a ``deployment.Store``, or the bucket (``Bucket``) with the store's settings:
+    ``store`` is a ``store.Store``, or the bucket (``Bucket``) with the store's settings:
     ``key_provider`` and the store's options (``StoreOptions``), which a ``Store`` holds itself;
     ``options`` are ``MemoryOptions``. Building one sends no request:
     the first command resolves the store (``Store.resolve``) and places the user's memory in it.
@@ -98,16 +98,16 @@ class S3Memory:
                     "key_provider, prefix, storage_format, store_id and weak_server are the Store's: "
                     "give them to the Store, not to S3Memory"
                 )
-            self.deployment = store
+            self.store = store
         else:
             if key_provider is None:
                 raise ValueError("key_provider must be a KMSKeyProvider or LocalKeyProvider")
-            self.deployment = Store(
+            self.store = Store(
                 store,
                 key_provider,
                 **cast(StoreOptions, given),
             )
-        """The store the memory lives in (``deployment.Store``), resolved by the first command."""
+        """The store the memory lives in (``store.Store``), resolved by the first command."""
         max_file_bytes = options.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES)
         content_guard = options.get("content_guard", DEFAULT_GUARD)
         quota = options.get("quota")
@@ -120,11 +120,12 @@ class S3Memory:
             raise ValueError("quota must be a Quota or None")
         if not callable(clock):
             raise ValueError("clock must be a function that returns seconds since the epoch")
-        self.store = self.deployment.bucket
-        self.key_provider = self.deployment.key_provider
+        self.bucket = self.store.bucket
+        """The store's bucket (``Bucket``)."""
+        self.key_provider = self.store.key_provider
         self.content_guard = content_guard
         self._user_id = UserId(user_id)
-        self._namespace = validate_namespace(self._user_id, self.deployment.prefix)
+        self._namespace = validate_namespace(self._user_id, self.store.prefix)
         self._limits = (max_file_bytes, quota, clock)
         self._author = _author(options.get("actor"))
         self._base: S3Memory | None = None
@@ -141,7 +142,7 @@ class S3Memory:
                 if self._base is not None:
                     self._placed = self._base._place().by(self._author)
                 else:
-                    self._placed = _placed(self.deployment, self._user_id, self._limits, self._author)
+                    self._placed = _placed(self.store, self._user_id, self._limits, self._author)
             return self._placed
 
     def resolve(self) -> None:
@@ -156,7 +157,7 @@ class S3Memory:
 
     @property
     def storage_format(self) -> int:
-        """The format the store is served in (``auto``: found in the store, ``store_format.py``)."""
+        """The format the store is served in (``auto``: found in the store, ``formats/choice.py``)."""
         return self._place().format.storage_format
 
     @property
@@ -187,13 +188,13 @@ class S3Memory:
 
     @property
     def access(self) -> AccessRecord:
-        """When the user last used the memory: each command answered notes it (``access.py``)."""
+        """When the user last used the memory: each command answered notes it (``core/last_used.py``)."""
         return self._place().access
 
     @property
     def upgrade(self) -> Upgrade | None:
         """Format 2: the user's format-1 files, moved before the first command unless the store is
-        marked as holding none (``migration.py``)."""
+        marked as holding none (``formats/upgrade.py``)."""
         return self._place().upgrade
 
     def acting_as(self, actor: str | None) -> S3Memory:
@@ -213,7 +214,7 @@ class S3Memory:
         """Run one raw ``tool_use`` input and return the answer text.
 
         A refusal that an unfinished job could explain is retried once after pending jobs finish.
-        A command answered notes the user's access (``access``) before its answer is returned.
+        A command answered notes the user's access (``core.last_used``) before its answer is returned.
         """
         return self.run_command(parse_command(raw_input))
 
@@ -260,7 +261,7 @@ class S3Memory:
     def _root_tree(self) -> Tree | None:
         """``/memories`` after pending jobs finish, usually from one listing of the user's namespace:
         its internal objects (job records among them) sort before ``memories/``."""
-        page = next(self.store.pages(self.layout.namespace))
+        page = next(self.bucket.pages(self.layout.namespace))
         if self.jobs.settle_listed(page):
             return self.browser.tree(ROOT)
         memories = [listed for listed in page.objects if listed.key.startswith(self.layout.memories_prefix)]
@@ -370,7 +371,7 @@ class S3Memory:
         key = self.layout.file_key(path)
 
         def probe() -> bool | None:
-            return self.store.exists(key) or None
+            return self.bucket.exists(key) or None
 
         pending = side(self.jobs.pending)
         is_file, sources = self.browser.file_or_sources(path, probe)
@@ -456,7 +457,7 @@ class S3Memory:
         try:
             self.files.delete(source, if_match=origin.etag)
         except PreconditionFailed as failed:
-            gone = not self.store.exists(source)
+            gone = not self.bucket.exists(source)
             if gone and (failed.after_retry or created is None):
                 return _renamed(old, new, [])  # our own delete's answer was lost, or a twin finished it
             if created is None:
@@ -467,7 +468,7 @@ class S3Memory:
 
     def _moved_away(self, old: MemoryPath, source: str) -> CommandError:
         """The refusal of a file rename whose source changed or went while it was being renamed."""
-        if not self.store.exists(source):
+        if not self.bucket.exists(source):
             return CommandError(f"Error: The path {old.text} does not exist")
         return CommandError(
             f"Error: {old.text} changed while it was being renamed; it was left where it is and "
@@ -502,7 +503,9 @@ class S3Memory:
             self.upgrade.ensure()
         self.jobs.finish_pending()
         self.files.directories.forget(ROOT)
-        listed = [listed for page in self.store.pages(self.layout.memories_prefix) for listed in page.objects]
+        listed = [
+            listed for page in self.bucket.pages(self.layout.memories_prefix) for listed in page.objects
+        ]
         self.files.delete_all([Source(item.key, "") for item in listed])
         return "All memory cleared"
 

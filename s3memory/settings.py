@@ -353,7 +353,7 @@ class Settings:
         return {**self.store_options(), **self.limits.memory_options()}
 
     def make_store(self, s3_client: S3Client | None = None, key_provider: KeyProvider | None = None) -> Store:
-        """The store these settings name (``deployment.Store``): the one place where the bucket,
+        """The store these settings name (``store.Store``): the one place where the bucket,
         prefix, storage format, store id and weak-server mode become a store, for the Lambda
         handlers, the console and ``Operations``. ``s3_client`` and ``key_provider``: ones already
         built from these settings, to share (the provider's cache keeps warm commands free of KMS

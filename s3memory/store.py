@@ -1,11 +1,11 @@
 """A store: a key prefix in a bucket, served in one storage format, resolved once and lazily.
 
 A ``Store`` is what the tool, the Lambda runtime and the operator's commands serve memory from: the
-bucket (``store.Bucket``), the key prefix, the store's identity (``store_keys.store_identity``), the
+bucket (``storage.bucket.Bucket``), the key prefix, the store's identity (``store_keys.store_identity``), the
 key provider, and the storage format and weak-server settings. Building one sends no request. The
 first command that needs it resolves it, once for the ``Store`` and thread-safely: the format the
-store is served in (``store_format``), in format 2 its store key (``store_keys``) and whether it is
-marked as holding no format-1 files (``migration``), and the ``conditions.Gate`` that from then on
+store is served in (``formats.choice``), in format 2 its store key (``store_keys``) and whether it is
+marked as holding no format-1 files (``formats.upgrade``), and the ``conditions.Gate`` that from then on
 decides which conditions go to the server (learned from ``server_checks`` on the first conditional
 request). A failure there is the first command's failure; a request that could not be sent names
 the bucket and the endpoint.
@@ -16,8 +16,9 @@ bucket, endpoint, prefix and identity (a tool per user, an operator's memories):
 server enforces is kept by ``server_checks`` and the store key by ``store_keys``, per key provider.
 ``forget_stores`` forgets all of it: a new process's view (tests, whose buckets are new).
 
-The module is not named ``store``: ``store.py`` is the bucket wrapper, which knows nothing of
-prefixes, formats or keys; a store in this sense is a deployment of s3memory in a bucket.
+A store is not its bucket: ``storage.bucket.Bucket`` sends the requests and knows nothing of
+prefixes, formats or keys. Throughout the package, what holds a ``Bucket`` is named ``bucket`` and
+what holds a ``Store`` is named ``store``.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def refuse_unknown(options: Mapping[str, object], known: frozenset[str], taker: 
 
 @dataclass(frozen=True)
 class Resolution:
-    """What a store was resolved to: the format it is served in (its strategy, ``formats``) and,
+    """What a store was resolved to: the format it is served in (its strategy, ``formats.strategy``) and,
     in format 2, its store key (format 1: None)."""
 
     format: Format
@@ -90,7 +91,7 @@ class _Facts:
     marked: bool | None = None
     """Whether the store is marked as holding no format-1 files (None: not asked yet)."""
     settled: SettledUsers = field(default_factory=SettledUsers)
-    """Users known to have no format-1 files (``migration.Upgrade``)."""
+    """Users known to have no format-1 files (``formats.upgrade.Upgrade``)."""
 
 
 _facts: dict[tuple[str, str, str], _Facts] = {}

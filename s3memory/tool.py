@@ -50,7 +50,7 @@ def _as_input(command: Any) -> object:
 
 class _S3Configured:
     """The constructor both adapters share: one user's memory in one bucket, built without a request
-    (the first command resolves the store: ``deployment.Store``). Beside its own arguments it takes
+    (the first command resolves the store: ``store.Store``). Beside its own arguments it takes
     the memory's options (``MemoryOptions``) and hands them to ``S3Memory``."""
 
     def __init__(

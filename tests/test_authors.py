@@ -83,7 +83,7 @@ def operations(s3: Any, versioned: str) -> Operations:
 
 
 def _memory(operations: Operations, actor: str | None) -> S3Memory:
-    return S3Memory(operations.store, "alice", operations.key_provider, actor=actor, storage_format=1)
+    return S3Memory(operations.bucket, "alice", operations.key_provider, actor=actor, storage_format=1)
 
 
 def test_history_shows_three_edits_with_their_authors(operations: Operations) -> None:
@@ -180,8 +180,8 @@ def test_acting_as_shares_what_the_process_learned_and_writes_as_the_actor(opera
     assert twin.files.directories is memory.files.directories and twin.usage is memory.usage
     assert memory.acting_as(None) is memory
     twin.run({"command": "create", "path": "/memories/d/b.md", "file_text": "b\n"})
-    assert operations.store.metadata("users/alice/memories/d/b.md") == {AUTHOR_METADATA: "ada"}
-    assert operations.store.metadata("users/alice/memories/d/a.md") == {}
+    assert operations.bucket.metadata("users/alice/memories/d/b.md") == {AUTHOR_METADATA: "ada"}
+    assert operations.bucket.metadata("users/alice/memories/d/a.md") == {}
     with pytest.raises(ValueError, match="actor: an author may hold only"):
         memory.acting_as("not ok")
 

@@ -154,7 +154,7 @@ def test_view_of_the_root_finds_a_job_record_past_its_first_page(s3: Any) -> Non
     for key in junk:
         s3.put_object(Bucket=BUCKET, Key=key, Body=b"not a record")
     later, _ = fresh_memory()
-    later.store.page_size = PAGE  # a page of 20 keys stands for S3's 1,000
+    later.bucket.page_size = PAGE  # a page of 20 keys stands for S3's 1,000
     listing = later.run({"command": "view", "path": "/memories"})
     assert "/memories/project" not in listing and "4.0K\t/memories/moved/" in listing
     for path, text in files.items():

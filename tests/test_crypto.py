@@ -221,7 +221,7 @@ def test_kms_envelope_stores_only_the_wrapped_key_with_a_context_naming_the_user
     memory.create(memory_path("/memories/a.txt"), SECRET)
     wrapped = s3.get_object(Bucket=BUCKET, Key="users/alice/internal/keys/v1")["Body"].read()
     assert wrapped.startswith(b"S3MK\x01")
-    data_key = provider.data_key(KeyOwner("alice"), 1, KeyVault(memory.store, memory.layout))
+    data_key = provider.data_key(KeyOwner("alice"), 1, KeyVault(memory.bucket, memory.layout))
     assert data_key not in wrapped
     assert base64.b64encode(data_key) not in wrapped
     unwrapped = kms.decrypt(
@@ -343,7 +343,7 @@ def test_a_warm_process_learns_a_new_version_when_its_cache_lapses(
     now = [0.0]
     serving = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms, clock=lambda: now[0]))
     serving.create(memory_path("/memories/a.txt"), SECRET)
-    vault = KeyVault(serving.store, serving.layout)
+    vault = KeyVault(serving.bucket, serving.layout)
     assert KMSKeyProvider(key_id, kms_client=kms).create(serving.key_owner, 2, vault)
     assert not KMSKeyProvider(key_id, kms_client=kms).create(serving.key_owner, 2, vault)  # one winner
 
@@ -368,7 +368,7 @@ def test_the_key_cache_lapses_by_the_wall_clock_too(
     serving = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms, clock=lambda: frozen[0]))
     serving.create(memory_path("/memories/a.txt"), SECRET)
     assert KMSKeyProvider(key_id, kms_client=kms).create(
-        serving.key_owner, 2, KeyVault(serving.store, serving.layout)
+        serving.key_owner, 2, KeyVault(serving.bucket, serving.layout)
     )
     woke = time.time() + 301
     monkeypatch.setattr(time, "time", lambda: woke)  # the machine slept: only the wall clock moved

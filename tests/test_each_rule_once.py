@@ -155,8 +155,8 @@ def test_the_lambda_runtime_and_operations_take_the_settings_store(s3: Any, made
     served = runtime.get_runtime(STORE_ENVIRON)
     assert made == [served.store]
     operations = Operations.from_settings(served.settings, s3, key_provider=served.key_provider)
-    assert made[1:] == [operations.deployment]
-    assert described(operations.deployment) == described(served.store)
+    assert made[1:] == [operations.store]
+    assert described(operations.store) == described(served.store)
     assert (operations.prefix, operations.store_id, operations.weak_server) == (
         "tenants/acme/",
         "replica-source",
@@ -169,7 +169,7 @@ def test_the_consoles_flags_override_the_environment_on_the_same_path(s3: Any, m
     arguments = argparse.Namespace(prefix="other/", store_id=None, bucket=None)
     settings = settings_from(arguments, STORE_ENVIRON)
     assert (settings.prefix, settings.store_id) == ("other/", "replica-source")
-    assert described(Operations.from_settings(settings, s3).deployment)[1:4] == (
+    assert described(Operations.from_settings(settings, s3).store)[1:4] == (
         "other/",
         2,
         "replica-source",

@@ -36,9 +36,9 @@ def test_an_empty_object_key_is_refused_before_any_request() -> None:
         def __getattr__(self, name: str) -> Any:
             raise AssertionError(f"a request was sent: {name}")
 
-    store = Bucket(NoClient(), "bucket")  # type: ignore[arg-type]
+    bucket = Bucket(NoClient(), "bucket")  # type: ignore[arg-type]
     with pytest.raises(StorageError) as refused:
-        store.delete("")
+        bucket.delete("")
     assert refused.value.message == (
         "Error: S3 DeleteObject was not sent: its object key is empty. Nothing was done."
     )

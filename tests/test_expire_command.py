@@ -27,7 +27,7 @@ def test_expire_deletes_the_idle_users_files_and_says_why_the_others_stay(
     two_days_later = time.time() + 2 * expiry.DAY_SECONDS
     monkeypatch.setattr(expiry.time, "time", lambda: two_days_later)
     bob = S3Memory(
-        operations.store, "bob", operations.key_provider, clock=lambda: two_days_later, storage_format=1
+        operations.bucket, "bob", operations.key_provider, clock=lambda: two_days_later, storage_format=1
     )
     bob.run({"command": "create", "path": "/memories/new.md", "file_text": "fresh\n"})
     before = snapshot(s3)

@@ -54,7 +54,7 @@ def v2_with_legacy_delete(make_memory: Callable[..., S3Memory]) -> tuple[S3Memor
 
 def texts(memory: S3Memory) -> dict[str, str]:
     found: dict[str, str] = {}
-    for key in stored_keys(memory.store.client, memory.layout.memories_prefix):
+    for key in stored_keys(memory.bucket.client, memory.layout.memories_prefix):
         path = memory.layout.path_of_key(key)
         assert path is not None
         file = memory.files.read(path)
@@ -102,7 +102,7 @@ def test_a_command_moves_a_bounded_number_of_files_and_the_next_goes_on(
     listing = v1.run({"command": "view", "path": "/memories"})
     monkeypatch.setattr(migration, "FILES_MOVED_PER_COMMAND", 10)
     memory = v2(make_memory)
-    memory.store.page_size = 10
+    memory.bucket.page_size = 10
     create = {"command": "create", "path": "/memories/new.md", "file_text": "new\n"}
 
     answers = []
@@ -119,10 +119,10 @@ def test_a_command_moves_a_bounded_number_of_files_and_the_next_goes_on(
         * 2
     )
     assert memory.files.read(memory_path("/memories/new.md")) is None
-    assert len(stored_keys(memory.store.client, v1.layout.memories_prefix)) == len(FILES) - 20
+    assert len(stored_keys(memory.bucket.client, v1.layout.memories_prefix)) == len(FILES) - 20
     assert memory.run({"command": "view", "path": "/memories"}) == listing
     assert texts(memory) == FILES
-    assert stored_keys(memory.store.client, v1.layout.namespace) == []  # the access record moved last
+    assert stored_keys(memory.bucket.client, v1.layout.namespace) == []  # the access record moved last
 
 
 def test_a_storage_failure_while_a_file_moves_fails_the_command_and_the_next_moves_it(
@@ -148,7 +148,7 @@ def test_a_storage_failure_while_a_file_moves_fails_the_command_and_the_next_mov
 
     assert memory.run({"command": "view", "path": "/memories"}) == listing
     assert texts(memory) == FILES
-    assert stored_keys(memory.store.client, v1.layout.memories_prefix) == []
+    assert stored_keys(memory.bucket.client, v1.layout.memories_prefix) == []
 
 
 def test_a_pending_format_1_rename_is_finished_before_the_move(
@@ -164,7 +164,7 @@ def test_a_pending_format_1_rename_is_finished_before_the_move(
     expected = {path.replace("/memories/notes/", "/memories/archive/"): text for path, text in FILES.items()}
     assert memory.run({"command": "view", "path": "/memories/archive/file01.md"}).endswith("line 1")
     assert texts(memory) == expected
-    assert stored_keys(memory.store.client, v1.layout.memories_prefix) == []
+    assert stored_keys(memory.bucket.client, v1.layout.memories_prefix) == []
 
 
 def test_a_move_that_dies_between_any_two_requests_is_finished_by_the_next_look(
@@ -234,7 +234,7 @@ def test_concurrent_movers_and_commands_lose_nothing(
     }
     assert texts(movers[0]) == expected
     assert all(report.clean for report in reports)
-    assert stored_keys(movers[0].store.client, v1.layout.memories_prefix) == []
+    assert stored_keys(movers[0].bucket.client, v1.layout.memories_prefix) == []
 
 
 def test_a_different_file_already_in_format_2_is_left_in_format_1_and_reported(

@@ -65,7 +65,7 @@ def sent(memory: S3Memory) -> Iterator[list[tuple[str, str]]]:
     def note(model: Any, params: dict[str, Any], **_: Any) -> None:
         requests.append((model.name, params.get("Key", "")))
 
-    events = memory.store.client.meta.events
+    events = memory.bucket.client.meta.events
     events.register("provide-client-params.s3", note)
     try:
         yield requests
@@ -77,8 +77,8 @@ def sent(memory: S3Memory) -> Iterator[list[tuple[str, str]]]:
 def requests_of(memory: S3Memory) -> Iterator[Any]:
     """The requests sent inside the block, by operation; the access record a command writes before
     its answer (at most one PUT) is not counted."""
-    counter = RequestCounter(memory.store.client)
-    records = AccessRecordWrites(memory.store.client)
+    counter = RequestCounter(memory.bucket.client)
+    records = AccessRecordWrites(memory.bucket.client)
     with counter.window() as seen:
         yield seen
     seen.subtract({"PutObject": records.count})
@@ -175,7 +175,7 @@ def test_a_source_the_bucket_writer_swapped_for_another_file_is_not_moved(memory
         "were left at their old paths: /memories/d/a.md"
     )
     assert text_at(memory, "/memories/e/b.md") == "beta\n"
-    assert memory.store.head(key(memory, "/memories/e/a.md")) is None
+    assert memory.bucket.head(key(memory, "/memories/e/a.md")) is None
     assert text_at(memory, "/memories/secret.md") == "secret\n"
     with pytest.raises(IntegrityError):
         memory.files.read(memory_path("/memories/d/a.md"))
@@ -209,7 +209,7 @@ def test_a_bucket_writers_copy_of_a_known_object_to_a_source_key_is_looked_at_an
         "DeleteObject": 1,
     }
     assert text_at(memory, "/memories/e/b.md") == "beta\n"
-    assert memory.store.head(key(memory, "/memories/e/a.md")) is None
+    assert memory.bucket.head(key(memory, "/memories/e/a.md")) is None
     assert text_at(memory, "/memories/secret.md") == "secret\n"
 
 
@@ -232,12 +232,12 @@ def test_bytes_known_at_a_path_that_come_back_there_are_moved_as_a_restored_vers
     cold = make_memory(storage_format=2)
     with pytest.raises(CommandError, match=r"left at their old paths: /memories/d/a\.md$"):
         cold.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/f"})
-    assert cold.store.head(key(cold, "/memories/f/a.md")) is None
+    assert cold.bucket.head(key(cold, "/memories/f/a.md")) is None
     mover = memory.acting_as("bob")
     mover.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/g"})
     moved = memory.files.read(memory_path("/memories/g/a.md"))
     assert moved is not None and (moved.text, moved.author) == ("alpha\n", "bob")
-    assert memory.store.head(key(memory, "/memories/d/a.md")) is None
+    assert memory.bucket.head(key(memory, "/memories/d/a.md")) is None
 
 
 def test_a_rename_that_copies_nothing_reports_what_it_kept_however_slow_its_record(
@@ -254,13 +254,13 @@ def test_a_rename_that_copies_nothing_reports_what_it_kept_however_slow_its_reco
     def slow_record(**_: Any) -> None:
         time.sleep(0.5)  # the HEAD of the swapped source and its refusal come first
 
-    cold.store.client.meta.events.register("before-send.s3.PutObject", slow_record)
+    cold.bucket.client.meta.events.register("before-send.s3.PutObject", slow_record)
     try:
         with pytest.raises(CommandError, match=r"left at their old paths: /memories/d/a\.md$"):
             cold.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
     finally:
-        cold.store.client.meta.events.unregister("before-send.s3.PutObject", slow_record)
-    assert cold.store.head(key(cold, "/memories/e/a.md")) is None
+        cold.bucket.client.meta.events.unregister("before-send.s3.PutObject", slow_record)
+    assert cold.bucket.head(key(cold, "/memories/e/a.md")) is None
 
 
 def test_a_known_source_edited_since_its_plan_is_looked_at_before_a_copy_is_relied_on(
@@ -282,7 +282,7 @@ def test_a_known_source_edited_since_its_plan_is_looked_at_before_a_copy_is_reli
     assert memory.jobs.run(job) == ["/memories/d/x.md"]  # kept
     assert marks(memory, s3) == []
     finisher.withdraw(made)
-    assert memory.store.head(key(memory, "/memories/e/x.md")) is None
+    assert memory.bucket.head(key(memory, "/memories/e/x.md")) is None
     assert text_at(memory, "/memories/d/x.md") == "edited\n"
 
 
@@ -360,7 +360,7 @@ def test_a_file_rename_of_a_swapped_source_is_refused_and_changes_nothing(memory
     overwrite(s3, memory, "/memories/a.md", "/memories/secret.md")
     with pytest.raises(IntegrityError):
         memory.run({"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/b.md"})
-    assert memory.store.head(key(memory, "/memories/b.md")) is None
+    assert memory.bucket.head(key(memory, "/memories/b.md")) is None
     assert text_at(memory, "/memories/secret.md") == "secret\n"
 
 
@@ -369,18 +369,18 @@ def test_a_copy_whose_answer_was_lost_is_known_as_ours(
 ) -> None:
     memory.create(memory_path("/memories/a.md"), "alpha\n")
     mover = ServerCopyMover(memory.files)
-    copy_new = memory.store.copy_new
+    copy_new = memory.bucket.copy_new
 
     def lost_answer(*args: Any, **kwargs: Any) -> str | None:
         copy_new(*args, **kwargs)
         raise PreconditionFailed(args[1], after_retry=True)  # the retry found our own copy there
 
-    monkeypatch.setattr(memory.store, "copy_new", lost_answer)
+    monkeypatch.setattr(memory.bucket, "copy_new", lost_answer)
     origin = mover.locate(memory_path("/memories/a.md"))
     assert origin is not None
     made = mover.place(origin, memory_path("/memories/b.md"))
     assert made is not None and made.path == memory_path("/memories/b.md")
-    assert made.etag == memory.store.head(key(memory, "/memories/b.md")).etag  # type: ignore[union-attr]
+    assert made.etag == memory.bucket.head(key(memory, "/memories/b.md")).etag  # type: ignore[union-attr]
     assert mover.place(origin, memory_path("/memories/b.md")) is None  # not after a retry: someone's
 
 
@@ -395,7 +395,7 @@ def test_a_copy_refused_with_nothing_at_the_destination_means_the_source_changed
     memory.delete(memory_path("/memories/a.md"))
     with pytest.raises(SourceChanged):
         mover.place(origin, memory_path("/memories/b.md"))
-    assert memory.store.head(key(memory, "/memories/b.md")) is None
+    assert memory.bucket.head(key(memory, "/memories/b.md")) is None
 
 
 def test_withdrawing_a_copy_spares_another_copy_with_the_same_bytes_and_etag(memory: S3Memory) -> None:
@@ -408,13 +408,13 @@ def test_withdrawing_a_copy_spares_another_copy_with_the_same_bytes_and_etag(mem
     assert origin is not None
     first = mover.place(origin, target)
     assert first is not None
-    memory.store.delete(key(memory, "/memories/b.md"))
+    memory.bucket.delete(key(memory, "/memories/b.md"))
     second = mover.place(origin, target)
     assert second is not None and second.etag == first.etag and second.place != first.place
     mover.withdraw(first)
     assert text_at(memory, "/memories/b.md") == "alpha\n"
     mover.withdraw(second)
-    assert memory.store.head(key(memory, "/memories/b.md")) is None
+    assert memory.bucket.head(key(memory, "/memories/b.md")) is None
 
 
 def test_a_copy_another_process_relied_on_is_not_withdrawn(memory: S3Memory) -> None:
@@ -441,7 +441,7 @@ def test_only_a_copy_of_the_same_content_placed_at_the_destination_is_accepted(
     assert origin is not None
     assert not mover.accept(origin, memory_path("/memories/b.md"))
     assert not mover.accept(origin, memory_path("/memories/c.md"))  # nothing there
-    memory.store.delete(key(memory, "/memories/b.md"))
+    memory.bucket.delete(key(memory, "/memories/b.md"))
     overwrite(s3, memory, "/memories/b.md", "/memories/a.md")  # keeps a.md's place record
     assert not mover.accept(origin, memory_path("/memories/b.md"))
     assert marks(memory, s3) == []
@@ -462,7 +462,7 @@ def test_the_copy_is_made_only_from_the_version_it_was_found_with(memory: S3Memo
         "Error: /memories/a.md changed while it was being renamed; it was left where it is and nothing was renamed."
     )
     assert text_at(memory, "/memories/a.md") == "omega\n"
-    assert memory.store.head(key(memory, "/memories/b.md")) is None
+    assert memory.bucket.head(key(memory, "/memories/b.md")) is None
 
 
 class _Stale(ServerCopyMover):
@@ -540,13 +540,13 @@ def test_a_mark_names_one_copy_not_its_source_nor_another_copy_at_its_key(memory
     first = mover.place(origin, target)
     assert first is not None and other.accept(origin, target)
     assert marks(memory, s3) == [mover.mark_key(first)]
-    memory.store.delete(key(memory, "/memories/b.md"))
+    memory.bucket.delete(key(memory, "/memories/b.md"))
     second = mover.place(origin, target)
     assert (
         second is not None and second.etag == first.etag and mover.mark_key(second) != mover.mark_key(first)
     )
     mover.withdraw(second)
-    assert memory.store.head(key(memory, "/memories/b.md")) is None
+    assert memory.bucket.head(key(memory, "/memories/b.md")) is None
     copied = memory.jobs.mover.locate(memory_path("/memories/a.md"))
     assert copied is not None
     onward = mover.place(copied, memory_path("/memories/c.md"))
@@ -566,7 +566,7 @@ def test_a_late_finisher_does_not_move_again_a_file_moved_back_after_the_job_end
     ]
     assert memory.jobs.finish(job) == []  # the late finisher
     assert text_at(memory, "/memories/d/x.md") == "x\n"
-    assert memory.store.head(key(memory, "/memories/e/x.md")) is None
+    assert memory.bucket.head(key(memory, "/memories/e/x.md")) is None
 
 
 def test_a_late_finisher_does_not_delete_a_file_moved_back_after_the_job_ended(memory: S3Memory) -> None:
@@ -655,7 +655,7 @@ def test_a_replayed_rename_record_is_looked_at_even_by_a_process_that_knew_its_s
         if params["Key"].startswith(jobs):
             records[params["Key"]] = params["Body"]
 
-    events = renamer.store.client.meta.events
+    events = renamer.bucket.client.meta.events
     events.register("provide-client-params.s3.PutObject", keep)
     renamer.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
     events.unregister("provide-client-params.s3.PutObject", keep)
@@ -666,5 +666,5 @@ def test_a_replayed_rename_record_is_looked_at_even_by_a_process_that_knew_its_s
         memory.run({"command": "view", "path": "/memories"})
     assert seen["HeadObject"] == 2 and seen["CopyObject"] == 0  # the source, looked at; the record
     assert text_at(memory, "/memories/d/x.md") == "x\n"
-    assert memory.store.head(key(memory, "/memories/e/x.md")) is None
+    assert memory.bucket.head(key(memory, "/memories/e/x.md")) is None
     assert stored_keys(s3, jobs) == []

@@ -331,7 +331,7 @@ def seal_job(operations: Operations, user: str, kind: str, path: str, created: f
     memory = operations.memory(user)
     job = Job.plan(kind, memory_path(path), None, (), created)  # type: ignore[arg-type]
     key = memory.layout.key_of_internal(job.name)
-    memory.store.put(key, memory.files.cipher.seal(job.record_path, job.encode()))
+    memory.bucket.put(key, memory.files.cipher.seal(job.record_path, job.encode()))
     return key
 
 
@@ -455,9 +455,9 @@ def test_a_dry_run_refuses_what_the_import_refuses_also_for_the_place_and_the_qu
 ) -> None:
     from s3memory.core.quota import Quota
 
-    store, keys = Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY)
+    bucket, keys = Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY)
     for user, limits in (("gail", Limits(quota=Quota(max_files=3))), ("hal", Limits())):
-        operations = Operations(store, keys, limits=limits, storage_format=1)
+        operations = Operations(bucket, keys, limits=limits, storage_format=1)
         seed(operations, user, {"/memories/0": "a file where the folder has a directory\n"})
         base = tmp_path / user
         for path in ("/memories/0/x.md", "/memories/a.md", "/memories/b.md", "/memories/c.md"):

@@ -227,8 +227,10 @@ def test_erase_with_kms_shreds_the_content_and_leaves_the_names_to_the_store_key
     with pytest.raises(IntegrityError):
         operations().read("alice", "/memories/plans/a.md")
     assert {finding.key for finding in operations().verify("alice").problems} == {key}
-    store = operations()
-    names = stored_store_key(store.store, "users/", store_identity(versioned, "users/"), store.key_provider)
+    serving = operations()
+    names = stored_store_key(
+        serving.bucket, "users/", store_identity(versioned, "users/"), serving.key_provider
+    )
     assert (
         names is not None and user_of_namespace(names, space.split("/")[1]) == "alice"
     )  # a name still opens
@@ -377,7 +379,7 @@ def start() -> float:
 
 def written(operations: Operations, user: str, files: dict[str, str], clock: Callable[[], float]) -> S3Memory:
     memory = S3Memory(
-        operations.store, user, operations.key_provider, clock=clock, **operations.memory_options()
+        operations.bucket, user, operations.key_provider, clock=clock, **operations.memory_options()
     )
     for path, text in files.items():
         memory.run({"command": "create", "path": path, "file_text": text})

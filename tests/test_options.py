@@ -107,7 +107,7 @@ def test_the_tools_take_the_memorys_options_and_their_own() -> None:
 
 def test_the_store_and_operations_take_the_stores_options() -> None:
     assert STORE_OPTIONS < MEMORY_OPTIONS
-    assert accepted(Operations.__init__) == STORE_OPTIONS | {"store", "key_provider", "limits", "actor"}
+    assert accepted(Operations.__init__) == STORE_OPTIONS | {"bucket", "key_provider", "limits", "actor"}
 
 
 def test_the_settings_and_operations_give_every_option_a_setting_sets(client: Any) -> None:

@@ -33,8 +33,8 @@ def put_raw(s3: Any, memory: S3Memory, paths: list[str], size: int = 120) -> Non
 def counted(memory: S3Memory, command: dict[str, Any]) -> tuple[str, int]:
     """The answer to ``command`` and the requests it made. The access record an answered command
     writes before its answer (at most one PUT) is not counted as the command's."""
-    requests = RequestCounter(memory.store.client)
-    records = AccessRecordWrites(memory.store.client)
+    requests = RequestCounter(memory.bucket.client)
+    records = AccessRecordWrites(memory.bucket.client)
     try:
         answer = memory.run(command)
     except CommandError as refused:
@@ -78,7 +78,7 @@ def test_a_view_of_a_deep_tree_costs_the_same_whatever_lies_below_level_two(
     make_memory: Callable[..., S3Memory], s3: Any, files: int
 ) -> None:
     memory = make_memory()
-    memory.store.page_size = 10  # a page of 10 keys stands for S3's 1,000: 1.5 and 3 pages of them
+    memory.bucket.page_size = 10  # a page of 10 keys stands for S3's 1,000: 1.5 and 3 pages of them
     put_raw(s3, memory, [f"/memories/project/a/b/c/f{index:05d}.md" for index in range(files)])
     answer, requests = counted(memory, {"command": "view", "path": "/memories"})
     assert requests == 3  # the namespace, then level 2 of project and the rest of level 1, delimited
@@ -91,8 +91,8 @@ def test_a_view_of_a_deep_tree_costs_the_same_whatever_lies_below_level_two(
 
 def test_a_deep_create_is_refused_before_any_request(make_memory: Callable[..., S3Memory], s3: Any) -> None:
     memory = make_memory()
-    assert memory.store.gate is not None
-    memory.store.gate.enforced()  # the store's first use (tests/test_store_format.py::FIRST_USE)
+    assert memory.bucket.gate is not None
+    memory.bucket.gate.enforced()  # the store's first use (tests/test_store_format.py::FIRST_USE)
     too_deep = "/memories/" + "/".join(f"d{level}" for level in range(MAX_DEPTH)) + "/f.md"
     answer, requests = counted(memory, {"command": "create", "path": too_deep, "file_text": "x"})
     assert requests == 0

@@ -29,12 +29,12 @@ from .support.rotation import NEW_MASTER_KEY
 def rotated(s3: Any, storage_format: int) -> tuple[Operations, KeyLayout]:
     """alice's two files (and her access record) sealed with master key version 1, and an operator
     holding version 2, on a store of ``storage_format``; alice's layout."""
-    store = Bucket(s3, BUCKET)
-    memory = Operations(store, LocalKeyProvider(MASTER_KEY), storage_format=storage_format).memory("alice")
+    bucket = Bucket(s3, BUCKET)
+    memory = Operations(bucket, LocalKeyProvider(MASTER_KEY), storage_format=storage_format).memory("alice")
     memory.run({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
     memory.run({"command": "create", "path": "/memories/d/b.md", "file_text": "b\n"})
     operator = Operations(
-        store,
+        bucket,
         LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}),
         storage_format=storage_format,
     )
@@ -110,12 +110,12 @@ def test_a_kms_key_flag_drops_every_local_key_setting() -> None:
 
 
 def test_an_old_key_stays_for_history_unless_the_operator_drops_it(s3: Any, versioned: str) -> None:
-    store = Bucket(s3, versioned)
-    memory = Operations(store, LocalKeyProvider(MASTER_KEY), storage_format=1).memory("alice")
+    bucket = Bucket(s3, versioned)
+    memory = Operations(bucket, LocalKeyProvider(MASTER_KEY), storage_format=1).memory("alice")
     memory.run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
     memory.run({"command": "str_replace", "path": "/memories/a.md", "old_str": "one", "new_str": "two"})
     operations = Operations(
-        store, LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}), storage_format=1
+        bucket, LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}), storage_format=1
     )
     status, out, _ = run(operations, "rotate", "--user", "alice", "--yes")
     assert (status, out.splitlines()[-1]) == (

@@ -423,11 +423,11 @@ def test_verify_removes_what_a_probe_cut_short_left_once_it_is_stale(s3: Any) ->
     left = "users/" + PROBE_NAME + "0123456789abcdef-a"
     s3.put_object(Bucket=BUCKET, Key=left, Body=b"1")
     provider = LocalKeyProvider(MASTER_KEY)
-    store = Bucket(s3, BUCKET)
+    bucket = Bucket(s3, BUCKET)
 
-    probe_again(store, "users/", IDENTITY, provider, time.time())
+    probe_again(bucket, "users/", IDENTITY, provider, time.time())
     assert left in stored_keys(s3)  # it may be a running probe's
-    probe_again(store, "users/", IDENTITY, provider, time.time() + STALE_PROBE_SECONDS + 60)
+    probe_again(bucket, "users/", IDENTITY, provider, time.time() + STALE_PROBE_SECONDS + 60)
     assert stored_keys(s3) == [RECORD]
 
 

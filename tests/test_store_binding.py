@@ -190,17 +190,17 @@ def test_a_kms_wrapped_data_key_copied_to_another_user_is_refused(
 def test_a_lost_race_to_make_the_store_key_uses_the_winners(
     s3: Any, local_keys: KeyProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = Bucket(s3, BUCKET)
+    bucket = Bucket(s3, BUCKET)
     identity = store_keys.store_identity(BUCKET, "users/")
     winner, wrapped = local_keys.new_store_key(identity)
-    put = store.put
+    put = bucket.put
 
     def loses(key: str, body: bytes, **conditions: Any) -> str:
         put(key, wrapped, if_none_match=True)  # another process stores its key first
         return put(key, body, **conditions)
 
-    monkeypatch.setattr(store, "put", loses)
-    assert store_keys.store_key(store, "users/", identity, LocalKeyProvider(MASTER_KEY))[0] == winner
+    monkeypatch.setattr(bucket, "put", loses)
+    assert store_keys.store_key(bucket, "users/", identity, LocalKeyProvider(MASTER_KEY))[0] == winner
 
 
 def test_a_store_key_that_keeps_vanishing_is_an_error_not_an_endless_retry(
@@ -208,7 +208,7 @@ def test_a_store_key_that_keeps_vanishing_is_an_error_not_an_endless_retry(
 ) -> None:
     """A bucket writer who deletes every store key as soon as it is written: a bounded number of
     tries, then a clear error."""
-    store = Bucket(s3, BUCKET)
+    bucket = Bucket(s3, BUCKET)
     monkeypatch.setattr(files, "backoff", lambda attempt: None)
     attempts = 0
 
@@ -217,9 +217,9 @@ def test_a_store_key_that_keeps_vanishing_is_an_error_not_an_endless_retry(
         attempts += 1
         raise PreconditionFailed(key)
 
-    monkeypatch.setattr(store, "put", refused)
+    monkeypatch.setattr(bucket, "put", refused)
     with pytest.raises(StorageError) as failed:
-        store_keys.store_key(store, "users/", store_keys.store_identity(BUCKET, "users/"), local_keys)
+        store_keys.store_key(bucket, "users/", store_keys.store_identity(BUCKET, "users/"), local_keys)
     assert failed.value.message == (
         "Error: The store key could not be read or made: its write kept losing while none could be read. "
         "Nothing was changed. Try again."

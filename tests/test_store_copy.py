@@ -27,7 +27,7 @@ STALE = '"0123456789abcdef0123456789abcdef"'
 
 
 @pytest.fixture
-def store(s3: Any) -> Bucket:
+def bucket(s3: Any) -> Bucket:
     return Bucket(s3, BUCKET)
 
 
@@ -41,41 +41,41 @@ def stored(s3: Any, key: str) -> tuple[bytes, dict[str, str], str]:
     return response["Body"].read(), dict(response["Metadata"]), str(response["ETag"])
 
 
-def test_the_copy_lands_with_exactly_the_new_metadata_and_the_same_bytes(s3: Any, store: Bucket) -> None:
+def test_the_copy_lands_with_exactly_the_new_metadata_and_the_same_bytes(s3: Any, bucket: Bucket) -> None:
     source_etag = put(s3, SOURCE, b"the bytes", {"old": "1", "kept": "no"})
-    etag = store.copy_new(SOURCE, TARGET, source_etag=source_etag, metadata={"new": "2"})
+    etag = bucket.copy_new(SOURCE, TARGET, source_etag=source_etag, metadata={"new": "2"})
     assert stored(s3, TARGET) == (b"the bytes", {"new": "2"}, source_etag)
     assert etag == s3.head_object(Bucket=BUCKET, Key=TARGET)["ETag"] == source_etag
     assert stored(s3, SOURCE) == (b"the bytes", {"old": "1", "kept": "no"}, source_etag)  # a copy, not a move
 
 
-def test_an_existing_destination_is_refused_and_left_as_it_was(s3: Any, store: Bucket) -> None:
+def test_an_existing_destination_is_refused_and_left_as_it_was(s3: Any, bucket: Bucket) -> None:
     source_etag = put(s3, SOURCE, b"source", {"who": "source"})
     target_etag = put(s3, TARGET, b"target", {"who": "target"})
     with pytest.raises(PreconditionFailed) as refused:
-        store.copy_new(SOURCE, TARGET, source_etag=source_etag, metadata={"who": "copy"})
+        bucket.copy_new(SOURCE, TARGET, source_etag=source_etag, metadata={"who": "copy"})
     assert not refused.value.after_retry
     assert stored(s3, TARGET) == (b"target", {"who": "target"}, target_etag)
 
 
-def test_a_changed_source_is_refused_and_nothing_is_written(s3: Any, store: Bucket) -> None:
+def test_a_changed_source_is_refused_and_nothing_is_written(s3: Any, bucket: Bucket) -> None:
     planned = put(s3, SOURCE, b"planned")
     put(s3, SOURCE, b"edited since")
     with pytest.raises(PreconditionFailed):
-        store.copy_new(SOURCE, TARGET, source_etag=planned, metadata={"new": "2"})
+        bucket.copy_new(SOURCE, TARGET, source_etag=planned, metadata={"new": "2"})
     assert stored_keys(s3) == [SOURCE]
 
 
-def test_a_missing_source_returns_none_and_writes_nothing(s3: Any, store: Bucket) -> None:
-    assert store.copy_new(SOURCE, TARGET, source_etag=STALE, metadata={"new": "2"}) is None
+def test_a_missing_source_returns_none_and_writes_nothing(s3: Any, bucket: Bucket) -> None:
+    assert bucket.copy_new(SOURCE, TARGET, source_etag=STALE, metadata={"new": "2"}) is None
     assert stored_keys(s3) == []
 
 
-def test_a_missing_source_is_reported_before_an_existing_destination(s3: Any, store: Bucket) -> None:
+def test_a_missing_source_is_reported_before_an_existing_destination(s3: Any, bucket: Bucket) -> None:
     """S3 looks the source up first: NoSuchKey, whatever the destination's conditions."""
     put(s3, TARGET, b"target")
     before = snapshot(s3)
-    assert store.copy_new(SOURCE, TARGET, source_etag=STALE, metadata={"new": "2"}) is None
+    assert bucket.copy_new(SOURCE, TARGET, source_etag=STALE, metadata={"new": "2"}) is None
     assert snapshot(s3) == before
 
 

@@ -147,13 +147,13 @@ def test_a_new_stores_first_memory_looks_once_then_makes_its_key_and_mark(s3: An
 def test_a_store_key_made_by_another_process_since_the_look_is_the_one_used(s3: Any) -> None:
     """The look found the store new; another process stored its key before this one: this
     process's conditional write loses, and it reads and uses the other's key."""
-    store, provider = Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY)
+    bucket, provider = Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY)
     identity = store_identity(BUCKET, "users/")
     winner, wrapped = provider.new_store_key(identity)
-    store.put("users/" + STORE_KEY_NAME, wrapped, if_none_match=True)
+    bucket.put("users/" + STORE_KEY_NAME, wrapped, if_none_match=True)
 
     key, missing = store_key(
-        store, "users/", identity, LocalKeyProvider(MASTER_KEY), Missing(True, True, True)
+        bucket, "users/", identity, LocalKeyProvider(MASTER_KEY), Missing(True, True, True)
     )
 
     assert key == winner
@@ -167,19 +167,19 @@ def test_a_store_key_made_and_marked_between_the_read_and_the_look_at_the_mark_i
     """Another process makes the store key and marks the store after this one found no key, before
     it looks at the mark: the key is read again, not taken for lost (twelve racing first uses once
     refused one another so)."""
-    store, provider = Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY)
+    bucket, provider = Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY)
     identity = store_identity(BUCKET, "users/")
     winner, wrapped = provider.new_store_key(identity)
-    exists = store.exists
+    exists = bucket.exists
 
     def meanwhile(key: str) -> bool:
         if key == "users/" + MIGRATED_NAME and not exists(key):
-            store.put("users/" + STORE_KEY_NAME, wrapped, if_none_match=True)
-            store.put(key, BORN)
+            bucket.put("users/" + STORE_KEY_NAME, wrapped, if_none_match=True)
+            bucket.put(key, BORN)
         return exists(key)
 
-    monkeypatch.setattr(store, "exists", meanwhile)
-    key, _missing = store_key(store, "users/", identity, LocalKeyProvider(MASTER_KEY))
+    monkeypatch.setattr(bucket, "exists", meanwhile)
+    key, _missing = store_key(bucket, "users/", identity, LocalKeyProvider(MASTER_KEY))
 
     assert key == winner
     assert sorted(stored_keys(s3)) == ["users/" + MIGRATED_NAME, "users/" + STORE_KEY_NAME]
@@ -190,17 +190,17 @@ def test_a_store_key_made_while_auto_looks_makes_the_store_format_2(
 ) -> None:
     """Another process makes the store key of a new store after this one found none and before its
     listing: the listing finds that key, and the store is format 2 (not a store of format-1 users)."""
-    store = Bucket(s3, BUCKET)
+    bucket = Bucket(s3, BUCKET)
     provider = LocalKeyProvider(MASTER_KEY)
     _key, wrapped = provider.new_store_key(store_identity(BUCKET, "users/"))
-    any_below = store.any_below
+    any_below = bucket.any_below
 
     def meanwhile(prefix: str) -> bool:
-        store.put("users/" + STORE_KEY_NAME, wrapped, if_none_match=True)
+        bucket.put("users/" + STORE_KEY_NAME, wrapped, if_none_match=True)
         return any_below(prefix)
 
-    monkeypatch.setattr(store, "any_below", meanwhile)
-    served = S3Memory(store, USER, LocalKeyProvider(MASTER_KEY))
+    monkeypatch.setattr(bucket, "any_below", meanwhile)
+    served = S3Memory(bucket, USER, LocalKeyProvider(MASTER_KEY))
 
     assert served.storage_format == 2
     assert served.layout.namespace != f"users/{USER}/"
@@ -212,9 +212,9 @@ def test_a_store_key_that_vanished_after_its_write_lost_is_made_with_a_fresh_loo
     """The look found the store new, but the key's write lost and no key can be read after: the
     key is made on the next try, and the store is no longer taken for empty (its namespaces are
     listed before it is marked born in format 2)."""
-    store = Bucket(s3, BUCKET)
+    bucket = Bucket(s3, BUCKET)
     identity = store_identity(BUCKET, "users/")
-    put, lost = store.put, []
+    put, lost = bucket.put, []
 
     def loses_once(key: str, body: bytes, **conditions: Any) -> str:
         if not lost:
@@ -222,10 +222,10 @@ def test_a_store_key_that_vanished_after_its_write_lost_is_made_with_a_fresh_loo
             raise PreconditionFailed(key)  # a key was there, and was deleted before the read
         return put(key, body, **conditions)
 
-    monkeypatch.setattr(store, "put", loses_once)
+    monkeypatch.setattr(bucket, "put", loses_once)
     monkeypatch.setattr(files, "backoff", lambda attempt: None)
     _key, missing = store_key(
-        store, "users/", identity, LocalKeyProvider(MASTER_KEY), Missing(True, True, True)
+        bucket, "users/", identity, LocalKeyProvider(MASTER_KEY), Missing(True, True, True)
     )
 
     assert lost == ["users/" + STORE_KEY_NAME]

@@ -125,7 +125,7 @@ def test_history_names_the_origin_of_a_rename_made_before_a_rotation(operations:
     memory.run({"command": "rename", "old_path": "/memories/old.md", "new_path": "/memories/new.md"})
     new_key = bytes(range(100, 132))
     rotated = Operations(
-        operations.store, LocalKeyProvider(new_key, version=2, previous={1: MASTER_KEY}), storage_format=1
+        operations.bucket, LocalKeyProvider(new_key, version=2, previous={1: MASTER_KEY}), storage_format=1
     )
     assert rotate(rotated, "gina").reencrypted == ["/memories/new.md"]
     rotated.memory("gina").run(

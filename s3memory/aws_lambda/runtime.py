@@ -1,7 +1,7 @@
 """What a warm container keeps between invocations, for both handlers.
 
 The settings, the S3 client, the key provider (its cache of unwrapped data keys keeps warm commands
-free of KMS requests), the store (``deployment.Store``: resolved by the first command), the token verifier (its cache of the issuer's signing keys), and one
+free of KMS requests), the store (``store.Store``: resolved by the first command), the token verifier (its cache of the issuer's signing keys), and one
 ``S3Memory`` per user, the least recently used dropped beyond ``WARM_USERS``: a user's directory
 hints and quota usage survive from one invocation to the next, so a warm command lists nothing the
 last one listed. Everything is built on first use and rebuilt when the settings change.
@@ -69,7 +69,7 @@ class Runtime:
     ) -> Iterator[S3Memory]:
         """The user's memory for one invocation, its writes by ``actor``; notes in ``fields`` how
         many job records it set aside in quarantine (``job_records_set_aside``). Each command's
-        access record has landed before its answer (``access.py``): nothing is left in flight when
+        access record has landed before its answer (``core/last_used.py``): nothing is left in flight when
         Lambda freezes the process."""
         memory = self.memory(user_id).acting_as(actor)
         before = len(memory.jobs.set_aside)

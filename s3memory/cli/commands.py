@@ -1,6 +1,6 @@
 """The operator commands of ``s3memory``, each declared once: its name, help, arguments, whether it
 asks first, and a handler that makes one call into ``operations`` (or ``versions``, ``rotation``,
-``expiry``, ``store_migration``) and returns a ``Report``. ``console`` runs them."""
+``expiry``, ``ops.migrate``) and returns a ``Report``. ``console`` runs them."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """How an operator command of ``s3memory`` runs: settings from ``S3MEMORY_*`` with flags over them, the
 operator's confirmation, a progress bar, the command's report as text or ``--json``, the exit status
-and one audit line. The commands themselves are declared in ``operator_commands``.
+and one audit line. The commands themselves are declared in ``cli.commands``.
 
 The audit line is JSON on stderr: who ran the command (the local user),
 which command, which user's memory, and counts; never content or paths. Long commands draw a

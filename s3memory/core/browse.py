@@ -47,7 +47,7 @@ class Browser:
 
     def __init__(self, files: MemoryFiles) -> None:
         self._files = files
-        self._store = files.store
+        self._bucket = files.bucket
         self._layout = files.layout
 
     def file_or_sources(
@@ -73,7 +73,7 @@ class Browser:
             found = self._files.read(path)
             return (found, None) if found is not None else (None, self.tree(path))
         key = self._layout.file_key(path)
-        page = next(self._store.pages(key))
+        page = next(self._bucket.pages(key))
         if page.objects and page.objects[0].key == key:
             found = self._files.read(path)
             if found is not None:
@@ -97,7 +97,7 @@ class Browser:
         """
         prefix = self._layout.directory_prefix(directory)
         if first is None:
-            first = next(self._store.pages(prefix))
+            first = next(self._bucket.pages(prefix))
         tree = Tree()
         path_of = _PathsOfKeys(self._layout.path_of_key)
         found = False
@@ -168,14 +168,14 @@ class Browser:
         probed: set[str] = set()
         for listed in seen:
             _note_key(path_of, entries, prefix, listed.key, listed.size)
-        pages = iter(()) if last is None else self._store.pages(prefix, delimiter=True, start_after=last)
+        pages = iter(()) if last is None else self._bucket.pages(prefix, delimiter=True, start_after=last)
         held_back_by: str | None = None
         while last is not None:
             given_below, blocker = _settled_below(prefix, last, probed)
             yield from _give_out(entries, given_below)
             if blocker is not None and blocker == held_back_by:
                 probed.add(blocker)
-                if not is_hidden(blocker) and self._store.any_below(f"{prefix}{blocker}/"):
+                if not is_hidden(blocker) and self._bucket.any_below(f"{prefix}{blocker}/"):
                     _note_key(path_of, entries, prefix, f"{prefix}{blocker}/", None)
                 continue
             held_back_by = blocker

@@ -115,7 +115,7 @@ def _characters(segments: tuple[str, ...]) -> int:
 
 class Verified(NamedTuple):
     """What this process verified of one object: its content header, and the digest of the place
-    record it saw with it (``jobs.place_digest``)."""
+    record it saw with it (``core.job_records.place_digest``)."""
 
     header: bytes
     place: str
@@ -219,7 +219,7 @@ class MemoryFiles:
 
     def __init__(
         self,
-        store: Bucket,
+        bucket: Bucket,
         layout: KeyLayout,
         cipher: ObjectCipher,
         storage_format: FileFormat,
@@ -227,7 +227,7 @@ class MemoryFiles:
         usage: Usage,
         author: str | None = None,
     ) -> None:
-        self.store = store
+        self.bucket = bucket
         self.layout = layout
         self.cipher = cipher
         self.format = storage_format
@@ -250,7 +250,7 @@ class MemoryFiles:
     def read(self, path: MemoryPath, version_id: str | None = None) -> Found | None:
         """The file at ``path`` (its version ``version_id`` if given), or None if there is none."""
         key = self.layout.file_key(path)
-        stored = self.store.get(key, max_bytes=self.max_file_bytes + _SEALED_SLACK, version_id=version_id)
+        stored = self.bucket.get(key, max_bytes=self.max_file_bytes + _SEALED_SLACK, version_id=version_id)
         if stored is None:
             return None
         text, author = self.decode(path, stored.body, stored.metadata)
@@ -295,7 +295,7 @@ class MemoryFiles:
 
         def attempt(_number: int) -> str | Lost | None:
             try:
-                etag: str | None = self.store.put(key, body, if_none_match=True, metadata=metadata)
+                etag: str | None = self.bucket.put(key, body, if_none_match=True, metadata=metadata)
             except PreconditionFailed as lost:
                 etag = self.landed(key, body) if lost.after_retry else None
             except ConditionalConflict:
@@ -330,7 +330,7 @@ class MemoryFiles:
         if origin is not None:
             metadata[ORIGIN_METADATA] = origin
         try:
-            written: str | None = self.store.put(key, sealed.body, if_match=etag, metadata=metadata)
+            written: str | None = self.bucket.put(key, sealed.body, if_match=etag, metadata=metadata)
         except PreconditionFailed as lost:
             written = self.landed(key, sealed.body) if lost.after_retry else None
         except ConditionalConflict:
@@ -345,7 +345,7 @@ class MemoryFiles:
         lost and whose retry then lost to it. Every sealed body is unique (fresh salt and nonce), so
         equal bytes prove it."""
         try:
-            stored = self.store.get(key, max_bytes=len(body))
+            stored = self.bucket.get(key, max_bytes=len(body))
         except ObjectTooLarge:
             return None  # larger than ours: another writer's
         return stored.etag if stored is not None and stored.body == body else None
@@ -353,7 +353,7 @@ class MemoryFiles:
     def delete(self, key: str, *, if_match: str | None = None) -> None:
         """Delete one object (only if it still has ``if_match``, when given: else PreconditionFailed)."""
         self.usage.forget()
-        self.store.delete(key, if_match=if_match)
+        self.bucket.delete(key, if_match=if_match)
 
     def delete_all(self, sources: Sequence[Source]) -> BatchDeleted:
         """Delete ``sources`` in parallel batches of 1,000, each only if it still has its ETag (an
@@ -363,7 +363,7 @@ class MemoryFiles:
         batches = [sources[start : start + DELETE_BATCH] for start in range(0, len(sources), DELETE_BATCH)]
 
         def delete(batch: Sequence[Source]) -> None:
-            outcome = self.store.delete_batch([(source.key, source.etag or None) for source in batch])
+            outcome = self.bucket.delete_batch([(source.key, source.etag or None) for source in batch])
             left.changed.extend(outcome.changed)
             left.gone.extend(outcome.gone)
 
@@ -373,7 +373,7 @@ class MemoryFiles:
     def measure(self) -> tuple[int, int]:
         """The plaintext bytes and the number of the user's memory files, from a full listing."""
         sizes = [
-            listed.size for page in self.store.pages(self.layout.memories_prefix) for listed in page.objects
+            listed.size for page in self.bucket.pages(self.layout.memories_prefix) for listed in page.objects
         ]
         return sum(plaintext_size(size) for size in sizes), len(sizes)
 
@@ -381,7 +381,7 @@ class MemoryFiles:
         """The files below ``directory`` with their ETags. Keys that map to no valid memory path are
         left out: nothing s3memory does touches them. More than ``MAX_SOURCES`` files are refused."""
         found: list[Source] = []
-        for page in self.store.pages(self.layout.directory_prefix(directory)):
+        for page in self.bucket.pages(self.layout.directory_prefix(directory)):
             for listed in page.objects:
                 if self.layout.path_of_key(listed.key) is not None:
                     found.append(Source(listed.key, listed.etag))

@@ -33,7 +33,7 @@ finish. They are older than ``job_runner.MAX_AGE_SECONDS`` a week after it, and 
 PLACE_DIGEST_CHARS = 32
 """A place record's digest in a record: 128 bits, hex."""
 _NAME_BLOCK = 16
-"""Names show each path segment's length in steps of this many bytes (``names.py``)."""
+"""Names show each path segment's length in steps of this many bytes (``formats/names.py``)."""
 MAX_SOURCES = 100_000
 """The most files one directory rename or delete may move or remove (its record stays a few MiB)."""
 RECORD_MAX_BYTES = 32 * 1024 * 1024

@@ -105,7 +105,7 @@ class JobRunner:
 
     def __init__(self, files: MemoryFiles, movers: Movers, clock: Callable[[], float] = time.time) -> None:
         self._files = files
-        self._store = files.store
+        self._bucket = files.bucket
         self._layout = files.layout
         self.clock = clock
         self._movers = movers
@@ -135,7 +135,7 @@ class JobRunner:
 
     def pending(self) -> Pending:
         """The runnable jobs recorded for this user."""
-        return self.load([listed for page in self._store.pages(self.prefix) for listed in page.objects])
+        return self.load([listed for page in self._bucket.pages(self.prefix) for listed in page.objects])
 
     def load(self, listed: list[Listed]) -> Pending:
         """The runnable jobs recorded at ``listed`` (objects below ``prefix``). Records that can never
@@ -158,7 +158,7 @@ class JobRunner:
         if not record_name_is_ours(name) or record.size > RECORD_MAX_BYTES:
             return Judged(name, None, "not a record s3memory writes", record.etag)
         try:
-            stored = self._store.get(record.key, max_bytes=RECORD_MAX_BYTES)
+            stored = self._bucket.get(record.key, max_bytes=RECORD_MAX_BYTES)
         except ObjectTooLarge:
             return Judged(name, None, "not a record s3memory writes", None)
         if stored is None:
@@ -187,10 +187,10 @@ class JobRunner:
         suffix = (
             name[len(JOB_PREFIX) :] if record_name_is_ours(name) else hashlib.sha256(key.encode()).hexdigest()
         )
-        if not self._store.copy(key, self._layout.key_of_internal(QUARANTINE_PREFIX + suffix)):
+        if not self._bucket.copy(key, self._layout.key_of_internal(QUARANTINE_PREFIX + suffix)):
             return  # gone: another process has set it aside
         with contextlib.suppress(PreconditionFailed):  # replaced since read: judged again when found
-            self._store.delete(key, if_match=etag)
+            self._bucket.delete(key, if_match=etag)
         self.set_aside.append(name)
         logger.warning("s3memory: a job record was set aside in quarantine: %s", reason)
 
@@ -201,7 +201,7 @@ class JobRunner:
         or ended meanwhile: the page may not show the memory as it is."""
         marks = self._layout.key_of_internal(MARK_PREFIX)
         parallel(
-            self._store.delete,
+            self._bucket.delete,
             [
                 listed.key
                 for listed in page.objects
@@ -312,7 +312,7 @@ class JobRunner:
         else:
             kept = self._move(job, before_changes, found or {})
         before_changes()
-        self._store.delete(self._layout.key_of_internal(job.name))
+        self._bucket.delete(self._layout.key_of_internal(job.name))
         return sorted(path.canonical for key in kept if (path := self._layout.path_of_key(key)) is not None)
 
     def _still_recorded(self, job: Job) -> bool:
@@ -322,7 +322,7 @@ class JobRunner:
         the job before the file at the destination was deleted; and a server-side copy keeps its
         source's bytes, so (where ETags are the bytes' digest) a file moved away and back after the
         job ended has its planned ETag again. Asked (one HEAD) before a job's deletes."""
-        return self._store.exists(self._layout.key_of_internal(job.name))
+        return self._bucket.exists(self._layout.key_of_internal(job.name))
 
     def _move(
         self, job: Job, before_changes: Callable[[], object], found: Mapping[str, Origin | None]
@@ -378,7 +378,7 @@ class JobRunner:
                 kept.append(source.key)  # cannot be moved as it is: it stays where it is
                 return
             except SourceChanged:
-                if self._store.exists(source.key):
+                if self._bucket.exists(source.key):
                     kept.append(source.key)  # changed since it was found: it stays
                 return
             if made is not None:

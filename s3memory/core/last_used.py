@@ -76,14 +76,14 @@ class AccessRecord:
     def write_at(self, at: float) -> None:
         """Store the record saying the user last used the memory at ``at`` (seconds since the epoch)."""
         body = json.dumps({"at": int(at * 1000)}, separators=(",", ":")).encode("utf-8")
-        self._files.store.put(self.key, self._files.cipher.seal(ACCESS_RECORD_PATH, body))
+        self._files.bucket.put(self.key, self._files.cipher.seal(ACCESS_RECORD_PATH, body))
 
     def read(self) -> Access:
         """The record as stored now; ``IntegrityError`` when it is not one s3memory sealed for this
         user (tampered, planted, copied from another user) or not in the record's format."""
         refused = IntegrityError("Error: The access record is not one s3memory wrote for this user.")
         try:
-            stored = self._files.store.get(self.key, max_bytes=ACCESS_MAX_BYTES)
+            stored = self._files.bucket.get(self.key, max_bytes=ACCESS_MAX_BYTES)
         except ObjectTooLarge:
             raise refused from None
         if stored is None:

@@ -5,7 +5,7 @@ path (the copy's ``s3memory-origin`` names the path it came from). Format 2 bind
 user and store only, so a move is a ``CopyObject`` on the server with a new place record in the
 copy's metadata: no content passes through the client. A store moving from format 1 to format 2
 reads each file as format 1 sealed it and seals it again in format 2 at the same path
-(``UpgradeMover``, for ``migration``). Either way a copy is written only where
+(``UpgradeMover``, for ``formats.upgrade``). Either way a copy is written only where
 nothing is, from the source's version with the ETag it was found with; the caller deletes the
 source afterwards, only if it still has that ETag, and withdraws the copy when it does not, unless
 another process marked it relied-on (a mark object of its own: the copy itself is never rewritten).
@@ -49,7 +49,7 @@ class Origin:
     text: str = ""
     header: bytes = b""
     place: str = ""
-    """Format 2: the digest of its place record (``jobs.place_digest``)."""
+    """Format 2: the digest of its place record (``core.job_records.place_digest``)."""
     author: str | None = None
     """Who wrote it, where its copy keeps its author (``UpgradeMover``)."""
     recalled: bool = False
@@ -85,11 +85,11 @@ class Mover(ABC):
 
     copies_keep_etags = False
     """True if a copy has its source's bytes, so (where ETags are the bytes' digest) its ETag: a
-    rename's record then binds each source to its place record too (``jobs.Source.place``)."""
+    rename's record then binds each source to its place record too (``core.job_records.Source.place``)."""
 
     def __init__(self, files: MemoryFiles, clock: Callable[[], float] = time.time) -> None:
         self._files = files
-        self._store = files.store
+        self._bucket = files.bucket
         self._clock = clock
 
     @abstractmethod
@@ -120,7 +120,7 @@ class Mover(ABC):
         found = self.holds_copy(origin, target)
         if found is None:
             return False
-        self._store.put(self.mark_key(found), b"")
+        self._bucket.put(self.mark_key(found), b"")
         return True
 
     def mark_key(self, copy: Copy) -> str:
@@ -137,8 +137,8 @@ class Mover(ABC):
         not marked is one nobody relied on. A mark found is removed: its one reader has read it."""
         key = self._files.layout.file_key(copy.path)
         mark = self.mark_key(copy)
-        if self._store.exists(mark):
-            self._store.delete(mark)
+        if self._bucket.exists(mark):
+            self._bucket.delete(mark)
             return
         if self._clock() - copy.started > WITHDRAW_WINDOW_SECONDS:  # its mark may be removed by now
             logger.warning("s3memory: a late copy was kept: its writer came back after the withdrawal window")
@@ -153,7 +153,7 @@ class Mover(ABC):
         its place record tells (two copies of one source have the same bytes and ETag)."""
         if copy.place is None:
             return True
-        head = self._store.head(key)
+        head = self._bucket.head(key)
         return head is not None and head.metadata.get(PLACE_METADATA) == copy.place
 
 
@@ -196,7 +196,7 @@ class ServerCopyMover(Mover):
     copies_keep_etags = True
 
     def locate(self, path: MemoryPath) -> Origin | None:
-        head = self._store.head(self._files.layout.file_key(path))
+        head = self._bucket.head(self._files.layout.file_key(path))
         if head is None:
             return None
         header = self._files.cipher.place_of(path.canonical, head.metadata).header
@@ -229,7 +229,7 @@ class ServerCopyMover(Mover):
 
         def attempt(_number: int) -> Copy | Lost | None:
             try:
-                etag = self._store.copy_new(source, key, source_etag=origin.etag, metadata=metadata)
+                etag = self._bucket.copy_new(source, key, source_etag=origin.etag, metadata=metadata)
             except PreconditionFailed as lost:
                 return self._refused(target, place, started, after_retry=lost.after_retry)
             except ConditionalConflict:
@@ -254,7 +254,7 @@ class ServerCopyMover(Mover):
         """What a refused copy to ``target`` means: None if something is there; our own copy if it
         is (its answer was lost, and the retry lost to it); ``SourceChanged`` if nothing is. A copy
         known by a HEAD alone is not remembered as verified (``MemoryFiles.verified``)."""
-        head = self._store.head(self._files.layout.file_key(target))
+        head = self._bucket.head(self._files.layout.file_key(target))
         if head is None:
             raise SourceChanged(target.canonical)
         if after_retry and head.metadata.get(PLACE_METADATA) == place:
@@ -266,7 +266,7 @@ class ServerCopyMover(Mover):
         write's header is unique), or, for a source sealed again (an older key version), the same
         text while the source is still as it was found."""
         cipher = self._files.cipher
-        head = self._store.head(self._files.layout.file_key(target))
+        head = self._bucket.head(self._files.layout.file_key(target))
         try:
             if head is None:
                 return None
@@ -284,7 +284,7 @@ class ServerCopyMover(Mover):
 
 
 class UpgradeMover(Mover):
-    """Format 1 to format 2 (``migration``): a move reads the file as format 1 sealed it (``legacy``)
+    """Format 1 to format 2 (``formats.upgrade``): a move reads the file as format 1 sealed it (``legacy``)
     and seals its text in format 2 at the same path, by its original author."""
 
     def __init__(

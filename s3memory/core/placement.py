@@ -48,14 +48,14 @@ class Survey:
     a HEAD of the path itself (is a file there?)."""
 
     def __init__(self, files: MemoryFiles, path: MemoryPath, *, file_occupies: bool) -> None:
-        store, layout = files.store, files.layout
-        self._exists = store.exists
+        bucket, layout = files.bucket, files.layout
+        self._exists = bucket.exists
         self._key = layout.file_key(path)
         self._ancestors = [
-            (ancestor, side(partial(store.exists, layout.file_key(ancestor))))
+            (ancestor, side(partial(bucket.exists, layout.file_key(ancestor))))
             for ancestor in path.ancestors()
         ]
-        self._below = side(partial(store.any_below, self._key + "/"))
+        self._below = side(partial(bucket.any_below, self._key + "/"))
         self._at_path: Future[bool] | None = None
         if file_occupies:
             self.count_a_file_as_occupying()

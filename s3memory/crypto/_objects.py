@@ -125,7 +125,7 @@ class ObjectCipher:
     user and store only, and places it at its path by a sealed record in its metadata
     (``seal_placed_file``, ``PLACE_METADATA``), so a copy made on the server with a new record
     renames it. Which of the two a store's files take is the storage format's choice
-    (``formats.py``). Internal objects (job records, the access record) are bound to their name in
+    (``formats/strategy.py``). Internal objects (job records, the access record) are bound to their name in
     both formats.
     """
 

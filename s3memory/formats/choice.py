@@ -7,7 +7,7 @@ objects), the best format its server enforces the conditions of (``server_checks
 where users' objects lie below the prefix and neither is there (a store written before format 2),
 unless some of them lie in namespaces of format 2 (then the store key is missing: refused). A store
 moves from format 1 only when an operator sets format 2 and runs ``s3memory migrate``. What a
-process found is kept for its life by the store (``deployment.Store``).
+process found is kept for its life by the store (``store.Store``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def checked_format(value: object) -> StorageFormat:
 
 
 def look(
-    store: Bucket,
+    bucket: Bucket,
     prefix: str,
     identity: str,
     provider: KeyProvider,
@@ -54,18 +54,18 @@ def look(
     writes its store key before anything of a user below the prefix, so users' objects with no key
     are format 1 unless a key read after the listing finds one another process has just made, or a
     namespace of format 2 shows the key was lost."""
-    if stored_store_key(store, prefix, identity, provider) is not None:
+    if stored_store_key(bucket, prefix, identity, provider) is not None:
         return PLACED_FORMAT, NONE_MISSING, True
-    if store.exists(prefix + MIGRATED_NAME):
+    if bucket.exists(prefix + MIGRATED_NAME):
         return PLACED_FORMAT, Missing(key=True), True
-    if not users_below(store, prefix):
+    if not users_below(bucket, prefix):
         enforced = checks()
         if enforced is not None and enforced.best_format() == FORMAT_VERSION:
             return FORMAT_VERSION, NONE_MISSING, True
         return PLACED_FORMAT, Missing(key=True, mark=True, anything=True), enforced is not None
-    if stored_store_key(store, prefix, identity, provider) is not None:
+    if stored_store_key(bucket, prefix, identity, provider) is not None:
         return PLACED_FORMAT, NONE_MISSING, True
-    if _any_namespace_shaped(store, prefix):
+    if _any_namespace_shaped(bucket, prefix):
         raise IntegrityError(
             "Error: The store key is missing from a store that holds users of storage format 2: their "
             f"names cannot be read without it, and format 1 would not see them. Restore {prefix}"
@@ -75,23 +75,23 @@ def look(
     return FORMAT_VERSION, NONE_MISSING, True
 
 
-def users_below(store: Bucket, prefix: str) -> bool:
+def users_below(bucket: Bucket, prefix: str) -> bool:
     """True if anything but the store's own objects (``STORE_OBJECTS``, directly at ``prefix``) lies
     below ``prefix``: a namespace (a user id beginning ``s3memory.`` included) or a stray object.
     One delimited listing, unless a page of it holds only the store's own objects (a few)."""
-    for page in store.pages(prefix, delimiter=True, max_keys=_STORE_OBJECTS_AT_MOST):
+    for page in bucket.pages(prefix, delimiter=True, max_keys=_STORE_OBJECTS_AT_MOST):
         strays = [listed for listed in page.objects if not listed.key.startswith(prefix + STORE_OBJECTS)]
         if page.prefixes or strays:
             return True
     return False
 
 
-def _any_namespace_shaped(store: Bucket, prefix: str) -> bool:
+def _any_namespace_shaped(bucket: Bucket, prefix: str) -> bool:
     """True if a namespace below ``prefix`` has format 2's shape (``names.namespace_shaped``): every
     page of namespaces until one is found, so that no number of planted names can hide one. Only a
     store of format 1 under ``auto`` pays it, once per process: a listing per 1,000 users."""
     return any(
         namespace_shaped(name[len(prefix) : -1])
-        for page in store.pages(prefix, delimiter=True)
+        for page in bucket.pages(prefix, delimiter=True)
         for name in page.prefixes
     )

@@ -21,13 +21,13 @@ def key_version(name: str) -> int | None:
 class KeyVault:
     """One user's wrapped data keys, at ``internal/keys/v<version>`` (a ``WrappedKeyVault``)."""
 
-    def __init__(self, store: Bucket, layout: KeyLayout) -> None:
-        self._store = store
+    def __init__(self, bucket: Bucket, layout: KeyLayout) -> None:
+        self._bucket = bucket
         self._layout = layout
 
     @property
     def identity(self) -> str:
-        return f"s3://{self._store.bucket}/{self._layout.namespace}"
+        return f"s3://{self._bucket.bucket}/{self._layout.namespace}"
 
     @property
     def prefix(self) -> str:
@@ -45,18 +45,18 @@ class KeyVault:
     def versions(self) -> list[int]:
         return sorted(
             version
-            for page in self._store.pages(self.prefix)
+            for page in self._bucket.pages(self.prefix)
             for listed in page.objects
             if (version := self.version_of(listed.key)) is not None
         )
 
     def get_wrapped(self, version: int) -> bytes | None:
-        stored = self._store.get(self.key(version), max_bytes=WRAPPED_KEY_MAX_BYTES)
+        stored = self._bucket.get(self.key(version), max_bytes=WRAPPED_KEY_MAX_BYTES)
         return None if stored is None else stored.body
 
     def put_wrapped_if_absent(self, version: int, wrapped: bytes) -> bool:
         try:
-            self._store.put(self.key(version), wrapped, if_none_match=True)
+            self._bucket.put(self.key(version), wrapped, if_none_match=True)
         except (PreconditionFailed, ConditionalConflict):
             return False
         return True

@@ -23,7 +23,7 @@ from s3memory.storage.bucket import Bucket, ConditionalConflict, PreconditionFai
 STORE_KEY_NAME = "s3memory.storage.bucket-key"
 """Where, below the store's prefix, the wrapped store key lies."""
 MIGRATED_NAME = "s3memory.migrated"
-"""Below the store's prefix: the mark of a store with no format-1 files left (``migration``). A
+"""Below the store's prefix: the mark of a store with no format-1 files left (``formats.upgrade``). A
 store is marked only once its store key exists, so a marked store without one has lost it."""
 STORE_KEY_MAX_BYTES = 4096
 _IDENTITY_LABEL = b"s3memory/v2/store"
@@ -59,9 +59,9 @@ def store_identity(store_id: str, prefix: str) -> str:
 
 
 def store_key(
-    store: Bucket, prefix: str, identity: str, provider: KeyProvider, missing: Missing = NONE_MISSING
+    bucket: Bucket, prefix: str, identity: str, provider: KeyProvider, missing: Missing = NONE_MISSING
 ) -> tuple[bytes, Missing]:
-    """The store key of ``identity`` at ``prefix`` in ``store``'s bucket, made and kept on first use
+    """The store key of ``identity`` at ``prefix`` in ``bucket``, made and kept on first use
     (of processes racing to make it, one stores its own; the others use the winner's), and what was
     found missing on the way. Learned once per process and provider: a store key never changes.
     A store that ``missing`` says has neither key nor mark gets one without another look."""
@@ -69,13 +69,13 @@ def store_key(
     def attempt(number: int) -> tuple[bytes, Missing] | Lost:
         nonlocal missing
         if number > 0 or not (missing.key and missing.mark):
-            key = stored_store_key(store, prefix, identity, provider)
+            key = stored_store_key(bucket, prefix, identity, provider)
             if key is not None:
                 return key, NONE_MISSING
-            if store.exists(prefix + MIGRATED_NAME):
+            if bucket.exists(prefix + MIGRATED_NAME):
                 # the mark is written only once the key is: read after the mark, a key still
                 # missing is lost (the first read may have come before another process's write)
-                key = stored_store_key(store, prefix, identity, provider)
+                key = stored_store_key(bucket, prefix, identity, provider)
                 if key is not None:
                     return key, NONE_MISSING
                 raise IntegrityError(
@@ -86,10 +86,10 @@ def store_key(
             missing = Missing(key=True, mark=True)  # whatever else was missing may be there now
         key, wrapped = provider.new_store_key(identity)
         try:
-            store.put(prefix + STORE_KEY_NAME, wrapped, if_none_match=True)
+            bucket.put(prefix + STORE_KEY_NAME, wrapped, if_none_match=True)
         except (PreconditionFailed, ConditionalConflict):
             return LOST  # another process stored one (read next), or it was removed meanwhile
-        _learn(store, prefix, identity, provider, key)
+        _learn(bucket, prefix, identity, provider, key)
         return key, missing
 
     return retried(
@@ -101,24 +101,24 @@ def store_key(
     )
 
 
-def stored_store_key(store: Bucket, prefix: str, identity: str, provider: KeyProvider) -> bytes | None:
+def stored_store_key(bucket: Bucket, prefix: str, identity: str, provider: KeyProvider) -> bytes | None:
     """The store key of ``identity`` at ``prefix`` if one is stored, else None (no memory has been
     written to the store yet): never makes one, so what only reads (the operator's ``users``,
     ``ls``, ``verify``, expiry) writes nothing. ``IntegrityError`` when the stored key does not
     open for ``identity`` (another store id or prefix, or tampered)."""
-    place = (store.bucket, prefix, identity)
+    place = (bucket.bucket, prefix, identity)
     with _lock:
         known = _learned.get(provider, {}).get(place)
     if known is not None:
         return known
-    stored = store.get(prefix + STORE_KEY_NAME, max_bytes=STORE_KEY_MAX_BYTES)
+    stored = bucket.get(prefix + STORE_KEY_NAME, max_bytes=STORE_KEY_MAX_BYTES)
     if stored is None:
         return None
     key = provider.open_store_key(identity, stored.body)
-    _learn(store, prefix, identity, provider, key)
+    _learn(bucket, prefix, identity, provider, key)
     return key
 
 
-def _learn(store: Bucket, prefix: str, identity: str, provider: KeyProvider, key: bytes) -> None:
+def _learn(bucket: Bucket, prefix: str, identity: str, provider: KeyProvider, key: bytes) -> None:
     with _lock:
-        _learned.setdefault(provider, {})[(store.bucket, prefix, identity)] = key
+        _learned.setdefault(provider, {})[(bucket.bucket, prefix, identity)] = key

@@ -6,9 +6,9 @@ object, and moves a file by reading it and sealing it again at its new path. For
 record in its metadata, moves a file by a copy made on the server, and moves a user's format-1 files
 before their first command. ``docs/format-v2.md`` has the details.
 
-The format a store is served in is chosen once (``store_format`` under ``auto``, resolved by
-``deployment.Store``); ``numbered`` turns its number into the strategy, and every other module asks
-the strategy. No module outside this one (and ``store_format``, the chooser) compares a format
+The format a store is served in is chosen once (``formats.choice`` under ``auto``, resolved by
+``store.Store``); ``numbered`` turns its number into the strategy, and every other module asks
+the strategy. No module outside this one (and ``formats.choice``, the chooser) compares a format
 number: ``tests/test_format_seam.py`` fails on one. The object format's version byte, which
 ``crypto`` writes and checks in each header, is the bytes on disk, not a decision made here: a key
 owner bound to a store seals format-2 objects.
@@ -87,7 +87,7 @@ class Format(ABC):
 
     def upgrade(
         self,
-        store: Bucket,
+        bucket: Bucket,
         user_id: str,
         prefix: str,
         provider: KeyProvider,
@@ -104,8 +104,8 @@ class Format(ABC):
         if not self.moves_older_formats:
             return None
         layout, owner = FORMAT_ONE.placement(prefix, "", None, user_id)
-        cipher = ObjectCipher(DataKeySource(provider, owner, KeyVault(store, layout)))
-        legacy = MemoryFiles(store, layout, cipher, FORMAT_ONE, max_file_bytes, Usage(None, lambda: (0, 0)))
+        cipher = ObjectCipher(DataKeySource(provider, owner, KeyVault(bucket, layout)))
+        legacy = MemoryFiles(bucket, layout, cipher, FORMAT_ONE, max_file_bytes, Usage(None, lambda: (0, 0)))
         return Upgrade(legacy, FORMAT_ONE.mover, marked, files, clock, settled)
 
 

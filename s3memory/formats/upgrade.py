@@ -58,7 +58,7 @@ logger = logging.getLogger("s3memory")
 
 class SettledUsers:
     """The users of one store (by namespace) a process knows to have no format-1 files, shared by
-    the store's memories (``deployment.Store.settled``); forgotten all at once beyond
+    the store's memories (``store.Store.settled``); forgotten all at once beyond
     ``_SETTLED_LIMIT`` (then each is listed again)."""
 
     def __init__(self) -> None:
@@ -111,7 +111,7 @@ class Upgrade:
         self._marked = marked
         self._users = settled
         self._target = target
-        self._store = target.store
+        self._bucket = target.bucket
         self._jobs = JobRunner(legacy, legacy_movers, clock)
         self._access = (AccessRecord(legacy, clock), AccessRecord(target, clock))
         self._mover = UpgradeMover(legacy, target, clock)
@@ -138,7 +138,7 @@ class Upgrade:
 
     def pending(self) -> bool:
         """True if the user has format-1 memory files (one one-key listing)."""
-        return self._store.any_below(self._legacy.layout.memories_prefix)
+        return self._bucket.any_below(self._legacy.layout.memories_prefix)
 
     def run(self, budget: int | None = None) -> UserMigration:
         """Finish the user's pending format-1 jobs, move every format-1 file, and carry the access
@@ -147,7 +147,7 @@ class Upgrade:
         page on which ``budget`` files have moved (not ``finished``; the access record waits)."""
         self._jobs.finish_pending()
         report = UserMigration()
-        for page in self._store.pages(self._legacy.layout.memories_prefix):
+        for page in self._bucket.pages(self._legacy.layout.memories_prefix):
             parallel(lambda listed: self._move(listed, report), page.objects)
             if budget is not None and report.moved >= budget and page.truncated:
                 report.finished = False
@@ -191,7 +191,7 @@ class Upgrade:
         try:
             self._legacy.delete(source, if_match=origin.etag)
         except PreconditionFailed as failed:
-            gone = not self._store.exists(source)
+            gone = not self._bucket.exists(source)
             if gone and (failed.after_retry or made is None):
                 return "moved" if made is not None else "already"
             if made is not None:
@@ -221,10 +221,10 @@ class Upgrade:
             return
         if now.at is None or now.at < before.at:
             target.write_at(before.at)
-        self._store.delete(legacy.key)
+        self._bucket.delete(legacy.key)
 
 
-def migrated(store: Bucket, prefix: str, identity: str, key: bytes, missing: Missing = NONE_MISSING) -> bool:
+def migrated(bucket: Bucket, prefix: str, identity: str, key: bytes, missing: Missing = NONE_MISSING) -> bool:
     """True if the store at ``prefix`` (of ``identity`` and store key ``key``) has no format-1
     files: its mark authenticates, or (then it is marked now) ``missing`` says nothing at all was
     below the prefix (a new store), or the first page of its namespaces shows only format-2 ones.
@@ -232,22 +232,22 @@ def migrated(store: Bucket, prefix: str, identity: str, key: bytes, missing: Mis
     mark. Asked once per process (``store.Store``, which ``Store.mark_migrated`` then updates);
     until the store is marked, each user's first command in a process lists the user's format-1
     namespace, whose key names the user."""
-    known = not missing.mark and read_mark(store, prefix, identity, key) is not None
-    born = None if known else True if missing.anything else _born_by_namespaces(store, prefix, key)
+    known = not missing.mark and read_mark(bucket, prefix, identity, key) is not None
+    born = None if known else True if missing.anything else _born_by_namespaces(bucket, prefix, key)
     if born is not None:
         try:
-            mark_migrated(store, prefix, identity, key, born=born)
+            mark_migrated(bucket, prefix, identity, key, born=born)
             known = True
         except StorageError:  # a role that may not write (expiry's): look for format-1 files
             pass
     return known
 
 
-def _born_by_namespaces(store: Bucket, prefix: str, key: bytes) -> bool | None:
+def _born_by_namespaces(bucket: Bucket, prefix: str, key: bytes) -> bool | None:
     """What the first page of the store's namespaces, if it is the only one, shows: no namespace
     at all (True: a new store, born in format 2), only format-2 ones (False: no format-1 files, but
     not known to have never held any), or (None) a format-1 one, or more than a page."""
-    page = next(store.pages(prefix, delimiter=True))
+    page = next(bucket.pages(prefix, delimiter=True))
     if page.truncated or not all(
         user_of_namespace(key, common[len(prefix) : -1]) is not None for common in page.prefixes
     ):
@@ -255,18 +255,18 @@ def _born_by_namespaces(store: Bucket, prefix: str, key: bytes) -> bool | None:
     return not page.prefixes
 
 
-def mark_migrated(store: Bucket, prefix: str, identity: str, key: bytes, *, born: bool = False) -> None:
+def mark_migrated(bucket: Bucket, prefix: str, identity: str, key: bytes, *, born: bool = False) -> None:
     """Mark the store at ``prefix`` as having no format-1 files left (``born``: never any), sealed
     under its store key ``key`` for its ``identity``."""
     state = BORN if born else SETTLED
-    store.put(prefix + MIGRATED_NAME, state + _mark_tag(key, identity, state))
+    bucket.put(prefix + MIGRATED_NAME, state + _mark_tag(key, identity, state))
 
 
-def read_mark(store: Bucket, prefix: str, identity: str, key: bytes) -> bytes | None:
+def read_mark(bucket: Bucket, prefix: str, identity: str, key: bytes) -> bytes | None:
     """What the mark of the store at ``prefix`` says (``BORN`` or ``SETTLED``), or None if there is
     none or it does not authenticate under the store key for ``identity`` (one GET)."""
     try:
-        stored = store.get(prefix + MIGRATED_NAME, max_bytes=MARK_MAX_BYTES)
+        stored = bucket.get(prefix + MIGRATED_NAME, max_bytes=MARK_MAX_BYTES)
     except ObjectTooLarge:
         return None  # not a mark s3memory wrote
     if stored is None:
@@ -278,10 +278,10 @@ def read_mark(store: Bucket, prefix: str, identity: str, key: bytes) -> bytes | 
     return None
 
 
-def born_in_format_2(store: Bucket, prefix: str, identity: str, key: bytes | None) -> bool:
+def born_in_format_2(bucket: Bucket, prefix: str, identity: str, key: bytes | None) -> bool:
     """True if the store at ``prefix`` is marked, authentically, as never having held format 1;
     False without a store key (nothing is authentic then)."""
-    return key is not None and read_mark(store, prefix, identity, key) == BORN
+    return key is not None and read_mark(bucket, prefix, identity, key) == BORN
 
 
 def _mark_tag(key: bytes, identity: str, state: bytes) -> bytes:

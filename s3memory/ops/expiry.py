@@ -1,6 +1,6 @@
 """Idle expiry: the memory files of users who have not used their memory for a number of days go.
 
-A user is idle when their access record (``access.py``) says no command ran since the cutoff, or,
+A user is idle when their access record (``core/last_used.py``) says no command ran since the cutoff, or,
 without a record, by the files' own write times. Only files written before the cutoff go, each with
 ``If-Match`` on the ETag the listing showed, so a file written meanwhile stays; before each batch of
 deletes the access record is read again, and a command of the user since the run began stops the
@@ -165,7 +165,7 @@ def _expire_user(
         expiry.skipped = PENDING_JOB
         return True
     idle: list[tuple[MemoryPath, Listed]] = []
-    for page in memory.store.pages(memory.layout.memories_prefix):
+    for page in memory.bucket.pages(memory.layout.memories_prefix):
         for listed in page.objects:
             path = memory.layout.path_of_key(listed.key)
             if path is None:
@@ -196,7 +196,7 @@ def _job_pending(memory: S3Memory) -> bool:
     never can are no reason to wait: the user's next command sets them aside."""
     return any(
         memory.jobs.judge(listed).job is not None
-        for page in memory.store.pages(memory.jobs.prefix)
+        for page in memory.bucket.pages(memory.jobs.prefix)
         for listed in page.objects
     )
 
@@ -214,7 +214,7 @@ def _delete(memory: S3Memory, expiry: UserExpiry, path: MemoryPath, listed: List
     try:
         memory.files.delete(listed.key, if_match=listed.etag)
     except PreconditionFailed as failed:
-        if failed.after_retry and not memory.store.exists(listed.key):
+        if failed.after_retry and not memory.bucket.exists(listed.key):
             expiry.expired.append(path.text)  # our own delete, whose answer was lost
         else:
             expiry.changed.append(path.text)

@@ -40,7 +40,7 @@ def format_1_users(operations: Operations) -> list[str]:
     servers, SeaweedFS among them, still list it once it is empty)."""
     key = operations.store_key()
     found: list[str] = []
-    for page in operations.store.pages(operations.prefix, delimiter=True):
+    for page in operations.bucket.pages(operations.prefix, delimiter=True):
         for common in page.prefixes:
             name = common[len(operations.prefix) : -1]
             if (key is None or user_of_namespace(key, name) is None) and usable_user_id(
@@ -78,6 +78,6 @@ def migrate_store(operations: Operations, progress: Progress = SILENT) -> StoreM
         report.verified[user_id] = operations.verify(user_id)
         progress.advance()
     if all(moved.clean for moved in report.moved.values()):
-        operations.deployment.mark_migrated()
+        operations.store.mark_migrated()
         report.marked = True
     return report

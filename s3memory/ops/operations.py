@@ -146,7 +146,7 @@ class Operations:
 
     def __init__(
         self,
-        store: Bucket,
+        bucket: Bucket,
         key_provider: KeyProvider,
         *,
         limits: Limits | None = None,
@@ -154,42 +154,43 @@ class Operations:
         **options: Unpack[StoreOptions],
     ) -> None:
         refuse_unknown(options, StoreOptions.__optional_keys__, "Operations")
-        deployment = Store(store, key_provider, **options)
-        self._serve(deployment, limits, actor)
+        store = Store(bucket, key_provider, **options)
+        self._serve(store, limits, actor)
 
     @classmethod
-    def over(cls, deployment: Store, *, limits: Limits | None = None, actor: str | None = None) -> Operations:
-        """The operations of the store ``deployment`` (one ``Settings.make_store`` built)."""
+    def over(cls, store: Store, *, limits: Limits | None = None, actor: str | None = None) -> Operations:
+        """The operations of the store ``store`` (one ``Settings.make_store`` built)."""
         operations = cls.__new__(cls)
-        operations._serve(deployment, limits, actor)
+        operations._serve(store, limits, actor)
         return operations
 
-    def _serve(self, deployment: Store, limits: Limits | None, actor: str | None) -> None:
-        self.deployment = deployment
-        """The store (``deployment.Store``): built without a request, resolved on first need."""
-        self.store = deployment.bucket
-        self.key_provider = deployment.key_provider
-        self.prefix = deployment.prefix
+    def _serve(self, store: Store, limits: Limits | None, actor: str | None) -> None:
+        self.store = store
+        """The store (``store.Store``): built without a request, resolved on first need."""
+        self.bucket = store.bucket
+        """The store's bucket (``Bucket``)."""
+        self.key_provider = store.key_provider
+        self.prefix = store.prefix
         self.limits = limits or Limits()
         self.actor = actor
         """Named as the author of what restore and import write."""
-        self.weak_server = deployment.weak_server
-        self.store_id = deployment.store_id
+        self.weak_server = store.weak_server
+        self.store_id = store.store_id
         """Format 2: the store's id (None: the bucket's name), bound into every object."""
-        self.store_identity = deployment.identity
+        self.store_identity = store.identity
         """The store's identity (``store_keys.store_identity``), whatever its format."""
         self._outside_other_stores = False
 
     @property
     def storage_format(self) -> int:
-        """The format the store is served in (``auto``: found in the store, ``store_format.py``, on
+        """The format the store is served in (``auto``: found in the store, ``formats/choice.py``, on
         first need; for a new store whose server was never probed, format 2 until a write finds
         out). Never probes the server or writes."""
-        return self.deployment.found_format()
+        return self.store.found_format()
 
     @property
     def format(self) -> Format:
-        """The strategy of the format the store is served in (``formats``), found as
+        """The strategy of the format the store is served in (``formats.strategy``), found as
         ``storage_format`` is."""
         return numbered(self.storage_format)
 
@@ -218,7 +219,7 @@ class Operations:
         which is replaced where they differ. A role that may not write (an auditor's) checks nothing."""
         try:
             found, before = probe_again(
-                self.store, self.prefix, self.store_identity, self.key_provider, time.time()
+                self.bucket, self.prefix, self.store_identity, self.key_provider, time.time()
             )
         except AccessDenied:
             return ServerCheck(None, None, [])
@@ -234,13 +235,13 @@ class Operations:
         which format (the store's options, the format's setting among them: a memory serves ``auto``
         as found here, but decides a new store's format itself, probing its server, where this found
         it only for now), and the limits (as ``Settings.memory_options`` gives them)."""
-        return {**self.deployment.options, **self.limits.memory_options()}
+        return {**self.store.options, **self.limits.memory_options()}
 
     def check_nesting(self) -> None:
         """Refuse (``nesting.NestedStore``) a store whose prefix lies inside another store's; looked
         at once (one listing per level of the prefix) before the first command that acts on users."""
         if not self._outside_other_stores:
-            reaching(self.store, lambda: check_not_nested(self.store, self.prefix))
+            reaching(self.bucket, lambda: check_not_nested(self.bucket, self.prefix))
             self._outside_other_stores = True
 
     def users(self) -> Iterator[str]:
@@ -257,7 +258,7 @@ class Operations:
         if key is None:
             return
         found: list[str] = []
-        for page in self.store.pages(self.prefix, delimiter=True):
+        for page in self.bucket.pages(self.prefix, delimiter=True):
             for common in page.prefixes:
                 user_id = user_of_namespace(key, common[len(self.prefix) : -1])
                 if user_id is not None and usable_user_id(user_id, self.prefix):
@@ -265,7 +266,7 @@ class Operations:
         yield from sorted(found)
 
     def _plain_users(self) -> Iterator[str]:
-        for page in self.store.pages(self.prefix, delimiter=True):
+        for page in self.bucket.pages(self.prefix, delimiter=True):
             for common in page.prefixes:
                 user_id = common[len(self.prefix) : -1]
                 if usable_user_id(user_id, self.prefix):
@@ -274,7 +275,7 @@ class Operations:
     def store_key(self) -> bytes | None:
         """Format 2: the store key, or None while the store has none (never made here)."""
         try:
-            return self.deployment.stored_key()
+            return self.store.stored_key()
         except IntegrityError as refused:
             raise IntegrityError(
                 f"{refused.message} Check that S3MEMORY_STORE_ID and S3MEMORY_PREFIX (--store-id, --prefix) "
@@ -288,8 +289,8 @@ class Operations:
         ``existing_memory``)."""
         self.check_nesting()
         options: MemoryOptions = {**self.limits.memory_options(), "actor": self.actor}
-        memory = S3Memory(self.deployment, user_id, **options)
-        check_no_store_at(self.store, memory.layout.namespace)
+        memory = S3Memory(self.store, user_id, **options)
+        check_no_store_at(self.bucket, memory.layout.namespace)
         return memory
 
     def existing_memory(self, user_id: str) -> S3Memory | None:
@@ -310,7 +311,7 @@ class Operations:
             return []
         layout = memory.layout
         found: list[StoredFile] = []
-        for page in self.store.pages(layout.directory_prefix(below)):
+        for page in self.bucket.pages(layout.directory_prefix(below)):
             for listed in page.objects:
                 file = layout.path_of_key(listed.key)
                 if file is not None:
@@ -351,7 +352,7 @@ class Operations:
         layout = memory.layout
         clock = time.time() if now is None else now
         key_versions: dict[int, str] = {}
-        for page in self.store.pages(layout.namespace):
+        for page in self.bucket.pages(layout.namespace):
             for listed in page.objects:
                 report.checked += 1
                 progress.advance()
@@ -436,24 +437,24 @@ class Operations:
         erasure = Erasure(user_id, shredded=isinstance(self.key_provider, KMSKeyProvider))
         layouts: list[KeyLayout] = [] if memory is None else [memory.layout]
         if self._identity is not None and not born_in_format_2(
-            self.store, self.prefix, self._identity, self.store_key()
+            self.bucket, self.prefix, self._identity, self.store_key()
         ):  # and what format 1 left: files not moved yet, keys, history (its listing names the user)
             layouts.append(KeyLayout(validate_namespace(user_id, self.prefix)))
         for layout in layouts:
             prefixes = (layout.internal_prefix, layout.memories_prefix)
             keys = layout.key_of_internal(KEYS_PREFIX)
             for prefix in (keys, *prefixes):
-                pages = self.store.versions(prefix) if dry_run else self._first_pages(prefix)
+                pages = self.bucket.versions(prefix) if dry_run else self._first_pages(prefix)
                 for page in pages:
                     if dry_run and prefix != keys:
                         page = [version for version in page if not version.key.startswith(keys)]
                     if not dry_run:
-                        self.store.delete_versions(page)  # a page holds at most 1,000: one request
+                        self.bucket.delete_versions(page)  # a page holds at most 1,000: one request
                     progress.advance(len(page))
                     erasure.key_versions += sum(version.key.startswith(keys) for version in page)
                     erasure.other_versions += sum(not version.key.startswith(keys) for version in page)
             if not dry_run:
-                erasure.left += sum(len(page) for prefix in prefixes for page in self.store.versions(prefix))
+                erasure.left += sum(len(page) for prefix in prefixes for page in self.bucket.versions(prefix))
         return erasure
 
     def _first_pages(self, prefix: str) -> Iterator[list[Version]]:
@@ -462,7 +463,7 @@ class Operations:
         same page comes back (its removal did not take; ``left`` will say so)."""
         previous: list[Version] | None = None
         while True:
-            page = next(self.store.versions(prefix))
+            page = next(self.bucket.versions(prefix))
             if not page or page == previous:
                 return
             yield page

@@ -181,15 +181,15 @@ def rotate(
     report = RotationReport(user_id, dry_run)
     if memory is None:
         return report
-    vault = KeyVault(memory.store, memory.layout)
+    vault = KeyVault(memory.bucket, memory.layout)
     started = time.time() if now is None else now
     if isinstance(provider, LocalKeyProvider):
         report.current, report.old = provider.version, provider.previous_versions
         waited = True
         if report.old and not dry_run:
             if memory.format.has_store_identity:
-                _rewrap_store_key(memory.store, operations.prefix, operations.store_identity, provider)
-            rewrap_record(memory.store, operations.prefix, operations.store_identity, provider)
+                _rewrap_store_key(memory.bucket, operations.prefix, operations.store_identity, provider)
+            rewrap_record(memory.bucket, operations.prefix, operations.store_identity, provider)
     elif isinstance(provider, KMSKeyProvider):
         if not _start(provider, memory, vault, report):
             return report
@@ -213,7 +213,7 @@ def rotate(
         else:
             report.kept_for_history = len(needs)
         if report.retired and isinstance(provider, KMSKeyProvider) and not dry_run:
-            _remove(memory.store, vault, report)
+            _remove(memory.bucket, vault, report)
     return report
 
 
@@ -245,7 +245,7 @@ def _merged(first: RotationReport, second: RotationReport) -> RotationReport:
 def _start(provider: KMSKeyProvider, memory: S3Memory, vault: KeyVault, report: RotationReport) -> bool:
     """Find the user's stored versions and, unless a rotation is under way, create the next one (in a
     dry run: say so); fill ``current``, ``old`` and ``switched_at``. False: the user has no data key."""
-    stored = _stored_keys(memory.store, vault)
+    stored = _stored_keys(memory.bucket, vault)
     if not stored:
         return False
     live = [version for version, key in stored.items() if key.written is not None]
@@ -275,13 +275,13 @@ def _start(provider: KMSKeyProvider, memory: S3Memory, vault: KeyVault, report: 
         written = None
         if not report.dry_run:
             provider.create(memory.key_owner, current + 1, vault)  # False: a concurrent rotation made it
-            written = _stored_keys(memory.store, vault).get(current + 1, _StoredKey()).written
+            written = _stored_keys(memory.bucket, vault).get(current + 1, _StoredKey()).written
     provider.forget(memory.key_owner, vault)
     report.switched_at = None if written is None else written.timestamp()
     return True
 
 
-def _rewrap_store_key(store: Bucket, prefix: str, identity: str, provider: LocalKeyProvider) -> None:
+def _rewrap_store_key(bucket: Bucket, prefix: str, identity: str, provider: LocalKeyProvider) -> None:
     """Format 2 with a local master key: wrap the store key (the root of every private name) again
     under the current master key if a previous one wraps it, so that dropping the previous key from
     the settings locks no name out. One conditional write; the key itself stays as it is, so what
@@ -290,12 +290,12 @@ def _rewrap_store_key(store: Bucket, prefix: str, identity: str, provider: Local
     current = STORE_KEY_MAGIC + b"L" + struct.pack(">I", provider.version)
 
     def attempt(_number: int) -> Lost | None:
-        stored = store.get(name, max_bytes=STORE_KEY_MAX_BYTES)
+        stored = bucket.get(name, max_bytes=STORE_KEY_MAX_BYTES)
         if stored is None or stored.body.startswith(current):
             return None
         wrapped = provider.wrap_store_key(identity, provider.open_store_key(identity, stored.body))
         try:
-            store.put(name, wrapped, if_match=stored.etag)
+            bucket.put(name, wrapped, if_match=stored.etag)
         except (PreconditionFailed, ConditionalConflict):
             return LOST  # another rotation wrapped it (read next), or it was written meanwhile
         return None
@@ -309,10 +309,10 @@ def _rewrap_store_key(store: Bucket, prefix: str, identity: str, provider: Local
     )
 
 
-def _stored_keys(store: Bucket, vault: KeyVault) -> dict[int, _StoredKey]:
+def _stored_keys(bucket: Bucket, vault: KeyVault) -> dict[int, _StoredKey]:
     """The user's wrapped keys by version, with every S3 version of each (one listing of versions)."""
     found: dict[int, _StoredKey] = {}
-    for page in store.versions(vault.prefix):
+    for page in bucket.versions(vault.prefix):
         for version in page:
             number = vault.version_of(version.key)
             if number is None:
@@ -332,7 +332,7 @@ def _seal_again(memory: S3Memory, report: RotationReport, sweep: _Sweep) -> None
     keys = layout.key_of_internal(KEYS_PREFIX)  # wrapped keys, not sealed records
     old = set(report.old)
     sweep.unsettled = False
-    for page in memory.store.pages(layout.namespace):
+    for page in memory.bucket.pages(layout.namespace):
         tasks: list[tuple[str, Callable[[], bool]]] = []
         for listed in page.objects:
             if _bare(listed.etag) in sweep.cleared:
@@ -389,7 +389,7 @@ def _file_once(
     sealed it; False if it changed meanwhile. ``sweep`` learns whether it was read as ``listed``."""
     files = memory.files
     try:
-        stored = memory.store.get(listed.key, max_bytes=files.max_file_bytes + OVERHEAD)
+        stored = memory.bucket.get(listed.key, max_bytes=files.max_file_bytes + OVERHEAD)
     except ObjectTooLarge:
         report.left.append((path.text, "larger than the file size limit: it could not be read"))
         return True
@@ -421,7 +421,7 @@ def _record_once(memory: S3Memory, name: str, old: set[int], report: RotationRep
     name) if an ``old`` version sealed it; False if it changed meanwhile."""
     key = memory.layout.key_of_internal(name)
     try:
-        stored = memory.store.get(key, max_bytes=RECORD_MAX_BYTES)
+        stored = memory.bucket.get(key, max_bytes=RECORD_MAX_BYTES)
     except ObjectTooLarge:
         return True  # no record s3memory writes is this large
     if stored is None:
@@ -437,7 +437,7 @@ def _record_once(memory: S3Memory, name: str, old: set[int], report: RotationRep
         return True
     if not report.dry_run:
         try:
-            memory.store.put(
+            memory.bucket.put(
                 key,
                 cipher.seal(RECORD_PATH_PREFIX + name, body),
                 if_match=stored.etag,
@@ -478,11 +478,11 @@ def _history_needs(memory: S3Memory, report: RotationReport) -> list[set[int]]:
     needs an ``old`` version to be read, the versions it needs; none on a bucket that never had
     versioning. One listing of versions and a GET of each earlier version. A dry run also counts each
     file it would seal again, as the earlier version sealing it would leave."""
-    if memory.store.versioning() is None:
+    if memory.bucket.versioning() is None:
         return []
     layout, old = memory.layout, set(report.old)
     needs: list[set[int]] = [old for _ in report.reencrypted] if report.dry_run else []
-    for page in memory.store.versions(layout.memories_prefix):
+    for page in memory.bucket.versions(layout.memories_prefix):
         earlier = [
             (version, path)
             for version in page
@@ -499,7 +499,7 @@ def _earlier_needs(memory: S3Memory, version: Version, path: MemoryPath, old: se
     its header names if it opens with it, or if that key cannot be had (so it cannot be told); every
     one if it is too large to tell; none if it names none or is not ours."""
     try:
-        stored = memory.store.get(
+        stored = memory.bucket.get(
             version.key, max_bytes=memory.files.max_file_bytes + OVERHEAD, version_id=version.version_id
         )
     except ObjectTooLarge:
@@ -515,10 +515,10 @@ def _earlier_needs(memory: S3Memory, version: Version, path: MemoryPath, old: se
     return {named}
 
 
-def _remove(store: Bucket, vault: KeyVault, report: RotationReport) -> None:
+def _remove(bucket: Bucket, vault: KeyVault, report: RotationReport) -> None:
     """Remove every S3 version of the wrapped keys of the ``retired`` versions, once a last listing
     shows the current version still stored and the newest."""
-    stored = _stored_keys(store, vault)
+    stored = _stored_keys(bucket, vault)
     current = stored.get(report.current or 0)
     if current is None or current.written is None or max(stored) != report.current:
         raise CommandError(
@@ -527,4 +527,4 @@ def _remove(store: Bucket, vault: KeyVault, report: RotationReport) -> None:
         )
     doomed = [version for number in report.retired for version in stored.get(number, _StoredKey()).versions]
     for start in range(0, len(doomed), DELETE_BATCH):
-        store.delete_versions(doomed[start : start + DELETE_BATCH])
+        bucket.delete_versions(doomed[start : start + DELETE_BATCH])

@@ -65,11 +65,11 @@ class MemoryVersions:
 
     def __init__(self, memory: S3Memory) -> None:
         self.memory = memory
-        self.store = memory.store
-        status = self.store.versioning()
+        self.bucket = memory.bucket
+        status = self.bucket.versioning()
         if status is None:
             raise CommandError(
-                f"Error: The bucket {self.store.bucket} has never had S3 versioning on, so it keeps no "
+                f"Error: The bucket {self.bucket.bucket} has never had S3 versioning on, so it keeps no "
                 "earlier versions: history, restore and redact need it (the Terraform module enables it)."
             )
 
@@ -146,7 +146,7 @@ class MemoryVersions:
         the order of their paths."""
         layout = self.memory.layout
         chosen: dict[str, Version | None] = {}
-        for page in self.store.versions(layout.memories_prefix):
+        for page in self.bucket.versions(layout.memories_prefix):
             for listed in page:
                 if layout.path_of_key(listed.key) is None:
                     continue
@@ -187,10 +187,10 @@ class MemoryVersions:
         key = self.memory.layout.file_key(target)
         if not any(version.version_id == version_id for version in self._versions_of(key)):
             raise CommandError(f"Error: {path} has no version {version_id}; nothing was changed.")
-        self.store.delete_versions([Version(key, version_id)])
+        self.bucket.delete_versions([Version(key, version_id)])
 
     def _versions_of(self, key: str) -> list[Version]:
-        return [version for page in self.store.versions(key) for version in page if version.key == key]
+        return [version for page in self.bucket.versions(key) for version in page if version.key == key]
 
 
 class _Origins:
@@ -220,7 +220,7 @@ class _Origins:
             self._paths = list(
                 {
                     path
-                    for page in self._memory.store.versions(layout.memories_prefix)
+                    for page in self._memory.bucket.versions(layout.memories_prefix)
                     for listed in page
                     if (path := layout.path_of_key(listed.key)) is not None
                 }

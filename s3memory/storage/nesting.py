@@ -34,25 +34,25 @@ def enclosing_prefixes(prefix: str) -> list[str]:
     return ["".join(segment + "/" for segment in segments[:depth]) for depth in range(len(segments))]
 
 
-def store_objects_at(store: Bucket, prefix: str) -> list[str] | None:
+def store_objects_at(bucket: Bucket, prefix: str) -> list[str] | None:
     """The keys of the objects a store keeps of its own at ``prefix`` (one delimited listing, its
     first page), or None where this role may not list there (its permissions stop at its own
     prefix: it cannot see a store there)."""
     try:
-        page = next(store.pages(prefix + STORE_OBJECTS, delimiter=True, max_keys=PAGE))
+        page = next(bucket.pages(prefix + STORE_OBJECTS, delimiter=True, max_keys=PAGE))
     except AccessDenied:
         return None
     return [listed.key for listed in page.objects]
 
 
-def check_not_nested(store: Bucket, prefix: str) -> None:
+def check_not_nested(bucket: Bucket, prefix: str) -> None:
     """Refuse (``NestedStore``) a store at ``prefix`` that lies inside another store's prefix: one
     whose objects (``STORE_OBJECTS``) lie at any prefix enclosing this one. One listing per
     enclosing prefix (the depth of ``prefix``: one for ``users/``, none for the root), in parallel;
     an enclosing prefix this role may not list is passed over."""
     above = enclosing_prefixes(prefix)
     found: dict[str, list[str] | None] = {}
-    parallel(lambda outer: found.update({outer: store_objects_at(store, outer)}), above)
+    parallel(lambda outer: found.update({outer: store_objects_at(bucket, outer)}), above)
     for outer in above:
         keys = found[outer]
         if keys:
@@ -64,10 +64,10 @@ def check_not_nested(store: Bucket, prefix: str) -> None:
             )
 
 
-def check_no_store_at(store: Bucket, namespace: str) -> None:
+def check_no_store_at(bucket: Bucket, namespace: str) -> None:
     """Refuse (``NestedStore``) to act on a user whose namespace holds another store's objects
     (one listing): that store lies inside this one's prefix, and nothing there is the user's."""
-    keys = store_objects_at(store, namespace)
+    keys = store_objects_at(bucket, namespace)
     if keys:
         raise NestedStore(
             f"Error: Another store lies at {_named(namespace)}, this user's namespace "

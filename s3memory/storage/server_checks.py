@@ -68,57 +68,57 @@ _known: dict[tuple[str, str, str], Enforced] = {}
 _lock = threading.Lock()
 
 
-def known(store: Bucket, prefix: str, identity: str, provider: KeyProvider) -> Enforced:
-    """What the server of ``store`` enforces, for the store ``identity`` at ``prefix``: learned once
+def known(bucket: Bucket, prefix: str, identity: str, provider: KeyProvider) -> Enforced:
+    """What the server of ``bucket`` enforces, for the store ``identity`` at ``prefix``: learned once
     per process, from the store's record (a GetObject and the record key's unwrapping) or, where
     there is none or it does not open, from a probe, then recorded. Before the probe of a store's
     first use, ``NestedStore`` if its prefix lies inside another store's (``nesting``)."""
-    found, etag = _recorded(store, prefix, identity, provider)
+    found, etag = _recorded(bucket, prefix, identity, provider)
     if found is None:
-        check_not_nested(store, prefix)  # a store's first use: it must not lie inside another
-        found = probe(store, prefix)
-        _keep(store, prefix, identity, provider, found, etag)
-        _learn(store, prefix, identity, found)
+        check_not_nested(bucket, prefix)  # a store's first use: it must not lie inside another
+        found = probe(bucket, prefix)
+        _keep(bucket, prefix, identity, provider, found, etag)
+        _learn(bucket, prefix, identity, found)
     return found
 
 
 def probe_again(
-    store: Bucket, prefix: str, identity: str, provider: KeyProvider, now: float
+    bucket: Bucket, prefix: str, identity: str, provider: KeyProvider, now: float
 ) -> tuple[Enforced, Enforced | None]:
     """What the server enforces now (a new probe), and what the record said before (None where
     there was none that opened); a record that differs is replaced by what the probe found (the
     server changed: processes that start from now on learn it). Objects that probes cut short
     left (a process that died, a request that failed) are removed once older than
     ``STALE_PROBE_SECONDS`` by ``now``. For ``verify``."""
-    _remove_stale_probes(store, prefix, now)
-    before, etag = _recorded(store, prefix, identity, provider, cached=False)
-    found = probe(store, prefix)
+    _remove_stale_probes(bucket, prefix, now)
+    before, etag = _recorded(bucket, prefix, identity, provider, cached=False)
+    found = probe(bucket, prefix)
     if before != found:
-        _keep(store, prefix, identity, provider, found, etag)
-    _learn(store, prefix, identity, found)
+        _keep(bucket, prefix, identity, provider, found, etag)
+    _learn(bucket, prefix, identity, found)
     return found, before
 
 
-def recorded(store: Bucket, prefix: str, identity: str, provider: KeyProvider) -> Enforced | None:
+def recorded(bucket: Bucket, prefix: str, identity: str, provider: KeyProvider) -> Enforced | None:
     """What the store's record says the server enforces (learned once per process), or None where
     there is no record that opens: never probes, so what only reads writes nothing."""
-    return _recorded(store, prefix, identity, provider)[0]
+    return _recorded(bucket, prefix, identity, provider)[0]
 
 
 def _recorded(
-    store: Bucket, prefix: str, identity: str, provider: KeyProvider, *, cached: bool = True
+    bucket: Bucket, prefix: str, identity: str, provider: KeyProvider, *, cached: bool = True
 ) -> tuple[Enforced | None, str | None]:
     """What this process learned (unless not ``cached``), or what the record says, or None; and the
     stored record's ETag (None where there is none, or nothing was read)."""
     with _lock:
-        found = _known.get((store.where, prefix, identity)) if cached else None
+        found = _known.get((bucket.where, prefix, identity)) if cached else None
     if found is not None:
         return found, None
     key = prefix + SERVER_RECORD_NAME
     try:
-        stored = store.get(key, max_bytes=RECORD_MAX_BYTES)
+        stored = bucket.get(key, max_bytes=RECORD_MAX_BYTES)
     except ObjectTooLarge:  # no record s3memory seals is that large: planted
-        head = store.head(key)
+        head = bucket.head(key)
         return _distrusted(None if head is None else head.etag)
     if stored is None:
         return None, None
@@ -126,7 +126,7 @@ def _recorded(
         found = open_record(stored.body, identity, provider)
     except (IntegrityError, StorageError):  # forged, or a key service refusing what it cannot unwrap
         return _distrusted(stored.etag)
-    _learn(store, prefix, identity, found)
+    _learn(bucket, prefix, identity, found)
     return found, stored.etag
 
 
@@ -137,19 +137,19 @@ def _distrusted(etag: str | None) -> tuple[None, str | None]:
     return None, etag
 
 
-def _learn(store: Bucket, prefix: str, identity: str, found: Enforced) -> None:
+def _learn(bucket: Bucket, prefix: str, identity: str, found: Enforced) -> None:
     with _lock:
-        _known[(store.where, prefix, identity)] = found
+        _known[(bucket.where, prefix, identity)] = found
 
 
 def _keep(
-    store: Bucket, prefix: str, identity: str, provider: KeyProvider, found: Enforced, replacing: str | None
+    bucket: Bucket, prefix: str, identity: str, provider: KeyProvider, found: Enforced, replacing: str | None
 ) -> None:
     """Store the record of ``found``: where there was none, only if none has appeared since; in place
     of one that did not open (its ETag ``replacing``), only if it is still that one; each condition
     sent only where the probe found the server enforces it (else the write is plain: two processes
     recording the same server write the same findings)."""
-    raw = Bucket(store.client, store.bucket)  # not gated: this runs while the gate learns
+    raw = Bucket(bucket.client, bucket.bucket)  # not gated: this runs while the gate learns
     body = seal_record(found, identity, provider)
     if_match = replacing if PUT_IF_MATCH in found.held else None
     if_none_match = replacing is None and PUT_IF_NONE_MATCH in found.held
@@ -205,11 +205,11 @@ def open_record(blob: bytes, identity: str, provider: KeyProvider) -> Enforced:
     return Enforced(frozenset(held), dict(answers))
 
 
-def rewrap_record(store: Bucket, prefix: str, identity: str, provider: LocalKeyProvider) -> None:
+def rewrap_record(bucket: Bucket, prefix: str, identity: str, provider: LocalKeyProvider) -> None:
     """A local master key's rotation: seal the store's record again under the current master key if
     a previous one wraps its key, so that dropping the previous key from the settings costs no
     probe. One conditional write; a record that does not open is left to the next first use."""
-    stored = store.get(prefix + SERVER_RECORD_NAME, max_bytes=RECORD_MAX_BYTES)
+    stored = bucket.get(prefix + SERVER_RECORD_NAME, max_bytes=RECORD_MAX_BYTES)
     current = STORE_KEY_MAGIC + b"L" + struct.pack(">I", provider.version)
     if stored is None or stored.body[len(RECORD_MAGIC) + 2 :].startswith(current):
         return
@@ -217,7 +217,7 @@ def rewrap_record(store: Bucket, prefix: str, identity: str, provider: LocalKeyP
         found = open_record(stored.body, identity, provider)
     except IntegrityError:
         return
-    _keep(store, prefix, identity, provider, found, stored.etag)
+    _keep(bucket, prefix, identity, provider, found, stored.etag)
 
 
 def forget() -> None:
@@ -229,8 +229,8 @@ def forget() -> None:
 class _Probe:
     """One probe's objects and findings."""
 
-    def __init__(self, store: Bucket, prefix: str) -> None:
-        self.store = store
+    def __init__(self, bucket: Bucket, prefix: str) -> None:
+        self.bucket = bucket
         self.names = f"{prefix}{PROBE_NAME}{secrets.token_hex(8)}-"
         self.held: set[str] = set()
         self.answers: dict[str, str] = {}
@@ -288,13 +288,13 @@ def _certain(refusal: PreconditionFailed) -> None:
         raise _cut_short() from None
 
 
-def probe(store: Bucket, prefix: str) -> Enforced:
+def probe(bucket: Bucket, prefix: str) -> Enforced:
     """Send each condition of ``CONDITIONS`` to the server where it must be refused (and, for most,
     where it must pass), on objects of the probe's own, and remove them; what held. Twelve requests
     where the server enforces every condition but those of ``PutObject``: 5 PutObject, 3 CopyObject,
     a HeadObject, a DeleteObject and 2 DeleteObjects (one more PutObject where ``DeleteObject``'s
     condition is ignored, one more HeadObject where ``PutObject``'s are)."""
-    raw = Bucket(store.client, store.bucket)  # conditions sent as they are: that is the question
+    raw = Bucket(bucket.client, bucket.bucket)  # conditions sent as they are: that is the question
     run = _Probe(raw, prefix)
     a, b, c = run.key("a"), run.key("b"), run.key("c")
     try:
@@ -320,17 +320,17 @@ def probe(store: Bucket, prefix: str) -> Enforced:
     return Enforced(frozenset(run.held), run.answers)
 
 
-def _remove_stale_probes(store: Bucket, prefix: str, now: float) -> None:
+def _remove_stale_probes(bucket: Bucket, prefix: str, now: float) -> None:
     """Delete the probe objects below ``prefix`` last written more than ``STALE_PROBE_SECONDS``
     before ``now`` (one listing page: a few at most, each left by a probe cut short). A younger
     one may be a running probe's: deleting it would make that probe find less than the server
     enforces."""
-    page = next(store.pages(prefix + PROBE_NAME))
+    page = next(bucket.pages(prefix + PROBE_NAME))
     stale = [
         listed.key for listed in page.objects if _written_before(listed.modified, now - STALE_PROBE_SECONDS)
     ]
     for start in range(0, len(stale), DELETE_BATCH):
-        _remove(Bucket(store.client, store.bucket), stale[start : start + DELETE_BATCH])
+        _remove(Bucket(bucket.client, bucket.bucket), stale[start : start + DELETE_BATCH])
 
 
 def _written_before(modified: str, moment: float) -> bool:
@@ -377,6 +377,6 @@ def _probe_copies(raw: Bucket, run: _Probe, a: str, b: str, c: str, current: str
     )
 
 
-def _etag(store: Bucket, key: str) -> str:
-    head = store.head(key)
+def _etag(bucket: Bucket, key: str) -> str:
+    head = bucket.head(key)
     return "" if head is None else head.etag

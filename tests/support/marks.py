@@ -16,6 +16,6 @@ from .bucket import BUCKET, MASTER_KEY
 def mark_of(s3: Any, prefix: str = "users/") -> bytes | None:
     """What the mark of the store at ``prefix`` in ``BUCKET`` says (``BORN`` or ``SETTLED``), or
     None if there is none, no store key, or it does not authenticate."""
-    store, identity = Bucket(s3, BUCKET), store_identity(BUCKET, prefix)
-    key = stored_store_key(store, prefix, identity, LocalKeyProvider(MASTER_KEY))
-    return None if key is None else read_mark(store, prefix, identity, key)
+    bucket, identity = Bucket(s3, BUCKET), store_identity(BUCKET, prefix)
+    key = stored_store_key(bucket, prefix, identity, LocalKeyProvider(MASTER_KEY))
+    return None if key is None else read_mark(bucket, prefix, identity, key)
