@@ -30,14 +30,15 @@ from mcp.shared.exceptions import MCPError
 import s3memory.mcp
 from s3memory.cli import main as cli
 from s3memory.core.paths import memory_path
-from s3memory.mcp.tool import INSTRUCTIONS, MCP_ACTOR
+from s3memory.mcp.server import build_server
+from s3memory.mcp.tool import INSTRUCTIONS, MCP_ACTOR, answer
 from s3memory.memory import S3Memory
 from s3memory.settings import Settings
 from s3memory.tool import S3MemoryTool
 
 from .support.bucket import LOCAL_KEY_B64
 from .support.loopback_server import WATCHDOG
-from .support.mcp_servers import AWS_TEST_ENVIRONMENT, McpClient, mcp_server, server_command
+from .support.mcp_servers import AWS_TEST_ENVIRONMENT, McpClient, in_process, mcp_server, server_command
 from .support.processes import run_python_json
 
 BUCKET = "mcp-test-memory"
@@ -355,6 +356,59 @@ def test_an_unknown_tool_is_a_protocol_error_naming_it(alice: McpClient) -> None
     with pytest.raises(MCPError) as caught:
         alice.call("remember", command="view", path="/memories")
     assert (caught.value.code, caught.value.message) == (-32602, "Unknown tool: remember")
+
+
+class Failing:
+    """A memory whose every command fails as nobody foresaw."""
+
+    def run(self, raw_input: object) -> str:
+        raise RuntimeError("a detail that must not reach the model")
+
+
+def test_a_failure_nobody_foresaw_is_an_error_result_worded_as_the_sdk_adapter_words_it() -> None:
+    memory: Any = Failing()
+    with pytest.raises(ToolError) as caught:
+        S3MemoryTool.over(memory).call({"command": "view", "path": "/memories"})
+    worded = "Error: s3memory failed unexpectedly (RuntimeError); the command may not have run."
+    assert caught.value.content == worded
+    assert tuple(answer(memory, {"command": "view", "path": "/memories"})) == (worded, True)
+    with in_process(build_server(lambda user: memory, lambda: "alice")) as client:
+        assert client.call(command="view", path="/memories") == (worded, True)
+
+
+def test_an_unreachable_store_is_an_error_result_with_the_adapters_text(
+    store_environment: dict[str, str],
+) -> None:
+    unreachable = {**store_environment, "S3MEMORY_ENDPOINT_URL": "http://127.0.0.1:9"}
+    memory = library(unreachable, "alice")
+    with pytest.raises(ToolError) as caught:
+        S3MemoryTool.over(library(unreachable, "alice")).call({"command": "view", "path": "/memories"})
+    with in_process(build_server(lambda user: memory, lambda: "alice")) as client:
+        text, is_error = client.call(command="view", path="/memories")
+    assert (text, is_error) == (caught.value.content, True)
+    assert text.startswith("Error: ") and "127.0.0.1:9" in text
+
+
+def test_each_call_runs_on_the_memory_of_the_user_of_its_request(
+    store_environment: dict[str, str],
+) -> None:
+    """The seam the HTTP transport takes: ``user_of_request`` is asked at each call, and the call runs
+    on that user's memory, never another's."""
+    memories = {user: library(store_environment, user) for user in ("carol", "dave")}
+    requests = iter(["carol", "dave", "carol", "dave"])
+    asked: list[str] = []
+
+    def memory_of(user: str) -> S3Memory:
+        asked.append(user)
+        return memories[user]
+
+    home = directory()
+    with in_process(build_server(memory_of, lambda: next(requests))) as client:
+        ok(client, command="create", path=f"{home}/who.txt", file_text="carol's")
+        ok(client, command="create", path=f"{home}/who.txt", file_text="dave's")
+        assert ok(client, command="view", path=f"{home}/who.txt").endswith("     1\tcarol's")
+        assert ok(client, command="view", path=f"{home}/who.txt").endswith("     1\tdave's")
+    assert asked == ["carol", "dave", "carol", "dave"]
 
 
 # -- the server and the library on one store -------------------------------------------------------

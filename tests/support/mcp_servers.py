@@ -19,6 +19,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client, StdioServerParameters
 from mcp.client.client import ConnectMode
 from mcp.client.stdio import stdio_client
+from mcp.server.lowlevel import Server
 from mcp.types import TextContent
 
 AWS_TEST_ENVIRONMENT = {
@@ -40,8 +41,8 @@ class McpClient:
 
     portal: BlockingPortal
     client: Client
-    log: Path
-    """Where the server's standard error goes."""
+    log: Path | None
+    """Where the server's standard error goes (None: a server in this process)."""
 
     @property
     def instructions(self) -> str | None:
@@ -88,3 +89,12 @@ def mcp_server(
         )
         stack.enter_context(portal.wrap_async_context_manager(client))
         yield McpClient(portal, client, log)
+
+
+@contextlib.contextmanager
+def in_process(server: Server[Any]) -> Iterator[McpClient]:
+    """The official client connected to ``server`` in this process (no transport, no process)."""
+    with start_blocking_portal() as portal:
+        client = Client(server, read_timeout_seconds=CALL_TIMEOUT_SECONDS)
+        with portal.wrap_async_context_manager(client):
+            yield McpClient(portal, client, None)
