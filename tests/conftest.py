@@ -177,6 +177,9 @@ SLOW_SUITES = {
     "test_differential": "fuzz",
     "test_lambda_ric": "lambda_runtime",
     "test_server_matrix": "server_matrix",
+    "test_mcp::test_two_servers_and_a_library_process_lose_no_update_and_see_each_others_writes": "mcp",
+    "test_mcp::test_a_server_stops_when_its_client_dies": "mcp",
+    "test_mcp::test_the_mcp_inspector_lists_the_tool_and_calls_it": "mcp",
 }
 """The modules and tests (``module::test``) ``make test`` leaves out, each with its kind: a marker
 (``pyproject.toml``) that each of their tests carries beside ``slow``. ``make test`` runs

@@ -185,7 +185,15 @@ LAYERS = (
     ("s3memory.store",),
     ("s3memory.memory", "s3memory.settings"),
     ("s3memory.ops",),
-    ("s3memory", "s3memory.tool", "s3memory.cli", "s3memory.aws_lambda", "s3memory.demo", "s3memory.testing"),
+    (
+        "s3memory",
+        "s3memory.tool",
+        "s3memory.cli",
+        "s3memory.aws_lambda",
+        "s3memory.mcp",
+        "s3memory.demo",
+        "s3memory.testing",
+    ),
 )
 """The package's layers, lowest first (``docs/core.md``, "Module map"): a module or a subpackage each."""
 

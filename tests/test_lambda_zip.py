@@ -4,7 +4,7 @@ nothing of this virtualenv is importable), against moto's S3 server and the scri
 
 The package files come from an allow-list (``LAMBDA_PACKAGE_FILES``), checked here, without the
 build, against the modules the handlers of terraform/lambda.tf import (read from the sources, lazy
-imports too): none missing, none extra, neither the demo nor the testing module.
+imports too): none missing, none extra, neither the demo nor the testing module nor the MCP server.
 
 The build downloads wheels from the package registry (pip's cache makes later builds quick). When
 the registry cannot be reached, the tests skip and say so.
@@ -48,7 +48,9 @@ HANDLERS = re.findall(
     r'handler\s*=\s*"(s3memory\.[\w.]+)"', (REPO_ROOT / "terraform" / "lambda.tf").read_text()
 )
 """The handler strings the functions are deployed with."""
-NOT_IN_THE_ZIP = ("s3memory/demo/", "s3memory/testing/", "s3memory/cli/")
+NOT_IN_THE_ZIP = ("s3memory/demo/", "s3memory/testing/", "s3memory/cli/", "s3memory/mcp/")
+NOT_CARRIED = ("mcp/", "mcp_types/", "starlette/", "uvicorn/", "sse_starlette/")
+"""The MCP SDK and what it alone brings: ``s3memory mcp`` serves on stdio, not from the zip (yet)."""
 
 
 def load_tool() -> ModuleType:
@@ -104,6 +106,7 @@ def test_zip_holds_the_package_and_its_dependencies(built_zip: Path) -> None:
     assert not [name for name in names if "__pycache__" in name or name.endswith((".pyc", ".pyo"))]
     assert not [name for name in names if name.startswith("bin/")]
     assert not [name for name in names if name.startswith(("tests/", "tools/", "terraform/"))]
+    assert not [name for name in names if name.startswith(NOT_CARRIED)]
 
 
 def module_file(module: str) -> Path | None:

@@ -1,5 +1,6 @@
 """The package as a user installs it: a wheel built from this checkout goes into a fresh virtualenv,
-where ``s3memory demo`` without the ``demo`` extra names the extra and exits 2 (no traceback),
+where ``s3memory demo`` without the ``demo`` extra names the extra and exits 2 (no traceback), as
+``s3memory mcp`` does without the ``mcp`` extra,
 ``s3memory --version`` answers, and with ``s3memory[demo]`` installed the demo runs and recalls.
 Also: the wheel's metadata (version from ``s3memory/_version.py``, the LICENSE, the extras), and the
 command's answers in this process.
@@ -85,7 +86,7 @@ def test_wheel_metadata(wheel: Path) -> None:
     assert metadata["Version"] == s3memory.__version__
     assert metadata["License-Expression"] == "Apache-2.0"
     assert metadata.get_all("License-File") == ["LICENSE"]
-    assert {"demo", "lambda"} <= set(metadata.get_all("Provides-Extra") or [])
+    assert {"demo", "lambda", "mcp"} <= set(metadata.get_all("Provides-Extra") or [])
     demo_requirements = [r for r in metadata.get_all("Requires-Dist") or [] if 'extra == "demo"' in r]
     assert any(r.startswith("anthropic") for r in demo_requirements), demo_requirements
     assert any(r.startswith("moto[server]") for r in demo_requirements), demo_requirements
@@ -138,6 +139,13 @@ def test_fresh_virtualenv_install_explains_the_demo_extra_then_runs_the_demo(
     assert [line for line in refused.stderr.splitlines() if line.strip()] == [
         f"s3memory demo needs the demo extra (missing: anthropic, moto[server]): {HINT}"
     ]
+
+    no_mcp = _run([command, "mcp", "--user", "alice"], cwd=tmp_path)
+    assert (no_mcp.returncode, no_mcp.stdout, no_mcp.stderr) == (
+        2,
+        "",
+        "s3memory mcp needs the mcp extra (missing: mcp): pip install 's3memory[mcp]'\n",
+    ), _explain(no_mcp)
 
     with_demo = _run([*pip, f"{wheel}[demo]"], cwd=tmp_path, timeout=PIP_TIMEOUT_SECONDS)
     assert with_demo.returncode == 0, _explain(with_demo)

@@ -10,10 +10,11 @@ from s3memory._version import __version__
 from s3memory.cli.commands import add_commands
 from s3memory.cli.console import Console
 from s3memory.demo import DEMO_INSTALL_HINT, missing_for_demo
+from s3memory.mcp import MCP_INSTALL_HINT, missing_for_mcp
 from s3memory.settings import DEFAULT_MODEL
 
 EXIT_USAGE = 2
-"""No command, or ``demo`` without the ``demo`` extra installed."""
+"""No command, or ``demo`` or ``mcp`` without its extra installed."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,6 +39,16 @@ def _parser() -> argparse.ArgumentParser:
         help="talk to real Claude (needs ANTHROPIC_API_KEY); S3 stays embedded",
     )
     demo.add_argument("--model", default=DEFAULT_MODEL, help=f"model for --live (default: {DEFAULT_MODEL})")
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve a user's memory to MCP clients (Claude Code, Claude Desktop) on stdio",
+        description=(
+            "Serve the memory tool to an MCP client on standard input and output, for one user, with the "
+            "S3MEMORY_* settings (docs/mcp.md). Runs until the client closes the input. "
+            f"Needs the mcp extra: {MCP_INSTALL_HINT}"
+        ),
+    )
+    mcp.add_argument("--user", required=True, help="the user id whose memory is served")
     add_commands(commands)
     return parser
 
@@ -56,6 +67,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         from s3memory.demo.walkthrough import demo_main
 
         return demo_main(live=arguments.live, model=arguments.model)
+    if arguments.command == "mcp":
+        missing = missing_for_mcp()
+        if missing:
+            print(
+                f"s3memory mcp needs the mcp extra (missing: {', '.join(missing)}): {MCP_INSTALL_HINT}",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+        from s3memory.mcp.stdio import mcp_main
+
+        return mcp_main(arguments.user)
     if arguments.command is not None:
         return Console(arguments).run()
     parser.print_help(sys.stderr)

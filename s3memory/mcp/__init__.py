@@ -1,0 +1,22 @@
+"""``s3memory mcp``: the memory tool served to MCP clients (Claude Code, Claude Desktop, any client of
+the Model Context Protocol), on the official ``mcp`` Python SDK (the ``mcp`` extra, ``docs/mcp.md``).
+
+This package is light: it only says whether the extra is installed (:func:`missing_for_mcp`), without
+importing it. ``tool.py`` is the tool itself, without the SDK: its name, input schema, annotations and
+the server's instructions, and the answer to one call. ``server.py`` builds the SDK's server from two
+functions (the memory of a user, the user of a request: one set by ``--user`` on stdio, a verified token
+over HTTP later) and ``stdio.py`` serves it on standard input and output.
+"""
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+
+MCP_INSTALL_HINT = "pip install 's3memory[mcp]'"
+MCP_REQUIREMENT = "mcp"
+"""The distribution the ``mcp`` extra adds (its module has the same name)."""
+
+
+def missing_for_mcp() -> list[str]:
+    """The requirements of the ``mcp`` extra whose modules cannot be found, without importing any."""
+    return [] if find_spec(MCP_REQUIREMENT) is not None else [MCP_REQUIREMENT]

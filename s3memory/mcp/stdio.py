@@ -1,0 +1,72 @@
+"""``s3memory mcp --user ID``: the MCP server on standard input and output, for one user.
+
+The settings are the ``S3MEMORY_*`` variables, read as the Lambda functions and the operator commands
+read them (``settings.py``: the store, the key provider, the limits). Bad settings or a bad user id are
+refused before anything is served (exit 2), with a message that names neither a key nor the user id.
+The server runs until its client closes standard input (exit 0). Nothing it logs names memory
+content, a path or the user.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from s3memory.core.paths import UserId
+from s3memory.mcp.tool import MCP_ACTOR
+from s3memory.memory import S3Memory
+from s3memory.settings import Settings, SettingsError
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+
+EXIT_SERVED = 0
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def one_user(memory: S3Memory, user: UserId) -> Callable[[str], S3Memory]:
+    """``memory_of`` for a server of one user's memory: that memory, and no other user's."""
+
+    def memory_of(requested: str) -> S3Memory:
+        if requested != user:  # pragma: no cover - user_of_request names only ``user`` on stdio
+            raise LookupError("this server serves one user's memory")
+        return memory
+
+    return memory_of
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    """Serve ``server`` on this process's standard input and output until the input closes."""
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def mcp_main(user_id: str, environ: Mapping[str, str] | None = None) -> int:
+    """``s3memory mcp --user ID``: serve ``user_id``'s memory on stdio; the exit status."""
+    try:
+        settings = Settings.from_env(os.environ if environ is None else environ)
+    except SettingsError as error:
+        print(f"s3memory mcp: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        user = UserId(user_id)
+    except ValueError as error:
+        print(f"s3memory mcp: the user id of --user is refused: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    memory = S3Memory(settings.make_store(), user, **settings.limits.memory_options()).acting_as(MCP_ACTOR)
+    # The SDK is imported once the settings and the user are known good: a refusal answers at once.
+    import anyio
+
+    from s3memory.mcp.server import build_server
+
+    server = build_server(one_user(memory, user), lambda: user)
+    try:
+        anyio.run(serve_stdio, server)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    return EXIT_SERVED

@@ -1,0 +1,100 @@
+"""``s3memory mcp`` servers in processes of their own, driven by the official ``mcp`` client from
+synchronous tests: each client runs on an event loop of its own thread (an anyio blocking portal), so a
+test calls the tool from as many threads as it likes, and one server can serve a whole module.
+
+A stdio server reads its requests from a pipe of this process: when the test run ends, or dies, the
+pipe closes and the server exits (``test_mcp.py`` checks that it does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp import Client, StdioServerParameters
+from mcp.client.client import ConnectMode
+from mcp.client.stdio import stdio_client
+from mcp.server.lowlevel import Server
+from mcp.types import TextContent
+
+AWS_TEST_ENVIRONMENT = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+CALL_TIMEOUT_SECONDS = 60
+
+
+def server_command(user: str) -> list[str]:
+    """The command that serves ``user``'s memory on stdio (the ``s3memory`` script's entry)."""
+    return [sys.executable, "-m", "s3memory.cli.main", "mcp", "--user", user]
+
+
+@dataclass
+class McpClient:
+    """One connected client of one server process, callable from any thread."""
+
+    portal: BlockingPortal
+    client: Client
+    log: Path | None
+    """Where the server's standard error goes (None: a server in this process)."""
+
+    @property
+    def instructions(self) -> str | None:
+        return self.client.instructions
+
+    @property
+    def protocol_version(self) -> str:
+        return self.client.protocol_version
+
+    def server_info(self) -> Any:
+        return self.client.server_info
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        """``tools/list``: each tool as it went on the wire."""
+        listed = self.portal.call(self.client.list_tools)
+        return [tool.model_dump(by_alias=True, exclude_none=True) for tool in listed.tools]
+
+    def call(self, name: str = "memory", /, **arguments: Any) -> tuple[str, bool]:
+        """``tools/call``: the answer's text and ``isError``."""
+        result = self.portal.call(self.client.call_tool, name, arguments, CALL_TIMEOUT_SECONDS)
+        assert len(result.content) == 1 and result.structured_content is None, result
+        (block,) = result.content
+        assert isinstance(block, TextContent), result
+        return block.text, result.is_error
+
+
+@contextlib.contextmanager
+def mcp_server(
+    environment: Mapping[str, str], user: str, log: Path, *, mode: ConnectMode = "auto"
+) -> Iterator[McpClient]:
+    """``s3memory mcp --user USER`` with ``environment`` (``S3MEMORY_*``, AWS test credentials added)
+    and a connected official client (``mode``: ``auto`` negotiates the newest protocol, ``legacy`` the
+    initialize handshake); the server's standard error is written to ``log``."""
+    parameters = StdioServerParameters(
+        command=server_command(user)[0],
+        args=server_command(user)[1:],
+        env={**AWS_TEST_ENVIRONMENT, **environment},
+    )
+    with contextlib.ExitStack() as stack:
+        errors: TextIO = stack.enter_context(log.open("a", encoding="utf-8"))
+        portal = stack.enter_context(start_blocking_portal())
+        client = Client(
+            stdio_client(parameters, errlog=errors), mode=mode, read_timeout_seconds=CALL_TIMEOUT_SECONDS
+        )
+        stack.enter_context(portal.wrap_async_context_manager(client))
+        yield McpClient(portal, client, log)
+
+
+@contextlib.contextmanager
+def in_process(server: Server[Any]) -> Iterator[McpClient]:
+    """The official client connected to ``server`` in this process (no transport, no process)."""
+    with start_blocking_portal() as portal:
+        client = Client(server, read_timeout_seconds=CALL_TIMEOUT_SECONDS)
+        with portal.wrap_async_context_manager(client):
+            yield McpClient(portal, client, None)
