@@ -63,7 +63,6 @@ LAMBDA_PACKAGE_FILES = (
     "ops/folders.py",
     "ops/operations.py",
     "ops/progress.py",
-    "ops/versions.py",
     "aws_lambda/",
 )
 """What the handlers need of the package, relative to it: the modules that the three handlers
