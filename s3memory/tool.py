@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any, Self, Unpack
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
 from anthropic.types.beta import BetaCacheControlEphemeralParam
 
+from s3memory.answers import answer as answered
 from s3memory.crypto import KeyProvider
-from s3memory.errors import CommandError, unexpected_failure
+from s3memory.errors import CommandError
 from s3memory.memory import MemoryOptions, S3Memory
 from s3memory.storage.bucket import Bucket
 from s3memory.store import refuse_unknown
@@ -26,14 +27,12 @@ logger = logging.getLogger("s3memory")
 
 
 def answer(memory: S3Memory, raw_input: object) -> str:
-    """Run one input; every failure becomes ``ToolError`` with a message that names no content."""
-    try:
-        return memory.run(raw_input)
-    except CommandError as error:
-        raise ToolError(error.message) from None
-    except Exception as error:
-        logger.exception("s3memory: unexpected %s", type(error).__name__)
-        raise ToolError(unexpected_failure(error)) from None
+    """Run one input; every failure becomes ``ToolError`` with a message that names no content
+    (``answers.answer``)."""
+    text, is_error = answered(memory, raw_input)
+    if is_error:
+        raise ToolError(text)
+    return text
 
 
 def clear(memory: S3Memory) -> str:

@@ -28,10 +28,11 @@ from anthropic.lib.tools import ToolError
 from mcp.shared.exceptions import MCPError
 
 import s3memory.mcp
+from s3memory.answers import answer
 from s3memory.cli import main as cli
 from s3memory.core.paths import memory_path
 from s3memory.mcp.server import build_server
-from s3memory.mcp.tool import INSTRUCTIONS, MCP_ACTOR, answer
+from s3memory.mcp.tool import INSTRUCTIONS, MCP_ACTOR
 from s3memory.memory import S3Memory
 from s3memory.settings import Settings
 from s3memory.tool import S3MemoryTool

@@ -51,6 +51,7 @@ LAMBDA_PACKAGE_FILES = (
     "clients.py",
     "errors.py",
     "memory.py",
+    "answers.py",
     "settings.py",
     "store.py",
     "tool.py",

@@ -19,8 +19,9 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from s3memory._version import __version__
+from s3memory.answers import answer
 from s3memory.errors import shown
-from s3memory.mcp.tool import ANNOTATIONS, INPUT_SCHEMA, INSTRUCTIONS, TOOL_DESCRIPTION, TOOL_NAME, answer
+from s3memory.mcp.tool import ANNOTATIONS, INPUT_SCHEMA, INSTRUCTIONS, TOOL_DESCRIPTION, TOOL_NAME
 from s3memory.memory import S3Memory
 
 SERVER_NAME = "s3memory"

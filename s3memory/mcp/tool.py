@@ -1,22 +1,16 @@
 """The ``memory`` tool as an MCP server offers it, without the SDK: its name, input schema and
-annotations (as they go on the wire), the server's instructions, and the answer to one call.
+annotations (as they go on the wire) and the server's instructions.
 
-A call runs through ``S3Memory.run``, the same parsing (``core/commands.py``) and dispatch as the
-Anthropic SDK adapter (``s3memory/tool.py``): the answer is the memory tool contract's exact
-text. Every refusal, and every failure the SDK adapter turns into ``ToolError``,
-is an answer with ``is_error`` true and the same text, never a protocol error.
+A call is answered by ``answers.answer``, as the Anthropic SDK adapter (``s3memory/tool.py``) answers
+one: the memory tool contract's exact text. Every refusal, and every failure the SDK adapter turns
+into ``ToolError``, is an answer with ``is_error`` true and the same text, never a protocol error.
 """
 
 from __future__ import annotations
 
-import logging
-from typing import Any, NamedTuple
+from typing import Any
 
 from s3memory.core.commands import COMMANDS
-from s3memory.errors import CommandError, unexpected_failure
-from s3memory.memory import S3Memory
-
-logger = logging.getLogger("s3memory")
 
 TOOL_NAME = "memory"
 MCP_ACTOR = "mcp"
@@ -93,22 +87,3 @@ store credentials or secrets.
 """
 """The guidance the Claude API adds when the native memory tool is present, in s3memory's words, so a
 client that sees only an MCP tool still uses it well."""
-
-
-class Answer(NamedTuple):
-    """One call's answer: the text, and whether it is a refusal or a failure (``isError``)."""
-
-    text: str
-    is_error: bool
-
-
-def answer(memory: S3Memory, arguments: object) -> Answer:
-    """Run one call's arguments as the SDK adapter runs a ``tool_use`` input (``tool.answer``): a
-    refusal or failure is an error answer whose text names no content."""
-    try:
-        return Answer(memory.run(arguments), False)
-    except CommandError as error:
-        return Answer(error.message, True)
-    except Exception as error:
-        logger.exception("s3memory: unexpected %s", type(error).__name__)
-        return Answer(unexpected_failure(error), True)

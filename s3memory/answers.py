@@ -1,0 +1,35 @@
+"""One call's answer as the edges give it: the text, and whether it is a refusal or a failure.
+
+The SDK adapters (``tool.py``) raise ``ToolError`` with the text of an error answer; the MCP server
+(``mcp/``) returns it with ``isError``. Both run a raw input through ``answer``, so a refusal and a
+failure read the same on every edge, and no answer names content.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import NamedTuple
+
+from s3memory.errors import CommandError, unexpected_failure
+from s3memory.memory import S3Memory
+
+logger = logging.getLogger("s3memory")
+
+
+class Answer(NamedTuple):
+    """One call's answer: the text, and whether it is a refusal or a failure."""
+
+    text: str
+    is_error: bool
+
+
+def answer(memory: S3Memory, raw_input: object) -> Answer:
+    """Run one raw ``tool_use`` input: the contract's text, or an error answer (a refusal's own
+    text; any other failure logged by its type alone and answered as an unexpected failure)."""
+    try:
+        return Answer(memory.run(raw_input), False)
+    except CommandError as error:
+        return Answer(error.message, True)
+    except Exception as error:
+        logger.exception("s3memory: unexpected %s", type(error).__name__)
+        return Answer(unexpected_failure(error), True)
