@@ -44,6 +44,11 @@ class Plan:
     rename_peer_sizes: list[int] = field(default_factory=lambda: [100])
     """Directory renames of these many files: s3memory format 1, format 2 and the s3fs peer."""
     rename_peer_reps: int = 5
+    mcp_calls: int = 200
+    """Calls of each command over MCP stdio and through the library, pair by pair (section 7)."""
+    mcp_warmup: int = 10
+    mcp_starts: int = 5
+    """Start-ups of ``s3memory mcp`` timed (spawn until connected); the last one serves the calls."""
 
 
 FULL = Plan(
@@ -88,6 +93,9 @@ FULL = Plan(
     format_view_reps=15,
     rename_peer_sizes=[100],
     rename_peer_reps=5,
+    mcp_calls=200,
+    mcp_warmup=10,
+    mcp_starts=5,
 )
 
 QUICK = Plan(
@@ -131,4 +139,7 @@ QUICK = Plan(
     format_view_reps=3,
     rename_peer_sizes=[20],
     rename_peer_reps=2,
+    mcp_calls=20,
+    mcp_warmup=3,
+    mcp_starts=2,
 )

@@ -6,6 +6,7 @@ import math
 from collections import defaultdict
 
 from .adversarial import ANSWER_MAX, CPU_FLOOR, LINEAR_MAX, Growth
+from .mcp_overhead import McpOverhead
 from .peers_session import KINDS, LOCAL, S3FS, S3MEMORY, S3MEMORY_F2, SESSION
 from .results_model import FORMAT_VIEW_TARGET, Results, evaluate
 
@@ -339,6 +340,7 @@ def render(results: Results) -> str:
     out += _renames_section(results)
 
     out += adversarial_section(results.adversarial)
+    out += mcp_section(results.mcp)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -453,6 +455,63 @@ def adversarial_section(growths: list[Growth]) -> list[str]:
             for p in growth.points
         ],
     )
+    return out
+
+
+def mcp_section(measured: McpOverhead | None) -> list[str]:
+    """Section 7 of ``latest.md``: the memory tool over MCP stdio against the library, per call."""
+    out = [
+        "## 7. The memory tool over MCP stdio",
+        "",
+        "What `s3memory mcp` adds to a call: one `s3memory mcp --user ID` server (a child process) with the "
+        "official `mcp` client over stdio in the bench process, against `S3Memory.run` in the bench "
+        "process on the same store and user, built from the same `S3MEMORY_*` settings; each call timed "
+        "from send to answer, the two back to back (alternating which goes first). *Overhead* is MCP "
+        "minus library per pair, *ratio* MCP / library per pair.",
+        "",
+    ]
+    if measured is None:
+        return [*out, "Not measured in this run.", ""]
+    if measured.skipped:
+        return [*out, f"Skipped: {measured.skipped}.", ""]
+    out += [
+        f"**{measured.backend}**, storage format {measured.storage_format}, local key; mcp "
+        f"{measured.mcp_version}, protocol {measured.protocol_version}; {measured.calls} pairs per "
+        f"command after {measured.warmup} unmeasured. `view file` views one note of 40 lines; `create` "
+        "writes a new note of 10 lines one directory deep on each call.",
+        "",
+    ]
+    out += _table(
+        [
+            "command",
+            "MCP ms",
+            "MCP p90 ms",
+            "library ms",
+            "library p90 ms",
+            "overhead ms/call",
+            "MCP / library",
+            "pairs",
+        ],
+        [
+            [
+                c.command,
+                c.mcp.ms(2),
+                _ms(c.mcp_p90, 2),
+                c.library.ms(2),
+                _ms(c.library_p90, 2),
+                c.overhead.ms(2),
+                c.ratio.ratio(),
+                str(c.ratio.n),
+            ]
+            for c in measured.commands
+        ],
+    )
+    out += [
+        f"Server start-up (spawn until the client is connected): **{measured.startup.ms(0)} ms** over "
+        f"{measured.startup.n} start(s); the first call after it (a `view file`): "
+        f"{_ms(measured.first_call, 1)} ms.",
+        "",
+    ]
     return out
 
 

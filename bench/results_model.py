@@ -8,6 +8,7 @@ from typing import Any
 
 from .adversarial import ANSWER_MAX, LINEAR_MAX, Growth
 from .coldstart import ColdStart
+from .mcp_overhead import McpOverhead
 from .metrics import Summary
 from .peers_session import KINDS, S3MEMORY, S3MEMORY_F2, SEED, PeerResult, RenameComparison
 from .per_command import TIME_TARGET, TIME_TARGETS, CommandResult, KmsColdStart
@@ -40,6 +41,7 @@ class Results:
     peers: list[PeerResult] = field(default_factory=list)
     renames: list[RenameComparison] = field(default_factory=list)
     adversarial: list[Growth] = field(default_factory=list)
+    mcp: McpOverhead | None = None
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -60,6 +62,7 @@ class Results:
             "peers": [item.as_dict() for item in self.peers],
             "renames": [item.as_dict() for item in self.renames],
             "adversarial": [item.as_dict() for item in self.adversarial],
+            "mcp": self.mcp.as_dict() if self.mcp else None,
             "targets": [target.__dict__ for target in evaluate(self)],
         }
 

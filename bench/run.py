@@ -28,7 +28,7 @@ if __package__ in (None, ""):  # ``python bench/run.py``
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "bench"
 
-from . import adversarial, coldstart, peers_session, per_command, scaling
+from . import adversarial, coldstart, mcp_overhead, peers_session, per_command, scaling
 from .metrics import load_average
 from .plan import FULL, QUICK, Plan
 from .results_model import Results, evaluate
@@ -56,7 +56,7 @@ def _environment(peer_python: str | None, peer_origin: str) -> dict[str, str]:
         "platform": platform.platform(),
         "v:python": platform.python_version(),
     }
-    for name in ("s3memory", "boto3", "botocore", "moto", "cryptography", "anthropic"):
+    for name in ("s3memory", "boto3", "botocore", "moto", "cryptography", "anthropic", "mcp"):
         env[f"v:{name}"] = _version(name)
     binary = weed_binary()
     if binary:
@@ -186,6 +186,12 @@ def main(argv: list[str] | None = None) -> int:
         runner.batches(moto, plan.batches)
         cold = runner.section("cold start", lambda: coldstart.run(moto, plan.coldstart_reps))
         results.coldstart = cold
+        results.mcp = runner.section(
+            "memory tool over MCP stdio vs the library",
+            lambda: mcp_overhead.run(moto, plan.mcp_calls, plan.mcp_warmup, plan.mcp_starts),
+        )
+        if results.mcp is not None and results.mcp.skipped:
+            results.notes.append(f"MCP section skipped: {results.mcp.skipped}.")
         runner.peers(moto, plan.peer_reps, peer_python)
         runner.renames(moto, peer_python)
         growths = runner.section(
