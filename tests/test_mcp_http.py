@@ -286,6 +286,28 @@ def test_the_protected_resource_metadata_names_the_resource_the_issuer_and_the_h
         assert get(origin(server) + path) == (200, expected)
 
 
+def test_behind_a_proxy_the_metadata_and_the_challenge_name_the_public_url(
+    store_environment: dict[str, str], issuer: Issuer
+) -> None:
+    """``--url``: the URL clients reach ``/mcp`` at, where TLS ends in front of the server."""
+    public = "https://memory.example.com/mcp"
+    app = authenticated_app({**store_environment, **issuer.environ()})
+    with served(lambda resource: app(public)) as url:
+        assert get(f"{origin(url)}/.well-known/oauth-protected-resource/mcp") == (
+            200,
+            {
+                "resource": public,
+                "authorization_servers": [issuer.url],
+                "bearer_methods_supported": ["header"],
+            },
+        )
+        status, headers, _ = post(url, INITIALIZE)
+    assert status == 401
+    assert headers["www-authenticate"] == (
+        'Bearer resource_metadata="https://memory.example.com/.well-known/oauth-protected-resource/mcp"'
+    )
+
+
 @pytest.mark.parametrize(
     ("claims", "cause"),
     [
@@ -423,6 +445,11 @@ def test_no_auth_serves_one_user_on_loopback_without_a_token(store_environment: 
             "--url must be an https:// URL (http:// only on a loopback address)",
         ),
         (["--port", "70000"], "--port must be between 1 and 65535"),
+        (
+            ["--host", "0.0.0.0"],
+            "--url is required with a non-loopback --host: the https:// URL clients reach /mcp at (TLS "
+            "ends in front of this server, which speaks plain http on 0.0.0.0)",
+        ),
     ],
     ids=[
         "no-auth-on-any-address",
@@ -432,6 +459,7 @@ def test_no_auth_serves_one_user_on_loopback_without_a_token(store_environment: 
         "no-issuer",
         "plain-http-url",
         "bad-port",
+        "lan-without-url",
     ],
 )
 def test_serving_is_refused_before_anything_is_served(

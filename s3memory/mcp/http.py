@@ -274,6 +274,11 @@ def http_main(
         )
     if not 0 < port < 65536:
         return _refused("--port must be between 1 and 65535")
+    if url is None and host not in LOOPBACK_HOSTS:
+        return _refused(
+            f"--url is required with a non-loopback --host: the https:// URL clients reach /mcp at (TLS "
+            f"ends in front of this server, which speaks plain http on {host})"
+        )
     resource = default_resource(host, port) if url is None else url
     if not secure_url(resource):
         return _refused("--url must be an https:// URL (http:// only on a loopback address)")
