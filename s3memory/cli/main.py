@@ -10,7 +10,7 @@ from s3memory._version import __version__
 from s3memory.cli.commands import add_commands
 from s3memory.cli.console import Console
 from s3memory.demo import DEMO_INSTALL_HINT, missing_for_demo
-from s3memory.mcp import MCP_INSTALL_HINT, missing_for_mcp
+from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, MCP_INSTALL_HINT, missing_for_mcp
 from s3memory.settings import DEFAULT_MODEL
 
 EXIT_USAGE = 2
@@ -41,16 +41,56 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--model", default=DEFAULT_MODEL, help=f"model for --live (default: {DEFAULT_MODEL})")
     mcp = commands.add_parser(
         "mcp",
-        help="serve a user's memory to MCP clients (Claude Code, Claude Desktop) on stdio",
+        help="serve the memory tool to MCP clients (Claude Code, Claude Desktop) on stdio or over HTTP",
         description=(
-            "Serve the memory tool to an MCP client on standard input and output, for one user, with the "
-            "S3MEMORY_* settings (docs/mcp.md). Runs until the client closes the input. "
+            "Serve the memory tool to an MCP client on standard input and output, for one user, until the "
+            "client closes the input; or with --transport http to every user whose bearer token verifies "
+            "(S3MEMORY_JWT_*), until interrupted. The S3MEMORY_* settings as docs/mcp.md says. "
             f"Needs the mcp extra: {MCP_INSTALL_HINT}"
         ),
     )
-    mcp.add_argument("--user", required=True, help="the user id whose memory is served")
+    mcp.add_argument("--user", help="the user id whose memory is served (stdio, or http with --no-auth)")
+    mcp.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (default), or http: streamable HTTP at /mcp, each request's user its bearer token's subject",
+    )
+    mcp.add_argument("--host", help=f"http: the address to listen on (default {DEFAULT_MCP_HOST})")
+    mcp.add_argument("--port", type=int, help=f"http: the port to listen on (default {DEFAULT_MCP_PORT})")
+    mcp.add_argument("--url", help="http: the URL clients reach /mcp at (default http://HOST:PORT/mcp)")
+    mcp.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="http: serve --user's memory without tokens, only on a loopback --host",
+    )
     add_commands(commands)
     return parser
+
+
+def _mcp(arguments: argparse.Namespace) -> int:
+    """``s3memory mcp``: on stdio for ``--user``, or over HTTP."""
+    if arguments.transport == "http":
+        from s3memory.mcp.http import http_main
+
+        return http_main(
+            host=DEFAULT_MCP_HOST if arguments.host is None else arguments.host,
+            port=DEFAULT_MCP_PORT if arguments.port is None else arguments.port,
+            url=arguments.url,
+            no_auth=arguments.no_auth,
+            user_id=arguments.user,
+        )
+    given = [name for name in ("host", "port", "url") if getattr(arguments, name) is not None]
+    if arguments.no_auth:
+        given.append("no_auth")
+    if given or arguments.user is None:
+        wrong = ", ".join(f"--{name.replace('_', '-')}" for name in given)
+        problem = f"{wrong} only with --transport http" if given else "--user ID is required on stdio"
+        print(f"s3memory mcp: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    from s3memory.mcp.stdio import mcp_main
+
+    return mcp_main(arguments.user)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -75,9 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return EXIT_USAGE
-        from s3memory.mcp.stdio import mcp_main
-
-        return mcp_main(arguments.user)
+        return _mcp(arguments)
     if arguments.command is not None:
         return Console(arguments).run()
     parser.print_help(sys.stderr)

@@ -5,7 +5,7 @@ This package is light: it only says whether the extra is installed (:func:`missi
 importing it. ``tool.py`` is the tool itself, without the SDK: its name, input schema, annotations and
 the server's instructions, and the answer to one call. ``server.py`` builds the SDK's server from two
 functions (the memory of a user, the user of a request: one set by ``--user`` on stdio, a verified token
-over HTTP later) and ``stdio.py`` serves it on standard input and output.
+over HTTP); ``stdio.py`` serves it on standard input and output, ``http.py`` over streamable HTTP.
 """
 
 from __future__ import annotations
@@ -13,6 +13,9 @@ from __future__ import annotations
 from importlib.util import find_spec
 
 MCP_INSTALL_HINT = "pip install 's3memory[mcp]'"
+DEFAULT_MCP_HOST = "127.0.0.1"
+DEFAULT_MCP_PORT = 8000
+"""Where ``s3memory mcp --transport http`` listens unless told (``http.py``)."""
 MCP_REQUIREMENT = "mcp"
 """The distribution the ``mcp`` extra adds (its module has the same name)."""
 

@@ -1,0 +1,306 @@
+"""``s3memory mcp --transport http``: the MCP server on the SDK's streamable HTTP transport, at ``/mcp``,
+stateless and with JSON responses (no session, no SSE stream), served by uvicorn, for every user whose
+bearer token verifies.
+
+Each request's ``Authorization`` token is verified before the SDK sees the request, exactly as the memory
+Lambda function verifies it (``aws_lambda/tokens.py``: the issuer's signing keys, the signature, ``iss``,
+``exp``, an audience, a required scope, from the ``S3MEMORY_JWT_*`` settings), and the user is the
+token's subject checked as a ``UserId``, never a name in the request. Without a valid token the answer
+is 401 with ``WWW-Authenticate: Bearer resource_metadata="<url>"`` (and ``error="invalid_token"`` when a
+token was given but refused), 403 for a token without a required scope, 503 while the issuer's keys
+cannot be fetched; no command runs. The refusal names the cause, never the token or the user. The OAuth
+protected-resource metadata (RFC 9728) is served at ``/.well-known/oauth-protected-resource`` and its
+form suffixed with ``/mcp``.
+
+One ``S3Memory`` per user is shared by that user's requests, the least recently used dropped beyond
+``KEPT_USERS`` (as a warm Lambda container keeps them). Unauthenticated serving (``--no-auth --user
+ID``) serves that one user, and only on a loopback host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from s3memory.aws_lambda.tokens import KeysUnavailable, TokenRefused, TokenVerifier
+from s3memory.core.paths import UserId
+from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT
+from s3memory.mcp.tool import MCP_ACTOR
+from s3memory.memory import S3Memory
+from s3memory.settings import JWT_ISSUER, Settings, SettingsError, secure_url
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+    from s3memory.store import Store
+
+EXIT_SERVED = 0
+EXIT_USAGE = 2
+MCP_PATH = "/mcp"
+METADATA_PATH = "/.well-known/oauth-protected-resource"
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+"""The hosts ``--no-auth`` may serve on (those ``settings.secure_url`` lets speak plain http)."""
+KEPT_USERS = 128
+"""Users whose memory objects the server keeps; each holds at most a few thousand directory hints."""
+KEYS_RETRY_AFTER_SECONDS = 60
+"""The ``Retry-After`` of a 503: the verifier fetches the issuer's keys again at most once a minute."""
+
+_request_user: ContextVar[UserId | None] = ContextVar("s3memory_mcp_request_user", default=None)
+
+
+def request_user() -> str:
+    """``user_of_request`` over HTTP: the user the gate let in for the request being served."""
+    user = _request_user.get()
+    if user is None:  # pragma: no cover - every request to /mcp passes a gate that sets it
+        raise LookupError("the request has no verified user")
+    return user
+
+
+class Memories:
+    """``memory_of`` for every user of one store: one ``S3Memory`` per user, its writes by ``mcp``,
+    shared by that user's requests; the least recently used dropped beyond ``kept``."""
+
+    def __init__(self, make: Callable[[UserId], S3Memory], kept: int = KEPT_USERS) -> None:
+        self._make = make
+        self._kept = kept
+        self._memories: OrderedDict[str, S3Memory] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, store: Store, settings: Settings) -> Memories:
+        options = settings.limits.memory_options()
+        return cls(lambda user: S3Memory(store, user, **options).acting_as(MCP_ACTOR))
+
+    def __len__(self) -> int:
+        return len(self._memories)
+
+    def __call__(self, user: str) -> S3Memory:
+        """The memory of ``user`` (checked where the request came in)."""
+        with self._lock:
+            memory = self._memories.get(user)
+            if memory is None:
+                memory = self._memories[user] = self._make(UserId(user))
+            self._memories.move_to_end(user)
+            while len(self._memories) > self._kept:
+                self._memories.popitem(last=False)
+            return memory
+
+
+def metadata_url(resource: str) -> str:
+    """Where the protected-resource metadata of ``resource`` is (RFC 9728 section 3.1)."""
+    parts = urlsplit(resource)
+    path = "" if parts.path in ("", "/") else parts.path
+    return f"{parts.scheme}://{parts.netloc}{METADATA_PATH}{path}"
+
+
+def _quoted(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+async def _refuse(
+    send: Send, status: int, message: str, *, error: str | None = None, challenge: list[str] | None = None
+) -> None:
+    """Answer ``status`` with ``message`` (and the OAuth ``error``), and with ``challenge`` as the
+    ``WWW-Authenticate: Bearer`` parameters."""
+    body = json.dumps({**({"error": error} if error else {}), "error_description": message}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if challenge is not None:
+        headers.append((b"www-authenticate", ("Bearer " + ", ".join(challenge)).encode()))
+    if status == 503:
+        headers.append((b"retry-after", str(KEYS_RETRY_AFTER_SECONDS).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class TokenGate:
+    """The ASGI app in front of ``/mcp``: lets a request through only with a verified bearer token,
+    as the token's subject (``request_user``)."""
+
+    def __init__(self, app: ASGIApp, verifier: TokenVerifier, resource: str) -> None:
+        self.app = app
+        self.verifier = verifier
+        self.metadata = f'resource_metadata="{_quoted(metadata_url(resource))}"'
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        import anyio.to_thread
+        from starlette.datastructures import Headers
+
+        authorization = Headers(scope=scope).get("authorization")
+        given = authorization is not None and authorization.strip() != ""
+        try:
+            # The first token fetches the issuer's keys (at most 5 s): off the event loop.
+            subject = await anyio.to_thread.run_sync(self.verifier.subject, authorization)
+        except TokenRefused as refusal:
+            if refusal.status == 401:
+                error = "invalid_token" if given else None
+                challenge = [f'error="{error}"', self.metadata] if error else [self.metadata]
+            else:
+                error = "insufficient_scope"
+                scopes = " ".join(self.verifier.check.scopes)
+                challenge = [f'error="{error}"', f'scope="{_quoted(scopes)}"', self.metadata]
+            await _refuse(send, refusal.status, refusal.message, error=error, challenge=challenge)
+            return
+        except KeysUnavailable as unavailable:
+            message = f"Error: The request's token could not be checked: {unavailable}. Try again later."
+            await _refuse(send, 503, message)
+            return
+        try:
+            user = UserId(subject)  # the request's one check of its user id
+        except ValueError as refusal:
+            message = f"Error: The token's subject is not a usable user id: {refusal}."
+            await _refuse(send, 403, message)
+            return
+        await _as_user(self.app, user, scope, receive, send)
+
+
+class OneUser:
+    """The ASGI app in front of ``/mcp`` without authentication (``--no-auth``): every request is
+    ``user``'s. Served only on a loopback host."""
+
+    def __init__(self, app: ASGIApp, user: UserId) -> None:
+        self.app = app
+        self.user = user
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await _as_user(self.app, self.user, scope, receive, send)
+
+
+async def _as_user(app: ASGIApp, user: UserId, scope: Scope, receive: Receive, send: Send) -> None:
+    # The SDK serves the request in tasks started from here: they see the user set here.
+    token = _request_user.set(user)
+    try:
+        await app(scope, receive, send)
+    finally:
+        _request_user.reset(token)
+
+
+def default_resource(host: str, port: int) -> str:
+    """The URL of ``/mcp`` as a client on this machine reaches it."""
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
+
+
+def http_app(
+    memory_of: Callable[[str], S3Memory],
+    *,
+    host: str,
+    resource: str,
+    verifier: TokenVerifier | None = None,
+    user: UserId | None = None,
+) -> Starlette:
+    """The ASGI app: ``/mcp`` behind a ``TokenGate`` (``verifier``) with the protected-resource
+    metadata of ``resource``, or, with ``user`` instead, behind ``OneUser`` without authentication."""
+    from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
+    from mcp.server.auth.routes import cors_middleware
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+    from mcp.server.transport_security import TransportSecuritySettings
+    from mcp.shared.auth import ProtectedResourceMetadata
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    from s3memory.mcp.server import build_server
+
+    if (verifier is None) == (user is None):
+        raise ValueError("http_app serves with a token verifier, or one user without authentication")
+    security = None
+    if host in LOOPBACK_HOSTS:
+        # As the SDK's own apps on a loopback host: no page elsewhere may reach it (DNS rebinding).
+        named = urlsplit(resource).netloc
+        security = TransportSecuritySettings(
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", named],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    manager = StreamableHTTPSessionManager(
+        build_server(memory_of, request_user), json_response=True, stateless=True, security_settings=security
+    )
+    endpoint: ASGIApp = StreamableHTTPASGIApp(manager)
+    routes = []
+    if verifier is not None:
+        endpoint = TokenGate(endpoint, verifier, resource)
+        check = verifier.check
+        metadata = ProtectedResourceMetadata.model_validate(
+            {
+                "resource": resource,
+                "authorization_servers": [check.issuer],
+                "scopes_supported": list(check.scopes) or None,
+                "bearer_methods_supported": ["header"],
+            }
+        )
+        document = cors_middleware(ProtectedResourceMetadataHandler(metadata).handle, ["GET", "OPTIONS"])
+        paths = dict.fromkeys(
+            [METADATA_PATH, METADATA_PATH + MCP_PATH, urlsplit(metadata_url(resource)).path]
+        )
+        routes += [Route(path, endpoint=document, methods=["GET", "OPTIONS"]) for path in paths]
+    else:
+        assert user is not None
+        endpoint = OneUser(endpoint, user)
+    routes.append(Route(MCP_PATH, endpoint=endpoint))
+    return Starlette(routes=routes, lifespan=lambda app: manager.run())
+
+
+def _refused(message: str) -> int:
+    print(f"s3memory mcp --transport http: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def http_main(
+    *,
+    host: str = DEFAULT_MCP_HOST,
+    port: int = DEFAULT_MCP_PORT,
+    url: str | None = None,
+    no_auth: bool = False,
+    user_id: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> int:
+    """``s3memory mcp --transport http``: serve until interrupted; the exit status (2: refused before
+    anything is served, with a message that names no key, token or user id)."""
+    if no_auth and host not in LOOPBACK_HOSTS:
+        return _refused(
+            f"--no-auth serves only on a loopback --host ({', '.join(sorted(LOOPBACK_HOSTS))}): anyone who "
+            f"reaches {host} would read and change the memory without a token"
+        )
+    if no_auth and user_id is None:
+        return _refused("--no-auth needs --user ID: the one user whose memory is served without a token")
+    if not no_auth and user_id is not None:
+        return _refused(
+            "--user is for --no-auth only: over HTTP each request's user is the subject of its verified token"
+        )
+    if not 0 < port < 65536:
+        return _refused("--port must be between 1 and 65535")
+    if url is None and host not in LOOPBACK_HOSTS:
+        return _refused(
+            f"--url is required with a non-loopback --host: the https:// URL clients reach /mcp at (TLS "
+            f"ends in front of this server, which speaks plain http on {host})"
+        )
+    resource = default_resource(host, port) if url is None else url
+    if not secure_url(resource):
+        return _refused("--url must be an https:// URL (http:// only on a loopback address)")
+    try:
+        settings = Settings.from_env(os.environ if environ is None else environ)
+    except SettingsError as error:
+        return _refused(str(error))
+    try:
+        user = None if user_id is None else UserId(user_id)
+    except ValueError as error:
+        return _refused(f"the user id of --user is refused: {error}")
+    tokens = settings.edge.tokens
+    if not no_auth and tokens is None:
+        return _refused(
+            f"{JWT_ISSUER} is required: each request's bearer token is verified against that issuer "
+            "(docs/mcp.md); without tokens, only --no-auth --user ID on a loopback --host"
+        )
+    import uvicorn
+
+    verifier = None if tokens is None or no_auth else TokenVerifier(tokens)
+    memories = Memories.of(settings.make_store(), settings)
+    app = http_app(memories, host=host, resource=resource, verifier=verifier, user=user)
+    print(f"s3memory mcp: serving {resource} on {host}:{port}", file=sys.stderr)
+    uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning", lifespan="on")
+    return EXIT_SERVED
