@@ -32,11 +32,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
+from s3memory.answers import answer
 from s3memory.aws_lambda.tokens import TokenVerifier
 from s3memory.cli import main as cli
 from s3memory.core.paths import UserId, memory_path
 from s3memory.mcp.http import KEPT_USERS, Memories, http_app, metadata_url
-from s3memory.mcp.tool import MCP_ACTOR, answer
+from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.memory import S3Memory
 from s3memory.settings import Settings
 
