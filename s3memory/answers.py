@@ -8,6 +8,7 @@ failure read the same on every edge, and no answer names content.
 from __future__ import annotations
 
 import logging
+import traceback
 from typing import NamedTuple
 
 from s3memory.errors import CommandError, unexpected_failure
@@ -25,11 +26,13 @@ class Answer(NamedTuple):
 
 def answer(memory: S3Memory, raw_input: object) -> Answer:
     """Run one raw ``tool_use`` input: the contract's text, or an error answer (a refusal's own
-    text; any other failure logged by its type alone and answered as an unexpected failure)."""
+    text; any other failure answered as an unexpected failure, and logged by its type and frames,
+    never its message, which may hold content, a path or a user id)."""
     try:
         return Answer(memory.run(raw_input), False)
     except CommandError as error:
         return Answer(error.message, True)
     except Exception as error:
-        logger.exception("s3memory: unexpected %s", type(error).__name__)
+        frames = "".join(traceback.format_tb(error.__traceback__))
+        logger.error("s3memory: unexpected %s (its message left out)\n%s", type(error).__name__, frames)
         return Answer(unexpected_failure(error), True)

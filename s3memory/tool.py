@@ -7,7 +7,6 @@ answers the model with ``is_error: true`` and a clear message, whatever the inpu
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import TYPE_CHECKING, Any, Self, Unpack
 
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
@@ -22,8 +21,6 @@ from s3memory.store import refuse_unknown
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
-
-logger = logging.getLogger("s3memory")
 
 
 def answer(memory: S3Memory, raw_input: object) -> str:

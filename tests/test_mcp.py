@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,7 +32,7 @@ import s3memory.mcp
 from s3memory.answers import answer
 from s3memory.cli import main as cli
 from s3memory.core.paths import memory_path
-from s3memory.mcp.server import build_server
+from s3memory.mcp.server import COMMANDS_IN_FLIGHT, build_server
 from s3memory.mcp.tool import INSTRUCTIONS, MCP_ACTOR
 from s3memory.memory import S3Memory
 from s3memory.settings import Settings
@@ -39,7 +40,14 @@ from s3memory.tool import S3MemoryTool
 
 from .support.bucket import LOCAL_KEY_B64
 from .support.loopback_server import WATCHDOG
-from .support.mcp_servers import AWS_TEST_ENVIRONMENT, McpClient, in_process, mcp_server, server_command
+from .support.mcp_servers import (
+    AWS_TEST_ENVIRONMENT,
+    CALL_TIMEOUT_SECONDS,
+    McpClient,
+    in_process,
+    mcp_server,
+    server_command,
+)
 from .support.processes import run_python_json
 
 BUCKET = "mcp-test-memory"
@@ -388,6 +396,37 @@ def test_an_unreachable_store_is_an_error_result_with_the_adapters_text(
         text, is_error = client.call(command="view", path="/memories")
     assert (text, is_error) == (caught.value.content, True)
     assert text.startswith("Error: ") and "127.0.0.1:9" in text
+
+
+def test_commands_run_at_most_sixteen_at_once_in_threads_of_their_own() -> None:
+    """Commands stuck on a slow S3 queue for their own threads (``COMMANDS_IN_FLIGHT``): they never
+    take every worker thread, which the transport needs to read and write."""
+    lock, release, started = threading.Lock(), threading.Event(), threading.Semaphore(0)
+    running: list[int] = [0, 0]  # now, most at once
+
+    class Stuck:
+        def run(self, raw_input: object) -> str:
+            with lock:
+                running[0] += 1
+                running[1] = max(running)
+            started.release()
+            release.wait(CALL_TIMEOUT_SECONDS)
+            with lock:
+                running[0] -= 1
+            return "answered"
+
+    memory: Any = Stuck()
+    calls = COMMANDS_IN_FLIGHT + 4
+    server = build_server(lambda user: memory, lambda: "alice")
+    with in_process(server) as client, concurrent.futures.ThreadPoolExecutor(calls) as pool:
+        answers = [pool.submit(client.call, command="view", path="/memories") for _ in range(calls)]
+        for _ in range(COMMANDS_IN_FLIGHT):
+            assert started.acquire(timeout=CALL_TIMEOUT_SECONDS)
+        assert not started.acquire(timeout=0.5)  # the rest wait for a thread of the commands'
+        assert running == [COMMANDS_IN_FLIGHT, COMMANDS_IN_FLIGHT]
+        release.set()
+        assert [future.result() for future in answers] == [("answered", False)] * calls
+    assert running == [0, COMMANDS_IN_FLIGHT]
 
 
 def test_each_call_runs_on_the_memory_of_the_user_of_its_request(
@@ -749,4 +788,19 @@ def test_the_mcp_inspector_lists_the_tool_and_calls_it(store_environment: dict[s
     ]
     assert library(store_environment, "alice").run({"command": "view", "path": path}) == (
         f"Here's the content of {path} with line numbers:\n     1\ttop\n     2\tseen = yes"
+    )
+
+
+def test_an_aws_profile_botocore_cannot_use_is_refused_in_one_line_before_anything_is_served(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], store_environment: dict[str, str]
+) -> None:
+    for name, value in store_environment.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_PROFILE", "no-such-profile")
+    assert cli.main(["mcp", "--user", "alice"]) == 2
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == (
+        "",
+        "s3memory mcp: the S3 client could not be built (ProfileNotFound): "
+        "The config profile (no-such-profile) could not be found\n",
     )

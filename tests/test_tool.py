@@ -183,3 +183,30 @@ def test_each_public_name_comes_from_the_package_and_an_unknown_one_is_refused()
     assert all(getattr(s3memory, name) is not None for name in s3memory.__all__)
     with pytest.raises(AttributeError, match=r"^module 's3memory' has no attribute 'S3Store'$"):
         _ = s3memory.S3Store  # type: ignore[attr-defined]
+
+
+class _FailingMemory:
+    """A memory whose command fails in a way nobody foresaw, with content, a path and a user id in
+    the exception's message."""
+
+    message = "users/alice/memories/secret.md holds: my PIN is 1234"
+
+    def run(self, raw_input: object) -> str:
+        raise KeyError(self.message)
+
+
+def test_an_unexpected_failure_is_logged_by_its_type_and_frames_never_its_message(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from typing import cast
+
+    from s3memory.answers import Answer, answer
+    from s3memory.memory import S3Memory
+
+    with caplog.at_level("ERROR", logger="s3memory"):
+        result = answer(cast(S3Memory, _FailingMemory()), {"command": "view", "path": "/memories"})
+    assert result == Answer(
+        "Error: s3memory failed unexpectedly (KeyError); the command may not have run.", True
+    )
+    assert "unexpected KeyError (its message left out)" in caplog.text and "in run" in caplog.text
+    assert not [word for word in ("alice", "secret", "PIN", "1234") if word in caplog.text]

@@ -3,7 +3,7 @@ the Model Context Protocol), on the official ``mcp`` Python SDK (the ``mcp`` ext
 
 This package is light: it only says whether the extra is installed (:func:`missing_for_mcp`), without
 importing it. ``tool.py`` is the tool itself, without the SDK: its name, input schema, annotations and
-the server's instructions, and the answer to one call. ``server.py`` builds the SDK's server from two
+the server's instructions (one call's answer is ``s3memory.answers``). ``server.py`` builds the SDK's server from two
 functions (the memory of a user, the user of a request: one set by ``--user`` on stdio, a verified token
 over HTTP); ``stdio.py`` serves it on standard input and output, ``http.py`` over streamable HTTP.
 """
@@ -11,11 +11,20 @@ over HTTP); ``stdio.py`` serves it on standard input and output, ``http.py`` ove
 from __future__ import annotations
 
 from importlib.util import find_spec
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from s3memory.settings import Settings
+    from s3memory.store import Store
 
 MCP_INSTALL_HINT = "pip install 's3memory[mcp]'"
 DEFAULT_MCP_HOST = "127.0.0.1"
 DEFAULT_MCP_PORT = 8000
 """Where ``s3memory mcp --transport http`` listens unless told (``http.py``)."""
+EXIT_SERVED = 0
+EXIT_USAGE = 2
+"""The exit statuses of ``s3memory mcp``: served until its client or a signal ended it; refused before
+anything was served (a bad setting or option, with one line that names no key, token or user id)."""
 MCP_REQUIREMENT = "mcp"
 """The distribution the ``mcp`` extra adds (its module has the same name)."""
 
@@ -23,3 +32,16 @@ MCP_REQUIREMENT = "mcp"
 def missing_for_mcp() -> list[str]:
     """The requirements of the ``mcp`` extra whose modules cannot be found, without importing any."""
     return [] if find_spec(MCP_REQUIREMENT) is not None else [MCP_REQUIREMENT]
+
+
+def store_of(settings: Settings) -> Store:
+    """The store ``settings`` name; an AWS setting botocore refuses (a profile, a region) is a
+    ``SettingsError`` that names it, not a traceback."""
+    from botocore.exceptions import BotoCoreError
+
+    from s3memory.settings import SettingsError
+
+    try:
+        return settings.make_store()
+    except (BotoCoreError, ValueError) as error:
+        raise SettingsError(f"the S3 client could not be built ({type(error).__name__}): {error}") from None

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 from s3memory.aws_lambda.tokens import KeysUnavailable, TokenRefused, TokenVerifier
 from s3memory.core.paths import UserId
-from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT
+from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, EXIT_SERVED, EXIT_USAGE, store_of
 from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.memory import S3Memory
 from s3memory.settings import JWT_ISSUER, Settings, SettingsError, secure_url
@@ -42,8 +42,6 @@ if TYPE_CHECKING:
 
     from s3memory.store import Store
 
-EXIT_SERVED = 0
-EXIT_USAGE = 2
 MCP_PATH = "/mcp"
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -299,7 +297,11 @@ def http_main(
     import uvicorn
 
     verifier = None if tokens is None or no_auth else TokenVerifier(tokens)
-    memories = Memories.of(settings.make_store(), settings)
+    try:
+        store = store_of(settings)
+    except SettingsError as error:
+        return _refused(str(error))
+    memories = Memories.of(store, settings)
     app = http_app(memories, host=host, resource=resource, verifier=verifier, user=user)
     print(f"s3memory mcp: serving {resource} on {host}:{port}", file=sys.stderr)
     uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning", lifespan="on")

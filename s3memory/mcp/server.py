@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import anyio.to_thread
 import mcp.types as types
 from mcp.server.context import ServerRequestContext
@@ -46,9 +47,20 @@ def memory_tool() -> types.Tool:
     )
 
 
+COMMANDS_IN_FLIGHT = 16
+"""The most commands one server runs at once (each in a worker thread; the rest wait their turn)."""
+
+
 def build_server(memory_of: MemoryOf, user_of_request: UserOfRequest) -> Server[Any]:
     """An MCP server with one tool, ``memory``, for the user of each request, and the instructions."""
     listed = types.ListToolsResult(tools=[memory_tool()])
+    limiters: list[anyio.CapacityLimiter] = []
+
+    def commands() -> anyio.CapacityLimiter:
+        """The commands' own threads (made in the server's event loop, on its first call)."""
+        if not limiters:
+            limiters.append(anyio.CapacityLimiter(COMMANDS_IN_FLIGHT))
+        return limiters[0]
 
     async def list_tools(
         context: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -62,8 +74,11 @@ def build_server(memory_of: MemoryOf, user_of_request: UserOfRequest) -> Server[
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {shown(params.name)}")
         user = user_of_request()
         arguments = {} if params.arguments is None else params.arguments
-        # The core is synchronous (boto3): a worker thread runs the command, the loop serves on.
-        result = await anyio.to_thread.run_sync(lambda: answer(memory_of(user), arguments))
+        # The core is synchronous (boto3): a worker thread runs the command, the loop serves on. The
+        # commands have threads of their own, so calls stuck on a slow S3 never starve the transport's.
+        result = await anyio.to_thread.run_sync(
+            lambda: answer(memory_of(user), arguments), limiter=commands()
+        )
         return types.CallToolResult(content=[types.TextContent(text=result.text)], is_error=result.is_error)
 
     return Server(

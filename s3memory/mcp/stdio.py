@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from s3memory.core.paths import UserId
+from s3memory.mcp import EXIT_SERVED, EXIT_USAGE, store_of
 from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.memory import S3Memory
 from s3memory.settings import Settings, SettingsError
@@ -22,8 +23,6 @@ from s3memory.settings import Settings, SettingsError
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
-EXIT_SERVED = 0
-EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
@@ -46,10 +45,10 @@ async def serve_stdio(server: Server[Any]) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def mcp_main(user_id: str, environ: Mapping[str, str] | None = None) -> int:
+def mcp_main(user_id: str) -> int:
     """``s3memory mcp --user ID``: serve ``user_id``'s memory on stdio; the exit status."""
     try:
-        settings = Settings.from_env(os.environ if environ is None else environ)
+        settings = Settings.from_env(os.environ)
     except SettingsError as error:
         print(f"s3memory mcp: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -58,7 +57,12 @@ def mcp_main(user_id: str, environ: Mapping[str, str] | None = None) -> int:
     except ValueError as error:
         print(f"s3memory mcp: the user id of --user is refused: {error}", file=sys.stderr)
         return EXIT_USAGE
-    memory = S3Memory(settings.make_store(), user, **settings.limits.memory_options()).acting_as(MCP_ACTOR)
+    try:
+        store = store_of(settings)
+    except SettingsError as error:
+        print(f"s3memory mcp: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    memory = S3Memory(store, user, **settings.limits.memory_options()).acting_as(MCP_ACTOR)
     # The SDK is imported once the settings and the user are known good: a refusal answers at once.
     import anyio
 
@@ -69,4 +73,8 @@ def mcp_main(user_id: str, environ: Mapping[str, str] | None = None) -> int:
         anyio.run(serve_stdio, server)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except BaseExceptionGroup as group:
+        if group.split(BrokenPipeError)[1] is not None:
+            raise
+        return EXIT_SERVED  # the client went away while an answer was written: nothing to serve
     return EXIT_SERVED

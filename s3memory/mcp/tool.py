@@ -3,7 +3,8 @@ annotations (as they go on the wire) and the server's instructions.
 
 A call is answered by ``answers.answer``, as the Anthropic SDK adapter (``s3memory/tool.py``) answers
 one: the memory tool contract's exact text. Every refusal, and every failure the SDK adapter turns
-into ``ToolError``, is an answer with ``is_error`` true and the same text, never a protocol error.
+into ``ToolError``, is an answer with ``is_error`` true and the same text, never a protocol error
+(only an unknown tool, and arguments that are not an object, which the SDK refuses, are).
 """
 
 from __future__ import annotations
