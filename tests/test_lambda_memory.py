@@ -15,6 +15,7 @@ from typing import Any
 import boto3
 import pytest
 
+from s3memory import memories
 from s3memory.aws_lambda import memory_handler, runtime
 from s3memory.core.job_records import JOB_PREFIX
 from s3memory.core.paths import memory_path
@@ -625,7 +626,7 @@ def test_a_warm_container_lists_nothing_the_last_invocation_listed(
 
 
 def test_warm_memories_are_per_user_and_bounded(local_env: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runtime, "WARM_USERS", 3)
+    monkeypatch.setattr(memories, "WARM_USERS", 3)
     warm = runtime.get_runtime()
     alice = warm.memory("alice")
     assert warm.memory("alice") is alice and warm.memory("bob") is not alice

@@ -36,7 +36,7 @@ from s3memory.answers import answer
 from s3memory.aws_lambda.tokens import TokenVerifier
 from s3memory.cli import main as cli
 from s3memory.core.paths import UserId, memory_path
-from s3memory.mcp.http import KEPT_USERS, Memories, http_app, metadata_url
+from s3memory.mcp.http import http_app, memories_of, metadata_url
 from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.memory import S3Memory
 from s3memory.settings import Settings
@@ -88,7 +88,7 @@ def authenticated_app(environment: dict[str, str]) -> Callable[[str], Starlette]
     settings = settings_of(environment)
     assert settings.edge.tokens is not None
     verifier = TokenVerifier(settings.edge.tokens)
-    memories = Memories.of(settings.make_store(), settings)
+    memories = memories_of(settings.make_store(), settings)
     return lambda resource: http_app(memories, host="127.0.0.1", resource=resource, verifier=verifier)
 
 
@@ -372,35 +372,12 @@ def test_a_token_whose_subject_is_no_usable_user_id_is_403(server: str, issuer: 
     assert "../bob" not in body["error_description"]
 
 
-# -- the memories the server keeps -----------------------------------------------------------------
-
-
-def test_one_memory_per_user_shared_by_their_requests_and_at_most_kept_users() -> None:
-    made: list[str] = []
-
-    def make(user: UserId) -> Any:
-        made.append(user)
-        return object()
-
-    memories = Memories(make, kept=2)
-    first = memories("alice")
-    assert memories("alice") is first and made == ["alice"]
-    memories("bob")
-    memories("alice")
-    memories("carol")  # bob, the least recently used, is dropped
-    assert len(memories) == 2 and made == ["alice", "bob", "carol"]
-    assert memories("alice") is first
-    memories("bob")
-    assert made == ["alice", "bob", "carol", "bob"]
-    assert KEPT_USERS == 128
-
-
 # -- without authentication: one user, on loopback only --------------------------------------------
 
 
 def test_no_auth_serves_one_user_on_loopback_without_a_token(store_environment: dict[str, str]) -> None:
     settings = settings_of(store_environment)
-    memories = Memories.of(settings.make_store(), settings)
+    memories = memories_of(settings.make_store(), settings)
     home = directory()
 
     def app_of(resource: str) -> Starlette:

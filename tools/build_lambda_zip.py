@@ -52,6 +52,7 @@ LAMBDA_PACKAGE_FILES = (
     "errors.py",
     "memory.py",
     "answers.py",
+    "memories.py",
     "settings.py",
     "store.py",
     "tool.py",

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -20,15 +19,13 @@ from s3memory.aws_lambda import metrics
 from s3memory.aws_lambda.tokens import TokenVerifier
 from s3memory.core.paths import UserId
 from s3memory.crypto import KeyProvider, KMSKeyProvider
+from s3memory.memories import Memories
 from s3memory.memory import S3Memory
 from s3memory.settings import Settings
 from s3memory.store import Store
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
-
-WARM_USERS = 128
-"""Users whose memory objects a container keeps; each holds at most a few thousand directory hints."""
 
 
 class Runtime:
@@ -42,26 +39,13 @@ class Runtime:
         self.tokens = None if tokens is None else TokenVerifier(tokens)
         self.store: Store = settings.make_store(self.s3_client, self.key_provider)
         """The store every user's memory lives in, resolved by the first command."""
-        self._memories: OrderedDict[str, S3Memory] = OrderedDict()
-        self._lock = threading.Lock()
+        options = settings.limits.memory_options()
+        self.memory = Memories(lambda user: S3Memory(self.store, user, **options))
+        """The user's memory, kept warm (``memories.Memories``); its user id checked where the request
+        came in."""
         metrics.instrument(self.s3_client, "s3")
         if isinstance(self.key_provider, KMSKeyProvider):
             metrics.instrument(self.key_provider.client, "kms")
-
-    def memory(self, user_id: UserId) -> S3Memory:
-        """The user's memory, kept warm; ``user_id`` was checked where the request came in."""
-        with self._lock:
-            memory = self._memories.get(user_id)
-            if memory is not None:
-                self._memories.move_to_end(user_id)
-                return memory
-        memory = S3Memory(self.store, user_id, **self.settings.limits.memory_options())
-        with self._lock:
-            memory = self._memories.setdefault(user_id, memory)
-            self._memories.move_to_end(user_id)
-            while len(self._memories) > WARM_USERS:
-                self._memories.popitem(last=False)
-        return memory
 
     @contextlib.contextmanager
     def serving(

@@ -138,7 +138,7 @@ class VerifiedHeaders:
     LIMIT = 1024
     CHARACTER_LIMIT = 192 * 1024
     """Keys of long names are forgotten sooner: a warm Lambda container keeps up to 128 users'
-    memories (``aws_lambda.runtime.WARM_USERS``), so at most about 50 MB of these in all."""
+    memories (``memories.WARM_USERS``), so at most about 50 MB of these in all."""
 
     def __init__(self) -> None:
         self._headers: OrderedDict[tuple[str, str], Verified] = OrderedDict()

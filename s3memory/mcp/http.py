@@ -13,7 +13,7 @@ protected-resource metadata (RFC 9728) is served at ``/.well-known/oauth-protect
 form suffixed with ``/mcp``.
 
 One ``S3Memory`` per user is shared by that user's requests, the least recently used dropped beyond
-``KEPT_USERS`` (as a warm Lambda container keeps them). Unauthenticated serving (``--no-auth --user
+``memories.WARM_USERS``, as a warm Lambda container keeps them (``memories.Memories``). Unauthenticated serving (``--no-auth --user
 ID``) serves that one user, and only on a loopback host.
 """
 
@@ -22,8 +22,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
@@ -33,6 +31,7 @@ from s3memory.aws_lambda.tokens import KeysUnavailable, TokenRefused, TokenVerif
 from s3memory.core.paths import UserId
 from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, EXIT_SERVED, EXIT_USAGE, store_of
 from s3memory.mcp.tool import MCP_ACTOR
+from s3memory.memories import Memories
 from s3memory.memory import S3Memory
 from s3memory.settings import JWT_ISSUER, Settings, SettingsError, secure_url
 
@@ -46,15 +45,13 @@ MCP_PATH = "/mcp"
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 """The hosts ``--no-auth`` may serve on (those ``settings.secure_url`` lets speak plain http)."""
-KEPT_USERS = 128
-"""Users whose memory objects the server keeps; each holds at most a few thousand directory hints."""
 KEYS_RETRY_AFTER_SECONDS = 60
 """The ``Retry-After`` of a 503: the verifier fetches the issuer's keys again at most once a minute."""
 
 _request_user: ContextVar[UserId | None] = ContextVar("s3memory_mcp_request_user", default=None)
 
 
-def request_user() -> str:
+def request_user() -> UserId:
     """``user_of_request`` over HTTP: the user the gate let in for the request being served."""
     user = _request_user.get()
     if user is None:  # pragma: no cover - every request to /mcp passes a gate that sets it
@@ -62,34 +59,11 @@ def request_user() -> str:
     return user
 
 
-class Memories:
-    """``memory_of`` for every user of one store: one ``S3Memory`` per user, its writes by ``mcp``,
-    shared by that user's requests; the least recently used dropped beyond ``kept``."""
-
-    def __init__(self, make: Callable[[UserId], S3Memory], kept: int = KEPT_USERS) -> None:
-        self._make = make
-        self._kept = kept
-        self._memories: OrderedDict[str, S3Memory] = OrderedDict()
-        self._lock = threading.Lock()
-
-    @classmethod
-    def of(cls, store: Store, settings: Settings) -> Memories:
-        options = settings.limits.memory_options()
-        return cls(lambda user: S3Memory(store, user, **options).acting_as(MCP_ACTOR))
-
-    def __len__(self) -> int:
-        return len(self._memories)
-
-    def __call__(self, user: str) -> S3Memory:
-        """The memory of ``user`` (checked where the request came in)."""
-        with self._lock:
-            memory = self._memories.get(user)
-            if memory is None:
-                memory = self._memories[user] = self._make(UserId(user))
-            self._memories.move_to_end(user)
-            while len(self._memories) > self._kept:
-                self._memories.popitem(last=False)
-            return memory
+def memories_of(store: Store, settings: Settings) -> Memories:
+    """``memory_of`` for every user of ``store``: one ``S3Memory`` per user (``memories.Memories``),
+    its writes by ``mcp``."""
+    options = settings.limits.memory_options()
+    return Memories(lambda user: S3Memory(store, user, **options).acting_as(MCP_ACTOR))
 
 
 def metadata_url(resource: str) -> str:
@@ -186,7 +160,7 @@ def default_resource(host: str, port: int) -> str:
 
 
 def http_app(
-    memory_of: Callable[[str], S3Memory],
+    memory_of: Callable[[UserId], S3Memory],
     *,
     host: str,
     resource: str,
@@ -301,7 +275,7 @@ def http_main(
         store = store_of(settings)
     except SettingsError as error:
         return _refused(str(error))
-    memories = Memories.of(store, settings)
+    memories = memories_of(store, settings)
     app = http_app(memories, host=host, resource=resource, verifier=verifier, user=user)
     print(f"s3memory mcp: serving {resource} on {host}:{port}", file=sys.stderr)
     uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning", lifespan="on")

@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 
 from s3memory._version import __version__
 from s3memory.answers import answer
+from s3memory.core.paths import UserId
 from s3memory.errors import shown
 from s3memory.mcp.tool import ANNOTATIONS, INPUT_SCHEMA, INSTRUCTIONS, TOOL_DESCRIPTION, TOOL_NAME
 from s3memory.memory import S3Memory
@@ -28,9 +29,9 @@ from s3memory.memory import S3Memory
 SERVER_NAME = "s3memory"
 SERVER_TITLE = "s3memory: Claude's memory tool on S3, encrypted on the client"
 
-MemoryOf = Callable[[str], S3Memory]
+MemoryOf = Callable[[UserId], S3Memory]
 """The memory of a user id (checked by whoever named the user)."""
-UserOfRequest = Callable[[], str]
+UserOfRequest = Callable[[], UserId]
 """The user of the request being served; raises when there is none (no command runs then)."""
 
 

@@ -26,10 +26,10 @@ if TYPE_CHECKING:
 EXIT_INTERRUPTED = 130
 
 
-def one_user(memory: S3Memory, user: UserId) -> Callable[[str], S3Memory]:
+def one_user(memory: S3Memory, user: UserId) -> Callable[[UserId], S3Memory]:
     """``memory_of`` for a server of one user's memory: that memory, and no other user's."""
 
-    def memory_of(requested: str) -> S3Memory:
+    def memory_of(requested: UserId) -> S3Memory:
         if requested != user:  # pragma: no cover - user_of_request names only ``user`` on stdio
             raise LookupError("this server serves one user's memory")
         return memory
