@@ -93,27 +93,28 @@ def _mcp(arguments: argparse.Namespace) -> int:
     return mcp_main(arguments.user)
 
 
+def _lacks_extra(extra: str, missing: list[str], install_hint: str) -> bool:
+    """True (and one line on stderr naming what is missing and how to install it) if the command of
+    the same name lacks requirements of its extra."""
+    if missing:
+        print(
+            f"s3memory {extra} needs the {extra} extra (missing: {', '.join(missing)}): {install_hint}",
+            file=sys.stderr,
+        )
+    return bool(missing)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     arguments = parser.parse_args(argv)
     if arguments.command == "demo":
-        missing = missing_for_demo()
-        if missing:
-            print(
-                f"s3memory demo needs the demo extra (missing: {', '.join(missing)}): {DEMO_INSTALL_HINT}",
-                file=sys.stderr,
-            )
+        if _lacks_extra("demo", missing_for_demo(), DEMO_INSTALL_HINT):
             return EXIT_USAGE
         from s3memory.demo.walkthrough import demo_main
 
         return demo_main(live=arguments.live, model=arguments.model)
     if arguments.command == "mcp":
-        missing = missing_for_mcp()
-        if missing:
-            print(
-                f"s3memory mcp needs the mcp extra (missing: {', '.join(missing)}): {MCP_INSTALL_HINT}",
-                file=sys.stderr,
-            )
+        if _lacks_extra("mcp", missing_for_mcp(), MCP_INSTALL_HINT):
             return EXIT_USAGE
         return _mcp(arguments)
     if arguments.command is not None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -229,7 +229,6 @@ def http_main(
     url: str | None = None,
     no_auth: bool = False,
     user_id: str | None = None,
-    environ: Mapping[str, str] | None = None,
 ) -> int:
     """``s3memory mcp --transport http``: serve until interrupted; the exit status (2: refused before
     anything is served, with a message that names no key, token or user id)."""
@@ -255,7 +254,7 @@ def http_main(
     if not secure_url(resource):
         return _refused("--url must be an https:// URL (http:// only on a loopback address)")
     try:
-        settings = Settings.from_env(os.environ if environ is None else environ)
+        settings = Settings.from_env(os.environ)
     except SettingsError as error:
         return _refused(str(error))
     try:
