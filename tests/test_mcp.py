@@ -19,7 +19,6 @@ import tempfile
 import textwrap
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,6 @@ from s3memory.core.paths import memory_path
 from s3memory.mcp.server import COMMANDS_IN_FLIGHT, build_server
 from s3memory.mcp.tool import INSTRUCTIONS, MCP_ACTOR
 from s3memory.memory import S3Memory
-from s3memory.settings import Settings
 from s3memory.tool import S3MemoryTool
 
 from .support.bucket import LOCAL_KEY_B64
@@ -44,9 +42,13 @@ from .support.mcp_servers import (
     AWS_TEST_ENVIRONMENT,
     CALL_TIMEOUT_SECONDS,
     McpClient,
+    directory,
     in_process,
+    library,
     mcp_server,
+    ok,
     server_command,
+    store_environment_named,
 )
 from .support.processes import run_python_json
 
@@ -65,12 +67,7 @@ NPX_TIMEOUT_SECONDS = 300
 @pytest.fixture(scope="module")
 def store_environment(moto_endpoint_with_bucket: str) -> dict[str, str]:
     """The ``S3MEMORY_*`` settings of a store of this module's own (a prefix no other module uses)."""
-    return {
-        "S3MEMORY_BUCKET": BUCKET,
-        "S3MEMORY_PREFIX": f"mcp-{uuid.uuid4().hex[:12]}/",
-        "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64,
-        "S3MEMORY_ENDPOINT_URL": moto_endpoint_with_bucket,
-    }
+    return store_environment_named(moto_endpoint_with_bucket, BUCKET, "mcp")
 
 
 @pytest.fixture(scope="module")
@@ -83,24 +80,6 @@ def alice(store_environment: dict[str, str], server_logs: Path) -> Iterator[McpC
     """The module's server: alice's memory over MCP stdio."""
     with mcp_server(store_environment, "alice", server_logs / "alice.log") as client:
         yield client
-
-
-def library(environment: dict[str, str], user: str) -> S3Memory:
-    """``user``'s memory in the same store, through the library: built as the Lambda functions build
-    it from the same settings (``Settings.make_store`` and the limits)."""
-    settings = Settings.from_env({**AWS_TEST_ENVIRONMENT, **environment})
-    return S3Memory(settings.make_store(), user, **settings.limits.memory_options())
-
-
-def directory() -> str:
-    """A directory of alice's memory that no other test uses."""
-    return f"/memories/t{uuid.uuid4().hex[:10]}"
-
-
-def ok(client: McpClient, **arguments: Any) -> str:
-    text, is_error = client.call(**arguments)
-    assert is_error is False, text
-    return text
 
 
 def refused(client: McpClient, **arguments: Any) -> str:

@@ -18,7 +18,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -38,12 +37,19 @@ from s3memory.cli import main as cli
 from s3memory.core.paths import UserId, memory_path
 from s3memory.mcp.http import http_app, memories_of, metadata_url
 from s3memory.mcp.tool import MCP_ACTOR
-from s3memory.memory import S3Memory
 from s3memory.settings import Settings
 
-from .support.bucket import LOCAL_KEY_B64
 from .support.issuer import Issuer, loopback_issuer
-from .support.mcp_servers import AWS_TEST_ENVIRONMENT, CALL_TIMEOUT_SECONDS, McpClient, server_command
+from .support.mcp_servers import (
+    AWS_TEST_ENVIRONMENT,
+    CALL_TIMEOUT_SECONDS,
+    McpClient,
+    directory,
+    library,
+    ok,
+    server_command,
+    store_environment_named,
+)
 
 BUCKET = "mcp-http-test-memory"
 START_TIMEOUT_SECONDS = 30
@@ -65,12 +71,7 @@ INITIALIZE = {
 @pytest.fixture(scope="module")
 def store_environment(moto_endpoint_with_bucket: str) -> dict[str, str]:
     """The ``S3MEMORY_*`` settings of a store of this module's own (a prefix no other module uses)."""
-    return {
-        "S3MEMORY_BUCKET": BUCKET,
-        "S3MEMORY_PREFIX": f"mcp-http-{uuid.uuid4().hex[:12]}/",
-        "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64,
-        "S3MEMORY_ENDPOINT_URL": moto_endpoint_with_bucket,
-    }
+    return store_environment_named(moto_endpoint_with_bucket, BUCKET, "mcp-http")
 
 
 @pytest.fixture(scope="module")
@@ -145,23 +146,6 @@ def alice(server: str, issuer: Issuer) -> Iterator[McpClient]:
 def bob(server: str, issuer: Issuer) -> Iterator[McpClient]:
     with connected(server, issuer.token("bob")) as client:
         yield client
-
-
-def library(environment: dict[str, str], user: str) -> S3Memory:
-    """``user``'s memory in the same store, through the library."""
-    settings = settings_of(environment)
-    return S3Memory(settings.make_store(), user, **settings.limits.memory_options())
-
-
-def directory() -> str:
-    """A directory no other test uses."""
-    return f"/memories/t{uuid.uuid4().hex[:10]}"
-
-
-def ok(client: McpClient, **arguments: Any) -> str:
-    text, is_error = client.call(**arguments)
-    assert is_error is False, text
-    return text
 
 
 def post(url: str, body: object, token: str | None = None) -> tuple[int, dict[str, str], dict[str, Any]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,11 @@ from mcp.client.client import ConnectMode
 from mcp.client.stdio import stdio_client
 from mcp.server.lowlevel import Server
 from mcp.types import TextContent
+
+from s3memory.memory import S3Memory
+from s3memory.settings import Settings
+
+from .bucket import LOCAL_KEY_B64
 
 AWS_TEST_ENVIRONMENT = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -98,3 +104,33 @@ def in_process(server: Server[Any]) -> Iterator[McpClient]:
         client = Client(server, read_timeout_seconds=CALL_TIMEOUT_SECONDS)
         with portal.wrap_async_context_manager(client):
             yield McpClient(portal, client, None)
+
+
+def store_environment_named(endpoint: str, bucket: str, name: str) -> dict[str, str]:
+    """The ``S3MEMORY_*`` settings of a store of a test module's own: its ``bucket``, at a prefix
+    named ``name-<random>/``."""
+    return {
+        "S3MEMORY_BUCKET": bucket,
+        "S3MEMORY_PREFIX": f"{name}-{uuid.uuid4().hex[:12]}/",
+        "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64,
+        "S3MEMORY_ENDPOINT_URL": endpoint,
+    }
+
+
+def library(environment: Mapping[str, str], user: str) -> S3Memory:
+    """``user``'s memory in the same store, through the library: built as the Lambda functions build
+    it from the same settings (``Settings.make_store`` and the limits)."""
+    settings = Settings.from_env({**AWS_TEST_ENVIRONMENT, **environment})
+    return S3Memory(settings.make_store(), user, **settings.limits.memory_options())
+
+
+def directory() -> str:
+    """A directory of the memory that no other test uses."""
+    return f"/memories/t{uuid.uuid4().hex[:10]}"
+
+
+def ok(client: McpClient, **arguments: Any) -> str:
+    """The answer of a call that must succeed."""
+    text, is_error = client.call(**arguments)
+    assert is_error is False, text
+    return text
