@@ -32,12 +32,12 @@ from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
 from s3memory.answers import answer
-from s3memory.aws_lambda.tokens import TokenVerifier
 from s3memory.cli import main as cli
 from s3memory.core.paths import UserId, memory_path
 from s3memory.mcp.http import http_app, memories_of, metadata_url
 from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.settings import Settings
+from s3memory.tokens import TokenVerifier
 
 from .support.issuer import Issuer, loopback_issuer
 from .support.mcp_servers import (

@@ -13,8 +13,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from s3memory.aws_lambda import tokens as tokens_module
-from s3memory.aws_lambda.tokens import (
+from s3memory import tokens as tokens_module
+from s3memory.settings import TokenCheck
+from s3memory.tokens import (
     KEYS_LIFETIME_SECONDS,
     KEYS_MAX_AGE_SECONDS,
     REFETCH_AFTER_SECONDS,
@@ -23,7 +24,6 @@ from s3memory.aws_lambda.tokens import (
     TokenVerifier,
     fetch_url,
 )
-from s3memory.settings import TokenCheck
 
 from .support.issuer import AUDIENCE, Issuer, new_rsa_key
 

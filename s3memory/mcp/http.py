@@ -3,7 +3,7 @@ stateless and with JSON responses (no session, no SSE stream), served by uvicorn
 bearer token verifies.
 
 Each request's ``Authorization`` token is verified before the SDK sees the request, exactly as the memory
-Lambda function verifies it (``aws_lambda/tokens.py``: the issuer's signing keys, the signature, ``iss``,
+Lambda function verifies it (``s3memory/tokens.py``: the issuer's signing keys, the signature, ``iss``,
 ``exp``, an audience, a required scope, from the ``S3MEMORY_JWT_*`` settings), and the user is the
 token's subject checked as a ``UserId``, never a name in the request. Without a valid token the answer
 is 401 with ``WWW-Authenticate: Bearer resource_metadata="<url>"`` (and ``error="invalid_token"`` when a
@@ -27,13 +27,13 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from s3memory.aws_lambda.tokens import KeysUnavailable, TokenRefused, TokenVerifier
 from s3memory.core.paths import UserId
 from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, EXIT_SERVED, EXIT_USAGE, store_of
 from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.memories import Memories
 from s3memory.memory import S3Memory
 from s3memory.settings import JWT_ISSUER, Settings, SettingsError, secure_url
+from s3memory.tokens import KeysUnavailable, TokenRefused, TokenVerifier
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette

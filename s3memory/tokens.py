@@ -1,4 +1,5 @@
-"""The HTTP edge's identity: the user is the ``sub`` of a bearer token the function verified itself.
+"""The HTTP edges' identity (the memory function, the MCP server over HTTP and on Lambda): the user
+is the ``sub`` of a bearer token the edge verified itself.
 
 API Gateway's JWT authorizer checks the token before the route invokes the function and copies its
 claims into the event. But an event is only JSON: anyone allowed to invoke the function directly can
