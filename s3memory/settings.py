@@ -71,6 +71,7 @@ DIRECT_INVOCATION = "S3MEMORY_DIRECT_INVOCATION"
 JWT_ISSUER = "S3MEMORY_JWT_ISSUER"
 JWT_AUDIENCE = "S3MEMORY_JWT_AUDIENCE"
 JWT_SCOPES = "S3MEMORY_JWT_SCOPES"
+MCP_URL = "S3MEMORY_MCP_URL"
 DEFAULT_MODEL = "claude-sonnet-4-5"
 """The model used when none is named: by the agent Lambda (``S3MEMORY_MODEL``) and ``s3memory demo --live``."""
 QUOTA_LIMIT = 10**15
@@ -236,13 +237,25 @@ class Edge:
 
     direct_invocation: bool = True
     tokens: TokenCheck | None = None
+    mcp_url: str | None = None
+    """The public URL of the MCP function's ``/mcp`` route: the resource its tokens are for."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Edge:
         tokens = TokenCheck.from_env(environ)
         # A function that checks tokens serves the HTTP API: unless told otherwise, only the API.
         default = "allow" if tokens is None else "refuse"
-        return cls(_choice(environ, DIRECT_INVOCATION, ("allow", "refuse"), default) == "allow", tokens)
+        direct = _choice(environ, DIRECT_INVOCATION, ("allow", "refuse"), default) == "allow"
+        mcp_url = _get(environ, MCP_URL)
+        if mcp_url is not None:
+            mcp_url = mcp_url.strip()
+            parts = urlsplit(mcp_url)
+            if not secure_url(mcp_url) or parts.query or parts.fragment:
+                raise SettingsError(
+                    f"{MCP_URL} must be the https:// URL clients reach the MCP route at, without a query "
+                    "(http:// only on a loopback address)"
+                )
+        return cls(direct, tokens, mcp_url)
 
 
 @dataclass(frozen=True)

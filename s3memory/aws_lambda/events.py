@@ -115,17 +115,26 @@ def event_user(event: dict[Any, Any]) -> UserId:
         raise ValueError(f"Error: `user_id` is not a usable user id: {error}.") from None
 
 
-def _http_body(event: dict[Any, Any]) -> dict[Any, Any]:
+def body_text(event: dict[Any, Any]) -> str:
+    """The body of an HTTP API event as text ("" when it has none), decoded when API Gateway sent it
+    base64-encoded."""
     body = event.get("body")
-    if body is None or body == "":
-        raise Refused(400, "Error: The request has no body; send a JSON object with `input`.")
+    if body is None:
+        return ""
     if not isinstance(body, str):
         raise Refused(400, "Error: The request body must be JSON text.")
     if event.get("isBase64Encoded") is True:
         try:
-            body = base64.b64decode(body, validate=True).decode("utf-8")
+            return base64.b64decode(body, validate=True).decode("utf-8")
         except (binascii.Error, ValueError):
             raise Refused(400, "Error: The request body is not valid base64-encoded UTF-8.") from None
+    return body
+
+
+def _http_body(event: dict[Any, Any]) -> dict[Any, Any]:
+    body = body_text(event)
+    if body == "":
+        raise Refused(400, "Error: The request has no body; send a JSON object with `input`.")
     try:
         parsed = json.loads(body)
     except (ValueError, RecursionError):

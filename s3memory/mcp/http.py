@@ -213,7 +213,9 @@ def http_app(
     else:
         assert user is not None
         endpoint = OneUser(endpoint, user)
-    routes.append(Route(MCP_PATH, endpoint=endpoint))
+    # Stateless and JSON: no stream to open with GET, no session to end with DELETE (405, as the
+    # transport allows for both).
+    routes.append(Route(MCP_PATH, endpoint=endpoint, methods=["POST"]))
     return Starlette(routes=routes, lifespan=lambda app: manager.run())
 
 

@@ -105,25 +105,46 @@ def http_event(
     claimed_sub: object = "alice",
     raw_body: str | None = None,
     base64_body: bool = False,
+    route: str = "POST /memory",
+    method: str | None = None,
+    headers: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """An HTTP API event whose authorizer context claims ``claimed_sub`` (the function ignores that)
-    and whose Authorization header carries ``token``."""
-    text = raw_body if raw_body is not None else json.dumps(body)
+    """An HTTP API event (payload 2.0, as API Gateway sends it on the ``$default`` stage) of ``route``,
+    whose authorizer context claims ``claimed_sub`` (the functions ignore that) and whose
+    Authorization header carries ``token``; ``method`` is the request's (the route's unless told: an
+    ``ANY`` route needs it), ``headers`` add to or replace its headers."""
+    text = raw_body if raw_body is not None else ("" if body is None else json.dumps(body))
     if base64_body:
         text = base64.b64encode(text.encode("utf-8")).decode("ascii")
     claims = {} if claimed_sub is None else {"sub": claimed_sub}
-    headers = {"content-type": "application/json"}
+    route_method, _, path = route.partition(" ")
+    domain = "abc123.execute-api.us-east-1.amazonaws.com"
+    sent = {"content-type": "application/json", "host": domain, "x-forwarded-proto": "https"}
     if token is not None:
-        headers["authorization"] = f"Bearer {token}"
+        sent["authorization"] = f"Bearer {token}"
+    sent.update(headers or {})
     return {
         "version": "2.0",
-        "routeKey": "POST /memory",
-        "rawPath": "/memory",
-        "headers": headers,
+        "routeKey": route,
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": sent,
         "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "abc123",
+            "domainName": domain,
+            "domainPrefix": "abc123",
             "requestId": "api-req",
+            "routeKey": route,
+            "stage": "$default",
             "authorizer": {"jwt": {"claims": claims, "scopes": None}},
-            "http": {"method": "POST", "path": "/memory"},
+            "http": {
+                "method": method or route_method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "192.0.2.1",
+                "userAgent": "test",
+            },
         },
         "body": text,
         "isBase64Encoded": base64_body,
