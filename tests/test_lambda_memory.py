@@ -751,7 +751,7 @@ def test_lambdas_json_log_format_writes_one_line_that_cloudwatch_reads_as_metric
 # -- no anthropic --------------------------------------------------------------------------------
 
 
-def test_serving_does_not_import_anthropic() -> None:
+def test_serving_imports_neither_anthropic_nor_the_mcp_sdk() -> None:
     script = textwrap.dedent(
         f"""
         import json, os, sys
@@ -761,6 +761,7 @@ def test_serving_does_not_import_anthropic() -> None:
         )
         import s3memory.aws_lambda
         assert "anthropic" not in sys.modules, "import pulled anthropic"
+        assert "mcp" not in sys.modules, "import pulled the MCP SDK"
         from moto import mock_aws
         import boto3
         with mock_aws():
@@ -768,11 +769,12 @@ def test_serving_does_not_import_anthropic() -> None:
             handler = s3memory.aws_lambda.memory_handler
             created = handler({{"user_id": "alice", "input": {{"command": "create", "path": "/memories/a.txt", "file_text": "hi"}}}}, None)
             viewed = handler({{"user_id": "alice", "input": {{"command": "view", "path": "/memories/a.txt"}}}}, None)
-        print(json.dumps({{"created": created, "viewed": viewed, "anthropic": "anthropic" in sys.modules}}))
+        print(json.dumps({{"created": created, "viewed": viewed, "anthropic": "anthropic" in sys.modules,
+                          "mcp": sorted({{m.split(".")[0] for m in sys.modules}} & {{"mcp", "starlette", "pydantic"}})}}))
         """
     )
     outcome = run_python_json(script)
-    assert outcome["anthropic"] is False
+    assert outcome["anthropic"] is False and outcome["mcp"] == []
     assert outcome["created"] == {
         "content": "File created successfully at: /memories/a.txt",
         "is_error": False,
