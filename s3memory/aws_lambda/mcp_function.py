@@ -27,11 +27,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from s3memory.aws_lambda import record
 from s3memory.aws_lambda.events import Refused, body_text, command_name, is_http
 from s3memory.aws_lambda.runtime import Runtime, get_runtime
 from s3memory.core.paths import UserId
 from s3memory.errors import unexpected_failure
+from s3memory.mcp.http import http_app
+from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.memory import S3Memory
 from s3memory.settings import JWT_ISSUER, MCP_URL, SettingsError
 
@@ -117,8 +121,6 @@ class _Memories:
         self.served: list[tuple[S3Memory, int]] = []
 
     def __call__(self, user: UserId) -> S3Memory:
-        from s3memory.mcp.tool import MCP_ACTOR
-
         memory = self.runtime.memory(user).acting_as(MCP_ACTOR)
         self.served.append((memory, len(memory.jobs.set_aside)))
         return memory
@@ -129,10 +131,6 @@ class _Memories:
 
 def _serve_request(runtime: Runtime, scope: Scope, body: bytes, memories: _Memories) -> _Response:
     """Serve one request with a fresh app (its session manager runs once) in a fresh event loop."""
-    import anyio
-
-    from s3memory.mcp.http import http_app
-
     resource = runtime.settings.edge.mcp_url
     assert resource is not None and runtime.tokens is not None
     host = scope["server"][0]

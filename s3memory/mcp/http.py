@@ -27,8 +27,19 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+import anyio.to_thread
+from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
+from mcp.server.auth.routes import cors_middleware
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.auth import ProtectedResourceMetadata
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.routing import Route
+
 from s3memory.core.paths import UserId
 from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, EXIT_SERVED, EXIT_USAGE, store_of
+from s3memory.mcp.server import build_server
 from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.memories import Memories
 from s3memory.memory import S3Memory
@@ -36,7 +47,6 @@ from s3memory.settings import JWT_ISSUER, Settings, SettingsError, secure_url
 from s3memory.tokens import KeysUnavailable, TokenRefused, TokenVerifier
 
 if TYPE_CHECKING:
-    from starlette.applications import Starlette
     from starlette.types import ASGIApp, Receive, Scope, Send
 
     from s3memory.store import Store
@@ -102,9 +112,6 @@ class TokenGate:
         self.metadata = f'resource_metadata="{_quoted(metadata_url(resource))}"'
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        import anyio.to_thread
-        from starlette.datastructures import Headers
-
         authorization = Headers(scope=scope).get("authorization")
         given = authorization is not None and authorization.strip() != ""
         try:
@@ -169,16 +176,6 @@ def http_app(
 ) -> Starlette:
     """The ASGI app: ``/mcp`` behind a ``TokenGate`` (``verifier``) with the protected-resource
     metadata of ``resource``, or, with ``user`` instead, behind ``OneUser`` without authentication."""
-    from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
-    from mcp.server.auth.routes import cors_middleware
-    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-    from mcp.server.transport_security import TransportSecuritySettings
-    from mcp.shared.auth import ProtectedResourceMetadata
-    from starlette.applications import Starlette
-    from starlette.routing import Route
-
-    from s3memory.mcp.server import build_server
-
     if (verifier is None) == (user is None):
         raise ValueError("http_app serves with a token verifier, or one user without authentication")
     security = None
