@@ -1,10 +1,11 @@
 """The Lambda deployment zip from tools/build_lambda_zip.py: contents, determinism, wheels that fit the
-python3.11 x86_64 runtime, and both handlers running from the extracted zip alone (``python -S``, so
+python3.11 x86_64 runtime, and the handlers running from the extracted zip alone (``python -S``, so
 nothing of this virtualenv is importable), against moto's S3 server and the scripted Messages API.
 
 The package files come from an allow-list (``LAMBDA_PACKAGE_FILES``), checked here, without the
 build, against the modules the handlers of terraform/lambda.tf import (read from the sources, lazy
-imports too): none missing, none extra, neither the demo nor the testing module nor the MCP server.
+imports too): none missing, none extra, neither the demo nor the testing module nor the command line
+(nor ``s3memory mcp``'s stdio server: the MCP function serves the HTTP transport's app).
 
 The build downloads wheels from the package registry (pip's cache makes later builds quick). When
 the registry cannot be reached, the tests skip and say so.
@@ -32,6 +33,8 @@ import pytest
 import s3memory
 from s3memory.demo.scripted_api import Reply, ScriptedMessagesAPI, last_tool_results
 
+from .support.issuer import http_event, loopback_issuer
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TOOL = REPO_ROOT / "tools" / "build_lambda_zip.py"
 BUILD_TIMEOUT_SECONDS = 900
@@ -48,9 +51,7 @@ HANDLERS = re.findall(
     r'handler\s*=\s*"(s3memory\.[\w.]+)"', (REPO_ROOT / "terraform" / "lambda.tf").read_text()
 )
 """The handler strings the functions are deployed with."""
-NOT_IN_THE_ZIP = ("s3memory/demo/", "s3memory/testing/", "s3memory/cli/", "s3memory/mcp/")
-NOT_CARRIED = ("mcp/", "mcp_types/", "starlette/", "uvicorn/", "sse_starlette/")
-"""The MCP SDK and what it alone brings: ``s3memory mcp`` serves on stdio, not from the zip (yet)."""
+NOT_IN_THE_ZIP = ("s3memory/demo/", "s3memory/testing/", "s3memory/cli/", "s3memory/mcp/stdio.py")
 
 
 def load_tool() -> ModuleType:
@@ -100,13 +101,14 @@ def test_zip_holds_the_package_and_its_dependencies(built_zip: Path) -> None:
         "boto3/__init__.py",
         "botocore/__init__.py",
         "cryptography/__init__.py",
+        "mcp/__init__.py",
+        "starlette/__init__.py",
     ):
         assert wanted in names, wanted
     assert any(re.fullmatch(r"cryptography/hazmat/bindings/_rust\.abi3\.so", name) for name in names)
     assert not [name for name in names if "__pycache__" in name or name.endswith((".pyc", ".pyo"))]
     assert not [name for name in names if name.startswith("bin/")]
     assert not [name for name in names if name.startswith(("tests/", "tools/", "terraform/"))]
-    assert not [name for name in names if name.startswith(NOT_CARRIED)]
 
 
 def module_file(module: str) -> Path | None:
@@ -163,7 +165,7 @@ def imported_modules(roots: Iterable[str]) -> set[str]:
 
 def handler_modules() -> set[str]:
     """What the deployed handlers import, and the modules of the names ``s3memory`` offers."""
-    assert len(HANDLERS) == 3, HANDLERS
+    assert len(HANDLERS) == 4, HANDLERS
     roots = [handler.rpartition(".")[0] for handler in HANDLERS]
     roots += [getattr(s3memory, name).__module__ for name in s3memory.__all__ if name != "__version__"]
     return imported_modules(roots)
@@ -343,6 +345,63 @@ def test_memory_handler_runs_from_the_zip_without_anthropic(
     assert outcome["viewed"]["is_error"] is False and "from the zip" in outcome["viewed"]["content"]
     assert outcome["anthropic"] is False
     assert outcome["version"] == s3memory.__version__  # from the package itself: the zip has no dist-info
+    for path in outcome["files"]:
+        assert Path(path).is_relative_to(extracted), path
+
+
+def test_mcp_handler_runs_from_the_zip(extracted: Path, moto_endpoint_with_bucket: str) -> None:
+    """The MCP function from the zip alone: an ``initialize`` and a ``tools/call`` through API
+    Gateway's events, the token verified against the loopback issuer, the MCP SDK from the zip."""
+    url = "https://abc123.execute-api.us-east-1.amazonaws.com/mcp"
+    headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+    with loopback_issuer() as issuer:
+        events = [
+            http_event(body, token=issuer.token("zip"), route="ANY /mcp", method="POST", headers=headers)
+            for body in (
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "zip", "version": "1"},
+                    },
+                },
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "tools/call",
+                    "params": {
+                        "name": "memory",
+                        "arguments": {"command": "create", "path": "/memories/m.md", "file_text": "mcp"},
+                    },
+                },
+            )
+        ]
+        outcome = run_from_zip(
+            extracted,
+            moto_endpoint_with_bucket,
+            f"""
+            import json, sys
+            from s3memory.aws_lambda import mcp_handler
+            answers = [mcp_handler(event, None) for event in {events!r}]
+            import mcp, starlette, pydantic_core
+            print(json.dumps({{
+                "answers": answers, "anthropic": "anthropic" in sys.modules,
+                "files": [m.__file__ for m in (mcp, starlette, pydantic_core)],
+            }}))
+            """,
+            **issuer.environ(S3MEMORY_MCP_URL=url),
+        )
+    initialized, created = (json.loads(answer["body"]) for answer in outcome["answers"])
+    assert [answer["statusCode"] for answer in outcome["answers"]] == [200, 200]
+    assert initialized["result"]["serverInfo"]["name"] == "s3memory"
+    assert created["result"] == {
+        "content": [{"type": "text", "text": "File created successfully at: /memories/m.md"}],
+        "isError": False,
+    }
+    assert outcome["anthropic"] is False
     for path in outcome["files"]:
         assert Path(path).is_relative_to(extracted), path
 

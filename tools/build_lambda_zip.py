@@ -4,13 +4,14 @@
     python tools/build_lambda_zip.py [--output dist/lambda.zip]
 
 1. ``pip install --target`` the runtime dependencies (``[project] dependencies`` and the ``lambda``
-   extra of pyproject.toml: the agent's SDK and the HTTP edge's JWT check) as manylinux2014 x86_64 CPython 3.11 wheels, every
+   and ``mcp`` extras of pyproject.toml: the agent's SDK, the HTTP edge's JWT check and the MCP
+   function's SDK, about 1.4 MB of the zip) as manylinux2014 x86_64 CPython 3.11 wheels, every
    version pinned by ``constraints.txt``. boto3 and botocore are included, pinned, although the
    runtime has its own: the function then runs what the tests ran. manylinux2014 (glibc 2.17) because
    the python3.11 runtime is Amazon Linux 2 (glibc 2.26): newer manylinux wheels would not load there.
 2. Add from this checkout the files of the ``s3memory`` package that the handlers need, and only
    those (:data:`LAMBDA_PACKAGE_FILES`, an allow-list): ``s3memory demo``'s ``demo/``, the tests'
-   ``testing/``, ``s3memory mcp``'s ``mcp/`` and the operator command's modules are not on it.
+   ``testing/``, ``s3memory mcp``'s stdio server and the operator command's modules are not on it.
 3. Write a deterministic zip: entries sorted, timestamps fixed (1980-01-01), modes fixed (0644), no
    ``__pycache__``/``*.pyc``, no ``bin/`` scripts. The same inputs give the same bytes.
 
@@ -38,7 +39,7 @@ PACKAGE = "s3memory"
 DEFAULT_OUTPUT = REPO_ROOT / "dist" / "lambda.zip"
 DEFAULT_PLATFORM = "manylinux2014_x86_64"
 DEFAULT_PYTHON_VERSION = "3.11"
-EXTRAS = ("lambda",)
+EXTRAS = ("lambda", "mcp")
 FIXED_DATE_TIME = (1980, 1, 1, 0, 0, 0)
 FILE_MODE = 0o100644
 EXCLUDED_DIRECTORIES = frozenset({"__pycache__"})
@@ -55,6 +56,7 @@ LAMBDA_PACKAGE_FILES = (
     "memories.py",
     "settings.py",
     "store.py",
+    "tokens.py",
     "tool.py",
     "core/",
     "crypto/",
@@ -66,6 +68,10 @@ LAMBDA_PACKAGE_FILES = (
     "ops/operations.py",
     "ops/progress.py",
     "aws_lambda/",
+    "mcp/__init__.py",
+    "mcp/http.py",
+    "mcp/server.py",
+    "mcp/tool.py",
 )
 """What the handlers need of the package, relative to it: the modules that the three handlers
 (terraform/lambda.tf) import, directly or through one another, at import or later; and ``py.typed``.
