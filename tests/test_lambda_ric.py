@@ -1,7 +1,7 @@
-"""Both handlers under the real AWS Lambda Runtime Interface Client (``python -m awslambdaric``), fed
+"""The handlers under the real AWS Lambda Runtime Interface Client (``python -m awslambdaric``), fed
 by a loopback stand-in for the Lambda Runtime API: the handler strings resolve (``agent_handler``
-through the package's lazy attribute), events and answers cross the runtime's JSON marshalling, and
-the deadline comes from the ``Lambda-Runtime-Deadline-Ms`` header through the runtime's context.
+and ``mcp_handler`` through the package's lazy attributes), events and answers cross the runtime's
+JSON marshalling, and the deadline comes from the ``Lambda-Runtime-Deadline-Ms`` header through the runtime's context.
 
 S3 is moto's threaded server on 127.0.0.1; the agent talks to the scripted Messages API stand-in.
 Every wait is bounded, and the runtime process is always killed at the end.
@@ -376,6 +376,64 @@ def test_a_function_behind_the_http_api_under_the_runtime_client(moto_endpoint_w
     assert keys(user.layout.namespace) == sorted(
         [user.layout.key_of_internal(ACCESS_NAME), key_of(user, "/memories/d.md")]
     )
+
+
+def test_the_mcp_function_under_the_runtime_client(moto_endpoint_with_bucket: str) -> None:
+    """``mcp_handler`` (a lazy attribute of the package) under the runtime client: a direct event is
+    refused, an ``initialize`` and a ``tools/call`` with the issuer's token are answered through the
+    runtime's JSON marshalling, and each invocation writes one record of function ``mcp``."""
+    headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "ric", "version": "1"},
+        },
+    }
+    create = {"command": "create", "path": "/memories/m.md", "file_text": "over MCP"}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "memory", "arguments": create},
+    }
+    with (
+        loopback_issuer() as issuer,
+        lambda_runtime(
+            "s3memory.aws_lambda.mcp_handler",
+            moto_endpoint_with_bucket,
+            S3MEMORY_MCP_URL="https://abc123.execute-api.us-east-1.amazonaws.com/mcp",
+            **issuer.environ(),
+            **JSON_LOGS,
+        ) as runtime,
+    ):
+        direct = runtime.api.invoke({"user_id": "victim", "input": create})
+        assert direct.kind == "response" and direct.body["statusCode"] == 403
+        answers = [
+            runtime.api.invoke(
+                http_event(
+                    body, token=issuer.token("mcp-user"), route="ANY /mcp", method="POST", headers=headers
+                )
+            )
+            for body in (initialize, call)
+        ]
+        assert [(answer.kind, answer.body["statusCode"]) for answer in answers] == [("response", 200)] * 2
+        assert json.loads(answers[1].body["body"])["result"] == {
+            "content": [{"type": "text", "text": "File created successfully at: /memories/m.md"}],
+            "isError": False,
+        }
+        time.sleep(0.2)
+        lines = emf(runtime.output)
+    assert [(line["function"], line.get("mcp_method"), line["status"]) for line in lines] == [
+        ("mcp", None, 403),
+        ("mcp", "initialize", 200),
+        ("mcp", "tools/call", 200),
+    ]
+    memory = served_memory(moto_endpoint_with_bucket, "mcp-user")
+    assert memory.run({"command": "view", "path": "/memories/m.md"}).endswith("     1\tover MCP")
 
 
 def test_agent_handler_under_the_runtime_client(moto_endpoint_with_bucket: str) -> None:
