@@ -259,6 +259,16 @@ def test_without_a_token_the_answer_is_401_with_the_metadata_url_and_nothing_run
     assert is_error and "does not exist" in text
 
 
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_only_post_is_served_on_mcp(server: str, issuer: Issuer, method: str) -> None:
+    """Stateless and JSON: no stream to open with GET, no session to end with DELETE."""
+    headers = {"authorization": f"Bearer {issuer.token('alice')}", "accept": "text/event-stream"}
+    request = urllib.request.Request(server, headers=headers, method=method)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=CALL_TIMEOUT_SECONDS)
+    assert (refused.value.code, refused.value.headers["allow"]) == (405, "POST")
+
+
 def test_the_protected_resource_metadata_names_the_resource_the_issuer_and_the_header(
     server: str, issuer: Issuer
 ) -> None:
