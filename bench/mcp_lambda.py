@@ -42,9 +42,14 @@ from .metrics import Summary, paired_ratios, plain, quiet_gc
 from .servers import Backend, fake_credentials, moto_backend
 from .workload import Tenant, note_text, s3memory_client
 
-PROTOCOL_VERSION = "2025-06-18"
-"""The ``mcp-protocol-version`` header of the MCP function's requests (as its tests send): a request
-of the newer, stateless protocol needs an envelope in ``_meta``; this one is answered as it is."""
+PROTOCOL_VERSION = "2026-07-28"
+"""The protocol of the MCP function's requests: what the official client (``mcp`` 2.3) sends through
+API Gateway, each request carrying it in its ``_meta`` envelope (``ENVELOPE``) and its headers."""
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
+    "io.modelcontextprotocol/clientInfo": {"name": "s3memory-bench", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 MCP_URL = "https://abc123.execute-api.us-east-1.amazonaws.com/mcp"
 MCP_FUNCTION = "mcp-function"
 MEMORY_FUNCTION = "memory-function"
@@ -134,11 +139,12 @@ def answer_text(answer: dict[str, Any]) -> str:
 
 
 class Events:
-    """The section's API Gateway events, each with a bearer token for ``USER``."""
+    """The section's API Gateway events, each with a bearer token for ``USER``: the MCP function's as
+    the official client sends a ``tools/call`` (``PROTOCOL_VERSION``), the memory function's
+    ``{"input": ...}``."""
 
-    def __init__(self, token: str, protocol_version: str) -> None:
+    def __init__(self, token: str) -> None:
         self.token = token
-        self.protocol_version = protocol_version
         self.sent = 0
 
     def of(self, side: str, tool_input: dict[str, Any]) -> dict[str, Any]:
@@ -151,11 +157,13 @@ class Events:
             "jsonrpc": "2.0",
             "id": self.sent,
             "method": "tools/call",
-            "params": {"name": "memory", "arguments": tool_input},
+            "params": {"name": "memory", "arguments": tool_input, "_meta": ENVELOPE},
         }
         headers = {
             "accept": "application/json, text/event-stream",
-            "mcp-protocol-version": self.protocol_version,
+            "mcp-protocol-version": PROTOCOL_VERSION,
+            "mcp-method": "tools/call",
+            "mcp-name": "memory",
         }
         return http_event(
             call, token=self.token, claimed_sub=USER, route="ANY /mcp", method="POST", headers=headers
@@ -181,7 +189,7 @@ def run(backend: Backend, calls: int, warmup: int, cold_reps: int) -> McpLambda:
     try:
         with loopback_issuer() as issuer:
             settings = {**store_environment(backend), **issuer.environ(), "S3MEMORY_MCP_URL": MCP_URL}
-            events = Events(issuer.token(USER), result.protocol_version)
+            events = Events(issuer.token(USER))
             _warm(result, settings, events)
             _cold(result, settings, events)
     finally:
