@@ -90,30 +90,35 @@ class ColdStart:
         }
 
 
-def _environment(backend: Backend, cache: str, memories: str) -> dict[str, str]:
-    """The children's environment: the store's settings, and ``memories``, the key prefix of the
-    user's ``/memories`` that the baseline lists."""
+def child_environment(settings: dict[str, str], cache: str) -> dict[str, str]:
+    """A child's environment: this process's without its ``S3MEMORY_*`` settings, ``PYTHONPATH`` and
+    ``PYTHONDONTWRITEBYTECODE``, with ``settings`` and byte-code read from (and written to) ``cache``."""
     environment = {
         key: value
         for key, value in os.environ.items()
         if not key.startswith(("S3MEMORY_", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH"))
     }
-    environment.update(
-        {
-            "S3MEMORY_BUCKET": BUCKET,
-            "S3MEMORY_PREFIX": PRIVATE_PREFIX,
-            "S3MEMORY_STORAGE_FORMAT": str(PLACED_FORMAT),
-            "S3MEMORY_LOCAL_KEY": base64.b64encode(MASTER_KEY).decode(),
-            "S3MEMORY_ENDPOINT_URL": backend.endpoint_url,
-            "BENCH_USER": USER,
-            "BENCH_MEMORIES": memories,
-            "PYTHONPYCACHEPREFIX": cache,
-        }
-    )
-    return environment
+    return {**environment, **settings, "PYTHONPYCACHEPREFIX": cache}
 
 
-def _spawn(code: str, environment: dict[str, str]) -> tuple[float, dict[str, Any]]:
+def _environment(backend: Backend, cache: str, memories: str) -> dict[str, str]:
+    """The children's environment: the store's settings, and ``memories``, the key prefix of the
+    user's ``/memories`` that the baseline lists."""
+    settings = {
+        "S3MEMORY_BUCKET": BUCKET,
+        "S3MEMORY_PREFIX": PRIVATE_PREFIX,
+        "S3MEMORY_STORAGE_FORMAT": str(PLACED_FORMAT),
+        "S3MEMORY_LOCAL_KEY": base64.b64encode(MASTER_KEY).decode(),
+        "S3MEMORY_ENDPOINT_URL": backend.endpoint_url,
+        "BENCH_USER": USER,
+        "BENCH_MEMORIES": memories,
+    }
+    return child_environment(settings, cache)
+
+
+def spawn(code: str, environment: dict[str, str]) -> tuple[float, dict[str, Any]]:
+    """Runs ``python -c code``; the seconds from spawn to exit and the last line it printed (JSON,
+    whose ``failed`` must be false)."""
     started = time.perf_counter()
     finished = subprocess.run(
         [sys.executable, "-c", code],
@@ -141,14 +146,14 @@ def run(backend: Backend, reps: int) -> ColdStart:
     with tempfile.TemporaryDirectory(prefix="s3memory-bench-pycache-") as cache:
         environment = _environment(backend, cache, tenant.prefix("/memories"))
         for code in (S3MEMORY_CHILD, BOTO3_CHILD, S3MEMORY_CHILD, BOTO3_CHILD):
-            _spawn(code, environment)  # fills the byte-code cache and the page cache
+            spawn(code, environment)  # fills the byte-code cache and the page cache
         samples: dict[str, list[float]] = {"s3memory": [], "boto3": []}
         inside: dict[str, list[float]] = {"s3memory": [], "boto3": []}
         reports: dict[str, dict[str, Any]] = {}
         for rep in range(reps):
             order = [("s3memory", S3MEMORY_CHILD), ("boto3", BOTO3_CHILD)]
             for name, code in order if rep % 2 == 0 else order[::-1]:
-                elapsed, report = _spawn(code, environment)
+                elapsed, report = spawn(code, environment)
                 samples[name].append(elapsed)
                 inside[name].append(report["seconds"])
                 reports[name] = report

@@ -29,7 +29,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,11 +64,48 @@ class McpCommand:
     ratio: Summary
     """MCP / library, per pair."""
 
+    against: str = LIBRARY
+    """What ``library`` measured: the library, or the memory function beside the MCP function."""
+
+    @classmethod
+    def of(cls, command: str, over: list[float], local: list[float], against: str = LIBRARY) -> McpCommand:
+        """The summaries of ``calls`` pairs: ``over`` MCP's seconds, ``local`` the other side's."""
+        return cls(
+            command=command,
+            mcp=Summary.of(over),
+            library=Summary.of(local),
+            mcp_p90=quantile(over, 0.9),
+            library_p90=quantile(local, 0.9),
+            overhead=Summary.of([a - b for a, b in zip(over, local, strict=True)]),
+            ratio=paired_ratios(over, local),
+            against=against,
+        )
+
     def as_dict(self) -> dict[str, Any]:
         return {
             key: value.as_dict() if isinstance(value, Summary) else value
             for key, value in self.__dict__.items()
         }
+
+
+def pairs(warmup: int, calls: int) -> Iterator[tuple[int, str, bool, bool]]:
+    """The order of a comparison's calls: ``(number, command, mcp_first, measured)``, each command of
+    ``COMMANDS`` once per number, MCP first on even numbers, the first ``warmup`` numbers unmeasured."""
+    for number in range(warmup + calls):
+        for command in COMMANDS:
+            yield number, command, number % 2 == 0, number >= warmup
+
+
+def arguments(command: str, side: str, number: int) -> dict[str, Any]:
+    """The memory tool's input for call ``number`` of ``command`` (one of ``COMMANDS``) on ``side``:
+    every side views ``VIEWED``; each creates in a directory of its own, a new name each call."""
+    if command == "view file":
+        return {"command": "view", "path": VIEWED}
+    return {
+        "command": "create",
+        "path": f"/memories/{side}/c-{number}.md",
+        "file_text": note_text(number, 10),
+    }
 
 
 @dataclass
@@ -110,14 +147,6 @@ def store_environment(backend: Backend) -> dict[str, str]:
         "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY", "bench-secret"),
         "AWS_DEFAULT_REGION": REGION,
         "AWS_EC2_METADATA_DISABLED": "true",
-    }
-
-
-def _create(side: str, number: int) -> dict[str, Any]:
-    return {
-        "command": "create",
-        "path": f"/memories/{side}/c-{number}.md",
-        "file_text": note_text(number, 10),
     }
 
 
@@ -220,39 +249,24 @@ async def _measure_with(result: McpOverhead, environment: dict[str, str], log: A
             elapsed = time.perf_counter() - started
         return elapsed, text
 
-    arguments_of: dict[str, Callable[[str, int], dict[str, Any]]] = {
-        "view file": lambda _side, _number: {"command": "view", "path": VIEWED},
-        "create": _create,
-    }
     async with stack:
-        result.first_call, _ = await over_mcp(arguments_of["view file"](MCP, 0))
-        in_library(arguments_of["view file"](LIBRARY, 0))
+        result.first_call, _ = await over_mcp(arguments("view file", MCP, 0))
+        in_library(arguments("view file", LIBRARY, 0))
         samples: dict[str, dict[str, list[float]]] = {command: {MCP: [], LIBRARY: []} for command in COMMANDS}
-        for number in range(result.warmup + result.calls):
-            for command in COMMANDS:
-                mcp_arguments = arguments_of[command](MCP, number)
-                library_arguments = arguments_of[command](LIBRARY, number)
-                if number % 2 == 0:
-                    mcp_seconds, mcp_text = await over_mcp(mcp_arguments)
-                    library_seconds, library_text = in_library(library_arguments)
-                else:
-                    library_seconds, library_text = in_library(library_arguments)
-                    mcp_seconds, mcp_text = await over_mcp(mcp_arguments)
-                if command == "view file" and mcp_text != library_text:
-                    raise RuntimeError("the MCP server's view differs from the library's")
-                if number >= result.warmup:
-                    samples[command][MCP].append(mcp_seconds)
-                    samples[command][LIBRARY].append(library_seconds)
-    for command in COMMANDS:
-        over, local = samples[command][MCP], samples[command][LIBRARY]
-        result.commands.append(
-            McpCommand(
-                command=command,
-                mcp=Summary.of(over),
-                library=Summary.of(local),
-                mcp_p90=quantile(over, 0.9),
-                library_p90=quantile(local, 0.9),
-                overhead=Summary.of([a - b for a, b in zip(over, local, strict=True)]),
-                ratio=paired_ratios(over, local),
-            )
-        )
+        for number, command, mcp_first, measured in pairs(result.warmup, result.calls):
+            mcp_arguments = arguments(command, MCP, number)
+            library_arguments = arguments(command, LIBRARY, number)
+            if mcp_first:
+                mcp_seconds, mcp_text = await over_mcp(mcp_arguments)
+                library_seconds, library_text = in_library(library_arguments)
+            else:
+                library_seconds, library_text = in_library(library_arguments)
+                mcp_seconds, mcp_text = await over_mcp(mcp_arguments)
+            if command == "view file" and mcp_text != library_text:
+                raise RuntimeError("the MCP server's view differs from the library's")
+            if measured:
+                samples[command][MCP].append(mcp_seconds)
+                samples[command][LIBRARY].append(library_seconds)
+    result.commands = [
+        McpCommand.of(command, samples[command][MCP], samples[command][LIBRARY]) for command in COMMANDS
+    ]

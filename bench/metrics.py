@@ -144,6 +144,11 @@ class Summary:
         return {"median": self.median, "p25": self.p25, "p75": self.p75, "n": self.n}
 
 
+def plain(fields: dict[str, Any]) -> dict[str, Any]:
+    """A result's fields for JSON: each ``Summary`` as its dict, the rest as they are."""
+    return {key: value.as_dict() if isinstance(value, Summary) else value for key, value in fields.items()}
+
+
 def paired_ratios(numerators: Sequence[float], denominators: Sequence[float]) -> Summary:
     """Median and IQR of per-pair ratios (pairs measured side by side)."""
     return Summary.of([a / b for a, b in zip(numerators, denominators, strict=True) if b > 0])

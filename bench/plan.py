@@ -49,6 +49,11 @@ class Plan:
     mcp_warmup: int = 10
     mcp_starts: int = 5
     """Start-ups of ``s3memory mcp`` timed (spawn until connected); the last one serves the calls."""
+    mcp_lambda_calls: int = 200
+    """Calls of each command through the MCP function and the memory function, pair by pair (after
+    ``mcp_warmup`` unmeasured)."""
+    mcp_lambda_cold_reps: int = 5
+    """Cold starts of each Lambda handler (a new interpreter serving its first request)."""
 
 
 FULL = Plan(
@@ -96,6 +101,8 @@ FULL = Plan(
     mcp_calls=200,
     mcp_warmup=10,
     mcp_starts=5,
+    mcp_lambda_calls=200,
+    mcp_lambda_cold_reps=5,
 )
 
 QUICK = Plan(
@@ -142,4 +149,6 @@ QUICK = Plan(
     mcp_calls=20,
     mcp_warmup=3,
     mcp_starts=2,
+    mcp_lambda_calls=20,
+    mcp_lambda_cold_reps=2,
 )

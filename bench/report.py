@@ -6,7 +6,8 @@ import math
 from collections import defaultdict
 
 from .adversarial import ANSWER_MAX, CPU_FLOOR, LINEAR_MAX, Growth
-from .mcp_overhead import McpOverhead
+from .mcp_lambda import McpLambda
+from .mcp_overhead import McpCommand, McpOverhead
 from .peers_session import KINDS, LOCAL, S3FS, S3MEMORY, S3MEMORY_F2, SESSION
 from .results_model import FORMAT_VIEW_TARGET, Results, evaluate
 
@@ -340,7 +341,7 @@ def render(results: Results) -> str:
     out += _renames_section(results)
 
     out += adversarial_section(results.adversarial)
-    out += mcp_section(results.mcp)
+    out += mcp_section(results.mcp, results.mcp_lambda)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -458,8 +459,13 @@ def adversarial_section(growths: list[Growth]) -> list[str]:
     return out
 
 
-def mcp_section(measured: McpOverhead | None) -> list[str]:
-    """Section 7 of ``latest.md``: the memory tool over MCP stdio against the library, per call."""
+def mcp_section(measured: McpOverhead | None, on_lambda: McpLambda | None = None) -> list[str]:
+    """Section 7 of ``latest.md``: the memory tool over MCP stdio against the library, per call, then
+    the MCP function against the memory function on Lambda."""
+    return [*_mcp_stdio_lines(measured), *mcp_lambda_lines(on_lambda)]
+
+
+def _mcp_stdio_lines(measured: McpOverhead | None) -> list[str]:
     out = [
         "## 7. The memory tool over MCP stdio",
         "",
@@ -470,10 +476,8 @@ def mcp_section(measured: McpOverhead | None) -> list[str]:
         "minus library per pair, *ratio* MCP / library per pair.",
         "",
     ]
-    if measured is None:
-        return [*out, "Not measured in this run.", ""]
-    if measured.skipped:
-        return [*out, f"Skipped: {measured.skipped}.", ""]
+    if measured is None or measured.skipped:
+        return [*out, *_not_run(measured)]
     out += [
         f"**{measured.backend}**, storage format {measured.storage_format}, local key; mcp "
         f"{measured.mcp_version}, protocol {measured.protocol_version}; {measured.calls} pairs per "
@@ -481,15 +485,33 @@ def mcp_section(measured: McpOverhead | None) -> list[str]:
         "writes a new note of 10 lines one directory deep on each call.",
         "",
     ]
-    out += _table(
+    out += _mcp_table(measured.commands, "MCP", "library")
+    out += [
+        f"Server start-up (spawn until the client is connected): **{measured.startup.ms(0)} ms** over "
+        f"{measured.startup.n} start(s); the first call after it (a `view file`): "
+        f"{_ms(measured.first_call, 1)} ms.",
+        "",
+    ]
+    return out
+
+
+def _not_run(found: McpOverhead | McpLambda | None) -> list[str]:
+    """What stands for a part of section 7 that did not run."""
+    why = found.skipped if found is not None else ""
+    return [f"Skipped: {why}." if why else "Not measured in this run.", ""]
+
+
+def _mcp_table(commands: list[McpCommand], mcp: str, other: str) -> list[str]:
+    """Per command: each side's median (IQR) and p90, the overhead and the ratio, per pair."""
+    return _table(
         [
             "command",
-            "MCP ms",
-            "MCP p90 ms",
-            "library ms",
-            "library p90 ms",
+            f"{mcp} ms",
+            f"{mcp} p90 ms",
+            f"{other} ms",
+            f"{other} p90 ms",
             "overhead ms/call",
-            "MCP / library",
+            f"{mcp} / {other}",
             "pairs",
         ],
         [
@@ -503,13 +525,69 @@ def mcp_section(measured: McpOverhead | None) -> list[str]:
                 c.ratio.ratio(),
                 str(c.ratio.n),
             ]
-            for c in measured.commands
+            for c in commands
+        ],
+    )
+
+
+LAMBDA_ABOUT = (
+    "Both Lambda handlers in the bench process, with the same settings (the store above, a loopback "
+    "token issuer, `S3MEMORY_MCP_URL`); every request an API Gateway HTTP API event (payload 2.0) "
+    "with a bearer token that both functions verify. No Lambda service: the handlers are called "
+    "directly, the store is the moto endpoint above.",
+    "",
+    "- *Warm*: `mcp_function.handle` serving a JSON-RPC `tools/call` of the memory tool on "
+    "`ANY /mcp` (a new app and event loop per invocation) against `memory.handle` serving "
+    '`{"input": ...}` on `POST /memory`, sharing one warm runtime; the same commands, pairs and '
+    "alternation as above, each call timed around the handler. *Overhead* is MCP function minus "
+    "memory function per pair.",
+    "- *Cold*: a new interpreter (byte-code from a warm cache, as in section 4) that imports "
+    "`s3memory.aws_lambda`, looks the handler up as the Lambda runtime does (for `mcp_handler` that "
+    "imports `mcp_function` and the MCP SDK) and serves its first request, a `view file` (which "
+    "also builds the runtime and fetches the issuer's keys over loopback); timed from spawn to exit, "
+    "and inside the child. The two handlers alternate.",
+)
+"""What section 7's part on Lambda measures (``bench/mcp_lambda.py``)."""
+
+
+def mcp_lambda_lines(found: McpLambda | None) -> list[str]:
+    """Section 7's second part: the MCP function against the memory function, warm and cold."""
+    out = ["### On Lambda: the MCP function against the memory function", "", *LAMBDA_ABOUT, ""]
+    if found is None or found.skipped:
+        return out + _not_run(found)
+    out.append(
+        f"**{found.backend}**, storage format {found.storage_format}, local key; mcp {found.mcp_version}, "
+        f"`mcp-protocol-version: {found.protocol_version}`; {found.calls} pairs per command after "
+        f"{found.warmup} unmeasured; {found.cold_reps} cold start(s) of each handler.\n"
+    )
+    out += _mcp_table(found.commands, "MCP function", "memory function")
+    out += _table(
+        [
+            "cold start",
+            "process ms",
+            "import s3memory.aws_lambda ms",
+            "handler import ms",
+            "first request ms",
+            "modules",
+            "starts",
+        ],
+        [
+            [
+                f"`{cold.handler}`",
+                cold.process.ms(0),
+                cold.package_import.ms(0),
+                cold.handler_import.ms(1),
+                cold.first_request.ms(0),
+                str(cold.modules),
+                str(cold.process.n),
+            ]
+            for cold in found.cold
         ],
     )
     out += [
-        f"Server start-up (spawn until the client is connected): **{measured.startup.ms(0)} ms** over "
-        f"{measured.startup.n} start(s); the first call after it (a `view file`): "
-        f"{_ms(measured.first_call, 1)} ms.",
+        f"Cold start, MCP function / memory function (process time, per pair): {found.cold_ratio.ratio()}. "
+        "*Handler import* for `mcp_handler` is the import of `s3memory.aws_lambda.mcp_function` with the "
+        "MCP SDK, which a Lambda container pays once, at init.",
         "",
     ]
     return out

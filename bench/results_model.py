@@ -8,6 +8,7 @@ from typing import Any
 
 from .adversarial import ANSWER_MAX, LINEAR_MAX, Growth
 from .coldstart import ColdStart
+from .mcp_lambda import McpLambda
 from .mcp_overhead import McpOverhead
 from .metrics import Summary
 from .peers_session import KINDS, S3MEMORY, S3MEMORY_F2, SEED, PeerResult, RenameComparison
@@ -42,6 +43,8 @@ class Results:
     renames: list[RenameComparison] = field(default_factory=list)
     adversarial: list[Growth] = field(default_factory=list)
     mcp: McpOverhead | None = None
+    mcp_lambda: McpLambda | None = None
+    """Section 7 on Lambda: the MCP function against the memory function."""
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -63,6 +66,7 @@ class Results:
             "renames": [item.as_dict() for item in self.renames],
             "adversarial": [item.as_dict() for item in self.adversarial],
             "mcp": self.mcp.as_dict() if self.mcp else None,
+            "mcp_lambda": self.mcp_lambda.as_dict() if self.mcp_lambda else None,
             "targets": [target.__dict__ for target in evaluate(self)],
         }
 

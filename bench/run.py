@@ -28,7 +28,7 @@ if __package__ in (None, ""):  # ``python bench/run.py``
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "bench"
 
-from . import adversarial, coldstart, mcp_overhead, peers_session, per_command, scaling
+from . import adversarial, coldstart, mcp_lambda, mcp_overhead, peers_session, per_command, scaling
 from .metrics import load_average
 from .plan import FULL, QUICK, Plan
 from .results_model import Results, evaluate
@@ -192,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         if results.mcp is not None and results.mcp.skipped:
             results.notes.append(f"MCP section skipped: {results.mcp.skipped}.")
+        results.mcp_lambda = runner.section(
+            "the MCP function vs the memory function on Lambda",
+            lambda: mcp_lambda.run(moto, plan.mcp_lambda_calls, plan.mcp_warmup, plan.mcp_lambda_cold_reps),
+        )
         runner.peers(moto, plan.peer_reps, peer_python)
         runner.renames(moto, peer_python)
         growths = runner.section(
