@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any
 from s3memory._version import __version__
 
 if TYPE_CHECKING:
+    from s3memory.core.paths import SharedName
     from s3memory.crypto import KeyProvider, KMSKeyProvider, LocalKeyProvider
     from s3memory.errors import CommandError
     from s3memory.memory import S3Memory
+    from s3memory.mounts import Mount, MountedMemory
     from s3memory.storage.bucket import Bucket
     from s3memory.store import Store
     from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
@@ -26,8 +28,11 @@ __all__ = [
     "KMSKeyProvider",
     "KeyProvider",
     "LocalKeyProvider",
+    "Mount",
+    "MountedMemory",
     "S3Memory",
     "S3MemoryTool",
+    "SharedName",
     "Store",
     "__version__",
 ]
@@ -40,6 +45,9 @@ _HOMES = {
     "LocalKeyProvider": ".crypto",
     "CommandError": ".errors",
     "S3Memory": ".memory",
+    "Mount": ".mounts",
+    "MountedMemory": ".mounts",
+    "SharedName": ".core.paths",
     "Bucket": ".storage.bucket",
     "Store": ".store",
 }

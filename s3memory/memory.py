@@ -26,11 +26,27 @@ from s3memory.core.job_runner import Intent, JobRunner
 from s3memory.core.last_used import AccessRecord
 from s3memory.core.listing import Tree, render_listing
 from s3memory.core.moves import Origin, SourceChanged
-from s3memory.core.paths import ROOT, KeyLayout, MemoryPath, UserId, validate_namespace
+from s3memory.core.paths import (
+    ROOT,
+    KeyLayout,
+    MemoryPath,
+    SharedName,
+    UserId,
+    shown_path,
+    validate_namespace,
+)
 from s3memory.core.placement import Refusal, Survey, require_depth, require_file_path, write_new_file
 from s3memory.core.quota import Quota, Usage
 from s3memory.core.text import Edit, edit_snippet, insert_at, render_file, replace_unique
-from s3memory.crypto import OVERHEAD, DataKeySource, KeyOwner, KeyProvider, ObjectCipher, validate_author
+from s3memory.crypto import (
+    OVERHEAD,
+    DataKeySource,
+    KeyOwner,
+    KeyProvider,
+    ObjectCipher,
+    validate_author,
+    validate_served_author,
+)
 from s3memory.errors import CommandError, StorageError, Unsettled
 from s3memory.formats.keyvault import KeyVault
 from s3memory.formats.strategy import Format
@@ -70,7 +86,8 @@ class MemoryOptions(StoreOptions, total=False):
 
 
 class S3Memory:
-    """One user's memory directory in a store, encrypted on the client.
+    """One user's memory directory in a store, encrypted on the client; or, with a ``SharedName`` for
+    ``user_id``, a shared memory that belongs to no user (format 2 only; ``mounts.py`` mounts it).
 
     ``store`` is a ``store.Store``, or the bucket (``Bucket``) with the store's settings:
     ``key_provider`` and the store's options (``StoreOptions``), which a ``Store`` holds itself;
@@ -81,7 +98,7 @@ class S3Memory:
     def __init__(
         self,
         store: Store | Bucket,
-        user_id: str,
+        user_id: str | SharedName,
         key_provider: KeyProvider | None = None,
         **options: Unpack[MemoryOptions],
     ) -> None:
@@ -124,8 +141,12 @@ class S3Memory:
         """The store's bucket (``Bucket``)."""
         self.key_provider = self.store.key_provider
         self.content_guard = content_guard
-        self._user_id = UserId(user_id)
-        self._namespace = validate_namespace(self._user_id, self.store.prefix)
+        self._owner: UserId | SharedName
+        if isinstance(user_id, SharedName):
+            self._owner = user_id
+        else:
+            self._owner = UserId(user_id)
+            validate_namespace(self._owner, self.store.prefix)
         self._limits = (max_file_bytes, quota, clock)
         self._author = _author(options.get("actor"))
         self._base: S3Memory | None = None
@@ -142,7 +163,7 @@ class S3Memory:
                 if self._base is not None:
                     self._placed = self._base._place().by(self._author)
                 else:
-                    self._placed = _placed(self.store, self._user_id, self._limits, self._author)
+                    self._placed = _placed(self.store, self._owner, self._limits, self._author)
             return self._placed
 
     def resolve(self) -> None:
@@ -210,6 +231,32 @@ class S3Memory:
         twin._placed = None if self._placed is None else self._placed.by(author)
         return twin
 
+    def shared(self, name: SharedName, *, writes: bool) -> S3Memory:
+        """The shared memory ``name`` in this user's store, with this memory's file size limit, guard
+        and clock, and no quota. When it ``writes``, its writes are recorded as this user's
+        (``<user>/<actor>`` when an actor writes; ``ValueError`` for a user id no author may be, as
+        the operator's name: such a user mounts it read-only)."""
+        if isinstance(self._owner, SharedName):
+            raise ValueError("a shared memory is mounted into a user's memory, not into another")
+        max_file_bytes, _quota, clock = self._limits
+        author = None
+        if writes:
+            author = self._owner if self._author is None else f"{self._owner}/{self._author}"
+            try:
+                validate_served_author(author)
+            except ValueError as error:
+                raise ValueError(
+                    f"this user cannot write into a shared memory ({error}); mount it read-only"
+                ) from None
+        return S3Memory(
+            self.store,
+            SharedName(name),
+            max_file_bytes=max_file_bytes,
+            content_guard=self.content_guard,
+            clock=clock,
+            actor=author,
+        )
+
     def run(self, raw_input: object) -> str:
         """Run one raw ``tool_use`` input and return the answer text.
 
@@ -221,9 +268,14 @@ class S3Memory:
     def run_command(self, command: Command) -> str:
         """Run one parsed command (``commands.parse_command``) and return the answer text, as
         ``run`` does."""
+        return self.answering(lambda: self._dispatch(command))
+
+    def answering(self, command: Callable[[], str]) -> str:
+        """Answer ``command``, a command on this memory, as ``run`` answers one: the user's older files
+        moved first, retried once after pending jobs finish, the access noted before the answer."""
         if self.upgrade is not None:
             self.upgrade.ensure()
-        answer = self.jobs.retried(lambda: self._dispatch(command))
+        answer = self.jobs.retried(command)
         self.access.touch()
         return answer
 
@@ -248,7 +300,7 @@ class S3Memory:
 
     def view(self, path: MemoryPath, view_range: list[int] | None = None) -> str:
         if path.is_root:
-            tree: Tree | None = self._root_tree()
+            tree: Tree | None = self.root_tree()
         else:
             found, tree = self.browser.file_or_tree(path)
             if found is not None:
@@ -256,9 +308,9 @@ class S3Memory:
                 return render_file(path.text, found.text, view_range)
         if tree is None:
             raise Unsettled(f"The path {path.text} does not exist. Please provide a valid path.")
-        return render_listing(path.text, path.canonical, tree)
+        return render_listing(path.text, path.shown, tree)
 
-    def _root_tree(self) -> Tree | None:
+    def root_tree(self) -> Tree | None:
         """``/memories`` after pending jobs finish, usually from one listing of the user's namespace:
         its internal objects (job records among them) sort before ``memories/``."""
         page = next(self.bucket.pages(self.layout.namespace))
@@ -278,10 +330,7 @@ class S3Memory:
         self.files.check_size(path, len(file_text.encode("utf-8")))
         sealed = self.files.encode(path, self._screen(path, file_text))
         self.usage.check(path, len(sealed.body) - OVERHEAD, 1)
-        if (
-            write_new_file(self.files, path, sealed, refusal, refusal(f"{path.canonical} is a directory"))
-            is None
-        ):
+        if write_new_file(self.files, path, sealed, refusal, refusal(f"{path.shown} is a directory")) is None:
             raise Unsettled(f"Error: File {path.text} already exists")
         self.usage.add(len(sealed.body) - OVERHEAD, 1)
         self.files.directories.add(path.ancestors())
@@ -304,7 +353,7 @@ class S3Memory:
         self._screen(path, file_text)
         self.usage.check(path, size, 0 if replacing else 1, planned)
         obstacle = Survey(self.files, path, file_occupies=not replacing).obstacle(
-            refusal, refusal(f"{path.canonical} is a directory or a file already")
+            refusal, refusal(f"{path.shown} is a directory or a file already")
         )
         if obstacle is not None:
             raise obstacle
@@ -377,7 +426,7 @@ class S3Memory:
         is_file, sources = self.browser.file_or_sources(path, probe)
         kept = self.jobs.settle(pending.result(), Intent("delete", path, None, None if is_file else sources))
         if kept is not None:
-            return _deleted(path, kept)
+            return _deleted(path, _shown(kept, path))
         if pending.result().moved_on:  # jobs that ran or ended may have changed the path: look again
             is_file, sources = self.browser.file_or_sources(path, probe)
         if is_file:
@@ -405,7 +454,7 @@ class S3Memory:
             if survey is not None:
                 survey.abandon()
             if kept is not None:
-                return _renamed(old, new, kept)
+                return _renamed(old, new, _shown(kept, old))
             # jobs that ran or ended may have moved either path: look again
             survey = self._destination_survey(old, new)
             found, sources = self.browser.file_or_sources(old, lambda: self.jobs.mover.locate(old))
@@ -438,9 +487,7 @@ class S3Memory:
         if new.segments == old.segments:
             raise exists
         if survey is None:  # new lies within old
-            raise CommandError(
-                f"Error: Cannot rename to {new.text}: {old.canonical} is a file, not a directory."
-            )
+            raise CommandError(f"Error: Cannot rename to {new.text}: {old.shown} is a file, not a directory.")
         refusal = _destination_refusal(new)
         require_file_path(new, refusal)
         obstacle = survey.obstacle(refusal, exists)
@@ -461,7 +508,7 @@ class S3Memory:
             if gone and (failed.after_retry or created is None):
                 return _renamed(old, new, [])  # our own delete's answer was lost, or a twin finished it
             if created is None:
-                return _renamed(old, new, [old.canonical])
+                return _renamed(old, new, [old.shown])
             self.jobs.mover.withdraw(created)
             raise self._moved_away(old, source) from None
         return _renamed(old, new, [])
@@ -481,7 +528,10 @@ class S3Memory:
         refusal = _destination_refusal(new)
         paths = [path for source in sources if (path := self.layout.path_of_key(source.key)) is not None]
         try:
-            require_depth(len(new.segments) + max(len(path.relative_to(old)) for path in paths), refusal)
+            require_depth(
+                len(new.mount) + len(new.segments) + max(len(path.relative_to(old)) for path in paths),
+                refusal,
+            )
             for path in paths:
                 self.layout.file_key(new.joined(path.relative_to(old)))
         except CommandError:
@@ -493,7 +543,7 @@ class S3Memory:
         self.files.directories.forget(old)
         kept = self.jobs.run(self.jobs.plan("rename", old, new, sources))
         self.files.directories.add([new, *new.ancestors()])
-        return _renamed(old, new, kept)
+        return _renamed(old, new, _shown(kept, old))
 
     # -- everything ----------------------------------------------------------------------------
 
@@ -531,28 +581,42 @@ class _Placed:
 
 
 def _placed(
-    store: Store, user_id: UserId, limits: tuple[int, Quota | None, Callable[[], float]], author: str | None
+    store: Store,
+    owner: UserId | SharedName,
+    limits: tuple[int, Quota | None, Callable[[], float]],
+    author: str | None,
 ) -> _Placed:
-    """``user_id``'s memory in ``store`` (resolved now if it was not), placed where the store's
-    format puts it (``Store.placement``), with the files of an older format it moves
-    (``Format.upgrade``)."""
+    """``owner``'s memory in ``store`` (resolved now if it was not), placed where the store's
+    format puts it (``Store.placement``), with a user's files of an older format it moves
+    (``Format.upgrade``; a shared memory has none)."""
     resolution = store.resolve()
-    layout, key_owner = store.placement(user_id)
+    shared = isinstance(owner, SharedName)
+    if shared and not resolution.format.serves_shared_memories:
+        raise CommandError(
+            f"Error: A shared memory cannot be opened in this store: shared memories need storage format 2 "
+            f"and the store is served in format {resolution.format.storage_format} (`s3memory migrate` moves "
+            "a store to format 2). Nothing was read or changed."
+        )
+    layout, key_owner = store.placement(owner.principal if isinstance(owner, SharedName) else owner)
     max_file_bytes, quota, clock = limits
     bucket, prefix = store.bucket, store.prefix
     cipher = ObjectCipher(DataKeySource(store.key_provider, key_owner, KeyVault(bucket, layout)))
     usage = Usage(quota, lambda: files.measure())
     files = MemoryFiles(bucket, layout, cipher, resolution.format, max_file_bytes, usage, author)
-    upgrade = resolution.format.upgrade(
-        bucket,
-        user_id,
-        prefix,
-        store.key_provider,
-        lambda: store.marked,
-        files,
-        clock,
-        store.settled,
-        MAX_FILE_BYTES_LIMIT,
+    upgrade = (
+        None
+        if shared
+        else resolution.format.upgrade(
+            bucket,
+            owner,
+            prefix,
+            store.key_provider,
+            lambda: store.marked,
+            files,
+            clock,
+            store.settled,
+            MAX_FILE_BYTES_LIMIT,
+        )
     )
     return _Placed(
         resolution.format,
@@ -582,6 +646,11 @@ def _destination_refusal(new: MemoryPath) -> Refusal:
         return CommandError(f"Error: Cannot rename to {new.text}: {reason}.")
 
     return refusal
+
+
+def _shown(kept: list[str], path: MemoryPath) -> list[str]:
+    """The paths a job left in place (in ``path``'s memory), as the user sees them."""
+    return [shown_path(canonical, path.mount) for canonical in kept]
 
 
 def _left_in_place(kept: list[str]) -> str:

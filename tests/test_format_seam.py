@@ -183,7 +183,14 @@ LAYERS = (
     ("s3memory.core",),
     ("s3memory.formats",),
     ("s3memory.store",),
-    ("s3memory.memory", "s3memory.answers", "s3memory.memories", "s3memory.settings", "s3memory.tokens"),
+    (
+        "s3memory.memory",
+        "s3memory.answers",
+        "s3memory.memories",
+        "s3memory.settings",
+        "s3memory.tokens",
+        "s3memory.mounts",
+    ),
     ("s3memory.ops",),
     (
         "s3memory",

@@ -54,6 +54,7 @@ LAMBDA_PACKAGE_FILES = (
     "memory.py",
     "answers.py",
     "memories.py",
+    "mounts.py",
     "settings.py",
     "store.py",
     "tokens.py",

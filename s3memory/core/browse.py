@@ -131,7 +131,7 @@ class Browser:
                 seen_below.setdefault(token, []).append(listed)
         used = 0
         for entry in self._level(prefix, seen, last, path_of):
-            used += entry.least_row_length(directory.canonical)
+            used += entry.least_row_length(directory.shown)
             if entry.file_size is not None:
                 tree.add_file((entry.name,), entry.file_size)
             if not entry.is_directory:
@@ -141,7 +141,7 @@ class Browser:
             tree.add_directory((entry.name,))
             inner = f"{prefix}{entry.token}/"
             inner_last = inner if last < inner else (None if listed_past(last, inner) else last)
-            base = f"{directory.canonical}/{entry.name}"
+            base = f"{directory.shown}/{entry.name}"
             for child in self._level(inner, seen_below.get(entry.token, []), inner_last, path_of):
                 used += child.least_row_length(base)
                 if child.file_size is not None:

@@ -55,6 +55,15 @@ class Tree:
             node.is_directory = True
         return node
 
+    def mounted(self, mounts: dict[str, Tree | None]) -> Tree:
+        """This tree with each of ``mounts`` (a name below the listed directory, and the tree of the
+        memory mounted there) in place of whatever this tree has at that name."""
+        children = {name: node for name, node in self.root.children.items() if name not in mounts}
+        for name, tree in mounts.items():
+            inner = {} if tree is None else dict(tree.root.children)
+            children[name] = _Node(is_directory=True, children=inner)
+        return Tree(_Node(self.root.file_size, self.root.is_directory, children))
+
     def directories(self) -> list[tuple[str, ...]]:
         """The visible directories of levels 1 and 2, relative to the listed directory."""
         found: list[tuple[str, ...]] = []
@@ -83,12 +92,13 @@ class Tree:
                     self._collect(child, f"{base}/{name}", depth + 1, rows)
 
 
+LISTING_HEADER = "Here're the files and directories up to 2 levels deep in {path}, excluding hidden items and node_modules:"
+"""The first line of a directory's ``view`` answer."""
+
+
 def render_listing(path_text: str, canonical: str, tree: Tree) -> str:
     """The ``view`` answer for a directory, cut near the view cap with a closing note."""
-    header = (
-        f"Here're the files and directories up to 2 levels deep in {path_text}, "
-        "excluding hidden items and node_modules:"
-    )
+    header = LISTING_HEADER.format(path=path_text)
     return cut_to_cap(
         header, [f"{human_size(DIRECTORY_SIZE)}\t{path_text}", *tree.rows(canonical)], _cut_note
     )

@@ -7,8 +7,9 @@ validated path, so no input can name an object outside the user's ``memories/`` 
 from __future__ import annotations
 
 import functools
+import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import unquote
 
@@ -104,10 +105,14 @@ def _remembered_check(path: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class MemoryPath:
-    """A validated memory path: the text the model sent and its segments below the root."""
+    """A validated memory path: the text the model sent and its segments below the root of the
+    memory it lies in. In a shared memory mounted at ``/memories/<mount>``, ``segments`` are the
+    path's in that memory (what keys and seals it) and ``mount`` is where the user sees it
+    (``shown``); ``mount`` takes no part in equality."""
 
     text: str
     segments: tuple[str, ...]
+    mount: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def is_root(self) -> bool:
@@ -115,13 +120,22 @@ class MemoryPath:
 
     @property
     def canonical(self) -> str:
-        """The path without a trailing slash: ``/memories`` or ``/memories/a/b``."""
+        """The path in its memory, without a trailing slash: ``/memories`` or ``/memories/a/b``."""
         return "/".join((MEMORY_ROOT, *self.segments))
+
+    @property
+    def shown(self) -> str:
+        """The path as the user sees it, without a trailing slash (``canonical`` below the mount)."""
+        return shown_path(self.canonical, self.mount)
 
     def ancestors(self) -> list[MemoryPath]:
         """The directories strictly between the root and this path, outermost first."""
         return [
-            MemoryPath("/".join((MEMORY_ROOT, *self.segments[:depth])), self.segments[:depth])
+            MemoryPath(
+                shown_path("/".join((MEMORY_ROOT, *self.segments[:depth])), self.mount),
+                self.segments[:depth],
+                self.mount,
+            )
             for depth in range(1, len(self.segments))
         ]
 
@@ -134,7 +148,12 @@ class MemoryPath:
 
     def joined(self, relative: tuple[str, ...]) -> MemoryPath:
         segments = self.segments + relative
-        return MemoryPath("/".join((MEMORY_ROOT, *segments)), segments)
+        return MemoryPath(shown_path("/".join((MEMORY_ROOT, *segments)), self.mount), segments, self.mount)
+
+
+def shown_path(canonical: str, mount: tuple[str, ...]) -> str:
+    """``canonical``, a path in a memory, as the user sees it with that memory mounted at ``mount``."""
+    return "/".join((MEMORY_ROOT, *mount, *canonical.split("/")[2:]))
 
 
 ROOT = MemoryPath(MEMORY_ROOT, ())
@@ -170,6 +189,34 @@ class UserId(str):
         if isinstance(user_id, UserId):
             return user_id
         return super().__new__(cls, check_user_id(user_id))
+
+
+SHARED_PRINCIPAL = "shared/"
+"""What a shared memory's name is prefixed with where a user id would stand (its namespace, its keys):
+no user id holds a ``/``, so no shared memory's namespace is a user's."""
+_SHARED_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
+
+
+class SharedName(str):
+    """The name of a shared memory (a team's, a project's): 1 to 63 of ``a-z 0-9 . _ -``, starting
+    with a letter or digit; checked once, when made. It belongs to no user."""
+
+    __slots__ = ()
+
+    def __new__(cls, name: object) -> SharedName:
+        if isinstance(name, SharedName):
+            return name
+        if not isinstance(name, str) or _SHARED_NAME.fullmatch(name) is None:
+            raise ValueError(
+                "a shared memory's name must be 1 to 63 of a-z, 0-9, '.', '_' and '-', starting with a "
+                "letter or digit"
+            )
+        return super().__new__(cls, name)
+
+    @property
+    def principal(self) -> str:
+        """Where a user id would stand: ``shared/<name>``."""
+        return SHARED_PRINCIPAL + self
 
 
 def check_prefix(prefix: object) -> str:

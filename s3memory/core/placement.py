@@ -32,7 +32,7 @@ def require_file_path(path: MemoryPath, refusal: Refusal) -> None:
         raise CommandError(
             refusal("a file path must name a file below /memories, without a trailing '/'").message
         )
-    require_depth(len(path.segments), refusal)
+    require_depth(len(path.mount) + len(path.segments), refusal)
 
 
 def require_depth(depth: int, refusal: Refusal) -> None:
@@ -77,7 +77,7 @@ class Survey:
             return occupied
         for ancestor, is_file in self._ancestors:
             if is_file.result():
-                return refusal(f"{ancestor.canonical} is a file, not a directory")
+                return refusal(f"{ancestor.shown} is a file, not a directory")
         return None
 
     def abandon(self) -> None:

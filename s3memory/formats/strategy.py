@@ -56,6 +56,10 @@ class Format(ABC):
     settles_after_rotation: ClassVar[bool]
     """True if a rotation lists the files again once every file is sealed anew, for copies made on
     the server meanwhile (format 2, ``rotation._settle``)."""
+    serves_shared_memories: ClassVar[bool]
+    """True if a shared memory (``paths.SharedName``) can live here with its name as private as a
+    user id: sealed into a namespace token no user's can equal (format 2). Format 1 would write
+    the name in plain text, inside the namespace of a user called ``shared``."""
 
     @abstractmethod
     def placement(
@@ -119,6 +123,7 @@ class FormatOne(Format):
     names_outlive_data_keys = False
     moves_older_formats = False
     settles_after_rotation = False
+    serves_shared_memories = False
 
     def placement(
         self, prefix: str, identity: str, key: bytes | None, user_id: str
@@ -151,6 +156,7 @@ class FormatTwo(Format):
     names_outlive_data_keys = True
     moves_older_formats = True
     settles_after_rotation = True
+    serves_shared_memories = True
 
     def placement(
         self, prefix: str, identity: str, key: bytes | None, user_id: str
