@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 TERRAFORM = ROOT / "terraform"
 SKIP = re.compile(r"#checkov:skip=(CKV2?_[A-Z0-9_]+):(.*)")
 # Optional resources that the scan must reach (checkov renders every resource whatever its count):
-# the idle-expiry function, its schedule, their roles, policies and log group.
+# the idle-expiry function, its schedule, their roles, policies and log group; the MCP endpoint's
+# function, role, policy, log group and routes.
 EXPIRY_RESOURCES = {
     "aws_lambda_function.expiry",
     "aws_scheduler_schedule.expiry",
@@ -25,6 +26,13 @@ EXPIRY_RESOURCES = {
     "aws_iam_role.expiry_scheduler",
     "aws_iam_role_policy.expiry_scheduler",
     "aws_cloudwatch_log_group.expiry",
+}
+MCP_RESOURCES = {
+    "aws_lambda_function.mcp",
+    "aws_iam_role.mcp",
+    "aws_iam_role_policy.mcp",
+    "aws_cloudwatch_log_group.mcp",
+    "aws_apigatewayv2_route.mcp",
 }
 
 
@@ -92,6 +100,8 @@ def test_checkov_finds_no_failed_check(var_file: str | None) -> None:
         for check in item["results"].get(kind, [])
     }
     assert scanned >= EXPIRY_RESOURCES, sorted(EXPIRY_RESOURCES - scanned)
+    unindexed = {re.sub(r"\[\d+\]$", "", name) for name in scanned}  # a resolved count names mcp[0]
+    assert unindexed >= MCP_RESOURCES, sorted(MCP_RESOURCES - unindexed)
     assert result.returncode == 0, result.stderr[-2000:]
 
 
