@@ -23,13 +23,22 @@ locals {
   memory_function_name = "${var.name_prefix}-memory"
   agent_function_name  = "${var.name_prefix}-agent"
   expiry_function_name = "${var.name_prefix}-expiry"
+  mcp_function_name    = "${var.name_prefix}-mcp"
 
   # Idle expiry (expiry.tf) exists only when expiry_idle_days is set.
   expiry_enabled = var.expiry_idle_days != null
 
+  # The MCP endpoint: its function, role and log group with create_mcp_endpoint (lambda.tf, iam.tf,
+  # logs.tf), its integration, routes and permissions on the HTTP API (api.tf). It needs the API: the
+  # MCP function's precondition refuses create_mcp_endpoint without create_http_api, and the API's
+  # resources are counted on both, so that the precondition's message is the plan's only error.
+  mcp_enabled = var.create_mcp_endpoint
+  mcp_on_api  = var.create_mcp_endpoint && var.create_http_api
+
   memory_log_group_name = "/aws/lambda/${local.memory_function_name}"
   agent_log_group_name  = "/aws/lambda/${local.agent_function_name}"
   expiry_log_group_name = "/aws/lambda/${local.expiry_function_name}"
+  mcp_log_group_name    = "/aws/lambda/${local.mcp_function_name}"
   api_log_group_name    = "/aws/apigateway/${var.name_prefix}-http-api"
 
   # The schedule's role may invoke exactly this function (unqualified: no version or alias).
@@ -39,6 +48,7 @@ locals {
   memory_log_group_arn    = "${local.log_group_arn_prefix}${local.memory_log_group_name}"
   agent_log_group_arn     = "${local.log_group_arn_prefix}${local.agent_log_group_name}"
   expiry_log_group_arn    = "${local.log_group_arn_prefix}${local.expiry_log_group_name}"
+  mcp_log_group_arn       = "${local.log_group_arn_prefix}${local.mcp_log_group_name}"
   api_log_group_arn       = "${local.log_group_arn_prefix}${local.api_log_group_name}"
   s3_kms_via_service      = "s3.${local.region}.${local.dns_suffix}"
   secrets_kms_via_service = "secretsmanager.${local.region}.${local.dns_suffix}"

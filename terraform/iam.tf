@@ -1,9 +1,12 @@
-# One execution role per function. Both may read, write, list and delete objects only under
+# One execution role per function. The memory, agent and MCP roles may read, write, list and delete objects only under
 # memory_prefix, and use the KMS key only (a) with s3memory's encryption context and (b) through S3
 # for this bucket. Each may write only to its own log group. Only the agent role may read the
 # Anthropic API key secret, and only when one is configured. No wildcard actions anywhere.
 #
-# Optionally (create_operator_role), a third role for the operator commands of the `s3memory` CLI
+# Optionally (create_mcp_endpoint), the MCP function's role: the memory function's statements on the
+# bucket and the key (local.memory_store_statements), and its own log group.
+#
+# Optionally (create_operator_role), a role for the operator commands of the `s3memory` CLI
 # (users, ls, cat, export, import, verify, erase, history, restore, redact), assumed by
 # operator_trusted_principal_arns only (with MFA by default). It has what the serving roles have
 # plus what only an operator needs: the bucket's versioning status, and listing, reading and
@@ -26,6 +29,17 @@ resource "aws_iam_role" "agent" {
   name                 = "${local.agent_function_name}-lambda"
   path                 = var.iam_role_path
   description          = "Execution role of the s3memory agent function ${local.agent_function_name}"
+  assume_role_policy   = jsonencode(local.lambda_assume_role_policy)
+  permissions_boundary = var.iam_permissions_boundary_arn
+  tags                 = local.tags
+}
+
+resource "aws_iam_role" "mcp" {
+  count = local.mcp_enabled ? 1 : 0
+
+  name                 = "${local.mcp_function_name}-lambda"
+  path                 = var.iam_role_path
+  description          = "Execution role of the s3memory MCP function ${local.mcp_function_name}"
   assume_role_policy   = jsonencode(local.lambda_assume_role_policy)
   permissions_boundary = var.iam_permissions_boundary_arn
   tags                 = local.tags
@@ -72,6 +86,14 @@ resource "aws_iam_role_policy" "agent" {
   name   = "s3memory-agent-function"
   role   = aws_iam_role.agent.id
   policy = jsonencode(local.agent_role_policy)
+}
+
+resource "aws_iam_role_policy" "mcp" {
+  count = local.mcp_enabled ? 1 : 0
+
+  name   = "s3memory-mcp-function"
+  role   = aws_iam_role.mcp[0].id
+  policy = jsonencode(local.mcp_role_policy)
 }
 
 resource "aws_iam_role_policy" "expiry" {
@@ -164,7 +186,7 @@ locals {
     )
   }
 
-  # What both functions need to run s3memory against the bucket.
+  # What the memory, agent and MCP functions need to run s3memory against the bucket.
   memory_store_statements = concat(
     [
       {
@@ -245,6 +267,24 @@ locals {
           Effect   = "Allow"
           Action   = ["logs:CreateLogStream", "logs:PutLogEvents"]
           Resource = "${local.memory_log_group_arn}:*"
+        },
+      ],
+      local.xray_statements,
+    )
+  }
+
+  # The MCP function serves the memory tool as the memory function does: the same statements, its
+  # own log group.
+  mcp_role_policy = {
+    Version = "2012-10-17"
+    Statement = concat(
+      local.memory_store_statements,
+      [
+        {
+          Sid      = "OwnLogGroup"
+          Effect   = "Allow"
+          Action   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+          Resource = "${local.mcp_log_group_arn}:*"
         },
       ],
       local.xray_statements,

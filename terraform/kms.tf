@@ -1,11 +1,11 @@
 # The customer-managed key, and who may do what with it. Each grant is a key-policy statement:
 #
 #   Use (cryptography), only under conditions:
-#     1. s3memory's envelope keys: the two Lambda roles, the operator role (when
-#        var.create_operator_role) and var.additional_key_user_arns may call
-#        GenerateDataKey/Decrypt only with the encryption context that the library sends: format 1
-#        {"s3memory:user": <user id>, "s3memory:key_version": "<n>"}, calls without s3memory:user
-#        are refused; format 2 (var.storage_format) also {"s3memory:store": <store identity>}, and
+#     1. s3memory's envelope keys: the memory and agent functions' roles, the MCP function's role
+#        (when var.create_mcp_endpoint), the operator role (when var.create_operator_role) and
+#        var.additional_key_user_arns may call GenerateDataKey/Decrypt only with the encryption
+#        context that the library sends: format 1 {"s3memory:user": <user id>,
+#        "s3memory:key_version": "<n>"}, calls without s3memory:user are refused; format 2 (var.storage_format) also {"s3memory:store": <store identity>}, and
 #        calls for another store are refused (local.envelope_key_condition, store.tf). While a
 #        format-1 store moves to format 2 (var.migrating_from_format_1), Decrypt only with the
 #        format-1 context (no s3memory:store), for the format-1 users' keys.
@@ -93,6 +93,7 @@ locals {
 
   kms_key_user_arns = concat(
     [aws_iam_role.memory.arn, aws_iam_role.agent.arn],
+    aws_iam_role.mcp[*].arn,
     aws_iam_role.operator[*].arn,
     var.additional_key_user_arns,
   )
@@ -100,6 +101,7 @@ locals {
   kms_log_group_arns = concat(
     [local.memory_log_group_arn, local.agent_log_group_arn],
     local.expiry_enabled ? [local.expiry_log_group_arn] : [],
+    local.mcp_enabled ? [local.mcp_log_group_arn] : [],
     var.create_http_api ? [local.api_log_group_arn] : [],
   )
 

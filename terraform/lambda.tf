@@ -2,9 +2,11 @@
 #   - memory: executes memory-tool commands (s3memory.aws_lambda.memory_handler);
 #   - agent:  runs a Claude conversation with the memory tool (s3memory.aws_lambda.agent_handler);
 #   - expiry (only with var.expiry_idle_days): deletes the memory of idle users
-#     (s3memory.aws_lambda.expiry.handler), run by the EventBridge Scheduler schedule in expiry.tf.
-# memory and agent are invoked synchronously (API Gateway or the Lambda Invoke API), so the caller
-# sees failures; there is no asynchronous event source that would need a dead-letter queue. The
+#     (s3memory.aws_lambda.expiry.handler), run by the EventBridge Scheduler schedule in expiry.tf;
+#   - mcp (only with var.create_mcp_endpoint): the memory tool for MCP clients over streamable HTTP
+#     (s3memory.aws_lambda.mcp_handler), behind the HTTP API's /mcp route (api.tf).
+# memory, agent and mcp are invoked synchronously (API Gateway or the Lambda Invoke API), so the
+# caller sees failures; there is no asynchronous event source that would need a dead-letter queue. The
 # expiry function is invoked asynchronously by the schedule; see its skips.
 #
 # The checkov checks skipped on the functions are justified next to each skip.
@@ -46,6 +48,13 @@ locals {
     },
     length(var.jwt_authorization_scopes) == 0 ? {} : { S3MEMORY_JWT_SCOPES = join(" ", var.jwt_authorization_scopes) },
   ) : {}
+
+  # The public URL of the MCP route: the `resource` of the protected-resource metadata the MCP
+  # function serves, and what clients are given. null when there is no HTTP API (the MCP
+  # function's precondition then refuses the plan).
+  mcp_url = var.mcp_url != null ? var.mcp_url : (
+    var.create_http_api ? "${aws_apigatewayv2_api.this[0].api_endpoint}/mcp" : null
+  )
 }
 
 resource "aws_lambda_function" "memory" {
@@ -184,5 +193,63 @@ resource "aws_lambda_function" "expiry" {
   depends_on = [
     aws_iam_role_policy.expiry,
     aws_cloudwatch_log_group.expiry,
+  ]
+}
+
+resource "aws_lambda_function" "mcp" {
+  #checkov:skip=CKV_AWS_116:Invoked synchronously only (API Gateway); the client receives errors, so a DLQ would never be used.
+  #checkov:skip=CKV_AWS_117:Reaches S3, KMS and the JWT issuer over public endpoints with IAM and TLS; a VPC would add NAT/endpoint cost without reducing exposure.
+  #checkov:skip=CKV_AWS_173:Environment variables hold no secrets (bucket, prefix, key ARN, issuer and public URLs); encrypting them with a CMK adds nothing.
+  #checkov:skip=CKV_AWS_272:Code signing is an organisation-level choice (signing profile); the zip is built and deployed by the same pipeline.
+  #checkov:skip=CKV_AWS_50:X-Ray is opt-in via var.tracing_mode = "Active" because it needs wildcard xray permissions and costs money.
+  count = local.mcp_enabled ? 1 : 0
+
+  function_name    = local.mcp_function_name
+  description      = "s3memory: the memory tool for MCP clients on s3://${var.bucket_name}/${var.memory_prefix}"
+  role             = aws_iam_role.mcp[0].arn
+  handler          = "s3memory.aws_lambda.mcp_handler"
+  runtime          = var.lambda_runtime
+  architectures    = [var.lambda_architecture]
+  filename         = var.lambda_zip_path
+  source_code_hash = local.lambda_source_code_hash
+  # A request is a memory command or less, as the memory function's; the integration's timeout
+  # (api.tf) follows the same variable.
+  timeout                        = var.memory_function_timeout
+  memory_size                    = var.mcp_function_memory_size
+  reserved_concurrent_executions = var.mcp_function_reserved_concurrency
+
+  # The memory function's settings and token check; no S3MEMORY_DIRECT_INVOCATION: the MCP handler
+  # refuses every event that is not an API Gateway HTTP API event, whatever it says.
+  environment {
+    variables = merge(
+      local.common_environment,
+      local.memory_jwt_environment,
+      { S3MEMORY_MCP_URL = local.mcp_url },
+    )
+  }
+
+  # One JSON record per invocation at INFO, as the memory function's.
+  logging_config {
+    log_format            = "JSON"
+    application_log_level = var.log_level
+    system_log_level      = "WARN"
+  }
+
+  tracing_config {
+    mode = var.tracing_mode
+  }
+
+  tags = local.tags
+
+  lifecycle {
+    precondition {
+      condition     = var.create_http_api
+      error_message = "create_mcp_endpoint = true needs create_http_api = true: the MCP endpoint is a route of the HTTP API, behind its JWT authorizer. Set create_http_api = true (with jwt_issuer and jwt_audience), or create_mcp_endpoint = false."
+    }
+  }
+
+  depends_on = [
+    aws_iam_role_policy.mcp,
+    aws_cloudwatch_log_group.mcp,
   ]
 }

@@ -28,6 +28,16 @@ resource "aws_cloudwatch_log_group" "expiry" {
   tags              = local.tags
 }
 
+resource "aws_cloudwatch_log_group" "mcp" {
+  #checkov:skip=CKV_AWS_338:Retention is the caller's choice through var.log_retention_in_days (default 30 days).
+  count = local.mcp_enabled ? 1 : 0
+
+  name              = local.mcp_log_group_name
+  retention_in_days = var.log_retention_in_days
+  kms_key_id        = var.encrypt_log_groups ? aws_kms_key.memory.arn : null
+  tags              = local.tags
+}
+
 resource "aws_cloudwatch_log_group" "api" {
   #checkov:skip=CKV_AWS_338:Retention is the caller's choice through var.log_retention_in_days (default 30 days).
   count = var.create_http_api ? 1 : 0

@@ -84,11 +84,12 @@ output "expiry_function_name" {
 }
 
 output "log_group_names" {
-  description = "CloudWatch log groups created by the module (the expiry function's only with expiry_idle_days, the API's only when create_http_api is true)."
+  description = "CloudWatch log groups created by the module (the expiry function's only with expiry_idle_days, the MCP function's only with create_mcp_endpoint, the API's only when create_http_api is true)."
   value = {
     memory = aws_cloudwatch_log_group.memory.name
     agent  = aws_cloudwatch_log_group.agent.name
     expiry = one(aws_cloudwatch_log_group.expiry[*].name)
+    mcp    = one(aws_cloudwatch_log_group.mcp[*].name)
     api    = one(aws_cloudwatch_log_group.api[*].name)
   }
 }
@@ -101,4 +102,19 @@ output "api_endpoint" {
 output "api_id" {
   description = "Id of the HTTP API; null when create_http_api is false."
   value       = one(aws_apigatewayv2_api.this[*].id)
+}
+
+output "mcp_url" {
+  description = "The URL MCP clients connect to (S3MEMORY_MCP_URL: mcp_url, or <api_endpoint>/mcp), e.g. `claude mcp add --transport http s3memory <mcp_url>`; null when create_mcp_endpoint is false."
+  value       = local.mcp_enabled ? local.mcp_url : null
+}
+
+output "mcp_function_name" {
+  description = "Name of the MCP Lambda function; null when create_mcp_endpoint is false."
+  value       = one(aws_lambda_function.mcp[*].function_name)
+}
+
+output "mcp_function_arn" {
+  description = "ARN of the MCP Lambda function; null when create_mcp_endpoint is false."
+  value       = one(aws_lambda_function.mcp[*].arn)
 }

@@ -197,7 +197,7 @@ variable "kms_key_deletion_window_in_days" {
 }
 
 variable "additional_key_user_arns" {
-  description = "IAM role or user ARNs in this account, besides the two Lambda roles, that may use the key for s3memory data keys (same encryption-context condition) and through S3 on this bucket, e.g. a principal of your own running the s3memory CLI (create_operator_role creates such a role, with its S3 permissions, and makes it a key user itself). They still need an IAM policy of their own for S3."
+  description = "IAM role or user ARNs in this account, besides the module's own roles, that may use the key for s3memory data keys (same encryption-context condition) and through S3 on this bucket, e.g. a principal of your own running the s3memory CLI (create_operator_role creates such a role, with its S3 permissions, and makes it a key user itself). They still need an IAM policy of their own for S3."
   type        = list(string)
   default     = []
   nullable    = false
@@ -225,7 +225,7 @@ variable "kms_key_administrator_arns" {
 # ---------------------------------------------------------------------------------------------------
 
 variable "iam_role_path" {
-  description = "Path of the module's IAM roles (the two Lambda execution roles and the optional operator role)."
+  description = "Path of the module's IAM roles (the Lambda execution roles and the optional operator role)."
   type        = string
   default     = "/"
   nullable    = false
@@ -237,7 +237,7 @@ variable "iam_role_path" {
 }
 
 variable "iam_permissions_boundary_arn" {
-  description = "ARN of a managed policy to set as the permissions boundary of the module's IAM roles (both Lambda execution roles and the optional operator role), if your organisation requires one. null (default) sets none."
+  description = "ARN of a managed policy to set as the permissions boundary of the module's IAM roles (the Lambda execution roles and the optional operator role), if your organisation requires one. null (default) sets none."
   type        = string
   default     = null
 
@@ -345,7 +345,7 @@ variable "lambda_zip_path" {
 }
 
 variable "lambda_runtime" {
-  description = "Python runtime of both functions. The zip must have been built for the same Python version."
+  description = "Python runtime of every function. The zip must have been built for the same Python version."
   type        = string
   default     = "python3.11"
   nullable    = false
@@ -357,7 +357,7 @@ variable "lambda_runtime" {
 }
 
 variable "lambda_architecture" {
-  description = "Instruction set of both functions. The zip contains compiled wheels (cryptography), so it must have been built for this architecture."
+  description = "Instruction set of every function. The zip contains compiled wheels (cryptography), so it must have been built for this architecture."
   type        = string
   default     = "x86_64"
   nullable    = false
@@ -475,7 +475,7 @@ variable "anthropic_api_key_secret_kms_key_arn" {
 }
 
 variable "tracing_mode" {
-  description = "AWS X-Ray tracing mode of both functions: \"PassThrough\" (default, no extra permissions) or \"Active\" (adds the X-Ray write permissions, which AWS only offers on resource \"*\")."
+  description = "AWS X-Ray tracing mode of every function: \"PassThrough\" (default, no extra permissions) or \"Active\" (adds the X-Ray write permissions, which AWS only offers on resource \"*\")."
   type        = string
   default     = "PassThrough"
   nullable    = false
@@ -487,7 +487,7 @@ variable "tracing_mode" {
 }
 
 variable "log_level" {
-  description = "Application log level of both functions (Lambda's JSON log format: TRACE, DEBUG, INFO, WARN, ERROR or FATAL). The handlers log one record per invocation at INFO through Python logging, and the CloudWatch EMF metrics ride in that record: keep INFO or lower (TRACE, DEBUG), or the per-invocation log line and the metrics disappear."
+  description = "Application log level of every function (Lambda's JSON log format: TRACE, DEBUG, INFO, WARN, ERROR or FATAL). The handlers log one record per invocation at INFO through Python logging, and the CloudWatch EMF metrics ride in that record: keep INFO or lower (TRACE, DEBUG), or the per-invocation log line and the metrics disappear."
   type        = string
   default     = "INFO"
   nullable    = false
@@ -499,11 +499,11 @@ variable "log_level" {
 }
 
 # ---------------------------------------------------------------------------------------------------
-# Limits and content guard (both functions)
+# Limits and content guard (the memory, agent and MCP functions)
 # ---------------------------------------------------------------------------------------------------
 
 variable "memory_quota_bytes" {
-  description = "Per-user limit on the total plaintext bytes of the memory files (S3MEMORY_QUOTA_BYTES), for both functions. A soft limit: usage is measured by listing and tracked per container, so concurrent writers may pass it by what they write meanwhile. null (default) sets no limit."
+  description = "Per-user limit on the total plaintext bytes of the memory files (S3MEMORY_QUOTA_BYTES), for the memory, agent and MCP functions. A soft limit: usage is measured by listing and tracked per container, so concurrent writers may pass it by what they write meanwhile. null (default) sets no limit."
   type        = number
   default     = null
 
@@ -514,7 +514,7 @@ variable "memory_quota_bytes" {
 }
 
 variable "memory_quota_files" {
-  description = "Per-user limit on the number of memory files (S3MEMORY_QUOTA_FILES), for both functions; soft in the same way as memory_quota_bytes. null (default) sets no limit."
+  description = "Per-user limit on the number of memory files (S3MEMORY_QUOTA_FILES), for the memory, agent and MCP functions; soft in the same way as memory_quota_bytes. null (default) sets no limit."
   type        = number
   default     = null
 
@@ -525,7 +525,7 @@ variable "memory_quota_files" {
 }
 
 variable "content_guard_mode" {
-  description = "What both functions do with text that looks like a secret (API keys, private keys, tokens) in a write (S3MEMORY_GUARD): \"refuse\" (default) refuses the write, \"redact\" stores it with each secret replaced by [REDACTED <kind>], \"off\" stores it as sent."
+  description = "What the memory, agent and MCP functions do with text that looks like a secret (API keys, private keys, tokens) in a write (S3MEMORY_GUARD): \"refuse\" (default) refuses the write, \"redact\" stores it with each secret replaced by [REDACTED <kind>], \"off\" stores it as sent."
   type        = string
   default     = "refuse"
   nullable    = false
@@ -537,7 +537,7 @@ variable "content_guard_mode" {
 }
 
 variable "max_file_bytes" {
-  description = "Largest memory file, in plaintext bytes, that both functions write (S3MEMORY_MAX_FILE_BYTES): 1 to 4194304 (4 MiB), default 1048576 (1 MiB)."
+  description = "Largest memory file, in plaintext bytes, that the memory, agent and MCP functions write (S3MEMORY_MAX_FILE_BYTES): 1 to 4194304 (4 MiB), default 1048576 (1 MiB)."
   type        = number
   default     = 1048576
   nullable    = false
@@ -582,14 +582,14 @@ variable "encrypt_log_groups" {
 # ---------------------------------------------------------------------------------------------------
 
 variable "create_http_api" {
-  description = "Create an API Gateway HTTP API with a JWT authorizer and the route `POST /memory` to the memory function. Requires jwt_issuer and jwt_audience."
+  description = "Create an API Gateway HTTP API with a JWT authorizer and the route `POST /memory` to the memory function (and, with create_mcp_endpoint, the MCP function's routes). Requires jwt_issuer and jwt_audience."
   type        = bool
   default     = false
   nullable    = false
 }
 
 variable "jwt_issuer" {
-  description = "Issuer URL of the JWT authorizer, exactly the tokens' `iss` claim as the issuer's OIDC discovery document names it (e.g. https://cognito-idp.<region>.amazonaws.com/<pool id>, no trailing slash). Passed to the memory function as S3MEMORY_JWT_ISSUER: it verifies every HTTP API event's token itself. Required when create_http_api is true."
+  description = "Issuer URL of the JWT authorizer, exactly the tokens' `iss` claim as the issuer's OIDC discovery document names it (e.g. https://cognito-idp.<region>.amazonaws.com/<pool id>, no trailing slash). Passed to the memory function (and the MCP function) as S3MEMORY_JWT_ISSUER: each verifies every HTTP API event's token itself. Required when create_http_api is true."
   type        = string
   default     = null
 
@@ -600,7 +600,7 @@ variable "jwt_issuer" {
 }
 
 variable "jwt_audience" {
-  description = "Accepted audiences (`aud` claim, or `client_id` for Cognito access tokens) of the JWT authorizer and of the memory function's own check (S3MEMORY_JWT_AUDIENCE, comma-separated). Required (non-empty) when create_http_api is true."
+  description = "Accepted audiences (`aud` claim, or `client_id` for Cognito access tokens) of the JWT authorizer and of the memory and MCP functions' own check (S3MEMORY_JWT_AUDIENCE, comma-separated). Required (non-empty) when create_http_api is true."
   type        = list(string)
   default     = []
   nullable    = false
@@ -612,7 +612,7 @@ variable "jwt_audience" {
 }
 
 variable "jwt_authorization_scopes" {
-  description = "OAuth scopes of the route POST /memory: API Gateway's JWT authorizer and the function itself (S3MEMORY_JWT_SCOPES) require the token to carry at least one of them (`scope` or `scp` claim). [] (default) requires none. Used only with create_http_api."
+  description = "OAuth scopes of the routes POST /memory and ANY /mcp: API Gateway's JWT authorizer and the functions themselves (S3MEMORY_JWT_SCOPES) require the token to carry at least one of them (`scope` or `scp` claim). [] (default) requires none. Used only with create_http_api."
   type        = list(string)
   default     = []
   nullable    = false
@@ -644,5 +644,50 @@ variable "api_throttling_rate_limit" {
   validation {
     condition     = var.api_throttling_rate_limit >= 0
     error_message = "api_throttling_rate_limit must be 0 or greater."
+  }
+}
+
+# ---------------------------------------------------------------------------------------------------
+# MCP endpoint (optional, on the HTTP API)
+# ---------------------------------------------------------------------------------------------------
+
+variable "create_mcp_endpoint" {
+  description = "Serve the memory tool to MCP clients (Claude Code, Claude Desktop, connectors) on the HTTP API: a function `<name_prefix>-mcp` (handler s3memory.aws_lambda.mcp_handler, same zip) behind `ANY /mcp` with the JWT authorizer, and the OAuth protected-resource metadata (RFC 9728) at `GET /.well-known/oauth-protected-resource` and `GET /.well-known/oauth-protected-resource/mcp` without authorization. Requires create_http_api = true."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
+variable "mcp_url" {
+  description = "The public https:// URL of the MCP route (S3MEMORY_MCP_URL: the `resource` of the protected-resource metadata, the URL clients are given), when clients reach the API through a custom domain, e.g. \"https://memory.example.com/mcp\". null (default): the API's own endpoint followed by /mcp. Used only with create_mcp_endpoint."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.mcp_url == null ? true : can(regex("^https://[^\\s/?#]+(/[^\\s?#]*)?$", var.mcp_url))
+    error_message = "mcp_url must be null or an https:// URL without spaces, query or fragment, such as \"https://memory.example.com/mcp\"."
+  }
+}
+
+variable "mcp_function_memory_size" {
+  description = "Memory of the MCP function, in MB (default 512: it imports the MCP SDK and pydantic). With create_mcp_endpoint."
+  type        = number
+  default     = 512
+  nullable    = false
+
+  validation {
+    condition     = var.mcp_function_memory_size >= 128 && var.mcp_function_memory_size <= 10240 && floor(var.mcp_function_memory_size) == var.mcp_function_memory_size
+    error_message = "mcp_function_memory_size must be a whole number of MB between 128 and 10240."
+  }
+}
+
+variable "mcp_function_reserved_concurrency" {
+  description = "Reserved concurrent executions of the MCP function (default 10): also its ceiling. See memory_function_reserved_concurrency for accounts with a low concurrency limit. null leaves it unreserved (the account's unreserved pool, no ceiling), 0 disables it. With create_mcp_endpoint."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.mcp_function_reserved_concurrency == null ? true : (var.mcp_function_reserved_concurrency >= 0 && floor(var.mcp_function_reserved_concurrency) == var.mcp_function_reserved_concurrency)
+    error_message = "mcp_function_reserved_concurrency must be null (unreserved) or a whole number, 0 or greater."
   }
 }

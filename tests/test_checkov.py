@@ -16,7 +16,10 @@ ROOT = Path(__file__).resolve().parent.parent
 TERRAFORM = ROOT / "terraform"
 SKIP = re.compile(r"#checkov:skip=(CKV2?_[A-Z0-9_]+):(.*)")
 # Optional resources that the scan must reach (checkov renders every resource whatever its count):
-# the idle-expiry function, its schedule, their roles, policies and log group.
+# the idle-expiry function, its schedule, their roles, policies and log group; the MCP endpoint's
+# function, role, policy and log group. checkov does drop a resource whose count it resolves to 0,
+# as the example's create_http_api = false makes the routes' by default: the MCP routes are required
+# in the scan with every optional feature (ALL_FEATURES), where the API is on.
 EXPIRY_RESOURCES = {
     "aws_lambda_function.expiry",
     "aws_scheduler_schedule.expiry",
@@ -26,6 +29,14 @@ EXPIRY_RESOURCES = {
     "aws_iam_role_policy.expiry_scheduler",
     "aws_cloudwatch_log_group.expiry",
 }
+MCP_RESOURCES = {
+    "aws_lambda_function.mcp",
+    "aws_iam_role.mcp",
+    "aws_iam_role_policy.mcp",
+    "aws_cloudwatch_log_group.mcp",
+}
+ALL_FEATURES = "tests/fixtures/checkov-all-features.tfvars"
+MCP_ROUTES = {"aws_apigatewayv2_route.mcp", "aws_apigatewayv2_route.mcp_metadata"}
 
 
 def _checkov() -> str:
@@ -45,7 +56,7 @@ def _checkov() -> str:
 # and storage format 1, whose KMS conditions differ (no store identity).
 VAR_FILES = [
     None,
-    "tests/fixtures/checkov-all-features.tfvars",
+    ALL_FEATURES,
     "tests/fixtures/checkov-format-1.tfvars",
 ]
 
@@ -92,6 +103,9 @@ def test_checkov_finds_no_failed_check(var_file: str | None) -> None:
         for check in item["results"].get(kind, [])
     }
     assert scanned >= EXPIRY_RESOURCES, sorted(EXPIRY_RESOURCES - scanned)
+    unindexed = {re.sub(r"\[\d+\]$", "", name) for name in scanned}  # a resolved count names mcp[0]
+    required = MCP_RESOURCES | (MCP_ROUTES if var_file == ALL_FEATURES else set())
+    assert unindexed >= required, sorted(required - unindexed)
     assert result.returncode == 0, result.stderr[-2000:]
 
 

@@ -314,6 +314,17 @@ REFUSALS = {
         {"storage_format": "3"},
         "storage_format must be 2 (private names, docs/format-v2.md, the default) or 1 (plain names).",
     ),
+    "mcp_endpoint_without_http_api": (
+        {"create_mcp_endpoint": "true"},
+        "create_mcp_endpoint = true needs create_http_api = true: the MCP endpoint is a route of the HTTP "
+        "API, behind its JWT authorizer. Set create_http_api = true (with jwt_issuer and jwt_audience), or "
+        "create_mcp_endpoint = false.",
+    ),
+    "mcp_url_not_https": (
+        {"mcp_url": '"http://memory.example.com/mcp"'},
+        "mcp_url must be null or an https:// URL without spaces, query or fragment, such as "
+        '"https://memory.example.com/mcp".',
+    ),
     "store_id_with_a_control_character": (
         {"storage_format": "2", "store_id": '"source\\nbucket"'},
         'store_id must be "" (the bucket\'s name) or at most 255 printable characters: no control, format '

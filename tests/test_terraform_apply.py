@@ -1,5 +1,6 @@
 """`terraform apply` of the module in terraform/ against moto's threaded server on 127.0.0.1, the memory
-handler against the bucket and KMS key that apply created, then `terraform destroy`.
+handler (and, with the MCP endpoint on, the MCP handler) against the bucket and KMS key that apply
+created, then `terraform destroy`: two applies, by default and with the HTTP API and the MCP endpoint.
 
 The root module is written to a temporary directory and calls a private copy of terraform/, with a
 provider whose every endpoint (S3, KMS, IAM, Lambda, CloudWatch Logs, STS, Secrets Manager, API
@@ -19,7 +20,7 @@ Where moto differs from AWS, the test adapts and says why:
 - **Lifecycle configuration.** After writing the rules the provider polls until it reads them back
   equal three times in a row; against moto that takes about 55 s, the longest wait of the apply.
   Nothing is changed for it. With terraform's own planning (about 20 s per command for the AWS
-  provider's schema on two cores), the whole test takes about two minutes.
+  provider's schema on two cores), each apply test takes about two minutes.
 - **KMS endpoint.** `s3memory.settings` has no KMS endpoint setting; botocore's
   `AWS_ENDPOINT_URL_KMS` points the key provider's KMS client at moto.
 - **Key policy.** moto neither evaluates key policies nor runs AWS's lockout safety check, and its
@@ -39,6 +40,18 @@ Where moto differs from AWS, the test adapts and says why:
   store's first use leaves delete markers (the server probe writes and deletes objects of its own:
   docs/servers.md), so the test removes every version and delete marker, with versioning still
   on, before destroy. S3 has no such failure.
+- **HTTP API.** moto (5.2) stores the API, its routes (route keys, authorization types, the
+  authorizer's id and the routes' authorization scopes), the integrations and the `$default`
+  stage with its access log settings, and returns them, so those are read back; it has no
+  `GetAuthorizers`, so the routes' authorizer is read by its id (`GetAuthorizer`). It never
+  serves the API: no request goes through API Gateway, no JWT authorizer runs, and the Lambda
+  permissions are read back as `GetPolicy` returns them, not exercised. The MCP handler is
+  therefore invoked in process with the payload-2.0 events API Gateway sends for the route keys
+  read back, and what refuses a request without a valid token is the function's own check.
+- **The token issuer.** The module accepts only an https `jwt_issuer`, and the test issuer of
+  `tests/support/issuer.py` serves plain http: the test serves the same `Issuer` over TLS on
+  127.0.0.1 with a self-signed certificate, which the handler trusts through `SSL_CERT_FILE`, so
+  that the handler runs with exactly the applied `S3MEMORY_JWT_ISSUER`.
 - **EventBridge Scheduler.** moto (5.2) stores a schedule and returns it with `GetSchedule`
   (expression, flexible time window, state, target ARN, role and input), so those are read back. It
   never runs a schedule, nor assumes its role: that the schedule's role may invoke the function, and
@@ -55,6 +68,18 @@ test` covers the rest). The memory handler then runs in process with exactly the
 has (read back through the Lambda API), plus the endpoint variables for moto: its first create is
 stored, a second create is refused with the quota's answer and writes nothing.
 
+A second apply (`test_apply_mcp_endpoint_use_destroy`) turns the HTTP API and the MCP endpoint on
+(`create_http_api`, `jwt_issuer` the TLS loopback issuer, `jwt_audience`, one required scope,
+`create_mcp_endpoint`): the four routes (`POST /memory`, `ANY /mcp` with the JWT authorizer and the
+scope, the two protected-resource metadata routes without authorization), the one integration of
+the MCP routes and its target, the MCP function (handler, memory size, reserved concurrency, the
+environment with `S3MEMORY_MCP_URL` = `<api_endpoint>/mcp` and without
+`S3MEMORY_DIRECT_INVOCATION`), its three permissions, role, policy, log group and key grants are
+read back. The MCP handler then runs in process with exactly the applied MCP function's
+environment: the metadata on both routes without a token, 401 and 403 without a token or without the
+scope, then an MCP `initialize` and a `tools/call` of the memory tool (a create, then a view) with
+the issuer's token; nothing readable in the keys or the objects.
+
 The module's default storage format is 2 (private names), and it tells every function so
 explicitly: the test reads `S3MEMORY_STORAGE_FORMAT = "2"` and `S3MEMORY_STORE_ID` (the bucket's
 name) back from all three functions, and the envelope-key statements of the key policy and of the
@@ -64,24 +89,32 @@ the prefix). The handler, run with that environment, leaves no user id or path i
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
 import json
 import logging
 import os
 import re
 import shutil
+import ssl
 import subprocess
+import threading
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from s3memory.aws_lambda import memory_handler, runtime
+from s3memory.aws_lambda import mcp_handler, memory_handler, runtime
 from s3memory.formats.store_keys import store_identity
 
+from .support.issuer import AUDIENCE, Issuer, http_event, new_rsa_key
 from .test_terraform import MODULE_DIR, _clean_environment, assert_ok, find_provider_mirror
 
 FIXTURE_ZIP = MODULE_DIR / "tests" / "fixtures" / "lambda.zip"
@@ -117,7 +150,8 @@ def bucket_name(suffix: str) -> str:
     return f"s3memory-apply-{suffix}"
 
 
-def root_module(endpoint: str, module_dir: Path, suffix: str) -> str:
+def provider_block(endpoint: str) -> str:
+    """The AWS provider, every endpoint the moto server."""
     endpoints = "\n".join(f'    {service:<14} = "{endpoint}"' for service in SERVICES)
     return f"""
 terraform {{
@@ -142,7 +176,11 @@ provider "aws" {{
 {endpoints}
   }}
 }}
+"""
 
+
+def root_module(endpoint: str, module_dir: Path, suffix: str) -> str:
+    return f"""{provider_block(endpoint)}
 data "aws_caller_identity" "current" {{}}
 
 # The principal that operators sign in as; the module's operator role trusts it.
@@ -586,12 +624,13 @@ def use_memory(
     assert stored["ServerSideEncryption"] == "aws:kms" and stored["SSEKMSKeyId"] == key_arn  # bucket default
 
 
-def test_apply_use_destroy(
-    tmp_path: Path,
-    moto_endpoint: str,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+Terraform = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+def terraform_root(tmp_path: Path, main_tf: Callable[[Path], str]) -> tuple[Path, Terraform]:
+    """A private copy of the module, a root module of ``main_tf(<the copy>)`` initialised in
+    ``tmp_path``, and a runner of terraform there; skips, with the reason, where terraform or the
+    provider mirror is missing."""
     binary = shutil.which("terraform")
     if binary is None:
         pytest.skip("terraform is not on PATH")
@@ -611,8 +650,7 @@ def test_apply_use_destroy(
     )
     root = tmp_path / "root"
     root.mkdir()
-    suffix = uuid.uuid4().hex[:8]
-    (root / "main.tf").write_text(root_module(moto_endpoint, module_dir, suffix), encoding="utf-8")
+    (root / "main.tf").write_text(main_tf(module_dir), encoding="utf-8")
     env = dict(_clean_environment(tmp_path), TF_DATA_DIR=str(tmp_path / "data"))
     for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
         env.pop(name, None)
@@ -632,6 +670,19 @@ def test_apply_use_destroy(
             pytest.fail(f"terraform {args[0]} timed out after {COMMAND_TIMEOUT_SECONDS} s\n{error.stdout!s}")
 
     assert_ok(terraform("init", "-input=false", f"-plugin-dir={plugin_dir}"), "terraform init")
+    return root, terraform
+
+
+def test_apply_use_destroy(
+    tmp_path: Path,
+    moto_endpoint: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    root, terraform = terraform_root(
+        tmp_path, lambda module_dir: root_module(moto_endpoint, module_dir, suffix)
+    )
     applied = terraform("apply", "-auto-approve", "-input=false")
     destroyed: subprocess.CompletedProcess[str] | None = None
     try:
@@ -668,3 +719,370 @@ def test_apply_use_destroy(
     state = json.loads((root / "terraform.tfstate").read_text(encoding="utf-8"))
     assert state["resources"] == []
     assert not (root / ".terraform").exists()  # provider and modules went to TF_DATA_DIR
+
+
+# -- the MCP endpoint ---------------------------------------------------------------------------------
+
+MCP_SCOPE = "memory/write"
+MCP_SECRET = "the spare key is under the third stone"
+MCP_ROUTES = (
+    "ANY /mcp",
+    "GET /.well-known/oauth-protected-resource",
+    "GET /.well-known/oauth-protected-resource/mcp",
+)
+ACCEPT = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "tf", "version": "1"},
+    },
+}
+
+
+def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 signed by its own key, valid for a day: (certificate, key) PEM
+    files in ``directory``."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.x509.oid import NameOID
+
+    key = new_rsa_key()
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
+    certificate_file, key_file = directory / "issuer.pem", directory / "issuer-key.pem"
+    certificate_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return certificate_file, key_file
+
+
+@contextmanager
+def tls_loopback_issuer(directory: Path) -> Iterator[tuple[Issuer, Path]]:
+    """The test issuer (``support/issuer.py``) served over TLS on 127.0.0.1 while the block runs, with
+    the certificate that a client must trust for it: the module's jwt_issuer must be https, so the
+    loopback issuer's plain http would not be accepted."""
+    certificate, key = self_signed_certificate(directory)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(certificate, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    issuer = Issuer(f"https://127.0.0.1:{server.server_address[1]}")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            issuer.gets += 1
+            document = issuer.documents(self.path)
+            body = json.dumps(document).encode() if document is not None else b"{}"
+            self.send_response(200 if document is not None else 404)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server.RequestHandlerClass = Handler
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield issuer, certificate
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def mcp_root_module(endpoint: str, module_dir: Path, suffix: str, issuer_url: str) -> str:
+    return f"""{provider_block(endpoint)}
+module "s3memory" {{
+  source = "{module_dir.as_posix()}"
+
+  bucket_name                     = "{bucket_name(suffix)}"
+  name_prefix                     = "s3m-{suffix}"
+  kms_key_alias                   = "alias/s3memory-apply-{suffix}"
+  kms_key_deletion_window_in_days = 7
+  force_destroy                   = true
+  lambda_zip_path                 = "{FIXTURE_ZIP.as_posix()}"
+  create_http_api                 = true
+  jwt_issuer                      = "{issuer_url}"
+  jwt_audience                    = ["{AUDIENCE}"]
+  jwt_authorization_scopes        = ["{MCP_SCOPE}"]
+  create_mcp_endpoint             = true
+}}
+
+output "module" {{
+  value = module.s3memory
+}}
+"""
+
+
+def check_mcp_applied(outputs: dict[str, Any], endpoint: str, issuer_url: str) -> dict[str, Any]:
+    """The HTTP API's routes, authorizer and integrations, the MCP function, its permissions, role,
+    policy and log group, and its key grants, as the AWS APIs on moto have them. Returns the MCP
+    function's environment and the routes by key."""
+    api, lam, iam, kms, logs = (
+        client(name, endpoint) for name in ("apigatewayv2", "lambda", "iam", "kms", "logs")
+    )
+    api_id, bucket, key_arn = outputs["api_id"], outputs["bucket_name"], outputs["kms_key_arn"]
+    name = outputs["mcp_function_name"]
+    prefix = outputs["memory_function_name"].removesuffix("-memory")
+    assert name == f"{prefix}-mcp"
+    mcp_url = f"{outputs['api_endpoint']}/mcp"
+    assert outputs["mcp_url"] == mcp_url
+
+    routes = {route["RouteKey"]: route for route in api.get_routes(ApiId=api_id)["Items"]}
+    assert set(routes) == {"POST /memory", *MCP_ROUTES}
+    protected = routes["ANY /mcp"]
+    assert protected["AuthorizationType"] == "JWT"
+    assert protected["AuthorizerId"] == routes["POST /memory"]["AuthorizerId"]
+    # moto (5.2) has no GetAuthorizers: the routes' authorizer, read by its id.
+    authorizer = api.get_authorizer(ApiId=api_id, AuthorizerId=protected["AuthorizerId"])
+    assert authorizer["AuthorizerType"] == "JWT"
+    assert authorizer["JwtConfiguration"] == {"Issuer": issuer_url, "Audience": [AUDIENCE]}
+    assert protected["AuthorizationScopes"] == [MCP_SCOPE]  # moto keeps a route's scopes
+    assert protected["AuthorizationScopes"] == routes["POST /memory"]["AuthorizationScopes"]
+    # moto keeps the stage's access log settings: the API's requests, the MCP routes' too, are logged.
+    stage = api.get_stage(ApiId=api_id, StageName="$default")
+    assert stage["AccessLogSettings"]["DestinationArn"] == (
+        f"arn:aws:logs:us-east-1:{client('sts', endpoint).get_caller_identity()['Account']}"
+        f":log-group:{outputs['log_group_names']['api']}"
+    )
+    for key in MCP_ROUTES[1:]:
+        assert routes[key]["AuthorizationType"] == "NONE", key
+        assert not routes[key].get("AuthorizerId"), key
+    targets = {routes[key]["Target"] for key in MCP_ROUTES}
+    (target,) = targets  # one integration for the three routes
+    assert target != routes["POST /memory"]["Target"]
+    integration = api.get_integration(ApiId=api_id, IntegrationId=target.removeprefix("integrations/"))
+    function = lam.get_function(FunctionName=name)
+    configuration = function["Configuration"]
+    assert integration["IntegrationType"] == "AWS_PROXY"
+    assert integration["PayloadFormatVersion"] == "2.0"
+    assert integration["TimeoutInMillis"] == 30000
+    assert integration["IntegrationUri"] == (
+        f"arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/{configuration['FunctionArn']}/invocations"
+    )
+    assert outputs["mcp_function_arn"] == configuration["FunctionArn"]
+
+    # The function: the memory function's runtime and timeout, its own memory size and concurrency;
+    # the memory function's store, limits and token check, the route's URL, no direct invocation.
+    role_arn = iam.get_role(RoleName=f"{name}-lambda")["Role"]["Arn"]
+    assert configuration["Handler"] == "s3memory.aws_lambda.mcp_handler"
+    assert configuration["Runtime"] == "python3.11"
+    assert configuration["Role"] == role_arn
+    assert (configuration["MemorySize"], configuration["Timeout"]) == (512, 30)
+    assert function["Concurrency"] == {"ReservedConcurrentExecutions": 10}
+    if "LoggingConfig" in configuration:  # moto does not keep it (see the docstring)
+        assert configuration["LoggingConfig"]["LogFormat"] == "JSON"
+    environment: dict[str, str] = configuration["Environment"]["Variables"]
+    jwt = {
+        "S3MEMORY_JWT_ISSUER": issuer_url,
+        "S3MEMORY_JWT_AUDIENCE": AUDIENCE,
+        "S3MEMORY_JWT_SCOPES": MCP_SCOPE,
+    }
+    store = {
+        "S3MEMORY_BUCKET": bucket,
+        "S3MEMORY_PREFIX": "users/",
+        "S3MEMORY_KMS_KEY_ID": key_arn,
+        "S3MEMORY_STORAGE_FORMAT": "2",
+        "S3MEMORY_STORE_ID": bucket,
+    }
+    assert environment == {**store, **jwt, "S3MEMORY_MCP_URL": mcp_url}
+    memory = lam.get_function(FunctionName=outputs["memory_function_name"])["Configuration"]
+    assert memory["Environment"]["Variables"] == {**store, **jwt, "S3MEMORY_DIRECT_INVOCATION": "refuse"}
+
+    # API Gateway may invoke it for these three routes of this API only.
+    account = client("sts", endpoint).get_caller_identity()["Account"]
+    execution_arn = f"arn:aws:execute-api:us-east-1:{account}:{api_id}"
+    permissions = json.loads(lam.get_policy(FunctionName=name)["Policy"])["Statement"]
+    assert {statement["Condition"]["ArnLike"]["AWS:SourceArn"] for statement in permissions} == {
+        f"{execution_arn}/*/*/mcp",
+        f"{execution_arn}/*/GET/.well-known/oauth-protected-resource",
+        f"{execution_arn}/*/GET/.well-known/oauth-protected-resource/mcp",
+    }
+    assert len(permissions) == 3
+    for statement in permissions:
+        assert statement["Principal"] in ({"Service": "apigateway.amazonaws.com"}, "apigateway.amazonaws.com")
+        assert statement["Action"] == "lambda:InvokeFunction"
+        assert statement["Resource"] == configuration["FunctionArn"]
+
+    # Its role: the memory role's statements, but its own log group; a key user as the memory role is.
+    (policy_name,) = iam.list_role_policies(RoleName=f"{name}-lambda")["PolicyNames"]
+    document = _document(
+        iam.get_role_policy(RoleName=f"{name}-lambda", PolicyName=policy_name)["PolicyDocument"]
+    )
+    memory_role = outputs["memory_role_arn"].rsplit("/", 1)[1]
+    (memory_policy,) = iam.list_role_policies(RoleName=memory_role)["PolicyNames"]
+    memory_document = _document(
+        iam.get_role_policy(RoleName=memory_role, PolicyName=memory_policy)["PolicyDocument"]
+    )
+    logs_sid = "OwnLogGroup"
+    assert [statement for statement in document["Statement"] if statement["Sid"] != logs_sid] == [
+        statement for statement in memory_document["Statement"] if statement["Sid"] != logs_sid
+    ]
+    (own,) = [statement for statement in document["Statement"] if statement["Sid"] == logs_sid]
+    assert own["Resource"] == f"arn:aws:logs:us-east-1:{account}:log-group:/aws/lambda/{name}:*"
+    (group,) = logs.describe_log_groups(logGroupNamePrefix=f"/aws/lambda/{name}")["logGroups"]
+    assert group["retentionInDays"] == 30 and outputs["log_group_names"]["mcp"] == f"/aws/lambda/{name}"
+    key_policy = json.loads(kms.get_key_policy(KeyId=key_arn, PolicyName="default")["Policy"])
+    for statement in key_policy["Statement"]:
+        if statement["Sid"] in ("EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"):
+            assert role_arn in _listed(statement["Principal"]["AWS"]), statement["Sid"]
+            assert outputs["memory_role_arn"] in _listed(statement["Principal"]["AWS"]), statement["Sid"]
+    return {"environment": environment, "routes": routes}
+
+
+def mcp_call(arguments: dict[str, Any], id_: int) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": id_,
+        "method": "tools/call",
+        "params": {"name": "memory", "arguments": arguments},
+    }
+
+
+def use_mcp(
+    outputs: dict[str, Any],
+    applied: dict[str, Any],
+    issuer: Issuer,
+    certificate: Path,
+    endpoint: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The MCP handler, in process, with exactly the applied MCP function's environment (plus moto's
+    endpoints, and the issuer's certificate trusted), on events of the applied routes as API Gateway
+    sends them: the metadata without a token, 401 without one on /mcp, 403 without the scope, then an
+    MCP ``initialize`` and ``tools/call`` of the memory tool with the issuer's token."""
+    bucket = outputs["bucket_name"]
+    s3 = client("s3", endpoint)
+    s3.delete_bucket_policy(Bucket=bucket)  # moto reads the conditional Deny statements as unconditional
+    for name in list(os.environ):
+        if name.startswith("S3MEMORY_"):
+            monkeypatch.delenv(name)
+    for name, value in applied["environment"].items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("S3MEMORY_ENDPOINT_URL", endpoint)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_KMS", endpoint)
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificate))  # the issuer's, for the fetch of its keys
+    domain = urlsplit(outputs["api_endpoint"]).hostname
+    assert domain is not None
+    mcp_url = applied["environment"]["S3MEMORY_MCP_URL"]
+    metadata_url = f"{outputs['api_endpoint']}/.well-known/oauth-protected-resource/mcp"
+
+    def serve(route: str, body: object = None, token: str | None = None) -> tuple[int, dict[str, str], Any]:
+        assert route in applied["routes"], route  # only what API Gateway routes to the function
+        method = "POST" if route.startswith("ANY ") else route.split(" ")[0]
+        event = http_event(
+            body,
+            token=token,
+            claimed_sub=None,
+            route=route,
+            method=method,
+            headers={**ACCEPT, "host": domain},
+        )
+        event["requestContext"]["domainName"] = domain
+        answer = mcp_handler(event, None)
+        return answer["statusCode"], answer["headers"], json.loads(answer["body"])
+
+    def text_of(answer: dict[str, Any]) -> tuple[str, bool]:
+        (content,) = answer["result"]["content"]
+        return content["text"], answer["result"]["isError"]
+
+    new_container()
+    try:
+        expected_metadata = {
+            "resource": mcp_url,
+            "authorization_servers": [issuer.url],
+            "scopes_supported": [MCP_SCOPE],
+            "bearer_methods_supported": ["header"],
+        }
+        for route in MCP_ROUTES[1:]:
+            assert serve(route)[::2] == (200, expected_metadata), route
+
+        create = {"command": "create", "path": "/memories/x.md", "file_text": MCP_SECRET}
+        status, headers, body = serve("ANY /mcp", mcp_call(create, 2))
+        assert status == 401, body
+        assert headers["www-authenticate"] == f'Bearer resource_metadata="{metadata_url}"'
+        status, _, body = serve("ANY /mcp", INITIALIZE, issuer.token("tf-user", scope="profile"))
+        assert status == 403, body
+        assert s3.list_objects_v2(Bucket=bucket).get("KeyCount", 0) == 0
+
+        token = issuer.token("tf-user", scope=f"openid {MCP_SCOPE}")
+        status, _, body = serve("ANY /mcp", INITIALIZE, token)
+        assert status == 200, body
+        assert body["result"]["serverInfo"]["name"] == "s3memory"
+        status, _, body = serve("ANY /mcp", mcp_call(create, 2), token)
+        assert status == 200, body
+        assert text_of(body) == ("File created successfully at: /memories/x.md", False)
+        status, _, body = serve("ANY /mcp", mcp_call({"command": "view", "path": "/memories/x.md"}, 3), token)
+        assert status == 200, body
+        viewed, refused = text_of(body)
+        assert not refused and viewed.endswith(f"     1\t{MCP_SECRET}"), viewed
+        assert issuer.fetches == 1  # the issuer's keys, fetched over TLS once for the container
+    finally:
+        new_container()
+
+    # Format 2: neither the user id nor the path in any key, the content encrypted.
+    keys = [item["Key"] for item in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+    assert keys and not [key for key in keys if "tf-user" in key or "x.md" in key], keys
+    for key in keys:
+        assert MCP_SECRET.encode() not in s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+
+
+def test_apply_mcp_endpoint_use_destroy(
+    tmp_path: Path,
+    moto_endpoint: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    with tls_loopback_issuer(tmp_path) as (issuer, certificate):
+        root, terraform = terraform_root(
+            tmp_path, lambda module_dir: mcp_root_module(moto_endpoint, module_dir, suffix, issuer.url)
+        )
+        applied = terraform("apply", "-auto-approve", "-input=false")
+        destroyed: subprocess.CompletedProcess[str] | None = None
+        try:
+            assert_ok(applied, "terraform apply against moto")
+            # 17 of the module by default, the HTTP API's 7 (API, authorizer, stage, log group, the
+            # memory route, integration and permission) and the MCP endpoint's 11 (function, role,
+            # policy, log group, integration, 3 routes, 3 permissions).
+            assert "Apply complete! Resources: 35 added" in applied.stdout
+            output = terraform("output", "-json")
+            assert_ok(output, "terraform output")
+            outputs = json.loads(output.stdout)["module"]["value"]
+            found = check_mcp_applied(outputs, moto_endpoint, issuer.url)
+            check_logging_config_planned(applied.stdout)  # memory, agent, mcp
+            use_mcp(outputs, found, issuer, certificate, moto_endpoint, monkeypatch)
+        finally:
+            remove_every_version(moto_endpoint, bucket_name(suffix))
+            destroyed = terraform("destroy", "-auto-approve", "-input=false", "-refresh=false")
+    assert_ok(destroyed, "terraform destroy against moto")
+    assert "Destroy complete!" in destroyed.stdout
+    lam, api = client("lambda", moto_endpoint), client("apigatewayv2", moto_endpoint)
+    with pytest.raises(ClientError):
+        lam.get_function(FunctionName=outputs["mcp_function_name"])
+    assert outputs["api_id"] not in {item["ApiId"] for item in api.get_apis()["Items"]}
+    state = json.loads((root / "terraform.tfstate").read_text(encoding="utf-8"))
+    assert state["resources"] == []

@@ -35,6 +35,7 @@ create_http_api = false
 # jwt_issuer    = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_EXAMPLE"
 # jwt_audience  = ["your-app-client-id"]
 # jwt_authorization_scopes = ["memory/read"] # optional: the token must carry one of them
+# create_mcp_endpoint = true # the memory tool for MCP clients at <api_endpoint>/mcp (output mcp_url)
 
 # Optional operator role for the s3memory operator commands (verify, export, erase, ...): who may
 # assume it, with MFA unless operator_require_mfa = false (see docs/deploy.md, "Operator role").

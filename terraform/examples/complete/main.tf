@@ -1,5 +1,5 @@
 # A complete deployment of the s3memory module: bucket, KMS key, both functions and, optionally,
-# the JWT-protected HTTP API, the operator role and idle expiry. Build the Lambda zip first (`make lambda-zip` at the repo root).
+# the JWT-protected HTTP API (and the MCP endpoint on it), the operator role and idle expiry. Build the Lambda zip first (`make lambda-zip` at the repo root).
 
 provider "aws" {
   region = var.region
@@ -37,6 +37,8 @@ module "s3memory" {
   jwt_issuer               = var.jwt_issuer
   jwt_audience             = var.jwt_audience
   jwt_authorization_scopes = var.jwt_authorization_scopes
+  create_mcp_endpoint      = var.create_mcp_endpoint
+  mcp_url                  = var.mcp_url
 
   create_operator_role            = var.create_operator_role
   operator_trusted_principal_arns = var.operator_trusted_principal_arns

@@ -48,6 +48,11 @@ output "api_endpoint" {
   value       = module.s3memory.api_endpoint
 }
 
+output "mcp_url" {
+  description = "The URL MCP clients connect to (null unless create_mcp_endpoint)."
+  value       = module.s3memory.mcp_url
+}
+
 output "operator_role_arn" {
   description = "The role to assume for the s3memory operator commands (null unless create_operator_role)."
   value       = module.s3memory.operator_role_arn

@@ -153,6 +153,18 @@ variable "jwt_authorization_scopes" {
   default     = []
 }
 
+variable "create_mcp_endpoint" {
+  description = "Serve the memory tool to MCP clients on the HTTP API (ANY /mcp and the protected-resource metadata); needs create_http_api."
+  type        = bool
+  default     = false
+}
+
+variable "mcp_url" {
+  description = "Public https:// URL of the MCP route behind a custom domain; null means <api_endpoint>/mcp."
+  type        = string
+  default     = null
+}
+
 variable "kms_key_administrator_arns" {
   description = "IAM roles/users that administer the KMS key; [] means the identity running Terraform (an explicit list must include it)."
   type        = list(string)

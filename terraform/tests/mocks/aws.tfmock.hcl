@@ -105,3 +105,16 @@ override_resource {
     execution_arn = "arn:aws:execute-api:eu-west-1:123456789012:a1b2c3d4e5"
   }
 }
+
+override_resource {
+  target = aws_iam_role.mcp
+  values = { arn = "arn:aws:iam::123456789012:role/s3memory-mcp-lambda" }
+}
+
+override_resource {
+  target = aws_lambda_function.mcp
+  values = {
+    arn        = "arn:aws:lambda:eu-west-1:123456789012:function:s3memory-mcp"
+    invoke_arn = "arn:aws:apigateway:eu-west-1:lambda:path/2015-03-31/functions/arn:aws:lambda:eu-west-1:123456789012:function:s3memory-mcp/invocations"
+  }
+}
