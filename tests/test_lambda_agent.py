@@ -794,21 +794,25 @@ def test_metrics_can_be_turned_off(
 # -- imports ----------------------------------------------------------------------------------------
 
 
-def test_agent_handler_is_lazy_and_the_memory_handler_never_imports_anthropic() -> None:
+def test_agent_and_mcp_handlers_are_lazy_and_the_memory_handler_imports_neither() -> None:
     script = textwrap.dedent(
         """
         import json, sys
         import s3memory.aws_lambda.memory
         import s3memory.aws_lambda as package
         def loaded():
-            return sorted(name for name in ("anthropic", "s3memory.aws_lambda.agent") if name in sys.modules)
+            named = ("anthropic", "s3memory.aws_lambda.agent", "mcp", "s3memory.aws_lambda.mcp_function")
+            return sorted(name for name in named if name in sys.modules)
         before = loaded()
         handler = package.memory_handler
         answer = handler({"user_id": "a/b", "input": {}}, None)
         after_memory = loaded()
         agent = package.agent_handler
+        after_agent = loaded()
+        mcp = package.mcp_handler
         print(json.dumps({
-            "before": before, "after_memory": after_memory, "after_agent": loaded(),
+            "before": before, "after_memory": after_memory, "after_agent": after_agent, "after_mcp": loaded(),
+            "mcp": mcp.__module__,
             "agent": agent.__module__, "all": sorted(package.__all__),
             "error": answer["is_error"],
         }))
@@ -819,7 +823,9 @@ def test_agent_handler_is_lazy_and_the_memory_handler_never_imports_anthropic() 
         "before": [],
         "after_memory": [],
         "after_agent": ["anthropic", "s3memory.aws_lambda.agent"],
+        "after_mcp": ["anthropic", "mcp", "s3memory.aws_lambda.agent", "s3memory.aws_lambda.mcp_function"],
         "agent": "s3memory.aws_lambda.agent.handler",
-        "all": ["agent_handler", "memory_handler"],
+        "mcp": "s3memory.aws_lambda.mcp_function",
+        "all": ["agent_handler", "mcp_handler", "memory_handler"],
         "error": True,
     }
