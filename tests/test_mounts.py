@@ -5,10 +5,12 @@ refused, the root view, authors, and a shared memory's namespace, which no user'
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from typing import Any
 
 import pytest
 
+from bench.metrics import RequestCounter
 from s3memory.core.paths import SharedName, memory_path
 from s3memory.crypto import LocalKeyProvider
 from s3memory.memory import S3Memory
@@ -312,3 +314,41 @@ def test_a_shared_memory_needs_format_2(s3: Any, local_keys: LocalKeyProvider) -
         "store is served in format 1 (`s3memory migrate` moves a store to format 2). Nothing was read or changed."
     )
     assert stored_keys(s3) == []
+
+
+# -- what a command costs inside a mount ---------------------------------------------------------------
+
+
+def test_a_command_inside_a_mount_costs_what_it_costs_in_the_users_own_memory(
+    store: Store, seeded: S3Memory, s3: Any
+) -> None:
+    """Warm, request for request: the same commands in a read-write mount and in the user's own
+    memory; ``view /memories`` lists the user's namespace and each mount's once."""
+    alice = mounted(store, "alice", READ_WRITE)
+    alice.run({"command": "view", "path": "/memories/team/runbook.md"})  # both memories placed, both
+    alice.run({"command": "create", "path": "/memories/warm.md", "file_text": "w"})  # access records written
+    requests = RequestCounter(s3)
+
+    def costs(base: str) -> list[Counter[str]]:
+        spent = []
+        for command in (
+            {"command": "create", "path": f"{base}/d/a.md", "file_text": "one\n"},
+            {"command": "view", "path": f"{base}/d/a.md"},
+            {"command": "view", "path": f"{base}/d"},
+            {"command": "str_replace", "path": f"{base}/d/a.md", "old_str": "one", "new_str": "1"},
+            {"command": "insert", "path": f"{base}/d/a.md", "insert_line": 0, "insert_text": "0"},
+            {"command": "rename", "old_path": f"{base}/d/a.md", "new_path": f"{base}/e/a.md"},
+            {"command": "rename", "old_path": f"{base}/e", "new_path": f"{base}/f"},
+            {"command": "delete", "path": f"{base}/f"},
+        ):
+            requests.reset()
+            alice.run(command)
+            spent.append(requests.calls)
+        return spent
+
+    own = costs("/memories/work")
+    assert costs("/memories/team/work") == own
+    assert own[0]["PutObject"] == 1 and own[1] == Counter(GetObject=1)
+    requests.reset()
+    alice.run({"command": "view", "path": "/memories"})
+    assert requests.calls == Counter(ListObjectsV2=2)
