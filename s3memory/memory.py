@@ -298,7 +298,8 @@ class S3Memory:
 
     # -- view ----------------------------------------------------------------------------------
 
-    def view(self, path: MemoryPath, view_range: list[int] | None = None) -> str:
+    def view(self, path: MemoryPath, view_range: list[int] | None = None, last: str = "") -> str:
+        """A file's lines, or a directory's listing (ending with ``last`` when given: a mount's note)."""
         if path.is_root:
             tree: Tree | None = self.root_tree()
         else:
@@ -308,7 +309,7 @@ class S3Memory:
                 return render_file(path.text, found.text, view_range)
         if tree is None:
             raise Unsettled(f"The path {path.text} does not exist. Please provide a valid path.")
-        return render_listing(path.text, path.shown, tree)
+        return render_listing(path.text, path.shown, tree, last)
 
     def root_tree(self) -> Tree | None:
         """``/memories`` after pending jobs finish, usually from one listing of the user's namespace:
@@ -435,7 +436,7 @@ class S3Memory:
         if not sources:
             raise CommandError(f"Error: The path {path.text} does not exist")
         self.files.directories.forget(path)
-        return _deleted(path, self.jobs.run(self.jobs.plan("delete", path, None, sources)))
+        return _deleted(path, _shown(self.jobs.run(self.jobs.plan("delete", path, None, sources)), path))
 
     # -- rename --------------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, assert_never
 
 from s3memory.core.commands import Command, Create, Delete, Insert, Rename, StrReplace, View, parse_command
-from s3memory.core.listing import LISTING_HEADER, Tree, is_hidden, render_listing
+from s3memory.core.listing import Tree, is_hidden, render_listing
 from s3memory.core.paths import MemoryPath, SharedName, memory_path
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
@@ -102,7 +102,7 @@ class MountedMemory:
                 return self._write(command, path)
             case Delete(path):
                 if self._is_mount_point(path):
-                    raise CommandError(f"Error: Cannot delete {path.text}: {self._mounted_there(path)}.")
+                    raise CommandError(f"Error: Cannot delete {path.text}: {self._mounted_there(path)}")
                 return self._write(command, path)
             case Rename(old_path, new_path):
                 return self._rename(command, old_path, new_path)
@@ -122,47 +122,53 @@ class MountedMemory:
         return len(path.segments) == 1 and path.segments[0] in self.mounts
 
     def _mounted_there(self, path: MemoryPath) -> str:
-        return f"a shared memory is mounted at {path.canonical}"
+        return f"a shared memory is mounted at {path.canonical}. Nothing was changed."
 
     # -- the commands ---------------------------------------------------------------------------
 
     def _view_root(self, path: MemoryPath) -> str:
         """The user's own entries and each mount's, as a command of the user's own memory."""
 
+        read_only = [self.mounts[name].point for name in sorted(self.mounts) if self._read_only(name)]
+
         def listing() -> str:
             own = self.own.root_tree() or Tree()
             trees = {name: self._shared[name].root_tree() for name in sorted(self.mounts)}
-            return render_listing(path.text, path.canonical, own.mounted(trees))
+            return render_listing(path.text, path.canonical, own.mounted(trees), _note(read_only))
 
-        read_only = [self.mounts[name].point for name in sorted(self.mounts) if self._read_only(name)]
-        return _with_note(self.own.answering(listing), read_only)
+        return self.own.answering(listing)
 
     def _view(self, name: str, inner: MemoryPath, view_range: list[int] | None) -> str:
         shared = self._shared[name]
         if not self._read_only(name):
             return shared.run_command(View(inner, view_range))
         # No access record, no upgrade: a read-only mount writes nothing of its own.
-        answer = shared.jobs.retried(lambda: shared.view(inner, view_range))
-        is_listing = answer.startswith(LISTING_HEADER.format(path=inner.text) + "\n")
-        return _with_note(answer, [self.mounts[name].point]) if is_listing else answer
+        note = _note([self.mounts[name].point])
+        return shared.jobs.retried(lambda: shared.view(inner, view_range, note))
 
     def _write(self, command: Create | StrReplace | Insert | Delete, path: MemoryPath) -> str:
+        """A write in the memory ``path`` lies in (at a mount point, a directory: refused)."""
         name, inner = self._located(path)
         if name is None:
             return self.own.run_command(command)
-        if inner.is_root:
-            raise CommandError(f"Error: Cannot write {path.text}: {self._mounted_there(path)}.")
         self._require_writable(name, path)
+        if inner.is_root and isinstance(command, Create):
+            raise CommandError(f"Error: Cannot create {path.text}: {path.canonical} is a directory.")
         return self._shared[name].run_command(replace(command, path=inner))
 
     def _rename(self, command: Rename, old: MemoryPath, new: MemoryPath) -> str:
+        if old.is_root or new.is_root:
+            return self.own.run_command(command)  # refused there, as the root is never moved
         for path in (old, new):
             if self._is_mount_point(path):
                 raise CommandError(
-                    f"Error: Cannot rename {old.text} to {new.text}: {self._mounted_there(path)}."
+                    f"Error: Cannot rename {old.text} to {new.text}: {self._mounted_there(path)}"
                 )
         old_name, old_inner = self._located(old)
         new_name, new_inner = self._located(new)
+        for name, path in ((old_name, old), (new_name, new)):
+            if name is not None:
+                self._require_writable(name, path)
         if old_name != new_name:
             shared = old_name if old_name is not None else new_name
             assert shared is not None
@@ -173,7 +179,6 @@ class MountedMemory:
             )
         if old_name is None:
             return self.own.run_command(command)
-        self._require_writable(old_name, old)
         return self._shared[old_name].run_command(Rename(old_inner, new_inner))
 
     def _read_only(self, name: str) -> bool:
@@ -187,11 +192,11 @@ class MountedMemory:
             )
 
 
-def _with_note(listing: str, read_only: list[str]) -> str:
-    """``listing`` closed by a note naming the read-only mounts it shows (none: unchanged)."""
+def _note(read_only: list[str]) -> str:
+    """The last line of a listing that shows the read-only mounts ``read_only`` ("" for none)."""
     if not read_only:
-        return listing
-    return f"{listing}\n[Read-only shared memory: {', '.join(read_only)}; writes there are refused.]"
+        return ""
+    return f"[Read-only shared memory: {', '.join(read_only)}; writes there are refused.]"
 
 
 __all__ = ["MAX_MOUNTS", "READ_ONLY", "READ_WRITE", "Mount", "MountedMemory"]

@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 from bench.metrics import RequestCounter
-from s3memory.core.paths import SharedName, memory_path
+from s3memory.core.paths import SharedName, memory_path, shown_path
+from s3memory.core.text import VIEW_CHARACTER_CAP
 from s3memory.crypto import LocalKeyProvider
+from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from s3memory.mounts import MAX_MOUNTS, READ_WRITE, Mount, MountedMemory
 from s3memory.ops.operations import Operations
@@ -100,8 +102,10 @@ def test_every_write_into_a_read_only_mount_is_refused_and_writes_nothing(
 ) -> None:
     alice = mounted(store, "alice")
     before = snapshot(s3)
-    with pytest.raises(Exception) as refused:
+    requests = RequestCounter(s3)
+    with pytest.raises(CommandError) as refused:
         alice.run(write)
+    assert requests.total == 0  # refused before any request
     shown = write.get("path", write.get("old_path"))
     assert str(refused.value) == (
         f"Error: Cannot change {shown}: /memories/team is a read-only shared memory. Nothing was changed."
@@ -113,9 +117,11 @@ def test_a_view_of_a_read_only_mount_writes_nothing(store: Store, seeded: S3Memo
     alice = mounted(store, "alice")
     alice.run({"command": "create", "path": "/memories/mine.md", "file_text": "m"})
     before = snapshot(s3)
-    alice.run({"command": "view", "path": "/memories/team/runbook.md"})
-    alice.run({"command": "view", "path": "/memories/team/oncall"})
+    requests = RequestCounter(s3)
+    for path in ("/memories", "/memories/team", "/memories/team/runbook.md", "/memories/team/oncall"):
+        alice.run({"command": "view", "path": path})
     assert snapshot(s3) == before
+    assert set(requests.calls) <= {"GetObject", "ListObjectsV2", "HeadObject"}
 
 
 def test_a_read_write_mount_is_shared_and_records_each_writer(store: Store, seeded: S3Memory) -> None:
@@ -179,19 +185,19 @@ def test_racing_writers_on_a_shared_file_lose_no_acknowledged_update(store: Stor
     [
         (
             {"command": "delete", "path": "/memories/team"},
-            "Error: Cannot delete /memories/team: a shared memory is mounted at /memories/team.",
+            "Error: Cannot delete /memories/team: a shared memory is mounted at /memories/team. Nothing was changed.",
         ),
         (
             {"command": "create", "path": "/memories/team", "file_text": "x"},
-            "Error: Cannot write /memories/team: a shared memory is mounted at /memories/team.",
+            "Error: Cannot create /memories/team: /memories/team is a directory.",
         ),
         (
             {"command": "rename", "old_path": "/memories/team", "new_path": "/memories/other"},
-            "Error: Cannot rename /memories/team to /memories/other: a shared memory is mounted at /memories/team.",
+            "Error: Cannot rename /memories/team to /memories/other: a shared memory is mounted at /memories/team. Nothing was changed.",
         ),
         (
             {"command": "rename", "old_path": "/memories/mine.md", "new_path": "/memories/team"},
-            "Error: Cannot rename /memories/mine.md to /memories/team: a shared memory is mounted at /memories/team.",
+            "Error: Cannot rename /memories/mine.md to /memories/team: a shared memory is mounted at /memories/team. Nothing was changed.",
         ),
         (
             {"command": "rename", "old_path": "/memories/mine.md", "new_path": "/memories/team/mine.md"},
@@ -352,3 +358,59 @@ def test_a_command_inside_a_mount_costs_what_it_costs_in_the_users_own_memory(
     requests.reset()
     alice.run({"command": "view", "path": "/memories"})
     assert requests.calls == Counter(ListObjectsV2=2)
+
+
+def test_renames_at_the_root_or_into_a_read_only_mount_are_refused_as_such(
+    store: Store, seeded: S3Memory
+) -> None:
+    alice = mounted(store, "alice")
+    alice.run({"command": "create", "path": "/memories/mine.md", "file_text": "mine"})
+    for command, message in [
+        (
+            {"command": "rename", "old_path": "/memories/mine.md", "new_path": "/memories/team/mine.md"},
+            "Error: Cannot change /memories/team/mine.md: /memories/team is a read-only shared memory. "
+            "Nothing was changed.",
+        ),
+        (
+            {"command": "rename", "old_path": "/memories/team/runbook.md", "new_path": "/memories"},
+            "Error: The destination /memories already exists",
+        ),
+    ]:
+        with pytest.raises(CommandError) as refused:
+            alice.run(command)
+        assert refused.value.message == message
+
+
+def test_a_tampered_shared_file_is_refused_naming_the_path_the_user_sees(
+    store: Store, seeded: S3Memory, s3: Any
+) -> None:
+    key = seeded.layout.file_key(memory_path("/memories/runbook.md"))
+    body = bytearray(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+    body[-1] ^= 1
+    metadata = s3.head_object(Bucket=BUCKET, Key=key)["Metadata"]
+    s3.put_object(Bucket=BUCKET, Key=key, Body=bytes(body), Metadata=metadata)
+    with pytest.raises(CommandError) as refused:
+        mounted(store, "alice").run({"command": "view", "path": "/memories/team/runbook.md"})
+    assert refused.value.message.startswith("Error: The stored object for /memories/team/runbook.md failed")
+
+
+def test_a_path_in_a_mounted_memory_is_shown_below_its_mount() -> None:
+    assert shown_path("/memories/oncall/notes.md", ("team",)) == "/memories/team/oncall/notes.md"
+    assert shown_path("/memories", ("team",)) == "/memories/team"
+    inner = memory_path("/memories/oncall/notes.md")
+    mounted_path = type(inner)("/memories/team/oncall/notes.md", inner.segments, ("team",))
+    assert [path.text for path in mounted_path.ancestors()] == ["/memories/team/oncall"]
+    assert mounted_path.joined(("x",)).shown == "/memories/team/oncall/notes.md/x"
+    assert mounted_path == type(inner)(mounted_path.text, inner.segments)  # the mount is not compared
+
+
+def test_the_read_only_note_stays_within_the_view_cap(store: Store, seeded: S3Memory) -> None:
+    own = S3Memory(store, "alice")
+    for number in range(110):
+        own.run({"command": "create", "path": f"/memories/{'n' * 140}{number:03}.md", "file_text": "x"})
+    listing = mounted(store, "alice").run({"command": "view", "path": "/memories"})
+    assert len(listing) <= VIEW_CHARACTER_CAP
+    assert listing.endswith(
+        "rows shown. View a subdirectory to see the rest.]\n"
+        "[Read-only shared memory: /memories/team; writes there are refused.]"
+    )

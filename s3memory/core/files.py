@@ -262,7 +262,15 @@ class MemoryFiles:
     def decode(self, path: MemoryPath, body: bytes, metadata: Mapping[str, str]) -> tuple[str, str | None]:
         """The text and the author of ``body`` read at ``path`` with ``metadata``; refused unless
         s3memory sealed it for this user and placed it at ``path``."""
-        opened = self.format.open_file(self.cipher, path.canonical, body, metadata)
+        try:
+            opened = self.format.open_file(self.cipher, path.canonical, body, metadata)
+        except IntegrityError as refused:
+            if not path.mount:
+                raise
+            # The refusal names the path the object is bound to; the user sees it below the mount.
+            raise IntegrityError(
+                refused.message.replace(f" {path.canonical} ", f" {path.shown} ", 1)
+            ) from None
         try:
             return opened.plaintext.decode("utf-8"), opened.author
         except UnicodeDecodeError:

@@ -96,11 +96,12 @@ LISTING_HEADER = "Here're the files and directories up to 2 levels deep in {path
 """The first line of a directory's ``view`` answer."""
 
 
-def render_listing(path_text: str, canonical: str, tree: Tree) -> str:
-    """The ``view`` answer for a directory, cut near the view cap with a closing note."""
+def render_listing(path_text: str, canonical: str, tree: Tree, last: str = "") -> str:
+    """The ``view`` answer for a directory, cut near the view cap with a closing note, and ``last``
+    (when given) as its last line, within the cap."""
     header = LISTING_HEADER.format(path=path_text)
     return cut_to_cap(
-        header, [f"{human_size(DIRECTORY_SIZE)}\t{path_text}", *tree.rows(canonical)], _cut_note
+        header, [f"{human_size(DIRECTORY_SIZE)}\t{path_text}", *tree.rows(canonical)], _cut_note, last
     )
 
 

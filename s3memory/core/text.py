@@ -33,32 +33,35 @@ def numbered(line_number: int, line: str) -> str:
     return f"{line_number:>{LINE_NUMBER_WIDTH}}\t{line}"
 
 
-def cut_to_cap(header: str, rows: Iterable[str], note: Callable[[int], str]) -> str:
-    """``header`` then ``rows``, one a line; cut near ``VIEW_CHARACTER_CAP`` when that is longer.
+def cut_to_cap(header: str, rows: Iterable[str], note: Callable[[int], str], last: str = "") -> str:
+    """``header`` then ``rows``, one a line, and ``last`` (when given) as the last line; cut near
+    ``VIEW_CHARACTER_CAP`` when that is longer.
 
     The cut answer holds as many whole rows as fit within the cap together with the closing
-    ``note(kept)``; when not even the first row fits, that row is shown cut with ``note(0)``.
-    Rows are drawn from ``rows`` only until the answer passes the cap.
+    ``note(kept)`` (and ``last``); when not even the first row fits, that row is shown cut with
+    ``note(0)``. Rows are drawn from ``rows`` only until the answer passes the cap.
     """
+    cap = VIEW_CHARACTER_CAP - (1 + len(last) if last else 0)
+    ending = [last] if last else []
     taken: list[str] = []
     length = len(header)
     for row in rows:
         taken.append(row)
         length += 1 + len(row)
-        if length > VIEW_CHARACTER_CAP:
+        if length > cap:
             break
     else:
-        return header + "\n" + "\n".join(taken)
+        return "\n".join([header, *taken, *ending])
     kept = 0
     length = len(header)
-    while length + 1 + len(taken[kept]) + 1 + len(note(kept + 1)) <= VIEW_CHARACTER_CAP:
+    while length + 1 + len(taken[kept]) + 1 + len(note(kept + 1)) <= cap:
         length += 1 + len(taken[kept])
         kept += 1
     if kept == 0:
         closing = note(0)
-        room = max(0, VIEW_CHARACTER_CAP - len(header) - len(closing) - 2)
-        return "\n".join([header, taken[0][:room], closing])
-    return "\n".join([header, *taken[:kept], note(kept)])
+        room = max(0, cap - len(header) - len(closing) - 2)
+        return "\n".join([header, taken[0][:room], closing, *ending])
+    return "\n".join([header, *taken[:kept], note(kept), *ending])
 
 
 def render_numbered(header: str, lines: list[str], first: int, rest_end: int, total: int) -> str:
