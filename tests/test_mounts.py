@@ -5,6 +5,7 @@ refused, the root view, authors, and a shared memory's namespace, which no user'
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -17,11 +18,14 @@ from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from s3memory.mounts import MAX_MOUNTS, READ_WRITE, Mount, MountedMemory
+from s3memory.ops import expiry
 from s3memory.ops.operations import Operations
 from s3memory.storage.bucket import Bucket
 from s3memory.store import Store
 
-from .support.bucket import BUCKET, snapshot, stored_keys
+from .support.bucket import BUCKET, MASTER_KEY, snapshot, stored_keys
+from .support.console import run
+from .support.rotation import NEW_MASTER_KEY
 
 TEAM = "team-acme"
 
@@ -414,3 +418,43 @@ def test_the_read_only_note_stays_within_the_view_cap(store: Store, seeded: S3Me
         "rows shown. View a subdirectory to see the rest.]\n"
         "[Read-only shared memory: /memories/team; writes there are refused.]"
     )
+
+
+# -- operators ---------------------------------------------------------------------------------------------
+
+
+def test_rotate_all_seals_shared_memories_too_before_it_says_the_old_key_may_go(s3: Any) -> None:
+    """Else an operator told to drop the old key would lock every mounter out of the shared memory."""
+    old = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=2)
+    old.memory("alice").run({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
+    old.memory(f"shared/{TEAM}").run(
+        {"command": "create", "path": "/memories/runbook.md", "file_text": "r\n"}
+    )
+    assert list(old.users()) == ["alice"] and list(old.shared_memories()) == [f"shared/{TEAM}"]
+    operator = Operations(
+        Bucket(s3, BUCKET),
+        LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}),
+        storage_format=2,
+    )
+    status, out, _ = run(operator, "rotate", "--all", "--yes")
+    assert status == 0 and f"shared/{TEAM}: sealed 1 files and 1 records again" in out.splitlines()
+    alone = Store(Bucket(s3, BUCKET), LocalKeyProvider(NEW_MASTER_KEY, version=2), storage_format=2)
+    listing = MountedMemory(S3Memory(alone, "bob"), [Mount("/memories/team", TEAM)]).run(
+        {"command": "view", "path": "/memories/team/runbook.md"}
+    )
+    assert listing.endswith("     1\tr")
+    status, out, _ = run(operator, "cat", "--user", f"shared/{TEAM}", "/memories/runbook.md")
+    assert (status, out) == (0, "r\n")
+    status, out, _ = run(operator, "verify", "--all")
+    assert status == 0
+
+
+def test_idle_expiry_of_every_user_leaves_shared_memories_alone(
+    store: Store, seeded: S3Memory, s3: Any
+) -> None:
+    S3Memory(store, "alice").run({"command": "create", "path": "/memories/a.md", "file_text": "a"})
+    operator = Operations(Bucket(s3, BUCKET), store.key_provider, storage_format=2)
+    later = time.time() + 400 * 86_400
+    report = expiry.expire(operator, 30, list(operator.users()), now=later)
+    assert [user.user_id for user in report.users] == ["alice"]
+    assert seeded.run({"command": "view", "path": "/memories/runbook.md"}).endswith("     2\tstep two")

@@ -22,18 +22,23 @@ if TYPE_CHECKING:
 NO_QUESTION = "do not ask for confirmation"
 """The help of ``--yes`` for most commands that ask first."""
 
-USER = Argument("--user", required=True, help="the user id")
+USER = Argument("--user", required=True, help="the user id, or shared/NAME for a shared memory")
 USER_OR_ALL = OneOf(
-    Argument("--user", help="the user id"),
-    Argument("--all", action="store_true", help="every user in the store"),
+    Argument("--user", help="the user id, or shared/NAME for a shared memory"),
+    Argument(
+        "--all", action="store_true", help="every user in the store (rotate, verify: and every shared memory)"
+    ),
     required=True,
 )
 """``--user U`` or ``--all``, exactly one."""
 
 
-def chosen_users(arguments: argparse.Namespace, operations: Operations) -> list[str]:
-    """The users of ``--all`` (every user in the store) or ``--user U``."""
-    return list(operations.users()) if arguments.all else [arguments.user]
+def chosen_users(arguments: argparse.Namespace, operations: Operations, *, shared: bool = False) -> list[str]:
+    """The memories of ``--all`` (every user in the store, and with ``shared`` every shared memory
+    too) or ``--user U``."""
+    if not arguments.all:
+        return [arguments.user]
+    return [*operations.users(), *(operations.shared_memories() if shared else ())]
 
 
 def whom(arguments: argparse.Namespace) -> str:
@@ -369,7 +374,9 @@ def rotate(console: Console, operations: Operations) -> Report:
         else ""
     )
     console.confirm(f"Seal every file of {whom(arguments)} again under a new data key version{dropping}?")
-    users = chosen_users(console.arguments, operations)
+    # Every shared memory too: the report says when an old key may go, which is true only once
+    # nothing in the store needs it.
+    users = chosen_users(console.arguments, operations, shared=True)
     reports = []
     with console.progress("user") as progress:
         progress.expect(len(users))
@@ -432,7 +439,7 @@ def _rotation_lines(report: RotationReport, operations: Operations) -> list[str]
 @command("verify", "authenticate every object; exit 1 on any problem", USER_OR_ALL)
 def verify(console: Console, operations: Operations) -> Report:
     server = operations.check_server()
-    users = chosen_users(console.arguments, operations)
+    users = chosen_users(console.arguments, operations, shared=True)
     with console.progress("object") as progress:
         reports = [operations.verify(user, progress=progress) for user in users]
     answers = {} if server.enforced is None else server.enforced.answers

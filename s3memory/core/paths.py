@@ -219,6 +219,22 @@ class SharedName(str):
         return SHARED_PRINCIPAL + self
 
 
+def owner_of(name: object) -> UserId | SharedName:
+    """Whose memory ``name`` names, as the operator commands take it: ``shared/<name>`` a shared
+    memory's, anything else a user id (``ValueError`` for neither)."""
+    if isinstance(name, UserId | SharedName):
+        return name
+    if isinstance(name, str) and name.startswith(SHARED_PRINCIPAL):
+        return SharedName(name[len(SHARED_PRINCIPAL) :])
+    return UserId(name)
+
+
+def check_owner(name: object, prefix: object) -> UserId | SharedName:
+    """``owner_of(name)``, with ``prefix`` checked as ``validate_namespace`` checks it."""
+    check_prefix(prefix)
+    return owner_of(name)
+
+
 def check_prefix(prefix: object) -> str:
     """``prefix``, refused (``ValueError``) unless it is empty or ``/``-separated plain segments
     each ending in ``/``."""

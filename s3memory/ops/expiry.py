@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from s3memory.core.last_used import RECORD_EVERY_SECONDS
-from s3memory.core.paths import MemoryPath, validate_namespace
+from s3memory.core.paths import MemoryPath, check_owner
 from s3memory.errors import IntegrityError, StorageError
 from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
@@ -123,7 +123,7 @@ def expire(
         raise ValueError("now must be a time in seconds since the epoch")
     users = list(user_ids)
     for user_id in users:
-        validate_namespace(user_id, operations.prefix)
+        check_owner(user_id, operations.prefix)
     moment = time.time() if now is None else float(now)
     report = ExpiryReport(idle_days, moment - idle_days * DAY_SECONDS, dry_run)
     progress.expect(len(users))

@@ -25,7 +25,15 @@ from typing import TYPE_CHECKING, Unpack
 from s3memory.core.job_records import JOB_PREFIX, QUARANTINE_PREFIX
 from s3memory.core.last_used import ACCESS_NAME
 from s3memory.core.moves import MARK_PREFIX
-from s3memory.core.paths import KeyLayout, memory_path, validate_namespace
+from s3memory.core.paths import (
+    SHARED_PRINCIPAL,
+    KeyLayout,
+    UserId,
+    check_owner,
+    memory_path,
+    owner_of,
+    validate_namespace,
+)
 from s3memory.crypto import KeyProvider, KMSKeyProvider, plaintext_size
 from s3memory.errors import CommandError, IntegrityError
 from s3memory.formats.keyvault import KEYS_PREFIX, key_version
@@ -254,16 +262,30 @@ class Operations:
         if self._identity is None:
             yield from self._plain_users()
             return
+        yield from sorted(name for name in self._namespaces() if usable_user_id(name, self.prefix))
+
+    def shared_memories(self) -> Iterator[str]:
+        """The shared memories that have objects in the store, each as ``shared/<name>`` (what the
+        operator commands take), in byte order; none on format 1."""
+        if self._identity is None:
+            return
+        self.check_nesting()
+        found = [name for name in self._namespaces() if name.startswith(SHARED_PRINCIPAL)]
+        yield from sorted(name for name in found if _usable_shared(name))
+
+    def _namespaces(self) -> list[str]:
+        """Format 2: what every namespace of the store decrypts to under the store key (none
+        without one; namespaces that do not decrypt left out)."""
         key = self.store_key()
         if key is None:
-            return
+            return []
         found: list[str] = []
         for page in self.bucket.pages(self.prefix, delimiter=True):
             for common in page.prefixes:
-                user_id = user_of_namespace(key, common[len(self.prefix) : -1])
-                if user_id is not None and usable_user_id(user_id, self.prefix):
-                    found.append(user_id)
-        yield from sorted(found)
+                name = user_of_namespace(key, common[len(self.prefix) : -1])
+                if name is not None:
+                    found.append(name)
+        return found
 
     def _plain_users(self) -> Iterator[str]:
         for page in self.bucket.pages(self.prefix, delimiter=True):
@@ -289,7 +311,7 @@ class Operations:
         ``existing_memory``)."""
         self.check_nesting()
         options: MemoryOptions = {**self.limits.memory_options(), "actor": self.actor}
-        memory = S3Memory(self.store, user_id, **options)
+        memory = S3Memory(self.store, owner_of(user_id), **options)
         check_no_store_at(self.bucket, memory.layout.namespace)
         return memory
 
@@ -297,7 +319,7 @@ class Operations:
         """The user's memory, or None on a format-2 store that has no store key yet, where no user
         has any object: what only reads or deletes takes None for an empty memory and writes
         nothing. ``ValueError`` for an unusable user id, either way."""
-        validate_namespace(user_id, self.prefix)
+        check_owner(user_id, self.prefix)
         self.check_nesting()
         if self._identity is not None and self.store_key() is None:
             return None
@@ -436,9 +458,12 @@ class Operations:
         memory = self.existing_memory(user_id)
         erasure = Erasure(user_id, shredded=isinstance(self.key_provider, KMSKeyProvider))
         layouts: list[KeyLayout] = [] if memory is None else [memory.layout]
-        if self._identity is not None and not born_in_format_2(
-            self.bucket, self.prefix, self._identity, self.store_key()
-        ):  # and what format 1 left: files not moved yet, keys, history (its listing names the user)
+        if (
+            self._identity is not None
+            and not born_in_format_2(self.bucket, self.prefix, self._identity, self.store_key())
+            and isinstance(owner_of(user_id), UserId)
+        ):  # and what format 1 left of a user: files not moved
+            # yet, keys, history (its listing names the user)
             layouts.append(KeyLayout(validate_namespace(user_id, self.prefix)))
         for layout in layouts:
             prefixes = (layout.internal_prefix, layout.memories_prefix)
@@ -540,6 +565,14 @@ class Operations:
             except CommandError as error:
                 transfer.refused.append((local.path, error.message))
         return transfer
+
+
+def _usable_shared(principal: str) -> bool:
+    try:
+        owner_of(principal)
+    except ValueError:
+        return False
+    return True
 
 
 def usable_user_id(user_id: str, prefix: str) -> bool:

@@ -33,7 +33,7 @@ from datetime import datetime
 
 from s3memory.core.files import LOST, Lost, retried
 from s3memory.core.job_records import RECORD_MAX_BYTES, RECORD_PATH_PREFIX
-from s3memory.core.paths import MemoryPath, validate_namespace
+from s3memory.core.paths import MemoryPath, check_owner
 from s3memory.crypto import (
     MAX_KEY_CACHE_SECONDS,
     MAX_KEY_VERSION,
@@ -175,7 +175,7 @@ def rotate(
     refuse_unsupported(operations)
     provider = operations.key_provider
     if not isinstance(provider, LocalKeyProvider | KMSKeyProvider):
-        validate_namespace(user_id, operations.prefix)
+        check_owner(user_id, operations.prefix)
         raise ValueError("rotate needs a KMSKeyProvider or a LocalKeyProvider")
     memory = operations.existing_memory(user_id)
     report = RotationReport(user_id, dry_run)
