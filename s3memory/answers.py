@@ -12,7 +12,7 @@ import traceback
 from typing import NamedTuple
 
 from s3memory.errors import CommandError, unexpected_failure
-from s3memory.memory import S3Memory
+from s3memory.mounts import UserMemory
 
 logger = logging.getLogger("s3memory")
 
@@ -24,7 +24,7 @@ class Answer(NamedTuple):
     is_error: bool
 
 
-def answer(memory: S3Memory, raw_input: object) -> Answer:
+def answer(memory: UserMemory, raw_input: object) -> Answer:
     """Run one raw ``tool_use`` input: the contract's text, or an error answer (a refusal's own
     text; any other failure answered as an unexpected failure, and logged by its type and frames,
     never its message, which may hold content, a path or a user id)."""

@@ -231,11 +231,12 @@ class S3Memory:
         twin._placed = None if self._placed is None else self._placed.by(author)
         return twin
 
-    def shared(self, name: SharedName, *, writes: bool) -> S3Memory:
-        """The shared memory ``name`` in this user's store, with this memory's file size limit, guard
-        and clock, and no quota. When it ``writes``, its writes are recorded as this user's
-        (``<user>/<actor>`` when an actor writes; ``ValueError`` for a user id no author may be, as
-        the operator's name: such a user mounts it read-only)."""
+    def shared(self, name: SharedName, *, writes: bool, base: S3Memory | None = None) -> S3Memory:
+        """The shared memory ``name`` in this user's store (``base``, a process's warm one, when
+        given; else one with this memory's file size limit, guard and clock, and no quota). When it
+        ``writes``, its writes are recorded as this user's (``<user>/<actor>`` when an actor writes;
+        ``ValueError`` for a user id no author may be, as the operator's name: such a user mounts it
+        read-only)."""
         if isinstance(self._owner, SharedName):
             raise ValueError("a shared memory is mounted into a user's memory, not into another")
         max_file_bytes, _quota, clock = self._limits
@@ -248,14 +249,15 @@ class S3Memory:
                 raise ValueError(
                     f"this user cannot write into a shared memory ({error}); mount it read-only"
                 ) from None
-        return S3Memory(
-            self.store,
-            SharedName(name),
-            max_file_bytes=max_file_bytes,
-            content_guard=self.content_guard,
-            clock=clock,
-            actor=author,
-        )
+        if base is None:
+            base = S3Memory(
+                self.store,
+                SharedName(name),
+                max_file_bytes=max_file_bytes,
+                content_guard=self.content_guard,
+                clock=clock,
+            )
+        return base.acting_as(author)
 
     def run(self, raw_input: object) -> str:
         """Run one raw ``tool_use`` input and return the answer text.

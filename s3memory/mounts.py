@@ -17,18 +17,21 @@ over the user's own memory and its mounts, each command in the one memory its pa
   refused: no job record can move files between two memories' keys with the protocol's guarantees;
 - a write into a read-write mount is recorded as the user's (``<user>/<actor>`` with an actor).
 
-Which mounts a user gets is the application's to decide: it is trusted, and passes them here.
+Which mounts a user gets is the application's to decide: it is trusted, and passes them here. Behind
+a token (the Lambda functions, the MCP server over HTTP), grants (``Grant``, ``S3MEMORY_MOUNTS``) give
+the mounts the verified token's claims name, and no others (``granted``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, assert_never
 
 from s3memory.core.commands import Command, Create, Delete, Insert, Rename, StrReplace, View, parse_command
 from s3memory.core.listing import Tree, is_hidden, render_listing
-from s3memory.core.paths import MemoryPath, SharedName, memory_path
+from s3memory.core.paths import MemoryPath, SharedName, UserId, memory_path
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 
@@ -67,11 +70,92 @@ class Mount:
         return self.point.rsplit("/", 1)[1]
 
 
+@dataclass(frozen=True)
+class Grant:
+    """A token whose claim ``claim`` is ``value`` (or, a list, holds it; or, ``scope`` or ``scp``
+    as a string, has it as a word) sees ``mount``."""
+
+    claim: str
+    value: str
+    mount: Mount
+
+    def holds(self, claims: Mapping[str, object]) -> bool:
+        found = claims.get(self.claim)
+        if isinstance(found, str):
+            words = found.split() if self.claim in ("scope", "scp") else [found]
+            return self.value in words
+        return isinstance(found, list) and self.value in found
+
+
+def granted(grants: Sequence[Grant], claims: Mapping[str, object]) -> tuple[Mount, ...]:
+    """The mounts ``claims`` are granted, one per point (read-write where any grant says so), by point."""
+    chosen: dict[str, Mount] = {}
+    for grant in grants:
+        if grant.holds(claims):
+            held = chosen.get(grant.mount.point)
+            if held is None or grant.mount.mode == READ_WRITE:
+                chosen[grant.mount.point] = grant.mount
+    return tuple(chosen[point] for point in sorted(chosen))
+
+
+def grants_from_json(text: str) -> tuple[Grant, ...]:
+    """The grants of ``S3MEMORY_MOUNTS``: a JSON array of ``{"claim", "value", "point", "memory",
+    "mode"}`` (``mode`` ``read_only`` unless told). ``ValueError`` saying what is wrong."""
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ValueError("it is not valid JSON") from None
+    if not isinstance(parsed, list):
+        raise ValueError('it must be a JSON array of {"claim", "value", "point", "memory", "mode"} objects')
+    grants: list[Grant] = []
+    for number, item in enumerate(parsed, 1):
+        fields = {"claim", "value", "point", "memory", "mode"}
+        if not isinstance(item, dict) or not {"claim", "value", "point", "memory"} <= set(item) <= fields:
+            raise ValueError(
+                f'grant {number} must be an object with "claim", "value", "point", "memory" and "mode"'
+            )
+        claim, value = item["claim"], item["value"]
+        if not all(isinstance(word, str) and word and word.isprintable() for word in (claim, value)):
+            raise ValueError(f"grant {number}: claim and value must be non-empty printable strings")
+        try:
+            mount = Mount(item["point"], item["memory"], item.get("mode", READ_ONLY))
+        except ValueError as error:
+            raise ValueError(f"grant {number}: {error}") from None
+        grants.append(Grant(claim, value, mount))
+    memories: dict[str, str] = {}
+    for grant in grants:
+        if memories.setdefault(grant.mount.point, grant.mount.memory) != grant.mount.memory:
+            raise ValueError(f"{grant.mount.point} is granted two shared memories")
+    if len(memories) > MAX_MOUNTS:
+        raise ValueError(f"it grants more than {MAX_MOUNTS} mount points")
+    return tuple(grants)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who a request is from, checked where it came in: the user, and the mounts it was granted."""
+
+    user: UserId
+    mounts: tuple[Mount, ...] = ()
+
+
+SharedOf = Callable[[SharedName], S3Memory]
+"""A process's warm shared memory of a name (``memories.Memories``)."""
+
+
+def with_mounts(
+    own: S3Memory, mounts: Sequence[Mount], shared_of: SharedOf | None = None
+) -> S3Memory | MountedMemory:
+    """``own``, with ``mounts`` mounted in it when there are any."""
+    return MountedMemory(own, mounts, shared_of) if mounts else own
+
+
 class MountedMemory:
     """A user's memory (``own``) with shared memories mounted in it: the six commands, each run in the
-    memory its path lies in. Building one sends no request."""
+    memory its path lies in; each shared memory ``shared_of`` its name when given (a process's warm
+    one). Building one sends no request."""
 
-    def __init__(self, own: S3Memory, mounts: Sequence[Mount]) -> None:
+    def __init__(self, own: S3Memory, mounts: Sequence[Mount], shared_of: SharedOf | None = None) -> None:
         if len(mounts) > MAX_MOUNTS:
             raise ValueError(f"at most {MAX_MOUNTS} shared memories can be mounted")
         names = [mount.name for mount in mounts]
@@ -80,9 +164,17 @@ class MountedMemory:
         self.own = own
         self.mounts = {mount.name: mount for mount in mounts}
         self._shared = {
-            mount.name: own.shared(SharedName(mount.memory), writes=mount.mode == READ_WRITE)
+            mount.name: own.shared(
+                SharedName(mount.memory),
+                writes=mount.mode == READ_WRITE,
+                base=None if shared_of is None else shared_of(SharedName(mount.memory)),
+            )
             for mount in mounts
         }
+
+    def clear_all(self) -> str:
+        """``clear_all_memory``: the user's own memory only, never a mounted one."""
+        return self.own.clear_all()
 
     def run(self, raw_input: object) -> str:
         """Run one raw ``tool_use`` input and return the answer text (``S3Memory.run``)."""
@@ -192,6 +284,10 @@ class MountedMemory:
             )
 
 
+UserMemory = S3Memory | MountedMemory
+"""A user's memory, with shared memories mounted in it or not: what the edges serve."""
+
+
 def _note(read_only: list[str]) -> str:
     """The last line of a listing that shows the read-only mounts ``read_only`` ("" for none)."""
     if not read_only:
@@ -199,4 +295,16 @@ def _note(read_only: list[str]) -> str:
     return f"[Read-only shared memory: {', '.join(read_only)}; writes there are refused.]"
 
 
-__all__ = ["MAX_MOUNTS", "READ_ONLY", "READ_WRITE", "Mount", "MountedMemory"]
+__all__ = [
+    "MAX_MOUNTS",
+    "READ_ONLY",
+    "READ_WRITE",
+    "Caller",
+    "Grant",
+    "Mount",
+    "MountedMemory",
+    "UserMemory",
+    "granted",
+    "grants_from_json",
+    "with_mounts",
+]

@@ -43,6 +43,7 @@ from s3memory.core.quota import Quota
 from s3memory.crypto import DATA_KEY_BYTES, MAX_KEY_VERSION, KeyProvider, KMSKeyProvider, LocalKeyProvider
 from s3memory.formats.choice import AUTO_FORMAT, StorageFormat, checked_format
 from s3memory.memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT, MemoryOptions
+from s3memory.mounts import Grant, grants_from_json
 from s3memory.storage.bucket import Bucket
 from s3memory.storage.conditions import REFUSE, SINGLE_WRITER, WeakServer, checked_weak_server
 from s3memory.store import DEFAULT_PREFIX, Store, StoreOptions
@@ -72,6 +73,7 @@ JWT_ISSUER = "S3MEMORY_JWT_ISSUER"
 JWT_AUDIENCE = "S3MEMORY_JWT_AUDIENCE"
 JWT_SCOPES = "S3MEMORY_JWT_SCOPES"
 MCP_URL = "S3MEMORY_MCP_URL"
+MOUNTS = "S3MEMORY_MOUNTS"
 DEFAULT_MODEL = "claude-sonnet-4-5"
 """The model used when none is named: by the agent Lambda (``S3MEMORY_MODEL``) and ``s3memory demo --live``."""
 QUOTA_LIMIT = 10**15
@@ -239,6 +241,8 @@ class Edge:
     tokens: TokenCheck | None = None
     mcp_url: str | None = None
     """The public URL of the MCP function's ``/mcp`` route: the resource its tokens are for."""
+    grants: tuple[Grant, ...] = ()
+    """The shared memories a verified token's claims mount (``mounts.Grant``; none for a direct event)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Edge:
@@ -255,7 +259,14 @@ class Edge:
                     f"{MCP_URL} must be the https:// URL clients reach the MCP route at, without a query "
                     "(http:// only on a loopback address)"
                 )
-        return cls(direct, tokens, mcp_url)
+        text = _get(environ, MOUNTS)
+        try:
+            grants = () if text is None else grants_from_json(text)
+        except ValueError as error:
+            raise SettingsError(f"{MOUNTS} is refused: {error}") from None
+        if grants and tokens is None:
+            raise SettingsError(f"{MOUNTS} needs {JWT_ISSUER}: only a verified token's claims grant a mount")
+        return cls(direct, tokens, mcp_url, grants)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from s3memory.settings import TokenCheck, secure_url
 
@@ -113,6 +113,13 @@ def _document(fetch: Fetch, url: str) -> dict[str, Any]:
     return document
 
 
+class Verified(NamedTuple):
+    """A verified token: its subject, and every claim it carries (what grants mounts)."""
+
+    subject: str
+    claims: dict[str, Any]
+
+
 class TokenVerifier:
     """Verifies bearer tokens for one ``TokenCheck``; holds the issuer's signing keys between calls."""
 
@@ -130,6 +137,10 @@ class TokenVerifier:
 
     def subject(self, authorization: object) -> str:
         """The ``sub`` of the verified token in an ``Authorization`` header value."""
+        return self.verified(authorization).subject
+
+    def verified(self, authorization: object) -> Verified:
+        """The subject and the claims of the verified token in an ``Authorization`` header value."""
         import jwt
 
         token = _bearer_token(authorization)
@@ -147,7 +158,7 @@ class TokenVerifier:
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject:
             raise _invalid("it has no subject (sub)")
-        return subject
+        return Verified(subject, claims)
 
     def _signing_key(self, key_id: str | None) -> dict[str, Any]:
         with self._lock:

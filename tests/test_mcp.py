@@ -360,7 +360,7 @@ def test_a_failure_nobody_foresaw_is_an_error_result_worded_as_the_sdk_adapter_w
     worded = "Error: s3memory failed unexpectedly (RuntimeError); the command may not have run."
     assert caught.value.content == worded
     assert tuple(answer(memory, {"command": "view", "path": "/memories"})) == (worded, True)
-    with in_process(build_server(lambda user: memory, lambda: "alice")) as client:
+    with in_process(build_server(lambda: memory)) as client:
         assert client.call(command="view", path="/memories") == (worded, True)
 
 
@@ -371,7 +371,7 @@ def test_an_unreachable_store_is_an_error_result_with_the_adapters_text(
     memory = library(unreachable, "alice")
     with pytest.raises(ToolError) as caught:
         S3MemoryTool.over(library(unreachable, "alice")).call({"command": "view", "path": "/memories"})
-    with in_process(build_server(lambda user: memory, lambda: "alice")) as client:
+    with in_process(build_server(lambda: memory)) as client:
         text, is_error = client.call(command="view", path="/memories")
     assert (text, is_error) == (caught.value.content, True)
     assert text.startswith("Error: ") and "127.0.0.1:9" in text
@@ -396,7 +396,7 @@ def test_commands_run_at_most_sixteen_at_once_in_threads_of_their_own() -> None:
 
     memory: Any = Stuck()
     calls = COMMANDS_IN_FLIGHT + 4
-    server = build_server(lambda user: memory, lambda: "alice")
+    server = build_server(lambda: memory)
     with in_process(server) as client, concurrent.futures.ThreadPoolExecutor(calls) as pool:
         answers = [pool.submit(client.call, command="view", path="/memories") for _ in range(calls)]
         for _ in range(COMMANDS_IN_FLIGHT):
@@ -411,8 +411,8 @@ def test_commands_run_at_most_sixteen_at_once_in_threads_of_their_own() -> None:
 def test_each_call_runs_on_the_memory_of_the_user_of_its_request(
     store_environment: dict[str, str],
 ) -> None:
-    """The seam the HTTP transport takes: ``user_of_request`` is asked at each call, and the call runs
-    on that user's memory, never another's."""
+    """The seam the HTTP transport takes: ``memory_of_request`` is asked at each call, and the call runs
+    on the memory of that call's request, never another's."""
     memories = {user: library(store_environment, user) for user in ("carol", "dave")}
     requests = iter(["carol", "dave", "carol", "dave"])
     asked: list[str] = []
@@ -422,7 +422,7 @@ def test_each_call_runs_on_the_memory_of_the_user_of_its_request(
         return memories[user]
 
     home = directory()
-    with in_process(build_server(memory_of, lambda: next(requests))) as client:
+    with in_process(build_server(lambda: memory_of(next(requests)))) as client:
         ok(client, command="create", path=f"{home}/who.txt", file_text="carol's")
         ok(client, command="create", path=f"{home}/who.txt", file_text="dave's")
         assert ok(client, command="view", path=f"{home}/who.txt").endswith("     1\tcarol's")

@@ -25,6 +25,7 @@ from s3memory.core.commands import COMMANDS
 from s3memory.core.paths import UserId
 from s3memory.crypto import validate_served_author
 from s3memory.errors import type_name
+from s3memory.mounts import Grant, Mount, granted
 from s3memory.settings import DIRECT_INVOCATION, JWT_ISSUER, Edge
 from s3memory.tokens import KeysUnavailable, TokenRefused, TokenVerifier
 
@@ -36,6 +37,9 @@ class Request:
     user_id: UserId
     tool_input: dict[str, Any]
     actor: str | None = None
+    mounts: tuple[Mount, ...] = ()
+    """The shared memories the verified token's claims mount (``S3MEMORY_MOUNTS``); none for a
+    direct event."""
 
 
 class Refused(Exception):
@@ -152,8 +156,11 @@ def _authorization(event: dict[Any, Any]) -> object:
     return headers.get("authorization") if isinstance(headers, dict) else None
 
 
-def http_request(event: dict[Any, Any], tokens: TokenVerifier | None) -> Request:
-    """The user (the verified token's subject) and input of an HTTP API request."""
+def http_request(
+    event: dict[Any, Any], tokens: TokenVerifier | None, grants: tuple[Grant, ...] = ()
+) -> Request:
+    """The user (the verified token's subject), the mounts its claims are ``grants``ed, and the input
+    of an HTTP API request."""
     if tokens is None:
         raise Refused(
             500,
@@ -164,7 +171,7 @@ def http_request(event: dict[Any, Any], tokens: TokenVerifier | None) -> Request
     if event.get("version") != "2.0":
         raise Refused(400, "Error: Only API Gateway HTTP API events of payload format 2.0 are supported.")
     try:
-        subject = tokens.subject(_authorization(event))
+        verified = tokens.verified(_authorization(event))
     except TokenRefused as refusal:
         raise Refused(refusal.status, refusal.message, "token") from None
     except KeysUnavailable as error:
@@ -172,8 +179,9 @@ def http_request(event: dict[Any, Any], tokens: TokenVerifier | None) -> Request
             503, f"Error: The request's token could not be checked: {error}. Try again later.", "token_keys"
         ) from None
     try:
-        user_id = UserId(subject)  # the request's one check of its user id
+        user_id = UserId(verified.subject)  # the request's one check of its user id
     except ValueError as error:
         raise Refused(403, f"Error: The token's subject is not a usable user id: {error}.") from None
     body = _http_body(event)
-    return Request(user_id, _tool_input(body, "The request body"), actor_of(body))
+    mounts = granted(grants, verified.claims)
+    return Request(user_id, _tool_input(body, "The request body"), actor_of(body), mounts)

@@ -32,11 +32,11 @@ import anyio
 from s3memory.aws_lambda import record
 from s3memory.aws_lambda.events import Refused, body_text, command_name, is_http
 from s3memory.aws_lambda.runtime import Runtime, get_runtime
-from s3memory.core.paths import UserId
 from s3memory.errors import unexpected_failure
 from s3memory.mcp.http import http_app
 from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.memory import S3Memory
+from s3memory.mounts import Caller, UserMemory
 from s3memory.settings import JWT_ISSUER, MCP_URL, SettingsError
 
 if TYPE_CHECKING:
@@ -113,17 +113,18 @@ def _scope(event: dict[Any, Any]) -> Scope:
 
 
 class _Memories:
-    """The app's ``memory_of`` for one invocation: the user's warm memory, its writes by ``mcp``;
-    counts the job records its commands set aside in quarantine."""
+    """The app's ``memory_of`` for one invocation: the user's warm memory, its writes by ``mcp``, with
+    the mounts the token was granted (``S3MEMORY_MOUNTS``); counts the job records the user's own
+    memory set aside in quarantine."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self.served: list[tuple[S3Memory, int]] = []
 
-    def __call__(self, user: UserId) -> S3Memory:
-        memory = self.runtime.memory(user).acting_as(MCP_ACTOR)
+    def __call__(self, caller: Caller) -> UserMemory:
+        memory = self.runtime.memory(caller.user).acting_as(MCP_ACTOR)
         self.served.append((memory, len(memory.jobs.set_aside)))
-        return memory
+        return self.runtime.mounted(memory, caller.mounts)
 
     def set_aside(self) -> int:
         return sum(len(memory.jobs.set_aside) - before for memory, before in self.served)
@@ -134,7 +135,8 @@ def _serve_request(runtime: Runtime, scope: Scope, body: bytes, memories: _Memor
     resource = runtime.settings.edge.mcp_url
     assert resource is not None and runtime.tokens is not None
     host = scope["server"][0]
-    app = http_app(memories, host=host, resource=resource, verifier=runtime.tokens)
+    grants = runtime.settings.edge.grants
+    app = http_app(memories, host=host, resource=resource, verifier=runtime.tokens, grants=grants)
     response = _Response()
     received: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
 

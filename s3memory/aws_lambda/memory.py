@@ -51,7 +51,7 @@ def _serve(event: object, environ: Mapping[str, str], invocation: record.Invocat
         return _Answer(500, f"Error: s3memory is misconfigured: {error}.", True, "configuration")
     try:
         if is_http(event):
-            request = http_request(event, runtime.tokens)
+            request = http_request(event, runtime.tokens, runtime.settings.edge.grants)
         else:
             request = direct_request(event, runtime.settings.edge)
     except Refused as refusal:
@@ -59,8 +59,8 @@ def _serve(event: object, environ: Mapping[str, str], invocation: record.Invocat
     invocation.command = command_name(request.tool_input)
     try:
         command = parse_command(request.tool_input)  # before the memory is opened: bad input writes nothing
-        with runtime.serving(request.user_id, invocation.fields, request.actor) as memory:
-            return _Answer(200, memory.run_command(command), False)
+        with runtime.serving(request.user_id, invocation.fields, request.actor) as own:
+            return _Answer(200, runtime.mounted(own, request.mounts).run_command(command), False)
     except CommandError as error:
         return _Answer(200, error.message, True, type(error).__name__)
     except Exception as error:

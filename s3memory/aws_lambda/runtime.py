@@ -20,6 +20,7 @@ from s3memory.core.paths import UserId
 from s3memory.crypto import KeyProvider, KMSKeyProvider
 from s3memory.memories import Memories
 from s3memory.memory import S3Memory
+from s3memory.mounts import Mount, UserMemory, with_mounts
 from s3memory.settings import Settings
 from s3memory.store import Store
 from s3memory.tokens import TokenVerifier
@@ -53,14 +54,18 @@ class Runtime:
     ) -> Iterator[S3Memory]:
         """The user's memory for one invocation, its writes by ``actor``; notes in ``fields`` how
         many job records it set aside in quarantine (``job_records_set_aside``). Each command's
-        access record has landed before its answer (``core/last_used.py``): nothing is left in flight when
-        Lambda freezes the process."""
+        access record has landed before its answer (``core/last_used.py``): nothing is left in
+        flight when Lambda freezes the process. ``mounted`` mounts shared memories in it."""
         memory = self.memory(user_id).acting_as(actor)
         before = len(memory.jobs.set_aside)
         try:
             yield memory
         finally:
             fields["job_records_set_aside"] = len(memory.jobs.set_aside) - before
+
+    def mounted(self, own: S3Memory, mounts: tuple[Mount, ...]) -> UserMemory:
+        """``own`` with ``mounts`` mounted in it, each shared memory kept warm as a user's is."""
+        return with_mounts(own, mounts, self.memory)
 
 
 _lock = threading.Lock()

@@ -43,6 +43,7 @@ from s3memory.mcp.server import build_server
 from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.memories import Memories
 from s3memory.memory import S3Memory
+from s3memory.mounts import Caller, Grant, UserMemory, granted, with_mounts
 from s3memory.settings import JWT_ISSUER, Settings, SettingsError, secure_url
 from s3memory.tokens import KeysUnavailable, TokenRefused, TokenVerifier
 
@@ -58,22 +59,26 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 KEYS_RETRY_AFTER_SECONDS = 60
 """The ``Retry-After`` of a 503: the verifier fetches the issuer's keys again at most once a minute."""
 
-_request_user: ContextVar[UserId | None] = ContextVar("s3memory_mcp_request_user", default=None)
+_request_caller: ContextVar[Caller | None] = ContextVar("s3memory_mcp_request_caller", default=None)
+
+MemoryOf = Callable[[Caller], UserMemory]
+"""The memory of a caller the gate let in: the user's, with the mounts its token was granted."""
 
 
-def request_user() -> UserId:
-    """``user_of_request`` over HTTP: the user the gate let in for the request being served."""
-    user = _request_user.get()
-    if user is None:  # pragma: no cover - every request to /mcp passes a gate that sets it
+def request_caller() -> Caller:
+    """Who the gate let in for the request being served."""
+    caller = _request_caller.get()
+    if caller is None:  # pragma: no cover - every request to /mcp passes a gate that sets it
         raise LookupError("the request has no verified user")
-    return user
+    return caller
 
 
-def memories_of(store: Store, settings: Settings) -> Memories:
-    """``memory_of`` for every user of ``store``: one ``S3Memory`` per user (``memories.Memories``),
-    its writes by ``mcp``."""
+def memories_of(store: Store, settings: Settings) -> MemoryOf:
+    """``memory_of`` for every user of ``store``: one ``S3Memory`` per user and per shared memory
+    (``memories.Memories``), the caller's with its mounts mounted, its writes by ``mcp``."""
     options = settings.limits.memory_options()
-    return Memories(lambda user: S3Memory(store, user, **options).acting_as(MCP_ACTOR))
+    memories = Memories(lambda owner: S3Memory(store, owner, **options))
+    return lambda caller: with_mounts(memories(caller.user).acting_as(MCP_ACTOR), caller.mounts, memories)
 
 
 def metadata_url(resource: str) -> str:
@@ -104,11 +109,14 @@ async def _refuse(
 
 class TokenGate:
     """The ASGI app in front of ``/mcp``: lets a request through only with a verified bearer token,
-    as the token's subject (``request_user``)."""
+    as the token's subject, with the mounts its claims are ``grants``ed (``request_caller``)."""
 
-    def __init__(self, app: ASGIApp, verifier: TokenVerifier, resource: str) -> None:
+    def __init__(
+        self, app: ASGIApp, verifier: TokenVerifier, resource: str, grants: tuple[Grant, ...] = ()
+    ) -> None:
         self.app = app
         self.verifier = verifier
+        self.grants = grants
         self.metadata = f'resource_metadata="{_quoted(metadata_url(resource))}"'
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -116,7 +124,7 @@ class TokenGate:
         given = authorization is not None and authorization.strip() != ""
         try:
             # The first token fetches the issuer's keys (at most 5 s): off the event loop.
-            subject = await anyio.to_thread.run_sync(self.verifier.subject, authorization)
+            verified = await anyio.to_thread.run_sync(self.verifier.verified, authorization)
         except TokenRefused as refusal:
             if refusal.status == 401:
                 error = "invalid_token" if given else None
@@ -132,12 +140,13 @@ class TokenGate:
             await _refuse(send, 503, message)
             return
         try:
-            user = UserId(subject)  # the request's one check of its user id
+            user = UserId(verified.subject)  # the request's one check of its user id
         except ValueError as refusal:
             message = f"Error: The token's subject is not a usable user id: {refusal}."
             await _refuse(send, 403, message)
             return
-        await _as_user(self.app, user, scope, receive, send)
+        caller = Caller(user, granted(self.grants, verified.claims))
+        await _as_caller(self.app, caller, scope, receive, send)
 
 
 class OneUser:
@@ -149,16 +158,16 @@ class OneUser:
         self.user = user
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await _as_user(self.app, self.user, scope, receive, send)
+        await _as_caller(self.app, Caller(self.user), scope, receive, send)
 
 
-async def _as_user(app: ASGIApp, user: UserId, scope: Scope, receive: Receive, send: Send) -> None:
-    # The SDK serves the request in tasks started from here: they see the user set here.
-    token = _request_user.set(user)
+async def _as_caller(app: ASGIApp, caller: Caller, scope: Scope, receive: Receive, send: Send) -> None:
+    # The SDK serves the request in tasks started from here: they see the caller set here.
+    token = _request_caller.set(caller)
     try:
         await app(scope, receive, send)
     finally:
-        _request_user.reset(token)
+        _request_caller.reset(token)
 
 
 def default_resource(host: str, port: int) -> str:
@@ -167,15 +176,17 @@ def default_resource(host: str, port: int) -> str:
 
 
 def http_app(
-    memory_of: Callable[[UserId], S3Memory],
+    memory_of: MemoryOf,
     *,
     host: str,
     resource: str,
     verifier: TokenVerifier | None = None,
+    grants: tuple[Grant, ...] = (),
     user: UserId | None = None,
 ) -> Starlette:
-    """The ASGI app: ``/mcp`` behind a ``TokenGate`` (``verifier``) with the protected-resource
-    metadata of ``resource``, or, with ``user`` instead, behind ``OneUser`` without authentication."""
+    """The ASGI app: ``/mcp`` behind a ``TokenGate`` (``verifier``, the mounts of ``grants``) with the
+    protected-resource metadata of ``resource``, or, with ``user`` instead, behind ``OneUser``
+    without authentication (and without mounts)."""
     if (verifier is None) == (user is None):
         raise ValueError("http_app serves with a token verifier, or one user without authentication")
     security = None
@@ -187,12 +198,15 @@ def http_app(
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
         )
     manager = StreamableHTTPSessionManager(
-        build_server(memory_of, request_user), json_response=True, stateless=True, security_settings=security
+        build_server(lambda: memory_of(request_caller())),
+        json_response=True,
+        stateless=True,
+        security_settings=security,
     )
     endpoint: ASGIApp = StreamableHTTPASGIApp(manager)
     routes = []
     if verifier is not None:
-        endpoint = TokenGate(endpoint, verifier, resource)
+        endpoint = TokenGate(endpoint, verifier, resource, grants)
         check = verifier.check
         metadata = ProtectedResourceMetadata.model_validate(
             {
@@ -274,7 +288,8 @@ def http_main(
     except SettingsError as error:
         return _refused(str(error))
     memories = memories_of(store, settings)
-    app = http_app(memories, host=host, resource=resource, verifier=verifier, user=user)
+    grants = settings.edge.grants
+    app = http_app(memories, host=host, resource=resource, verifier=verifier, grants=grants, user=user)
     print(f"s3memory mcp: serving {resource} on {host}:{port}", file=sys.stderr)
     uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning", lifespan="on")
     return EXIT_SERVED

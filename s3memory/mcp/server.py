@@ -1,10 +1,10 @@
 """The MCP server of the memory tool, on the official SDK's low-level ``Server`` (the ``mcp`` extra).
 
-``build_server`` takes two functions, so that every transport builds the same server: the memory of a
-user (``memory_of``), and the user of the request being served (``user_of_request``). On stdio the user
-is the one ``--user`` named (``stdio.py``); over HTTP it will be the subject of the request's verified
-bearer token, never a name in the request. The server keeps nothing of a user between calls beyond
-what ``memory_of`` keeps.
+``build_server`` takes one function, so that every transport builds the same server: the memory of
+the request being served (``memory_of_request``), asked at each call. On stdio it is the memory of the
+user ``--user`` named (``stdio.py``); over HTTP, that of the subject of the request's verified bearer
+token, never a name in the request, with the shared memories its claims are granted mounted in it
+(``http.py``). The server keeps nothing of a user between calls beyond what that function keeps.
 """
 
 from __future__ import annotations
@@ -21,18 +21,16 @@ from mcp.shared.exceptions import MCPError
 
 from s3memory._version import __version__
 from s3memory.answers import answer
-from s3memory.core.paths import UserId
 from s3memory.errors import shown
 from s3memory.mcp.tool import ANNOTATIONS, INPUT_SCHEMA, INSTRUCTIONS, TOOL_DESCRIPTION, TOOL_NAME
-from s3memory.memory import S3Memory
+from s3memory.mounts import UserMemory
 
 SERVER_NAME = "s3memory"
 SERVER_TITLE = "s3memory: Claude's memory tool on S3, encrypted on the client"
 
-MemoryOf = Callable[[UserId], S3Memory]
-"""The memory of a user id (checked by whoever named the user)."""
-UserOfRequest = Callable[[], UserId]
-"""The user of the request being served; raises when there is none (no command runs then)."""
+MemoryOfRequest = Callable[[], UserMemory]
+"""The memory of the request being served (its user checked by whoever let the request in); raises
+when there is none (no command runs then)."""
 
 
 def memory_tool() -> types.Tool:
@@ -52,7 +50,7 @@ COMMANDS_IN_FLIGHT = 16
 """The most commands one server runs at once (each in a worker thread; the rest wait their turn)."""
 
 
-def build_server(memory_of: MemoryOf, user_of_request: UserOfRequest) -> Server[Any]:
+def build_server(memory_of_request: MemoryOfRequest) -> Server[Any]:
     """An MCP server with one tool, ``memory``, for the user of each request, and the instructions."""
     listed = types.ListToolsResult(tools=[memory_tool()])
     limiters: list[anyio.CapacityLimiter] = []
@@ -73,13 +71,11 @@ def build_server(memory_of: MemoryOf, user_of_request: UserOfRequest) -> Server[
     ) -> types.CallToolResult:
         if params.name != TOOL_NAME:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {shown(params.name)}")
-        user = user_of_request()
+        memory = memory_of_request()
         arguments = {} if params.arguments is None else params.arguments
         # The core is synchronous (boto3): a worker thread runs the command, the loop serves on. The
         # commands have threads of their own, so calls stuck on a slow S3 never starve the transport's.
-        result = await anyio.to_thread.run_sync(
-            lambda: answer(memory_of(user), arguments), limiter=commands()
-        )
+        result = await anyio.to_thread.run_sync(lambda: answer(memory, arguments), limiter=commands())
         return types.CallToolResult(content=[types.TextContent(text=result.text)], is_error=result.is_error)
 
     return Server(

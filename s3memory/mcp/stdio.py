@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from s3memory.core.paths import UserId
@@ -24,17 +23,6 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
 EXIT_INTERRUPTED = 130
-
-
-def one_user(memory: S3Memory, user: UserId) -> Callable[[UserId], S3Memory]:
-    """``memory_of`` for a server of one user's memory: that memory, and no other user's."""
-
-    def memory_of(requested: UserId) -> S3Memory:
-        if requested != user:  # pragma: no cover - user_of_request names only ``user`` on stdio
-            raise LookupError("this server serves one user's memory")
-        return memory
-
-    return memory_of
 
 
 async def serve_stdio(server: Server[Any]) -> None:
@@ -68,7 +56,7 @@ def mcp_main(user_id: str) -> int:
 
     from s3memory.mcp.server import build_server
 
-    server = build_server(one_user(memory, user), lambda: user)
+    server = build_server(lambda: memory)  # one user's memory, and no other's
     try:
         anyio.run(serve_stdio, server)
     except KeyboardInterrupt:
