@@ -40,6 +40,8 @@ READ_ONLY: Mode = "read_only"
 READ_WRITE: Mode = "read_write"
 MAX_MOUNTS = 16
 """The most shared memories one user's view mounts (each costs ``view /memories`` one listing)."""
+MAX_POINT_NAME = 64
+"""The longest name of a mount point's directory, in characters (``/memories/<name>``)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,8 @@ class Mount:
             raise ValueError(
                 "a mount point is one visible directory just below /memories, like /memories/team"
             )
+        if len(path.segments[0]) > MAX_POINT_NAME:
+            raise ValueError(f"a mount point's name is at most {MAX_POINT_NAME} characters")
         SharedName(self.memory)
         if self.mode not in (READ_ONLY, READ_WRITE):
             raise ValueError(f"a mount's mode is {READ_ONLY!r} or {READ_WRITE!r}")

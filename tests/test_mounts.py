@@ -17,7 +17,7 @@ from s3memory.core.text import VIEW_CHARACTER_CAP
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
-from s3memory.mounts import MAX_MOUNTS, READ_WRITE, Mount, MountedMemory
+from s3memory.mounts import MAX_MOUNTS, MAX_POINT_NAME, READ_WRITE, Mount, MountedMemory
 from s3memory.ops import expiry
 from s3memory.ops.operations import Operations
 from s3memory.storage.bucket import Bucket
@@ -277,6 +277,7 @@ def test_the_users_own_files_at_a_mount_point_are_hidden_not_lost(store: Store, 
         ("/memories/team", "Team Acme", "read_only"),
         ("/memories/team", "../alice", "read_only"),
         ("/memories/team", TEAM, "append"),
+        ("/memories/" + "t" * (MAX_POINT_NAME + 1), TEAM, "read_only"),
     ],
 )
 def test_a_bad_mount_is_refused(point: str, memory: str, mode: str) -> None:
@@ -288,6 +289,7 @@ def test_mounts_are_bounded_and_unique(store: Store) -> None:
     own = S3Memory(store, "alice")
     with pytest.raises(ValueError, match="share a mount point"):
         MountedMemory(own, [Mount("/memories/team", TEAM), Mount("/memories/team", "other")])
+    assert Mount("/memories/" + "t" * MAX_POINT_NAME, TEAM).name == "t" * MAX_POINT_NAME
     many = [Mount(f"/memories/m{number}", f"m{number}") for number in range(MAX_MOUNTS + 1)]
     with pytest.raises(ValueError, match=f"at most {MAX_MOUNTS}"):
         MountedMemory(own, many)
