@@ -98,11 +98,9 @@ import re
 import shutil
 import ssl
 import subprocess
-import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -114,7 +112,7 @@ from botocore.exceptions import ClientError
 from s3memory.aws_lambda import mcp_handler, memory_handler, runtime
 from s3memory.formats.store_keys import store_identity
 
-from .support.issuer import AUDIENCE, Issuer, http_event, new_rsa_key
+from .support.issuer import AUDIENCE, Issuer, http_event, loopback_issuer, new_rsa_key
 from .test_terraform import MODULE_DIR, _clean_environment, assert_ok, find_provider_mirror
 
 FIXTURE_ZIP = MODULE_DIR / "tests" / "fixtures" / "lambda.zip"
@@ -783,35 +781,10 @@ def tls_loopback_issuer(directory: Path) -> Iterator[tuple[Issuer, Path]]:
     the certificate that a client must trust for it: the module's jwt_issuer must be https, so the
     loopback issuer's plain http would not be accepted."""
     certificate, key = self_signed_certificate(directory)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(certificate, key)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    issuer = Issuer(f"https://127.0.0.1:{server.server_address[1]}")
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            issuer.gets += 1
-            document = issuer.documents(self.path)
-            body = json.dumps(document).encode() if document is not None else b"{}"
-            self.send_response(200 if document is not None else 404)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *_: Any) -> None:
-            pass
-
-    server.RequestHandlerClass = Handler
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with loopback_issuer(context) as issuer:
         yield issuer, certificate
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 def mcp_root_module(endpoint: str, module_dir: Path, suffix: str, issuer_url: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -17,6 +18,12 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 AUDIENCE = "s3memory-api"
 KEY_ID = "key-1"
+REFUSED_TOKENS = {
+    "expired": "it has expired",
+    "wrong-audience": "it is not meant for this API (audience)",
+    "another-issuer": "it was issued by another issuer",
+}
+"""Tokens a verifier refuses (``Issuer.refused_token``), each with the cause its refusal names."""
 
 
 def new_rsa_key() -> rsa.RSAPrivateKey:
@@ -63,16 +70,29 @@ class Issuer:
             headers={"kid": self.key_id, **(headers or {})},
         )
 
+    def refused_token(self, refusal: str) -> str:
+        """alice's token refused for ``refusal`` (a key of ``REFUSED_TOKENS``)."""
+        now = int(time.time())
+        claims: dict[str, Any] = {
+            "expired": {"exp": now - 3600, "iat": now - 7200},
+            "wrong-audience": {"aud": "another-api"},
+            "another-issuer": {"iss": "https://elsewhere.example"},
+        }[refusal]
+        return self.token("alice", **claims)
+
     def environ(self, **more: str) -> dict[str, str]:
         """The settings that make the HTTP edge trust this issuer."""
         return {"S3MEMORY_JWT_ISSUER": self.url, "S3MEMORY_JWT_AUDIENCE": AUDIENCE, **more}
 
 
 @contextmanager
-def loopback_issuer() -> Iterator[Issuer]:
-    """An ``Issuer`` served on 127.0.0.1 while the block runs."""
+def loopback_issuer(tls: ssl.SSLContext | None = None) -> Iterator[Issuer]:
+    """An ``Issuer`` served on 127.0.0.1 while the block runs (over TLS with the server context ``tls``)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
-    issuer = Issuer(f"http://127.0.0.1:{server.server_address[1]}")
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    scheme = "http" if tls is None else "https"
+    issuer = Issuer(f"{scheme}://127.0.0.1:{server.server_address[1]}")
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
