@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -24,7 +23,7 @@ from s3memory.settings import Settings
 
 from .support.api_gateway import MCP_URL, client_through
 from .support.bucket import LOCAL_KEY_B64, stored_keys
-from .support.issuer import Issuer, http_event, loopback_issuer
+from .support.issuer import REFUSED_TOKENS, Issuer, http_event, loopback_issuer
 from .support.mcp_servers import McpClient, ok
 from .support.records import invocation_records
 
@@ -172,21 +171,11 @@ def test_without_a_token_the_answer_is_401_with_the_metadata_url_and_nothing_run
     assert stored_keys(local_env) == []
 
 
-@pytest.mark.parametrize(
-    ("claims", "cause"),
-    [
-        ({"exp": -3600}, "it has expired"),
-        ({"aud": "another-api"}, "it is not meant for this API (audience)"),
-        ({"iss": "https://elsewhere.example"}, "it was issued by another issuer"),
-    ],
-    ids=["expired", "wrong-audience", "another-issuer"],
-)
+@pytest.mark.parametrize("refusal", REFUSED_TOKENS)
 def test_a_refused_token_is_401_invalid_token_and_nothing_runs(
-    issuer: Issuer, local_env: Any, claims: dict[str, Any], cause: str
+    issuer: Issuer, local_env: Any, refusal: str
 ) -> None:
-    if "exp" in claims:
-        claims = {"exp": int(time.time()) + claims["exp"], "iat": int(time.time()) - 7200}
-    token = issuer.token("alice", **claims)
+    token, cause = issuer.refused_token(refusal), REFUSED_TOKENS[refusal]
     status, headers, body = served(
         mcp_event(call({"command": "create", "path": "/memories/x", "file_text": "x"}), token)
     )

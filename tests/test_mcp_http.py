@@ -39,7 +39,7 @@ from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.settings import Settings
 from s3memory.tokens import TokenVerifier
 
-from .support.issuer import Issuer, loopback_issuer
+from .support.issuer import REFUSED_TOKENS, Issuer, loopback_issuer
 from .support.mcp_servers import (
     AWS_TEST_ENVIRONMENT,
     CALL_TIMEOUT_SECONDS,
@@ -303,21 +303,11 @@ def test_behind_a_proxy_the_metadata_and_the_challenge_name_the_public_url(
     )
 
 
-@pytest.mark.parametrize(
-    ("claims", "cause"),
-    [
-        ({"exp": -3600}, "it has expired"),
-        ({"aud": "another-api"}, "it is not meant for this API (audience)"),
-        ({"iss": "https://elsewhere.example"}, "it was issued by another issuer"),
-    ],
-    ids=["expired", "wrong-audience", "another-issuer"],
-)
+@pytest.mark.parametrize("refusal", REFUSED_TOKENS)
 def test_a_refused_token_is_401_invalid_token_naming_the_cause_and_nothing_runs(
-    server: str, issuer: Issuer, store_environment: dict[str, str], claims: dict[str, Any], cause: str
+    server: str, issuer: Issuer, store_environment: dict[str, str], refusal: str
 ) -> None:
-    if "exp" in claims:
-        claims = {"exp": int(time.time()) + claims["exp"], "iat": int(time.time()) - 7200}
-    token = issuer.token("alice", **claims)
+    token, cause = issuer.refused_token(refusal), REFUSED_TOKENS[refusal]
     path = f"{directory()}/never.txt"
     status, headers, body = post(server, create_call(path), token)
     assert status == 401
