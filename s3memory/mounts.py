@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal, assert_never
+from typing import Literal, assert_never, cast
 
 from s3memory.core.commands import Command, Create, Delete, Insert, Rename, StrReplace, View, parse_command
 from s3memory.core.listing import Tree, is_hidden, render_listing
@@ -72,6 +72,16 @@ class Mount:
     def name(self) -> str:
         """The directory name the mount is seen at."""
         return self.point.rsplit("/", 1)[1]
+
+
+def mount_of_option(text: str) -> Mount:
+    """A mount as the command line gives it: ``POINT=MEMORY``, read-only, or ``POINT=MEMORY:MODE``
+    (``read_only`` or ``read_write``). ``ValueError`` saying what is wrong."""
+    point, equals, rest = text.rpartition("=")
+    if not equals:
+        raise ValueError(f"a mount is POINT=MEMORY[:{READ_WRITE}], like /memories/team=team-acme")
+    memory, colon, mode = rest.partition(":")
+    return Mount(point, memory, cast(Mode, mode) if colon else READ_ONLY)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import tempfile
 import textwrap
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from mcp.shared.exceptions import MCPError
 import s3memory.mcp
 from s3memory.answers import answer
 from s3memory.cli import main as cli
-from s3memory.core.paths import memory_path
+from s3memory.core.paths import SharedName, memory_path
 from s3memory.mcp.server import COMMANDS_IN_FLIGHT, build_server
 from s3memory.mcp.tool import INSTRUCTIONS, MCP_ACTOR
 from s3memory.memory import S3Memory
@@ -457,6 +458,87 @@ def test_what_the_server_writes_the_library_reads_and_the_reverse(
     ok(alice, command="delete", path=f"{home}/from-library.txt")
     assert through_the_library.run({"command": "view", "path": home}) == "\n".join(
         [LISTING_HEADER.format(home), f"4.0K\t{home}", f"25B\t{home}/from-mcp.txt"]
+    )
+
+
+def test_mounts_given_on_the_command_line_are_served_read_only_unless_told(
+    store_environment: dict[str, str], server_logs: Path
+) -> None:
+    team, notes = SharedName(f"team-{uuid.uuid4().hex[:8]}"), SharedName(f"notes-{uuid.uuid4().hex[:8]}")
+    library(store_environment, team).run(
+        {"command": "create", "path": "/memories/runbook.md", "file_text": "step one\n"}
+    )
+    mounts = [f"/memories/team={team}", f"/memories/notes={notes}:read_write"]
+    with mcp_server(store_environment, "carol", server_logs / "mounts.log", mounts=mounts) as carol:
+        assert ok(carol, command="view", path="/memories/team/runbook.md") == (
+            "Here's the content of /memories/team/runbook.md with line numbers:\n     1\tstep one"
+        )
+        assert refused(
+            carol, command="str_replace", path="/memories/team/runbook.md", old_str="one", new_str="two"
+        ) == (
+            "Error: Cannot change /memories/team/runbook.md: /memories/team is a read-only shared memory. "
+            "Nothing was changed."
+        )
+        assert ok(carol, command="create", path="/memories/notes/a.md", file_text="carol was here\n") == (
+            "File created successfully at: /memories/notes/a.md"
+        )
+        assert ok(carol, command="view", path="/memories").endswith(
+            "4.0K\t/memories/notes/\n15B\t/memories/notes/a.md\n4.0K\t/memories/team/\n9B\t/memories/team/runbook.md\n"
+            "[Read-only shared memory: /memories/team; writes there are refused.]"
+        )
+    assert (
+        library(store_environment, team)
+        .run({"command": "view", "path": "/memories/runbook.md"})
+        .endswith("     1\tstep one")
+    )
+    written = library(store_environment, notes).files.read(memory_path("/memories/a.md"))
+    assert written is not None and written.author == f"carol/{MCP_ACTOR}"
+    assert library(store_environment, "carol").run({"command": "view", "path": "/memories"}) == (
+        LISTING_HEADER.format("/memories") + "\n4.0K\t/memories"
+    )
+
+
+@pytest.mark.parametrize(
+    ("mounts", "refusal"),
+    [
+        (
+            ["team-acme"],
+            "a --mount is refused: a mount is POINT=MEMORY[:read_write], like /memories/team=team-acme",
+        ),
+        (["/memories/team=Team Acme"], "a --mount is refused: a shared memory's name must be 1 to 63 of a-z"),
+        (
+            ["/memories/a/b=team-acme"],
+            "a --mount is refused: a mount point is one visible directory just below",
+        ),
+        (
+            ["/memories/team=team-acme:append"],
+            "a --mount is refused: a mount's mode is 'read_only' or 'read_write'",
+        ),
+        (["/memories/t=a", "/memories/t=b"], "the mounts are refused: two mounts share a mount point"),
+    ],
+    ids=["no-point", "bad-name", "nested-point", "bad-mode", "one-point-twice"],
+)
+def test_a_bad_mount_is_refused_with_exit_2_before_anything_is_served(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    store_environment: dict[str, str],
+    mounts: list[str],
+    refusal: str,
+) -> None:
+    for name, value in store_environment.items():
+        monkeypatch.setenv(name, value)
+    assert cli.main(["mcp", "--user", "alice", *[f"--mount={mount}" for mount in mounts]]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"s3memory mcp: {refusal}")
+    assert captured.err.count("\n") == 1
+
+
+def test_mount_is_refused_over_http_where_tokens_grant_mounts(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["mcp", "--transport", "http", "--mount", "/memories/team=team-acme"]) == 2
+    assert capsys.readouterr().err == (
+        "s3memory mcp: --mount only on stdio: over HTTP, S3MEMORY_MOUNTS grants mounts by each request's "
+        "verified token (docs/shared.md)\n"
     )
 
 

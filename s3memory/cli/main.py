@@ -60,6 +60,16 @@ def _parser() -> argparse.ArgumentParser:
     mcp.add_argument("--port", type=int, help=f"http: the port to listen on (default {DEFAULT_MCP_PORT})")
     mcp.add_argument("--url", help="http: the URL clients reach /mcp at (default http://HOST:PORT/mcp)")
     mcp.add_argument(
+        "--mount",
+        action="append",
+        default=[],
+        metavar="POINT=MEMORY[:read_write]",
+        help=(
+            "stdio: mount a shared memory into the user's, read-only unless :read_write, e.g. "
+            "--mount /memories/team=team-acme (repeatable; over HTTP, S3MEMORY_MOUNTS grants mounts by token)"
+        ),
+    )
+    mcp.add_argument(
         "--no-auth",
         action="store_true",
         help="http: serve --user's memory without tokens, only on a loopback --host",
@@ -70,6 +80,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def _mcp(arguments: argparse.Namespace) -> int:
     """``s3memory mcp``: on stdio for ``--user``, or over HTTP."""
+    if arguments.transport == "http" and arguments.mount:
+        print(
+            "s3memory mcp: --mount only on stdio: over HTTP, S3MEMORY_MOUNTS grants mounts by each "
+            "request's verified token (docs/shared.md)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     if arguments.transport == "http":
         from s3memory.mcp.http import http_main
 
@@ -90,7 +107,7 @@ def _mcp(arguments: argparse.Namespace) -> int:
         return EXIT_USAGE
     from s3memory.mcp.stdio import mcp_main
 
-    return mcp_main(arguments.user)
+    return mcp_main(arguments.user, arguments.mount)
 
 
 def _lacks_extra(extra: str, missing: list[str], install_hint: str) -> bool:

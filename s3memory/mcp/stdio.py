@@ -1,4 +1,6 @@
-"""``s3memory mcp --user ID``: the MCP server on standard input and output, for one user.
+"""``s3memory mcp --user ID``: the MCP server on standard input and output, for one user, with the
+shared memories each ``--mount POINT=MEMORY[:read_write]`` names mounted in that user's memory (the
+one who starts the server is trusted, as an application passing mounts is: ``docs/shared.md``).
 
 The settings are the ``S3MEMORY_*`` variables, read as the Lambda functions and the operator commands
 read them (``settings.py``: the store, the key provider, the limits). Bad settings or a bad user id are
@@ -11,12 +13,14 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from s3memory.core.paths import UserId
 from s3memory.mcp import EXIT_SERVED, EXIT_USAGE, store_of
 from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.memory import S3Memory
+from s3memory.mounts import mount_of_option, with_mounts
 from s3memory.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
@@ -33,8 +37,9 @@ async def serve_stdio(server: Server[Any]) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def mcp_main(user_id: str) -> int:
-    """``s3memory mcp --user ID``: serve ``user_id``'s memory on stdio; the exit status."""
+def mcp_main(user_id: str, mount_options: Sequence[str] = ()) -> int:
+    """``s3memory mcp --user ID [--mount POINT=MEMORY[:MODE]]...``: serve ``user_id``'s memory on
+    stdio, with the shared memories ``mount_options`` name mounted in it; the exit status."""
     try:
         settings = Settings.from_env(os.environ)
     except SettingsError as error:
@@ -46,17 +51,27 @@ def mcp_main(user_id: str) -> int:
         print(f"s3memory mcp: the user id of --user is refused: {error}", file=sys.stderr)
         return EXIT_USAGE
     try:
+        mounts = [mount_of_option(option) for option in mount_options]
+    except ValueError as error:
+        print(f"s3memory mcp: a --mount is refused: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
         store = store_of(settings)
     except SettingsError as error:
         print(f"s3memory mcp: {error}", file=sys.stderr)
         return EXIT_USAGE
-    memory = S3Memory(store, user, **settings.limits.memory_options()).acting_as(MCP_ACTOR)
+    own = S3Memory(store, user, **settings.limits.memory_options()).acting_as(MCP_ACTOR)
+    try:
+        memory = with_mounts(own, mounts)
+    except ValueError as error:
+        print(f"s3memory mcp: the mounts are refused: {error}", file=sys.stderr)
+        return EXIT_USAGE
     # The SDK is imported once the settings and the user are known good: a refusal answers at once.
     import anyio
 
     from s3memory.mcp.server import build_server
 
-    server = build_server(lambda: memory)  # one user's memory, and no other's
+    server = build_server(lambda: memory)  # one user's memory and its mounts, and no other's
     try:
         anyio.run(serve_stdio, server)
     except KeyboardInterrupt:

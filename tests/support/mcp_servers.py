@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -36,9 +36,11 @@ AWS_TEST_ENVIRONMENT = {
 CALL_TIMEOUT_SECONDS = 60
 
 
-def server_command(user: str) -> list[str]:
-    """The command that serves ``user``'s memory on stdio (the ``s3memory`` script's entry)."""
-    return [sys.executable, "-m", "s3memory.cli.main", "mcp", "--user", user]
+def server_command(user: str, mounts: Sequence[str] = ()) -> list[str]:
+    """The command that serves ``user``'s memory on stdio (the ``s3memory`` script's entry), with
+    ``mounts`` (``POINT=MEMORY[:MODE]``) mounted in it."""
+    mounted = [argument for mount in mounts for argument in ("--mount", mount)]
+    return [sys.executable, "-m", "s3memory.cli.main", "mcp", "--user", user, *mounted]
 
 
 @dataclass
@@ -77,14 +79,21 @@ class McpClient:
 
 @contextlib.contextmanager
 def mcp_server(
-    environment: Mapping[str, str], user: str, log: Path, *, mode: ConnectMode = "auto"
+    environment: Mapping[str, str],
+    user: str,
+    log: Path,
+    *,
+    mode: ConnectMode = "auto",
+    mounts: Sequence[str] = (),
 ) -> Iterator[McpClient]:
-    """``s3memory mcp --user USER`` with ``environment`` (``S3MEMORY_*``, AWS test credentials added)
-    and a connected official client (``mode``: ``auto`` negotiates the newest protocol, ``legacy`` the
-    initialize handshake); the server's standard error is written to ``log``."""
+    """``s3memory mcp --user USER`` (``--mount`` each of ``mounts``) with ``environment``
+    (``S3MEMORY_*``, AWS test credentials added) and a connected official client (``mode``: ``auto``
+    negotiates the newest protocol, ``legacy`` the initialize handshake); the server's standard error
+    is written to ``log``."""
+    command = server_command(user, mounts)
     parameters = StdioServerParameters(
-        command=server_command(user)[0],
-        args=server_command(user)[1:],
+        command=command[0],
+        args=command[1:],
         env={**AWS_TEST_ENVIRONMENT, **environment},
     )
     with contextlib.ExitStack() as stack:
