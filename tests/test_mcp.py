@@ -469,20 +469,21 @@ def test_mounts_given_on_the_command_line_are_served_read_only_unless_told(
         {"command": "create", "path": "/memories/runbook.md", "file_text": "step one\n"}
     )
     mounts = [f"/memories/team={team}", f"/memories/notes={notes}:read_write"]
-    with mcp_server(store_environment, "carol", server_logs / "mounts.log", mounts=mounts) as carol:
-        assert ok(carol, command="view", path="/memories/team/runbook.md") == (
+    erin = f"erin-{uuid.uuid4().hex[:8]}"  # a user no other test writes as: her own memory is empty
+    with mcp_server(store_environment, erin, server_logs / "mounts.log", mounts=mounts) as client:
+        assert ok(client, command="view", path="/memories/team/runbook.md") == (
             "Here's the content of /memories/team/runbook.md with line numbers:\n     1\tstep one"
         )
         assert refused(
-            carol, command="str_replace", path="/memories/team/runbook.md", old_str="one", new_str="two"
+            client, command="str_replace", path="/memories/team/runbook.md", old_str="one", new_str="two"
         ) == (
             "Error: Cannot change /memories/team/runbook.md: /memories/team is a read-only shared memory. "
             "Nothing was changed."
         )
-        assert ok(carol, command="create", path="/memories/notes/a.md", file_text="carol was here\n") == (
+        assert ok(client, command="create", path="/memories/notes/a.md", file_text="erin was here\n\n") == (
             "File created successfully at: /memories/notes/a.md"
         )
-        assert ok(carol, command="view", path="/memories").endswith(
+        assert ok(client, command="view", path="/memories").endswith(
             "4.0K\t/memories/notes/\n15B\t/memories/notes/a.md\n4.0K\t/memories/team/\n9B\t/memories/team/runbook.md\n"
             "[Read-only shared memory: /memories/team; writes there are refused.]"
         )
@@ -492,8 +493,8 @@ def test_mounts_given_on_the_command_line_are_served_read_only_unless_told(
         .endswith("     1\tstep one")
     )
     written = library(store_environment, notes).files.read(memory_path("/memories/a.md"))
-    assert written is not None and written.author == f"carol/{MCP_ACTOR}"
-    assert library(store_environment, "carol").run({"command": "view", "path": "/memories"}) == (
+    assert written is not None and written.author == f"{erin}/{MCP_ACTOR}"
+    assert library(store_environment, erin).run({"command": "view", "path": "/memories"}) == (
         LISTING_HEADER.format("/memories") + "\n4.0K\t/memories"
     )
 
