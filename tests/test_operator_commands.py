@@ -48,6 +48,7 @@ def test_a_command_that_asks_first_takes_yes_and_the_others_do_not() -> None:
 
 REQUIRED = {
     "users": [],
+    "shared": [],
     "ls": ["--user", "u"],
     "cat": ["--user", "u", "/memories/a.md"],
     "export": ["--user", "u", "out"],
@@ -87,6 +88,7 @@ def test_every_command_prints_its_report_as_json(
     earlier_reports: list[str] = []
     argvs = {
         "users": [],
+        "shared": [],
         "ls": ["--user", "alice"],
         "cat": ["--user", "alice", "/memories/a.md"],
         "export": ["--user", "alice", str(tmp_path / "out")],

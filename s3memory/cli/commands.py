@@ -87,6 +87,16 @@ def users(console: Console, operations: Operations) -> Report:
     return Report({"users": found}, found or ["(no users)"], {"users": len(found)})
 
 
+@command("shared", "list the shared memories in the store, each with its namespace token (CloudTrail)")
+def shared(console: Console, operations: Operations) -> Report:
+    found = operations.shared_namespaces()
+    return Report(
+        {"shared": [{"memory": name, "namespace": token} for name, token in found.items()]},
+        [f"{name}  {token}" for name, token in found.items()] or ["(no shared memories)"],
+        {"shared": len(found)},
+    )
+
+
 @command("ls", "a user's files and their sizes", USER, Argument("path", nargs="?", default="/memories"))
 def ls(console: Console, operations: Operations) -> Report:
     path = console.arguments.path

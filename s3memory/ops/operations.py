@@ -267,24 +267,32 @@ class Operations:
     def shared_memories(self) -> Iterator[str]:
         """The shared memories that have objects in the store, each as ``shared/<name>`` (what the
         operator commands take), in byte order; none on format 1."""
-        if self._identity is None:
-            return
-        self.check_nesting()
-        found = [name for name in self._namespaces() if name.startswith(SHARED_PRINCIPAL)]
-        yield from sorted(name for name in found if _usable_shared(name))
+        yield from self.shared_namespaces()
 
-    def _namespaces(self) -> list[str]:
-        """Format 2: what every namespace of the store decrypts to under the store key (none
-        without one; namespaces that do not decrypt left out)."""
+    def shared_namespaces(self) -> dict[str, str]:
+        """Each shared memory that has objects in the store (``shared/<name>``, in byte order) and the
+        token of its namespace: what its keys and its data keys' KMS encryption context
+        (``s3memory:user``, in CloudTrail) name it by. None on format 1."""
+        if self._identity is None:
+            return {}
+        self.check_nesting()
+        found = self._namespaces()
+        shared = [name for name in found if name.startswith(SHARED_PRINCIPAL) and _usable_shared(name)]
+        return {name: found[name] for name in sorted(shared)}
+
+    def _namespaces(self) -> dict[str, str]:
+        """Format 2: what every namespace of the store decrypts to under the store key, and its
+        token (none without a store key; namespaces that do not decrypt left out)."""
         key = self.store_key()
         if key is None:
-            return []
-        found: list[str] = []
+            return {}
+        found: dict[str, str] = {}
         for page in self.bucket.pages(self.prefix, delimiter=True):
             for common in page.prefixes:
-                name = user_of_namespace(key, common[len(self.prefix) : -1])
+                token = common[len(self.prefix) : -1]
+                name = user_of_namespace(key, token)
                 if name is not None:
-                    found.append(name)
+                    found[name] = token
         return found
 
     def _plain_users(self) -> Iterator[str]:
