@@ -7,6 +7,7 @@ answers the model with ``is_error: true`` and a clear message, whatever the inpu
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Self, Unpack
 
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
@@ -16,6 +17,7 @@ from s3memory.answers import answer as answered
 from s3memory.crypto import KeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import MemoryOptions, S3Memory
+from s3memory.mounts import Mount, UserMemory, with_mounts
 from s3memory.storage.bucket import Bucket
 from s3memory.store import refuse_unknown
 
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 
-def answer(memory: S3Memory, raw_input: object) -> str:
+def answer(memory: UserMemory, raw_input: object) -> str:
     """Run one input; every failure becomes ``ToolError`` with a message that names no content
     (``answers.answer``)."""
     text, is_error = answered(memory, raw_input)
@@ -32,7 +34,7 @@ def answer(memory: S3Memory, raw_input: object) -> str:
     return text
 
 
-def clear(memory: S3Memory) -> str:
+def clear(memory: UserMemory) -> str:
     """``clear_all_memory`` for both adapters: storage failures become ``ToolError``."""
     try:
         return memory.clear_all()
@@ -45,9 +47,12 @@ def _as_input(command: Any) -> object:
 
 
 class _S3Configured:
-    """The constructor both adapters share: one user's memory in one bucket, built without a request
-    (the first command resolves the store: ``store.Store``). Beside its own arguments it takes
-    the memory's options (``MemoryOptions``) and hands them to ``S3Memory``."""
+    """The constructor both adapters share: one user's memory in one bucket, with the shared memories
+    ``mounts`` names mounted in it (``docs/shared.md``; the application decides them), built without a
+    request (the first command resolves the store: ``store.Store``). Beside its own arguments it
+    takes the memory's options (``MemoryOptions``) and hands them to ``S3Memory``."""
+
+    memory: UserMemory
 
     def __init__(
         self,
@@ -57,6 +62,7 @@ class _S3Configured:
         key_provider: KeyProvider,
         s3_client: S3Client | None = None,
         cache_control: BetaCacheControlEphemeralParam | None = None,
+        mounts: Sequence[Mount] = (),
         **options: Unpack[MemoryOptions],
     ) -> None:
         refuse_unknown(options, MemoryOptions.__optional_keys__, type(self).__name__)
@@ -67,11 +73,12 @@ class _S3Configured:
             from s3memory.clients import make_s3_client
 
             s3_client = make_s3_client()
-        self.memory = S3Memory(Bucket(s3_client, bucket), user_id, key_provider, **options)
+        own = S3Memory(Bucket(s3_client, bucket), user_id, key_provider, **options)
+        self.memory = with_mounts(own, mounts)
 
     @classmethod
-    def over(cls, memory: S3Memory, *, cache_control: BetaCacheControlEphemeralParam | None = None) -> Self:
-        """A tool over an existing ``S3Memory`` (a warm Lambda container keeps one per user)."""
+    def over(cls, memory: UserMemory, *, cache_control: BetaCacheControlEphemeralParam | None = None) -> Self:
+        """A tool over an existing memory (a warm Lambda container keeps one per user), mounts and all."""
         tool = cls.__new__(cls)
         super(_S3Configured, tool).__init__(cache_control=cache_control)  # type: ignore[call-arg]
         tool.memory = memory

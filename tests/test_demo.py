@@ -8,12 +8,13 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from s3memory.cli.main import main
-from s3memory.demo import walkthrough
-from s3memory.demo.scripted_api import ScriptedMessagesAPI, ToolResult
+from s3memory.demo import team, walkthrough
+from s3memory.demo.scripted_api import Reply, ScriptedMessagesAPI, ToolResult
 
 ROOT = Path(__file__).resolve().parents[1]
 HEX_ROW = re.compile(r"^  [0-9a-f]{4}  ((?:[0-9a-f]{2} ){0,15}[0-9a-f]{2})\s+\|")
@@ -80,7 +81,7 @@ def test_cli_demo_shows_both_conversations_and_their_tool_calls(
     assert "-> memory view /memories\n" in second
     assert f"-> memory view {walkthrough.PREFERENCES_PATH}" in second
     assert f"-> memory view {walkthrough.PROGRESS_PATH}" in second
-    assert "(error)" not in out
+    assert "(error)" not in first + second
 
 
 def test_cli_demo_second_conversation_recalls_what_the_first_stored(
@@ -198,13 +199,13 @@ def test_in_process_run_recalls_from_s3_in_an_empty_context() -> None:
 
     assert [os.environ.get(name) for name in saved_env] == list(saved_env.values())  # environment restored
     assert report.api is not None
-    first, second = report.conversations
-    assert report.api_requests_per_conversation == [4, 3]
+    first, second, _team = report.conversations
+    assert report.api_requests_per_conversation == [4, 3, 5]
     assert [call.input["command"] for call in first.tool_calls] == ["view", "create", "create", "insert"]
     assert not any(call.is_error for call in first.tool_calls + second.tool_calls)
 
     histories = report.api.histories
-    second_histories = histories[4:]
+    second_histories = histories[4:7]
     # Conversation 2 began with nothing but its own user message...
     assert second_histories[0] == [{"role": "user", "content": walkthrough.SECOND_MESSAGE}]
     # ...and never saw conversation 1 except through what the memory tool returned.
@@ -225,6 +226,54 @@ def test_in_process_run_recalls_from_s3_in_an_empty_context() -> None:
     assert b"British English" not in report.raw_object
     assert _dumped_bytes(out.getvalue()) == report.raw_object[: walkthrough.RAW_BYTES_SHOWN]
     assert "British English spelling and style." in report.decrypted_view
+
+
+def test_the_team_conversation_is_refused_a_write_into_the_read_only_mount(
+    cli_run: subprocess.CompletedProcess[str],
+) -> None:
+    section = _section(cli_run.stdout, "=== Conversation 3", "Done in")
+    assert "      [Read-only shared memory: /memories/team; writes there are refused.]\n" in section
+    assert f"-> memory insert {team.RUNBOOK_PATH} (after line 3)\n" in section
+    assert (
+        f"      (error) Error: Cannot change {team.RUNBOOK_PATH}: /memories/team is a read-only shared memory. "
+        "Nothing was changed.\n"
+    ) in section
+    assert f"File created successfully at: {team.PROPOSAL_PATH}" in section
+    assert "The runbook in the shared memory team-acme, read back from S3: unchanged." in section
+
+
+def test_in_process_the_read_only_mount_keeps_the_runbook_and_the_note_goes_to_the_users_memory() -> None:
+    report = walkthrough.run_demo(io.StringIO())
+    third = report.conversations[2]
+    assert [(call.input["command"], call.input.get("path"), call.is_error) for call in third.tool_calls] == [
+        ("view", "/memories", False),
+        ("view", team.RUNBOOK_PATH, False),
+        ("insert", team.RUNBOOK_PATH, True),
+        ("create", team.PROPOSAL_PATH, False),
+    ]
+    assert third.tool_calls[1].result.endswith("     3\t- Every schema change gets a rollback script.")
+    assert report.team_runbook == team.RUNBOOK_TEXT
+    assert "my write was refused and it is unchanged" in third.final_text
+    assert report.api is not None and report.api.histories[7] == [
+        {"role": "user", "content": team.TEAM_MESSAGE}
+    ]
+
+
+def test_the_team_answers_follow_what_the_tool_answered() -> None:
+    """Had the runbook taken the write, the scripted Claude would say so, and keep no proposal."""
+
+    def answered(text: str, is_error: bool) -> list[dict[str, Any]]:
+        result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": text, "is_error": is_error}
+        return [{"role": "user", "content": [result]}]
+
+    assert team._keep_a_proposal(answered(f"The file {team.RUNBOOK_PATH} has been edited.", False)) == (
+        "Done: the runbook now says billing deploys need the billing-v2 feature flag."
+    )
+    kept = team._keep_a_proposal(answered("Error: Cannot change ...", True))
+    assert isinstance(kept, Reply) and [call["path"] for call in kept.tool_calls] == [team.PROPOSAL_PATH]
+    assert team._report(answered("Error: S3 PutObject failed", True)) == (
+        "The team runbook is read-only for me, and I could not save your rule anywhere."
+    )
 
 
 def test_demo_answer_follows_what_was_stored(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -279,7 +328,7 @@ def test_describe_call_never_shows_file_text() -> None:
 def test_live_path_uses_the_api_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """``--live`` builds its client from ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL): here a local stand-in."""
     with ScriptedMessagesAPI(
-        [*walkthrough.conversation_1_script(), *walkthrough.conversation_2_script()]
+        [*walkthrough.conversation_1_script(), *walkthrough.conversation_2_script(), *team.team_script()]
     ) as api:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-live-test-key")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)

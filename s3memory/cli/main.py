@@ -26,10 +26,11 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = commands.add_parser(
         "demo",
-        help="two conversations with Claude's memory on an embedded S3 (offline unless --live)",
+        help="three conversations with Claude's memory on an embedded S3 (offline unless --live)",
         description=(
-            "Run two conversations through the Anthropic SDK's tool runner with S3MemoryTool on an embedded "
-            "moto S3 server: the second starts with an empty context and recalls what the first stored. "
+            "Run three conversations through the Anthropic SDK's tool runner with S3MemoryTool on an embedded "
+            "moto S3 server: the second starts with an empty context and recalls what the first stored; the "
+            "third is refused a write into a team's read-only shared memory. "
             f"Offline by default (a scripted stand-in answers for Claude). Needs the demo extra: {DEMO_INSTALL_HINT}"
         ),
     )

@@ -1,6 +1,7 @@
 """``s3memory demo`` and what serves it: Claude's memory tool on S3, end to end, offline.
 
-- :mod:`.walkthrough`: the demo's two conversations and the look at the bucket (``demo_main``);
+- :mod:`.walkthrough`: the demo's conversations and the look at the bucket (``demo_main``);
+- :mod:`.team`: its third conversation, a team's shared memory mounted read-only;
 - :mod:`.scripted_api`: a scripted stand-in for the Messages API on loopback (the tests use it too);
 - :mod:`.embedded_s3`: moto's S3 server on loopback (the tests use it too).
 

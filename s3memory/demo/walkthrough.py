@@ -2,11 +2,12 @@
 
 Everything runs in this process on 127.0.0.1: moto's S3 server, and (unless ``--live``) a scripted
 stand-in for the Messages API. The real Anthropic SDK drives the real :class:`S3MemoryTool` through
-its tool runner over two conversations. The second starts with an empty context and a fresh tool
+its tool runner over three conversations. The second starts with an empty context and a fresh tool
 instance, and its answer is built from the ``tool_result`` text it was sent, so what it recalls can
-only have come from S3. Last, a stored object is read with plain boto3 to show it is ciphertext.
+only have come from S3. Then a stored object is read with plain boto3 to show it is ciphertext. Last,
+the third sees a team's shared memory mounted read-only, and its write there refused (``team.py``).
 
-With ``--live`` (and ``ANTHROPIC_API_KEY`` set) the same two conversations go to real Claude; S3 is
+With ``--live`` (and ``ANTHROPIC_API_KEY`` set) the same conversations go to real Claude; S3 is
 still the embedded moto server. No key is ever printed.
 """
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
     from s3memory.crypto import KeyProvider
+    from s3memory.mounts import Mount
     from s3memory.tool import S3MemoryTool
 
 USER_ID = "alice"
@@ -219,6 +221,8 @@ class DemoReport:
     api: ScriptedMessagesAPI | None = None
     """The scripted stand-in (None with ``--live``): its recorded requests and histories."""
     api_requests_per_conversation: list[int] = field(default_factory=list)
+    team_runbook: str = ""
+    """The team's runbook as the shared memory held it after conversation 3."""
 
 
 class _Printer:
@@ -341,13 +345,18 @@ def _set_environment(values: Mapping[str, str | None]) -> None:
             os.environ[name] = value
 
 
-def _make_tool(bucket: str, key_provider: KeyProvider, endpoint: str) -> S3MemoryTool:
-    """A new S3 client and tool for the demo user: nothing is shared with an earlier instance but S3."""
+def _make_tool(
+    bucket: str, key_provider: KeyProvider, endpoint: str, mounts: Sequence[Mount] = ()
+) -> S3MemoryTool:
+    """A new S3 client and tool for the demo user, with ``mounts``: nothing is shared with an earlier
+    instance but S3."""
     from s3memory.clients import make_s3_client
     from s3memory.tool import S3MemoryTool
 
     s3 = make_s3_client(endpoint_url=endpoint)
-    return S3MemoryTool(bucket=bucket, user_id=USER_ID, key_provider=key_provider, s3_client=s3)
+    return S3MemoryTool(
+        bucket=bucket, user_id=USER_ID, key_provider=key_provider, s3_client=s3, mounts=mounts
+    )
 
 
 def _show_at_rest(
@@ -357,10 +366,12 @@ def _show_at_rest(
     the tool (with the key) makes of them: the paths the keys name, the decrypted view."""
     from s3memory.core.paths import memory_path
     from s3memory.crypto import HEADER_BYTES, TAG_BYTES
+    from s3memory.memory import S3Memory
+    from s3memory.storage.bucket import Bucket
 
     bucket = report.bucket
     tool = _make_tool(bucket, key_provider, endpoint)
-    layout = tool.memory.layout
+    layout = S3Memory(Bucket(plain, bucket), USER_ID, key_provider).layout
     printer.line()
     printer.line("=== At rest: the bucket read with plain boto3 (no s3memory, no key) ===")
     printer.line("Every object key, and (after '=') what it names, as only the key holder can tell:")
@@ -421,7 +432,9 @@ def run_demo(out: TextIO, *, live: bool = False, model: str = DEFAULT_MODEL) -> 
     import boto3
 
     from s3memory.crypto import LocalKeyProvider
+    from s3memory.demo import team
     from s3memory.demo.embedded_s3 import moto_server
+    from s3memory.storage.bucket import Bucket
 
     started = time.monotonic()
     printer = _Printer(out)
@@ -458,13 +471,13 @@ def run_demo(out: TextIO, *, live: bool = False, model: str = DEFAULT_MODEL) -> 
                 conversation_2_script(),
             ),
         ]
-        for title, user_message, script in plans:
+
+        def play(title: str, user_message: str, script: list[Turn], tool: S3MemoryTool) -> None:
             printer.line()
             printer.line(f"=== {title} ===")
             if report.api is not None:
                 report.api.play(*script)
             before = len(report.api.requests) if report.api is not None else 0
-            tool = _make_tool(bucket, key_provider, endpoint)
             report.conversations.append(_converse(client, model, tool, user_message, printer))
             if report.api is not None:
                 report.api_requests_per_conversation.append(len(report.api.requests) - before)
@@ -473,7 +486,24 @@ def run_demo(out: TextIO, *, live: bool = False, model: str = DEFAULT_MODEL) -> 
                         f"{title}: the client stopped with {report.api.remaining} scripted turns left"
                     )
 
-        _show_at_rest(printer, report, boto3.client("s3", endpoint_url=endpoint), key_provider, endpoint)
+        for title, user_message, script in plans:
+            play(title, user_message, script, _make_tool(bucket, key_provider, endpoint))
+
+        plain = boto3.client("s3", endpoint_url=endpoint)
+        _show_at_rest(printer, report, plain, key_provider, endpoint)
+
+        store = Bucket(plain, bucket)
+        team.seed_team_memory(store, key_provider)
+        mounted = _make_tool(bucket, key_provider, endpoint, [team.team_mount()])
+        play(
+            f"Conversation 3: the team's shared memory {team.TEAM_MEMORY} mounted read-only at {team.TEAM_POINT}",
+            team.TEAM_MESSAGE,
+            team.team_script(),
+            mounted,
+        )
+        report.team_runbook = team.team_runbook(store, key_provider)
+        kept = "unchanged" if report.team_runbook == team.RUNBOOK_TEXT else "CHANGED"
+        printer.line(f"The runbook in the shared memory {team.TEAM_MEMORY}, read back from S3: {kept}.")
         printer.line()
         reach = "S3 on loopback; Claude over the network" if live else "no network beyond 127.0.0.1"
         printer.line(f"Done in {time.monotonic() - started:.1f}s ({reach}).")
