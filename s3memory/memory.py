@@ -233,13 +233,14 @@ class S3Memory:
 
     def shared(self, name: SharedName, *, writes: bool, base: S3Memory | None = None) -> S3Memory:
         """The shared memory ``name`` in this user's store (``base``, a process's warm one, when
-        given; else one with this memory's file size limit, guard and clock, and no quota). When it
+        given; else one with this memory's file size limit, guard, clock and quota, its usage counted on
+        its own). When it
         ``writes``, its writes are recorded as this user's (``<user>/<actor>`` when an actor writes;
         ``ValueError`` for a user id no author may be, as the operator's name: such a user mounts it
         read-only)."""
         if isinstance(self._owner, SharedName):
             raise ValueError("a shared memory is mounted into a user's memory, not into another")
-        max_file_bytes, _quota, clock = self._limits
+        max_file_bytes, quota, clock = self._limits
         author = None
         if writes:
             author = self._owner if self._author is None else f"{self._owner}/{self._author}"
@@ -255,6 +256,7 @@ class S3Memory:
                 SharedName(name),
                 max_file_bytes=max_file_bytes,
                 content_guard=self.content_guard,
+                quota=quota,
                 clock=clock,
             )
         return base.acting_as(author)

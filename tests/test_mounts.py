@@ -13,6 +13,7 @@ import pytest
 
 from bench.metrics import RequestCounter
 from s3memory.core.paths import SharedName, memory_path, shown_path
+from s3memory.core.quota import Quota
 from s3memory.core.text import VIEW_CHARACTER_CAP
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
@@ -261,6 +262,22 @@ def test_the_users_own_files_at_a_mount_point_are_hidden_not_lost(store: Store, 
         == "The path /memories/team/private.md does not exist. Please provide a valid path."
     )
     assert own.run({"command": "view", "path": "/memories/team/private.md"}).endswith("     1\tmine")
+
+
+def test_a_shared_memory_has_the_users_quota_counted_on_its_own(
+    store: Store, seeded: S3Memory, s3: Any
+) -> None:
+    alice = mounted(store, "alice", READ_WRITE, quota=Quota(max_files=2))
+    before = snapshot(s3)
+    with pytest.raises(CommandError) as caught:
+        alice.run({"command": "create", "path": "/memories/team/third.md", "file_text": "x"})
+    assert caught.value.message == (
+        "Error: Cannot write /memories/team/third.md: the memory quota allows 2 files and 2 exist. "
+        "Delete or merge files first; nothing was changed."
+    )
+    assert snapshot(s3) == before
+    for name in ("a", "b"):  # the team's two files do not count against alice's own
+        alice.run({"command": "create", "path": f"/memories/{name}.md", "file_text": name})
 
 
 # -- what a mount may be --------------------------------------------------------------------------------
