@@ -15,9 +15,11 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 from s3memory.aws_lambda import memory_handler, runtime
+from s3memory.core.paths import SharedName
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
+from s3memory.mounts import READ_WRITE, Mount, MountedMemory
 from s3memory.storage.bucket import Bucket
 
 from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY
@@ -247,6 +249,52 @@ def test_kms_encryption_contexts_name_the_user_by_token_only(
     found = captured(s3, BUCKET, caplog)
     found["contexts"] = [repr(context) for _, context in contexts]
     assert leaks(found) == [], counts(found)
+
+
+SHARED = "team-quorx-vault"
+
+
+def test_a_shared_memory_session_leaves_no_names(
+    s3: Any, versioned: str, caplog: pytest.LogCaptureFixture, local_keys: LocalKeyProvider
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    memory = S3Memory(Bucket(s3, versioned), SharedName(SHARED), local_keys, storage_format=2, actor=ACTOR)
+    check_answers(run_session(memory))
+    found = captured(s3, versioned, caplog, versions=True)
+    assert len(found["keys"]) > len(FINAL_ROOT) and found["metadata"] and len(found["logs"]) > 100
+    assert leaks(found, [*NEEDLES, SHARED, "quorx-vault"]) == [], counts(found)
+
+
+def test_a_session_through_a_read_write_mount_leaves_no_names_and_kms_sees_the_shared_token(
+    s3: Any, kms: Any, key_id: str, backend: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    if backend != "moto":
+        pytest.skip("moto's KMS: one backend is enough")
+    caplog.set_level(logging.DEBUG)
+    contexts: list[dict[str, str]] = []
+
+    def note(params: dict[str, Any], **_: Any) -> None:
+        if "EncryptionContext" in params:
+            contexts.append(dict(params["EncryptionContext"]))
+
+    kms.meta.events.register("before-parameter-build.kms.*", note)
+    own = S3Memory(Bucket(s3, BUCKET), USER, KMSKeyProvider(key_id, kms), storage_format=2, actor=ACTOR)
+    mounted = MountedMemory(own, [Mount("/memories/team", SHARED, READ_WRITE)])
+    team = f"/memories/team/{CLIENTS.rsplit('/', 1)[1]}"
+    for command in [
+        tool("create", path=f"{team}/acme_acquisition.md", file_text="Acme pays sapphire-ledger\n"),
+        tool("str_replace", path=f"{team}/acme_acquisition.md", old_str="sapphire", new_str="indigo-clause"),
+        tool("rename", old_path=f"{team}/acme_acquisition.md", new_path=f"{team}/acme_merger_final.md"),
+        tool("view", path="/memories/team"),
+    ]:
+        answer = mounted.run(command)
+    assert answer.endswith(f"{team}/acme_merger_final.md"), answer
+    token = own.shared(SharedName(SHARED), writes=True).key_owner.namespace
+    assert token is not None and token != own.key_owner.namespace
+    assert {context["s3memory:user"] for context in contexts} >= {token}
+    found = captured(s3, BUCKET, caplog)
+    found["contexts"] = [repr(context) for context in contexts]
+    assert leaks(found, [*NEEDLES, SHARED, "quorx-vault", f"shared/{SHARED}"]) == [], counts(found)
 
 
 def test_the_search_finds_the_names_a_format_1_session_writes(
