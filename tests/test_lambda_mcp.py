@@ -24,23 +24,14 @@ from s3memory.settings import Settings
 from .support.api_gateway import MCP_URL, client_through
 from .support.bucket import LOCAL_KEY_B64, stored_keys
 from .support.issuer import REFUSED_TOKENS, Issuer, http_event, loopback_issuer
+from .support.mcp_messages import INITIALIZE, MCP_HEADERS
+from .support.mcp_messages import tools_call as call
 from .support.mcp_servers import McpClient, ok
 from .support.records import invocation_records
 
 CONTEXT = SimpleNamespace(aws_request_id="req-mcp")
 SECRET = "the vault code is 4-8-15"
 METADATA_URL = "https://abc123.execute-api.us-east-1.amazonaws.com/.well-known/oauth-protected-resource/mcp"
-ACCEPT = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
 
 
 @pytest.fixture
@@ -69,18 +60,9 @@ def library(user: str) -> S3Memory:
     return S3Memory(settings.make_store(), user, **settings.limits.memory_options())
 
 
-def call(arguments: dict[str, Any], id_: int = 2) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": id_,
-        "method": "tools/call",
-        "params": {"name": "memory", "arguments": arguments},
-    }
-
-
 def mcp_event(body: object, token: str | None, **more: Any) -> dict[str, Any]:
     return http_event(
-        body, token=token, claimed_sub=None, route="ANY /mcp", method="POST", headers=ACCEPT, **more
+        body, token=token, claimed_sub=None, route="ANY /mcp", method="POST", headers=MCP_HEADERS, **more
     )
 
 

@@ -37,6 +37,7 @@ from s3memory.settings import Settings
 
 from .conftest import STORAGE_FORMAT, key_of
 from .support.issuer import http_event, loopback_issuer
+from .support.mcp_messages import INITIALIZE, MCP_HEADERS, tools_call
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 API_PREFIX = "/2018-06-01/runtime"
@@ -382,24 +383,9 @@ def test_the_mcp_function_under_the_runtime_client(moto_endpoint_with_bucket: st
     """``mcp_handler`` (a lazy attribute of the package) under the runtime client: a direct event is
     refused, an ``initialize`` and a ``tools/call`` with the issuer's token are answered through the
     runtime's JSON marshalling, and each invocation writes one record of function ``mcp``."""
-    headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "ric", "version": "1"},
-        },
-    }
+    headers, initialize = MCP_HEADERS, INITIALIZE
     create = {"command": "create", "path": "/memories/m.md", "file_text": "over MCP"}
-    call = {
-        "jsonrpc": "2.0",
-        "id": 2,
-        "method": "tools/call",
-        "params": {"name": "memory", "arguments": create},
-    }
+    call = tools_call(create)
     with (
         loopback_issuer() as issuer,
         lambda_runtime(

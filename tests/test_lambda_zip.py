@@ -34,6 +34,7 @@ import s3memory
 from s3memory.demo.scripted_api import Reply, ScriptedMessagesAPI, last_tool_results
 
 from .support.issuer import http_event, loopback_issuer
+from .support.mcp_messages import INITIALIZE, MCP_HEADERS, tools_call
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TOOL = REPO_ROOT / "tools" / "build_lambda_zip.py"
@@ -353,30 +354,12 @@ def test_mcp_handler_runs_from_the_zip(extracted: Path, moto_endpoint_with_bucke
     """The MCP function from the zip alone: an ``initialize`` and a ``tools/call`` through API
     Gateway's events, the token verified against the loopback issuer, the MCP SDK from the zip."""
     url = "https://abc123.execute-api.us-east-1.amazonaws.com/mcp"
-    headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
     with loopback_issuer() as issuer:
         events = [
-            http_event(body, token=issuer.token("zip"), route="ANY /mcp", method="POST", headers=headers)
+            http_event(body, token=issuer.token("zip"), route="ANY /mcp", method="POST", headers=MCP_HEADERS)
             for body in (
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-06-18",
-                        "capabilities": {},
-                        "clientInfo": {"name": "zip", "version": "1"},
-                    },
-                },
-                {
-                    "jsonrpc": "2.0",
-                    "id": 2,
-                    "method": "tools/call",
-                    "params": {
-                        "name": "memory",
-                        "arguments": {"command": "create", "path": "/memories/m.md", "file_text": "mcp"},
-                    },
-                },
+                INITIALIZE,
+                tools_call({"command": "create", "path": "/memories/m.md", "file_text": "mcp"}),
             )
         ]
         outcome = run_from_zip(

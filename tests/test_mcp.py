@@ -39,6 +39,7 @@ from s3memory.tool import S3MemoryTool
 
 from .support.bucket import LOCAL_KEY_B64
 from .support.loopback_server import WATCHDOG
+from .support.mcp_messages import INITIALIZE
 from .support.mcp_servers import (
     AWS_TEST_ENVIRONMENT,
     CALL_TIMEOUT_SECONDS,
@@ -602,19 +603,9 @@ def test_a_bad_user_id_is_refused_with_exit_2_naming_the_rule_not_the_id(
 
 
 def test_a_server_with_a_bad_user_id_serves_nothing(store_environment: dict[str, str]) -> None:
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"},
-        },
-    }
     ran = subprocess.run(
         server_command("../bob"),
-        input=json.dumps(initialize) + "\n",
+        input=json.dumps(INITIALIZE) + "\n",
         capture_output=True,
         text=True,
         timeout=120,

@@ -40,6 +40,7 @@ from s3memory.settings import Settings
 from s3memory.tokens import TokenVerifier
 
 from .support.issuer import REFUSED_TOKENS, Issuer, loopback_issuer
+from .support.mcp_messages import INITIALIZE, tools_call
 from .support.mcp_servers import (
     AWS_TEST_ENVIRONMENT,
     CALL_TIMEOUT_SECONDS,
@@ -53,16 +54,6 @@ from .support.mcp_servers import (
 
 BUCKET = "mcp-http-test-memory"
 START_TIMEOUT_SECONDS = 30
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"},
-    },
-}
 
 
 # -- the store, the issuer and the servers ---------------------------------------------------------
@@ -168,12 +159,7 @@ def get(url: str) -> tuple[int, dict[str, Any]]:
 
 
 def create_call(path: str) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": 2,
-        "method": "tools/call",
-        "params": {"name": "memory", "arguments": {"command": "create", "path": path, "file_text": "x"}},
-    }
+    return tools_call({"command": "create", "path": path, "file_text": "x"})
 
 
 def origin(url: str) -> str:

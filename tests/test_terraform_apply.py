@@ -113,6 +113,8 @@ from s3memory.aws_lambda import mcp_handler, memory_handler, runtime
 from s3memory.formats.store_keys import store_identity
 
 from .support.issuer import AUDIENCE, Issuer, http_event, loopback_issuer, new_rsa_key
+from .support.mcp_messages import INITIALIZE, MCP_HEADERS
+from .support.mcp_messages import tools_call as mcp_call
 from .test_terraform import MODULE_DIR, _clean_environment, assert_ok, find_provider_mirror
 
 FIXTURE_ZIP = MODULE_DIR / "tests" / "fixtures" / "lambda.zip"
@@ -728,17 +730,6 @@ MCP_ROUTES = (
     "GET /.well-known/oauth-protected-resource",
     "GET /.well-known/oauth-protected-resource/mcp",
 )
-ACCEPT = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "tf", "version": "1"},
-    },
-}
 
 
 def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
@@ -927,15 +918,6 @@ def check_mcp_applied(outputs: dict[str, Any], endpoint: str, issuer_url: str) -
     return {"environment": environment, "routes": routes}
 
 
-def mcp_call(arguments: dict[str, Any], id_: int) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": id_,
-        "method": "tools/call",
-        "params": {"name": "memory", "arguments": arguments},
-    }
-
-
 def use_mcp(
     outputs: dict[str, Any],
     applied: dict[str, Any],
@@ -973,7 +955,7 @@ def use_mcp(
             claimed_sub=None,
             route=route,
             method=method,
-            headers={**ACCEPT, "host": domain},
+            headers={**MCP_HEADERS, "host": domain},
         )
         event["requestContext"]["domainName"] = domain
         answer = mcp_handler(event, None)
