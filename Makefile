@@ -11,15 +11,24 @@ CHECKOV_STAMP := .venv-checkov/.installed
 # The extra S3 servers of the tests' matrix (s3rver from npm, LocalStack's S3 from PyPI): docs/servers.md.
 include tests/servers/servers.mk
 
-$(STAMP): pyproject.toml constraints.txt
+DEMO_STAMP := $(VENV)/.demo-installed
+
+# The demo's own: the package and its demo extra (the SDK, moto's S3 on Flask), about a quarter of
+# what the tests install beside it.
+$(DEMO_STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --constraint constraints.txt --editable '.[demo]'
+	touch $(DEMO_STAMP)
+
+# The tests' and the bench's tools on top (mypy, ruff, SeaweedFS, the MCP SDK, matplotlib, ...).
+$(STAMP): $(DEMO_STAMP)
 	$(PY) -m pip install --quiet --constraint constraints.txt --editable '.[dev,bench]'
 	touch $(STAMP)
 
 venv: $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(VENV)/bin/s3memory demo
 
 # checkov lives in a venv of its own: its pins would fight the project's.

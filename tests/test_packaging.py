@@ -137,7 +137,7 @@ def test_fresh_virtualenv_install_explains_the_demo_extra_then_runs_the_demo(
     assert refused.stdout == ""
     assert "Traceback" not in refused.stderr
     assert [line for line in refused.stderr.splitlines() if line.strip()] == [
-        f"s3memory demo needs the demo extra (missing: anthropic, moto[server]): {HINT}"
+        f"s3memory demo needs the demo extra (missing: anthropic, moto[s3], flask, flask-cors): {HINT}"
     ]
 
     no_mcp = _run([command, "mcp", "--user", "alice"], cwd=tmp_path)
@@ -149,6 +149,13 @@ def test_fresh_virtualenv_install_explains_the_demo_extra_then_runs_the_demo(
 
     with_demo = _run([*pip, f"{wheel}[demo]"], cwd=tmp_path, timeout=PIP_TIMEOUT_SECONDS)
     assert with_demo.returncode == 0, _explain(with_demo)
+    # The demo extra brings moto's S3, not every AWS service's dependencies, nor the tests' tools.
+    heavy = ["sympy", "cfnlint", "networkx", "docker", "mypy", "matplotlib", "pytest", "mcp"]
+    found = _run(
+        [python, "-c", f"import importlib.util as u; print([m for m in {heavy!r} if u.find_spec(m)])"],
+        cwd=tmp_path,
+    )
+    assert (found.returncode, found.stdout.strip()) == (0, "[]"), _explain(found)
 
     ran = _run([command, "demo"], cwd=tmp_path)
     assert ran.returncode == 0, _explain(ran)
@@ -179,12 +186,15 @@ def test_demo_without_anthropic_names_the_extra_and_exits_2(
     assert captured.err == f"s3memory demo needs the demo extra (missing: anthropic): {HINT}\n"
 
 
-def test_demo_without_the_moto_server_names_it_once(
+def test_demo_without_the_moto_server_names_what_it_runs_on(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _hide(monkeypatch, "flask", "flask_cors")
     assert cli.main(["demo", "--live"]) == 2
-    assert capsys.readouterr().err == f"s3memory demo needs the demo extra (missing: moto[server]): {HINT}\n"
+    assert (
+        capsys.readouterr().err
+        == f"s3memory demo needs the demo extra (missing: flask, flask-cors): {HINT}\n"
+    )
 
 
 def test_missing_for_demo_with_everything_installed() -> None:

@@ -15,9 +15,9 @@ from importlib.util import find_spec
 
 DEMO_MODULES = {
     "anthropic": "anthropic",
-    "moto": "moto[server]",
-    "flask": "moto[server]",
-    "flask_cors": "moto[server]",
+    "moto": "moto[s3]",
+    "flask": "flask",
+    "flask_cors": "flask-cors",
 }
 """What ``s3memory demo`` imports beyond the core, by top-level module, with the requirement of the
 ``demo`` extra that provides it: the SDK's tool runner, and moto's threaded S3 server (Flask)."""
