@@ -299,6 +299,13 @@ def test_bad_input_gets_a_clear_error_and_changes_nothing(
     assert command(operations, "cat", "--user", "alice", "/memories/../x")[0] == 1
     status, _, err = command(operations, "cat", "--user", "alice", "/memories/missing.md")
     assert status == 1 and "Error: The file /memories/missing.md does not exist." in err
+    for directory in ("/memories/projects", "/memories/projects/acme", "/memories"):
+        status, out, err = command(operations, "cat", "--user", "alice", directory)
+        assert (status, out, err.splitlines()[0]) == (
+            1,
+            "",
+            f"s3memory cat: Error: {directory} is a directory, not a file: `s3memory ls` lists what it holds.",
+        )
     status, _, err = command(operations, "ls", "--user", "../bob")
     assert status == 1 and "s3memory ls:" in err
     status, _, err = command(operations, "import", "--user", "alice", str(tmp_path / "absent"))
@@ -306,6 +313,14 @@ def test_bad_input_gets_a_clear_error_and_changes_nothing(
     folders.write(tmp_path, "/memories/preferences.md", b"other\n")
     status, _, err = command(operations, "import", "--user", "alice", str(tmp_path), "--overwrite")
     assert status == 1 and "not confirmed; nothing was changed" in err
+    assert snapshot(s3) == before
+    status, out, _ = command(
+        operations, "import", "--user", "alice", str(tmp_path), "--overwrite", "--dry-run"
+    )
+    assert (status, out) == (
+        0,
+        "would write /memories/preferences.md\n1 would be written, 0 unchanged, 0 skipped, 0 refused\n",
+    )
     assert snapshot(s3) == before
     assert command(operations, "import", "--user", "alice", str(tmp_path), "--overwrite", "--yes")[0] == 0
     assert operations.read("alice", "/memories/preferences.md") == "other\n"

@@ -158,16 +158,20 @@ def import_folder(console: Console, operations: Operations) -> Report:
             dry_run=arguments.dry_run,
             progress=progress,
         )
-    return _transfer_report(transfer, "would write" if arguments.dry_run else "written")
+    if arguments.dry_run:
+        return _transfer_report(transfer, "would write", "would be written")
+    return _transfer_report(transfer, "written")
 
 
-def _transfer_report(transfer: Transfer, verb: str) -> Report:
-    """What an export or an import wrote (``verb``), skipped and refused, and its counts."""
+def _transfer_report(transfer: Transfer, verb: str, written: str = "written") -> Report:
+    """What an export or an import wrote (each line ``verb`` and the path; the total ``written``),
+    skipped and refused, and its counts."""
     lines = [f"{verb} {path}" for path in transfer.written]
     lines += [f"skipped {path}: {why}" for path, why in transfer.skipped]
     lines += [f"refused {path}: {why}" for path, why in transfer.refused]
     counts = transfer.counts()
-    lines.append(", ".join(f"{count} {name}" for name, count in counts.items()))
+    named = {"written": written}
+    lines.append(", ".join(f"{count} {named.get(name, name)}" for name, count in counts.items()))
     document = {
         **counts,
         "written_paths": transfer.written,

@@ -28,6 +28,7 @@ from s3memory.core.moves import MARK_PREFIX
 from s3memory.core.paths import (
     SHARED_PRINCIPAL,
     KeyLayout,
+    MemoryPath,
     UserId,
     check_owner,
     memory_path,
@@ -356,10 +357,18 @@ class Operations:
         """The text of one file; ``CommandError`` when there is none."""
         target = memory_path(path)
         memory = self.existing_memory(user_id)
-        found = None if memory is None else memory.files.read(target)
-        if found is None or target.is_root:
-            raise CommandError(f"Error: The file {path} does not exist.")
-        return found.text
+        found = None if memory is None or target.is_root else memory.files.read(target)
+        if found is not None:
+            return found.text
+        if memory is not None and (target.is_root or self._holds_files_below(memory, target)):
+            raise CommandError(f"Error: {path} is a directory, not a file: `s3memory ls` lists what it holds.")
+        raise CommandError(f"Error: The file {path} does not exist.")
+
+    def _holds_files_below(self, memory: S3Memory, directory: MemoryPath) -> bool:
+        """True if any file lies below ``directory`` (one listing of one key)."""
+        prefix = memory.layout.directory_prefix(directory)
+        page = next(self.bucket.pages(prefix, max_keys=1), None)
+        return page is not None and bool(page.objects)
 
     def verify(self, user_id: str, *, now: float | None = None, progress: Progress = SILENT) -> Verification:
         """Read and authenticate every object of the user's namespace, changing nothing.
