@@ -17,16 +17,19 @@ if TYPE_CHECKING:
 
 RETRY_ATTEMPTS = 5
 _lock = threading.Lock()
-_session: Session | None = None
+_sessions: dict[str | None, Session] = {}
+"""One session per AWS profile (None: the environment's, ``AWS_PROFILE`` or the default)."""
 
 
-def _client(service: str, endpoint_url: str | None, region_name: str | None) -> Any:
-    """A client from one shared session (its loaded service models are reused), built under a lock:
-    clients are thread-safe, creating them from a shared session is not."""
+def _client(
+    service: str, endpoint_url: str | None, region_name: str | None, profile_name: str | None = None
+) -> Any:
+    """A client from one shared session per profile (its loaded service models are reused), built
+    under a lock: clients are thread-safe, creating them from a shared session is not. An unknown
+    ``profile_name`` raises botocore's ``ProfileNotFound``."""
     import boto3
     from botocore.config import Config
 
-    global _session
     config = Config(
         retries={"mode": "standard", "total_max_attempts": RETRY_ATTEMPTS},
         connect_timeout=5,
@@ -38,15 +41,16 @@ def _client(service: str, endpoint_url: str | None, region_name: str | None) -> 
         parameter_validation=False,
     )
     with _lock:
-        if _session is None:
+        session: Any = _sessions.get(profile_name)
+        if session is None:
             import botocore.session
 
             core = botocore.session.get_session()
             core.get_component("response_parser_factory").set_parser_defaults(
                 timestamp_parser=_timestamp_text
             )
-            _session = boto3.session.Session(botocore_session=core)
-        session: Any = _session
+            session = boto3.session.Session(botocore_session=core, profile_name=profile_name)
+            _sessions[profile_name] = session
         return session.client(service, endpoint_url=endpoint_url, region_name=region_name, config=config)
 
 
@@ -64,18 +68,23 @@ def _without_expect_continue(model: Any, params: dict[str, Any], **_: Any) -> No
         params["headers"].pop("Expect", None)
 
 
-def make_s3_client(*, endpoint_url: str | None = None, region_name: str | None = None) -> S3Client:
+def make_s3_client(
+    *, endpoint_url: str | None = None, region_name: str | None = None, profile_name: str | None = None
+) -> S3Client:
     """An S3 client with botocore's standard retry mode (throttling and 5xx retried with backoff),
-    that writes in one round trip (no ``Expect: 100-continue``)."""
-    client: S3Client = _client("s3", endpoint_url, region_name)
+    that writes in one round trip (no ``Expect: 100-continue``); with the credentials and region of
+    the AWS profile ``profile_name`` when given."""
+    client: S3Client = _client("s3", endpoint_url, region_name, profile_name)
     # After botocore's own ``before-call.s3`` handler, which adds the header.
     client.meta.events.register_last("before-call.s3", _without_expect_continue)
     return client
 
 
-def make_kms_client(*, endpoint_url: str | None = None, region_name: str | None = None) -> KMSClient:
+def make_kms_client(
+    *, endpoint_url: str | None = None, region_name: str | None = None, profile_name: str | None = None
+) -> KMSClient:
     """A KMS client with the same retry settings as the S3 client."""
-    client: KMSClient = _client("kms", endpoint_url, region_name)
+    client: KMSClient = _client("kms", endpoint_url, region_name, profile_name)
     return client
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +14,12 @@ import pytest
 from s3memory.cli import console
 from s3memory.cli import main as cli
 from s3memory.cli.commands import COMMANDS
-from s3memory.cli.console import Report
+from s3memory.cli.console import Console, Report, settings_from
 from s3memory.crypto import LocalKeyProvider
 from s3memory.ops.operations import Operations
 from s3memory.storage.bucket import Bucket
 
-from .support.bucket import BUCKET, MASTER_KEY, snapshot
+from .support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot
 from .support.console import audit, run
 
 
@@ -31,7 +32,7 @@ def test_every_declared_command_is_listed_with_its_help(
     assert exited.value.code == 0
     listing = capsys.readouterr().out
     names = [declared.name for declared in COMMANDS]
-    assert re.findall(r"^    ([a-z]+) ", listing, re.MULTILINE) == ["demo", "mcp", *names]
+    assert re.findall(r"^    ([a-z]+) ", listing, re.MULTILINE) == ["demo", "mcp", *names, "completion"]
     for declared in COMMANDS:
         assert re.search(rf"^ +{declared.name} +{re.escape(declared.help)}$", listing, re.MULTILINE), (
             declared.name
@@ -144,3 +145,118 @@ def test_a_dry_run_is_never_asked_about_and_changes_nothing(s3: Any, tmp_path: P
         assert run(operations, name, *argv, confirm=answer)[0] == 0, name
     assert asked == []
     assert snapshot(s3) == before
+
+
+# -- the global options -------------------------------------------------------------------------------
+
+
+def test_the_global_options_go_before_or_after_the_command_and_after_wins() -> None:
+    parser = cli._parser()
+    before = parser.parse_args(["--bucket", "b", "--json", "-q", "ls", "--user", "u"])
+    after = parser.parse_args(["ls", "--user", "u", "--bucket", "b", "--json", "-q"])
+    for arguments in (before, after):
+        assert (arguments.bucket, arguments.json, arguments.quiet, arguments.user) == ("b", True, True, "u")
+    both = parser.parse_args(
+        ["--bucket", "first", "--region", "eu-west-1", "ls", "--user", "u", "--bucket", "second"]
+    )
+    assert (both.bucket, both.region, both.profile, both.audit_log) == ("second", "eu-west-1", None, None)
+
+
+@pytest.mark.parametrize("command", [["demo"], ["mcp", "--user", "alice"]])
+def test_the_global_options_are_refused_before_demo_and_mcp(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["--bucket", "b", "--profile", "p", *command])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"s3memory: error: --bucket, --profile: options of the operator commands, not of {command[0]} "
+        "(which takes the S3MEMORY_* settings: docs/mcp.md, README)"
+    )
+
+
+def test_quiet_leaves_out_the_audit_line_and_audit_log_appends_it(s3: Any, tmp_path: Path) -> None:
+    operations = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=2)
+    operations.memory("alice").run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
+    status, out, err = run(operations, "-q", "users")
+    assert (status, out, err) == (0, "alice\n", "")
+    log = tmp_path / "audit.jsonl"
+    for _ in range(2):
+        status, out, err = run(operations, "users", "--quiet", "--audit-log", str(log))
+        assert (status, out, err) == (0, "alice\n", "")
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(line["command"], line["users"], line["status"]) for line in lines] == [("users", 1, 0)] * 2
+    status, _, err = run(operations, "users", "--audit-log", str(log))
+    assert status == 0 and audit(err) == json.loads(log.read_text().splitlines()[-1])
+
+
+def test_an_audit_log_that_cannot_be_written_stops_the_command_before_it_runs(
+    s3: Any, tmp_path: Path
+) -> None:
+    operations = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=2)
+    operations.memory("alice").run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
+    before = snapshot(s3)
+    status, out, err = run(
+        operations, "erase", "--user", "alice", "--yes", "--audit-log", str(tmp_path / "no" / "log")
+    )
+    assert (status, out) == (2, "")
+    assert err == (
+        "s3memory erase: --audit-log cannot be written (No such file or directory): give a file this user "
+        "may append to; nothing was done\n"
+    )
+    assert snapshot(s3) == before
+
+
+def test_an_unknown_profile_is_refused_naming_the_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "config"
+    config.write_text("[profile known]\nregion = eu-west-1\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    environ = {"S3MEMORY_BUCKET": BUCKET, "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64}
+    status, out, err = run(None, "users", "--profile", "absent", **environ)
+    assert (status, out) == (2, "")
+    assert err.splitlines()[0] == (
+        "s3memory users: the AWS client could not be built: The config profile (absent) could not be found "
+        "(check --profile and --region)"
+    )
+
+
+def test_profile_and_region_choose_the_clients_region_and_credentials(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "config").write_text("[profile known]\nregion = eu-west-1\n")
+    (tmp_path / "credentials").write_text(
+        "[known]\naws_access_key_id = AKIDKNOWN\naws_secret_access_key = s\n"
+    )
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name, raising=False)  # the environment's would win over the profile's
+    environ = {"S3MEMORY_BUCKET": BUCKET, "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64}
+    for argv, region in (
+        [["--profile", "known"], "eu-west-1"],
+        [["--profile", "known", "--region", "ap-south-1"], "ap-south-1"],
+    ):
+        arguments = cli._parser().parse_args([*argv, "users"])
+        console = Console(arguments, environ=environ)
+        client = console._operations_of(settings_from(arguments, environ)).bucket.client
+        credentials = client._request_signer._credentials  # type: ignore[attr-defined]
+        assert (client.meta.region_name, credentials.access_key) == (region, "AKIDKNOWN")
+
+
+def test_every_commands_help_shows_examples_that_parse() -> None:
+    parser = cli._parser()
+    declared = {command.name: command.examples for command in COMMANDS}
+    declared |= {"demo": cli.DEMO_EXAMPLES, "mcp": cli.MCP_EXAMPLES, "completion": cli.COMPLETION_EXAMPLES}
+    for name, examples in declared.items():
+        assert examples, name
+        help_text = parser._subparsers._group_actions[0].choices[name].format_help()  # type: ignore[union-attr]
+        assert help_text.endswith("examples:\n" + "".join(f"  {example}\n" for example in examples)), name
+        for example in examples:
+            words = shlex.split(example.split("#")[0].replace("ANTHROPIC_API_KEY=... ", ""))
+            if words[0] == "eval":
+                words = shlex.split(words[1].strip("$()"))
+            assert words[0] == "s3memory" and name in words, example
+            assert parser.parse_args(words[1:]).command == name, example

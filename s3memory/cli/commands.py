@@ -51,43 +51,74 @@ COMMANDS: list[OperatorCommand] = []
 
 
 def command(
-    name: str, help: str, *arguments: Argument | OneOf, confirms: str | None = None
+    name: str,
+    help: str,
+    *arguments: Argument | OneOf,
+    examples: tuple[str, ...],
+    confirms: str | None = None,
 ) -> Callable[[Handler], Handler]:
-    """Declare ``name`` with its handler (the function decorated)."""
+    """Declare ``name`` with its handler (the function decorated) and the examples its help shows."""
 
     def declare(handler: Handler) -> Handler:
-        COMMANDS.append(OperatorCommand(name, help, arguments, handler, confirms))
+        COMMANDS.append(OperatorCommand(name, help, arguments, handler, confirms, examples))
         return handler
 
     return declare
 
 
-def add_commands(commands: Any) -> None:
-    """The operator subcommands, on the ``s3memory`` parser's subparsers."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--bucket", help="the bucket (S3MEMORY_BUCKET)")
-    common.add_argument("--prefix", help="the users' key prefix (S3MEMORY_PREFIX, default users/)")
-    common.add_argument(
+GLOBAL_OPTIONS = (
+    Argument("--bucket", help="the bucket (S3MEMORY_BUCKET)"),
+    Argument("--prefix", help="the users' key prefix (S3MEMORY_PREFIX, default users/)"),
+    Argument(
         "--storage-format",
         choices=("auto", "1", "2"),
         help="the store's storage format: 1 plain names, 2 private names, auto 2 unless the store "
         "holds format 1 (S3MEMORY_STORAGE_FORMAT, default auto)",
-    )
-    common.add_argument("--store-id", help="format 2: the store's id (S3MEMORY_STORE_ID, default the bucket)")
-    common.add_argument("--kms-key-id", help="the KMS key (S3MEMORY_KMS_KEY_ID)")
-    common.add_argument("--endpoint-url", help="an S3 endpoint (S3MEMORY_ENDPOINT_URL)")
-    common.add_argument("--json", action="store_true", help="machine-readable output")
+    ),
+    Argument("--store-id", help="format 2: the store's id (S3MEMORY_STORE_ID, default the bucket)"),
+    Argument("--kms-key-id", help="the KMS key (S3MEMORY_KMS_KEY_ID)"),
+    Argument("--endpoint-url", help="an S3 endpoint (S3MEMORY_ENDPOINT_URL)"),
+    Argument("--profile", help="the AWS profile whose credentials and region to use (default: AWS_PROFILE)"),
+    Argument("--region", help="the AWS region (default: AWS_REGION, or the profile's)"),
+    Argument("--json", action="store_true", help="machine-readable output"),
+    Argument("--quiet", "-q", action="store_true", help="no audit line and no progress bar on stderr"),
+    Argument("--audit-log", metavar="FILE", help="append the audit line to FILE (as well as stderr)"),
+)
+"""The options of every operator command, taken before the command or after it (as the aws CLI,
+rclone and restic take theirs)."""
+
+
+def add_global_options(parser: argparse.ArgumentParser, *, after_command: bool) -> None:
+    """``GLOBAL_OPTIONS`` on ``parser``: the top-level parser's set the defaults; a command's own
+    (``after_command``) set only what is given after the command, over what was given before it."""
+    for option in GLOBAL_OPTIONS:
+        options = dict(option.options)
+        if after_command:
+            options["default"] = argparse.SUPPRESS
+        elif options.get("action") == "store_true":
+            options["default"] = False
+        parser.add_argument(*option.names, **options)
+
+
+def add_commands(commands: Any) -> None:
+    """The operator subcommands, on the ``s3memory`` parser's subparsers."""
+    common = argparse.ArgumentParser(add_help=False)
+    add_global_options(common, after_command=True)
     for declared in COMMANDS:
         declared.add_to(commands, common)
 
 
-@command("users", "list the user ids in the store")
+@command("users", "list the user ids in the store", examples=("s3memory users --bucket agent-memory",))
 def users(console: Console, operations: Operations) -> Report:
     found = list(operations.users())
     return Report({"users": found}, found or ["(no users)"], {"users": len(found)})
 
 
-@command("shared", "list the shared memories in the store, each with its namespace token (CloudTrail)")
+@command(
+    "shared",
+    "list the shared memories in the store, each with its namespace token (CloudTrail)",
+    examples=("s3memory shared --json",),
+)
 def shared(console: Console, operations: Operations) -> Report:
     found = operations.shared_namespaces()
     return Report(
@@ -97,7 +128,13 @@ def shared(console: Console, operations: Operations) -> Report:
     )
 
 
-@command("ls", "a user's files and their sizes", USER, Argument("path", nargs="?", default="/memories"))
+@command(
+    "ls",
+    "a user's files and their sizes",
+    USER,
+    Argument("path", nargs="?", default="/memories"),
+    examples=("s3memory ls --user alice /memories/projects",),
+)
 def ls(console: Console, operations: Operations) -> Report:
     path = console.arguments.path
     files = operations.files(console.arguments.user, path)
@@ -108,7 +145,13 @@ def ls(console: Console, operations: Operations) -> Report:
     )
 
 
-@command("cat", "a user's file, decrypted", USER, Argument("path"))
+@command(
+    "cat",
+    "a user's file, decrypted",
+    USER,
+    Argument("path"),
+    examples=("s3memory cat --user alice /memories/preferences.md",),
+)
 def cat(console: Console, operations: Operations) -> Report:
     path = console.arguments.path
     text = operations.read(console.arguments.user, path)
@@ -129,6 +172,7 @@ def _transfer_arguments(overwrites: str) -> tuple[Argument, ...]:
     "export",
     "write a user's memory as DIR/memories/... (the SDK's local layout)",
     *_transfer_arguments("local files that differ"),
+    examples=("s3memory export --user alice ./backup",),
 )
 def export(console: Console, operations: Operations) -> Report:
     arguments = console.arguments
@@ -145,6 +189,7 @@ def export(console: Console, operations: Operations) -> Report:
     *_transfer_arguments("stored files whose text differs"),
     Argument("--dry-run", action="store_true", help="check every file, change nothing"),
     confirms="do not ask before overwriting",
+    examples=("s3memory import --user shared/team-acme ./runbooks --dry-run",),
 )
 def import_folder(console: Console, operations: Operations) -> Report:
     arguments = console.arguments
@@ -188,7 +233,13 @@ def _versions(console: Console, operations: Operations) -> MemoryVersions:
     return MemoryVersions(operations.memory(console.arguments.user))
 
 
-@command("history", "every version of a file", USER, Argument("path"))
+@command(
+    "history",
+    "every version of a file",
+    USER,
+    Argument("path"),
+    examples=("s3memory history --user alice /memories/preferences.md",),
+)
 def history(console: Console, operations: Operations) -> Report:
     path = console.arguments.path
     found = _versions(console, operations).history(path)
@@ -235,6 +286,10 @@ def history(console: Console, operations: Operations) -> Report:
         required=True,
     ),
     confirms=NO_QUESTION,
+    examples=(
+        "s3memory restore --user alice --as-of 2026-12-01T09:00:00Z",
+        "s3memory restore --user alice /memories/notes.md --version VERSION_ID",
+    ),
 )
 def restore(console: Console, operations: Operations) -> Report:
     from s3memory.storage.bucket import when
@@ -277,6 +332,7 @@ def restore(console: Console, operations: Operations) -> Report:
     Argument("path"),
     Argument("--version", required=True, help="the version id (from history)"),
     confirms=NO_QUESTION,
+    examples=("s3memory redact --user alice /memories/notes.md --version VERSION_ID --yes",),
 )
 def redact(console: Console, operations: Operations) -> Report:
     arguments = console.arguments
@@ -295,6 +351,7 @@ def redact(console: Console, operations: Operations) -> Report:
     USER,
     Argument("--dry-run", action="store_true", help="count what would go, change nothing"),
     confirms=NO_QUESTION,
+    examples=("s3memory erase --user alice --dry-run",),
 )
 def erase(console: Console, operations: Operations) -> Report:
     arguments = console.arguments
@@ -334,6 +391,7 @@ def erase(console: Console, operations: Operations) -> Report:
     Argument("--idle-days", type=int, required=True, help="days without any command (1 to 3650)"),
     Argument("--dry-run", action="store_true", help="list what would go, change nothing"),
     confirms=NO_QUESTION,
+    examples=("s3memory expire --all --idle-days 90 --dry-run",),
 )
 def expire(console: Console, operations: Operations) -> Report:
     from s3memory.ops import expiry
@@ -376,6 +434,7 @@ def expire(console: Console, operations: Operations) -> Report:
         help="remove an old key even while earlier versions of files need it (they become unreadable)",
     ),
     confirms=NO_QUESTION,
+    examples=("s3memory rotate --all --wait",),
 )
 def rotate(console: Console, operations: Operations) -> Report:
     from s3memory.ops import rotation
@@ -450,7 +509,12 @@ def _rotation_lines(report: RotationReport, operations: Operations) -> list[str]
     return lines
 
 
-@command("verify", "authenticate every object; exit 1 on any problem", USER_OR_ALL)
+@command(
+    "verify",
+    "authenticate every object; exit 1 on any problem",
+    USER_OR_ALL,
+    examples=("s3memory verify --all --json",),
+)
 def verify(console: Console, operations: Operations) -> Report:
     server = operations.check_server()
     users = chosen_users(console.arguments, operations, shared=True)
@@ -510,6 +574,7 @@ def verify(console: Console, operations: Operations) -> Report:
     "migrate",
     "move every user from storage format 1 to 2 (private names), verify, mark the store",
     confirms=NO_QUESTION,
+    examples=("s3memory --bucket agent-memory migrate --yes",),
 )
 def migrate(console: Console, operations: Operations) -> Report:
     from s3memory.ops.migrate import migrate_store

@@ -2,9 +2,10 @@
 operator's confirmation, a progress bar, the command's report as text or ``--json``, the exit status
 and one audit line. The commands themselves are declared in ``cli.commands``.
 
-The audit line is JSON on stderr: who ran the command (the local user),
-which command, which user's memory, and counts; never content or paths. Long commands draw a
-progress bar on stderr when it is a terminal (tqdm). Exit status: 0 done, 1 a refusal or an
+The audit line is JSON on stderr (not with ``--quiet``; appended to ``--audit-log FILE`` too): who ran
+the command (the local user), which command, which user's memory, and counts; never content or paths.
+Long commands draw a progress bar on stderr when it is a terminal (tqdm), not with ``--quiet``.
+``--profile`` and ``--region`` choose the AWS credentials and region of the clients. Exit status: 0 done, 1 a refusal or an
 incomplete transfer, 2 bad usage or settings.
 """
 
@@ -112,22 +113,36 @@ Handler = Callable[["Console", "Operations"], Report]
 @dataclasses.dataclass(frozen=True)
 class OperatorCommand:
     """One operator subcommand: its name, its help, its arguments, whether it asks before it changes
-    anything (``confirms``: the help of its ``--yes``), and its handler."""
+    anything (``confirms``: the help of its ``--yes``), its handler, and examples of its use."""
 
     name: str
     help: str
     arguments: Sequence[Argument | OneOf]
     handler: Handler
     confirms: str | None = None
+    examples: Sequence[str] = ()
 
     def add_to(self, commands: Any, common: argparse.ArgumentParser) -> None:
-        """This command on ``commands`` (the subparsers), with the ``common`` options first."""
-        parser = commands.add_parser(self.name, parents=[common], help=self.help, description=self.help)
+        """This command on ``commands`` (the subparsers), with the ``common`` options first and its
+        examples after the options in its help."""
+        parser = commands.add_parser(
+            self.name,
+            parents=[common],
+            help=self.help,
+            description=f"{self.help[0].upper()}{self.help[1:]}.",
+            epilog=examples(self.examples),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         for argument in self.arguments:
             argument.add_to(parser)
         if self.confirms is not None:
             parser.add_argument("--yes", action="store_true", help=self.confirms)
         parser.set_defaults(operator_command=self)
+
+
+def examples(lines: Sequence[str]) -> str:
+    """The epilog of a command's help: its examples, one a line."""
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
 
 
 class NotConfirmed(Exception):
@@ -156,16 +171,28 @@ class Console:
 
     def run(self) -> int:
         """The command declared for the arguments: its report printed, its exit status returned."""
-        from s3memory.ops.operations import Operations
+        command: OperatorCommand = self.arguments.operator_command
+        with contextlib.ExitStack() as stack:
+            log: TextIO | None = None
+            if self.arguments.audit_log is not None:
+                try:
+                    log = stack.enter_context(open(self.arguments.audit_log, "a", encoding="utf-8"))
+                except OSError as error:
+                    self.err.write(
+                        f"s3memory {command.name}: --audit-log cannot be written ({error.strerror}): "
+                        "give a file this user may append to; nothing was done\n"
+                    )
+                    return EXIT_USAGE
+            return self._run(command, log)
+
+    def _run(self, command: OperatorCommand, log: TextIO | None) -> int:
+        """``run``, with the audit line also appended to ``log`` when given."""
         from s3memory.settings import SettingsError
 
-        command: OperatorCommand = self.arguments.operator_command
         started = time.monotonic()
         counts: Mapping[str, int] = {}
         try:
-            operations = self._operations or Operations.from_settings(
-                settings_from(self.arguments, self.environ), actor=operator_actor()
-            )
+            operations = self._operations or self._operations_of(settings_from(self.arguments, self.environ))
             report = command.handler(self, operations)
             counts = report.counts
             self.out.write(render(report, self.arguments.json))
@@ -182,10 +209,37 @@ class Console:
         except (ValueError, OSError) as error:
             self.err.write(f"s3memory {command.name}: {error}\n")
             status = EXIT_INCOMPLETE
-        self._audit(command.name, status, counts, time.monotonic() - started)
+        self._audit(command.name, status, counts, time.monotonic() - started, log)
         return status
 
-    def _audit(self, command: str, status: int, counts: Mapping[str, int], seconds: float) -> None:
+    def _operations_of(self, settings: Settings) -> Operations:
+        """The operations of ``settings``, through the clients of ``--profile`` and ``--region``
+        when given; ``SettingsError`` naming an AWS setting botocore refuses."""
+        from botocore.exceptions import BotoCoreError
+
+        from s3memory.clients import make_kms_client, make_s3_client
+        from s3memory.crypto import KMSKeyProvider
+        from s3memory.ops.operations import Operations
+        from s3memory.settings import SettingsError
+
+        profile, region = self.arguments.profile, self.arguments.region
+        try:
+            if profile is None and region is None:
+                return Operations.from_settings(settings, actor=operator_actor())
+            s3 = make_s3_client(endpoint_url=settings.endpoint_url, region_name=region, profile_name=profile)
+            key_provider = None
+            if settings.kms_key_id is not None:
+                kms = make_kms_client(region_name=region, profile_name=profile)
+                key_provider = KMSKeyProvider(settings.kms_key_id, kms)
+            return Operations.from_settings(settings, s3, key_provider=key_provider, actor=operator_actor())
+        except BotoCoreError as error:
+            raise SettingsError(
+                f"the AWS client could not be built: {error} (check --profile and --region)"
+            ) from None
+
+    def _audit(
+        self, command: str, status: int, counts: Mapping[str, int], seconds: float, log: TextIO | None
+    ) -> None:
         record = {
             "event": "s3memory.operator",
             "operator": _operator(),
@@ -195,7 +249,11 @@ class Console:
             "seconds": round(seconds, 3),
             **counts,
         }
-        self.err.write(json.dumps(record, sort_keys=True) + "\n")
+        line = json.dumps(record, sort_keys=True) + "\n"
+        if not self.arguments.quiet:
+            self.err.write(line)
+        if log is not None:
+            log.write(line)
 
     def confirm(self, question: str) -> None:
         """A dry run (it changes nothing), ``--yes``, or the operator's answer to ``question``; raises
@@ -210,7 +268,7 @@ class Console:
         """A progress bar on stderr while the block runs: only on a terminal, never with --json."""
         from tqdm import tqdm
 
-        shown = not self.arguments.json and self.err.isatty()
+        shown = not self.arguments.json and not self.arguments.quiet and self.err.isatty()
         with tqdm(
             desc=self.arguments.command, unit=unit, file=self.err, disable=not shown, leave=False
         ) as bar:

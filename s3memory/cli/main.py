@@ -7,8 +7,9 @@ import sys
 from collections.abc import Sequence
 
 from s3memory._version import __version__
-from s3memory.cli.commands import add_commands
-from s3memory.cli.console import Console
+from s3memory.cli.commands import GLOBAL_OPTIONS, add_commands, add_global_options
+from s3memory.cli.completion import SHELLS, completion_script
+from s3memory.cli.console import Console, examples
 from s3memory.demo import DEMO_INSTALL_HINT, missing_for_demo
 from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, MCP_INSTALL_HINT, missing_for_mcp
 from s3memory.settings import DEFAULT_MODEL
@@ -17,12 +18,25 @@ EXIT_USAGE = 2
 """No command, or ``demo`` or ``mcp`` without its extra installed."""
 
 
+DEMO_EXAMPLES = ("s3memory demo", "ANTHROPIC_API_KEY=... s3memory demo --live")
+COMPLETION_EXAMPLES = (
+    'eval "$(s3memory completion bash)"  # in ~/.bashrc',
+    'eval "$(s3memory completion zsh)"  # in ~/.zshrc',
+)
+MCP_EXAMPLES = (
+    "s3memory mcp --user alice",
+    "s3memory mcp --user alice --mount /memories/team=team-acme",
+    "s3memory mcp --transport http --host 0.0.0.0 --url https://memory.example.com/mcp",
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="s3memory",
         description="Claude's memory tool (memory_20250818) on Amazon S3, encrypted on the client.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    add_global_options(parser, after_command=False)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = commands.add_parser(
         "demo",
@@ -33,6 +47,8 @@ def _parser() -> argparse.ArgumentParser:
             "third is refused a write into a team's read-only shared memory. "
             f"Offline by default (a scripted stand-in answers for Claude). Needs the demo extra: {DEMO_INSTALL_HINT}"
         ),
+        epilog=examples(DEMO_EXAMPLES),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     demo.add_argument(
         "--live",
@@ -49,6 +65,8 @@ def _parser() -> argparse.ArgumentParser:
             "(S3MEMORY_JWT_*), until interrupted. The S3MEMORY_* settings as docs/mcp.md says. "
             f"Needs the mcp extra: {MCP_INSTALL_HINT}"
         ),
+        epilog=examples(MCP_EXAMPLES),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     mcp.add_argument("--user", help="the user id whose memory is served (stdio, or http with --no-auth)")
     mcp.add_argument(
@@ -76,6 +94,14 @@ def _parser() -> argparse.ArgumentParser:
         help="http: serve --user's memory without tokens, only on a loopback --host",
     )
     add_commands(commands)
+    completion = commands.add_parser(
+        "completion",
+        help="print the shell completion script (bash or zsh)",
+        description="Print the completion script of s3memory for bash or zsh, to evaluate in the shell's rc file.",
+        epilog=examples(COMPLETION_EXAMPLES),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    completion.add_argument("shell", choices=SHELLS)
     return parser
 
 
@@ -122,9 +148,23 @@ def _lacks_extra(extra: str, missing: list[str], install_hint: str) -> bool:
     return bool(missing)
 
 
+def _given(arguments: argparse.Namespace, flag: str) -> bool:
+    """True if the global option ``flag`` was given (its value is no default)."""
+    return getattr(arguments, flag.lstrip("-").replace("-", "_"), None) not in (None, False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     arguments = parser.parse_args(argv)
+    given = [option.names[0] for option in GLOBAL_OPTIONS if _given(arguments, option.names[0])]
+    if arguments.command in ("demo", "mcp", "completion") and given:
+        parser.error(
+            f"{', '.join(given)}: options of the operator commands, not of {arguments.command} "
+            "(which takes the S3MEMORY_* settings: docs/mcp.md, README)"
+        )
+    if arguments.command == "completion":
+        sys.stdout.write(completion_script(parser, arguments.shell))
+        return 0
     if arguments.command == "demo":
         if _lacks_extra("demo", missing_for_demo(), DEMO_INSTALL_HINT):
             return EXIT_USAGE

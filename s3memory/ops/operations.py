@@ -361,7 +361,9 @@ class Operations:
         if found is not None:
             return found.text
         if memory is not None and (target.is_root or self._holds_files_below(memory, target)):
-            raise CommandError(f"Error: {path} is a directory, not a file: `s3memory ls` lists what it holds.")
+            raise CommandError(
+                f"Error: {path} is a directory, not a file: `s3memory ls` lists what it holds."
+            )
         raise CommandError(f"Error: The file {path} does not exist.")
 
     def _holds_files_below(self, memory: S3Memory, directory: MemoryPath) -> bool:
