@@ -171,7 +171,7 @@ def test_the_global_options_are_refused_before_demo_and_mcp(
     assert exited.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"s3memory: error: --bucket, --profile: options of the operator commands, not of {command[0]} "
-        "(which takes the S3MEMORY_* settings: docs/mcp.md, README)"
+        "(which takes the S3MEMORY_* settings: docs/settings.md)"
     )
 
 

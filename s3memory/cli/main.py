@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.command in ("demo", "mcp", "completion") and given:
         parser.error(
             f"{', '.join(given)}: options of the operator commands, not of {arguments.command} "
-            "(which takes the S3MEMORY_* settings: docs/mcp.md, README)"
+            "(which takes the S3MEMORY_* settings: docs/settings.md)"
         )
     if arguments.command == "completion":
         sys.stdout.write(completion_script(parser, arguments.shell))
