@@ -35,9 +35,9 @@ def script(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(
     ("words", "offered"),
     [
-        (["s3memory", "l"], ["ls"]),
+        (["s3memory", "l"], ["local-s3", "ls"]),
         (["s3memory", "re"], ["redact", "restore"]),
-        (["s3memory", "--bucket", "mem", "l"], ["ls"]),  # an option's value is no command
+        (["s3memory", "--bucket", "mem", "us"], ["users"]),  # an option's value is no command
         (["s3memory", "ls", "--us"], ["--user"]),
         (["s3memory", "--json", "rotate", "--w"], ["--wait"]),
         (["s3memory", "mcp", "--mo"], ["--mount"]),

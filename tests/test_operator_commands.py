@@ -32,7 +32,7 @@ def test_every_declared_command_is_listed_with_its_help(
     assert exited.value.code == 0
     listing = capsys.readouterr().out
     names = [declared.name for declared in COMMANDS]
-    assert re.findall(r"^    ([a-z]+) ", listing, re.MULTILINE) == ["demo", "mcp", *names, "completion"]
+    assert re.findall(r"^    ([a-z0-9-]+) ", listing, re.MULTILINE) == ["demo", "mcp", *names, "local-s3", "completion"]
     for declared in COMMANDS:
         assert re.search(rf"^ +{declared.name} +{re.escape(declared.help)}$", listing, re.MULTILINE), (
             declared.name
@@ -249,7 +249,12 @@ def test_profile_and_region_choose_the_clients_region_and_credentials(
 def test_every_commands_help_shows_examples_that_parse() -> None:
     parser = cli._parser()
     declared = {command.name: command.examples for command in COMMANDS}
-    declared |= {"demo": cli.DEMO_EXAMPLES, "mcp": cli.MCP_EXAMPLES, "completion": cli.COMPLETION_EXAMPLES}
+    declared |= {
+        "demo": cli.DEMO_EXAMPLES,
+        "mcp": cli.MCP_EXAMPLES,
+        "local-s3": cli.LOCAL_S3_EXAMPLES,
+        "completion": cli.COMPLETION_EXAMPLES,
+    }
     for name, examples in declared.items():
         assert examples, name
         help_text = parser._subparsers._group_actions[0].choices[name].format_help()  # type: ignore[union-attr]

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from s3memory._version import __version__
 from s3memory.cli.commands import GLOBAL_OPTIONS, add_commands, add_global_options
 from s3memory.cli.completion import SHELLS, completion_script
 from s3memory.cli.console import Console, examples
-from s3memory.demo import DEMO_INSTALL_HINT, missing_for_demo
+from s3memory.demo import DEMO_INSTALL_HINT, LOCAL_S3_BUCKET, LOCAL_S3_ENV_FILE, missing_for_demo
 from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, MCP_INSTALL_HINT, missing_for_mcp
 from s3memory.settings import DEFAULT_MODEL
 
@@ -19,6 +20,7 @@ EXIT_USAGE = 2
 
 
 DEMO_EXAMPLES = ("s3memory demo", "ANTHROPIC_API_KEY=... s3memory demo --live")
+LOCAL_S3_EXAMPLES = ("s3memory local-s3", "s3memory local-s3 --port 9000 --env-file ~/s3memory.env")
 COMPLETION_EXAMPLES = (
     'eval "$(s3memory completion bash)"  # in ~/.bashrc',
     'eval "$(s3memory completion zsh)"  # in ~/.zshrc',
@@ -94,6 +96,30 @@ def _parser() -> argparse.ArgumentParser:
         help="http: serve --user's memory without tokens, only on a loopback --host",
     )
     add_commands(commands)
+    local = commands.add_parser(
+        "local-s3",
+        help="serve a local, versioned S3 for trying s3memory, and write the settings to reach it",
+        description=(
+            "Serve moto's S3 on 127.0.0.1 with one versioned bucket until interrupted, and write the settings "
+            "another shell needs (endpoint, bucket, a new local key, dummy credentials) to an env file only "
+            f"this user may read. The memory lives in this process. Needs the demo extra: {DEMO_INSTALL_HINT}"
+        ),
+        epilog=examples(LOCAL_S3_EXAMPLES),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    local.add_argument("--port", type=int, default=0, help="the port to listen on (default: a free one)")
+    local.add_argument(
+        "--bucket",
+        dest="local_bucket",
+        default=LOCAL_S3_BUCKET,
+        help=f"the bucket (default {LOCAL_S3_BUCKET})",
+    )
+    local.add_argument(
+        "--env-file",
+        type=Path,
+        default=Path(LOCAL_S3_ENV_FILE),
+        help=f"where the settings go (default ./{LOCAL_S3_ENV_FILE})",
+    )
     completion = commands.add_parser(
         "completion",
         help="print the shell completion script (bash or zsh)",
@@ -137,12 +163,12 @@ def _mcp(arguments: argparse.Namespace) -> int:
     return mcp_main(arguments.user, arguments.mount)
 
 
-def _lacks_extra(extra: str, missing: list[str], install_hint: str) -> bool:
-    """True (and one line on stderr naming what is missing and how to install it) if the command of
-    the same name lacks requirements of its extra."""
+def _lacks_extra(command: str, missing: list[str], install_hint: str, *, extra: str | None = None) -> bool:
+    """True (and one line on stderr naming what is missing and how to install it) if ``command``
+    lacks requirements of its extra (``extra``; by default the command's own name)."""
     if missing:
         print(
-            f"s3memory {extra} needs the {extra} extra (missing: {', '.join(missing)}): {install_hint}",
+            f"s3memory {command} needs the {extra or command} extra (missing: {', '.join(missing)}): {install_hint}",
             file=sys.stderr,
         )
     return bool(missing)
@@ -157,10 +183,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     arguments = parser.parse_args(argv)
     given = [option.names[0] for option in GLOBAL_OPTIONS if _given(arguments, option.names[0])]
-    if arguments.command in ("demo", "mcp", "completion") and given:
+    if arguments.command in ("demo", "mcp", "completion", "local-s3") and given:
         parser.error(
             f"{', '.join(given)}: options of the operator commands, not of {arguments.command} "
             "(which takes the S3MEMORY_* settings: docs/settings.md)"
+        )
+    if arguments.command == "local-s3":
+        if _lacks_extra("local-s3", missing_for_demo(), DEMO_INSTALL_HINT, extra="demo"):
+            return EXIT_USAGE
+        from s3memory.demo.local_s3 import serve
+
+        return serve(
+            sys.stdout, port=arguments.port, bucket=arguments.local_bucket, env_file=arguments.env_file
         )
     if arguments.command == "completion":
         sys.stdout.write(completion_script(parser, arguments.shell))

@@ -3,7 +3,8 @@
 - :mod:`.walkthrough`: the demo's conversations and the look at the bucket (``demo_main``);
 - :mod:`.team`: its third conversation, a team's shared memory mounted read-only;
 - :mod:`.scripted_api`: a scripted stand-in for the Messages API on loopback (the tests use it too);
-- :mod:`.embedded_s3`: moto's S3 server on loopback (the tests use it too).
+- :mod:`.embedded_s3`: moto's S3 server on loopback (the tests use it too);
+- :mod:`.local_s3`: ``s3memory local-s3``, that server for operators, with the settings to reach it.
 
 They need the ``demo`` extra, which the core does not; the Lambda zip holds none of them. Importing
 this package is light: it only names what the demo needs beyond the core (:func:`missing_for_demo`).
@@ -23,6 +24,9 @@ DEMO_MODULES = {
 ``demo`` extra that provides it: the SDK's tool runner, and moto's threaded S3 server (Flask)."""
 
 DEMO_INSTALL_HINT = "pip install 's3memory[demo]'"
+LOCAL_S3_BUCKET = "s3memory-local"
+LOCAL_S3_ENV_FILE = "s3memory-local.env"
+"""``s3memory local-s3``'s bucket and the file its settings go to, unless told (``local_s3``)."""
 
 
 def missing_for_demo() -> list[str]:
