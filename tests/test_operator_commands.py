@@ -32,7 +32,13 @@ def test_every_declared_command_is_listed_with_its_help(
     assert exited.value.code == 0
     listing = capsys.readouterr().out
     names = [declared.name for declared in COMMANDS]
-    assert re.findall(r"^    ([a-z0-9-]+) ", listing, re.MULTILINE) == ["demo", "mcp", *names, "local-s3", "completion"]
+    assert re.findall(r"^    ([a-z0-9-]+) ", listing, re.MULTILINE) == [
+        "demo",
+        "mcp",
+        *names,
+        "local-s3",
+        "completion",
+    ]
     for declared in COMMANDS:
         assert re.search(rf"^ +{declared.name} +{re.escape(declared.help)}$", listing, re.MULTILINE), (
             declared.name
