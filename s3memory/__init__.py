@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from s3memory.memory import S3Memory
     from s3memory.mounts import Mount, MountedMemory
     from s3memory.storage.bucket import Bucket
+    from s3memory.settings import Settings
     from s3memory.store import Store
     from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
 
@@ -32,6 +33,7 @@ __all__ = [
     "MountedMemory",
     "S3Memory",
     "S3MemoryTool",
+    "Settings",
     "SharedName",
     "Store",
     "__version__",
@@ -48,6 +50,7 @@ _HOMES = {
     "Mount": ".mounts",
     "MountedMemory": ".mounts",
     "SharedName": ".core.paths",
+    "Settings": ".settings",
     "Bucket": ".storage.bucket",
     "Store": ".store",
 }

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeVar
 from urllib.parse import urlsplit
@@ -42,14 +42,23 @@ from s3memory.core.paths import check_prefix
 from s3memory.core.quota import Quota
 from s3memory.crypto import DATA_KEY_BYTES, MAX_KEY_VERSION, KeyProvider, KMSKeyProvider, LocalKeyProvider
 from s3memory.formats.choice import AUTO_FORMAT, StorageFormat, checked_format
-from s3memory.memory import DEFAULT_GUARD, DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT, MemoryOptions
-from s3memory.mounts import Grant, grants_from_json
+from s3memory.memory import (
+    DEFAULT_GUARD,
+    DEFAULT_MAX_FILE_BYTES,
+    MAX_FILE_BYTES_LIMIT,
+    MemoryOptions,
+    S3Memory,
+)
+from s3memory.mounts import Grant, Mount, UserMemory, grants_from_json, with_mounts
 from s3memory.storage.bucket import Bucket
 from s3memory.storage.conditions import REFUSE, SINGLE_WRITER, WeakServer, checked_weak_server
 from s3memory.store import DEFAULT_PREFIX, Store, StoreOptions
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
+
+    from s3memory.ops.operations import Operations
+    from s3memory.tool import S3MemoryTool
 
 BUCKET = "S3MEMORY_BUCKET"
 PREFIX = "S3MEMORY_PREFIX"
@@ -290,8 +299,13 @@ class Settings:
     at a time (``conditions.py``)."""
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> Settings:
-        """Read and validate the ``S3MEMORY_*`` variables of ``environ``."""
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Read and validate the ``S3MEMORY_*`` variables of ``environ`` (this process's when not
+        given), as the command line and the Lambda functions read them (``docs/settings.md``)."""
+        if environ is None:
+            import os
+
+            environ = os.environ
         bucket = _get(environ, BUCKET)
         if bucket is None:
             raise SettingsError(f"{BUCKET} is required: the S3 bucket that holds the memory")
@@ -403,6 +417,26 @@ class Settings:
         return LocalKeyProvider(
             self.local_key, version=self.local_key_version, previous=dict(self.previous_local_keys)
         )
+
+    def memory(self, user_id: str, mounts: Sequence[Mount] = ()) -> UserMemory:
+        """``user_id``'s memory in the store these settings name, with their limits, and the shared
+        memories ``mounts`` names mounted in it; building it sends no request. Keep it: a process
+        serves every command of the user with one (its clients, its cache of keys)."""
+        own = S3Memory(self.make_store(), user_id, **self.limits.memory_options())
+        return with_mounts(own, mounts)
+
+    def tool(self, user_id: str, mounts: Sequence[Mount] = ()) -> S3MemoryTool:
+        """The SDK adapter (``S3MemoryTool``) over ``memory(user_id, mounts)``: what the tool runner takes."""
+        from s3memory.tool import S3MemoryTool
+
+        return S3MemoryTool.over(self.memory(user_id, mounts))
+
+    def operations(self, actor: str | None = None) -> Operations:
+        """The operator API (``ops.operations.Operations``) over the store these settings name, its
+        writes recorded as ``actor``'s."""
+        from s3memory.ops.operations import Operations
+
+        return Operations.from_settings(self, actor=actor)
 
     def make_s3_client(self) -> S3Client:
         """An S3 client with our standard client settings (see ``s3memory.clients``)."""
