@@ -1211,7 +1211,7 @@ class Agent:
 
     def converge(self, command: Command, before: State) -> None:
         """The first try of a single-object command died between its write and its second request
-        (README: a file rename copied but did not delete; a refused create wrote but did not
+        (docs/storage.md, "Crash safety": a file rename copied but did not delete; a refused create wrote but did not
         withdraw). Its retry must answer as on the state before, and leave the state it promises."""
         self.tally.events["interim states, retried"] += 1
         expected = Model.apply(command, before)

@@ -8,40 +8,11 @@ import signal
 import stat
 import subprocess
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from .support.loopback_server import LoopbackServer
+from .support.local_s3 import LocalS3
 
 READY_SECONDS = 30
-
-
-@dataclass(kw_only=True)
-class LocalS3(LoopbackServer):
-    """``s3memory local-s3`` in a process of its own, on a free port."""
-
-    name = "local-s3"
-
-    @property
-    def env_file(self) -> Path:
-        assert self.directory is not None
-        return self.directory / "local.env"
-
-    def arguments(self) -> list[str]:
-        port, env_file = str(self.port), str(self.env_file)
-        return [sys.executable, "-m", "s3memory.cli.main", "local-s3", "--port", port, "--env-file", env_file]
-
-    def settings(self) -> dict[str, str]:
-        """The env file's settings, once the command has written it."""
-        deadline = time.monotonic() + READY_SECONDS
-        while not self.env_file.exists():
-            assert time.monotonic() < deadline, self.log_tail()
-            time.sleep(0.05)
-        time.sleep(0.1)  # written in one call; let it finish
-        lines = self.env_file.read_text().splitlines()
-        assert all(line.startswith("export ") for line in lines), lines
-        return dict(line.removeprefix("export ").split("=", 1) for line in lines)
 
 
 def s3memory(settings: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
@@ -62,6 +33,7 @@ def test_local_s3_serves_a_versioned_bucket_whose_settings_another_shell_loads(t
     (tmp_path / "memories" / "notes.md").write_text("first\n")
     with LocalS3() as server:
         settings = server.settings()
+        assert server.env_file.name == "s3memory-local.env"  # where the README sources it from
         assert stat.S_IMODE(server.env_file.stat().st_mode) == 0o600
         assert set(settings) == {
             "S3MEMORY_ENDPOINT_URL",
@@ -71,7 +43,7 @@ def test_local_s3_serves_a_versioned_bucket_whose_settings_another_shell_loads(t
             "AWS_SECRET_ACCESS_KEY",
             "AWS_DEFAULT_REGION",
         }
-        assert settings["S3MEMORY_ENDPOINT_URL"] == server.endpoint
+        assert settings["S3MEMORY_ENDPOINT_URL"].startswith("http://127.0.0.1:")
         assert settings["S3MEMORY_BUCKET"] == "s3memory-local"
 
         imported = s3memory(settings, "import", "--user", "alice", str(tmp_path))
@@ -90,7 +62,7 @@ def test_local_s3_serves_a_versioned_bucket_whose_settings_another_shell_loads(t
         log = server.log_path.read_text()
         assert not server.env_file.exists()
     assert log.splitlines()[0].startswith(
-        f"s3memory local-s3: moto's S3 at {server.endpoint}, bucket s3memory-local"
+        f"s3memory local-s3: moto's S3 at {settings['S3MEMORY_ENDPOINT_URL']}, bucket s3memory-local"
     )
     assert log.splitlines()[-1] == "s3memory local-s3: stopped"
     assert settings["S3MEMORY_LOCAL_KEY"] not in log

@@ -1,4 +1,4 @@
-"""The module maps: the README's table and ``docs/core.md``'s map name every module of the package,
+"""The module maps: `docs/layout.md`'s table and ``docs/core.md``'s map name every module of the package,
 and name none that is gone. A subpackage named with a trailing ``/`` (``crypto/``) covers its
 modules, which a row may then name by their file name alone."""
 
@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "s3memory"
 MAPS = {
-    "README.md": "| module | what lives there |",
+    "docs/layout.md": "| module | what lives there |",
     "docs/core.md": "## Module map",
 }
 """Each map: its file, and the line its section starts at (the section ends at the next heading)."""

@@ -4,7 +4,7 @@ The servers: moto 5.2 as shipped (``mock_aws``, in a fresh interpreter, so no pa
 ``conftest.py`` applies), SeaweedFS 4.48 (``weed mini``, see ``support/backends.py``), s3rver 3.7.1
 (npm, ``support/s3rver.py``) and LocalStack 4.13.1 (``localstack-core``, S3 only, without Docker,
 ``support/localstack.py``). Each runs every probe of ``support/server_probe.py`` once, and the
-outcomes must be exactly those of ``EXPECTED``: the README's table of servers is read off it. An
+outcomes must be exactly those of ``EXPECTED``: `docs/real-s3.md`'s table of servers is read off it. An
 outcome is ``"ok"`` or the refusal's ``"<HTTP status> <error code>"``, then what the request left
 (``kept``, ``replaced``, ``created``, ``absent``, ``deleted``). AWS S3's own answers are in the
 first column of each row's comment; these tests do not run against AWS.

@@ -91,7 +91,7 @@ ENFORCED = {
         },
     ),
 }
-"""What each server of the tests enforces, as the probe finds it (the README's table of servers)."""
+"""What each server of the tests enforces, as the probe finds it (`docs/real-s3.md`'s table of servers)."""
 SERVED = {"moto": 1, "seaweedfs": 2, "s3rver": None, "localstack": None}
 """The format each server is served in with the defaults (None: refused, unless single-writer)."""
 PROBE_REQUESTS = {

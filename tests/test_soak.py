@@ -283,7 +283,7 @@ def test_a_short_soak_under_faults_finds_no_violation(
 
 # -- what the soak found in the core, each alone (SeaweedFS) -------------------------------------------
 #
-# Each test asserts what the contract or the README promises; each failed on the core the soak first
+# Each test asserts what the contract or the docs promise; each failed on the core the soak first
 # ran against.
 
 
@@ -417,7 +417,7 @@ def test_view_of_the_root_never_shows_a_half_done_rename(users: Users) -> None:
 
 
 def test_a_file_rename_that_died_between_copy_and_delete_is_finished_by_its_retry(users: Users) -> None:
-    """A single-file rename has no job record (README): a process dying between its copy and its
+    """A single-file rename has no job record (`docs/storage.md`): a process dying between its copy and its
     delete leaves the file at both paths, and the retry of the rename converges."""
     users.run("f-both", create("/memories/a.md"))
     plan = FaultPlan().fail("DeleteObject", Fault.CRASH, call=1)

@@ -1,0 +1,222 @@
+"""The README's commands and snippets run: the Python snippet against moto and a scripted Claude, the
+operator's block against ``s3memory local-s3`` as written, the Lambda payload through the memory
+handler; every other shell line names a make target, an option, a variable or a file that exists."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import s3memory
+from s3memory.aws_lambda import memory_handler, runtime
+from s3memory.cli import main as cli
+from s3memory.demo import LOCAL_S3_ENV_FILE
+from s3memory.demo.scripted_api import Reply, ScriptedMessagesAPI
+from s3memory.settings import Settings
+
+from .support.bucket import LOCAL_KEY_B64
+from .support.local_s3 import LocalS3
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+BUCKET = "readme-snippets"
+EXAMPLE = ROOT / "terraform" / "examples" / "complete"
+AWS_TEST_ENVIRONMENT = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+
+
+def blocks(language: str) -> list[str]:
+    """The README's fenced blocks of ``language``."""
+    return re.findall(rf"^```{language}\n(.*?)^```", README, re.MULTILINE | re.DOTALL)
+
+
+def shell_commands(block: str) -> list[list[str]]:
+    """Each command of a shell block as words (continued lines joined, comments left out)."""
+    joined = re.sub(r"\\\n\s*", " ", block)
+    return [words for line in joined.splitlines() if (words := shlex.split(line, comments=True))]
+
+
+def section(title: str) -> str:
+    """The README's section ``## title``, up to the next one."""
+    start = README.index(f"\n## {title}\n")
+    end = README.find("\n## ", start + 1)
+    return README[start : end if end >= 0 else len(README)]
+
+
+def parses(words: list[str]) -> None:
+    """``s3memory`` takes ``words`` (after the program's name) as they are."""
+    assert words[0] == "s3memory", words
+    cli._parser().parse_args(words[1:])
+
+
+def terraform_variables() -> dict[str, bool]:
+    """The example's variables, each with whether it has a default."""
+    text = (EXAMPLE / "variables.tf").read_text()
+    found: dict[str, bool] = {}
+    for name, body in re.findall(r'^variable "([a-z_]+)" \{\n(.*?)^\}', text, re.MULTILINE | re.DOTALL):
+        found[name] = re.search(r"^\s+default\s*=", body, re.MULTILINE) is not None
+    return found
+
+
+def make_targets() -> set[str]:
+    return set(re.findall(r"^([a-z][a-z0-9-]*):", (ROOT / "Makefile").read_text(), re.MULTILINE))
+
+
+def check_line(words: list[str]) -> None:
+    """One shell line of the README names only what exists (see the module's docstring)."""
+    program = words[0]
+    if program == "make":
+        assert set(words[1:]) <= make_targets(), words
+    elif program == "s3memory":
+        parses(words)
+    elif program == "claude":
+        assert words[1:3] == ["mcp", "add"], words
+        parses(words[words.index("--") + 1 :])
+    elif program == "pip":
+        extras = set(re.findall(r"^(\w+) = \[", (ROOT / "pyproject.toml").read_text(), re.MULTILINE))
+        for word in words[2:]:
+            for extra in re.findall(r"\[(\w+)\]", word):
+                assert extra in extras, word
+            if word.endswith(".whl") or ".whl[" in word:
+                assert word.startswith(f"dist/s3memory-{s3memory.__version__}-py3-none-any.whl"), word
+    elif program == "cd":
+        assert (ROOT / words[1]).is_dir(), words
+    elif program == "terraform" and words[1] == "init":
+        assert words == ["terraform", "init"], words
+    elif program == "terraform":
+        assert words[1] == "apply", words
+        given = [words[i + 1].split("=", 1)[0] for i, word in enumerate(words) if word == "-var"]
+        variables = terraform_variables()
+        assert set(given) <= set(variables), given
+        assert {name for name, has_default in variables.items() if not has_default} <= set(given), given
+    elif program == "aws":
+        assert words[1:3] == ["lambda", "invoke"], words
+        prefix = re.search(
+            r'variable "name_prefix".*?default\s*=\s*"([^"]+)"',
+            (EXAMPLE / "variables.tf").read_text(),
+            re.DOTALL,
+        )
+        assert prefix is not None and words[words.index("--function-name") + 1] == f"{prefix[1]}-memory"
+    elif program == ".":
+        assert words[1] == f"./{LOCAL_S3_ENV_FILE}", words
+    else:
+        raise AssertionError(f"a README command this test does not know: {words}")
+
+
+def test_every_shell_line_names_what_exists() -> None:
+    lines = [words for block in blocks("sh") for words in shell_commands(block)]
+    assert {"make", "pip", "s3memory", "claude", "terraform", "aws", "."} <= {words[0] for words in lines}
+    for words in lines:
+        check_line(words)
+
+
+@pytest.fixture
+def store_environment(moto_endpoint_with_bucket: str) -> dict[str, str]:
+    return {
+        **AWS_TEST_ENVIRONMENT,
+        "S3MEMORY_BUCKET": BUCKET,
+        "S3MEMORY_PREFIX": f"readme-{os.urandom(4).hex()}/",
+        "S3MEMORY_ENDPOINT_URL": moto_endpoint_with_bucket,
+        "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64,
+    }
+
+
+def test_the_python_snippet_runs_and_its_memory_is_in_s3(store_environment: dict[str, str]) -> None:
+    (snippet,) = blocks("python")
+    create = {"command": "create", "path": "/memories/preferences.md", "file_text": "- metric units\n"}
+    with ScriptedMessagesAPI([Reply("I'll remember that.", [create]), "Noted: metric units."]) as api:
+        ran = subprocess.run(
+            [sys.executable, "-c", snippet],
+            env={
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                **store_environment,
+                "ANTHROPIC_API_KEY": "test-key",
+                "ANTHROPIC_BASE_URL": api.base_url,
+            },
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert ran.returncode == 0, ran.stderr
+        assert api.remaining == 0 and {body["model"] for body in api.requests} == {"claude-sonnet-4-5"}
+    assert "Noted: metric units." in ran.stdout
+    memory = Settings.from_env(store_environment).memory("alice")
+    assert memory.run({"command": "view", "path": "/memories/preferences.md"}).endswith(
+        "     1\t- metric units"
+    )
+
+
+@pytest.fixture
+def local_s3() -> Iterator[LocalS3]:
+    with LocalS3() as server:
+        yield server
+
+
+def test_the_operators_block_runs_as_written(local_s3: LocalS3, tmp_path: Path) -> None:
+    commands = [
+        words for block in blocks("sh") if "s3memory local-s3" in block for words in shell_commands(block)
+    ]
+    assert commands[:2] == [["s3memory", "local-s3"], [".", f"./{LOCAL_S3_ENV_FILE}"]]  # LocalS3 runs these
+    (tmp_path / "my-memories" / "memories").mkdir(parents=True)
+    (tmp_path / "my-memories" / "memories" / "preferences.md").write_text("# Preferences\n- metric units\n")
+    environment = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        **local_s3.settings(),
+    }
+    outputs = []
+    for words in commands[2:]:
+        ran = subprocess.run(
+            [sys.executable, "-m", "s3memory.cli.main", *words[1:]],
+            cwd=tmp_path,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert ran.returncode == 0, (words, ran.stderr)
+        outputs.append(ran.stdout)
+    assert "# Preferences\n- metric units\n" in outputs
+    assert (
+        tmp_path / "backup" / "memories" / "preferences.md"
+    ).read_text() == "# Preferences\n- metric units\n"
+
+
+def test_the_lambda_payload_is_served_by_the_memory_function(
+    store_environment: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (invoke,) = [words for block in blocks("sh") for words in shell_commands(block) if words[0] == "aws"]
+    payload = json.loads(invoke[invoke.index("--payload") + 1])
+    for name in [name for name in os.environ if name.startswith("S3MEMORY_")]:
+        monkeypatch.delenv(name)
+    for name, value in store_environment.items():
+        monkeypatch.setenv(name, value)
+    runtime.reset()
+    try:
+        answer = memory_handler(payload, SimpleNamespace(aws_request_id="readme"))
+    finally:
+        runtime.reset()
+    assert answer == {
+        "content": "Here're the files and directories up to 2 levels deep in /memories, excluding hidden "
+        "items and node_modules:\n4.0K\t/memories",
+        "is_error": False,
+    }
+
+
+def test_the_readme_stays_a_front_page() -> None:
+    assert len(README.splitlines()) <= 200
+    assert section("Quickstart").count("```sh\nmake demo\nmake test\n```") == 1
