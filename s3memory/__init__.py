@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from s3memory.errors import CommandError
     from s3memory.memory import S3Memory
     from s3memory.mounts import Mount, MountedMemory
-    from s3memory.storage.bucket import Bucket
     from s3memory.settings import Settings
+    from s3memory.storage.bucket import Bucket
     from s3memory.store import Store
     from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
 

@@ -57,9 +57,6 @@ from s3memory.store import DEFAULT_PREFIX, Store, StoreOptions
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-    from s3memory.ops.operations import Operations
-    from s3memory.tool import S3MemoryTool
-
 BUCKET = "S3MEMORY_BUCKET"
 PREFIX = "S3MEMORY_PREFIX"
 STORAGE_FORMAT = "S3MEMORY_STORAGE_FORMAT"
@@ -424,19 +421,6 @@ class Settings:
         serves every command of the user with one (its clients, its cache of keys)."""
         own = S3Memory(self.make_store(), user_id, **self.limits.memory_options())
         return with_mounts(own, mounts)
-
-    def tool(self, user_id: str, mounts: Sequence[Mount] = ()) -> S3MemoryTool:
-        """The SDK adapter (``S3MemoryTool``) over ``memory(user_id, mounts)``: what the tool runner takes."""
-        from s3memory.tool import S3MemoryTool
-
-        return S3MemoryTool.over(self.memory(user_id, mounts))
-
-    def operations(self, actor: str | None = None) -> Operations:
-        """The operator API (``ops.operations.Operations``) over the store these settings name, its
-        writes recorded as ``actor``'s."""
-        from s3memory.ops.operations import Operations
-
-        return Operations.from_settings(self, actor=actor)
 
     def make_s3_client(self) -> S3Client:
         """An S3 client with our standard client settings (see ``s3memory.clients``)."""

@@ -24,6 +24,8 @@ from s3memory.store import refuse_unknown
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
+    from s3memory.settings import Settings
+
 
 def answer(memory: UserMemory, raw_input: object) -> str:
     """Run one input; every failure becomes ``ToolError`` with a message that names no content
@@ -75,6 +77,19 @@ class _S3Configured:
             s3_client = make_s3_client()
         own = S3Memory(Bucket(s3_client, bucket), user_id, key_provider, **options)
         self.memory = with_mounts(own, mounts)
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        user_id: str,
+        mounts: Sequence[Mount] = (),
+        *,
+        cache_control: BetaCacheControlEphemeralParam | None = None,
+    ) -> Self:
+        """A tool over ``settings.memory(user_id, mounts)``: the store, key and limits of the settings
+        the command line and the Lambda functions read (``Settings.from_env``)."""
+        return cls.over(settings.memory(user_id, mounts), cache_control=cache_control)
 
     @classmethod
     def over(cls, memory: UserMemory, *, cache_control: BetaCacheControlEphemeralParam | None = None) -> Self:

@@ -26,7 +26,7 @@ from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
 
 from .support.bucket import BUCKET, MASTER_KEY, STORE_ENVIRON
 
-TOOL_OWN = {"bucket", "user_id", "key_provider", "s3_client", "cache_control"}
+TOOL_OWN = {"bucket", "user_id", "key_provider", "s3_client", "cache_control", "mounts"}
 """What the SDK adapters take beside the memory's options."""
 NOT_SETTINGS = {"actor", "clock"}
 """The options no ``S3MEMORY_*`` variable sets: who writes, and the clock, are the caller's."""

@@ -10,6 +10,7 @@ import pytest
 
 from s3memory import Mount, MountedMemory, S3Memory, S3MemoryTool, Settings
 from s3memory.errors import CommandError
+from s3memory.ops.operations import Operations
 
 from .support.bucket import LOCAL_KEY_B64
 
@@ -40,7 +41,7 @@ def test_the_memory_the_tool_and_the_operator_api_from_this_processs_settings(
     with pytest.raises(CommandError, match="the memory quota allows 1 files"):  # the settings' limits
         memory.run({"command": "create", "path": "/memories/b.md", "file_text": "x"})
 
-    tool = settings.tool("alice")
+    tool = S3MemoryTool.from_settings(settings, "alice")
     assert isinstance(tool, S3MemoryTool)
     assert tool.call({"command": "view", "path": "/memories/a.md"}).endswith("     1\tfrom the settings")
 
@@ -50,6 +51,6 @@ def test_the_memory_the_tool_and_the_operator_api_from_this_processs_settings(
         "[Read-only shared memory: /memories/team; writes there are refused.]"
     )
 
-    operations = settings.operations(actor="operator:test")
+    operations = Operations.from_env(actor="operator:test")
     assert list(operations.users()) == ["alice", "bob"]  # bob's view recorded his use
     assert operations.read("alice", "/memories/a.md") == "from the settings\n"

@@ -17,7 +17,7 @@ overwrites unless asked.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
@@ -207,6 +207,12 @@ class Operations:
     def _identity(self) -> str | None:
         """The store's identity where its format binds it into objects (format 2); else None."""
         return self.store_identity if self.format.has_store_identity else None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, *, actor: str | None = None) -> Operations:
+        """Built from the ``S3MEMORY_*`` settings of ``environ`` (this process's when not given), as
+        the command line builds them."""
+        return cls.from_settings(Settings.from_env(environ), actor=actor)
 
     @classmethod
     def from_settings(
