@@ -3,29 +3,13 @@ commands run against it there; the key is written only to a file this user alone
 
 from __future__ import annotations
 
-import os
 import signal
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
-from .support.local_s3 import LocalS3
+from .support.local_s3 import LocalS3, in_another_shell
 
 READY_SECONDS = 30
-
-
-def s3memory(settings: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
-    """The command in another shell that loaded the settings (and nothing else of this one's)."""
-    environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/nonexistent", **settings}
-    return subprocess.run(
-        [sys.executable, "-m", "s3memory.cli.main", *argv],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_local_s3_serves_a_versioned_bucket_whose_settings_another_shell_loads(tmp_path: Path) -> None:
@@ -46,13 +30,15 @@ def test_local_s3_serves_a_versioned_bucket_whose_settings_another_shell_loads(t
         assert settings["S3MEMORY_ENDPOINT_URL"].startswith("http://127.0.0.1:")
         assert settings["S3MEMORY_BUCKET"] == "s3memory-local"
 
-        imported = s3memory(settings, "import", "--user", "alice", str(tmp_path))
+        imported = in_another_shell(settings, "import", "--user", "alice", str(tmp_path))
         assert imported.returncode == 0, imported.stderr
         (tmp_path / "memories" / "notes.md").write_text("second\n")
-        again = s3memory(settings, "import", "--user", "alice", str(tmp_path), "--overwrite", "--yes")
+        again = in_another_shell(settings, "import", "--user", "alice", str(tmp_path), "--overwrite", "--yes")
         assert again.returncode == 0, again.stderr
-        assert s3memory(settings, "cat", "--user", "alice", "/memories/notes.md").stdout == "second\n"
-        history = s3memory(settings, "history", "--user", "alice", "/memories/notes.md").stdout.splitlines()
+        assert in_another_shell(settings, "cat", "--user", "alice", "/memories/notes.md").stdout == "second\n"
+        history = in_another_shell(
+            settings, "history", "--user", "alice", "/memories/notes.md"
+        ).stdout.splitlines()
         written = [line for line in history if line.split()[1] == "written"]
         assert len(written) == 2 and "(current)" in written[0]  # the bucket keeps versions
 

@@ -106,6 +106,18 @@ def leaks(captured: dict[str, list[str]], needles: list[str] = NEEDLES) -> list[
     return found
 
 
+def encryption_contexts(kms: Any) -> list[tuple[str, dict[str, str]]]:
+    """Each KMS request's operation and encryption context, as ``kms`` sends them from now on."""
+    contexts: list[tuple[str, dict[str, str]]] = []
+
+    def note(params: dict[str, Any], model: Any, **_: Any) -> None:
+        if "EncryptionContext" in params:
+            contexts.append((model.name, dict(params["EncryptionContext"])))
+
+    kms.meta.events.register("before-parameter-build.kms.*", note)
+    return contexts
+
+
 def captured(
     s3: Any, bucket: str, caplog: pytest.LogCaptureFixture, versions: bool = False
 ) -> dict[str, list[str]]:
@@ -230,13 +242,7 @@ def test_kms_encryption_contexts_name_the_user_by_token_only(
     if backend != "moto":
         pytest.skip("moto's KMS: one backend is enough")
     caplog.set_level(logging.DEBUG)
-    contexts: list[tuple[str, dict[str, str]]] = []
-
-    def note(params: dict[str, Any], model: Any, **_: Any) -> None:
-        if "EncryptionContext" in params:
-            contexts.append((model.name, dict(params["EncryptionContext"])))
-
-    kms.meta.events.register("before-parameter-build.kms.*", note)
+    contexts = encryption_contexts(kms)
     memory = S3Memory(Bucket(s3, BUCKET), USER, KMSKeyProvider(key_id, kms), storage_format=2, actor=ACTOR)
     check_answers(run_session(memory))
     cold = S3Memory(Bucket(s3, BUCKET), USER, KMSKeyProvider(key_id, kms), storage_format=2)  # unwraps
@@ -271,13 +277,7 @@ def test_a_session_through_a_read_write_mount_leaves_no_names_and_kms_sees_the_s
     if backend != "moto":
         pytest.skip("moto's KMS: one backend is enough")
     caplog.set_level(logging.DEBUG)
-    contexts: list[dict[str, str]] = []
-
-    def note(params: dict[str, Any], **_: Any) -> None:
-        if "EncryptionContext" in params:
-            contexts.append(dict(params["EncryptionContext"]))
-
-    kms.meta.events.register("before-parameter-build.kms.*", note)
+    contexts = encryption_contexts(kms)
     own = S3Memory(Bucket(s3, BUCKET), USER, KMSKeyProvider(key_id, kms), storage_format=2, actor=ACTOR)
     mounted = MountedMemory(own, [Mount("/memories/team", SHARED, READ_WRITE)])
     team = f"/memories/team/{CLIENTS.rsplit('/', 1)[1]}"
@@ -291,9 +291,9 @@ def test_a_session_through_a_read_write_mount_leaves_no_names_and_kms_sees_the_s
     assert answer.endswith(f"{team}/acme_merger_final.md"), answer
     token = own.shared(SharedName(SHARED), writes=True).key_owner.namespace
     assert token is not None and token != own.key_owner.namespace
-    assert {context["s3memory:user"] for context in contexts} >= {token}
+    assert {context["s3memory:user"] for _, context in contexts} >= {token}
     found = captured(s3, BUCKET, caplog)
-    found["contexts"] = [repr(context) for context in contexts]
+    found["contexts"] = [repr(context) for _, context in contexts]
     assert leaks(found, [*NEEDLES, SHARED, "quorx-vault", f"shared/{SHARED}"]) == [], counts(found)
 
 

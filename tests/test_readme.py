@@ -24,7 +24,7 @@ from s3memory.demo.scripted_api import Reply, ScriptedMessagesAPI
 from s3memory.settings import Settings
 
 from .support.bucket import LOCAL_KEY_B64
-from .support.local_s3 import LocalS3
+from .support.local_s3 import LocalS3, in_another_shell
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -172,22 +172,9 @@ def test_the_operators_block_runs_as_written(local_s3: LocalS3, tmp_path: Path) 
     assert commands[:2] == [["s3memory", "local-s3"], [".", f"./{LOCAL_S3_ENV_FILE}"]]  # LocalS3 runs these
     (tmp_path / "my-memories" / "memories").mkdir(parents=True)
     (tmp_path / "my-memories" / "memories" / "preferences.md").write_text("# Preferences\n- metric units\n")
-    environment = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path),
-        **local_s3.settings(),
-    }
     outputs = []
     for words in commands[2:]:
-        ran = subprocess.run(
-            [sys.executable, "-m", "s3memory.cli.main", *words[1:]],
-            cwd=tmp_path,
-            env=environment,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        ran = in_another_shell(local_s3.settings(), *words[1:], cwd=tmp_path)
         assert ran.returncode == 0, (words, ran.stderr)
         outputs.append(ran.stdout)
     assert "# Preferences\n- metric units\n" in outputs

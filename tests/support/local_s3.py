@@ -3,6 +3,8 @@ directory), ready once its env file is written."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -47,3 +49,23 @@ class LocalS3(LoopbackServer):
         lines = self.env_file.read_text().splitlines()
         assert all(line.startswith("export ") for line in lines), lines
         return dict(line.removeprefix("export ").split("=", 1) for line in lines)
+
+
+def in_another_shell(
+    settings: dict[str, str], *argv: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``s3memory *argv`` in a shell that loaded ``settings`` and nothing else of this one's."""
+    environment = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(cwd or "/nonexistent"),
+        **settings,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "s3memory.cli.main", *argv],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
