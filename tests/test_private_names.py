@@ -118,6 +118,16 @@ def encryption_contexts(kms: Any) -> list[tuple[str, dict[str, str]]]:
     return contexts
 
 
+@pytest.fixture
+def contexts(kms: Any, backend: str, caplog: pytest.LogCaptureFixture) -> list[tuple[str, dict[str, str]]]:
+    """The KMS requests' encryption contexts (``encryption_contexts``), every log line captured; on
+    moto only (its KMS: one backend is enough)."""
+    if backend != "moto":
+        pytest.skip("moto's KMS: one backend is enough")
+    caplog.set_level(logging.DEBUG)
+    return encryption_contexts(kms)
+
+
 def captured(
     s3: Any, bucket: str, caplog: pytest.LogCaptureFixture, versions: bool = False
 ) -> dict[str, list[str]]:
@@ -237,12 +247,12 @@ def test_the_memory_function_in_format_2_leaves_no_names(
 
 
 def test_kms_encryption_contexts_name_the_user_by_token_only(
-    s3: Any, kms: Any, key_id: str, backend: str, caplog: pytest.LogCaptureFixture
+    s3: Any,
+    kms: Any,
+    key_id: str,
+    contexts: list[tuple[str, dict[str, str]]],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    if backend != "moto":
-        pytest.skip("moto's KMS: one backend is enough")
-    caplog.set_level(logging.DEBUG)
-    contexts = encryption_contexts(kms)
     memory = S3Memory(Bucket(s3, BUCKET), USER, KMSKeyProvider(key_id, kms), storage_format=2, actor=ACTOR)
     check_answers(run_session(memory))
     cold = S3Memory(Bucket(s3, BUCKET), USER, KMSKeyProvider(key_id, kms), storage_format=2)  # unwraps
@@ -272,12 +282,12 @@ def test_a_shared_memory_session_leaves_no_names(
 
 
 def test_a_session_through_a_read_write_mount_leaves_no_names_and_kms_sees_the_shared_token(
-    s3: Any, kms: Any, key_id: str, backend: str, caplog: pytest.LogCaptureFixture
+    s3: Any,
+    kms: Any,
+    key_id: str,
+    contexts: list[tuple[str, dict[str, str]]],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    if backend != "moto":
-        pytest.skip("moto's KMS: one backend is enough")
-    caplog.set_level(logging.DEBUG)
-    contexts = encryption_contexts(kms)
     own = S3Memory(Bucket(s3, BUCKET), USER, KMSKeyProvider(key_id, kms), storage_format=2, actor=ACTOR)
     mounted = MountedMemory(own, [Mount("/memories/team", SHARED, READ_WRITE)])
     team = f"/memories/team/{CLIENTS.rsplit('/', 1)[1]}"
