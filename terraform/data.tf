@@ -11,9 +11,14 @@ data "aws_iam_session_context" "current" {
 
 locals {
   account_id = data.aws_caller_identity.current.account_id
-  region     = data.aws_region.current.name
+  region     = data.aws_region.current[local.region_attribute]
   partition  = data.aws_partition.current.partition
   dns_suffix = data.aws_partition.current.dns_suffix
+
+  # The provider's region. Provider 6 calls it `region` and deprecates `name` (6.0) and `id` (6.47);
+  # provider 5 has no `region`. Read by a computed key, so that no reference names an attribute one
+  # major lacks (a static error, which try() cannot catch) or deprecates (a warning).
+  region_attribute = contains(keys(data.aws_region.current), "region") ? "region" : "name"
 
   # ARNs are built from names (not read back from resources) so that policies are known at plan
   # time, and so that the KMS key policy can name log groups before they exist.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -539,3 +540,50 @@ def test_storage_format_reaches_every_function_and_the_grants(
     )
     assert_ok(result, f"terraform test of storage format {case}")
     assert "1 passed, 0 failed" in result.stdout, result.stdout
+
+
+# Provider 5 and 6 (versions.tf): the constraint, everywhere a configuration of the module states one,
+# and nothing that provider 6 removed, renamed or deprecated among what the module's resources could
+# use (the v6 upgrade guide and 6.x changelog). Only 5.100.0 installs here, so this is read, not run.
+PROVIDER_CONSTRAINT = '">= 5.100, < 7.0"'
+PROVIDER_6_CHANGES = {
+    r"data\.aws_region\.\w+\.(name|id|region)\b": "aws_region: `name` deprecated in 6.0, `id` in 6.47, "
+    "`region` absent from 5 (data.tf reads it by a computed key)",
+    r"\baws_s3_bucket\.\w+(\[[^\]]*\])?\.region\b": "aws_s3_bucket: `region` is Enhanced Region Support in 6 "
+    "(`bucket_region` is the bucket's)",
+    r"\bs3_us_east_1_regional_endpoint\b": "provider: the global S3 endpoint is deprecated in 6",
+    r"\b(stage_name|stage_description|canary_settings)\b": "aws_api_gateway_deployment: removed in 6",
+    r"\breset_on_delete\b": "aws_api_gateway_account: removed in 6",
+    r"\b(inline_policy|managed_policy_arns)\b": "aws_iam_role: deprecated exclusive-management arguments",
+}
+
+
+def _terraform_sources() -> dict[str, str]:
+    return {
+        str(path.relative_to(MODULE_DIR)): path.read_text("utf-8")
+        for path in sorted(MODULE_DIR.rglob("*.tf"))
+        if ".terraform" not in path.parts
+    }
+
+
+def test_provider_constraint_allows_5_and_6() -> None:
+    sources = _terraform_sources()
+    constraints = {
+        name: re.findall(r'source\s*=\s*"hashicorp/aws"\s*\n(?:\s*#.*\n)*\s*version\s*=\s*(".*?")', text)
+        for name, text in sources.items()
+        if "required_providers" in text
+    }
+    apply_test = (REPO_ROOT / "tests" / "test_terraform_apply.py").read_text("utf-8")
+    constraints["tests/test_terraform_apply.py"] = re.findall(r'version = (".*?")', apply_test)
+    assert constraints == {name: [PROVIDER_CONSTRAINT] for name in constraints}, constraints
+    assert {"versions.tf", "examples/complete/versions.tf"} <= set(constraints)
+
+
+def test_module_uses_nothing_provider_6_removed_or_deprecated() -> None:
+    found = [
+        (name, match.group(0), why)
+        for name, text in _terraform_sources().items()
+        for pattern, why in PROVIDER_6_CHANGES.items()
+        for match in re.finditer(pattern, "\n".join(line.split("#", 1)[0] for line in text.splitlines()))
+    ]
+    assert found == []
