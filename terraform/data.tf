@@ -30,6 +30,10 @@ locals {
   expiry_function_name = "${var.name_prefix}-expiry"
   mcp_function_name    = "${var.name_prefix}-mcp"
 
+  # The agent function, its role, policy and log group exist only when this is true: by default when
+  # it has an Anthropic API key secret to read (var.create_agent_function).
+  agent_enabled = var.create_agent_function != null ? var.create_agent_function : var.anthropic_api_key_secret_arn != null
+
   # Idle expiry (expiry.tf) exists only when expiry_idle_days is set.
   expiry_enabled = var.expiry_idle_days != null
 

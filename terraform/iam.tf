@@ -1,4 +1,5 @@
-# One execution role per function. The memory, agent and MCP roles may read, write, list and delete objects only under
+# One execution role per function (the agent's only with local.agent_enabled: create_agent_function,
+# by default when an Anthropic API key secret is set). The memory, agent and MCP roles may read, write, list and delete objects only under
 # memory_prefix, and use the KMS key only (a) with s3memory's encryption context and (b) through S3
 # for this bucket. Each may write only to its own log group. Only the agent role may read the
 # Anthropic API key secret, and only when one is configured. No wildcard actions anywhere.
@@ -26,6 +27,8 @@ resource "aws_iam_role" "memory" {
 }
 
 resource "aws_iam_role" "agent" {
+  count = local.agent_enabled ? 1 : 0
+
   name                 = "${local.agent_function_name}-lambda"
   path                 = var.iam_role_path
   description          = "Execution role of the s3memory agent function ${local.agent_function_name}"
@@ -83,8 +86,10 @@ resource "aws_iam_role_policy" "memory" {
 }
 
 resource "aws_iam_role_policy" "agent" {
+  count = local.agent_enabled ? 1 : 0
+
   name   = "s3memory-agent-function"
-  role   = aws_iam_role.agent.id
+  role   = aws_iam_role.agent[0].id
   policy = jsonencode(local.agent_role_policy)
 }
 

@@ -92,14 +92,16 @@ locals {
   ]
 
   kms_key_user_arns = concat(
-    [aws_iam_role.memory.arn, aws_iam_role.agent.arn],
+    [aws_iam_role.memory.arn],
+    aws_iam_role.agent[*].arn,
     aws_iam_role.mcp[*].arn,
     aws_iam_role.operator[*].arn,
     var.additional_key_user_arns,
   )
 
   kms_log_group_arns = concat(
-    [local.memory_log_group_arn, local.agent_log_group_arn],
+    [local.memory_log_group_arn],
+    local.agent_enabled ? [local.agent_log_group_arn] : [],
     local.expiry_enabled ? [local.expiry_log_group_arn] : [],
     local.mcp_enabled ? [local.mcp_log_group_arn] : [],
     var.create_http_api ? [local.api_log_group_arn] : [],

@@ -1,6 +1,8 @@
 # Functions from the same deployment zip (built by `make lambda-zip`):
 #   - memory: executes memory-tool commands (s3memory.aws_lambda.memory_handler);
-#   - agent:  runs a Claude conversation with the memory tool (s3memory.aws_lambda.agent_handler);
+#   - agent (only with local.agent_enabled: create_agent_function, by default when
+#     anthropic_api_key_secret_arn is set): runs a Claude conversation with the memory tool
+#     (s3memory.aws_lambda.agent_handler);
 #   - expiry (only with var.expiry_idle_days): deletes the memory of idle users
 #     (s3memory.aws_lambda.expiry.handler), run by the EventBridge Scheduler schedule in expiry.tf;
 #   - mcp (only with var.create_mcp_endpoint): the memory tool for MCP clients over streamable HTTP
@@ -111,9 +113,11 @@ resource "aws_lambda_function" "agent" {
   #checkov:skip=CKV_AWS_173:Environment variables hold no secrets (the API key is fetched from Secrets Manager by ARN at run time).
   #checkov:skip=CKV_AWS_272:Code signing is an organisation-level choice (signing profile); the zip is built and deployed by the same pipeline.
   #checkov:skip=CKV_AWS_50:X-Ray is opt-in via var.tracing_mode = "Active" because it needs wildcard xray permissions and costs money.
+  count = local.agent_enabled ? 1 : 0
+
   function_name                  = local.agent_function_name
   description                    = "s3memory: Claude agent with the memory tool on s3://${var.bucket_name}/${var.memory_prefix}"
-  role                           = aws_iam_role.agent.arn
+  role                           = aws_iam_role.agent[0].arn
   handler                        = "s3memory.aws_lambda.agent_handler"
   runtime                        = var.lambda_runtime
   architectures                  = [var.lambda_architecture]
@@ -147,6 +151,16 @@ resource "aws_lambda_function" "agent" {
     aws_iam_role_policy.agent,
     aws_cloudwatch_log_group.agent,
   ]
+}
+
+# create_agent_function = true without a secret: the function has no way to get an API key (the module
+# manages its environment), so every invocation would fail. Planned anyway (the caller said so), with
+# this warning.
+check "agent_has_an_api_key" {
+  assert {
+    condition     = !local.agent_enabled || var.anthropic_api_key_secret_arn != null
+    error_message = "create_agent_function = true without anthropic_api_key_secret_arn: the agent function has no Anthropic API key and every invocation will fail. Store the key in Secrets Manager and set anthropic_api_key_secret_arn, or leave create_agent_function unset (null) to create the function only with a secret."
+  }
 }
 
 resource "aws_lambda_function" "expiry" {

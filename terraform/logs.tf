@@ -12,6 +12,8 @@ resource "aws_cloudwatch_log_group" "memory" {
 
 resource "aws_cloudwatch_log_group" "agent" {
   #checkov:skip=CKV_AWS_338:Retention is the caller's choice through var.log_retention_in_days (default 30 days).
+  count = local.agent_enabled ? 1 : 0
+
   name              = local.agent_log_group_name
   retention_in_days = var.log_retention_in_days
   kms_key_id        = var.encrypt_log_groups ? aws_kms_key.memory.arn : null

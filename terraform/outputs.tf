@@ -54,13 +54,13 @@ output "memory_function_arn" {
 }
 
 output "agent_function_name" {
-  description = "Name of the agent Lambda function."
-  value       = aws_lambda_function.agent.function_name
+  description = "Name of the agent Lambda function; null without it (create_agent_function)."
+  value       = one(aws_lambda_function.agent[*].function_name)
 }
 
 output "agent_function_arn" {
-  description = "ARN of the agent Lambda function."
-  value       = aws_lambda_function.agent.arn
+  description = "ARN of the agent Lambda function; null without it (create_agent_function)."
+  value       = one(aws_lambda_function.agent[*].arn)
 }
 
 output "memory_role_arn" {
@@ -69,8 +69,8 @@ output "memory_role_arn" {
 }
 
 output "agent_role_arn" {
-  description = "ARN of the agent function's execution role."
-  value       = aws_iam_role.agent.arn
+  description = "ARN of the agent function's execution role; null without the agent function."
+  value       = one(aws_iam_role.agent[*].arn)
 }
 
 output "operator_role_arn" {
@@ -84,10 +84,10 @@ output "expiry_function_name" {
 }
 
 output "log_group_names" {
-  description = "CloudWatch log groups created by the module (the expiry function's only with expiry_idle_days, the MCP function's only with create_mcp_endpoint, the API's only when create_http_api is true)."
+  description = "CloudWatch log groups created by the module (the agent function's only with it, the expiry function's only with expiry_idle_days, the MCP function's only with create_mcp_endpoint, the API's only when create_http_api is true)."
   value = {
     memory = aws_cloudwatch_log_group.memory.name
-    agent  = aws_cloudwatch_log_group.agent.name
+    agent  = one(aws_cloudwatch_log_group.agent[*].name)
     expiry = one(aws_cloudwatch_log_group.expiry[*].name)
     mcp    = one(aws_cloudwatch_log_group.mcp[*].name)
     api    = one(aws_cloudwatch_log_group.api[*].name)

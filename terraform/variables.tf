@@ -393,15 +393,20 @@ variable "memory_function_memory_size" {
 }
 
 variable "memory_function_reserved_concurrency" {
-  description = "Reserved concurrent executions of the memory function (default 100): also its ceiling, so a flood of slow requests cannot take the account's whole concurrency pool. Lambda keeps 100 of the account's concurrency unreserved, so an account whose limit is low (new accounts may have 10) must lower this and agent_function_reserved_concurrency, or apply fails. -1 leaves the function unreserved (the account's unreserved pool, no ceiling), 0 disables it."
+  description = "Reserved concurrent executions of the memory function. null (default) leaves it unreserved: it runs in the account's unreserved pool, with no ceiling of its own. A whole number reserves that many, which is also its ceiling: a flood of slow requests can then not take the whole pool from the account's other functions, but Lambda keeps 100 of the account's concurrency unreserved, so a reservation fails on an account whose limit is low (new accounts may have 10). 0 disables the function (every invocation is throttled)."
   type        = number
-  default     = 100
-  nullable    = false
+  default     = null
 
   validation {
-    condition     = var.memory_function_reserved_concurrency >= -1 && floor(var.memory_function_reserved_concurrency) == var.memory_function_reserved_concurrency
-    error_message = "memory_function_reserved_concurrency must be a whole number, -1 or greater."
+    condition     = var.memory_function_reserved_concurrency == null ? true : (var.memory_function_reserved_concurrency >= 0 && floor(var.memory_function_reserved_concurrency) == var.memory_function_reserved_concurrency)
+    error_message = "memory_function_reserved_concurrency must be null (unreserved: the account's pool, no ceiling) or a whole number, 0 (disabled) or greater (reserved, and its ceiling)."
   }
+}
+
+variable "create_agent_function" {
+  description = "Create the agent function `<name_prefix>-agent` (a Claude conversation with the memory tool, direct-invoked by a trusted backend), its role, its log group and its place among the key users. It needs an Anthropic API key, which it reads from anthropic_api_key_secret_arn. null (default): created exactly when anthropic_api_key_secret_arn is set, so that a deployment whose own agent calls the memory function (or the MCP endpoint) gets no function, and no role able to decrypt every user's memory, that it cannot use. true or false decides regardless (true without a secret plans with a warning: the function would have no API key)."
+  type        = bool
+  default     = null
 }
 
 variable "agent_function_timeout" {
@@ -429,14 +434,13 @@ variable "agent_function_memory_size" {
 }
 
 variable "agent_function_reserved_concurrency" {
-  description = "Reserved concurrent executions of the agent function (default 10): also its ceiling (each invocation waits on the Anthropic API for up to its timeout). See memory_function_reserved_concurrency for accounts with a low concurrency limit. -1 leaves it unreserved, 0 disables it."
+  description = "Reserved concurrent executions of the agent function: null (default) unreserved, 0 disabled, a whole number reserved and its ceiling (each invocation waits on the Anthropic API for up to its timeout). The trade-off is memory_function_reserved_concurrency's."
   type        = number
-  default     = 10
-  nullable    = false
+  default     = null
 
   validation {
-    condition     = var.agent_function_reserved_concurrency >= -1 && floor(var.agent_function_reserved_concurrency) == var.agent_function_reserved_concurrency
-    error_message = "agent_function_reserved_concurrency must be a whole number, -1 or greater."
+    condition     = var.agent_function_reserved_concurrency == null ? true : (var.agent_function_reserved_concurrency >= 0 && floor(var.agent_function_reserved_concurrency) == var.agent_function_reserved_concurrency)
+    error_message = "agent_function_reserved_concurrency must be null (unreserved: the account's pool, no ceiling) or a whole number, 0 (disabled) or greater (reserved, and its ceiling)."
   }
 }
 
@@ -682,12 +686,13 @@ variable "mcp_function_memory_size" {
 }
 
 variable "mcp_function_reserved_concurrency" {
-  description = "Reserved concurrent executions of the MCP function (default 10): also its ceiling. See memory_function_reserved_concurrency for accounts with a low concurrency limit. null leaves it unreserved (the account's unreserved pool, no ceiling), 0 disables it. With create_mcp_endpoint."
+  description = "Reserved concurrent executions of the MCP function: null (default) unreserved, 0 disabled, a whole number reserved and its ceiling. The trade-off is memory_function_reserved_concurrency's. With create_mcp_endpoint."
   type        = number
-  default     = 10
+  default     = null
 
   validation {
     condition     = var.mcp_function_reserved_concurrency == null ? true : (var.mcp_function_reserved_concurrency >= 0 && floor(var.mcp_function_reserved_concurrency) == var.mcp_function_reserved_concurrency)
-    error_message = "mcp_function_reserved_concurrency must be null (unreserved) or a whole number, 0 or greater."
+    error_message = "mcp_function_reserved_concurrency must be null (unreserved: the account's pool, no ceiling) or a whole number, 0 (disabled) or greater (reserved, and its ceiling)."
   }
 }
+

@@ -441,6 +441,8 @@ ENVELOPE_SIDS = (
     "DecryptWithS3memoryContext",
 )
 FORMAT_CASES = {"default": None, "format_1": 1, "format_2": 2}
+# The agent function exists by default only with an Anthropic API key secret.
+SECRET_ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"
 
 
 def _expected_environments(storage_format: int) -> dict[str, dict[str, str]]:
@@ -454,7 +456,7 @@ def _expected_environments(storage_format: int) -> dict[str, dict[str, str]]:
         store["S3MEMORY_STORE_ID"] = FORMAT_BUCKET
     return {
         "memory": {**store, "S3MEMORY_DIRECT_INVOCATION": "allow"},
-        "agent": {**store, "S3MEMORY_MODEL": "claude-sonnet-4-5"},
+        "agent": {**store, "S3MEMORY_MODEL": "claude-sonnet-4-5", "ANTHROPIC_API_KEY_SECRET_ARN": SECRET_ARN},
         "expiry": {**store, "S3MEMORY_EXPIRE_IDLE_DAYS": "30"},
     }
 
@@ -492,13 +494,13 @@ def test_storage_format_reaches_every_function_and_the_grants(
     condition = json.dumps(_expected_envelope_condition(storage_format), sort_keys=True)
     functions = {
         "memory": "aws_lambda_function.memory",
-        "agent": "aws_lambda_function.agent",
+        "agent": "aws_lambda_function.agent[0]",
         "expiry": "aws_lambda_function.expiry[0]",
     }
     policies = [
         "aws_kms_key.memory.policy",
         "aws_iam_role_policy.memory.policy",
-        "aws_iam_role_policy.agent.policy",
+        "aws_iam_role_policy.agent[0].policy",
         "aws_iam_role_policy.expiry[0].policy",
         "aws_iam_role_policy.operator[0].policy",
     ]
@@ -534,7 +536,8 @@ def test_storage_format_reaches_every_function_and_the_grants(
         f"storage_format_{case}",
         FORMAT_BUCKET,
         f'run "{case}" {{\n  command = apply\n\n  variables {{\n{assignment}'
-        "    expiry_idle_days                = 30\n    create_operator_role            = true\n"
+        f'    expiry_idle_days                = 30\n    anthropic_api_key_secret_arn    = "{SECRET_ARN}"\n'
+        "    create_operator_role            = true\n"
         '    operator_trusted_principal_arns = ["arn:aws:iam::123456789012:role/memory-admin"]\n'
         f"  }}\n\n{body}}}\n",
     )

@@ -8,6 +8,9 @@ mock_provider "aws" {
 variables {
   bucket_name     = "s3memory-test-bucket"
   lambda_zip_path = "tests/fixtures/lambda.zip"
+  # The agent function exists by default only with an Anthropic API key secret (agent.tftest.hcl);
+  # these runs examine it too.
+  anthropic_api_key_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"
 }
 
 run "bucket_is_locked_down" {
@@ -123,13 +126,13 @@ run "functions" {
   }
 
   assert {
-    condition     = aws_lambda_function.agent.handler == "s3memory.aws_lambda.agent_handler"
+    condition     = aws_lambda_function.agent[0].handler == "s3memory.aws_lambda.agent_handler"
     error_message = "Wrong agent handler."
   }
 
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent] :
+      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0]] :
       fn.runtime == "python3.11" && fn.architectures == tolist(["x86_64"]) &&
       fn.source_code_hash == filebase64sha256("tests/fixtures/lambda.zip")
     ])
@@ -137,7 +140,7 @@ run "functions" {
   }
 
   assert {
-    condition     = aws_lambda_function.memory.timeout == 30 && aws_lambda_function.agent.timeout == 120
+    condition     = aws_lambda_function.memory.timeout == 30 && aws_lambda_function.agent[0].timeout == 120
     error_message = "Default timeouts are 30 s (memory) and 120 s (agent)."
   }
 
@@ -145,8 +148,8 @@ run "functions" {
     condition = (
       aws_lambda_function.memory.environment[0].variables["S3MEMORY_BUCKET"] == "s3memory-test-bucket" &&
       aws_lambda_function.memory.environment[0].variables["S3MEMORY_PREFIX"] == "users/" &&
-      aws_lambda_function.agent.environment[0].variables["S3MEMORY_MODEL"] == "claude-sonnet-4-5" &&
-      !contains(keys(aws_lambda_function.agent.environment[0].variables), "ANTHROPIC_API_KEY_SECRET_ARN") &&
+      aws_lambda_function.agent[0].environment[0].variables["S3MEMORY_MODEL"] == "claude-sonnet-4-5" &&
+      aws_lambda_function.agent[0].environment[0].variables["ANTHROPIC_API_KEY_SECRET_ARN"] == "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf" &&
       !contains(keys(aws_lambda_function.memory.environment[0].variables), "S3MEMORY_MODEL")
     )
     error_message = "Environment variables are wrong."
@@ -155,9 +158,9 @@ run "functions" {
   assert {
     condition = (
       aws_cloudwatch_log_group.memory.name == "/aws/lambda/s3memory-memory" &&
-      aws_cloudwatch_log_group.agent.name == "/aws/lambda/s3memory-agent" &&
+      aws_cloudwatch_log_group.agent[0].name == "/aws/lambda/s3memory-agent" &&
       aws_cloudwatch_log_group.memory.retention_in_days == 30 &&
-      aws_cloudwatch_log_group.agent.retention_in_days == 30
+      aws_cloudwatch_log_group.agent[0].retention_in_days == 30
     )
     error_message = "Each function gets its own /aws/lambda/<name> log group with 30-day retention."
   }
@@ -189,7 +192,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] :
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
       !strcontains(policy, "\"s3:*\"") && !strcontains(policy, "\"kms:*\"") && !strcontains(policy, "\"*\"")
     ])
     error_message = "No role policy may grant s3:*, kms:* or a wildcard action/resource (X-Ray is off by default)."
@@ -197,7 +200,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] :
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
       toset(flatten([
         for statement in jsondecode(policy).Statement : [
           for action in flatten([statement.Action]) : action if startswith(action, "s3:")
@@ -209,7 +212,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] :
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
       alltrue([for statement in jsondecode(policy).Statement : statement.Effect == "Allow" && !can(statement.NotAction) && !can(statement.NotResource)])
     ])
     error_message = "Role policies use plain Allow/Action/Resource statements (no NotAction/NotResource)."
@@ -217,7 +220,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue(flatten([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] : [
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] : [
         for statement in jsondecode(policy).Statement : statement.Resource == "arn:aws:s3:::s3memory-test-bucket/users/*"
         if startswith(flatten([statement.Action])[0], "s3:") && statement.Action != "s3:ListBucket"
       ]
@@ -227,7 +230,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] :
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
       length([
         for statement in jsondecode(policy).Statement : statement
         if statement.Action == "s3:ListBucket" &&
@@ -240,7 +243,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] :
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
       length([
         for statement in jsondecode(policy).Statement : statement
         if statement.Sid == "EnvelopeKeysWithS3memoryContext" &&
@@ -254,7 +257,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] :
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
       length([
         for statement in jsondecode(policy).Statement : statement
         if statement.Sid == "BucketSseViaS3" &&
@@ -267,7 +270,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue(flatten([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] : [
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] : [
         for statement in jsondecode(policy).Statement : statement.Resource == "${aws_kms_key.memory.arn}"
         if startswith(flatten([statement.Action])[0], "kms:")
       ]
@@ -278,17 +281,17 @@ run "least_privilege_iam" {
   assert {
     condition = (
       [for s in jsondecode(aws_iam_role_policy.memory.policy).Statement : s.Resource if s.Sid == "OwnLogGroup"] == ["arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/s3memory-memory:*"] &&
-      [for s in jsondecode(aws_iam_role_policy.agent.policy).Statement : s.Resource if s.Sid == "OwnLogGroup"] == ["arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/s3memory-agent:*"]
+      [for s in jsondecode(aws_iam_role_policy.agent[0].policy).Statement : s.Resource if s.Sid == "OwnLogGroup"] == ["arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/s3memory-agent:*"]
     )
     error_message = "Each role may only write to its own log group."
   }
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] :
-      !strcontains(policy, "secretsmanager") && !strcontains(policy, "logs:CreateLogGroup")
-    ])
-    error_message = "Without a secret ARN no role may read secrets; no role may create log groups."
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
+      !strcontains(policy, "logs:CreateLogGroup")
+    ]) && !strcontains(aws_iam_role_policy.memory.policy, "secretsmanager")
+    error_message = "Only the agent role may read the secret; no role may create log groups."
   }
 
   assert {
@@ -318,7 +321,7 @@ run "key_policy" {
     condition = length([
       for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement
       if statement.Sid == "EnvelopeKeysWithS3memoryContext" &&
-      try(toset(statement.Principal.AWS), null) == toset([aws_iam_role.memory.arn, aws_iam_role.agent.arn]) &&
+      try(toset(statement.Principal.AWS), null) == toset([aws_iam_role.memory.arn, aws_iam_role.agent[0].arn]) &&
       try(statement.Condition.Null["kms:EncryptionContext:s3memory:user"], null) == "false"
     ]) == 1
     error_message = "The key policy must let the two roles use the key only with the s3memory encryption context."

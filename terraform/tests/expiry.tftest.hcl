@@ -12,6 +12,9 @@ mock_provider "aws" {
 variables {
   bucket_name     = "s3memory-test-bucket"
   lambda_zip_path = "tests/fixtures/lambda.zip"
+  # The agent function exists by default only with an Anthropic API key secret (agent.tftest.hcl);
+  # these runs examine it too.
+  anthropic_api_key_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"
 
   # The expiry role's policy, in full.
   expected_expiry_role_policy = {
@@ -294,7 +297,7 @@ run "on_creates_the_function_schedule_and_roles" {
   assert {
     condition = alltrue([
       for statement in jsondecode(aws_kms_key.memory.policy).Statement :
-      toset(flatten([statement.Principal.AWS])) == toset([aws_iam_role.memory.arn, aws_iam_role.agent.arn])
+      toset(flatten([statement.Principal.AWS])) == toset([aws_iam_role.memory.arn, aws_iam_role.agent[0].arn])
       if contains(["EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"], statement.Sid)
     ])
     error_message = "The key users with GenerateDataKey stay the two Lambda roles."
@@ -311,13 +314,13 @@ run "on_creates_the_function_schedule_and_roles" {
   # The serving roles are unchanged.
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] : !strcontains(policy, "expiry")
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] : !strcontains(policy, "expiry")
     ])
     error_message = "The serving roles' policies do not change with expiry on."
   }
 
   assert {
-    condition     = !contains(keys(aws_lambda_function.memory.environment[0].variables), "S3MEMORY_EXPIRE_IDLE_DAYS") && !contains(keys(aws_lambda_function.agent.environment[0].variables), "S3MEMORY_EXPIRE_IDLE_DAYS")
+    condition     = !contains(keys(aws_lambda_function.memory.environment[0].variables), "S3MEMORY_EXPIRE_IDLE_DAYS") && !contains(keys(aws_lambda_function.agent[0].environment[0].variables), "S3MEMORY_EXPIRE_IDLE_DAYS")
     error_message = "Only the expiry function gets S3MEMORY_EXPIRE_IDLE_DAYS."
   }
 }

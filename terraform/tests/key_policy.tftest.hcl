@@ -10,6 +10,9 @@ mock_provider "aws" {
 variables {
   bucket_name     = "s3memory-test-bucket"
   lambda_zip_path = "tests/fixtures/lambda.zip"
+  # The agent function exists by default only with an Anthropic API key secret (agent.tftest.hcl);
+  # these runs examine it too.
+  anthropic_api_key_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"
 }
 
 run "no_wildcard_create_or_put_and_no_unconditioned_grant" {
@@ -112,7 +115,7 @@ run "default_administrator_is_the_callers_role" {
     condition = length([
       for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement
       if statement.Sid == "EnvelopeKeysWithS3memoryContext" &&
-      try(toset(flatten([statement.Principal.AWS])), toset([])) == toset([aws_iam_role.memory.arn, aws_iam_role.agent.arn]) &&
+      try(toset(flatten([statement.Principal.AWS])), toset([])) == toset([aws_iam_role.memory.arn, aws_iam_role.agent[0].arn]) &&
       toset(flatten([statement.Action])) == toset(["kms:GenerateDataKey", "kms:Decrypt"])
     ]) == 1
     error_message = "Key use stays with the two roles (with the s3memory encryption context)."

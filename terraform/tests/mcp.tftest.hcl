@@ -94,11 +94,11 @@ run "on" {
       aws_lambda_function.mcp[0].source_code_hash == aws_lambda_function.memory.source_code_hash &&
       aws_lambda_function.mcp[0].timeout == 30 &&
       aws_lambda_function.mcp[0].memory_size == 512 &&
-      aws_lambda_function.mcp[0].reserved_concurrent_executions == 10 &&
+      aws_lambda_function.mcp[0].reserved_concurrent_executions == null &&
       aws_lambda_function.mcp[0].tracing_config[0].mode == "PassThrough" &&
       aws_lambda_function.mcp[0].tags["s3memory:module"] == "s3memory"
     )
-    error_message = "The MCP function: its handler and role, the memory function's zip, runtime, architecture and timeout, 512 MB, 10 reserved."
+    error_message = "The MCP function: its handler and role, the memory function's zip, runtime, architecture and timeout, 512 MB, unreserved."
   }
 
   assert {
@@ -318,7 +318,7 @@ run "custom_domain_and_sizes" {
   }
 }
 
-run "unreserved" {
+run "disabled" {
   command = plan
 
   variables {
@@ -326,14 +326,14 @@ run "unreserved" {
     create_mcp_endpoint               = true
     jwt_issuer                        = "https://issuer.example.com"
     jwt_audience                      = ["s3memory-client"]
-    mcp_function_reserved_concurrency = null
+    mcp_function_reserved_concurrency = 0
   }
 
-  # null leaves the argument unset (the mocked provider plans null): the AWS provider's default, -1,
-  # unreserved.
+  # null (the default, run "on") leaves the argument unset (the mocked provider plans null): the AWS
+  # provider's default, -1, unreserved. 0 reserves nothing: the function is throttled.
   assert {
-    condition     = aws_lambda_function.mcp[0].reserved_concurrent_executions == null
-    error_message = "mcp_function_reserved_concurrency = null leaves the MCP function unreserved."
+    condition     = aws_lambda_function.mcp[0].reserved_concurrent_executions == 0
+    error_message = "mcp_function_reserved_concurrency = 0 disables the MCP function."
   }
 }
 
