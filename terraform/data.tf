@@ -6,6 +6,8 @@ data "aws_partition" "current" {}
 
 # The IAM role (or user) behind the identity running Terraform: the default key administrator.
 data "aws_iam_session_context" "current" {
+  count = local.create_kms_key ? 1 : 0
+
   arn = data.aws_caller_identity.current.arn
 }
 
@@ -20,9 +22,17 @@ locals {
   # major lacks (a static error, which try() cannot catch) or deprecates (a warning).
   region_attribute = contains(keys(data.aws_region.current), "region") ? "region" : "name"
 
+  # The bucket and the key: the module's own, or existing ones (bring your own). The bucket's name is
+  # "" only when neither bucket_name nor existing_bucket_name is set, which the memory function's
+  # precondition refuses (lambda.tf).
+  create_bucket  = var.existing_bucket_name == null
+  create_kms_key = var.existing_kms_key_arn == null
+  bucket_name    = try(coalesce(var.existing_bucket_name, var.bucket_name), "")
+  kms_key_arn    = local.create_kms_key ? aws_kms_key.memory[0].arn : var.existing_kms_key_arn
+
   # ARNs are built from names (not read back from resources) so that policies are known at plan
   # time, and so that the KMS key policy can name log groups before they exist.
-  bucket_arn         = "arn:${local.partition}:s3:::${var.bucket_name}"
+  bucket_arn         = "arn:${local.partition}:s3:::${local.bucket_name}"
   memory_objects_arn = "${local.bucket_arn}/${var.memory_prefix}*"
 
   memory_function_name = "${var.name_prefix}-memory"

@@ -221,7 +221,7 @@ locals {
       Sid       = "EnvelopeKeysWithS3memoryContext"
       Effect    = "Allow"
       Action    = ["kms:GenerateDataKey", "kms:Decrypt"]
-      Resource  = aws_kms_key.memory.arn
+      Resource  = local.kms_key_arn
       Condition = local.envelope_key_condition
     },
     ], local.format_1_migration_statements, [
@@ -233,7 +233,7 @@ locals {
       Sid      = "BucketSseViaS3"
       Effect   = "Allow"
       Action   = ["kms:GenerateDataKey", "kms:Decrypt"]
-      Resource = aws_kms_key.memory.arn
+      Resource = local.kms_key_arn
       Condition = {
         StringEquals = { "kms:ViaService" = local.s3_kms_via_service }
         StringLike   = { "kms:EncryptionContext:aws:s3:arn" = [local.bucket_arn, local.memory_objects_arn] }
@@ -247,7 +247,7 @@ locals {
       Sid       = "DecryptFormat1Migration"
       Effect    = "Allow"
       Action    = "kms:Decrypt"
-      Resource  = aws_kms_key.memory.arn
+      Resource  = local.kms_key_arn
       Condition = local.format_1_decrypt_condition
     },
   ] : []
@@ -323,7 +323,7 @@ locals {
           Sid       = "DecryptWithS3memoryContext"
           Effect    = "Allow"
           Action    = "kms:Decrypt"
-          Resource  = aws_kms_key.memory.arn
+          Resource  = local.kms_key_arn
           Condition = local.envelope_key_condition
         },
       ],
@@ -334,7 +334,7 @@ locals {
           Sid      = "DecryptViaS3"
           Effect   = "Allow"
           Action   = "kms:Decrypt"
-          Resource = aws_kms_key.memory.arn
+          Resource = local.kms_key_arn
           Condition = {
             StringEquals = { "kms:ViaService" = local.s3_kms_via_service }
             StringLike   = { "kms:EncryptionContext:aws:s3:arn" = [local.bucket_arn, local.memory_objects_arn] }

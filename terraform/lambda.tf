@@ -20,9 +20,10 @@ locals {
   # format; on format 2 (or with a store_id) the store's id (store.tf).
   storage_environment = merge(
     {
-      S3MEMORY_BUCKET     = aws_s3_bucket.memory.bucket
+      # The created bucket by reference, so that the functions come after it.
+      S3MEMORY_BUCKET     = local.create_bucket ? aws_s3_bucket.memory[0].bucket : local.bucket_name
       S3MEMORY_PREFIX     = var.memory_prefix
-      S3MEMORY_KMS_KEY_ID = aws_kms_key.memory.arn
+      S3MEMORY_KMS_KEY_ID = local.kms_key_arn
     },
     local.store_environment,
   )
@@ -66,7 +67,7 @@ resource "aws_lambda_function" "memory" {
   #checkov:skip=CKV_AWS_272:Code signing is an organisation-level choice (signing profile); the zip is built and deployed by the same pipeline.
   #checkov:skip=CKV_AWS_50:X-Ray is opt-in via var.tracing_mode = "Active" because it needs wildcard xray permissions and costs money.
   function_name                  = local.memory_function_name
-  description                    = "s3memory: executes Claude memory-tool commands against s3://${var.bucket_name}/${var.memory_prefix}"
+  description                    = "s3memory: executes Claude memory-tool commands against s3://${local.bucket_name}/${var.memory_prefix}"
   role                           = aws_iam_role.memory.arn
   handler                        = "s3memory.aws_lambda.memory_handler"
   runtime                        = var.lambda_runtime
@@ -99,6 +100,15 @@ resource "aws_lambda_function" "memory" {
 
   tags = local.tags
 
+  # Inputs that only make sense together (variable validations cannot see each other before
+  # Terraform 1.9): checked here, on the one function that always exists.
+  lifecycle {
+    precondition {
+      condition     = (var.bucket_name == null) != (var.existing_bucket_name == null)
+      error_message = "Set exactly one of bucket_name (a bucket the module creates) and existing_bucket_name (a bucket of your own, which the module does not manage)."
+    }
+  }
+
   # The role must be able to write logs (and the log group must exist with its retention) before
   # the first invocation, or Lambda would create an unmanaged group.
   depends_on = [
@@ -116,7 +126,7 @@ resource "aws_lambda_function" "agent" {
   count = local.agent_enabled ? 1 : 0
 
   function_name                  = local.agent_function_name
-  description                    = "s3memory: Claude agent with the memory tool on s3://${var.bucket_name}/${var.memory_prefix}"
+  description                    = "s3memory: Claude agent with the memory tool on s3://${local.bucket_name}/${var.memory_prefix}"
   role                           = aws_iam_role.agent[0].arn
   handler                        = "s3memory.aws_lambda.agent_handler"
   runtime                        = var.lambda_runtime
@@ -172,7 +182,7 @@ resource "aws_lambda_function" "expiry" {
   count = local.expiry_enabled ? 1 : 0
 
   function_name    = local.expiry_function_name
-  description      = "s3memory: deletes the memory of users idle for ${var.expiry_idle_days} days from s3://${var.bucket_name} (never their keys)"
+  description      = "s3memory: deletes the memory of users idle for ${var.expiry_idle_days} days from s3://${local.bucket_name} (never their keys)"
   role             = aws_iam_role.expiry[0].arn
   handler          = "s3memory.aws_lambda.expiry.handler"
   runtime          = var.lambda_runtime
@@ -219,7 +229,7 @@ resource "aws_lambda_function" "mcp" {
   count = local.mcp_enabled ? 1 : 0
 
   function_name    = local.mcp_function_name
-  description      = "s3memory: the memory tool for MCP clients on s3://${var.bucket_name}/${var.memory_prefix}"
+  description      = "s3memory: the memory tool for MCP clients on s3://${local.bucket_name}/${var.memory_prefix}"
   role             = aws_iam_role.mcp[0].arn
   handler          = "s3memory.aws_lambda.mcp_handler"
   runtime          = var.lambda_runtime

@@ -21,3 +21,50 @@ moved {
   from = aws_lambda_function.agent
   to   = aws_lambda_function.agent[0]
 }
+
+# The bucket (existing_bucket_name) and the key (existing_kms_key_arn). Losing the key's state would
+# schedule it for deletion, and with it every user's memory: these blocks are not optional.
+moved {
+  from = aws_s3_bucket.memory
+  to   = aws_s3_bucket.memory[0]
+}
+
+moved {
+  from = aws_s3_bucket_ownership_controls.memory
+  to   = aws_s3_bucket_ownership_controls.memory[0]
+}
+
+moved {
+  from = aws_s3_bucket_public_access_block.memory
+  to   = aws_s3_bucket_public_access_block.memory[0]
+}
+
+moved {
+  from = aws_s3_bucket_versioning.memory
+  to   = aws_s3_bucket_versioning.memory[0]
+}
+
+moved {
+  from = aws_s3_bucket_server_side_encryption_configuration.memory
+  to   = aws_s3_bucket_server_side_encryption_configuration.memory[0]
+}
+
+moved {
+  from = aws_s3_bucket_lifecycle_configuration.memory
+  to   = aws_s3_bucket_lifecycle_configuration.memory[0]
+}
+
+moved {
+  from = aws_s3_bucket_policy.memory
+  to   = aws_s3_bucket_policy.memory[0]
+}
+
+moved {
+  from = aws_kms_key.memory
+  to   = aws_kms_key.memory[0]
+}
+
+moved {
+  from = aws_kms_alias.memory
+  to   = aws_kms_alias.memory[0]
+}

@@ -34,12 +34,12 @@ variable "tags" {
 # ---------------------------------------------------------------------------------------------------
 
 variable "bucket_name" {
-  description = "Name of the S3 bucket that holds the encrypted memory files. Globally unique; 3-63 lowercase letters, digits and hyphens (dots are refused: they break virtual-hosted TLS)."
+  description = "Name of the S3 bucket the module creates for the encrypted memory files. Globally unique; 3-63 lowercase letters, digits and hyphens (dots are refused: they break virtual-hosted TLS). Exactly one of bucket_name and existing_bucket_name must be set."
   type        = string
-  nullable    = false
+  default     = null
 
   validation {
-    condition = (
+    condition = var.bucket_name == null ? true : (
       can(regex("^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$", var.bucket_name)) &&
       !startswith(var.bucket_name, "xn--") &&
       !startswith(var.bucket_name, "sthree-") &&
@@ -48,6 +48,24 @@ variable "bucket_name" {
       !endswith(var.bucket_name, "--x-s3")
     )
     error_message = "bucket_name must be a valid S3 bucket name of 3-63 lowercase letters, digits and hyphens, without dots and without a reserved prefix (xn--, sthree-) or suffix (-s3alias, --ol-s3, --x-s3)."
+  }
+}
+
+variable "existing_bucket_name" {
+  description = "Name of an existing bucket to keep the memory files in, instead of one the module creates (bucket_name). The module then creates no bucket resource and manages none of the bucket's settings or its policy: the operator keeps versioning on, default encryption SSE-KMS with the key (kms_key_arn) and S3 Bucket Keys, all four public access block settings, BucketOwnerEnforced and a TLS-only policy (output bucket_policy_statements; README.md, \"Bring your own bucket and key\"). The roles get exactly the same IAM grants on it. The variables of a created bucket (force_destroy, the lifecycle days, access logging) are ignored. Same naming rules as bucket_name."
+  type        = string
+  default     = null
+
+  validation {
+    condition = var.existing_bucket_name == null ? true : (
+      can(regex("^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$", var.existing_bucket_name)) &&
+      !startswith(var.existing_bucket_name, "xn--") &&
+      !startswith(var.existing_bucket_name, "sthree-") &&
+      !endswith(var.existing_bucket_name, "-s3alias") &&
+      !endswith(var.existing_bucket_name, "--ol-s3") &&
+      !endswith(var.existing_bucket_name, "--x-s3")
+    )
+    error_message = "existing_bucket_name must be null or a valid S3 bucket name of 3-63 lowercase letters, digits and hyphens, without dots (s3memory uses virtual-hosted TLS) and without a reserved prefix (xn--, sthree-) or suffix (-s3alias, --ol-s3, --x-s3)."
   }
 }
 
@@ -171,6 +189,17 @@ variable "access_log_prefix" {
 # ---------------------------------------------------------------------------------------------------
 # KMS
 # ---------------------------------------------------------------------------------------------------
+
+variable "existing_kms_key_arn" {
+  description = "ARN of an existing symmetric customer-managed KMS key to use instead of one the module creates. The module then creates no key or alias and manages no key policy: the roles get the same grants through their IAM policies (with the s3memory encryption context and the store identity, or via S3 for this bucket), and the key policy must let them (and CloudWatch Logs, with encrypt_log_groups) use the key: output required_key_policy_statements holds the statements to add, or a key policy that delegates to IAM (the account root with kms:*) suffices for the roles. kms_key_alias, kms_key_deletion_window_in_days and kms_key_administrator_arns are then ignored. A key ARN, not an alias."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.existing_kms_key_arn == null ? true : can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[a-zA-Z0-9-]+$", var.existing_kms_key_arn))
+    error_message = "existing_kms_key_arn must be null or a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<key id>); aliases are not accepted (IAM policies name keys by key ARN)."
+  }
+}
 
 variable "kms_key_alias" {
   description = "Alias of the customer-managed KMS key (must start with \"alias/\"; the reserved \"alias/aws/\" namespace is refused)."

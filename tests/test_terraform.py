@@ -326,6 +326,16 @@ REFUSALS = {
         "mcp_url must be null or an https:// URL without spaces, query or fragment, such as "
         '"https://memory.example.com/mcp".',
     ),
+    "both_bucket_and_existing_bucket": (
+        {"existing_bucket_name": '"team-agent-memory"'},
+        "Set exactly one of bucket_name (a bucket the module creates) and existing_bucket_name (a bucket "
+        "of your own, which the module does not manage).",
+    ),
+    "existing_kms_key_as_an_alias": (
+        {"existing_kms_key_arn": '"arn:aws:kms:eu-west-1:123456789012:alias/agent-memory"'},
+        "existing_kms_key_arn must be null or a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<key "
+        "id>); aliases are not accepted (IAM policies name keys by key ARN).",
+    ),
     "store_id_with_a_control_character": (
         {"storage_format": "2", "store_id": '"source\\nbucket"'},
         'store_id must be "" (the bucket\'s name) or at most 255 printable characters: no control, format '
@@ -498,7 +508,7 @@ def test_storage_format_reaches_every_function_and_the_grants(
         "expiry": "aws_lambda_function.expiry[0]",
     }
     policies = [
-        "aws_kms_key.memory.policy",
+        "aws_kms_key.memory[0].policy",
         "aws_iam_role_policy.memory.policy",
         "aws_iam_role_policy.agent[0].policy",
         "aws_iam_role_policy.expiry[0].policy",

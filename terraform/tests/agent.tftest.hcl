@@ -37,7 +37,7 @@ run "no_agent_function_without_a_secret" {
 
   assert {
     condition = [
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement.Principal.AWS
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement.Principal.AWS
       if statement.Sid == "EnvelopeKeysWithS3memoryContext"
     ] == [["arn:aws:iam::123456789012:role/s3memory-memory-lambda"]]
     error_message = "Without the agent function the memory role is the only key user."
@@ -45,7 +45,7 @@ run "no_agent_function_without_a_secret" {
 
   assert {
     condition = [
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement.Condition.ArnEquals["kms:EncryptionContext:aws:logs:arn"]
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement.Condition.ArnEquals["kms:EncryptionContext:aws:logs:arn"]
       if statement.Sid == "CloudWatchLogsForModuleLogGroups"
     ] == [["arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/s3memory-memory"]]
     error_message = "Without the agent function CloudWatch Logs may use the key for the memory function's log group only."
@@ -82,7 +82,7 @@ run "created_with_a_secret" {
 
   assert {
     condition = [
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : toset(statement.Principal.AWS)
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : toset(statement.Principal.AWS)
       if statement.Sid == "EnvelopeKeysWithS3memoryContext"
     ] == [toset(["arn:aws:iam::123456789012:role/s3memory-memory-lambda", "arn:aws:iam::123456789012:role/s3memory-agent-lambda"])]
     error_message = "With the agent function its role is a key user beside the memory role."
@@ -107,7 +107,7 @@ run "off_even_with_a_secret" {
   }
 
   assert {
-    condition     = !strcontains(aws_iam_role_policy.memory.policy, "secretsmanager") && !strcontains(aws_kms_key.memory.policy, "agent")
+    condition     = !strcontains(aws_iam_role_policy.memory.policy, "secretsmanager") && !strcontains(aws_kms_key.memory[0].policy, "agent")
     error_message = "Without the agent function no role may read the secret and the key policy names no agent."
   }
 }

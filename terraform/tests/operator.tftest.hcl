@@ -78,7 +78,7 @@ run "absent_by_default" {
 
   assert {
     condition = alltrue([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement :
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
       toset(flatten([statement.Principal.AWS])) == toset([aws_iam_role.memory.arn, aws_iam_role.agent[0].arn])
       if contains(["EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"], statement.Sid)
     ])
@@ -91,7 +91,7 @@ run "absent_by_default" {
   }
 
   assert {
-    condition     = !strcontains(aws_iam_role_policy.memory.policy, "operator") && !strcontains(aws_kms_key.memory.policy, "operator")
+    condition     = !strcontains(aws_iam_role_policy.memory.policy, "operator") && !strcontains(aws_kms_key.memory[0].policy, "operator")
     error_message = "Nothing names an operator role that does not exist."
   }
 }
@@ -171,8 +171,8 @@ run "created_for_the_trusted_principals" {
       ListMemoryPrefixAndVersions     = "arn:aws:s3:::s3memory-test-bucket"
       BucketVersioningStatus          = "arn:aws:s3:::s3memory-test-bucket"
       MemoryObjectsAndVersions        = "arn:aws:s3:::s3memory-test-bucket/users/*"
-      EnvelopeKeysWithS3memoryContext = aws_kms_key.memory.arn
-      BucketSseViaS3                  = aws_kms_key.memory.arn
+      EnvelopeKeysWithS3memoryContext = aws_kms_key.memory[0].arn
+      BucketSseViaS3                  = aws_kms_key.memory[0].arn
     }
     error_message = "Listing and the versioning status on the bucket, objects under the prefix only, KMS on the module's key only."
   }
@@ -241,16 +241,16 @@ run "created_for_the_trusted_principals" {
   # The key policy: the operator role is a key user, under the same conditions as the Lambda roles.
   assert {
     condition = alltrue([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement :
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
       toset(flatten([statement.Principal.AWS])) == toset([aws_iam_role.memory.arn, aws_iam_role.agent[0].arn, aws_iam_role.operator[0].arn])
       if contains(["EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"], statement.Sid)
-    ]) && length([for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement if contains(["EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"], statement.Sid)]) == 2
+    ]) && length([for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement if contains(["EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"], statement.Sid)]) == 2
     error_message = "The key policy's use statements name the operator role next to the two Lambda roles."
   }
 
   assert {
     condition = [
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement.Sid
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement.Sid
       if contains(flatten([try(statement.Principal.AWS, [])]), aws_iam_role.operator[0].arn)
     ] == ["EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"]
     error_message = "The operator role appears in the key policy only as a key user (no administration, no PutKeyPolicy)."
@@ -258,7 +258,7 @@ run "created_for_the_trusted_principals" {
 
   assert {
     condition = alltrue([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement :
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
       !contains(flatten([try(statement.Principal.AWS, [])]), "arn:aws:iam::123456789012:user/alice")
     ])
     error_message = "Trusting a principal with the operator role does not make it a key user itself."
@@ -313,7 +313,7 @@ run "options_follow_their_variables" {
 
   assert {
     condition = alltrue([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement :
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
       flatten([statement.Principal.AWS]) == [aws_iam_role.memory.arn, aws_iam_role.agent[0].arn, aws_iam_role.operator[0].arn, "arn:aws:iam::123456789012:role/reporting"]
       if contains(["EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"], statement.Sid)
     ])

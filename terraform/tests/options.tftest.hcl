@@ -85,13 +85,13 @@ run "noncurrent_version_expiration" {
   }
 
   assert {
-    condition     = aws_s3_bucket_lifecycle_configuration.memory.rule[0].noncurrent_version_expiration[0].noncurrent_days == 14
+    condition     = aws_s3_bucket_lifecycle_configuration.memory[0].rule[0].noncurrent_version_expiration[0].noncurrent_days == 14
     error_message = "noncurrent_version_expiration_days is applied."
   }
 
   assert {
     condition = alltrue([
-      for rule in aws_s3_bucket_lifecycle_configuration.memory.rule :
+      for rule in aws_s3_bucket_lifecycle_configuration.memory[0].rule :
       alltrue([for expiration in rule.expiration : contains([null, 0], expiration.days) && expiration.date == null])
     ])
     error_message = "No lifecycle rule expires current objects (it would expire users' wrapped data keys too)."
@@ -147,7 +147,7 @@ run "custom_sizes_names_and_logs" {
   }
 
   assert {
-    condition     = aws_s3_bucket.memory.force_destroy && aws_kms_alias.memory.name == "alias/team-a-memory"
+    condition     = aws_s3_bucket.memory[0].force_destroy && aws_kms_alias.memory[0].name == "alias/team-a-memory"
     error_message = "force_destroy and the alias follow their variables."
   }
 
@@ -157,7 +157,7 @@ run "custom_sizes_names_and_logs" {
   }
 
   assert {
-    condition     = aws_s3_bucket.memory.tags == tomap({ "s3memory:module" = "s3memory", team = "a" })
+    condition     = aws_s3_bucket.memory[0].tags == tomap({ "s3memory:module" = "s3memory", team = "a" })
     error_message = "Tags are merged over the module tag."
   }
 }
