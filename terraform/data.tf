@@ -22,13 +22,13 @@ locals {
   # major lacks (a static error, which try() cannot catch) or deprecates (a warning).
   region_attribute = contains(keys(data.aws_region.current), "region") ? "region" : "name"
 
-  # The bucket and the key: the module's own, or existing ones (bring your own). The bucket's name is
-  # "" only when neither bucket_name nor existing_bucket_name is set, which the memory function's
-  # precondition refuses (lambda.tf).
-  create_bucket  = var.existing_bucket_name == null
-  create_kms_key = var.existing_kms_key_arn == null
-  bucket_name    = try(coalesce(var.existing_bucket_name, var.bucket_name), "")
-  kms_key_arn    = local.create_kms_key ? aws_kms_key.memory[0].arn : var.existing_kms_key_arn
+  # The bucket and the key: the module's own, or existing ones (bring your own). The key's ARN is ""
+  # only with create_kms_key = false and no kms_key_arn, which the memory function's precondition
+  # refuses (lambda.tf).
+  create_bucket  = var.create_bucket
+  create_kms_key = var.create_kms_key
+  bucket_name    = var.bucket_name
+  kms_key_arn    = local.create_kms_key ? aws_kms_key.memory[0].arn : (var.kms_key_arn == null ? "" : var.kms_key_arn)
 
   # ARNs are built from names (not read back from resources) so that policies are known at plan
   # time, and so that the KMS key policy can name log groups before they exist.

@@ -274,6 +274,8 @@ locals {
           Resource = "${local.memory_log_group_arn}:*"
         },
       ],
+      local.dead_letter_statements,
+      local.vpc_statements,
       local.xray_statements,
     )
   }
@@ -292,6 +294,7 @@ locals {
           Resource = "${local.mcp_log_group_arn}:*"
         },
       ],
+      local.vpc_statements,
       local.xray_statements,
     )
   }
@@ -347,6 +350,8 @@ locals {
           Resource = "${local.expiry_log_group_arn}:*"
         },
       ],
+      local.dead_letter_statements,
+      local.vpc_statements,
       local.xray_statements,
     )
   }
@@ -382,6 +387,8 @@ locals {
           }
         },
       ],
+      local.dead_letter_statements,
+      local.vpc_statements,
       local.xray_statements,
     )
   }

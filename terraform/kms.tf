@@ -146,7 +146,7 @@ locals {
   ]
 
   # The key's users: what the module's key policy grants besides administration, and what a key of
-  # one's own (existing_kms_key_arn) must grant (output required_key_policy_statements).
+  # one's own (create_kms_key = false, kms_key_arn) must grant (output required_key_policy_statements).
   kms_key_user_statements = concat(
     [
       {

@@ -7,9 +7,11 @@
 #     (s3memory.aws_lambda.expiry.handler), run by the EventBridge Scheduler schedule in expiry.tf;
 #   - mcp (only with var.create_mcp_endpoint): the memory tool for MCP clients over streamable HTTP
 #     (s3memory.aws_lambda.mcp_handler), behind the HTTP API's /mcp route (api.tf).
-# memory, agent and mcp are invoked synchronously (API Gateway or the Lambda Invoke API), so the
-# caller sees failures; there is no asynchronous event source that would need a dead-letter queue. The
-# expiry function is invoked asynchronously by the schedule; see its skips.
+# memory, agent and mcp are meant to be invoked synchronously (API Gateway or the Lambda Invoke API),
+# so the caller sees failures; the expiry function is invoked asynchronously by the schedule. With
+# var.dead_letter_target_arn the memory, agent and expiry functions get a dead-letter target (a direct
+# invoker may invoke the first two asynchronously), and with var.vpc_subnet_ids every function runs in
+# the VPC (network.tf); both are opt-in, hence the skips below.
 #
 # The checkov checks skipped on the functions are justified next to each skip.
 
@@ -61,8 +63,8 @@ locals {
 }
 
 resource "aws_lambda_function" "memory" {
-  #checkov:skip=CKV_AWS_116:Invoked synchronously only (API Gateway / Invoke API); the caller receives errors, so a DLQ would never be used.
-  #checkov:skip=CKV_AWS_117:Reaches S3 and KMS over public endpoints with IAM and TLS; a VPC would add NAT/endpoint cost without reducing exposure.
+  #checkov:skip=CKV_AWS_116:Opt-in through var.dead_letter_target_arn: meant to be invoked synchronously (API Gateway / Invoke API), where the caller receives errors; a DLQ only serves asynchronous invocations, and would hold the users' commands and file text.
+  #checkov:skip=CKV_AWS_117:Opt-in through var.vpc_subnet_ids: reaches S3 and KMS over public endpoints with IAM and TLS; a VPC adds endpoint or NAT cost without reducing exposure, unless the organisation requires one.
   #checkov:skip=CKV_AWS_173:Environment variables hold no secrets (bucket, prefix, key ARN); encrypting them with a CMK adds nothing.
   #checkov:skip=CKV_AWS_272:Code signing is an organisation-level choice (signing profile); the zip is built and deployed by the same pipeline.
   #checkov:skip=CKV_AWS_50:X-Ray is opt-in via var.tracing_mode = "Active" because it needs wildcard xray permissions and costs money.
@@ -94,6 +96,22 @@ resource "aws_lambda_function" "memory" {
     system_log_level      = "WARN"
   }
 
+  # An asynchronous invocation's event, after Lambda's retries failed (network.tf).
+  dynamic "dead_letter_config" {
+    for_each = local.dead_letter_enabled ? [var.dead_letter_target_arn] : []
+    content {
+      target_arn = dead_letter_config.value
+    }
+  }
+
+  dynamic "vpc_config" {
+    for_each = local.vpc_enabled ? [1] : []
+    content {
+      subnet_ids         = var.vpc_subnet_ids
+      security_group_ids = var.vpc_security_group_ids
+    }
+  }
+
   tracing_config {
     mode = var.tracing_mode
   }
@@ -104,8 +122,12 @@ resource "aws_lambda_function" "memory" {
   # Terraform 1.9): checked here, on the one function that always exists.
   lifecycle {
     precondition {
-      condition     = (var.bucket_name == null) != (var.existing_bucket_name == null)
-      error_message = "Set exactly one of bucket_name (a bucket the module creates) and existing_bucket_name (a bucket of your own, which the module does not manage)."
+      condition     = var.create_kms_key == (var.kms_key_arn == null)
+      error_message = "create_kms_key = false needs kms_key_arn (the ARN of your key); with create_kms_key = true (the default) the module creates the key, so leave kms_key_arn unset."
+    }
+    precondition {
+      condition     = length(var.vpc_subnet_ids) > 0 == length(var.vpc_security_group_ids) > 0
+      error_message = "Set both vpc_subnet_ids and vpc_security_group_ids (every function in those subnets, with those security groups) or neither (no VPC)."
     }
   }
 
@@ -118,8 +140,8 @@ resource "aws_lambda_function" "memory" {
 }
 
 resource "aws_lambda_function" "agent" {
-  #checkov:skip=CKV_AWS_116:Invoked synchronously only; the caller receives errors, so a DLQ would never be used.
-  #checkov:skip=CKV_AWS_117:Needs the public Anthropic API as well as S3, KMS and Secrets Manager; a VPC would require NAT for no reduction in exposure.
+  #checkov:skip=CKV_AWS_116:Opt-in through var.dead_letter_target_arn: meant to be invoked synchronously, where the caller receives errors; a DLQ only serves asynchronous invocations, and would hold the users' prompts.
+  #checkov:skip=CKV_AWS_117:Opt-in through var.vpc_subnet_ids: needs the public Anthropic API as well as S3, KMS and Secrets Manager; a VPC requires NAT for no reduction in exposure, unless the organisation requires one.
   #checkov:skip=CKV_AWS_173:Environment variables hold no secrets (the API key is fetched from Secrets Manager by ARN at run time).
   #checkov:skip=CKV_AWS_272:Code signing is an organisation-level choice (signing profile); the zip is built and deployed by the same pipeline.
   #checkov:skip=CKV_AWS_50:X-Ray is opt-in via var.tracing_mode = "Active" because it needs wildcard xray permissions and costs money.
@@ -151,6 +173,22 @@ resource "aws_lambda_function" "agent" {
     system_log_level      = "WARN"
   }
 
+  # An asynchronous invocation's event, after Lambda's retries failed (network.tf).
+  dynamic "dead_letter_config" {
+    for_each = local.dead_letter_enabled ? [var.dead_letter_target_arn] : []
+    content {
+      target_arn = dead_letter_config.value
+    }
+  }
+
+  dynamic "vpc_config" {
+    for_each = local.vpc_enabled ? [1] : []
+    content {
+      subnet_ids         = var.vpc_subnet_ids
+      security_group_ids = var.vpc_security_group_ids
+    }
+  }
+
   tracing_config {
     mode = var.tracing_mode
   }
@@ -174,8 +212,8 @@ check "agent_has_an_api_key" {
 }
 
 resource "aws_lambda_function" "expiry" {
-  #checkov:skip=CKV_AWS_116:Invoked asynchronously by its own schedule with the input {}: a failed run's error is in its log group, and the users it did not reach are still idle at the next scheduled run, so a dead-letter queue would hold nothing worth replaying.
-  #checkov:skip=CKV_AWS_117:Reaches S3 and KMS over public endpoints with IAM and TLS; a VPC would add NAT/endpoint cost without reducing exposure.
+  #checkov:skip=CKV_AWS_116:Opt-in through var.dead_letter_target_arn: invoked asynchronously by its own schedule with the input {}; a failed run's error is in its log group, and the users it did not reach are still idle at the next run, so a DLQ only tells that a run failed.
+  #checkov:skip=CKV_AWS_117:Opt-in through var.vpc_subnet_ids: reaches S3 and KMS over public endpoints with IAM and TLS; a VPC adds endpoint or NAT cost without reducing exposure, unless the organisation requires one.
   #checkov:skip=CKV_AWS_173:Environment variables hold no secrets (bucket, prefix, key ARN, a number of days); encrypting them with a CMK adds nothing.
   #checkov:skip=CKV_AWS_272:Code signing is an organisation-level choice (signing profile); the zip is built and deployed by the same pipeline.
   #checkov:skip=CKV_AWS_50:X-Ray is opt-in via var.tracing_mode = "Active" because it needs wildcard xray permissions and costs money.
@@ -208,6 +246,22 @@ resource "aws_lambda_function" "expiry" {
     system_log_level      = "WARN"
   }
 
+  # An asynchronous invocation's event, after Lambda's retries failed (network.tf).
+  dynamic "dead_letter_config" {
+    for_each = local.dead_letter_enabled ? [var.dead_letter_target_arn] : []
+    content {
+      target_arn = dead_letter_config.value
+    }
+  }
+
+  dynamic "vpc_config" {
+    for_each = local.vpc_enabled ? [1] : []
+    content {
+      subnet_ids         = var.vpc_subnet_ids
+      security_group_ids = var.vpc_security_group_ids
+    }
+  }
+
   tracing_config {
     mode = var.tracing_mode
   }
@@ -222,7 +276,7 @@ resource "aws_lambda_function" "expiry" {
 
 resource "aws_lambda_function" "mcp" {
   #checkov:skip=CKV_AWS_116:Invoked synchronously only (API Gateway); the client receives errors, so a DLQ would never be used.
-  #checkov:skip=CKV_AWS_117:Reaches S3, KMS and the JWT issuer over public endpoints with IAM and TLS; a VPC would add NAT/endpoint cost without reducing exposure.
+  #checkov:skip=CKV_AWS_117:Opt-in through var.vpc_subnet_ids: reaches S3, KMS and the JWT issuer over public endpoints with IAM and TLS; a VPC adds NAT/endpoint cost without reducing exposure, unless the organisation requires one.
   #checkov:skip=CKV_AWS_173:Environment variables hold no secrets (bucket, prefix, key ARN, issuer and public URLs); encrypting them with a CMK adds nothing.
   #checkov:skip=CKV_AWS_272:Code signing is an organisation-level choice (signing profile); the zip is built and deployed by the same pipeline.
   #checkov:skip=CKV_AWS_50:X-Ray is opt-in via var.tracing_mode = "Active" because it needs wildcard xray permissions and costs money.
@@ -257,6 +311,14 @@ resource "aws_lambda_function" "mcp" {
     log_format            = "JSON"
     application_log_level = var.log_level
     system_log_level      = "WARN"
+  }
+
+  dynamic "vpc_config" {
+    for_each = local.vpc_enabled ? [1] : []
+    content {
+      subnet_ids         = var.vpc_subnet_ids
+      security_group_ids = var.vpc_security_group_ids
+    }
   }
 
   tracing_config {

@@ -22,7 +22,7 @@ moved {
   to   = aws_lambda_function.agent[0]
 }
 
-# The bucket (existing_bucket_name) and the key (existing_kms_key_arn). Losing the key's state would
+# The bucket (create_bucket) and the key (create_kms_key). Losing the key's state would
 # schedule it for deletion, and with it every user's memory: these blocks are not optional.
 moved {
   from = aws_s3_bucket.memory

@@ -1,5 +1,5 @@
 output "bucket_name" {
-  description = "Name of the memory bucket (S3MEMORY_BUCKET): the created one, or existing_bucket_name."
+  description = "Name of the memory bucket (S3MEMORY_BUCKET): the created one, or the existing one (create_bucket = false)."
   value       = local.create_bucket ? aws_s3_bucket.memory[0].bucket : local.bucket_name
 }
 
@@ -9,7 +9,7 @@ output "bucket_arn" {
 }
 
 output "bucket_policy_statements" {
-  description = "JSON list of the bucket-policy statements the module sets on a bucket it creates (deny requests without TLS or below TLS 1.2, uploads asking for another encryption than SSE-KMS, and SSE-C). With existing_bucket_name the module sets no bucket policy: add these to the bucket's own."
+  description = "JSON list of the bucket-policy statements the module sets on a bucket it creates (deny requests without TLS or below TLS 1.2, uploads asking for another encryption than SSE-KMS, and SSE-C). With create_bucket = false the module sets no bucket policy: add these to the bucket's own."
   value       = jsonencode(local.bucket_policy.Statement)
 }
 
@@ -34,22 +34,22 @@ output "store_identity" {
 }
 
 output "kms_key_arn" {
-  description = "ARN of the customer-managed KMS key (S3MEMORY_KMS_KEY_ID): the created one, or existing_kms_key_arn."
+  description = "ARN of the customer-managed KMS key (S3MEMORY_KMS_KEY_ID): the created one, or kms_key_arn (create_kms_key = false)."
   value       = local.kms_key_arn
 }
 
 output "kms_key_id" {
   description = "Id of the customer-managed KMS key."
-  value       = local.create_kms_key ? aws_kms_key.memory[0].key_id : element(split("/", var.existing_kms_key_arn), 1)
+  value       = local.create_kms_key ? aws_kms_key.memory[0].key_id : element(split("/", local.kms_key_arn), 1)
 }
 
 output "kms_key_alias" {
-  description = "Alias of the customer-managed KMS key; null with existing_kms_key_arn (the module creates no alias)."
+  description = "Alias of the customer-managed KMS key; null with create_kms_key = false (the module creates no alias)."
   value       = one(aws_kms_alias.memory[*].name)
 }
 
 output "required_key_policy_statements" {
-  description = "JSON list of the key-policy statements that let the module's roles (and additional_key_user_arns, and CloudWatch Logs for the module's log groups with encrypt_log_groups) use the key, under the same conditions as their IAM policies. With existing_kms_key_arn: add them to that key's policy (they name the roles, so after the apply that creates them; CloudWatchLogsForModuleLogGroups before it, or log group creation fails). With the module's own key: already in its policy."
+  description = "JSON list of the key-policy statements that let the module's roles (and additional_key_user_arns, and CloudWatch Logs for the module's log groups with encrypt_log_groups) use the key, under the same conditions as their IAM policies. With create_kms_key = false: add them to that key's policy (they name the roles, so after the apply that creates them; CloudWatchLogsForModuleLogGroups before it, or log group creation fails). With the module's own key: already in its policy."
   value       = jsonencode(local.kms_key_user_statements)
 }
 

@@ -1,4 +1,4 @@
-# The memory bucket, unless existing_bucket_name names one (then nothing here exists, and the operator
+# The memory bucket, unless create_bucket = false makes bucket_name an existing one (then nothing here exists, and the operator
 # keeps that bucket as this file sets its own: README.md, "Bring your own bucket and key"; the output
 # bucket_policy_statements holds the policy below). Objects are already encrypted on the client (AES-256-GCM under per-user data
 # keys wrapped by the KMS key); SSE-KMS with the same key is a second layer, and the bucket is

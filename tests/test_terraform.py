@@ -326,15 +326,29 @@ REFUSALS = {
         "mcp_url must be null or an https:// URL without spaces, query or fragment, such as "
         '"https://memory.example.com/mcp".',
     ),
-    "both_bucket_and_existing_bucket": (
-        {"existing_bucket_name": '"team-agent-memory"'},
-        "Set exactly one of bucket_name (a bucket the module creates) and existing_bucket_name (a bucket "
-        "of your own, which the module does not manage).",
+    "existing_key_without_its_arn": (
+        {"create_kms_key": "false"},
+        "create_kms_key = false needs kms_key_arn (the ARN of your key); with create_kms_key = true (the "
+        "default) the module creates the key, so leave kms_key_arn unset.",
     ),
-    "existing_kms_key_as_an_alias": (
-        {"existing_kms_key_arn": '"arn:aws:kms:eu-west-1:123456789012:alias/agent-memory"'},
-        "existing_kms_key_arn must be null or a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<key "
-        "id>); aliases are not accepted (IAM policies name keys by key ARN).",
+    "existing_key_as_an_alias": (
+        {"create_kms_key": "false", "kms_key_arn": '"arn:aws:kms:eu-west-1:123456789012:alias/agent-memory"'},
+        "kms_key_arn must be null or a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<key id>); "
+        "aliases are not accepted (IAM policies name keys by key ARN).",
+    ),
+    "vpc_subnets_without_security_groups": (
+        {"vpc_subnet_ids": '["subnet-0123456789abcdef0"]'},
+        "Set both vpc_subnet_ids and vpc_security_group_ids (every function in those subnets, with those "
+        "security groups) or neither (no VPC).",
+    ),
+    "dead_letter_target_fifo": (
+        {"dead_letter_target_arn": '"arn:aws:sqs:eu-west-1:123456789012:s3memory-dlq.fifo"'},
+        "dead_letter_target_arn must be null or the ARN of a standard SQS queue or SNS topic",
+    ),
+    "reserved_concurrency_minus_one": (
+        {"memory_function_reserved_concurrency": "-1"},
+        "memory_function_reserved_concurrency must be null (unreserved: the account's pool, no ceiling) or a "
+        "whole number, 0 (disabled) or greater (reserved, and its ceiling).",
     ),
     "store_id_with_a_control_character": (
         {"storage_format": "2", "store_id": '"source\\nbucket"'},

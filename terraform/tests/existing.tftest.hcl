@@ -1,4 +1,5 @@
-# Bring your own bucket and key: existing_bucket_name and existing_kms_key_arn, each alone and both
+# Bring your own bucket and key: create_bucket = false (bucket_name then names an existing bucket)
+# and create_kms_key = false with kms_key_arn, each alone and both
 # together (with and without the agent function). With either, the module creates no resource of it
 # and manages none of its settings or policies; the roles get the same IAM grants on it, the store id
 # defaults to the existing bucket's name (and the store identity follows), and the outputs give the
@@ -17,7 +18,8 @@ run "existing_bucket_with_the_module_key" {
   command = apply
 
   variables {
-    existing_bucket_name = "team-agent-memory"
+    bucket_name   = "team-agent-memory"
+    create_bucket = false
   }
 
   assert {
@@ -31,7 +33,7 @@ run "existing_bucket_with_the_module_key" {
       length(aws_s3_bucket_logging.memory) == 0 &&
       length(aws_s3_bucket_policy.memory) == 0
     )
-    error_message = "With existing_bucket_name the module creates no bucket resource (and sets no policy, versioning, encryption or lifecycle on it)."
+    error_message = "With create_bucket = false the module creates no bucket resource (and sets no policy, versioning, encryption or lifecycle on it)."
   }
 
   assert {
@@ -81,13 +83,14 @@ run "module_bucket_with_an_existing_key" {
   command = apply
 
   variables {
-    bucket_name          = "s3memory-test-bucket"
-    existing_kms_key_arn = "arn:aws:kms:eu-west-1:123456789012:key/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
+    bucket_name    = "s3memory-test-bucket"
+    create_kms_key = false
+    kms_key_arn    = "arn:aws:kms:eu-west-1:123456789012:key/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
   }
 
   assert {
     condition     = length(aws_kms_key.memory) == 0 && length(aws_kms_alias.memory) == 0 && length(data.aws_iam_session_context.current) == 0
-    error_message = "With existing_kms_key_arn the module creates no key and no alias (and does not look up a key administrator)."
+    error_message = "With create_kms_key = false the module creates no key and no alias (and does not look up a key administrator)."
   }
 
   assert {
@@ -146,8 +149,10 @@ run "both_existing_without_the_agent_function" {
   command = apply
 
   variables {
-    existing_bucket_name  = "team-agent-memory"
-    existing_kms_key_arn  = "arn:aws:kms:eu-west-1:123456789012:key/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
+    bucket_name           = "team-agent-memory"
+    create_bucket         = false
+    create_kms_key        = false
+    kms_key_arn           = "arn:aws:kms:eu-west-1:123456789012:key/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
     create_agent_function = false
     expiry_idle_days      = 30
   }
@@ -206,18 +211,23 @@ run "both_existing_without_the_agent_function" {
   }
 }
 
-run "refuses_neither_bucket" {
+run "refuses_no_key" {
   command = plan
+
+  variables {
+    bucket_name    = "s3memory-test-bucket"
+    create_kms_key = false
+  }
 
   expect_failures = [aws_lambda_function.memory]
 }
 
-run "refuses_both_buckets" {
+run "refuses_a_key_arn_beside_the_module_key" {
   command = plan
 
   variables {
-    bucket_name          = "s3memory-test-bucket"
-    existing_bucket_name = "team-agent-memory"
+    bucket_name = "s3memory-test-bucket"
+    kms_key_arn = "arn:aws:kms:eu-west-1:123456789012:key/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
   }
 
   expect_failures = [aws_lambda_function.memory]
@@ -227,9 +237,11 @@ run "refuses_bad_existing_names" {
   command = plan
 
   variables {
-    existing_bucket_name = "Team.Memory"
-    existing_kms_key_arn = "arn:aws:kms:eu-west-1:123456789012:alias/agent-memory"
+    bucket_name    = "Team.Memory"
+    create_bucket  = false
+    create_kms_key = false
+    kms_key_arn    = "arn:aws:kms:eu-west-1:123456789012:alias/agent-memory"
   }
 
-  expect_failures = [var.existing_bucket_name, var.existing_kms_key_arn]
+  expect_failures = [var.bucket_name, var.kms_key_arn]
 }
