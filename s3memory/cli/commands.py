@@ -452,17 +452,19 @@ def rotate(console: Console, operations: Operations) -> Report:
     users = chosen_users(console.arguments, operations, shared=True)
     reports = []
     with console.progress("user") as progress:
-        progress.expect(len(users))
-        for user in users:
-            if arguments.wait and not arguments.dry_run:
-                reports.append(rotation.rotate_waiting(operations, user, drop_history=arguments.drop_history))
-            else:
+        if arguments.wait and not arguments.dry_run:  # every memory sealed again, then one wait
+            reports = rotation.rotate_waiting(
+                operations, users, drop_history=arguments.drop_history, progress=progress
+            )
+        else:
+            progress.expect(len(users))
+            for user in users:
                 reports.append(
                     rotation.rotate(
                         operations, user, dry_run=arguments.dry_run, drop_history=arguments.drop_history
                     )
                 )
-            progress.advance()
+                progress.advance()
     counts: dict[str, int] = {}
     for report in reports:
         for name, count in report.counts().items():
