@@ -154,5 +154,5 @@ QUICK = Plan(
     mcp_starts=2,
     mcp_lambda_calls=20,
     mcp_lambda_cold_reps=2,
-    rotation_users=20,
+    rotation_users=10,
 )

@@ -2,7 +2,7 @@
 
 A store of its own on the bench's endpoint (storage format 2, envelope keys from the endpoint's KMS,
 a bucket with S3 versioning on, as ``terraform/s3.tf`` deploys it), N users (the full run: 200;
-``--quick``: 20) with ``FILES`` each, written through the product (each user's ``create`` commands,
+``--quick``: 10) with ``FILES`` each, written through the product (each user's ``create`` commands,
 so each has its wrapped key ``keys/v1``, its files and its access record; never timed). Then what
 ``s3memory rotate --all --wait`` does, in a new operator's process (a new ``Operations`` with a
 ``KMSKeyProvider`` of its own, an empty key cache, its own counted clients):
