@@ -1,4 +1,4 @@
-"""How much each section measures: the full run (~12 minutes on 2 cores, 15 under load) and ``--quick`` (~1 minute)."""
+"""How much each section measures: the full run (~16 minutes on 2 cores, 20 under load) and ``--quick`` (~1 minute)."""
 
 from __future__ import annotations
 
