@@ -775,11 +775,11 @@ variable "shared_memory_mounts" {
       for point, memories in { for grant in [for grant in var.shared_memory_mounts : grant if try(grant.claim != null && grant.value != null && grant.point != null && grant.memory != null, false)] : grant.point => grant.memory... } :
       length(distinct(memories)) == 1
     ])
-    error_message = "shared_memory_mounts: one point shows one shared memory, but ${try(join(", ", [for point, memories in { for grant in [for grant in var.shared_memory_mounts : grant if try(grant.claim != null && grant.value != null && grant.point != null && grant.memory != null, false)] : grant.point => grant.memory... } : point if length(distinct(memories)) > 1]), "a point")} is given more than one. Give each shared memory its own point."
+    error_message = "shared_memory_mounts: one point shows one shared memory, but these points are given more than one: ${jsonencode([for point, memories in { for grant in [for grant in var.shared_memory_mounts : grant if try(grant.claim != null && grant.value != null && grant.point != null && grant.memory != null, false)] : grant.point => grant.memory... } : point if length(distinct(memories)) > 1])}. Give each shared memory its own point."
   }
 
   validation {
     condition     = length(distinct([for grant in [for grant in var.shared_memory_mounts : grant if try(grant.claim != null && grant.value != null && grant.point != null && grant.memory != null, false)] : grant.point])) <= 16
-    error_message = "shared_memory_mounts: at most 16 distinct points (the functions' MAX_MOUNTS: each mount costs `view /memories` one more listing), not ${try(length(distinct([for grant in [for grant in var.shared_memory_mounts : grant if try(grant.claim != null && grant.value != null && grant.point != null && grant.memory != null, false)] : grant.point])), "more")}. Mount fewer shared memories."
+    error_message = "shared_memory_mounts: at most 16 distinct points (the functions' MAX_MOUNTS: each mount costs `view /memories` one more listing), not ${length(distinct([for grant in [for grant in var.shared_memory_mounts : grant if try(grant.claim != null && grant.value != null && grant.point != null && grant.memory != null, false)] : grant.point]))}. Mount fewer shared memories."
   }
 }

@@ -398,8 +398,8 @@ REFUSALS = {
             **MOUNTS_BEHIND_THE_API,
             "shared_memory_mounts": _grant()[:-1] + ", " + _grant(memory="team-beta")[1:],
         },
-        "shared_memory_mounts: one point shows one shared memory, but /memories/team is given more than "
-        "one. Give each shared memory its own point.",
+        "shared_memory_mounts: one point shows one shared memory, but these points are given more than "
+        'one: ["/memories/team"]. Give each shared memory its own point.',
     ),
     "shared_memory_mounts_17_points": (
         {
