@@ -137,6 +137,6 @@ def test_a_kms_key_that_does_not_exist_names_the_setting(s3: Any, kms: Any) -> N
     assert text == (
         "Error: KMS GenerateDataKey failed (NotFoundException): the KMS key alias/no-such-key does not exist "
         "in this account and region, is disabled, or may not be used by these credentials; no data was "
-        "changed. Check S3MEMORY_KMS_KEY_ID (--kms-key-id), the region (AWS_REGION) and the key policy "
+        "changed. Check S3MEMORY_KMS_KEY_ID (--kms-key-id), the region (AWS_DEFAULT_REGION) and the key policy "
         "(docs/deploy.md)."
     )

@@ -79,7 +79,7 @@ GLOBAL_OPTIONS = (
     Argument("--kms-key-id", help="the KMS key (S3MEMORY_KMS_KEY_ID)"),
     Argument("--endpoint-url", help="an S3 endpoint (S3MEMORY_ENDPOINT_URL)"),
     Argument("--profile", help="the AWS profile whose credentials and region to use (default: AWS_PROFILE)"),
-    Argument("--region", help="the AWS region (default: AWS_REGION, or the profile's)"),
+    Argument("--region", help="the AWS region (default: AWS_DEFAULT_REGION, or the profile's)"),
     Argument("--json", action="store_true", help="machine-readable output"),
     Argument("--quiet", "-q", action="store_true", help="no audit line and no progress bar on stderr"),
     Argument("--audit-log", metavar="FILE", help="append the audit line to FILE (as well as stderr)"),

@@ -335,7 +335,7 @@ class KMSKeyProvider(KeyProvider):
                 raise StorageError(
                     f"Error: KMS {operation} failed ({code}): the KMS key {self.key_id} does not exist in "
                     "this account and region, is disabled, or may not be used by these credentials; no data "
-                    f"was changed. Check {KMS_KEY_SETTING} (--kms-key-id), the region (AWS_REGION) and the "
+                    f"was changed. Check {KMS_KEY_SETTING} (--kms-key-id), the region (AWS_DEFAULT_REGION) and the "
                     "key policy (docs/deploy.md)."
                 ) from None
             raise StorageError(f"Error: KMS {operation} failed ({code}); no data was changed.") from None

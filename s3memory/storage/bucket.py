@@ -225,7 +225,7 @@ class Bucket:
             )
         if code in _OTHER_REGION:
             return (
-                f"bucket {self.bucket} is in another region than the client's ({region}). Set AWS_REGION "
+                f"bucket {self.bucket} is in another region than the client's ({region}). Set AWS_DEFAULT_REGION "
                 "(--region) to the bucket's region."
             )
         if code in _DENIED:
