@@ -1,4 +1,4 @@
-"""How much each section measures: the full run (~12 minutes on 2 cores, 15 under load) and ``--quick`` (~1 minute)."""
+"""How much each section measures: the full run (~16 minutes on 2 cores, 20 under load) and ``--quick`` (~1 minute)."""
 
 from __future__ import annotations
 
@@ -54,6 +54,8 @@ class Plan:
     ``mcp_warmup`` unmeasured)."""
     mcp_lambda_cold_reps: int = 5
     """Cold starts of each Lambda handler (a new interpreter serving its first request)."""
+    rotation_users: int = 200
+    """Users of the store that ``rotate --all --wait`` rotates (section 8)."""
 
 
 FULL = Plan(
@@ -103,6 +105,7 @@ FULL = Plan(
     mcp_starts=5,
     mcp_lambda_calls=200,
     mcp_lambda_cold_reps=5,
+    rotation_users=200,
 )
 
 QUICK = Plan(
@@ -151,4 +154,5 @@ QUICK = Plan(
     mcp_starts=2,
     mcp_lambda_calls=20,
     mcp_lambda_cold_reps=2,
+    rotation_users=10,
 )

@@ -14,6 +14,7 @@ from .metrics import Summary
 from .peers_session import KINDS, S3MEMORY, S3MEMORY_F2, SEED, PeerResult, RenameComparison
 from .per_command import TIME_TARGET, TIME_TARGETS, CommandResult, KmsColdStart
 from .plan import Plan
+from .rotation import FleetRotation
 from .scaling import ONE_BY_ONE, BatchResult, FormatViews, Speedup, ViewResult
 
 SPEEDUP_TARGET = 5.0
@@ -45,6 +46,8 @@ class Results:
     mcp: McpOverhead | None = None
     mcp_lambda: McpLambda | None = None
     """Section 7 on Lambda: the MCP function against the memory function."""
+    rotation: FleetRotation | None = None
+    """Section 8: ``rotate --all --wait`` on a store of many users."""
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -67,6 +70,7 @@ class Results:
             "adversarial": [item.as_dict() for item in self.adversarial],
             "mcp": self.mcp.as_dict() if self.mcp else None,
             "mcp_lambda": self.mcp_lambda.as_dict() if self.mcp_lambda else None,
+            "rotation": self.rotation.as_dict() if self.rotation else None,
             "targets": [target.__dict__ for target in evaluate(self)],
         }
 
@@ -246,7 +250,22 @@ def evaluate(results: Results) -> list[Target]:
             )
     for growth in results.adversarial:
         targets += _growth_targets(growth)
+    if results.rotation is not None:
+        targets.append(rotation_target(results.rotation))
     return targets
+
+
+def rotation_target(found: FleetRotation) -> Target:
+    """Issue 26: ``rotate --all --wait`` finishes in one key-cache wait plus the re-sealing work."""
+    return Target(
+        f"rotate --all --wait on {found.users:,} users: one key-cache wait plus the re-sealing work",
+        found.backend,
+        f"{len(found.waits)} wait(s), {found.waited:.0f} s; {found.complete:,} of {found.users:,} reports "
+        f"complete; work {found.work_seconds:.1f} s, projected {found.projected_seconds / 60:.1f} min "
+        f"(a wait per user: {found.per_user_wait_seconds / 3600:.1f} h)",
+        "1 wait, every report complete",
+        _verdict(len(found.waits) == 1 and found.all_complete),
+    )
 
 
 def _rename_target(

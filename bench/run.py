@@ -1,6 +1,6 @@
 """Runs the bench and writes ``latest.md``, ``latest.png`` and ``latest.json``.
 
-    python -m bench                 # full run, about 12 minutes on 2 cores (15 under load)
+    python -m bench                 # full run, about 16 minutes on 2 cores (20 under load)
     python -m bench --quick         # about a minute: every section, small sizes
     python -m bench --quick --out /tmp/bench-smoke
 
@@ -28,7 +28,16 @@ if __package__ in (None, ""):  # ``python bench/run.py``
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     __package__ = "bench"
 
-from . import adversarial, coldstart, mcp_lambda, mcp_overhead, peers_session, per_command, scaling
+from . import (
+    adversarial,
+    coldstart,
+    mcp_lambda,
+    mcp_overhead,
+    peers_session,
+    per_command,
+    rotation,
+    scaling,
+)
 from .metrics import load_average
 from .plan import FULL, QUICK, Plan
 from .results_model import Results, evaluate
@@ -202,6 +211,10 @@ def main(argv: list[str] | None = None) -> int:
             "adversarial inputs", lambda: adversarial.run(moto, adversarial.SCALES[plan.name])
         )
         results.adversarial = growths or []
+        results.rotation = runner.section(
+            f"rotate --all --wait on {plan.rotation_users} users",
+            lambda: rotation.run(moto, plan.rotation_users),
+        )
 
     if not arguments.no_latency and plan.latency_ms:
         with moto_backend(latency_ms=plan.latency_ms) as slow:

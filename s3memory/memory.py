@@ -19,7 +19,7 @@ from typing import Unpack, assert_never, cast
 
 from s3memory.core.browse import Browser
 from s3memory.core.commands import Command, Create, Delete, Insert, Rename, StrReplace, View, parse_command
-from s3memory.core.files import LOST, Lost, MemoryFiles, retried
+from s3memory.core.files import LOST, Found, Lost, MemoryFiles, retried
 from s3memory.core.guard import ContentGuard
 from s3memory.core.job_records import Source
 from s3memory.core.job_runner import Intent, JobRunner
@@ -362,6 +362,21 @@ class S3Memory:
         )
         if obstacle is not None:
             raise obstacle
+
+    def overwrite(self, path: MemoryPath, found: Found, file_text: str) -> str:
+        """Write ``file_text`` over the file at ``path`` in one request, conditional on the object
+        ``found`` was read from (an operator's import replacing a file): the checks of ``create``, the
+        quota counted by the growth. Refused, writing nothing, if the file changed since."""
+        self.files.check_size(path, len(file_text.encode("utf-8")))
+        sealed = self.files.encode(path, self._screen(path, file_text))
+        growth = len(sealed.body) - OVERHEAD - len(found.text.encode("utf-8"))
+        self.usage.check(path, growth, 0)
+        if not self.files.replace(path, sealed, found.etag):
+            raise CommandError(
+                f"Error: {path.text} changed while it was being replaced; nothing was written. Try again."
+            )
+        self.usage.add(growth, 0)
+        return f"File {path.text} replaced"
 
     def _screen(self, path: MemoryPath, text: str) -> str:
         return text if self.content_guard is None else self.content_guard.screen(path.text, text)

@@ -249,6 +249,8 @@ def reaching(bucket: Bucket, first: Callable[[], _T]) -> _T:
     try:
         return first()
     except RequestFailed as failure:
+        if failure.explained:  # it names the bucket, the endpoint and the fix already
+            raise
         detail = failure.message.removeprefix("Error: ")
         if failure.code in _UNREACHED:
             message = f"Error: Could not reach the S3 server of {bucket.where}: {detail}"

@@ -54,6 +54,28 @@ locals {
     length(var.jwt_authorization_scopes) == 0 ? {} : { S3MEMORY_JWT_SCOPES = join(" ", var.jwt_authorization_scopes) },
   ) : {}
 
+  # Shared memories mounted by a verified token's claims (S3MEMORY_MOUNTS), for the two functions
+  # that verify tokens: the memory function and the MCP function. No variable without a grant. Its
+  # size is counted in bytes of UTF-8 (length() would count characters): base64 has 4 characters for
+  # every 3 bytes, less one for each padding '='.
+  shared_memory_mounts_json = jsonencode([
+    for grant in var.shared_memory_mounts : {
+      claim  = grant.claim
+      value  = grant.value
+      point  = grant.point
+      memory = grant.memory
+      mode   = grant.mode
+    }
+  ])
+  shared_memory_mounts_bytes = (
+    length(base64encode(local.shared_memory_mounts_json)) / 4 * 3 -
+    length(regexall("=", base64encode(local.shared_memory_mounts_json)))
+  )
+  shared_memory_mounts_budget = 3000
+  mounts_environment = length(var.shared_memory_mounts) == 0 ? {} : {
+    S3MEMORY_MOUNTS = local.shared_memory_mounts_json
+  }
+
   # The public URL of the MCP route: the `resource` of the protected-resource metadata the MCP
   # function serves, and what clients are given. null when there is no HTTP API (the MCP
   # function's precondition then refuses the plan).
@@ -85,6 +107,7 @@ resource "aws_lambda_function" "memory" {
       local.common_environment,
       { S3MEMORY_DIRECT_INVOCATION = local.memory_direct_invocation },
       local.memory_jwt_environment,
+      local.mounts_environment,
     )
   }
 
@@ -128,6 +151,19 @@ resource "aws_lambda_function" "memory" {
     precondition {
       condition     = length(var.vpc_subnet_ids) > 0 == length(var.vpc_security_group_ids) > 0
       error_message = "Set both vpc_subnet_ids and vpc_security_group_ids (every function in those subnets, with those security groups) or neither (no VPC)."
+    }
+    # Shared memory mounts (S3MEMORY_MOUNTS, here and on the MCP function).
+    precondition {
+      condition     = length(var.shared_memory_mounts) == 0 || var.create_http_api
+      error_message = "shared_memory_mounts needs create_http_api = true: a mount is granted only by the claims of a token the function verified itself (S3MEMORY_JWT_ISSUER), and only HTTP API events carry one. Set create_http_api = true (with jwt_issuer and jwt_audience), or shared_memory_mounts = []."
+    }
+    precondition {
+      condition     = length(var.shared_memory_mounts) == 0 || var.storage_format == 2
+      error_message = "shared_memory_mounts needs storage_format = 2: shared memories exist only in format 2 (docs/shared.md; on format 1 their names would be in every key). Move the store to format 2 (storage_format = 2 with migrating_from_format_1 = true, then `s3memory migrate`; docs/format-v2.md), or set shared_memory_mounts = []."
+    }
+    precondition {
+      condition     = local.shared_memory_mounts_bytes <= local.shared_memory_mounts_budget
+      error_message = "shared_memory_mounts encodes to ${local.shared_memory_mounts_bytes} bytes of S3MEMORY_MOUNTS, over the module's budget of ${local.shared_memory_mounts_budget} bytes (Lambda allows 4 KB for all of a function's environment variables). Use fewer grants, or shorter claims, values, points and memory names."
     }
   }
 
@@ -302,6 +338,7 @@ resource "aws_lambda_function" "mcp" {
     variables = merge(
       local.common_environment,
       local.memory_jwt_environment,
+      local.mounts_environment,
       { S3MEMORY_MCP_URL = local.mcp_url },
     )
   }

@@ -771,3 +771,94 @@ variable "mcp_function_reserved_concurrency" {
   }
 }
 
+# ---------------------------------------------------------------------------------------------------
+# Shared memory mounts (optional, behind the HTTP API)
+# ---------------------------------------------------------------------------------------------------
+
+variable "shared_memory_mounts" {
+  description = "Shared memories (docs/shared.md) mounted into a user's /memories by the claims of the user's verified token: S3MEMORY_MOUNTS (the grants, JSON-encoded with the keys claim, value, point, memory and mode) on the memory function and the MCP function, never on the agent or expiry function. A request whose verified token has claim `claim` equal to `value` (a list claim: holding it; `scope` or `scp`: a word of it) sees the shared memory `memory` at `point` (\"/memories/<name>\"), read_only unless mode = \"read_write\"; where several grants name one point, read-write wins. Needs create_http_api = true (only a verified token's claims grant a mount) and storage_format = 2 (shared memories exist only in format 2). Checked at plan as the package checks it: point one visible directory just below /memories (a name of 1 to 64 characters, not starting with '.', not node_modules, without '/', control characters or backslashes, not a percent-encoded '/' or '\\' (%2f, %5c, also as %252f...), not '.' or '..' as %2e or a look-alike character); memory 1 to 63 of a-z, 0-9, '.', '_', '-', starting with a letter or digit; claim and value non-empty printable strings; one memory per point; at most 16 points. What Terraform cannot decode or normalise (a point with other percent-encodings, such as an encoded control character, or with a look-alike of '/' that makes a '.' or '..' segment) the functions refuse at start-up, naming S3MEMORY_MOUNTS. The encoded grants must fit in 3,000 bytes (Lambda allows 4 KB for all of a function's environment). The shared memories' names, the points and the claims are then in plaintext in the functions' configuration and in the Terraform state (the bucket's keys never hold them). [] (default) sets nothing."
+  type = list(object({
+    claim  = string
+    value  = string
+    point  = string
+    memory = string
+    mode   = optional(string, "read_only")
+  }))
+  default  = []
+  nullable = false
+
+  # The first rule refuses a null grant or field; the others check the complete grants only, so
+  # that a null is reported once, by its own message.
+  validation {
+    condition     = length([for grant in var.shared_memory_mounts : grant if try(grant.claim != null && grant.value != null && grant.point != null && grant.memory != null, false)]) == length(var.shared_memory_mounts)
+    error_message = "shared_memory_mounts: no grant may be null, nor its claim, value, point or memory (leave mode out for read_only)."
+  }
+
+  validation {
+    # Python's str.isprintable, as for store_id: no character of the categories C and Z but the space.
+    condition = alltrue(flatten([
+      for grant in [for grant in var.shared_memory_mounts : grant if try(grant.claim != null && grant.value != null && grant.point != null && grant.memory != null, false)] : [
+        for word in [grant.claim, grant.value] : word != "" && !can(regex("[\\p{C}\\p{Z}]", replace(word, " ", "")))
+      ]
+    ]))
+    error_message = "shared_memory_mounts: each grant's claim and value must be non-empty printable strings (no control, format or separator character but the space): the claim a verified token must carry and the value it must hold, such as claim = \"groups\", value = \"acme\"."
+  }
+
+  validation {
+    # One segment of 1 to 64 code points (regex counts code points, as Python's len; length() would
+    # count grapheme clusters): no trailing slash, no deeper level.
+    condition = alltrue([
+      for grant in [for grant in var.shared_memory_mounts : grant if try(grant.claim != null && grant.value != null && grant.point != null && grant.memory != null, false)] : can(regex("^/memories/[^/]{1,64}$", grant.point))
+    ])
+    error_message = "shared_memory_mounts: each point must be /memories/<name>, one directory just below /memories whose name is 1 to 64 characters without '/' (no trailing slash, no deeper level), such as \"/memories/team\"."
+  }
+
+  validation {
+    condition = alltrue([
+      for grant in [for grant in var.shared_memory_mounts : grant if try(grant.claim != null && grant.value != null && grant.point != null && grant.memory != null, false)] : !startswith(grant.point, "/memories/.") && grant.point != "/memories/node_modules"
+    ])
+    error_message = "shared_memory_mounts: a point must not be hidden: a name starting with '.', or node_modules, is hidden from `view /memories`, so the functions refuse it. Choose a visible name, such as \"/memories/team\"."
+  }
+
+  validation {
+    # What s3memory.core.paths refuses in a path and Terraform can see without decoding: control
+    # characters, backslashes and their NFKC look-alikes (U+FE68, U+FF3C), percent-encoded '/' and
+    # '\' (also behind layers of %25), and a name that is '.' or '..' once percent-decoded or
+    # NFKC-normalised (%2e, U+2024, U+FE52, U+FF0E; U+2025 is '..').
+    condition = alltrue([
+      for grant in [for grant in var.shared_memory_mounts : grant if try(grant.claim != null && grant.value != null && grant.point != null && grant.memory != null, false)] : (
+        !can(regex("[\\p{Cc}\\\\\\x{FE68}\\x{FF3C}]", grant.point)) &&
+        !can(regex("(?i)%(25)*(2f|5c)", grant.point)) &&
+        !can(regex("^/memories/((?i:%(25)*2e)|[.\\x{2024}\\x{FE52}\\x{FF0E}]){1,2}$|^/memories/\\x{2025}$", grant.point))
+      )
+    ])
+    error_message = "shared_memory_mounts: a point must not hold a control character, a backslash (or U+FE68, U+FF3C) or a percent-encoded '/' or '\\' (%2f, %5c), nor be '.' or '..' spelled otherwise (%2e, U+2024, U+2025, U+FE52, U+FF0E): the functions refuse such paths. Name it with letters, digits, '-' and '_', such as \"/memories/team\"."
+  }
+
+  validation {
+    condition = alltrue([
+      for grant in [for grant in var.shared_memory_mounts : grant if try(grant.claim != null && grant.value != null && grant.point != null && grant.memory != null, false)] : can(regex("^[a-z0-9][a-z0-9._-]{0,62}$", grant.memory))
+    ])
+    error_message = "shared_memory_mounts: each memory must be a shared memory's name: 1 to 63 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit, such as \"team-acme\"."
+  }
+
+  validation {
+    condition = alltrue([
+      for grant in [for grant in var.shared_memory_mounts : grant if try(grant.claim != null && grant.value != null && grant.point != null && grant.memory != null, false)] : contains(["read_only", "read_write"], grant.mode)
+    ])
+    error_message = "shared_memory_mounts: a grant's mode must be \"read_only\" (the default, when left out) or \"read_write\"."
+  }
+
+  validation {
+    condition = alltrue([
+      for point, memories in { for grant in [for grant in var.shared_memory_mounts : grant if try(grant.claim != null && grant.value != null && grant.point != null && grant.memory != null, false)] : grant.point => grant.memory... } :
+      length(distinct(memories)) == 1
+    ])
+    error_message = "shared_memory_mounts: one point shows one shared memory, but these points are given more than one: ${jsonencode([for point, memories in { for grant in [for grant in var.shared_memory_mounts : grant if try(grant.claim != null && grant.value != null && grant.point != null && grant.memory != null, false)] : grant.point => grant.memory... } : point if length(distinct(memories)) > 1])}. Give each shared memory its own point."
+  }
+
+  validation {
+    condition     = length(distinct([for grant in [for grant in var.shared_memory_mounts : grant if try(grant.claim != null && grant.value != null && grant.point != null && grant.memory != null, false)] : grant.point])) <= 16
+    error_message = "shared_memory_mounts: at most 16 distinct points (the functions' MAX_MOUNTS: each mount costs `view /memories` one more listing), not ${length(distinct([for grant in [for grant in var.shared_memory_mounts : grant if try(grant.claim != null && grant.value != null && grant.point != null && grant.memory != null, false)] : grant.point]))}. Mount fewer shared memories."
+  }
+}

@@ -178,5 +178,7 @@ def test_the_store_passes_any_fault_as_a_clear_error(endpoint: str) -> None:
         with pytest.raises(CommandError) as caught:
             memory.run(command)
         assert caught.value.message == (
-            f"Error: S3 {operation} failed (NoSuchBucket). Nothing was reported as done; try again."
+            f"Error: S3 {operation} failed (NoSuchBucket): bucket no-such-bucket does not exist at "
+            f"{client.meta.endpoint_url}. Check S3MEMORY_BUCKET (--bucket) and S3MEMORY_ENDPOINT_URL "
+            "(--endpoint-url), or create the bucket. Nothing was done."
         )

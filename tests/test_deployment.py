@@ -31,8 +31,9 @@ from .support.bucket import BUCKET, MASTER_KEY
 DOWN = "http://127.0.0.1:1"
 """An endpoint where nothing listens: every connection is refused at once."""
 UNREACHED = (
-    f"Error: Could not reach the S3 server of bucket {BUCKET} at {DOWN}: S3 GetObject failed "
-    "(EndpointConnectionError). Nothing was reported as done; try again."
+    f"Error: S3 GetObject failed (EndpointConnectionError): bucket {BUCKET} at {DOWN} could not be reached. "
+    "Check S3MEMORY_ENDPOINT_URL (--endpoint-url), the network, and that the server is running. Nothing was "
+    "reported as done; try again."
 )
 VIEW = {"command": "view", "path": "/memories"}
 
@@ -89,8 +90,9 @@ def test_an_operator_command_on_an_unreachable_endpoint_names_it_and_exits_1(dow
 
     assert status == 1
     assert err.getvalue().splitlines()[0] == (
-        f"s3memory users: Error: Could not reach the S3 server of bucket {BUCKET} at {DOWN}: S3 "
-        "ListObjectsV2 failed (EndpointConnectionError). Nothing was reported as done; try again."
+        f"s3memory users: Error: S3 ListObjectsV2 failed (EndpointConnectionError): bucket {BUCKET} at {DOWN} "
+        "could not be reached. Check S3MEMORY_ENDPOINT_URL (--endpoint-url), the network, and that the server "
+        "is running. Nothing was reported as done; try again."
     )
 
 

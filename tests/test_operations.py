@@ -16,6 +16,7 @@ import pytest
 from anthropic.tools import BetaLocalFilesystemMemoryTool
 from anthropic.types.beta import BetaMemoryTool20250818CreateCommand
 
+from bench.metrics import RequestCounter
 from s3memory.cli.console import Console
 from s3memory.cli.main import _parser
 from s3memory.core.job_records import Job
@@ -199,13 +200,35 @@ def test_import_never_overwrites_unless_asked(operations: Operations, tmp_path: 
 
 @both_formats
 def test_an_overwrite_the_tool_refuses_keeps_the_stored_file(operations: Operations, tmp_path: Path) -> None:
-    """``--overwrite`` deletes a stored file and creates it again: a text that ``create`` refuses
-    (here, a secret the content guard refuses) is refused before the delete, never after it."""
+    """``--overwrite`` replaces a stored file: a text that ``create`` refuses (here, a secret the
+    content guard refuses) is refused before anything is written."""
     seed(operations, "frank", {"/memories/a.md": "stored\n"})
     folders.write(tmp_path, "/memories/a.md", f"key {AWS_KEY}\n".encode())
     transfer = operations.import_folder("frank", tmp_path, overwrite=True)
     assert [path for path, _ in transfer.refused] == ["/memories/a.md"] and not transfer.written
     assert operations.read("frank", "/memories/a.md") == "stored\n"
+
+
+def test_an_overwrite_is_one_conditional_write_that_a_racing_change_refuses(
+    operations: Operations, tmp_path: Path, s3: Any
+) -> None:
+    seed(operations, "hank", {"/memories/a.md": "stored\n"})
+    folders.write(tmp_path, "/memories/a.md", b"local\n")
+    requests = RequestCounter(s3)
+    assert operations.import_folder("hank", tmp_path, overwrite=True).written == ["/memories/a.md"]
+    assert not {"DeleteObject", "DeleteObjects"} & set(requests.calls)  # the file is never gone
+    memory = operations.memory("hank")
+    target = memory_path("/memories/a.md")
+    found = memory.files.read(target)
+    assert found is not None
+    memory.run({"command": "str_replace", "path": "/memories/a.md", "old_str": "local", "new_str": "theirs"})
+    before = snapshot(s3)
+    with pytest.raises(CommandError) as refused:
+        memory.overwrite(target, found, "mine\n")
+    assert refused.value.message == (
+        "Error: /memories/a.md changed while it was being replaced; nothing was written. Try again."
+    )
+    assert snapshot(s3) == before and operations.read("hank", "/memories/a.md") == "theirs\n"
 
 
 def test_export_leaves_a_different_local_file_alone_unless_asked(

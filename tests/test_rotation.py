@@ -713,13 +713,35 @@ def test_rotate_waiting_does_the_whole_rotation_in_one_call(
         moment[0] += seconds
 
     started = time.time()
-    report = rotate_waiting(operations, "alice", drop_history=True, clock=lambda: moment[0], sleep=sleep)
+    (report,) = rotate_waiting(operations, ["alice"], drop_history=True, clock=lambda: moment[0], sleep=sleep)
     assert report.complete and report.created and report.reencrypted == sorted(FILES)
     assert report.history_dropped == len(FILES)
     # the switch is dated by S3's clock, in whole seconds, while this test's clock stands still
     late = time.time() - started + 1
     assert len(slept) == 1 and ROTATION_WAIT_SECONDS - 60 < slept[0] <= ROTATION_WAIT_SECONDS + late
     assert wrapped_keys(s3, versioned, layout) == ["keys/v2"]
+
+
+def test_rotating_many_memories_waits_once_for_all_of_them(
+    s3: Any, versioned: str, kms: Any, key_id: str
+) -> None:
+    operations = kms_operations(s3, versioned, kms, key_id, 2)
+    users = [f"user{number}" for number in range(6)]
+    layouts = [seed(operations, user) for user in users]
+    moment = [time.time()]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        moment[0] += seconds
+
+    reports = rotate_waiting(operations, users, drop_history=True, clock=lambda: moment[0], sleep=sleep)
+    assert [(report.user_id, report.complete, report.created) for report in reports] == [
+        (user, True, True) for user in users
+    ]
+    assert len(slept) == 1  # one key-cache wait for the fleet, not one per memory
+    assert [wrapped_keys(s3, versioned, layout) for layout in layouts] == [["keys/v2"]] * len(users)
+    assert all(contents(operations.memory(user)) == FILES for user in users)
 
 
 def test_the_report_counts_name_no_path() -> None:

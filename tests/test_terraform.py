@@ -1,5 +1,5 @@
 """Checks of the Terraform module in terraform/: formatting, init + validate (the module and
-examples/complete), its `terraform test` suites, which run against a mocked AWS provider, and the
+each of terraform/examples, whose own `terraform test` suites run too), its `terraform test` suites, which run against a mocked AWS provider, and the
 messages of plans it refuses (`REFUSALS`).
 
 Nothing is written into the repository: the module is copied to a temporary directory and
@@ -24,7 +24,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MODULE_DIR = REPO_ROOT / "terraform"
-EXAMPLE_RELATIVE = Path("examples") / "complete"
+EXAMPLES = sorted(path.name for path in (MODULE_DIR / "examples").iterdir() if path.is_dir())
 TEST_FILES = sorted(path.name for path in (MODULE_DIR / "tests").glob("*.tftest.hcl"))
 
 # Each invocation takes seconds (the slowest `terraform test` file about 15 s); the limit only
@@ -86,10 +86,6 @@ class TerraformWorkspace:
     tmp_root: Path
     base_env: dict[str, str]
 
-    @property
-    def example_dir(self) -> Path:
-        return self.module_dir / EXAMPLE_RELATIVE
-
     def run(self, *args: str, cwd: Path, data_dir_name: str) -> subprocess.CompletedProcess[str]:
         env = dict(self.base_env, TF_DATA_DIR=str(self.tmp_root / data_dir_name))
         command = [self.binary, *args]
@@ -130,27 +126,39 @@ def assert_ok(result: subprocess.CompletedProcess[str], what: str) -> None:
 
 
 def run_generated_test(
-    module: TerraformWorkspace, name: str, bucket: str, runs: str
+    module: TerraformWorkspace, name: str, bucket: str, runs: str, *options: str
 ) -> subprocess.CompletedProcess[str]:
     """``terraform test`` of a test file written for the call (``runs`` after the mocked provider
-    and the module's required variables, the bucket ``bucket``) as ``tests/<name>.tftest.hcl``."""
-    test_file = module.module_dir / "tests" / f"{name}.tftest.hcl"
-    test_file.write_text(
-        'mock_provider "aws" {\n  source = "./tests/mocks"\n}\n\n'
-        f'variables {{\n  bucket_name     = "{bucket}"\n'
-        '  lambda_zip_path = "tests/fixtures/lambda.zip"\n}\n\n' + runs,
-        encoding="utf-8",
-    )
+    and the module's required variables, the bucket ``bucket``) as ``tests/<name>.tftest.hcl``,
+    with ``options`` (such as ``-json``)."""
+    return run_generated_tests(module, {name: runs}, bucket, *options)
+
+
+def run_generated_tests(
+    module: TerraformWorkspace, files: dict[str, str], bucket: str, *options: str
+) -> subprocess.CompletedProcess[str]:
+    """``run_generated_test`` of several files in one ``terraform test``: each file's runs are its
+    own (a failing run skips the rest of its file only)."""
+    test_files = [module.module_dir / "tests" / f"{name}.tftest.hcl" for name in files]
     try:
+        for test_file, runs in zip(test_files, files.values(), strict=True):
+            test_file.write_text(
+                'mock_provider "aws" {\n  source = "./tests/mocks"\n}\n\n'
+                f'variables {{\n  bucket_name     = "{bucket}"\n'
+                '  lambda_zip_path = "tests/fixtures/lambda.zip"\n}\n\n' + runs,
+                encoding="utf-8",
+            )
         return module.run(
             "test",
             "-no-color",
-            f"-filter=tests/{test_file.name}",
+            *options,
+            *(f"-filter=tests/{test_file.name}" for test_file in test_files),
             cwd=module.module_dir,
             data_dir_name="module-data",
         )
     finally:
-        test_file.unlink()
+        for test_file in test_files:
+            test_file.unlink(missing_ok=True)
 
 
 def _clean_environment(tmp_root: Path) -> dict[str, str]:
@@ -206,12 +214,6 @@ def initialized_module(workspace: TerraformWorkspace) -> TerraformWorkspace:
     return workspace
 
 
-@pytest.fixture(scope="module")
-def initialized_example(workspace: TerraformWorkspace) -> TerraformWorkspace:
-    workspace.init(workspace.example_dir, "example-data")
-    return workspace
-
-
 def test_find_provider_mirror_locates_a_registry_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -249,11 +251,19 @@ def test_validate_module(initialized_module: TerraformWorkspace) -> None:
     assert_ok(result, "terraform validate of the module")
 
 
-def test_validate_example(initialized_example: TerraformWorkspace) -> None:
-    result = initialized_example.run(
-        "validate", "-no-color", cwd=initialized_example.example_dir, data_dir_name="example-data"
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_example_validates_and_passes_its_tests(workspace: TerraformWorkspace, example: str) -> None:
+    example_dir = workspace.module_dir / "examples" / example
+    data_dir = f"example-{example}-data"
+    workspace.init(example_dir, data_dir)
+    assert_ok(
+        workspace.run("validate", "-no-color", cwd=example_dir, data_dir_name=data_dir),
+        f"terraform validate of examples/{example}",
     )
-    assert_ok(result, "terraform validate of examples/complete")
+    assert list((example_dir / "tests").glob("*.tftest.hcl")), f"examples/{example} has no tests"
+    result = workspace.run("test", "-no-color", cwd=example_dir, data_dir_name=data_dir)
+    assert_ok(result, f"terraform test of examples/{example}")
+    assert "0 failed" in result.stdout, result.stdout
 
 
 def test_module_has_terraform_tests() -> None:
@@ -272,6 +282,36 @@ def test_terraform_test(initialized_module: TerraformWorkspace, test_file: str) 
     )
     assert_ok(result, f"terraform test -filter=tests/{test_file}")
     assert "0 failed" in result.stdout, result.stdout
+
+
+def _hcl_string(text: str) -> str:
+    out = []
+    for char in text:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif " " <= char <= "~":
+            out.append(char)
+        else:
+            out.append(f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08x}")
+    return '"' + "".join(out).replace("${", "$${").replace("%{", "%%{") + '"'
+
+
+# Shared memory mounts need the HTTP API (a verified token's claims grant them).
+MOUNTS_BEHIND_THE_API = {
+    "create_http_api": "true",
+    "jwt_issuer": '"https://issuer.example.com"',
+    "jwt_audience": '["s3memory-client"]',
+}
+
+
+def _grant(
+    point: str = "/memories/team", memory: str = "team-acme", claim: str = "groups", value: str = "acme"
+) -> str:
+    """``shared_memory_mounts`` of one grant, in HCL."""
+    return (
+        f"[{{ claim = {_hcl_string(claim)}, value = {_hcl_string(value)}, point = {_hcl_string(point)}, "
+        f"memory = {_hcl_string(memory)} }}]"
+    )
 
 
 # Plans the module must refuse, each with the message an operator reads: variables (HCL values)
@@ -355,6 +395,64 @@ REFUSALS = {
         'store_id must be "" (the bucket\'s name) or at most 255 printable characters: no control, format '
         "or separator characters but the space, and no leading or trailing space.",
     ),
+    "shared_memory_mounts_point_two_levels_down": (
+        {**MOUNTS_BEHIND_THE_API, "shared_memory_mounts": _grant(point="/memories/team/notes")},
+        "shared_memory_mounts: each point must be /memories/<name>, one directory just below /memories "
+        "whose name is 1 to 64 characters without '/' (no trailing slash, no deeper level), such as "
+        '"/memories/team".',
+    ),
+    "shared_memory_mounts_hidden_point": (
+        {**MOUNTS_BEHIND_THE_API, "shared_memory_mounts": _grant(point="/memories/node_modules")},
+        "shared_memory_mounts: a point must not be hidden: a name starting with '.', or node_modules, is "
+        "hidden from `view /memories`, so the functions refuse it.",
+    ),
+    "shared_memory_mounts_encoded_slash": (
+        {**MOUNTS_BEHIND_THE_API, "shared_memory_mounts": _grant(point="/memories/a%2Fb")},
+        "shared_memory_mounts: a point must not hold a control character, a backslash (or U+FE68, "
+        "U+FF3C) or a percent-encoded '/' or '\\' (%2f, %5c)",
+    ),
+    "shared_memory_mounts_bad_memory": (
+        {**MOUNTS_BEHIND_THE_API, "shared_memory_mounts": _grant(memory="Team")},
+        "shared_memory_mounts: each memory must be a shared memory's name: 1 to 63 of a-z, 0-9, '.', '_' "
+        "and '-', starting with a letter or digit",
+    ),
+    "shared_memory_mounts_two_memories_at_one_point": (
+        {
+            **MOUNTS_BEHIND_THE_API,
+            "shared_memory_mounts": _grant()[:-1] + ", " + _grant(memory="team-beta")[1:],
+        },
+        "shared_memory_mounts: one point shows one shared memory, but these points are given more than "
+        'one: ["/memories/team"]. Give each shared memory its own point.',
+    ),
+    "shared_memory_mounts_17_points": (
+        {
+            **MOUNTS_BEHIND_THE_API,
+            "shared_memory_mounts": '[for i in range(17) : { claim = "groups", value = "acme", '
+            'point = "/memories/p${i}", memory = "team" }]',
+        },
+        "shared_memory_mounts: at most 16 distinct points (the functions' MAX_MOUNTS: each mount costs "
+        "`view /memories` one more listing), not 17. Mount fewer shared memories.",
+    ),
+    "shared_memory_mounts_without_the_http_api": (
+        {"shared_memory_mounts": _grant()},
+        "shared_memory_mounts needs create_http_api = true: a mount is granted only by the claims of a "
+        "token the function verified itself (S3MEMORY_JWT_ISSUER), and only HTTP API events carry one. "
+        "Set create_http_api = true (with jwt_issuer and jwt_audience), or shared_memory_mounts = [].",
+    ),
+    "shared_memory_mounts_on_format_1": (
+        {**MOUNTS_BEHIND_THE_API, "storage_format": "1", "shared_memory_mounts": _grant()},
+        "shared_memory_mounts needs storage_format = 2: shared memories exist only in format 2",
+    ),
+    "shared_memory_mounts_over_the_budget": (
+        {
+            **MOUNTS_BEHIND_THE_API,
+            "shared_memory_mounts": '[for i in range(30) : { claim = "groups", value = "acme-${i}", '
+            'point = "/memories/team", memory = "team-acme" }]',
+        },
+        "shared_memory_mounts encodes to 3051 bytes of S3MEMORY_MOUNTS, over the module's budget of 3000 "
+        "bytes (Lambda allows 4 KB for all of a function's environment variables). Use fewer grants, or "
+        "shorter claims, values, points and memory names.",
+    ),
 }
 
 
@@ -400,18 +498,6 @@ IDENTITY_CASES = [
     ('id ${not} %{a} "quoted" \\ back', "users/"),
     ("prod store (eu-west-1)", "x/"),
 ]
-
-
-def _hcl_string(text: str) -> str:
-    out = []
-    for char in text:
-        if char in '"\\':
-            out.append("\\" + char)
-        elif " " <= char <= "~":
-            out.append(char)
-        else:
-            out.append(f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08x}")
-    return '"' + "".join(out).replace("${", "$${").replace("%{", "%%{") + '"'
 
 
 def _expected_identity(store_id: str, prefix: str) -> str | None:
@@ -603,7 +689,7 @@ def test_provider_constraint_allows_5_and_6() -> None:
     apply_test = (REPO_ROOT / "tests" / "test_terraform_apply.py").read_text("utf-8")
     constraints["tests/test_terraform_apply.py"] = re.findall(r'version = (".*?")', apply_test)
     assert constraints == {name: [PROVIDER_CONSTRAINT] for name in constraints}, constraints
-    assert {"versions.tf", "examples/complete/versions.tf"} <= set(constraints)
+    assert {"versions.tf", *(f"examples/{example}/versions.tf" for example in EXAMPLES)} <= set(constraints)
 
 
 def test_module_uses_nothing_provider_6_removed_or_deprecated() -> None:
@@ -614,3 +700,191 @@ def test_module_uses_nothing_provider_6_removed_or_deprecated() -> None:
         for match in re.finditer(pattern, "\n".join(line.split("#", 1)[0] for line in text.splitlines()))
     ]
     assert found == []
+
+
+# Shared memory mounts: what the module puts in S3MEMORY_MOUNTS, read from the plan `terraform test
+# -json -verbose` reports, is what s3memory.mounts.grants_from_json reads back, grant for grant;
+# and the variable's point rules say of each point what s3memory.mounts.Mount says. Terraform
+# normalises every string to NFC, so the functions receive (and the package checks) the NFC form.
+MOUNT_GRANTS = [
+    {"claim": "groups", "value": "acme", "point": "/memories/team", "memory": "team-acme"},
+    {
+        "claim": "groups",
+        "value": "acme-curators",
+        "point": "/memories/team",
+        "memory": "team-acme",
+        "mode": "read_write",
+    },
+    {
+        "claim": "https://example.com/claims/teams",
+        "value": 'q<&>"\\ é 🙂 cafe\u0301',
+        "point": "/memories/" + "é" * 64,
+        "memory": "0" + "x" * 62,
+        "mode": "read_only",
+    },
+    {"claim": "scope", "value": "memory/runbooks", "point": "/memories/100% done", "memory": "runbooks"},
+]
+
+
+def _mount_functions_environment(result: subprocess.CompletedProcess[str]) -> dict[str, dict[str, str]]:
+    """The known environment variables of the memory and MCP functions in the planned run's plan."""
+    environments: dict[str, dict[str, str]] = {}
+    for line in result.stdout.splitlines():
+        if '"test_plan"' not in line[:400]:
+            continue
+        for change in json.loads(line)["test_plan"]["resource_changes"]:
+            if change["address"] in ("aws_lambda_function.memory", "aws_lambda_function.mcp[0]"):
+                environments[change["address"]] = change["change"]["after"]["environment"][0]["variables"]
+    return environments
+
+
+def test_the_modules_mounts_setting_is_what_the_package_reads(initialized_module: TerraformWorkspace) -> None:
+    import unicodedata
+
+    from s3memory.mounts import Grant, Mount, grants_from_json
+
+    grants = ", ".join(
+        "{ " + ", ".join(f"{key} = {_hcl_string(value)}" for key, value in grant.items()) + " }"
+        for grant in MOUNT_GRANTS
+    )
+    variables = {
+        **MOUNTS_BEHIND_THE_API,
+        "create_mcp_endpoint": "true",
+        "shared_memory_mounts": f"[{grants}]",
+    }
+    assignments = "\n".join(f"    {name} = {value}" for name, value in variables.items())
+    result = run_generated_test(
+        initialized_module,
+        "mounts_encoding",
+        "s3memory-test-bucket",
+        f'run "encoding" {{\n  command = plan\n\n  variables {{\n{assignments}\n  }}\n}}\n',
+        "-json",
+        "-verbose",
+    )
+    assert_ok(result, "terraform test of the mounts' encoding")
+    environments = _mount_functions_environment(result)
+    assert sorted(environments) == ["aws_lambda_function.mcp[0]", "aws_lambda_function.memory"]
+    settings = {address: environment.get("S3MEMORY_MOUNTS") for address, environment in environments.items()}
+    text = settings["aws_lambda_function.memory"]
+    assert text is not None and settings["aws_lambda_function.mcp[0]"] == text
+
+    received = [
+        {key: unicodedata.normalize("NFC", value) for key, value in {"mode": "read_only", **grant}.items()}
+        for grant in MOUNT_GRANTS
+    ]
+    # Terraform's jsonencode: keys sorted, no spaces, <, > and & escaped, other characters as UTF-8.
+    assert text == json.dumps(received, sort_keys=True, separators=(",", ":"), ensure_ascii=False).replace(
+        "<", "\\u003c"
+    ).replace(">", "\\u003e").replace("&", "\\u0026")
+    assert grants_from_json(text) == tuple(
+        Grant(grant["claim"], grant["value"], Mount(grant["point"], grant["memory"], grant["mode"]))  # type: ignore[arg-type]
+        for grant in received
+    )
+    assert received[2]["value"].endswith("caf\u00e9")  # NFC: a token's claim must hold this form
+
+
+# Points and whether the variable's rules accept them. Where the package (Mount, on the NFC form)
+# disagrees, the point is in POINT_RULE_GAPS: spellings the variable cannot decode or normalise, which
+# the functions refuse at start-up naming S3MEMORY_MOUNTS (the variable's description says so). The
+# variable never refuses a point the package accepts.
+MOUNT_POINTS = [
+    "/memories/team",
+    "/memories/" + "p" * 64,
+    "/memories/" + "p" * 65,
+    "/memories/" + "é" * 64,
+    "/memories/" + "é" * 65,
+    "/memories/" + "e\u0301" * 64,  # NFD: 128 code points, 64 once NFC
+    "/memories/" + "🙂" * 64,
+    "/memories/" + "🙂" * 65,
+    "/memories/.team",
+    "/memories/node_modules",
+    "/memories/node_modules2",
+    "/memories/\u2024x",
+    "/memories/team..",
+    "/memories/ team",
+    "/memories/a\u200bb",
+    "/memories/100%",
+    "/memories/a%2",
+    "/memories/x%2e",
+    "/memories",
+    "/memories/",
+    "/memories/team/",
+    "/memories/a/b",
+    "/memoriesx/team",
+    "memories/team",
+    "/memories/a\\b",
+    "/memories/a\uff3cb",
+    "/memories/a\ufe68b",
+    "/memories/a\tb",
+    "/memories/a\x7fb",
+    "/memories/a\x85b",
+    "/memories/a%2Fb",
+    "/memories/a%5cb",
+    "/memories/a%25252fb",
+    "/memories/%2e",
+    "/memories/%2E%2e",
+    "/memories/%252e.",
+    "/memories/\u2025",
+    "/memories/\uff0e\u2024",
+    "/memories/\ufe52",
+    # The gaps: other percent-encodings, and a look-alike of '/' that makes a '..' segment.
+    "/memories/a%00b",
+    "/memories/a%%32fb",
+    "/memories/%e2%80%a5",
+    "/memories/%c0%ae%c0%ae",
+    "/memories/a\uff0f..",
+]
+POINT_RULE_GAPS = {
+    "/memories/a%00b",
+    "/memories/a%%32fb",
+    "/memories/%e2%80%a5",
+    "/memories/%c0%ae%c0%ae",
+    "/memories/a\uff0f..",
+}
+
+
+def _package_accepts(point: str) -> bool:
+    import unicodedata
+
+    from s3memory.mounts import Mount
+
+    try:
+        Mount(unicodedata.normalize("NFC", point), "team")
+    except ValueError:
+        return False
+    return True
+
+
+def test_the_point_rules_say_what_the_package_says(initialized_module: TerraformWorkspace) -> None:
+    files = {
+        f"mount_point_{number}": (
+            'run "point" {\n  command = plan\n\n  variables {\n'
+            + "".join(f"    {name} = {value}\n" for name, value in MOUNTS_BEHIND_THE_API.items())
+            + f"    shared_memory_mounts = {_grant(point=point)}\n  }}\n}}\n"
+        )
+        for number, point in enumerate(MOUNT_POINTS)
+    }
+    result = run_generated_tests(initialized_module, files, "s3memory-test-bucket", "-json")
+    statuses: dict[str, str] = {}
+    refused_by_validation: set[str] = set()
+    for line in result.stdout.splitlines():
+        message = json.loads(line)
+        name = Path(message.get("@testfile", "")).name.removesuffix(".tftest.hcl")
+        if message["type"] == "test_run" and message["test_run"].get("progress") == "complete":
+            statuses[name] = message["test_run"]["status"]
+        if (
+            message["type"] == "diagnostic"
+            and message["diagnostic"]["summary"] == "Invalid value for variable"
+        ):
+            detail = message["diagnostic"].get("detail", "")
+            if detail.startswith("shared_memory_mounts: "):
+                refused_by_validation.add(name)
+    verdicts = {}
+    for number, point in enumerate(MOUNT_POINTS):
+        name = f"mount_point_{number}"
+        assert statuses.get(name) == "pass" or name in refused_by_validation, (point, result.stdout[-3000:])
+        verdicts[point] = statuses[name] == "pass"
+    disagreements = {point for point in MOUNT_POINTS if verdicts[point] != _package_accepts(point)}
+    assert disagreements == POINT_RULE_GAPS, sorted(disagreements ^ POINT_RULE_GAPS)
+    assert all(verdicts[point] and not _package_accepts(point) for point in POINT_RULE_GAPS)
+    assert sum(verdicts.values()) >= 12 and sum(not accepted for accepted in verdicts.values()) >= 20

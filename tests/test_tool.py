@@ -90,7 +90,9 @@ def test_storage_failures_are_tool_errors(s3: Any) -> None:
     with pytest.raises(ToolError) as caught:
         tool.call({"command": "view", "path": "/memories/a.txt"})
     assert caught.value.content == (
-        "Error: S3 GetObject failed (EndpointConnectionError). Nothing was reported as done; try again."
+        f"Error: S3 GetObject failed (EndpointConnectionError): bucket {BUCKET} at {s3.meta.endpoint_url} could "
+        "not be reached. Check S3MEMORY_ENDPOINT_URL (--endpoint-url), the network, and that the server is "
+        "running. Nothing was reported as done; try again."
     )
 
 

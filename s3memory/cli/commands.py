@@ -79,7 +79,7 @@ GLOBAL_OPTIONS = (
     Argument("--kms-key-id", help="the KMS key (S3MEMORY_KMS_KEY_ID)"),
     Argument("--endpoint-url", help="an S3 endpoint (S3MEMORY_ENDPOINT_URL)"),
     Argument("--profile", help="the AWS profile whose credentials and region to use (default: AWS_PROFILE)"),
-    Argument("--region", help="the AWS region (default: AWS_REGION, or the profile's)"),
+    Argument("--region", help="the AWS region (default: AWS_DEFAULT_REGION, or the profile's)"),
     Argument("--json", action="store_true", help="machine-readable output"),
     Argument("--quiet", "-q", action="store_true", help="no audit line and no progress bar on stderr"),
     Argument("--audit-log", metavar="FILE", help="append the audit line to FILE (as well as stderr)"),
@@ -452,17 +452,19 @@ def rotate(console: Console, operations: Operations) -> Report:
     users = chosen_users(console.arguments, operations, shared=True)
     reports = []
     with console.progress("user") as progress:
-        progress.expect(len(users))
-        for user in users:
-            if arguments.wait and not arguments.dry_run:
-                reports.append(rotation.rotate_waiting(operations, user, drop_history=arguments.drop_history))
-            else:
+        if arguments.wait and not arguments.dry_run:  # every memory sealed again, then one wait
+            reports = rotation.rotate_waiting(
+                operations, users, drop_history=arguments.drop_history, progress=progress
+            )
+        else:
+            progress.expect(len(users))
+            for user in users:
                 reports.append(
                     rotation.rotate(
                         operations, user, dry_run=arguments.dry_run, drop_history=arguments.drop_history
                     )
                 )
-            progress.advance()
+                progress.advance()
     counts: dict[str, int] = {}
     for report in reports:
         for name, count in report.counts().items():

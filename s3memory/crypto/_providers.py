@@ -41,10 +41,18 @@ rotation removes an old version only once the switch away from it is older than 
 (``docs/rotation.md``)."""
 
 
-def _foreign_store_key() -> IntegrityError:
+def _foreign_store_key(setting: str) -> IntegrityError:
     return IntegrityError(
-        "Error: The store key is not one s3memory wrapped for this store; nothing was read."
+        f"Error: The store key is not one s3memory wrapped for this store with this key; nothing was read. "
+        f"Check {setting}: the key the store was created with."
     )
+
+
+LOCAL_KEY_SETTING = "S3MEMORY_LOCAL_KEY (an earlier key goes in S3MEMORY_PREVIOUS_LOCAL_KEYS)"
+KMS_KEY_SETTING = "S3MEMORY_KMS_KEY_ID"
+_KMS_KEY_UNUSABLE = frozenset(
+    {"NotFoundException", "DisabledException", "KMSInvalidStateException", "AccessDeniedException"}
+)
 
 
 def _missing(version: int) -> IntegrityError:
@@ -144,7 +152,7 @@ class LocalKeyProvider(KeyProvider):
 
     def open_store_key(self, store: str, wrapped: bytes, purpose: str = STORE_KEY_PURPOSE) -> bytes:
         local = len(STORE_KEY_MAGIC) + 1 + 4
-        refused = _foreign_store_key()
+        refused = _foreign_store_key(LOCAL_KEY_SETTING)
         if len(wrapped) != local + NONCE_BYTES + DATA_KEY_BYTES + TAG_BYTES or not wrapped.startswith(
             STORE_KEY_MAGIC + b"L"
         ):
@@ -257,7 +265,7 @@ class KMSKeyProvider(KeyProvider):
 
     def open_store_key(self, store: str, wrapped: bytes, purpose: str = STORE_KEY_PURPOSE) -> bytes:
         if not wrapped.startswith(STORE_KEY_MAGIC + b"K"):
-            raise _foreign_store_key()
+            raise _foreign_store_key(KMS_KEY_SETTING)
         unwrapped = self._kms(
             "Decrypt",
             CiphertextBlob=wrapped[len(STORE_KEY_MAGIC) + 1 :],
@@ -266,7 +274,7 @@ class KMSKeyProvider(KeyProvider):
         )
         key = bytes(unwrapped["Plaintext"])
         if len(key) != DATA_KEY_BYTES:
-            raise _foreign_store_key()
+            raise _foreign_store_key(KMS_KEY_SETTING)
         return key
 
     def data_key(self, owner: KeyOwner, version: int, vault: WrappedKeyVault) -> bytes:
@@ -322,6 +330,13 @@ class KMSKeyProvider(KeyProvider):
             if code in ("InvalidCiphertextException", "IncorrectKeyException"):
                 raise IntegrityError(
                     "Error: A wrapped key was refused by KMS (tampered, or for another user, store or KMS key)."
+                ) from None
+            if code in _KMS_KEY_UNUSABLE:
+                raise StorageError(
+                    f"Error: KMS {operation} failed ({code}): the KMS key {self.key_id} does not exist in "
+                    "this account and region, is disabled, or may not be used by these credentials; no data "
+                    f"was changed. Check {KMS_KEY_SETTING} (--kms-key-id), the region (AWS_DEFAULT_REGION) and the "
+                    "key policy (docs/deploy.md)."
                 ) from None
             raise StorageError(f"Error: KMS {operation} failed ({code}); no data was changed.") from None
 

@@ -16,6 +16,7 @@ overwrites unless asked.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -557,9 +558,9 @@ class Operations:
         progress: Progress = SILENT,
     ) -> Transfer:
         """Create each file of ``base/memories`` in the user's memory through the tool's ``create``.
-        A stored file with other text is left alone unless ``overwrite`` (then replaced: deleted and
-        created again, once the text is known to pass every check of ``create``, so a refused file
-        keeps what was stored). ``dry_run`` checks everything and changes nothing."""
+        A stored file with other text is left alone unless ``overwrite`` (then replaced in one
+        request conditional on what was read, once the text is known to pass every check of
+        ``create``: a refused file keeps what was stored, and no moment has it gone). ``dry_run`` checks everything and changes nothing."""
         memory = self.memory(user_id)
         transfer = Transfer()
         planned = (0, 0)
@@ -583,9 +584,10 @@ class Operations:
                     planned = (planned[0] + local.size, planned[1] + (found is None))
                     transfer.written.append(local.path)
                     continue
-                if found is not None:
-                    memory.run({"command": "delete", "path": local.path})
-                memory.run({"command": "create", "path": local.path, "file_text": text})
+                if found is None:
+                    memory.run({"command": "create", "path": local.path, "file_text": text})
+                else:  # one conditional write: the stored file is never gone meanwhile
+                    memory.answering(functools.partial(memory.overwrite, target, found, text))
                 transfer.written.append(local.path)
             except CommandError as error:
                 transfer.refused.append((local.path, error.message))

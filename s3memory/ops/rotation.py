@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -49,6 +49,7 @@ from s3memory.formats.store_keys import STORE_KEY_MAX_BYTES, STORE_KEY_NAME
 from s3memory.formats.strategy import FORMATS
 from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
+from s3memory.ops.progress import SILENT, Progress
 from s3memory.storage.bucket import (
     DELETE_BATCH,
     Bucket,
@@ -219,19 +220,35 @@ def rotate(
 
 def rotate_waiting(
     operations: Operations,
-    user_id: str,
+    user_ids: Sequence[str],
     *,
     drop_history: bool = False,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], object] = time.sleep,
-) -> RotationReport:
-    """``rotate``, then, if the old versions may not be removed yet, wait until they may and rotate
-    again: the whole rotation in one call (a KMS rotation waits ``ROTATION_WAIT_SECONDS``)."""
-    report = rotate(operations, user_id, drop_history=drop_history, now=clock())
-    if report.run_again_after is not None:
-        sleep(max(0.0, report.run_again_after - clock()))
-        report = _merged(report, rotate(operations, user_id, drop_history=drop_history, now=clock()))
-    return report
+    progress: Progress = SILENT,
+) -> list[RotationReport]:
+    """The whole rotation of every memory of ``user_ids`` in one call, with one wait: each is sealed
+    again under its new version (``rotate``), then, if any old version may not be removed yet, one wait
+    until the last of them may (a KMS rotation waits ``ROTATION_WAIT_SECONDS``), then each of those is
+    rotated again. The wall time grows with the work and one key-cache wait, not a wait per memory;
+    a run cut off anywhere is resumed by running it again. ``progress`` counts the memories of each
+    pass."""
+    progress.expect(len(user_ids))
+    reports: list[RotationReport] = []
+    for user_id in user_ids:
+        reports.append(rotate(operations, user_id, drop_history=drop_history, now=clock()))
+        progress.advance()
+    waits = [report.run_again_after for report in reports if report.run_again_after is not None]
+    if not waits:
+        return reports
+    sleep(max(0.0, max(waits) - clock()))
+    finished: list[RotationReport] = []
+    for report in reports:
+        if report.run_again_after is not None:
+            again = rotate(operations, report.user_id, drop_history=drop_history, now=clock())
+            report = _merged(report, again)
+        finished.append(report)
+    return finished
 
 
 def _merged(first: RotationReport, second: RotationReport) -> RotationReport:

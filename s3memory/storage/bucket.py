@@ -135,22 +135,45 @@ def _status(error: ClientError) -> int:
 
 
 class RequestFailed(StorageError):
-    """An S3 request failed; ``code`` is the S3 error code (or the exception's class name)."""
+    """An S3 request failed; ``code`` is the S3 error code (or the exception's class name);
+    ``explained``: the message names what is misconfigured and the fix."""
 
-    def __init__(self, message: str, code: str) -> None:
+    def __init__(self, message: str, code: str, *, explained: bool = False) -> None:
         super().__init__(message)
         self.code = code
+        self.explained = explained
 
 
 class AccessDenied(RequestFailed):
     """S3 refused the request to this role (403): what it asked about may exist or not."""
 
 
-def _failure(operation: str, error: Exception) -> RequestFailed:
+_NO_BUCKET = frozenset({"NoSuchBucket"})
+_UNREACHABLE = frozenset({"EndpointConnectionError", "ConnectTimeoutError"})
+_NO_CREDENTIALS = frozenset({"NoCredentialsError", "PartialCredentialsError"})
+_BAD_CREDENTIALS = frozenset(
+    {"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "TokenRefreshRequired"}
+)
+_OTHER_REGION = frozenset(
+    {"PermanentRedirect", "AuthorizationHeaderMalformed", "IllegalLocationConstraintException"}
+)
+
+
+def _failure(operation: str, error: Exception, bucket: Bucket | None = None) -> RequestFailed:
+    """The refusal of a failed request: its operation and code and, where the code says what is
+    misconfigured, the cause and the setting that fixes it (naming the bucket, the endpoint, the
+    region and where the credentials came from; never a key, a path or content)."""
     code = aws_error_code(error)
-    return RequestFailed(
-        f"Error: S3 {operation} failed ({code}). Nothing was reported as done; try again.", code
+    cause = None if bucket is None else bucket.misconfigured(code, operation)
+    # A request S3 refused did nothing; one that failed on the way may have been applied.
+    done = (
+        "Nothing was reported as done; try again."
+        if code in _UNREACHABLE or cause is None
+        else "Nothing was done."
     )
+    if cause is None:
+        return RequestFailed(f"Error: S3 {operation} failed ({code}). {done}", code)
+    return RequestFailed(f"Error: S3 {operation} failed ({code}): {cause} {done}", code, explained=True)
 
 
 class _Missing(Exception):
@@ -175,6 +198,49 @@ class Bucket:
         self.gate: Gate | None = None
         """What the server is known to enforce (``conditions.Gate``), set by whoever serves a store
         in this bucket; None sends every condition as asked (the probe itself, and raw use)."""
+
+    def misconfigured(self, code: str, operation: str) -> str | None:
+        """What a request's ``code`` says is misconfigured, and the fix; None for codes a retry may mend."""
+        endpoint = getattr(self.client.meta, "endpoint_url", None) or "AWS S3"
+        region = getattr(self.client.meta, "region_name", None) or "none"
+        if code in _NO_BUCKET:
+            return (
+                f"bucket {self.bucket} does not exist at {endpoint}. Check S3MEMORY_BUCKET (--bucket) and "
+                "S3MEMORY_ENDPOINT_URL (--endpoint-url), or create the bucket."
+            )
+        if code in _UNREACHABLE:
+            return (
+                f"{self.where} could not be reached. Check S3MEMORY_ENDPOINT_URL (--endpoint-url), the "
+                "network, and that the server is running."
+            )
+        if code in _NO_CREDENTIALS:
+            return (
+                "no AWS credentials were found. Set AWS_PROFILE (--profile), or AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY, or run with an IAM role."
+            )
+        if code in _BAD_CREDENTIALS:
+            return (
+                f"the AWS credentials ({self._credentials_source()}) were refused at {endpoint}: they are "
+                "wrong, expired or for another endpoint. Renew them, or choose others (AWS_PROFILE, --profile)."
+            )
+        if code in _OTHER_REGION:
+            return (
+                f"bucket {self.bucket} is in another region than the client's ({region}). Set AWS_DEFAULT_REGION "
+                "(--region) to the bucket's region."
+            )
+        if code in _DENIED:
+            return (
+                f"the AWS credentials ({self._credentials_source()}) may not {operation} in bucket "
+                f"{self.bucket} at {endpoint}. Grant it to the role (docs/deploy.md, docs/real-s3.md), or "
+                "choose other credentials (AWS_PROFILE, --profile)."
+            )
+        return None
+
+    def _credentials_source(self) -> str:
+        """Where the client's credentials came from, as botocore names it (never the keys)."""
+        signer = getattr(self.client, "_request_signer", None)
+        method = getattr(getattr(signer, "_credentials", None), "method", None)
+        return f"from {method}" if isinstance(method, str) and method else "from an unknown source"
 
     @property
     def where(self) -> str:
@@ -222,11 +288,11 @@ class Bucket:
             if code in _NOT_FOUND:
                 raise _Missing(_failure(operation, error), after_retry=_retried(error)) from None
             if code in _DENIED:
-                failure = _failure(operation, error)
-                raise AccessDenied(failure.message, failure.code) from None
-            raise _failure(operation, error) from None
+                failure = _failure(operation, error, self)
+                raise AccessDenied(failure.message, failure.code, explained=failure.explained) from None
+            raise _failure(operation, error, self) from None
         except BotoCoreError as error:
-            raise _failure(operation, error) from None
+            raise _failure(operation, error, self) from None
 
     def get(self, key: str, *, max_bytes: int, version_id: str | None = None) -> StoredObject | None:
         """The object's bytes and ETag (of ``version_id`` if given), or None if there is none.
@@ -247,7 +313,7 @@ class Bucket:
         try:
             body = response["Body"].read()
         except BotoCoreError as error:
-            raise _failure("GetObject", error) from None
+            raise _failure("GetObject", error, self) from None
         return StoredObject(body, response["ETag"], dict(response.get("Metadata", {})))
 
     def exists(self, key: str) -> bool:

@@ -37,6 +37,13 @@ create_http_api = false
 # jwt_audience  = ["your-app-client-id"]
 # jwt_authorization_scopes = ["memory/read"] # optional: the token must carry one of them
 # create_mcp_endpoint = true # the memory tool for MCP clients at <api_endpoint>/mcp (output mcp_url)
+# Shared memories (docs/shared.md) mounted by the token's claims, read-only unless mode = "read_write";
+# needs the HTTP API and storage_format = 2. Their names and the claims are then in plaintext in the
+# functions' configuration and the Terraform state.
+# shared_memory_mounts = [
+#   { claim = "groups", value = "acme", point = "/memories/team", memory = "team-acme" },
+#   { claim = "groups", value = "acme-curators", point = "/memories/team", memory = "team-acme", mode = "read_write" },
+# ]
 
 # Optional operator role for the s3memory operator commands (verify, export, erase, ...): who may
 # assume it, with MFA unless operator_require_mfa = false (see docs/deploy.md, "Operator role").

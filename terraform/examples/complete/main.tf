@@ -41,6 +41,7 @@ module "s3memory" {
   jwt_authorization_scopes = var.jwt_authorization_scopes
   create_mcp_endpoint      = var.create_mcp_endpoint
   mcp_url                  = var.mcp_url
+  shared_memory_mounts     = var.shared_memory_mounts
 
   create_operator_role            = var.create_operator_role
   operator_trusted_principal_arns = var.operator_trusted_principal_arns

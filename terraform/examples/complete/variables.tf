@@ -189,6 +189,19 @@ variable "memory_quota_files" {
   default     = null
 }
 
+variable "shared_memory_mounts" {
+  description = "Shared memories mounted by the claims of a verified token: grants { claim, value, point, memory, mode }; needs create_http_api and storage_format = 2 (see the module's README, \"Shared memory mounts\")."
+  type = list(object({
+    claim  = string
+    value  = string
+    point  = string
+    memory = string
+    mode   = optional(string, "read_only")
+  }))
+  default  = []
+  nullable = false
+}
+
 variable "create_operator_role" {
   description = "Create the operator role for the s3memory operator commands (requires operator_trusted_principal_arns)."
   type        = bool
