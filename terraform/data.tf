@@ -6,24 +6,43 @@ data "aws_partition" "current" {}
 
 # The IAM role (or user) behind the identity running Terraform: the default key administrator.
 data "aws_iam_session_context" "current" {
+  count = local.create_kms_key ? 1 : 0
+
   arn = data.aws_caller_identity.current.arn
 }
 
 locals {
   account_id = data.aws_caller_identity.current.account_id
-  region     = data.aws_region.current.name
+  region     = data.aws_region.current[local.region_attribute]
   partition  = data.aws_partition.current.partition
   dns_suffix = data.aws_partition.current.dns_suffix
 
+  # The provider's region. Provider 6 calls it `region` and deprecates `name` (6.0) and `id` (6.47);
+  # provider 5 has no `region`. Read by a computed key, so that no reference names an attribute one
+  # major lacks (a static error, which try() cannot catch) or deprecates (a warning).
+  region_attribute = contains(keys(data.aws_region.current), "region") ? "region" : "name"
+
+  # The bucket and the key: the module's own, or existing ones (bring your own). The key's ARN is ""
+  # only with create_kms_key = false and no kms_key_arn, which the memory function's precondition
+  # refuses (lambda.tf).
+  create_bucket  = var.create_bucket
+  create_kms_key = var.create_kms_key
+  bucket_name    = var.bucket_name
+  kms_key_arn    = local.create_kms_key ? aws_kms_key.memory[0].arn : (var.kms_key_arn == null ? "" : var.kms_key_arn)
+
   # ARNs are built from names (not read back from resources) so that policies are known at plan
   # time, and so that the KMS key policy can name log groups before they exist.
-  bucket_arn         = "arn:${local.partition}:s3:::${var.bucket_name}"
+  bucket_arn         = "arn:${local.partition}:s3:::${local.bucket_name}"
   memory_objects_arn = "${local.bucket_arn}/${var.memory_prefix}*"
 
   memory_function_name = "${var.name_prefix}-memory"
   agent_function_name  = "${var.name_prefix}-agent"
   expiry_function_name = "${var.name_prefix}-expiry"
   mcp_function_name    = "${var.name_prefix}-mcp"
+
+  # The agent function, its role, policy and log group exist only when this is true: by default when
+  # it has an Anthropic API key secret to read (var.create_agent_function).
+  agent_enabled = var.create_agent_function != null ? var.create_agent_function : var.anthropic_api_key_secret_arn != null
 
   # Idle expiry (expiry.tf) exists only when expiry_idle_days is set.
   expiry_enabled = var.expiry_idle_days != null

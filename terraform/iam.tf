@@ -1,4 +1,5 @@
-# One execution role per function. The memory, agent and MCP roles may read, write, list and delete objects only under
+# One execution role per function (the agent's only with local.agent_enabled: create_agent_function,
+# by default when an Anthropic API key secret is set). The memory, agent and MCP roles may read, write, list and delete objects only under
 # memory_prefix, and use the KMS key only (a) with s3memory's encryption context and (b) through S3
 # for this bucket. Each may write only to its own log group. Only the agent role may read the
 # Anthropic API key secret, and only when one is configured. No wildcard actions anywhere.
@@ -26,6 +27,8 @@ resource "aws_iam_role" "memory" {
 }
 
 resource "aws_iam_role" "agent" {
+  count = local.agent_enabled ? 1 : 0
+
   name                 = "${local.agent_function_name}-lambda"
   path                 = var.iam_role_path
   description          = "Execution role of the s3memory agent function ${local.agent_function_name}"
@@ -83,8 +86,10 @@ resource "aws_iam_role_policy" "memory" {
 }
 
 resource "aws_iam_role_policy" "agent" {
+  count = local.agent_enabled ? 1 : 0
+
   name   = "s3memory-agent-function"
-  role   = aws_iam_role.agent.id
+  role   = aws_iam_role.agent[0].id
   policy = jsonencode(local.agent_role_policy)
 }
 
@@ -216,7 +221,7 @@ locals {
       Sid       = "EnvelopeKeysWithS3memoryContext"
       Effect    = "Allow"
       Action    = ["kms:GenerateDataKey", "kms:Decrypt"]
-      Resource  = aws_kms_key.memory.arn
+      Resource  = local.kms_key_arn
       Condition = local.envelope_key_condition
     },
     ], local.format_1_migration_statements, [
@@ -228,7 +233,7 @@ locals {
       Sid      = "BucketSseViaS3"
       Effect   = "Allow"
       Action   = ["kms:GenerateDataKey", "kms:Decrypt"]
-      Resource = aws_kms_key.memory.arn
+      Resource = local.kms_key_arn
       Condition = {
         StringEquals = { "kms:ViaService" = local.s3_kms_via_service }
         StringLike   = { "kms:EncryptionContext:aws:s3:arn" = [local.bucket_arn, local.memory_objects_arn] }
@@ -242,7 +247,7 @@ locals {
       Sid       = "DecryptFormat1Migration"
       Effect    = "Allow"
       Action    = "kms:Decrypt"
-      Resource  = aws_kms_key.memory.arn
+      Resource  = local.kms_key_arn
       Condition = local.format_1_decrypt_condition
     },
   ] : []
@@ -269,6 +274,8 @@ locals {
           Resource = "${local.memory_log_group_arn}:*"
         },
       ],
+      local.dead_letter_statements,
+      local.vpc_statements,
       local.xray_statements,
     )
   }
@@ -287,6 +294,7 @@ locals {
           Resource = "${local.mcp_log_group_arn}:*"
         },
       ],
+      local.vpc_statements,
       local.xray_statements,
     )
   }
@@ -318,7 +326,7 @@ locals {
           Sid       = "DecryptWithS3memoryContext"
           Effect    = "Allow"
           Action    = "kms:Decrypt"
-          Resource  = aws_kms_key.memory.arn
+          Resource  = local.kms_key_arn
           Condition = local.envelope_key_condition
         },
       ],
@@ -329,7 +337,7 @@ locals {
           Sid      = "DecryptViaS3"
           Effect   = "Allow"
           Action   = "kms:Decrypt"
-          Resource = aws_kms_key.memory.arn
+          Resource = local.kms_key_arn
           Condition = {
             StringEquals = { "kms:ViaService" = local.s3_kms_via_service }
             StringLike   = { "kms:EncryptionContext:aws:s3:arn" = [local.bucket_arn, local.memory_objects_arn] }
@@ -342,6 +350,8 @@ locals {
           Resource = "${local.expiry_log_group_arn}:*"
         },
       ],
+      local.dead_letter_statements,
+      local.vpc_statements,
       local.xray_statements,
     )
   }
@@ -377,6 +387,8 @@ locals {
           }
         },
       ],
+      local.dead_letter_statements,
+      local.vpc_statements,
       local.xray_statements,
     )
   }

@@ -35,7 +35,9 @@
 # before the key (their inline policies, which mention the key, come after it).
 
 resource "aws_kms_key" "memory" {
-  description             = "s3memory (${var.name_prefix}): envelope keys and SSE-KMS for bucket ${var.bucket_name}"
+  count = local.create_kms_key ? 1 : 0
+
+  description             = "s3memory (${var.name_prefix}): envelope keys and SSE-KMS for bucket ${local.bucket_name}"
   key_usage               = "ENCRYPT_DECRYPT"
   enable_key_rotation     = true
   deletion_window_in_days = var.kms_key_deletion_window_in_days
@@ -55,14 +57,16 @@ resource "aws_kms_key" "memory" {
 }
 
 resource "aws_kms_alias" "memory" {
+  count = local.create_kms_key ? 1 : 0
+
   name          = var.kms_key_alias
-  target_key_id = aws_kms_key.memory.key_id
+  target_key_id = aws_kms_key.memory[0].key_id
 }
 
 locals {
   # The identity running Terraform; for an assumed-role session, the role behind it (which
   # outlives the session; the session context resolves its path).
-  kms_caller_arn = data.aws_iam_session_context.current.issuer_arn
+  kms_caller_arn = one(data.aws_iam_session_context.current[*].issuer_arn)
 
   kms_key_administrator_arns = length(var.kms_key_administrator_arns) > 0 ? var.kms_key_administrator_arns : [local.kms_caller_arn]
 
@@ -92,141 +96,151 @@ locals {
   ]
 
   kms_key_user_arns = concat(
-    [aws_iam_role.memory.arn, aws_iam_role.agent.arn],
+    [aws_iam_role.memory.arn],
+    aws_iam_role.agent[*].arn,
     aws_iam_role.mcp[*].arn,
     aws_iam_role.operator[*].arn,
     var.additional_key_user_arns,
   )
 
   kms_log_group_arns = concat(
-    [local.memory_log_group_arn, local.agent_log_group_arn],
+    [local.memory_log_group_arn],
+    local.agent_enabled ? [local.agent_log_group_arn] : [],
     local.expiry_enabled ? [local.expiry_log_group_arn] : [],
     local.mcp_enabled ? [local.mcp_log_group_arn] : [],
     var.create_http_api ? [local.api_log_group_arn] : [],
   )
 
+  # The module's key policy: administration, then the key's users.
   kms_key_policy = {
-    Version = "2012-10-17"
-    Statement = concat(
-      [
-        {
-          # IAM policies of the account may read the key's metadata, nothing more.
-          Sid       = "ReadOnlyByAccount"
-          Effect    = "Allow"
-          Principal = { AWS = "arn:${local.partition}:iam::${local.account_id}:root" }
-          Action    = ["kms:Describe*", "kms:Get*", "kms:List*"]
-          # In a key policy, "*" means "this key".
-          Resource = "*"
-        },
-        {
-          Sid       = "KeyAdministration"
-          Effect    = "Allow"
-          Principal = { AWS = local.kms_key_administrator_arns }
-          Action    = local.kms_key_administration_actions
-          Resource  = "*"
-        },
-        {
-          # Break-glass: whoever may change the key policy may grant themselves Decrypt. Every
-          # PutKeyPolicy call is logged in CloudTrail.
-          Sid       = "KeyPolicyChangeBreakGlass"
-          Effect    = "Allow"
-          Principal = { AWS = local.kms_key_administrator_arns }
-          Action    = ["kms:PutKeyPolicy"]
-          Resource  = "*"
-        },
-        {
-          Sid       = "EnvelopeKeysWithS3memoryContext"
-          Effect    = "Allow"
-          Principal = { AWS = local.kms_key_user_arns }
-          Action    = ["kms:GenerateDataKey", "kms:Decrypt"]
-          Resource  = "*"
-          Condition = local.envelope_key_condition
-        },
-      ],
-      # Format 2 while format-1 users are moved: their format-1 data keys, Decrypt only (store.tf).
-      local.format_1_migration ? [
-        {
-          Sid       = "EnvelopeKeysFormat1Migration"
-          Effect    = "Allow"
-          Principal = { AWS = local.kms_key_user_arns }
-          Action    = "kms:Decrypt"
-          Resource  = "*"
-          Condition = local.format_1_decrypt_condition
-        },
-      ] : [],
-      [
-        {
-          Sid       = "BucketSseViaS3"
-          Effect    = "Allow"
-          Principal = { AWS = local.kms_key_user_arns }
-          Action    = ["kms:GenerateDataKey", "kms:Decrypt"]
-          Resource  = "*"
-          Condition = {
-            StringEquals = {
-              "kms:ViaService"    = local.s3_kms_via_service
-              "kms:CallerAccount" = local.account_id
-            }
-            StringLike = {
-              "kms:EncryptionContext:aws:s3:arn" = [local.bucket_arn, local.memory_objects_arn]
-            }
-          }
-        },
-      ],
-      # The expiry function's role (when it exists) unwraps users' data keys; it never makes one.
-      flatten([for expiry_role_arn in aws_iam_role.expiry[*].arn : concat([
-        {
-          Sid       = "ExpiryDecryptWithS3memoryContext"
-          Effect    = "Allow"
-          Principal = { AWS = expiry_role_arn }
-          Action    = "kms:Decrypt"
-          Resource  = "*"
-          Condition = local.envelope_key_condition
-        },
-        ], local.format_1_migration ? [
-        {
-          Sid       = "ExpiryDecryptFormat1Migration"
-          Effect    = "Allow"
-          Principal = { AWS = expiry_role_arn }
-          Action    = "kms:Decrypt"
-          Resource  = "*"
-          Condition = local.format_1_decrypt_condition
-        },
-        ] : [], [
-        {
-          Sid       = "ExpiryDecryptViaS3"
-          Effect    = "Allow"
-          Principal = { AWS = expiry_role_arn }
-          Action    = "kms:Decrypt"
-          Resource  = "*"
-          Condition = {
-            StringEquals = {
-              "kms:ViaService"    = local.s3_kms_via_service
-              "kms:CallerAccount" = local.account_id
-            }
-            StringLike = {
-              "kms:EncryptionContext:aws:s3:arn" = [local.bucket_arn, local.memory_objects_arn]
-            }
-          }
-        },
-      ])]),
-      var.encrypt_log_groups ? [
-        {
-          Sid       = "CloudWatchLogsForModuleLogGroups"
-          Effect    = "Allow"
-          Principal = { Service = "logs.${local.region}.${local.dns_suffix}" }
-          Action = [
-            "kms:Decrypt*",
-            "kms:Describe*",
-            "kms:Encrypt*",
-            "kms:GenerateDataKey*",
-            "kms:ReEncrypt*",
-          ]
-          Resource = "*"
-          Condition = {
-            ArnEquals = { "kms:EncryptionContext:aws:logs:arn" = local.kms_log_group_arns }
-          }
-        },
-      ] : [],
-    )
+    Version   = "2012-10-17"
+    Statement = concat(local.kms_key_administration_statements, local.kms_key_user_statements)
   }
+
+  kms_key_administration_statements = [
+    {
+      # IAM policies of the account may read the key's metadata, nothing more.
+      Sid       = "ReadOnlyByAccount"
+      Effect    = "Allow"
+      Principal = { AWS = "arn:${local.partition}:iam::${local.account_id}:root" }
+      Action    = ["kms:Describe*", "kms:Get*", "kms:List*"]
+      # In a key policy, "*" means "this key".
+      Resource = "*"
+    },
+    {
+      Sid       = "KeyAdministration"
+      Effect    = "Allow"
+      Principal = { AWS = local.kms_key_administrator_arns }
+      Action    = local.kms_key_administration_actions
+      Resource  = "*"
+    },
+    {
+      # Break-glass: whoever may change the key policy may grant themselves Decrypt. Every
+      # PutKeyPolicy call is logged in CloudTrail.
+      Sid       = "KeyPolicyChangeBreakGlass"
+      Effect    = "Allow"
+      Principal = { AWS = local.kms_key_administrator_arns }
+      Action    = ["kms:PutKeyPolicy"]
+      Resource  = "*"
+    },
+  ]
+
+  # The key's users: what the module's key policy grants besides administration, and what a key of
+  # one's own (create_kms_key = false, kms_key_arn) must grant (output required_key_policy_statements).
+  kms_key_user_statements = concat(
+    [
+      {
+        Sid       = "EnvelopeKeysWithS3memoryContext"
+        Effect    = "Allow"
+        Principal = { AWS = local.kms_key_user_arns }
+        Action    = ["kms:GenerateDataKey", "kms:Decrypt"]
+        Resource  = "*"
+        Condition = local.envelope_key_condition
+      },
+    ],
+    # Format 2 while format-1 users are moved: their format-1 data keys, Decrypt only (store.tf).
+    local.format_1_migration ? [
+      {
+        Sid       = "EnvelopeKeysFormat1Migration"
+        Effect    = "Allow"
+        Principal = { AWS = local.kms_key_user_arns }
+        Action    = "kms:Decrypt"
+        Resource  = "*"
+        Condition = local.format_1_decrypt_condition
+      },
+    ] : [],
+    [
+      {
+        Sid       = "BucketSseViaS3"
+        Effect    = "Allow"
+        Principal = { AWS = local.kms_key_user_arns }
+        Action    = ["kms:GenerateDataKey", "kms:Decrypt"]
+        Resource  = "*"
+        Condition = {
+          StringEquals = {
+            "kms:ViaService"    = local.s3_kms_via_service
+            "kms:CallerAccount" = local.account_id
+          }
+          StringLike = {
+            "kms:EncryptionContext:aws:s3:arn" = [local.bucket_arn, local.memory_objects_arn]
+          }
+        }
+      },
+    ],
+    # The expiry function's role (when it exists) unwraps users' data keys; it never makes one.
+    flatten([for expiry_role_arn in aws_iam_role.expiry[*].arn : concat([
+      {
+        Sid       = "ExpiryDecryptWithS3memoryContext"
+        Effect    = "Allow"
+        Principal = { AWS = expiry_role_arn }
+        Action    = "kms:Decrypt"
+        Resource  = "*"
+        Condition = local.envelope_key_condition
+      },
+      ], local.format_1_migration ? [
+      {
+        Sid       = "ExpiryDecryptFormat1Migration"
+        Effect    = "Allow"
+        Principal = { AWS = expiry_role_arn }
+        Action    = "kms:Decrypt"
+        Resource  = "*"
+        Condition = local.format_1_decrypt_condition
+      },
+      ] : [], [
+      {
+        Sid       = "ExpiryDecryptViaS3"
+        Effect    = "Allow"
+        Principal = { AWS = expiry_role_arn }
+        Action    = "kms:Decrypt"
+        Resource  = "*"
+        Condition = {
+          StringEquals = {
+            "kms:ViaService"    = local.s3_kms_via_service
+            "kms:CallerAccount" = local.account_id
+          }
+          StringLike = {
+            "kms:EncryptionContext:aws:s3:arn" = [local.bucket_arn, local.memory_objects_arn]
+          }
+        }
+      },
+    ])]),
+    var.encrypt_log_groups ? [
+      {
+        Sid       = "CloudWatchLogsForModuleLogGroups"
+        Effect    = "Allow"
+        Principal = { Service = "logs.${local.region}.${local.dns_suffix}" }
+        Action = [
+          "kms:Decrypt*",
+          "kms:Describe*",
+          "kms:Encrypt*",
+          "kms:GenerateDataKey*",
+          "kms:ReEncrypt*",
+        ]
+        Resource = "*"
+        Condition = {
+          ArnEquals = { "kms:EncryptionContext:aws:logs:arn" = local.kms_log_group_arns }
+        }
+      },
+    ] : [],
+  )
 }

@@ -1,13 +1,17 @@
 # Functions from the same deployment zip (built by `make lambda-zip`):
 #   - memory: executes memory-tool commands (s3memory.aws_lambda.memory_handler);
-#   - agent:  runs a Claude conversation with the memory tool (s3memory.aws_lambda.agent_handler);
+#   - agent (only with local.agent_enabled: create_agent_function, by default when
+#     anthropic_api_key_secret_arn is set): runs a Claude conversation with the memory tool
+#     (s3memory.aws_lambda.agent_handler);
 #   - expiry (only with var.expiry_idle_days): deletes the memory of idle users
 #     (s3memory.aws_lambda.expiry.handler), run by the EventBridge Scheduler schedule in expiry.tf;
 #   - mcp (only with var.create_mcp_endpoint): the memory tool for MCP clients over streamable HTTP
 #     (s3memory.aws_lambda.mcp_handler), behind the HTTP API's /mcp route (api.tf).
-# memory, agent and mcp are invoked synchronously (API Gateway or the Lambda Invoke API), so the
-# caller sees failures; there is no asynchronous event source that would need a dead-letter queue. The
-# expiry function is invoked asynchronously by the schedule; see its skips.
+# memory, agent and mcp are meant to be invoked synchronously (API Gateway or the Lambda Invoke API),
+# so the caller sees failures; the expiry function is invoked asynchronously by the schedule. With
+# var.dead_letter_target_arn the memory, agent and expiry functions get a dead-letter target (a direct
+# invoker may invoke the first two asynchronously), and with var.vpc_subnet_ids every function runs in
+# the VPC (network.tf); both are opt-in, hence the skips below.
 #
 # The checkov checks skipped on the functions are justified next to each skip.
 
@@ -18,9 +22,10 @@ locals {
   # format; on format 2 (or with a store_id) the store's id (store.tf).
   storage_environment = merge(
     {
-      S3MEMORY_BUCKET     = aws_s3_bucket.memory.bucket
+      # The created bucket by reference, so that the functions come after it.
+      S3MEMORY_BUCKET     = local.create_bucket ? aws_s3_bucket.memory[0].bucket : local.bucket_name
       S3MEMORY_PREFIX     = var.memory_prefix
-      S3MEMORY_KMS_KEY_ID = aws_kms_key.memory.arn
+      S3MEMORY_KMS_KEY_ID = local.kms_key_arn
     },
     local.store_environment,
   )
@@ -80,13 +85,13 @@ locals {
 }
 
 resource "aws_lambda_function" "memory" {
-  #checkov:skip=CKV_AWS_116:Invoked synchronously only (API Gateway / Invoke API); the caller receives errors, so a DLQ would never be used.
-  #checkov:skip=CKV_AWS_117:Reaches S3 and KMS over public endpoints with IAM and TLS; a VPC would add NAT/endpoint cost without reducing exposure.
+  #checkov:skip=CKV_AWS_116:Opt-in through var.dead_letter_target_arn: meant to be invoked synchronously (API Gateway / Invoke API), where the caller receives errors; a DLQ only serves asynchronous invocations, and would hold the users' commands and file text.
+  #checkov:skip=CKV_AWS_117:Opt-in through var.vpc_subnet_ids: reaches S3 and KMS over public endpoints with IAM and TLS; a VPC adds endpoint or NAT cost without reducing exposure, unless the organisation requires one.
   #checkov:skip=CKV_AWS_173:Environment variables hold no secrets (bucket, prefix, key ARN); encrypting them with a CMK adds nothing.
   #checkov:skip=CKV_AWS_272:Code signing is an organisation-level choice (signing profile); the zip is built and deployed by the same pipeline.
   #checkov:skip=CKV_AWS_50:X-Ray is opt-in via var.tracing_mode = "Active" because it needs wildcard xray permissions and costs money.
   function_name                  = local.memory_function_name
-  description                    = "s3memory: executes Claude memory-tool commands against s3://${var.bucket_name}/${var.memory_prefix}"
+  description                    = "s3memory: executes Claude memory-tool commands against s3://${local.bucket_name}/${var.memory_prefix}"
   role                           = aws_iam_role.memory.arn
   handler                        = "s3memory.aws_lambda.memory_handler"
   runtime                        = var.lambda_runtime
@@ -114,17 +119,40 @@ resource "aws_lambda_function" "memory" {
     system_log_level      = "WARN"
   }
 
+  # An asynchronous invocation's event, after Lambda's retries failed (network.tf).
+  dynamic "dead_letter_config" {
+    for_each = local.dead_letter_enabled ? [var.dead_letter_target_arn] : []
+    content {
+      target_arn = dead_letter_config.value
+    }
+  }
+
+  dynamic "vpc_config" {
+    for_each = local.vpc_enabled ? [1] : []
+    content {
+      subnet_ids         = var.vpc_subnet_ids
+      security_group_ids = var.vpc_security_group_ids
+    }
+  }
+
   tracing_config {
     mode = var.tracing_mode
   }
 
   tags = local.tags
 
-  # The role must be able to write logs (and the log group must exist with its retention) before
-  # the first invocation, or Lambda would create an unmanaged group.
-  # Shared memory mounts (S3MEMORY_MOUNTS, here and on the MCP function): checked here, on the
-  # function that always exists.
+  # Inputs that only make sense together (variable validations cannot see each other before
+  # Terraform 1.9): checked here, on the one function that always exists.
   lifecycle {
+    precondition {
+      condition     = var.create_kms_key == (var.kms_key_arn == null)
+      error_message = "create_kms_key = false needs kms_key_arn (the ARN of your key); with create_kms_key = true (the default) the module creates the key, so leave kms_key_arn unset."
+    }
+    precondition {
+      condition     = length(var.vpc_subnet_ids) > 0 == length(var.vpc_security_group_ids) > 0
+      error_message = "Set both vpc_subnet_ids and vpc_security_group_ids (every function in those subnets, with those security groups) or neither (no VPC)."
+    }
+    # Shared memory mounts (S3MEMORY_MOUNTS, here and on the MCP function).
     precondition {
       condition     = length(var.shared_memory_mounts) == 0 || var.create_http_api
       error_message = "shared_memory_mounts needs create_http_api = true: a mount is granted only by the claims of a token the function verified itself (S3MEMORY_JWT_ISSUER), and only HTTP API events carry one. Set create_http_api = true (with jwt_issuer and jwt_audience), or shared_memory_mounts = []."
@@ -139,6 +167,8 @@ resource "aws_lambda_function" "memory" {
     }
   }
 
+  # The role must be able to write logs (and the log group must exist with its retention) before
+  # the first invocation, or Lambda would create an unmanaged group.
   depends_on = [
     aws_iam_role_policy.memory,
     aws_cloudwatch_log_group.memory,
@@ -146,14 +176,16 @@ resource "aws_lambda_function" "memory" {
 }
 
 resource "aws_lambda_function" "agent" {
-  #checkov:skip=CKV_AWS_116:Invoked synchronously only; the caller receives errors, so a DLQ would never be used.
-  #checkov:skip=CKV_AWS_117:Needs the public Anthropic API as well as S3, KMS and Secrets Manager; a VPC would require NAT for no reduction in exposure.
+  #checkov:skip=CKV_AWS_116:Opt-in through var.dead_letter_target_arn: meant to be invoked synchronously, where the caller receives errors; a DLQ only serves asynchronous invocations, and would hold the users' prompts.
+  #checkov:skip=CKV_AWS_117:Opt-in through var.vpc_subnet_ids: needs the public Anthropic API as well as S3, KMS and Secrets Manager; a VPC requires NAT for no reduction in exposure, unless the organisation requires one.
   #checkov:skip=CKV_AWS_173:Environment variables hold no secrets (the API key is fetched from Secrets Manager by ARN at run time).
   #checkov:skip=CKV_AWS_272:Code signing is an organisation-level choice (signing profile); the zip is built and deployed by the same pipeline.
   #checkov:skip=CKV_AWS_50:X-Ray is opt-in via var.tracing_mode = "Active" because it needs wildcard xray permissions and costs money.
+  count = local.agent_enabled ? 1 : 0
+
   function_name                  = local.agent_function_name
-  description                    = "s3memory: Claude agent with the memory tool on s3://${var.bucket_name}/${var.memory_prefix}"
-  role                           = aws_iam_role.agent.arn
+  description                    = "s3memory: Claude agent with the memory tool on s3://${local.bucket_name}/${var.memory_prefix}"
+  role                           = aws_iam_role.agent[0].arn
   handler                        = "s3memory.aws_lambda.agent_handler"
   runtime                        = var.lambda_runtime
   architectures                  = [var.lambda_architecture]
@@ -177,6 +209,22 @@ resource "aws_lambda_function" "agent" {
     system_log_level      = "WARN"
   }
 
+  # An asynchronous invocation's event, after Lambda's retries failed (network.tf).
+  dynamic "dead_letter_config" {
+    for_each = local.dead_letter_enabled ? [var.dead_letter_target_arn] : []
+    content {
+      target_arn = dead_letter_config.value
+    }
+  }
+
+  dynamic "vpc_config" {
+    for_each = local.vpc_enabled ? [1] : []
+    content {
+      subnet_ids         = var.vpc_subnet_ids
+      security_group_ids = var.vpc_security_group_ids
+    }
+  }
+
   tracing_config {
     mode = var.tracing_mode
   }
@@ -189,16 +237,26 @@ resource "aws_lambda_function" "agent" {
   ]
 }
 
+# create_agent_function = true without a secret: the function has no way to get an API key (the module
+# manages its environment), so every invocation would fail. Planned anyway (the caller said so), with
+# this warning.
+check "agent_has_an_api_key" {
+  assert {
+    condition     = !local.agent_enabled || var.anthropic_api_key_secret_arn != null
+    error_message = "create_agent_function = true without anthropic_api_key_secret_arn: the agent function has no Anthropic API key and every invocation will fail. Store the key in Secrets Manager and set anthropic_api_key_secret_arn, or leave create_agent_function unset (null) to create the function only with a secret."
+  }
+}
+
 resource "aws_lambda_function" "expiry" {
-  #checkov:skip=CKV_AWS_116:Invoked asynchronously by its own schedule with the input {}: a failed run's error is in its log group, and the users it did not reach are still idle at the next scheduled run, so a dead-letter queue would hold nothing worth replaying.
-  #checkov:skip=CKV_AWS_117:Reaches S3 and KMS over public endpoints with IAM and TLS; a VPC would add NAT/endpoint cost without reducing exposure.
+  #checkov:skip=CKV_AWS_116:Opt-in through var.dead_letter_target_arn: invoked asynchronously by its own schedule with the input {}; a failed run's error is in its log group, and the users it did not reach are still idle at the next run, so a DLQ only tells that a run failed.
+  #checkov:skip=CKV_AWS_117:Opt-in through var.vpc_subnet_ids: reaches S3 and KMS over public endpoints with IAM and TLS; a VPC adds endpoint or NAT cost without reducing exposure, unless the organisation requires one.
   #checkov:skip=CKV_AWS_173:Environment variables hold no secrets (bucket, prefix, key ARN, a number of days); encrypting them with a CMK adds nothing.
   #checkov:skip=CKV_AWS_272:Code signing is an organisation-level choice (signing profile); the zip is built and deployed by the same pipeline.
   #checkov:skip=CKV_AWS_50:X-Ray is opt-in via var.tracing_mode = "Active" because it needs wildcard xray permissions and costs money.
   count = local.expiry_enabled ? 1 : 0
 
   function_name    = local.expiry_function_name
-  description      = "s3memory: deletes the memory of users idle for ${var.expiry_idle_days} days from s3://${var.bucket_name} (never their keys)"
+  description      = "s3memory: deletes the memory of users idle for ${var.expiry_idle_days} days from s3://${local.bucket_name} (never their keys)"
   role             = aws_iam_role.expiry[0].arn
   handler          = "s3memory.aws_lambda.expiry.handler"
   runtime          = var.lambda_runtime
@@ -224,6 +282,22 @@ resource "aws_lambda_function" "expiry" {
     system_log_level      = "WARN"
   }
 
+  # An asynchronous invocation's event, after Lambda's retries failed (network.tf).
+  dynamic "dead_letter_config" {
+    for_each = local.dead_letter_enabled ? [var.dead_letter_target_arn] : []
+    content {
+      target_arn = dead_letter_config.value
+    }
+  }
+
+  dynamic "vpc_config" {
+    for_each = local.vpc_enabled ? [1] : []
+    content {
+      subnet_ids         = var.vpc_subnet_ids
+      security_group_ids = var.vpc_security_group_ids
+    }
+  }
+
   tracing_config {
     mode = var.tracing_mode
   }
@@ -238,14 +312,14 @@ resource "aws_lambda_function" "expiry" {
 
 resource "aws_lambda_function" "mcp" {
   #checkov:skip=CKV_AWS_116:Invoked synchronously only (API Gateway); the client receives errors, so a DLQ would never be used.
-  #checkov:skip=CKV_AWS_117:Reaches S3, KMS and the JWT issuer over public endpoints with IAM and TLS; a VPC would add NAT/endpoint cost without reducing exposure.
+  #checkov:skip=CKV_AWS_117:Opt-in through var.vpc_subnet_ids: reaches S3, KMS and the JWT issuer over public endpoints with IAM and TLS; a VPC adds NAT/endpoint cost without reducing exposure, unless the organisation requires one.
   #checkov:skip=CKV_AWS_173:Environment variables hold no secrets (bucket, prefix, key ARN, issuer and public URLs); encrypting them with a CMK adds nothing.
   #checkov:skip=CKV_AWS_272:Code signing is an organisation-level choice (signing profile); the zip is built and deployed by the same pipeline.
   #checkov:skip=CKV_AWS_50:X-Ray is opt-in via var.tracing_mode = "Active" because it needs wildcard xray permissions and costs money.
   count = local.mcp_enabled ? 1 : 0
 
   function_name    = local.mcp_function_name
-  description      = "s3memory: the memory tool for MCP clients on s3://${var.bucket_name}/${var.memory_prefix}"
+  description      = "s3memory: the memory tool for MCP clients on s3://${local.bucket_name}/${var.memory_prefix}"
   role             = aws_iam_role.mcp[0].arn
   handler          = "s3memory.aws_lambda.mcp_handler"
   runtime          = var.lambda_runtime
@@ -274,6 +348,14 @@ resource "aws_lambda_function" "mcp" {
     log_format            = "JSON"
     application_log_level = var.log_level
     system_log_level      = "WARN"
+  }
+
+  dynamic "vpc_config" {
+    for_each = local.vpc_enabled ? [1] : []
+    content {
+      subnet_ids         = var.vpc_subnet_ids
+      security_group_ids = var.vpc_security_group_ids
+    }
   }
 
   tracing_config {

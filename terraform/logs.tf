@@ -6,15 +6,17 @@ resource "aws_cloudwatch_log_group" "memory" {
   #checkov:skip=CKV_AWS_338:Retention is the caller's choice through var.log_retention_in_days (default 30 days); memory-function logs carry no audit duty that would need a year.
   name              = local.memory_log_group_name
   retention_in_days = var.log_retention_in_days
-  kms_key_id        = var.encrypt_log_groups ? aws_kms_key.memory.arn : null
+  kms_key_id        = var.encrypt_log_groups ? local.kms_key_arn : null
   tags              = local.tags
 }
 
 resource "aws_cloudwatch_log_group" "agent" {
   #checkov:skip=CKV_AWS_338:Retention is the caller's choice through var.log_retention_in_days (default 30 days).
+  count = local.agent_enabled ? 1 : 0
+
   name              = local.agent_log_group_name
   retention_in_days = var.log_retention_in_days
-  kms_key_id        = var.encrypt_log_groups ? aws_kms_key.memory.arn : null
+  kms_key_id        = var.encrypt_log_groups ? local.kms_key_arn : null
   tags              = local.tags
 }
 
@@ -24,7 +26,7 @@ resource "aws_cloudwatch_log_group" "expiry" {
 
   name              = local.expiry_log_group_name
   retention_in_days = var.log_retention_in_days
-  kms_key_id        = var.encrypt_log_groups ? aws_kms_key.memory.arn : null
+  kms_key_id        = var.encrypt_log_groups ? local.kms_key_arn : null
   tags              = local.tags
 }
 
@@ -34,7 +36,7 @@ resource "aws_cloudwatch_log_group" "mcp" {
 
   name              = local.mcp_log_group_name
   retention_in_days = var.log_retention_in_days
-  kms_key_id        = var.encrypt_log_groups ? aws_kms_key.memory.arn : null
+  kms_key_id        = var.encrypt_log_groups ? local.kms_key_arn : null
   tags              = local.tags
 }
 
@@ -44,6 +46,6 @@ resource "aws_cloudwatch_log_group" "api" {
 
   name              = local.api_log_group_name
   retention_in_days = var.log_retention_in_days
-  kms_key_id        = var.encrypt_log_groups ? aws_kms_key.memory.arn : null
+  kms_key_id        = var.encrypt_log_groups ? local.kms_key_arn : null
   tags              = local.tags
 }

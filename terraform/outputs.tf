@@ -1,11 +1,16 @@
 output "bucket_name" {
-  description = "Name of the memory bucket (S3MEMORY_BUCKET)."
-  value       = aws_s3_bucket.memory.bucket
+  description = "Name of the memory bucket (S3MEMORY_BUCKET): the created one, or the existing one (create_bucket = false)."
+  value       = local.create_bucket ? aws_s3_bucket.memory[0].bucket : local.bucket_name
 }
 
 output "bucket_arn" {
   description = "ARN of the memory bucket."
-  value       = aws_s3_bucket.memory.arn
+  value       = local.create_bucket ? aws_s3_bucket.memory[0].arn : local.bucket_arn
+}
+
+output "bucket_policy_statements" {
+  description = "JSON list of the bucket-policy statements the module sets on a bucket it creates (deny requests without TLS or below TLS 1.2, uploads asking for another encryption than SSE-KMS, and SSE-C). With create_bucket = false the module sets no bucket policy: add these to the bucket's own."
+  value       = jsonencode(local.bucket_policy.Statement)
 }
 
 output "memory_prefix" {
@@ -29,18 +34,23 @@ output "store_identity" {
 }
 
 output "kms_key_arn" {
-  description = "ARN of the customer-managed KMS key (S3MEMORY_KMS_KEY_ID)."
-  value       = aws_kms_key.memory.arn
+  description = "ARN of the customer-managed KMS key (S3MEMORY_KMS_KEY_ID): the created one, or kms_key_arn (create_kms_key = false)."
+  value       = local.kms_key_arn
 }
 
 output "kms_key_id" {
   description = "Id of the customer-managed KMS key."
-  value       = aws_kms_key.memory.key_id
+  value       = local.create_kms_key ? aws_kms_key.memory[0].key_id : element(split("/", local.kms_key_arn), 1)
 }
 
 output "kms_key_alias" {
-  description = "Alias of the customer-managed KMS key."
-  value       = aws_kms_alias.memory.name
+  description = "Alias of the customer-managed KMS key; null with create_kms_key = false (the module creates no alias)."
+  value       = one(aws_kms_alias.memory[*].name)
+}
+
+output "required_key_policy_statements" {
+  description = "JSON list of the key-policy statements that let the module's roles (and additional_key_user_arns, and CloudWatch Logs for the module's log groups with encrypt_log_groups) use the key, under the same conditions as their IAM policies. With create_kms_key = false: add them to that key's policy (they name the roles, so after the apply that creates them; CloudWatchLogsForModuleLogGroups before it, or log group creation fails). With the module's own key: already in its policy."
+  value       = jsonencode(local.kms_key_user_statements)
 }
 
 output "memory_function_name" {
@@ -54,13 +64,13 @@ output "memory_function_arn" {
 }
 
 output "agent_function_name" {
-  description = "Name of the agent Lambda function."
-  value       = aws_lambda_function.agent.function_name
+  description = "Name of the agent Lambda function; null without it (create_agent_function)."
+  value       = one(aws_lambda_function.agent[*].function_name)
 }
 
 output "agent_function_arn" {
-  description = "ARN of the agent Lambda function."
-  value       = aws_lambda_function.agent.arn
+  description = "ARN of the agent Lambda function; null without it (create_agent_function)."
+  value       = one(aws_lambda_function.agent[*].arn)
 }
 
 output "memory_role_arn" {
@@ -69,8 +79,8 @@ output "memory_role_arn" {
 }
 
 output "agent_role_arn" {
-  description = "ARN of the agent function's execution role."
-  value       = aws_iam_role.agent.arn
+  description = "ARN of the agent function's execution role; null without the agent function."
+  value       = one(aws_iam_role.agent[*].arn)
 }
 
 output "operator_role_arn" {
@@ -84,10 +94,10 @@ output "expiry_function_name" {
 }
 
 output "log_group_names" {
-  description = "CloudWatch log groups created by the module (the expiry function's only with expiry_idle_days, the MCP function's only with create_mcp_endpoint, the API's only when create_http_api is true)."
+  description = "CloudWatch log groups created by the module (the agent function's only with it, the expiry function's only with expiry_idle_days, the MCP function's only with create_mcp_endpoint, the API's only when create_http_api is true)."
   value = {
     memory = aws_cloudwatch_log_group.memory.name
-    agent  = aws_cloudwatch_log_group.agent.name
+    agent  = one(aws_cloudwatch_log_group.agent[*].name)
     expiry = one(aws_cloudwatch_log_group.expiry[*].name)
     mcp    = one(aws_cloudwatch_log_group.mcp[*].name)
     api    = one(aws_cloudwatch_log_group.api[*].name)

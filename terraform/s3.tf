@@ -1,4 +1,6 @@
-# The memory bucket. Objects are already encrypted on the client (AES-256-GCM under per-user data
+# The memory bucket, unless create_bucket = false makes bucket_name an existing one (then nothing here exists, and the operator
+# keeps that bucket as this file sets its own: README.md, "Bring your own bucket and key"; the output
+# bucket_policy_statements holds the policy below). Objects are already encrypted on the client (AES-256-GCM under per-user data
 # keys wrapped by the KMS key); SSE-KMS with the same key is a second layer, and the bucket is
 # locked down so that nothing but TLS requests from principals granted by IAM reach it.
 
@@ -6,13 +8,17 @@ resource "aws_s3_bucket" "memory" {
   #checkov:skip=CKV_AWS_144:Cross-region replication is a disaster-recovery decision for the caller (it needs a second bucket and key in another region); versioning plus KMS protect against loss in-region.
   #checkov:skip=CKV2_AWS_62:Nothing consumes bucket events; s3memory reads and writes objects synchronously.
   #checkov:skip=CKV_AWS_18:Server access logging is opt-in through var.access_log_bucket because the target bucket is organisation-specific (aws_s3_bucket_logging.memory).
-  bucket        = var.bucket_name
+  count = local.create_bucket ? 1 : 0
+
+  bucket        = local.bucket_name
   force_destroy = var.force_destroy
   tags          = local.tags
 }
 
 resource "aws_s3_bucket_ownership_controls" "memory" {
-  bucket = aws_s3_bucket.memory.id
+  count = local.create_bucket ? 1 : 0
+
+  bucket = aws_s3_bucket.memory[0].id
 
   rule {
     object_ownership = "BucketOwnerEnforced"
@@ -20,7 +26,9 @@ resource "aws_s3_bucket_ownership_controls" "memory" {
 }
 
 resource "aws_s3_bucket_public_access_block" "memory" {
-  bucket = aws_s3_bucket.memory.id
+  count = local.create_bucket ? 1 : 0
+
+  bucket = aws_s3_bucket.memory[0].id
 
   block_public_acls       = true
   block_public_policy     = true
@@ -29,7 +37,9 @@ resource "aws_s3_bucket_public_access_block" "memory" {
 }
 
 resource "aws_s3_bucket_versioning" "memory" {
-  bucket = aws_s3_bucket.memory.id
+  count = local.create_bucket ? 1 : 0
+
+  bucket = aws_s3_bucket.memory[0].id
 
   versioning_configuration {
     status = "Enabled"
@@ -37,12 +47,14 @@ resource "aws_s3_bucket_versioning" "memory" {
 }
 
 resource "aws_s3_bucket_server_side_encryption_configuration" "memory" {
-  bucket = aws_s3_bucket.memory.id
+  count = local.create_bucket ? 1 : 0
+
+  bucket = aws_s3_bucket.memory[0].id
 
   rule {
     apply_server_side_encryption_by_default {
       sse_algorithm     = "aws:kms"
-      kms_master_key_id = aws_kms_key.memory.arn
+      kms_master_key_id = local.kms_key_arn
     }
     # S3 asks KMS for a bucket-level key instead of one data key per object: fewer KMS calls, and
     # the encryption context of those calls is the bucket ARN (see the key policy in kms.tf).
@@ -51,7 +63,9 @@ resource "aws_s3_bucket_server_side_encryption_configuration" "memory" {
 }
 
 resource "aws_s3_bucket_lifecycle_configuration" "memory" {
-  bucket = aws_s3_bucket.memory.id
+  count = local.create_bucket ? 1 : 0
+
+  bucket = aws_s3_bucket.memory[0].id
 
   rule {
     id     = "expire-noncurrent-versions"
@@ -89,15 +103,17 @@ resource "aws_s3_bucket_lifecycle_configuration" "memory" {
 }
 
 resource "aws_s3_bucket_logging" "memory" {
-  count = var.access_log_bucket == null ? 0 : 1
+  count = local.create_bucket && var.access_log_bucket != null ? 1 : 0
 
-  bucket        = aws_s3_bucket.memory.id
+  bucket        = aws_s3_bucket.memory[0].id
   target_bucket = var.access_log_bucket
   target_prefix = var.access_log_prefix
 }
 
 resource "aws_s3_bucket_policy" "memory" {
-  bucket = aws_s3_bucket.memory.id
+  count = local.create_bucket ? 1 : 0
+
+  bucket = aws_s3_bucket.memory[0].id
   policy = jsonencode(local.bucket_policy)
 
   # S3 rejects concurrent bucket-configuration calls; let the public access block settle first.

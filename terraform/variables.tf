@@ -34,7 +34,7 @@ variable "tags" {
 # ---------------------------------------------------------------------------------------------------
 
 variable "bucket_name" {
-  description = "Name of the S3 bucket that holds the encrypted memory files. Globally unique; 3-63 lowercase letters, digits and hyphens (dots are refused: they break virtual-hosted TLS)."
+  description = "Name of the S3 bucket that holds the encrypted memory files: the bucket the module creates, or with create_bucket = false an existing one of yours. Globally unique; 3-63 lowercase letters, digits and hyphens (dots are refused: they break virtual-hosted TLS)."
   type        = string
   nullable    = false
 
@@ -49,6 +49,13 @@ variable "bucket_name" {
     )
     error_message = "bucket_name must be a valid S3 bucket name of 3-63 lowercase letters, digits and hyphens, without dots and without a reserved prefix (xn--, sthree-) or suffix (-s3alias, --ol-s3, --x-s3)."
   }
+}
+
+variable "create_bucket" {
+  description = "Create the bucket bucket_name (default). false: bucket_name is an existing bucket of yours, and the module creates no bucket resource and manages none of its settings or its policy; you keep versioning on, default encryption SSE-KMS with the key (output kms_key_arn) and S3 Bucket Keys, all four public access block settings, BucketOwnerEnforced and a TLS-only policy (output bucket_policy_statements; README.md, \"Bring your own bucket and key\"). The roles get exactly the same IAM grants on it. The variables of a created bucket (force_destroy, the lifecycle days, access logging) are then ignored."
+  type        = bool
+  default     = true
+  nullable    = false
 }
 
 variable "force_destroy" {
@@ -171,6 +178,24 @@ variable "access_log_prefix" {
 # ---------------------------------------------------------------------------------------------------
 # KMS
 # ---------------------------------------------------------------------------------------------------
+
+variable "create_kms_key" {
+  description = "Create the customer-managed KMS key (default). false: use the existing key kms_key_arn instead; the module then creates no key or alias and manages no key policy: the roles get the same grants through their IAM policies (with the s3memory encryption context and the store identity, or via S3 for this bucket), and the key policy must let them (and CloudWatch Logs, with encrypt_log_groups) use the key: output required_key_policy_statements holds the statements to add, or a key policy that delegates to IAM (the account root with kms:*) suffices for the roles. kms_key_alias, kms_key_deletion_window_in_days and kms_key_administrator_arns are then ignored."
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
+variable "kms_key_arn" {
+  description = "With create_kms_key = false (and only then): the ARN of your existing symmetric customer-managed KMS key, in the provider's region. A key ARN, not an alias."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.kms_key_arn == null ? true : can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[a-zA-Z0-9-]+$", var.kms_key_arn))
+    error_message = "kms_key_arn must be null or a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<key id>); aliases are not accepted (IAM policies name keys by key ARN)."
+  }
+}
 
 variable "kms_key_alias" {
   description = "Alias of the customer-managed KMS key (must start with \"alias/\"; the reserved \"alias/aws/\" namespace is refused)."
@@ -393,15 +418,20 @@ variable "memory_function_memory_size" {
 }
 
 variable "memory_function_reserved_concurrency" {
-  description = "Reserved concurrent executions of the memory function (default 100): also its ceiling, so a flood of slow requests cannot take the account's whole concurrency pool. Lambda keeps 100 of the account's concurrency unreserved, so an account whose limit is low (new accounts may have 10) must lower this and agent_function_reserved_concurrency, or apply fails. -1 leaves the function unreserved (the account's unreserved pool, no ceiling), 0 disables it."
+  description = "Reserved concurrent executions of the memory function. null (default) leaves it unreserved: it runs in the account's unreserved pool, with no ceiling of its own. A whole number reserves that many, which is also its ceiling: a flood of slow requests can then not take the whole pool from the account's other functions, but Lambda keeps 100 of the account's concurrency unreserved, so a reservation fails on an account whose limit is low (new accounts may have 10). 0 disables the function (every invocation is throttled)."
   type        = number
-  default     = 100
-  nullable    = false
+  default     = null
 
   validation {
-    condition     = var.memory_function_reserved_concurrency >= -1 && floor(var.memory_function_reserved_concurrency) == var.memory_function_reserved_concurrency
-    error_message = "memory_function_reserved_concurrency must be a whole number, -1 or greater."
+    condition     = var.memory_function_reserved_concurrency == null ? true : (var.memory_function_reserved_concurrency >= 0 && floor(var.memory_function_reserved_concurrency) == var.memory_function_reserved_concurrency)
+    error_message = "memory_function_reserved_concurrency must be null (unreserved: the account's pool, no ceiling) or a whole number, 0 (disabled) or greater (reserved, and its ceiling)."
   }
+}
+
+variable "create_agent_function" {
+  description = "Create the agent function `<name_prefix>-agent` (a Claude conversation with the memory tool, direct-invoked by a trusted backend), its role, its log group and its place among the key users. It needs an Anthropic API key, which it reads from anthropic_api_key_secret_arn. null (default): created exactly when anthropic_api_key_secret_arn is set, so that a deployment whose own agent calls the memory function (or the MCP endpoint) gets no function, and no role able to decrypt every user's memory, that it cannot use. true or false decides regardless (true without a secret plans with a warning: the function would have no API key)."
+  type        = bool
+  default     = null
 }
 
 variable "agent_function_timeout" {
@@ -429,14 +459,13 @@ variable "agent_function_memory_size" {
 }
 
 variable "agent_function_reserved_concurrency" {
-  description = "Reserved concurrent executions of the agent function (default 10): also its ceiling (each invocation waits on the Anthropic API for up to its timeout). See memory_function_reserved_concurrency for accounts with a low concurrency limit. -1 leaves it unreserved, 0 disables it."
+  description = "Reserved concurrent executions of the agent function: null (default) unreserved, 0 disabled, a whole number reserved and its ceiling (each invocation waits on the Anthropic API for up to its timeout). The trade-off is memory_function_reserved_concurrency's."
   type        = number
-  default     = 10
-  nullable    = false
+  default     = null
 
   validation {
-    condition     = var.agent_function_reserved_concurrency >= -1 && floor(var.agent_function_reserved_concurrency) == var.agent_function_reserved_concurrency
-    error_message = "agent_function_reserved_concurrency must be a whole number, -1 or greater."
+    condition     = var.agent_function_reserved_concurrency == null ? true : (var.agent_function_reserved_concurrency >= 0 && floor(var.agent_function_reserved_concurrency) == var.agent_function_reserved_concurrency)
+    error_message = "agent_function_reserved_concurrency must be null (unreserved: the account's pool, no ceiling) or a whole number, 0 (disabled) or greater (reserved, and its ceiling)."
   }
 }
 
@@ -552,6 +581,56 @@ variable "memory_function_allow_direct_invocation" {
   description = "Whether the memory function serves events without API Gateway's requestContext, in which the caller names the user_id (S3MEMORY_DIRECT_INVOCATION = allow or refuse). null (default): allowed when create_http_api is false, refused when the HTTP API fronts the function, so that lambda:InvokeFunction alone does not reach every user's memory. HTTP API events are always served after the function verifies their JWT itself. The agent function is direct-invoked by design and is not affected."
   type        = bool
   default     = null
+}
+
+# ---------------------------------------------------------------------------------------------------
+# Dead-letter target and VPC (optional; network.tf)
+# ---------------------------------------------------------------------------------------------------
+
+variable "dead_letter_target_arn" {
+  description = "ARN of an SQS queue or SNS topic that receives the event of an asynchronous invocation that failed all of Lambda's retries (the function's dead-letter queue), for the functions that can be invoked asynchronously: the expiry function (its schedule invokes it so) and the memory and agent functions (when a direct invoker uses InvocationType Event). Their roles may then sqs:SendMessage or sns:Publish to exactly it. The MCP function, only ever invoked synchronously by API Gateway, gets none. Lambda sends the event whole: for the memory and agent functions that is the caller's command or prompt, the user id and any file text included, so the queue or topic must be encrypted (dead_letter_kms_key_arn) and as restricted as the bucket. A standard queue or topic (Lambda refuses FIFO ones). null (default): none."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.dead_letter_target_arn == null ? true : can(regex("^arn:aws[a-z-]*:(sqs|sns):[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$", var.dead_letter_target_arn))
+    error_message = "dead_letter_target_arn must be null or the ARN of a standard SQS queue or SNS topic (arn:<partition>:sqs:<region>:<account>:<name> or arn:<partition>:sns:...), not a FIFO one."
+  }
+}
+
+variable "dead_letter_kms_key_arn" {
+  description = "ARN of the customer-managed KMS key that encrypts the dead-letter queue or topic, if any: the roles that send to it may then kms:GenerateDataKey and kms:Decrypt with it, only through SQS or SNS. Its key policy must allow them too (or delegate to IAM). Used only with dead_letter_target_arn. null (default): none (an unencrypted target, or SSE with an AWS-managed key)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.dead_letter_kms_key_arn == null ? true : can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[a-zA-Z0-9-]+$", var.dead_letter_kms_key_arn))
+    error_message = "dead_letter_kms_key_arn must be null or a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<key id>); aliases are not accepted."
+  }
+}
+
+variable "vpc_subnet_ids" {
+  description = "Subnets to attach every function to (Lambda's vpc_config), with vpc_security_group_ids: both or neither. The roles then get the network-interface permissions of the AWS managed policy AWSLambdaVPCAccessExecutionRole (without its logs permissions, which they have for their own log groups). The subnets need a route to S3 (a gateway endpoint) and to KMS (an interface endpoint, or NAT), and, as each function requires, to Secrets Manager and the Anthropic API (the agent), and to the JWT issuer's keys (the memory and MCP functions behind the HTTP API): README.md, \"VPC\". [] (default): no VPC."
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = length(var.vpc_subnet_ids) <= 16 && alltrue([for id in var.vpc_subnet_ids : can(regex("^subnet-([0-9a-f]{8}|[0-9a-f]{17})$", id))])
+    error_message = "vpc_subnet_ids must be a list of at most 16 subnet ids (subnet-<8 or 17 hex digits>)."
+  }
+}
+
+variable "vpc_security_group_ids" {
+  description = "Security groups of every function's network interfaces, with vpc_subnet_ids: both or neither. They must allow the outbound HTTPS the functions need (see vpc_subnet_ids). [] (default): no VPC."
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = length(var.vpc_security_group_ids) <= 5 && alltrue([for id in var.vpc_security_group_ids : can(regex("^sg-([0-9a-f]{8}|[0-9a-f]{17})$", id))])
+    error_message = "vpc_security_group_ids must be a list of at most 5 security group ids (sg-<8 or 17 hex digits>)."
+  }
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -682,13 +761,13 @@ variable "mcp_function_memory_size" {
 }
 
 variable "mcp_function_reserved_concurrency" {
-  description = "Reserved concurrent executions of the MCP function (default 10): also its ceiling. See memory_function_reserved_concurrency for accounts with a low concurrency limit. null leaves it unreserved (the account's unreserved pool, no ceiling), 0 disables it. With create_mcp_endpoint."
+  description = "Reserved concurrent executions of the MCP function: null (default) unreserved, 0 disabled, a whole number reserved and its ceiling. The trade-off is memory_function_reserved_concurrency's. With create_mcp_endpoint."
   type        = number
-  default     = 10
+  default     = null
 
   validation {
     condition     = var.mcp_function_reserved_concurrency == null ? true : (var.mcp_function_reserved_concurrency >= 0 && floor(var.mcp_function_reserved_concurrency) == var.mcp_function_reserved_concurrency)
-    error_message = "mcp_function_reserved_concurrency must be null (unreserved) or a whole number, 0 or greater."
+    error_message = "mcp_function_reserved_concurrency must be null (unreserved: the account's pool, no ceiling) or a whole number, 0 (disabled) or greater (reserved, and its ceiling)."
   }
 }
 

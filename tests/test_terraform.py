@@ -1,5 +1,5 @@
 """Checks of the Terraform module in terraform/: formatting, init + validate (the module and
-examples/complete), its `terraform test` suites, which run against a mocked AWS provider, and the
+each of terraform/examples, whose own `terraform test` suites run too), its `terraform test` suites, which run against a mocked AWS provider, and the
 messages of plans it refuses (`REFUSALS`).
 
 Nothing is written into the repository: the module is copied to a temporary directory and
@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MODULE_DIR = REPO_ROOT / "terraform"
-EXAMPLE_RELATIVE = Path("examples") / "complete"
+EXAMPLES = sorted(path.name for path in (MODULE_DIR / "examples").iterdir() if path.is_dir())
 TEST_FILES = sorted(path.name for path in (MODULE_DIR / "tests").glob("*.tftest.hcl"))
 
 # Each invocation takes seconds (the slowest `terraform test` file about 15 s); the limit only
@@ -84,10 +85,6 @@ class TerraformWorkspace:
     module_dir: Path
     tmp_root: Path
     base_env: dict[str, str]
-
-    @property
-    def example_dir(self) -> Path:
-        return self.module_dir / EXAMPLE_RELATIVE
 
     def run(self, *args: str, cwd: Path, data_dir_name: str) -> subprocess.CompletedProcess[str]:
         env = dict(self.base_env, TF_DATA_DIR=str(self.tmp_root / data_dir_name))
@@ -217,12 +214,6 @@ def initialized_module(workspace: TerraformWorkspace) -> TerraformWorkspace:
     return workspace
 
 
-@pytest.fixture(scope="module")
-def initialized_example(workspace: TerraformWorkspace) -> TerraformWorkspace:
-    workspace.init(workspace.example_dir, "example-data")
-    return workspace
-
-
 def test_find_provider_mirror_locates_a_registry_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -260,11 +251,19 @@ def test_validate_module(initialized_module: TerraformWorkspace) -> None:
     assert_ok(result, "terraform validate of the module")
 
 
-def test_validate_example(initialized_example: TerraformWorkspace) -> None:
-    result = initialized_example.run(
-        "validate", "-no-color", cwd=initialized_example.example_dir, data_dir_name="example-data"
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_example_validates_and_passes_its_tests(workspace: TerraformWorkspace, example: str) -> None:
+    example_dir = workspace.module_dir / "examples" / example
+    data_dir = f"example-{example}-data"
+    workspace.init(example_dir, data_dir)
+    assert_ok(
+        workspace.run("validate", "-no-color", cwd=example_dir, data_dir_name=data_dir),
+        f"terraform validate of examples/{example}",
     )
-    assert_ok(result, "terraform validate of examples/complete")
+    assert list((example_dir / "tests").glob("*.tftest.hcl")), f"examples/{example} has no tests"
+    result = workspace.run("test", "-no-color", cwd=example_dir, data_dir_name=data_dir)
+    assert_ok(result, f"terraform test of examples/{example}")
+    assert "0 failed" in result.stdout, result.stdout
 
 
 def test_module_has_terraform_tests() -> None:
@@ -366,6 +365,30 @@ REFUSALS = {
         {"mcp_url": '"http://memory.example.com/mcp"'},
         "mcp_url must be null or an https:// URL without spaces, query or fragment, such as "
         '"https://memory.example.com/mcp".',
+    ),
+    "existing_key_without_its_arn": (
+        {"create_kms_key": "false"},
+        "create_kms_key = false needs kms_key_arn (the ARN of your key); with create_kms_key = true (the "
+        "default) the module creates the key, so leave kms_key_arn unset.",
+    ),
+    "existing_key_as_an_alias": (
+        {"create_kms_key": "false", "kms_key_arn": '"arn:aws:kms:eu-west-1:123456789012:alias/agent-memory"'},
+        "kms_key_arn must be null or a KMS key ARN (arn:<partition>:kms:<region>:<account>:key/<key id>); "
+        "aliases are not accepted (IAM policies name keys by key ARN).",
+    ),
+    "vpc_subnets_without_security_groups": (
+        {"vpc_subnet_ids": '["subnet-0123456789abcdef0"]'},
+        "Set both vpc_subnet_ids and vpc_security_group_ids (every function in those subnets, with those "
+        "security groups) or neither (no VPC).",
+    ),
+    "dead_letter_target_fifo": (
+        {"dead_letter_target_arn": '"arn:aws:sqs:eu-west-1:123456789012:s3memory-dlq.fifo"'},
+        "dead_letter_target_arn must be null or the ARN of a standard SQS queue or SNS topic",
+    ),
+    "reserved_concurrency_minus_one": (
+        {"memory_function_reserved_concurrency": "-1"},
+        "memory_function_reserved_concurrency must be null (unreserved: the account's pool, no ceiling) or a "
+        "whole number, 0 (disabled) or greater (reserved, and its ceiling).",
     ),
     "store_id_with_a_control_character": (
         {"storage_format": "2", "store_id": '"source\\nbucket"'},
@@ -528,6 +551,8 @@ ENVELOPE_SIDS = (
     "DecryptWithS3memoryContext",
 )
 FORMAT_CASES = {"default": None, "format_1": 1, "format_2": 2}
+# The agent function exists by default only with an Anthropic API key secret.
+SECRET_ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"
 
 
 def _expected_environments(storage_format: int) -> dict[str, dict[str, str]]:
@@ -541,7 +566,7 @@ def _expected_environments(storage_format: int) -> dict[str, dict[str, str]]:
         store["S3MEMORY_STORE_ID"] = FORMAT_BUCKET
     return {
         "memory": {**store, "S3MEMORY_DIRECT_INVOCATION": "allow"},
-        "agent": {**store, "S3MEMORY_MODEL": "claude-sonnet-4-5"},
+        "agent": {**store, "S3MEMORY_MODEL": "claude-sonnet-4-5", "ANTHROPIC_API_KEY_SECRET_ARN": SECRET_ARN},
         "expiry": {**store, "S3MEMORY_EXPIRE_IDLE_DAYS": "30"},
     }
 
@@ -579,13 +604,13 @@ def test_storage_format_reaches_every_function_and_the_grants(
     condition = json.dumps(_expected_envelope_condition(storage_format), sort_keys=True)
     functions = {
         "memory": "aws_lambda_function.memory",
-        "agent": "aws_lambda_function.agent",
+        "agent": "aws_lambda_function.agent[0]",
         "expiry": "aws_lambda_function.expiry[0]",
     }
     policies = [
-        "aws_kms_key.memory.policy",
+        "aws_kms_key.memory[0].policy",
         "aws_iam_role_policy.memory.policy",
-        "aws_iam_role_policy.agent.policy",
+        "aws_iam_role_policy.agent[0].policy",
         "aws_iam_role_policy.expiry[0].policy",
         "aws_iam_role_policy.operator[0].policy",
     ]
@@ -621,12 +646,60 @@ def test_storage_format_reaches_every_function_and_the_grants(
         f"storage_format_{case}",
         FORMAT_BUCKET,
         f'run "{case}" {{\n  command = apply\n\n  variables {{\n{assignment}'
-        "    expiry_idle_days                = 30\n    create_operator_role            = true\n"
+        f'    expiry_idle_days                = 30\n    anthropic_api_key_secret_arn    = "{SECRET_ARN}"\n'
+        "    create_operator_role            = true\n"
         '    operator_trusted_principal_arns = ["arn:aws:iam::123456789012:role/memory-admin"]\n'
         f"  }}\n\n{body}}}\n",
     )
     assert_ok(result, f"terraform test of storage format {case}")
     assert "1 passed, 0 failed" in result.stdout, result.stdout
+
+
+# Provider 5 and 6 (versions.tf): the constraint, everywhere a configuration of the module states one,
+# and nothing that provider 6 removed, renamed or deprecated among what the module's resources could
+# use (the v6 upgrade guide and 6.x changelog). Only 5.100.0 installs here, so this is read, not run.
+PROVIDER_CONSTRAINT = '">= 5.100, < 7.0"'
+PROVIDER_6_CHANGES = {
+    r"data\.aws_region\.\w+\.(name|id|region)\b": "aws_region: `name` deprecated in 6.0, `id` in 6.47, "
+    "`region` absent from 5 (data.tf reads it by a computed key)",
+    r"\baws_s3_bucket\.\w+(\[[^\]]*\])?\.region\b": "aws_s3_bucket: `region` is Enhanced Region Support in 6 "
+    "(`bucket_region` is the bucket's)",
+    r"\bs3_us_east_1_regional_endpoint\b": "provider: the global S3 endpoint is deprecated in 6",
+    r"\b(stage_name|stage_description|canary_settings)\b": "aws_api_gateway_deployment: removed in 6",
+    r"\breset_on_delete\b": "aws_api_gateway_account: removed in 6",
+    r"\b(inline_policy|managed_policy_arns)\b": "aws_iam_role: deprecated exclusive-management arguments",
+}
+
+
+def _terraform_sources() -> dict[str, str]:
+    return {
+        str(path.relative_to(MODULE_DIR)): path.read_text("utf-8")
+        for path in sorted(MODULE_DIR.rglob("*.tf"))
+        if ".terraform" not in path.parts
+    }
+
+
+def test_provider_constraint_allows_5_and_6() -> None:
+    sources = _terraform_sources()
+    constraints = {
+        name: re.findall(r'source\s*=\s*"hashicorp/aws"\s*\n(?:\s*#.*\n)*\s*version\s*=\s*(".*?")', text)
+        for name, text in sources.items()
+        if "required_providers" in text
+    }
+    apply_test = (REPO_ROOT / "tests" / "test_terraform_apply.py").read_text("utf-8")
+    constraints["tests/test_terraform_apply.py"] = re.findall(r'version = (".*?")', apply_test)
+    assert constraints == {name: [PROVIDER_CONSTRAINT] for name in constraints}, constraints
+    assert {"versions.tf", *(f"examples/{example}/versions.tf" for example in EXAMPLES)} <= set(constraints)
+
+
+def test_module_uses_nothing_provider_6_removed_or_deprecated() -> None:
+    found = [
+        (name, match.group(0), why)
+        for name, text in _terraform_sources().items()
+        for pattern, why in PROVIDER_6_CHANGES.items()
+        for match in re.finditer(pattern, "\n".join(line.split("#", 1)[0] for line in text.splitlines()))
+    ]
+    assert found == []
 
 
 # Shared memory mounts: what the module puts in S3MEMORY_MOUNTS, read from the plan `terraform test

@@ -32,7 +32,8 @@ Where moto differs from AWS, the test adapts and says why:
   the provider fills from what it reads back): the test checks them in the plan that apply printed
   (and would check the API's answer if moto returned it); `terraform test` checks the plan too.
 - **Reserved concurrency.** moto stores it and returns it with `GetFunction` (`Concurrency`), so the
-  defaults (100 and 10, and the expiry function's 1) are read back through the Lambda API.
+  defaults (none reserved for the memory and agent functions, 1 for the expiry function) and the MCP
+  apply's explicit 10 are read back through the Lambda API.
 - **Versions at destroy.** moto (5.2.5) fails `DeleteObjects` on a key whose versions include a
   delete marker once the bucket's versioning is suspended (`'FakeDeleteMarker' object has no
   attribute 'dispose'`, a 500), and destroy suspends it (it removes `aws_s3_bucket_versioning`)
@@ -158,7 +159,7 @@ terraform {{
   required_providers {{
     aws = {{
       source  = "hashicorp/aws"
-      version = "~> 5.0"
+      version = ">= 5.100, < 7.0"
     }}
   }}
 }}
@@ -209,6 +210,9 @@ module "s3memory" {{
   create_operator_role            = true
   operator_trusted_principal_arns = [aws_iam_role.memory_admin.arn]
   expiry_idle_days                = {EXPIRY_IDLE_DAYS}
+  # No Anthropic API key secret here (the function never runs): created on request, with the
+  # module's warning that it has no key.
+  create_agent_function           = true
 }}
 
 output "module" {{
@@ -292,13 +296,13 @@ def check_applied(outputs: dict[str, Any], endpoint: str) -> dict[str, str]:
         assert statement["Condition"] == pinned, kind
 
     environments: dict[str, dict[str, str]] = {}
-    for kind, reserved in (("memory", 100), ("agent", 10)):
+    for kind in ("memory", "agent"):
         function = lam.get_function(FunctionName=outputs[f"{kind}_function_name"])
         configuration = function["Configuration"]
         assert configuration["Handler"] == f"s3memory.aws_lambda.{kind}_handler"
         assert configuration["Runtime"] == "python3.11"
         assert configuration["Role"] == outputs[f"{kind}_role_arn"]
-        assert function["Concurrency"] == {"ReservedConcurrentExecutions": reserved}
+        assert "ReservedConcurrentExecutions" not in function.get("Concurrency", {})  # unreserved by default
         # moto does not keep LoggingConfig (see the docstring): when it one day returns it, it must be right.
         if "LoggingConfig" in configuration:
             assert configuration["LoggingConfig"]["LogFormat"] == "JSON"
@@ -527,12 +531,12 @@ def _listed(value: str | list[str]) -> list[str]:
     return [value] if isinstance(value, str) else value
 
 
-def check_logging_config_planned(apply_output: str) -> None:
-    """The three functions' logging_config as the plan that apply printed has it: moto accepts
+def check_logging_config_planned(apply_output: str, functions: int) -> None:
+    """The functions' logging_config as the plan that apply printed has it: moto accepts
     LoggingConfig but neither keeps nor returns it, so neither the Lambda API nor the state (which
     the provider fills from what it reads back) has it."""
     blocks = re.findall(r"\+ logging_config \{(.*?)\}", apply_output, flags=re.DOTALL)
-    assert len(blocks) == 3, apply_output  # memory, agent, expiry
+    assert len(blocks) == functions, apply_output
     for block in blocks:
         settings = dict(re.findall(r'\+ (\w+)\s+= "([^"]*)"', block))
         assert settings == {"application_log_level": "INFO", "log_format": "JSON", "system_log_level": "WARN"}
@@ -687,8 +691,9 @@ def test_apply_use_destroy(
     destroyed: subprocess.CompletedProcess[str] | None = None
     try:
         assert_ok(applied, "terraform apply against moto")
-        # 17 of the module by default, the operator role and its policy, the root's admin role, and
-        # idle expiry's 7: function, log group, role and policy, schedule, its role and policy.
+        # 13 of the module by default, the agent function's 4 (function, role, policy, log group), the
+        # operator role and its policy, the root's admin role, and idle expiry's 7: function, log
+        # group, role and policy, schedule, its role and policy.
         assert "Apply complete! Resources: 27 added" in applied.stdout
         output = terraform("output", "-json")
         assert_ok(output, "terraform output")
@@ -697,7 +702,7 @@ def test_apply_use_destroy(
         environment = check_applied(outputs, moto_endpoint)
         check_operator_role(outputs, root_outputs["memory_admin_role_arn"]["value"], moto_endpoint)
         check_expiry(outputs, moto_endpoint)
-        check_logging_config_planned(applied.stdout)
+        check_logging_config_planned(applied.stdout, 3)  # memory, agent, expiry
         use_memory(outputs, environment, moto_endpoint, monkeypatch, caplog)
     finally:
         remove_every_version(moto_endpoint, bucket_name(suffix))
@@ -794,6 +799,7 @@ module "s3memory" {{
   jwt_audience                    = ["{AUDIENCE}"]
   jwt_authorization_scopes        = ["{MCP_SCOPE}"]
   create_mcp_endpoint             = true
+  mcp_function_reserved_concurrency = 10
 }}
 
 output "module" {{
@@ -1020,15 +1026,18 @@ def test_apply_mcp_endpoint_use_destroy(
         destroyed: subprocess.CompletedProcess[str] | None = None
         try:
             assert_ok(applied, "terraform apply against moto")
-            # 17 of the module by default, the HTTP API's 7 (API, authorizer, stage, log group, the
-            # memory route, integration and permission) and the MCP endpoint's 11 (function, role,
-            # policy, log group, integration, 3 routes, 3 permissions).
-            assert "Apply complete! Resources: 35 added" in applied.stdout
+            # 13 of the module by default (no agent function without a secret), the HTTP API's 7 (API,
+            # authorizer, stage, log group, the memory route, integration and permission) and the MCP
+            # endpoint's 11 (function, role, policy, log group, integration, 3 routes, 3 permissions).
+            assert "Apply complete! Resources: 31 added" in applied.stdout
             output = terraform("output", "-json")
             assert_ok(output, "terraform output")
             outputs = json.loads(output.stdout)["module"]["value"]
+            # Without a secret (and create_agent_function unset) there is no agent function.
+            assert [outputs[name] for name in ("agent_function_arn", "agent_role_arn")] == [None, None]
+            assert outputs["log_group_names"]["agent"] is None
             found = check_mcp_applied(outputs, moto_endpoint, issuer.url)
-            check_logging_config_planned(applied.stdout)  # memory, agent, mcp
+            check_logging_config_planned(applied.stdout, 2)  # memory, mcp (no agent without a secret)
             use_mcp(outputs, found, issuer, certificate, moto_endpoint, monkeypatch)
         finally:
             remove_every_version(moto_endpoint, bucket_name(suffix))

@@ -80,7 +80,7 @@ run "api_enabled" {
 
   assert {
     condition = anytrue([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement :
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
       statement.Sid == "CloudWatchLogsForModuleLogGroups" && try(contains(
         statement.Condition.ArnEquals["kms:EncryptionContext:aws:logs:arn"],
         "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/apigateway/s3memory-http-api",

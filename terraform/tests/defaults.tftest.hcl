@@ -8,6 +8,9 @@ mock_provider "aws" {
 variables {
   bucket_name     = "s3memory-test-bucket"
   lambda_zip_path = "tests/fixtures/lambda.zip"
+  # The agent function exists by default only with an Anthropic API key secret (agent.tftest.hcl);
+  # these runs examine it too.
+  anthropic_api_key_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"
 }
 
 run "bucket_is_locked_down" {
@@ -15,34 +18,34 @@ run "bucket_is_locked_down" {
 
   assert {
     condition = alltrue([
-      aws_s3_bucket_public_access_block.memory.block_public_acls,
-      aws_s3_bucket_public_access_block.memory.block_public_policy,
-      aws_s3_bucket_public_access_block.memory.ignore_public_acls,
-      aws_s3_bucket_public_access_block.memory.restrict_public_buckets,
+      aws_s3_bucket_public_access_block.memory[0].block_public_acls,
+      aws_s3_bucket_public_access_block.memory[0].block_public_policy,
+      aws_s3_bucket_public_access_block.memory[0].ignore_public_acls,
+      aws_s3_bucket_public_access_block.memory[0].restrict_public_buckets,
     ])
     error_message = "All four public access block settings must be true."
   }
 
   assert {
-    condition     = aws_s3_bucket_versioning.memory.versioning_configuration[0].status == "Enabled"
+    condition     = aws_s3_bucket_versioning.memory[0].versioning_configuration[0].status == "Enabled"
     error_message = "Bucket versioning must be enabled."
   }
 
   assert {
-    condition     = aws_s3_bucket_ownership_controls.memory.rule[0].object_ownership == "BucketOwnerEnforced"
+    condition     = aws_s3_bucket_ownership_controls.memory[0].rule[0].object_ownership == "BucketOwnerEnforced"
     error_message = "Object ownership must be BucketOwnerEnforced (ACLs disabled)."
   }
 
   assert {
-    condition     = aws_s3_bucket.memory.force_destroy == false
+    condition     = aws_s3_bucket.memory[0].force_destroy == false
     error_message = "force_destroy must default to false."
   }
 
   assert {
     condition = alltrue([
-      for rule in aws_s3_bucket_server_side_encryption_configuration.memory.rule :
+      for rule in aws_s3_bucket_server_side_encryption_configuration.memory[0].rule :
       rule.bucket_key_enabled && rule.apply_server_side_encryption_by_default[0].sse_algorithm == "aws:kms"
-    ]) && length(aws_s3_bucket_server_side_encryption_configuration.memory.rule) == 1
+    ]) && length(aws_s3_bucket_server_side_encryption_configuration.memory[0].rule) == 1
     error_message = "Default encryption must be SSE-KMS with bucket keys enabled."
   }
 
@@ -57,7 +60,7 @@ run "bucket_policy_requires_tls" {
 
   assert {
     condition = length([
-      for statement in jsondecode(aws_s3_bucket_policy.memory.policy).Statement : statement
+      for statement in jsondecode(aws_s3_bucket_policy.memory[0].policy).Statement : statement
       if statement.Effect == "Deny" &&
       statement.Principal == "*" &&
       try(statement.Condition.Bool["aws:SecureTransport"], "") == "false" &&
@@ -69,7 +72,7 @@ run "bucket_policy_requires_tls" {
 
   assert {
     condition = length([
-      for statement in jsondecode(aws_s3_bucket_policy.memory.policy).Statement : statement
+      for statement in jsondecode(aws_s3_bucket_policy.memory[0].policy).Statement : statement
       if statement.Effect == "Allow"
     ]) == 0
     error_message = "The bucket policy must only deny; access is granted by IAM."
@@ -80,17 +83,17 @@ run "lifecycle_defaults" {
   command = plan
 
   assert {
-    condition     = [for rule in aws_s3_bucket_lifecycle_configuration.memory.rule : rule.id] == ["expire-noncurrent-versions", "abort-incomplete-multipart-uploads"]
+    condition     = [for rule in aws_s3_bucket_lifecycle_configuration.memory[0].rule : rule.id] == ["expire-noncurrent-versions", "abort-incomplete-multipart-uploads"]
     error_message = "By default only the noncurrent-version and multipart rules exist (no object expiration)."
   }
 
   assert {
-    condition     = aws_s3_bucket_lifecycle_configuration.memory.rule[0].noncurrent_version_expiration[0].noncurrent_days == 30
+    condition     = aws_s3_bucket_lifecycle_configuration.memory[0].rule[0].noncurrent_version_expiration[0].noncurrent_days == 30
     error_message = "Noncurrent versions must expire after var.noncurrent_version_expiration_days (default 30)."
   }
 
   assert {
-    condition     = aws_s3_bucket_lifecycle_configuration.memory.rule[1].abort_incomplete_multipart_upload[0].days_after_initiation == 7
+    condition     = aws_s3_bucket_lifecycle_configuration.memory[0].rule[1].abort_incomplete_multipart_upload[0].days_after_initiation == 7
     error_message = "Incomplete multipart uploads must be aborted after var.abort_incomplete_multipart_upload_days."
   }
 }
@@ -99,17 +102,17 @@ run "key_rotation_and_alias" {
   command = plan
 
   assert {
-    condition     = aws_kms_key.memory.enable_key_rotation
+    condition     = aws_kms_key.memory[0].enable_key_rotation
     error_message = "Automatic key rotation must be enabled."
   }
 
   assert {
-    condition     = aws_kms_key.memory.deletion_window_in_days == 30
+    condition     = aws_kms_key.memory[0].deletion_window_in_days == 30
     error_message = "The deletion window defaults to 30 days."
   }
 
   assert {
-    condition     = aws_kms_alias.memory.name == "alias/agent-memory"
+    condition     = aws_kms_alias.memory[0].name == "alias/agent-memory"
     error_message = "The key alias defaults to alias/agent-memory."
   }
 }
@@ -123,13 +126,13 @@ run "functions" {
   }
 
   assert {
-    condition     = aws_lambda_function.agent.handler == "s3memory.aws_lambda.agent_handler"
+    condition     = aws_lambda_function.agent[0].handler == "s3memory.aws_lambda.agent_handler"
     error_message = "Wrong agent handler."
   }
 
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent] :
+      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0]] :
       fn.runtime == "python3.11" && fn.architectures == tolist(["x86_64"]) &&
       fn.source_code_hash == filebase64sha256("tests/fixtures/lambda.zip")
     ])
@@ -137,7 +140,7 @@ run "functions" {
   }
 
   assert {
-    condition     = aws_lambda_function.memory.timeout == 30 && aws_lambda_function.agent.timeout == 120
+    condition     = aws_lambda_function.memory.timeout == 30 && aws_lambda_function.agent[0].timeout == 120
     error_message = "Default timeouts are 30 s (memory) and 120 s (agent)."
   }
 
@@ -145,8 +148,8 @@ run "functions" {
     condition = (
       aws_lambda_function.memory.environment[0].variables["S3MEMORY_BUCKET"] == "s3memory-test-bucket" &&
       aws_lambda_function.memory.environment[0].variables["S3MEMORY_PREFIX"] == "users/" &&
-      aws_lambda_function.agent.environment[0].variables["S3MEMORY_MODEL"] == "claude-sonnet-4-5" &&
-      !contains(keys(aws_lambda_function.agent.environment[0].variables), "ANTHROPIC_API_KEY_SECRET_ARN") &&
+      aws_lambda_function.agent[0].environment[0].variables["S3MEMORY_MODEL"] == "claude-sonnet-4-5" &&
+      aws_lambda_function.agent[0].environment[0].variables["ANTHROPIC_API_KEY_SECRET_ARN"] == "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf" &&
       !contains(keys(aws_lambda_function.memory.environment[0].variables), "S3MEMORY_MODEL")
     )
     error_message = "Environment variables are wrong."
@@ -155,9 +158,9 @@ run "functions" {
   assert {
     condition = (
       aws_cloudwatch_log_group.memory.name == "/aws/lambda/s3memory-memory" &&
-      aws_cloudwatch_log_group.agent.name == "/aws/lambda/s3memory-agent" &&
+      aws_cloudwatch_log_group.agent[0].name == "/aws/lambda/s3memory-agent" &&
       aws_cloudwatch_log_group.memory.retention_in_days == 30 &&
-      aws_cloudwatch_log_group.agent.retention_in_days == 30
+      aws_cloudwatch_log_group.agent[0].retention_in_days == 30
     )
     error_message = "Each function gets its own /aws/lambda/<name> log group with 30-day retention."
   }
@@ -189,7 +192,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] :
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
       !strcontains(policy, "\"s3:*\"") && !strcontains(policy, "\"kms:*\"") && !strcontains(policy, "\"*\"")
     ])
     error_message = "No role policy may grant s3:*, kms:* or a wildcard action/resource (X-Ray is off by default)."
@@ -197,7 +200,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] :
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
       toset(flatten([
         for statement in jsondecode(policy).Statement : [
           for action in flatten([statement.Action]) : action if startswith(action, "s3:")
@@ -209,7 +212,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] :
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
       alltrue([for statement in jsondecode(policy).Statement : statement.Effect == "Allow" && !can(statement.NotAction) && !can(statement.NotResource)])
     ])
     error_message = "Role policies use plain Allow/Action/Resource statements (no NotAction/NotResource)."
@@ -217,7 +220,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue(flatten([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] : [
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] : [
         for statement in jsondecode(policy).Statement : statement.Resource == "arn:aws:s3:::s3memory-test-bucket/users/*"
         if startswith(flatten([statement.Action])[0], "s3:") && statement.Action != "s3:ListBucket"
       ]
@@ -227,7 +230,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] :
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
       length([
         for statement in jsondecode(policy).Statement : statement
         if statement.Action == "s3:ListBucket" &&
@@ -240,11 +243,11 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] :
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
       length([
         for statement in jsondecode(policy).Statement : statement
         if statement.Sid == "EnvelopeKeysWithS3memoryContext" &&
-        statement.Resource == aws_kms_key.memory.arn &&
+        statement.Resource == aws_kms_key.memory[0].arn &&
         toset(flatten([statement.Action])) == toset(["kms:GenerateDataKey", "kms:Decrypt"]) &&
         try(statement.Condition.Null["kms:EncryptionContext:s3memory:user"], null) == "false"
       ]) == 1
@@ -254,11 +257,11 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] :
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
       length([
         for statement in jsondecode(policy).Statement : statement
         if statement.Sid == "BucketSseViaS3" &&
-        statement.Resource == aws_kms_key.memory.arn &&
+        statement.Resource == aws_kms_key.memory[0].arn &&
         try(statement.Condition.StringEquals["kms:ViaService"], null) == "s3.eu-west-1.amazonaws.com"
       ]) == 1
     ])
@@ -267,8 +270,8 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue(flatten([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] : [
-        for statement in jsondecode(policy).Statement : statement.Resource == "${aws_kms_key.memory.arn}"
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] : [
+        for statement in jsondecode(policy).Statement : statement.Resource == "${aws_kms_key.memory[0].arn}"
         if startswith(flatten([statement.Action])[0], "kms:")
       ]
     ]))
@@ -278,17 +281,17 @@ run "least_privilege_iam" {
   assert {
     condition = (
       [for s in jsondecode(aws_iam_role_policy.memory.policy).Statement : s.Resource if s.Sid == "OwnLogGroup"] == ["arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/s3memory-memory:*"] &&
-      [for s in jsondecode(aws_iam_role_policy.agent.policy).Statement : s.Resource if s.Sid == "OwnLogGroup"] == ["arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/s3memory-agent:*"]
+      [for s in jsondecode(aws_iam_role_policy.agent[0].policy).Statement : s.Resource if s.Sid == "OwnLogGroup"] == ["arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/s3memory-agent:*"]
     )
     error_message = "Each role may only write to its own log group."
   }
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] :
-      !strcontains(policy, "secretsmanager") && !strcontains(policy, "logs:CreateLogGroup")
-    ])
-    error_message = "Without a secret ARN no role may read secrets; no role may create log groups."
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
+      !strcontains(policy, "logs:CreateLogGroup")
+    ]) && !strcontains(aws_iam_role_policy.memory.policy, "secretsmanager")
+    error_message = "Only the agent role may read the secret; no role may create log groups."
   }
 
   assert {
@@ -297,7 +300,7 @@ run "least_privilege_iam" {
   }
 
   assert {
-    condition     = aws_lambda_function.memory.environment[0].variables["S3MEMORY_KMS_KEY_ID"] == aws_kms_key.memory.arn
+    condition     = aws_lambda_function.memory.environment[0].variables["S3MEMORY_KMS_KEY_ID"] == aws_kms_key.memory[0].arn
     error_message = "S3MEMORY_KMS_KEY_ID must be the key ARN."
   }
 }
@@ -307,7 +310,7 @@ run "key_policy" {
 
   assert {
     condition = alltrue([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement :
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
       !contains(flatten([statement.Action]), "kms:*") && !contains(flatten([statement.Action]), "kms:Decrypt") && !contains(flatten([statement.Action]), "kms:GenerateDataKey")
       if contains(["ReadOnlyByAccount", "KeyAdministration", "KeyPolicyChangeBreakGlass"], statement.Sid)
     ])
@@ -316,9 +319,9 @@ run "key_policy" {
 
   assert {
     condition = length([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement
       if statement.Sid == "EnvelopeKeysWithS3memoryContext" &&
-      try(toset(statement.Principal.AWS), null) == toset([aws_iam_role.memory.arn, aws_iam_role.agent.arn]) &&
+      try(toset(statement.Principal.AWS), null) == toset([aws_iam_role.memory.arn, aws_iam_role.agent[0].arn]) &&
       try(statement.Condition.Null["kms:EncryptionContext:s3memory:user"], null) == "false"
     ]) == 1
     error_message = "The key policy must let the two roles use the key only with the s3memory encryption context."
@@ -326,14 +329,14 @@ run "key_policy" {
 
   assert {
     condition = alltrue([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement :
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
       try(statement.Principal.AWS != "*", true) && try(statement.Principal != "*", true)
     ])
     error_message = "The key policy must not have a wildcard principal."
   }
 
   assert {
-    condition     = aws_cloudwatch_log_group.memory.kms_key_id == aws_kms_key.memory.arn
+    condition     = aws_cloudwatch_log_group.memory.kms_key_id == aws_kms_key.memory[0].arn
     error_message = "Log groups are encrypted with the module key by default."
   }
 }

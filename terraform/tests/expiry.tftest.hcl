@@ -12,6 +12,9 @@ mock_provider "aws" {
 variables {
   bucket_name     = "s3memory-test-bucket"
   lambda_zip_path = "tests/fixtures/lambda.zip"
+  # The agent function exists by default only with an Anthropic API key secret (agent.tftest.hcl);
+  # these runs examine it too.
+  anthropic_api_key_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"
 
   # The expiry role's policy, in full.
   expected_expiry_role_policy = {
@@ -83,12 +86,12 @@ run "off_by_default" {
   }
 
   assert {
-    condition     = !strcontains(aws_kms_key.memory.policy, "expiry") && !strcontains(aws_kms_key.memory.policy, "Expiry")
+    condition     = !strcontains(aws_kms_key.memory[0].policy, "expiry") && !strcontains(aws_kms_key.memory[0].policy, "Expiry")
     error_message = "The key policy names no expiry role that does not exist."
   }
 
   assert {
-    condition = [for rule in aws_s3_bucket_lifecycle_configuration.memory.rule : rule.id] == [
+    condition = [for rule in aws_s3_bucket_lifecycle_configuration.memory[0].rule : rule.id] == [
       "expire-noncurrent-versions",
       "abort-incomplete-multipart-uploads",
     ]
@@ -139,7 +142,7 @@ run "on_creates_the_function_schedule_and_roles" {
     condition = aws_lambda_function.expiry[0].environment[0].variables == tomap({
       S3MEMORY_BUCKET           = "s3memory-test-bucket"
       S3MEMORY_PREFIX           = "users/"
-      S3MEMORY_KMS_KEY_ID       = aws_kms_key.memory.arn
+      S3MEMORY_KMS_KEY_ID       = aws_kms_key.memory[0].arn
       S3MEMORY_STORAGE_FORMAT   = "2"
       S3MEMORY_STORE_ID         = "s3memory-test-bucket"
       S3MEMORY_EXPIRE_IDLE_DAYS = "30"
@@ -160,7 +163,7 @@ run "on_creates_the_function_schedule_and_roles" {
     condition = (
       aws_cloudwatch_log_group.expiry[0].name == "/aws/lambda/s3memory-expiry" &&
       aws_cloudwatch_log_group.expiry[0].retention_in_days == 30 &&
-      aws_cloudwatch_log_group.expiry[0].kms_key_id == aws_kms_key.memory.arn &&
+      aws_cloudwatch_log_group.expiry[0].kms_key_id == aws_kms_key.memory[0].arn &&
       output.log_group_names.expiry == "/aws/lambda/s3memory-expiry"
     )
     error_message = "The expiry function has its own log group, with the others' retention and encryption."
@@ -259,7 +262,7 @@ run "on_creates_the_function_schedule_and_roles" {
   # The key policy: the expiry role may Decrypt, under the key users' conditions, and nothing else.
   assert {
     condition = {
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement.Sid => statement
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement.Sid => statement
       if contains(flatten([try(statement.Principal.AWS, [])]), aws_iam_role.expiry[0].arn)
       } == jsondecode(jsonencode({
         ExpiryDecryptWithS3memoryContext = {
@@ -293,8 +296,8 @@ run "on_creates_the_function_schedule_and_roles" {
 
   assert {
     condition = alltrue([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement :
-      toset(flatten([statement.Principal.AWS])) == toset([aws_iam_role.memory.arn, aws_iam_role.agent.arn])
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
+      toset(flatten([statement.Principal.AWS])) == toset([aws_iam_role.memory.arn, aws_iam_role.agent[0].arn])
       if contains(["EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"], statement.Sid)
     ])
     error_message = "The key users with GenerateDataKey stay the two Lambda roles."
@@ -302,7 +305,7 @@ run "on_creates_the_function_schedule_and_roles" {
 
   assert {
     condition = contains([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement.Condition.ArnEquals["kms:EncryptionContext:aws:logs:arn"]
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement.Condition.ArnEquals["kms:EncryptionContext:aws:logs:arn"]
       if statement.Sid == "CloudWatchLogsForModuleLogGroups"
     ][0], "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/s3memory-expiry")
     error_message = "CloudWatch Logs may use the key for the expiry log group too."
@@ -311,13 +314,13 @@ run "on_creates_the_function_schedule_and_roles" {
   # The serving roles are unchanged.
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] : !strcontains(policy, "expiry")
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] : !strcontains(policy, "expiry")
     ])
     error_message = "The serving roles' policies do not change with expiry on."
   }
 
   assert {
-    condition     = !contains(keys(aws_lambda_function.memory.environment[0].variables), "S3MEMORY_EXPIRE_IDLE_DAYS") && !contains(keys(aws_lambda_function.agent.environment[0].variables), "S3MEMORY_EXPIRE_IDLE_DAYS")
+    condition     = !contains(keys(aws_lambda_function.memory.environment[0].variables), "S3MEMORY_EXPIRE_IDLE_DAYS") && !contains(keys(aws_lambda_function.agent[0].environment[0].variables), "S3MEMORY_EXPIRE_IDLE_DAYS")
     error_message = "Only the expiry function gets S3MEMORY_EXPIRE_IDLE_DAYS."
   }
 }

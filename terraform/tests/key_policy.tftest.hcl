@@ -10,6 +10,9 @@ mock_provider "aws" {
 variables {
   bucket_name     = "s3memory-test-bucket"
   lambda_zip_path = "tests/fixtures/lambda.zip"
+  # The agent function exists by default only with an Anthropic API key secret (agent.tftest.hcl);
+  # these runs examine it too.
+  anthropic_api_key_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"
 }
 
 run "no_wildcard_create_or_put_and_no_unconditioned_grant" {
@@ -19,7 +22,7 @@ run "no_wildcard_create_or_put_and_no_unconditioned_grant" {
   # "kms:Put*", "kms:C*", ...) appears in no statement.
   assert {
     condition = alltrue(flatten([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : [
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : [
         for action in flatten([statement.Action]) :
         !(endswith(action, "*") && anytrue([
           for guarded in ["kms:CreateGrant", "kms:PutKeyPolicy"] : startswith(guarded, trimsuffix(action, "*"))
@@ -31,7 +34,7 @@ run "no_wildcard_create_or_put_and_no_unconditioned_grant" {
 
   assert {
     condition = alltrue([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement :
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
       try(statement.Condition.Bool["kms:GrantIsForAWSResource"], null) == "true"
       if contains(flatten([statement.Action]), "kms:CreateGrant")
     ])
@@ -40,7 +43,7 @@ run "no_wildcard_create_or_put_and_no_unconditioned_grant" {
 
   assert {
     condition = alltrue([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement :
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
       statement.Effect == "Allow" && !can(statement.NotAction) && !can(statement.NotPrincipal)
     ])
     error_message = "Key-policy statements are plain Allow/Action/Principal statements."
@@ -52,7 +55,7 @@ run "account_root_is_read_only" {
 
   assert {
     condition = [
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : toset(flatten([statement.Action]))
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : toset(flatten([statement.Action]))
       if contains(flatten([try(statement.Principal.AWS, [])]), "arn:aws:iam::123456789012:root")
     ] == [toset(["kms:Describe*", "kms:Get*", "kms:List*"])]
     error_message = "The account root (IAM policies of the account) appears in exactly one statement, with Describe*, Get* and List* only."
@@ -60,7 +63,7 @@ run "account_root_is_read_only" {
 
   assert {
     condition = alltrue([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement :
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
       alltrue([for principal in flatten([try(statement.Principal.AWS, [])]) : !endswith(principal, ":root") || principal == "arn:aws:iam::123456789012:root"])
     ])
     error_message = "No other account's root may appear in the key policy."
@@ -72,7 +75,7 @@ run "default_administrator_is_the_callers_role" {
 
   assert {
     condition = [
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : flatten([statement.Principal.AWS])
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : flatten([statement.Principal.AWS])
       if contains(["KeyAdministration", "KeyPolicyChangeBreakGlass"], statement.Sid)
     ] == [["arn:aws:iam::123456789012:role/ci/terraform-deployer"], ["arn:aws:iam::123456789012:role/ci/terraform-deployer"]]
     error_message = "By default the key administrator is the issuer of the session running Terraform (its role, with path), not the session itself."
@@ -80,7 +83,7 @@ run "default_administrator_is_the_callers_role" {
 
   assert {
     condition = [
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement.Sid
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement.Sid
       if contains(flatten([statement.Action]), "kms:PutKeyPolicy")
     ] == ["KeyPolicyChangeBreakGlass"]
     error_message = "kms:PutKeyPolicy (break-glass) is granted in exactly one statement, to the administrators."
@@ -88,7 +91,7 @@ run "default_administrator_is_the_callers_role" {
 
   assert {
     condition = toset(flatten([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : flatten([statement.Action])
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : flatten([statement.Action])
       if statement.Sid == "KeyAdministration"
     ])) == toset(local.kms_key_administration_actions) && length(local.kms_key_administration_actions) > 0
     error_message = "The administration statement grants exactly the listed administration actions."
@@ -96,7 +99,7 @@ run "default_administrator_is_the_callers_role" {
 
   assert {
     condition = alltrue(flatten([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : [
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : [
         for action in flatten([statement.Action]) :
         !strcontains(action, "*") && !anytrue([
           for crypto in ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:ReEncrypt", "kms:CreateGrant", "kms:Sign", "kms:GenerateMac", "kms:DeriveSharedSecret"] :
@@ -110,9 +113,9 @@ run "default_administrator_is_the_callers_role" {
 
   assert {
     condition = length([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement
       if statement.Sid == "EnvelopeKeysWithS3memoryContext" &&
-      try(toset(flatten([statement.Principal.AWS])), toset([])) == toset([aws_iam_role.memory.arn, aws_iam_role.agent.arn]) &&
+      try(toset(flatten([statement.Principal.AWS])), toset([])) == toset([aws_iam_role.memory.arn, aws_iam_role.agent[0].arn]) &&
       toset(flatten([statement.Action])) == toset(["kms:GenerateDataKey", "kms:Decrypt"])
     ]) == 1
     error_message = "Key use stays with the two roles (with the s3memory encryption context)."
@@ -137,7 +140,7 @@ run "explicit_administrators_replace_the_default" {
 
   assert {
     condition = alltrue([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement :
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
       flatten([statement.Principal.AWS]) == [
         "arn:aws:iam::123456789012:role/pipeline/deployer",
         "arn:aws:iam::123456789012:role/security/key-admin",
@@ -149,7 +152,7 @@ run "explicit_administrators_replace_the_default" {
   }
 
   assert {
-    condition     = !strcontains(aws_kms_key.memory.policy, "terraform-deployer")
+    condition     = !strcontains(aws_kms_key.memory[0].policy, "terraform-deployer")
     error_message = "The default administrator is not added to an explicit list."
   }
 }
@@ -161,7 +164,7 @@ run "explicit_administrators_must_include_the_caller" {
     kms_key_administrator_arns = ["arn:aws:iam::123456789012:role/security/key-admin"]
   }
 
-  expect_failures = [aws_kms_key.memory]
+  expect_failures = [aws_kms_key.memory[0]]
 }
 
 run "root_user_caller_is_refused_as_default_administrator" {
@@ -172,7 +175,7 @@ run "root_user_caller_is_refused_as_default_administrator" {
     values = { issuer_arn = "arn:aws:iam::123456789012:root" }
   }
 
-  expect_failures = [aws_kms_key.memory]
+  expect_failures = [aws_kms_key.memory[0]]
 }
 
 run "root_user_caller_with_explicit_administrators_is_refused_too" {
@@ -187,5 +190,5 @@ run "root_user_caller_with_explicit_administrators_is_refused_too" {
     kms_key_administrator_arns = ["arn:aws:iam::123456789012:role/security/key-admin"]
   }
 
-  expect_failures = [aws_kms_key.memory]
+  expect_failures = [aws_kms_key.memory[0]]
 }

@@ -62,7 +62,7 @@ run "off_with_the_http_api" {
 
   assert {
     condition = alltrue([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement :
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
       !strcontains(jsonencode(statement), "s3memory-mcp")
     ])
     error_message = "Without the MCP endpoint, the key policy names neither an MCP role nor an MCP log group."
@@ -94,11 +94,11 @@ run "on" {
       aws_lambda_function.mcp[0].source_code_hash == aws_lambda_function.memory.source_code_hash &&
       aws_lambda_function.mcp[0].timeout == 30 &&
       aws_lambda_function.mcp[0].memory_size == 512 &&
-      aws_lambda_function.mcp[0].reserved_concurrent_executions == 10 &&
+      aws_lambda_function.mcp[0].reserved_concurrent_executions == null &&
       aws_lambda_function.mcp[0].tracing_config[0].mode == "PassThrough" &&
       aws_lambda_function.mcp[0].tags["s3memory:module"] == "s3memory"
     )
-    error_message = "The MCP function: its handler and role, the memory function's zip, runtime, architecture and timeout, 512 MB, 10 reserved."
+    error_message = "The MCP function: its handler and role, the memory function's zip, runtime, architecture and timeout, 512 MB, unreserved."
   }
 
   assert {
@@ -116,7 +116,7 @@ run "on" {
     condition = aws_lambda_function.mcp[0].environment[0].variables == tomap({
       S3MEMORY_BUCKET         = "s3memory-test-bucket"
       S3MEMORY_PREFIX         = "users/"
-      S3MEMORY_KMS_KEY_ID     = aws_kms_key.memory.arn
+      S3MEMORY_KMS_KEY_ID     = aws_kms_key.memory[0].arn
       S3MEMORY_STORAGE_FORMAT = "2"
       S3MEMORY_STORE_ID       = "s3memory-test-bucket"
       S3MEMORY_QUOTA_FILES    = "100"
@@ -237,7 +237,7 @@ run "on" {
     condition = (
       aws_cloudwatch_log_group.mcp[0].name == "/aws/lambda/s3memory-mcp" &&
       aws_cloudwatch_log_group.mcp[0].retention_in_days == aws_cloudwatch_log_group.memory.retention_in_days &&
-      aws_cloudwatch_log_group.mcp[0].kms_key_id == aws_kms_key.memory.arn &&
+      aws_cloudwatch_log_group.mcp[0].kms_key_id == aws_kms_key.memory[0].arn &&
       output.log_group_names.mcp == "/aws/lambda/s3memory-mcp"
     )
     error_message = "The MCP function has its own log group, with the others' retention and encryption."
@@ -248,7 +248,7 @@ run "on" {
   assert {
     condition = alltrue([
       for sid in ["EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"] : anytrue([
-        for statement in jsondecode(aws_kms_key.memory.policy).Statement :
+        for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
         statement.Sid == sid && try(
           contains(statement.Principal.AWS, "arn:aws:iam::123456789012:role/s3memory-mcp-lambda") &&
           contains(statement.Principal.AWS, "arn:aws:iam::123456789012:role/s3memory-memory-lambda"),
@@ -261,7 +261,7 @@ run "on" {
 
   assert {
     condition = anytrue([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement :
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
       statement.Sid == "CloudWatchLogsForModuleLogGroups" && try(contains(
         statement.Condition.ArnEquals["kms:EncryptionContext:aws:logs:arn"],
         "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/s3memory-mcp",
@@ -318,7 +318,7 @@ run "custom_domain_and_sizes" {
   }
 }
 
-run "unreserved" {
+run "disabled" {
   command = plan
 
   variables {
@@ -326,14 +326,14 @@ run "unreserved" {
     create_mcp_endpoint               = true
     jwt_issuer                        = "https://issuer.example.com"
     jwt_audience                      = ["s3memory-client"]
-    mcp_function_reserved_concurrency = null
+    mcp_function_reserved_concurrency = 0
   }
 
-  # null leaves the argument unset (the mocked provider plans null): the AWS provider's default, -1,
-  # unreserved.
+  # null (the default, run "on") leaves the argument unset (the mocked provider plans null): the AWS
+  # provider's default, -1, unreserved. 0 reserves nothing: the function is throttled.
   assert {
-    condition     = aws_lambda_function.mcp[0].reserved_concurrent_executions == null
-    error_message = "mcp_function_reserved_concurrency = null leaves the MCP function unreserved."
+    condition     = aws_lambda_function.mcp[0].reserved_concurrent_executions == 0
+    error_message = "mcp_function_reserved_concurrency = 0 disables the MCP function."
   }
 }
 

@@ -17,6 +17,8 @@ variables {
   create_http_api = true
   jwt_issuer      = "https://issuer.example.com"
   jwt_audience    = ["s3memory-client"]
+  # The agent function exists (it has a key), so that each run can show it gets no mounts.
+  anthropic_api_key_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"
 
   # A grant whose fields each run replaces one at a time.
   good = { claim = "groups", value = "acme", point = "/memories/team", memory = "team-acme" }
@@ -32,7 +34,7 @@ run "off_by_default" {
 
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent, aws_lambda_function.mcp[0], aws_lambda_function.expiry[0]] :
+      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0], aws_lambda_function.mcp[0], aws_lambda_function.expiry[0]] :
       !contains(keys(fn.environment[0].variables), "S3MEMORY_MOUNTS")
     ])
     error_message = "Without shared_memory_mounts no function has S3MEMORY_MOUNTS."
@@ -48,7 +50,7 @@ run "off_without_the_http_api" {
 
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent] :
+      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0]] :
       !contains(keys(fn.environment[0].variables), "S3MEMORY_MOUNTS")
     ])
     error_message = "By default (no HTTP API) neither function has S3MEMORY_MOUNTS."
@@ -81,7 +83,7 @@ run "set" {
 
   assert {
     condition = (
-      !contains(keys(aws_lambda_function.agent.environment[0].variables), "S3MEMORY_MOUNTS") &&
+      !contains(keys(aws_lambda_function.agent[0].environment[0].variables), "S3MEMORY_MOUNTS") &&
       !contains(keys(aws_lambda_function.expiry[0].environment[0].variables), "S3MEMORY_MOUNTS")
     )
     error_message = "Neither the agent function (direct-invoked, no token) nor the expiry function gets S3MEMORY_MOUNTS."

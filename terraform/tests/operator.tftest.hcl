@@ -11,6 +11,9 @@ mock_provider "aws" {
 variables {
   bucket_name     = "s3memory-test-bucket"
   lambda_zip_path = "tests/fixtures/lambda.zip"
+  # The agent function exists by default only with an Anthropic API key secret (agent.tftest.hcl);
+  # these runs examine it too.
+  anthropic_api_key_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"
 
   # The serving roles' policies, in full, as they are without and with the operator role.
   expected_memory_role_policy = {
@@ -75,8 +78,8 @@ run "absent_by_default" {
 
   assert {
     condition = alltrue([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement :
-      toset(flatten([statement.Principal.AWS])) == toset([aws_iam_role.memory.arn, aws_iam_role.agent.arn])
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
+      toset(flatten([statement.Principal.AWS])) == toset([aws_iam_role.memory.arn, aws_iam_role.agent[0].arn])
       if contains(["EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"], statement.Sid)
     ])
     error_message = "Without the operator role, the key users are the two Lambda roles only."
@@ -88,7 +91,7 @@ run "absent_by_default" {
   }
 
   assert {
-    condition     = !strcontains(aws_iam_role_policy.memory.policy, "operator") && !strcontains(aws_kms_key.memory.policy, "operator")
+    condition     = !strcontains(aws_iam_role_policy.memory.policy, "operator") && !strcontains(aws_kms_key.memory[0].policy, "operator")
     error_message = "Nothing names an operator role that does not exist."
   }
 }
@@ -168,8 +171,8 @@ run "created_for_the_trusted_principals" {
       ListMemoryPrefixAndVersions     = "arn:aws:s3:::s3memory-test-bucket"
       BucketVersioningStatus          = "arn:aws:s3:::s3memory-test-bucket"
       MemoryObjectsAndVersions        = "arn:aws:s3:::s3memory-test-bucket/users/*"
-      EnvelopeKeysWithS3memoryContext = aws_kms_key.memory.arn
-      BucketSseViaS3                  = aws_kms_key.memory.arn
+      EnvelopeKeysWithS3memoryContext = aws_kms_key.memory[0].arn
+      BucketSseViaS3                  = aws_kms_key.memory[0].arn
     }
     error_message = "Listing and the versioning status on the bucket, objects under the prefix only, KMS on the module's key only."
   }
@@ -216,7 +219,7 @@ run "created_for_the_trusted_principals" {
 
   assert {
     condition = alltrue(flatten([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] : [
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] : [
         for action in ["s3:ListBucketVersions", "s3:GetObjectVersion", "s3:DeleteObjectVersion", "s3:GetBucketVersioning"] :
         !strcontains(policy, action)
       ]
@@ -226,27 +229,28 @@ run "created_for_the_trusted_principals" {
 
   assert {
     condition = toset(flatten([
-      for statement in jsondecode(aws_iam_role_policy.agent.policy).Statement : flatten([statement.Action])
+      for statement in jsondecode(aws_iam_role_policy.agent[0].policy).Statement : flatten([statement.Action])
       ])) == toset([
       "s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:ListBucket",
       "kms:GenerateDataKey", "kms:Decrypt", "logs:CreateLogStream", "logs:PutLogEvents",
+      "secretsmanager:GetSecretValue",
     ])
-    error_message = "The agent role's actions are the serving ones."
+    error_message = "The agent role's actions are the serving ones (and its API key secret's)."
   }
 
   # The key policy: the operator role is a key user, under the same conditions as the Lambda roles.
   assert {
     condition = alltrue([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement :
-      toset(flatten([statement.Principal.AWS])) == toset([aws_iam_role.memory.arn, aws_iam_role.agent.arn, aws_iam_role.operator[0].arn])
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
+      toset(flatten([statement.Principal.AWS])) == toset([aws_iam_role.memory.arn, aws_iam_role.agent[0].arn, aws_iam_role.operator[0].arn])
       if contains(["EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"], statement.Sid)
-    ]) && length([for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement if contains(["EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"], statement.Sid)]) == 2
+    ]) && length([for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement if contains(["EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"], statement.Sid)]) == 2
     error_message = "The key policy's use statements name the operator role next to the two Lambda roles."
   }
 
   assert {
     condition = [
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement.Sid
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement.Sid
       if contains(flatten([try(statement.Principal.AWS, [])]), aws_iam_role.operator[0].arn)
     ] == ["EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"]
     error_message = "The operator role appears in the key policy only as a key user (no administration, no PutKeyPolicy)."
@@ -254,7 +258,7 @@ run "created_for_the_trusted_principals" {
 
   assert {
     condition = alltrue([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement :
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
       !contains(flatten([try(statement.Principal.AWS, [])]), "arn:aws:iam::123456789012:user/alice")
     ])
     error_message = "Trusting a principal with the operator role does not make it a key user itself."
@@ -309,8 +313,8 @@ run "options_follow_their_variables" {
 
   assert {
     condition = alltrue([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement :
-      flatten([statement.Principal.AWS]) == [aws_iam_role.memory.arn, aws_iam_role.agent.arn, aws_iam_role.operator[0].arn, "arn:aws:iam::123456789012:role/reporting"]
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
+      flatten([statement.Principal.AWS]) == [aws_iam_role.memory.arn, aws_iam_role.agent[0].arn, aws_iam_role.operator[0].arn, "arn:aws:iam::123456789012:role/reporting"]
       if contains(["EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"], statement.Sid)
     ])
     error_message = "The operator role is a key user next to additional_key_user_arns."

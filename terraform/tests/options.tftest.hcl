@@ -7,6 +7,9 @@ mock_provider "aws" {
 variables {
   bucket_name     = "s3memory-test-bucket"
   lambda_zip_path = "tests/fixtures/lambda.zip"
+  # The agent function exists by default only with an Anthropic API key secret (agent.tftest.hcl);
+  # these runs examine it too.
+  anthropic_api_key_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"
 }
 
 run "secret_grants_agent_only" {
@@ -19,7 +22,7 @@ run "secret_grants_agent_only" {
 
   assert {
     condition = [
-      for statement in jsondecode(aws_iam_role_policy.agent.policy).Statement : statement.Resource
+      for statement in jsondecode(aws_iam_role_policy.agent[0].policy).Statement : statement.Resource
       if statement.Action == "secretsmanager:GetSecretValue"
     ] == ["arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"]
     error_message = "The agent role may read exactly the configured secret."
@@ -27,7 +30,7 @@ run "secret_grants_agent_only" {
 
   assert {
     condition = length([
-      for statement in jsondecode(aws_iam_role_policy.agent.policy).Statement : statement
+      for statement in jsondecode(aws_iam_role_policy.agent[0].policy).Statement : statement
       if statement.Sid == "AnthropicApiKeySecretDecrypt" &&
       statement.Resource == "arn:aws:kms:eu-west-1:123456789012:key/99999999-8888-7777-6666-555555555555" &&
       try(statement.Condition.StringEquals["kms:ViaService"], null) == "secretsmanager.eu-west-1.amazonaws.com"
@@ -41,7 +44,7 @@ run "secret_grants_agent_only" {
   }
 
   assert {
-    condition     = aws_lambda_function.agent.environment[0].variables["ANTHROPIC_API_KEY_SECRET_ARN"] == "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"
+    condition     = aws_lambda_function.agent[0].environment[0].variables["ANTHROPIC_API_KEY_SECRET_ARN"] == "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"
     error_message = "The agent function gets ANTHROPIC_API_KEY_SECRET_ARN."
   }
 
@@ -82,13 +85,13 @@ run "noncurrent_version_expiration" {
   }
 
   assert {
-    condition     = aws_s3_bucket_lifecycle_configuration.memory.rule[0].noncurrent_version_expiration[0].noncurrent_days == 14
+    condition     = aws_s3_bucket_lifecycle_configuration.memory[0].rule[0].noncurrent_version_expiration[0].noncurrent_days == 14
     error_message = "noncurrent_version_expiration_days is applied."
   }
 
   assert {
     condition = alltrue([
-      for rule in aws_s3_bucket_lifecycle_configuration.memory.rule :
+      for rule in aws_s3_bucket_lifecycle_configuration.memory[0].rule :
       alltrue([for expiration in rule.expiration : contains([null, 0], expiration.days) && expiration.date == null])
     ])
     error_message = "No lifecycle rule expires current objects (it would expire users' wrapped data keys too)."
@@ -116,9 +119,9 @@ run "custom_sizes_names_and_logs" {
   assert {
     condition = (
       aws_lambda_function.memory.function_name == "team-a-memory" &&
-      aws_lambda_function.agent.function_name == "team-a-agent" &&
+      aws_lambda_function.agent[0].function_name == "team-a-agent" &&
       aws_iam_role.memory.name == "team-a-memory-lambda" &&
-      aws_cloudwatch_log_group.agent.name == "/aws/lambda/team-a-agent"
+      aws_cloudwatch_log_group.agent[0].name == "/aws/lambda/team-a-agent"
     )
     error_message = "Names follow name_prefix."
   }
@@ -128,8 +131,8 @@ run "custom_sizes_names_and_logs" {
       aws_lambda_function.memory.runtime == "python3.12" &&
       aws_lambda_function.memory.timeout == 10 &&
       aws_lambda_function.memory.memory_size == 512 &&
-      aws_lambda_function.agent.timeout == 300 &&
-      aws_lambda_function.agent.environment[0].variables["S3MEMORY_MODEL"] == "claude-opus-4-1"
+      aws_lambda_function.agent[0].timeout == 300 &&
+      aws_lambda_function.agent[0].environment[0].variables["S3MEMORY_MODEL"] == "claude-opus-4-1"
     )
     error_message = "Function settings follow their variables."
   }
@@ -144,7 +147,7 @@ run "custom_sizes_names_and_logs" {
   }
 
   assert {
-    condition     = aws_s3_bucket.memory.force_destroy && aws_kms_alias.memory.name == "alias/team-a-memory"
+    condition     = aws_s3_bucket.memory[0].force_destroy && aws_kms_alias.memory[0].name == "alias/team-a-memory"
     error_message = "force_destroy and the alias follow their variables."
   }
 
@@ -154,7 +157,7 @@ run "custom_sizes_names_and_logs" {
   }
 
   assert {
-    condition     = aws_s3_bucket.memory.tags == tomap({ "s3memory:module" = "s3memory", team = "a" })
+    condition     = aws_s3_bucket.memory[0].tags == tomap({ "s3memory:module" = "s3memory", team = "a" })
     error_message = "Tags are merged over the module tag."
   }
 }
@@ -173,7 +176,7 @@ run "xray_active_adds_only_xray" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy] :
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
       [for s in jsondecode(policy).Statement : s.Action if s.Resource == "*"] == [["xray:PutTraceSegments", "xray:PutTelemetryRecords"]]
     ])
     error_message = "Only the X-Ray write actions may have resource \"*\"."

@@ -9,6 +9,9 @@ mock_provider "aws" {
 variables {
   bucket_name     = "s3memory-test-bucket"
   lambda_zip_path = "tests/fixtures/lambda.zip"
+  # The agent function exists by default only with an Anthropic API key secret (agent.tftest.hcl);
+  # these runs examine it too.
+  anthropic_api_key_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"
 }
 
 run "defaults_keep_the_environment_minimal" {
@@ -23,11 +26,11 @@ run "defaults_keep_the_environment_minimal" {
   }
 
   assert {
-    condition = toset(keys(aws_lambda_function.agent.environment[0].variables)) == toset([
+    condition = toset(keys(aws_lambda_function.agent[0].environment[0].variables)) == toset([
       "S3MEMORY_BUCKET", "S3MEMORY_PREFIX", "S3MEMORY_KMS_KEY_ID", "S3MEMORY_STORAGE_FORMAT", "S3MEMORY_STORE_ID",
-      "S3MEMORY_MODEL",
+      "S3MEMORY_MODEL", "ANTHROPIC_API_KEY_SECRET_ARN",
     ])
-    error_message = "By default the agent function gets the storage variables (format 2: the format and the store's id) and S3MEMORY_MODEL only (it is direct-invoked by design)."
+    error_message = "By default the agent function gets the storage variables (format 2: the format and the store's id), S3MEMORY_MODEL and its secret's ARN only (it is direct-invoked by design)."
   }
 
   assert {
@@ -37,7 +40,7 @@ run "defaults_keep_the_environment_minimal" {
 
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent] :
+      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0]] :
       fn.logging_config[0].log_format == "JSON" &&
       fn.logging_config[0].application_log_level == "INFO" &&
       fn.logging_config[0].system_log_level == "WARN"
@@ -47,10 +50,10 @@ run "defaults_keep_the_environment_minimal" {
 
   assert {
     condition = (
-      aws_lambda_function.memory.reserved_concurrent_executions == 100 &&
-      aws_lambda_function.agent.reserved_concurrent_executions == 10
+      aws_lambda_function.memory.reserved_concurrent_executions == null &&
+      aws_lambda_function.agent[0].reserved_concurrent_executions == null
     )
-    error_message = "Reserved concurrency defaults to 100 (memory) and 10 (agent), so a flood cannot take the account's pool."
+    error_message = "Reserved concurrency is unset by default (the provider's -1: the account's unreserved pool), so apply works on accounts with a low concurrency limit."
   }
 }
 
@@ -67,7 +70,7 @@ run "limits_and_guard_reach_both_functions" {
 
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent] :
+      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0]] :
       fn.environment[0].variables["S3MEMORY_QUOTA_BYTES"] == "50000000000" &&
       fn.environment[0].variables["S3MEMORY_QUOTA_FILES"] == "200" &&
       fn.environment[0].variables["S3MEMORY_GUARD"] == "redact" &&
@@ -78,7 +81,7 @@ run "limits_and_guard_reach_both_functions" {
 
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent] :
+      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0]] :
       fn.logging_config[0].application_log_level == "DEBUG"
     ])
     error_message = "log_level sets both functions' application log level."
@@ -98,7 +101,7 @@ run "smallest_limits_and_guard_off" {
 
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent] :
+      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0]] :
       fn.environment[0].variables["S3MEMORY_QUOTA_BYTES"] == "1" &&
       fn.environment[0].variables["S3MEMORY_QUOTA_FILES"] == "1" &&
       fn.environment[0].variables["S3MEMORY_GUARD"] == "off" &&
@@ -135,7 +138,7 @@ run "http_api_fronted_function_refuses_direct_events_and_verifies_jwt" {
 
   assert {
     condition = length([
-      for name in keys(aws_lambda_function.agent.environment[0].variables) : name
+      for name in keys(aws_lambda_function.agent[0].environment[0].variables) : name
       if startswith(name, "S3MEMORY_JWT_") || name == "S3MEMORY_DIRECT_INVOCATION"
     ]) == 0
     error_message = "The agent function gets no JWT or direct-invocation setting: it is not behind the API."
@@ -197,19 +200,52 @@ run "direct_invocation_refused_without_api" {
   }
 }
 
-run "reserved_concurrency_can_be_unreserved" {
+# Reserved concurrency: null (the default, above) leaves each function unreserved; 0 disables it; a
+# whole number reserves that many (and is its ceiling). -1, accepted before, is refused (null says it).
+run "reserved_concurrency_zero_disables" {
   command = plan
 
   variables {
-    memory_function_reserved_concurrency = -1
-    agent_function_reserved_concurrency  = -1
+    memory_function_reserved_concurrency = 0
+    agent_function_reserved_concurrency  = 0
   }
 
   assert {
     condition = (
-      aws_lambda_function.memory.reserved_concurrent_executions == -1 &&
-      aws_lambda_function.agent.reserved_concurrent_executions == -1
+      aws_lambda_function.memory.reserved_concurrent_executions == 0 &&
+      aws_lambda_function.agent[0].reserved_concurrent_executions == 0
     )
-    error_message = "-1 still leaves the functions unreserved."
+    error_message = "0 reserves nothing and so disables the functions."
   }
+}
+
+run "reserved_concurrency_whole_number_reserves" {
+  command = plan
+
+  variables {
+    memory_function_reserved_concurrency = 100
+    agent_function_reserved_concurrency  = 10
+  }
+
+  assert {
+    condition = (
+      aws_lambda_function.memory.reserved_concurrent_executions == 100 &&
+      aws_lambda_function.agent[0].reserved_concurrent_executions == 10
+    )
+    error_message = "A whole number is reserved (and the function's ceiling)."
+  }
+}
+
+run "reserved_concurrency_refuses_minus_one_and_fractions" {
+  command = plan
+
+  variables {
+    memory_function_reserved_concurrency = -1
+    agent_function_reserved_concurrency  = 0.5
+  }
+
+  expect_failures = [
+    var.memory_function_reserved_concurrency,
+    var.agent_function_reserved_concurrency,
+  ]
 }

@@ -15,6 +15,9 @@ mock_provider "aws" {
 variables {
   bucket_name     = "s3memory-test-bucket"
   lambda_zip_path = "tests/fixtures/lambda.zip"
+  # The agent function exists by default only with an Anthropic API key secret (agent.tftest.hcl);
+  # these runs examine it too.
+  anthropic_api_key_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"
 
   # Every role that uses the key gets expiry and the operator role too, so that each statement shows.
   expiry_idle_days                = 30
@@ -31,7 +34,7 @@ run "format_2_by_default_tells_every_function_and_pins_the_identity" {
 
   assert {
     condition = [
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent, aws_lambda_function.expiry[0]] : {
+      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0], aws_lambda_function.expiry[0]] : {
         for name, value in fn.environment[0].variables : name => value if contains(var.store_variables, name)
       }
       ] == [for _ in range(3) : {
@@ -49,7 +52,7 @@ run "format_2_by_default_tells_every_function_and_pins_the_identity" {
 
   assert {
     condition = [
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement.Condition
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement.Condition
       if contains(var.envelope_sids, statement.Sid)
       ] == [for _ in range(2) : {
         Null         = { "kms:EncryptionContext:s3memory:user" = "false" }
@@ -60,7 +63,7 @@ run "format_2_by_default_tells_every_function_and_pins_the_identity" {
 
   assert {
     condition = alltrue(flatten([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
         for statement in jsondecode(policy).Statement :
         statement.Condition == {
           Null         = { "kms:EncryptionContext:s3memory:user" = "false" }
@@ -74,7 +77,7 @@ run "format_2_by_default_tells_every_function_and_pins_the_identity" {
 
   assert {
     condition = length(flatten([
-      for policy in [aws_kms_key.memory.policy, aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
+      for policy in [aws_kms_key.memory[0].policy, aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
         for statement in jsondecode(policy).Statement : statement.Sid if contains(var.envelope_sids, statement.Sid)
       ]
     ])) == 6
@@ -84,7 +87,7 @@ run "format_2_by_default_tells_every_function_and_pins_the_identity" {
   # The SSE-KMS statements carry S3's context, not s3memory's: format 2 leaves them alone.
   assert {
     condition = alltrue([
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement :
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
       !can(statement.Condition.StringEquals["kms:EncryptionContext:s3memory:store"]) &&
       can(statement.Condition.StringLike["kms:EncryptionContext:aws:s3:arn"])
       if contains(["BucketSseViaS3", "ExpiryDecryptViaS3"], statement.Sid)
@@ -99,7 +102,7 @@ run "format_2_by_default_tells_every_function_and_pins_the_identity" {
 
   assert {
     condition = length(flatten([
-      for policy in [aws_kms_key.memory.policy, aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
+      for policy in [aws_kms_key.memory[0].policy, aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
         for statement in jsondecode(policy).Statement : statement.Sid if endswith(statement.Sid, "Format1Migration")
       ]
     ])) == 0
@@ -116,7 +119,7 @@ run "format_1_tells_every_function_format_1_and_changes_no_condition" {
 
   assert {
     condition = [
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent, aws_lambda_function.expiry[0]] : {
+      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0], aws_lambda_function.expiry[0]] : {
         for name, value in fn.environment[0].variables : name => value if contains(var.store_variables, name)
       }
       ] == [for _ in range(3) : {
@@ -128,7 +131,7 @@ run "format_1_tells_every_function_format_1_and_changes_no_condition" {
 
   assert {
     condition = [
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement.Condition
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement.Condition
       if contains(var.envelope_sids, statement.Sid)
     ] == [var.format_1_condition, var.format_1_condition]
     error_message = "On format 1 the key policy's two envelope-key statements require s3memory:user (Null = false), exactly as before."
@@ -136,7 +139,7 @@ run "format_1_tells_every_function_format_1_and_changes_no_condition" {
 
   assert {
     condition = [
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
         for statement in jsondecode(policy).Statement : statement.Condition
         if contains(var.envelope_sids, statement.Sid)
       ]
@@ -145,7 +148,7 @@ run "format_1_tells_every_function_format_1_and_changes_no_condition" {
   }
 
   assert {
-    condition     = !strcontains(aws_kms_key.memory.policy, "s3memory:store") && alltrue([for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : !strcontains(policy, "s3memory:store")])
+    condition     = !strcontains(aws_kms_key.memory[0].policy, "s3memory:store") && alltrue([for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : !strcontains(policy, "s3memory:store")])
     error_message = "On format 1 no policy names s3memory:store."
   }
 
@@ -166,7 +169,7 @@ run "store_id_and_prefix_make_the_identity" {
 
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent, aws_lambda_function.expiry[0]] :
+      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0], aws_lambda_function.expiry[0]] :
       fn.environment[0].variables["S3MEMORY_STORE_ID"] == "source-bucket" &&
       fn.environment[0].variables["S3MEMORY_PREFIX"] == "tenants/prod/"
     ])
@@ -175,7 +178,7 @@ run "store_id_and_prefix_make_the_identity" {
 
   assert {
     condition = output.store_identity == "08aa69700c92d62a224de001351af461" && [
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement.Condition.StringEquals["kms:EncryptionContext:s3memory:store"]
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement.Condition.StringEquals["kms:EncryptionContext:s3memory:store"]
       if contains(var.envelope_sids, statement.Sid)
     ] == ["08aa69700c92d62a224de001351af461", "08aa69700c92d62a224de001351af461"]
     error_message = "The identity pinned is store_identity(\"source-bucket\", \"tenants/prod/\"), not the bucket's."
@@ -211,7 +214,7 @@ run "store_id_on_format_1_is_passed_but_changes_no_condition" {
 
   assert {
     condition = [
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent, aws_lambda_function.expiry[0]] : {
+      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0], aws_lambda_function.expiry[0]] : {
         for name, value in fn.environment[0].variables : name => value if contains(var.store_variables, name)
       }
       ] == [for _ in range(3) : {
@@ -224,7 +227,7 @@ run "store_id_on_format_1_is_passed_but_changes_no_condition" {
 
   assert {
     condition = [
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement.Condition
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement.Condition
       if contains(var.envelope_sids, statement.Sid)
     ] == [var.format_1_condition, var.format_1_condition]
     error_message = "On format 1 a store_id changes no KMS condition."
@@ -250,7 +253,7 @@ run "identity_terraform_cannot_compute_requires_the_store_key_and_warns" {
 
   assert {
     condition = [
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement.Condition
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement.Condition
       if contains(var.envelope_sids, statement.Sid)
       ] == [for _ in range(2) : {
         Null = {
@@ -263,7 +266,7 @@ run "identity_terraform_cannot_compute_requires_the_store_key_and_warns" {
 
   assert {
     condition = alltrue(flatten([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
         for statement in jsondecode(policy).Statement :
         statement.Condition.Null["kms:EncryptionContext:s3memory:store"] == "false" &&
         statement.Condition.Null["kms:EncryptionContext:s3memory:user"] == "false"
@@ -434,7 +437,7 @@ run "migrating_from_format_1_adds_format_1_decrypt_only" {
 
   assert {
     condition = {
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement.Sid => statement
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement.Sid => statement
       if endswith(statement.Sid, "Format1Migration")
       } == jsondecode(jsonencode({
         EnvelopeKeysFormat1Migration = {
@@ -469,7 +472,7 @@ run "migrating_from_format_1_adds_format_1_decrypt_only" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] :
+      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] :
       [for statement in jsondecode(policy).Statement : statement if statement.Sid == "DecryptFormat1Migration"] == [{
         Sid      = "DecryptFormat1Migration"
         Effect   = "Allow"
@@ -486,7 +489,7 @@ run "migrating_from_format_1_adds_format_1_decrypt_only" {
 
   assert {
     condition = [
-      for statement in jsondecode(aws_kms_key.memory.policy).Statement : statement.Condition
+      for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement.Condition
       if contains(var.envelope_sids, statement.Sid)
       ] == [for _ in range(2) : {
         Null         = { "kms:EncryptionContext:s3memory:user" = "false" }
@@ -506,7 +509,7 @@ run "migrating_has_no_effect_on_format_1" {
 
   assert {
     condition = length(flatten([
-      for policy in [aws_kms_key.memory.policy, aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent.policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
+      for policy in [aws_kms_key.memory[0].policy, aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
         for statement in jsondecode(policy).Statement : statement.Sid if endswith(statement.Sid, "Format1Migration")
       ]
     ])) == 0

@@ -141,7 +141,7 @@ run "rejects_bad_lambda_settings" {
     lambda_architecture                  = "riscv64"
     memory_function_timeout              = 0
     memory_function_memory_size          = 127.5
-    memory_function_reserved_concurrency = -2
+    memory_function_reserved_concurrency = -2 # null is unreserved
     agent_function_timeout               = 901
     agent_function_memory_size           = 64
     agent_function_reserved_concurrency  = 1.5

@@ -27,7 +27,8 @@ expiry_idle_days = null
 memory_quota_bytes = null
 memory_quota_files = null
 
-# The agent function reads its Anthropic API key from this secret (create it first).
+# The agent function reads its Anthropic API key from this secret (create it first). Without a secret
+# there is no agent function (create_agent_function = true or false decides regardless).
 # anthropic_api_key_secret_arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"
 
 # Optional HTTP API with a JWT authorizer, e.g. a Cognito user pool.

@@ -1,4 +1,5 @@
-# A complete deployment of the s3memory module: bucket, KMS key, both functions and, optionally,
+# A complete deployment of the s3memory module: bucket, KMS key, the memory function, the agent
+# function (with an Anthropic API key secret) and, optionally,
 # the JWT-protected HTTP API (and the MCP endpoint on it), the operator role and idle expiry. Build the Lambda zip first (`make lambda-zip` at the repo root).
 
 provider "aws" {
@@ -27,6 +28,7 @@ module "s3memory" {
   expiry_schedule_expression = var.expiry_schedule_expression
 
   anthropic_api_key_secret_arn = var.anthropic_api_key_secret_arn
+  create_agent_function        = var.create_agent_function
   agent_model                  = var.agent_model
 
   kms_key_administrator_arns = var.kms_key_administrator_arns

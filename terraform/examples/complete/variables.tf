@@ -108,6 +108,12 @@ variable "anthropic_api_key_secret_arn" {
   }
 }
 
+variable "create_agent_function" {
+  description = "Create the agent function: null (default) exactly when anthropic_api_key_secret_arn is set; true or false decide."
+  type        = bool
+  default     = null
+}
+
 variable "agent_model" {
   description = "Claude model of the agent function."
   type        = string
