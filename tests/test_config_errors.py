@@ -448,3 +448,13 @@ def test_each_code_that_configuration_causes_names_its_fix(
     assert refused.value.message == clean(message)
     assert refused.value.code == error.response["Error"]["Code"]
     assert refused.value.explained == ("try again" not in message)
+
+
+def test_the_documented_denial_is_what_a_listing_says() -> None:
+    """``docs/real-s3.md``'s example of access denied, as ``Bucket`` words it."""
+    document = (Path(__file__).resolve().parents[1] / "docs" / "real-s3.md").read_text(encoding="utf-8")
+    example = document.split("for example\n\n```\n", 1)[1].split("\n```", 1)[0]
+    with pytest.raises(RequestFailed) as refused:
+        _list(_refusing(_refusal("AccessDenied", 403)))
+    said = refused.value.message.replace("(from explicit)", "(from env)").replace(BUCKET, "my-bucket")
+    assert example == said
