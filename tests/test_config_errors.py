@@ -1,6 +1,11 @@
 """Errors of configuration name the cause and the fix (issue 25): no settings, a missing bucket, a dead
-endpoint, no credentials, a wrong key, a KMS key that does not exist; through the operator commands
-and through the library's answers; never a user id, a path or key material."""
+endpoint, no credentials, refused credentials, a role denied access (and the IAM action it needs), a
+bucket in another region, a skewed clock, a wrong key, a KMS key that does not exist; through the
+operator commands and through the library's answers; never a user id, a path or key material.
+
+The S3 codes moto cannot make are raised by a ``before-send.s3`` handler, as botocore raises S3's
+answer, and go through ``Bucket``'s public calls; refused credentials and a denied role go through
+moto's IAM checks (``enable_iam_authentication``)."""
 
 from __future__ import annotations
 
@@ -8,19 +13,24 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+from botocore.exceptions import ClientError
+from moto.core.authorization import enable_iam_authentication
 
+from s3memory import clients
 from s3memory.answers import answer
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
 from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
-from s3memory.storage.bucket import Bucket
+from s3memory.storage.bucket import Bucket, RequestFailed, Version
 
 from .support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY
-from .support.console import run
+from .support.console import audit, run
 
 OTHER_KEY = bytes(range(100, 132))
 VIEW = {"command": "view", "path": "/memories/secret-name.md"}
@@ -140,3 +150,311 @@ def test_a_kms_key_that_does_not_exist_names_the_setting(s3: Any, kms: Any) -> N
         "changed. Check S3MEMORY_KMS_KEY_ID (--kms-key-id), the region (AWS_DEFAULT_REGION) and the key policy "
         "(docs/deploy.md)."
     )
+
+
+# -- credentials and roles, through moto's IAM checks ----------------------------------------------
+
+TEST_ACCESS_KEY = "AKIAS3MEMORYTESTKEY1"
+TEST_SECRET = "s3memory-test-secret-never-shown"
+SECRETS = [LOCAL_KEY_B64, TEST_ACCESS_KEY, TEST_SECRET, "FOOBARKEY", "FOOBARSECRET"]
+"""Key material these tests configure (and moto's own): no message may show any of it."""
+AWS_S3 = "https://s3.amazonaws.com"
+"""The endpoint of a client of AWS S3 in us-east-1 (in-process moto answers for it)."""
+CREDENTIAL_VARIABLES = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_ROLE_ARN",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+)
+"""Every variable botocore finds credentials or a profile by."""
+
+
+def clean(message: str, *secrets: str) -> str:
+    """``message``, checked to show no user id, memory path or key material (``SECRETS``, ``secrets``)."""
+    assert "alice" not in message and "secret-name" not in message and "/memories" not in message
+    assert not any(secret in message for secret in [*SECRETS, *secrets])
+    return message
+
+
+@pytest.fixture
+def credentials_of(aws: None, monkeypatch: pytest.MonkeyPatch) -> Callable[[str, str], None]:
+    """Sets the environment's credentials (botocore's ``env``) to an access key and its secret, with
+    no profile or config file and a fresh session for ``clients.make_s3_client``, restored after.
+    moto (``aws``) is started first: it sets credentials of its own when it starts."""
+    for name in CREDENTIAL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setattr(clients, "_sessions", {})
+
+    def use(access_key: str, secret: str) -> None:
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", access_key)
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+
+    return use
+
+
+def refused_by_the_library(client: Any, *secrets: str) -> str:
+    """The answer text the memory tool gives ``view /memories`` through ``client``, an error."""
+    memory = S3Memory(Bucket(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=2)
+    text, is_error = answer(memory, {"command": "view", "path": "/memories"})
+    assert is_error
+    return clean(text, *secrets)
+
+
+def refused_by_the_command_line(*secrets: str) -> str:
+    """``s3memory ls --user alice`` with this process's AWS environment: its one line of error."""
+    status, out, err = run(
+        None, "ls", "--user", "alice", S3MEMORY_BUCKET=BUCKET, S3MEMORY_LOCAL_KEY=LOCAL_KEY_B64
+    )
+    assert (status, out, audit(err)["status"]) == (1, "", 1)
+    return clean(first_line(err), *secrets)
+
+
+def refused_credentials(operation: str) -> str:
+    return (
+        f"Error: S3 {operation} failed (InvalidAccessKeyId): the AWS credentials (from env) were refused at "
+        f"{AWS_S3}: they are wrong, expired or for another endpoint. Renew them, or choose others "
+        "(AWS_PROFILE, --profile). Nothing was done."
+    )
+
+
+def denied(operation: str, action: str) -> str:
+    return (
+        f"Error: S3 {operation} failed (AccessDenied): the AWS credentials (from env) may not {operation} in "
+        f"bucket {BUCKET} at {AWS_S3}. Grant {action} to the role (docs/deploy.md, docs/real-s3.md), or "
+        "choose other credentials (AWS_PROFILE, --profile). Nothing was done."
+    )
+
+
+@pytest.mark.usefixtures("s3")
+def test_refused_credentials_are_named_by_where_botocore_found_them(
+    credentials_of: Callable[[str, str], None],
+) -> None:
+    credentials_of(TEST_ACCESS_KEY, TEST_SECRET)
+    with enable_iam_authentication():  # moto checks each request's key: this one is unknown to it
+        client = clients.make_s3_client()
+        assert refused_by_the_library(client) == refused_credentials("GetObject")
+        assert refused_by_the_command_line() == f"s3memory ls: {refused_credentials('ListObjectsV2')}"
+
+
+@pytest.mark.usefixtures("s3")
+def test_a_role_denied_access_is_named_with_the_iam_action_it_needs(
+    credentials_of: Callable[[str, str], None],
+) -> None:
+    iam = boto3.client(  # moto's own credentials: the environment's are the test's
+        "iam", region_name="us-east-1", aws_access_key_id="FOOBARKEY", aws_secret_access_key="FOOBARSECRET"
+    )
+    iam.create_user(UserName="no-policy")
+    created = iam.create_access_key(UserName="no-policy")["AccessKey"]
+    key, secret = created["AccessKeyId"], created["SecretAccessKey"]
+    try:
+        credentials_of(key, secret)
+        with enable_iam_authentication():  # a user no policy allows anything
+            client = clients.make_s3_client()
+            assert refused_by_the_library(client, key, secret) == denied("GetObject", "s3:GetObject")
+            # ls lists above the store's prefix first; a role that may not is not refused for it (N4)
+            assert (
+                refused_by_the_command_line(key, secret)
+                == f"s3memory ls: {denied('GetObject', 's3:GetObject')}"
+            )
+    finally:
+        iam.delete_access_key(UserName="no-policy", AccessKeyId=key)
+        iam.delete_user(UserName="no-policy")
+
+
+# -- the codes moto does not make, one by one --------------------------------------------------------
+
+
+def _refusal(
+    code: str, status: int = 400, *, headers: dict[str, str] | None = None, **details: str
+) -> ClientError:
+    """S3's refusal with ``code`` as botocore raises it, with a message that must not be shown."""
+    return ClientError(
+        {
+            "Error": {"Code": code, "Message": f"quoted request data {TEST_SECRET}", **details},
+            "ResponseMetadata": {"HTTPStatusCode": status, "HTTPHeaders": headers or {}},
+        },
+        "GetObject",
+    )
+
+
+def _refusing(error: ClientError) -> Bucket:
+    """A ``Bucket`` of AWS S3 (us-east-1, explicit credentials) whose every request S3 refuses with ``error``."""
+    client = boto3.client(
+        "s3", region_name="us-east-1", aws_access_key_id=TEST_ACCESS_KEY, aws_secret_access_key=TEST_SECRET
+    )
+
+    def refuse(**_: Any) -> None:
+        raise error
+
+    client.meta.events.register_first("before-send.s3", refuse)  # before moto's, when moto is on
+    return Bucket(client, BUCKET)
+
+
+def _get(bucket: Bucket) -> object:
+    return bucket.get("users/a", max_bytes=10)
+
+
+def _get_version(bucket: Bucket) -> object:
+    return bucket.get("users/a", max_bytes=10, version_id="v1")
+
+
+def _head(bucket: Bucket) -> object:
+    return bucket.head("users/a")
+
+
+def _list(bucket: Bucket) -> object:
+    return list(bucket.pages("users/"))
+
+
+def _copy(bucket: Bucket) -> object:
+    return bucket.copy("users/a", "users/b")
+
+
+def _delete_versions(bucket: Bucket) -> object:
+    bucket.delete_versions([Version("users/a", "v1")])
+    return None
+
+
+DENIED_TAIL = (
+    "Grant {} to the role (docs/deploy.md, docs/real-s3.md), or choose other credentials (AWS_PROFILE, "
+    "--profile). Nothing was done."
+)
+
+
+def _denied(operation: str, action: str) -> str:
+    return (
+        f"Error: S3 {operation} failed (AccessDenied): the AWS credentials (from explicit) may not {operation} "
+        f"in bucket {BUCKET} at {AWS_S3}. " + DENIED_TAIL.format(action)
+    )
+
+
+SEEN: list[tuple[str, ClientError, Callable[[Bucket], object], str]] = [
+    (
+        "PermanentRedirect",
+        _refusal("PermanentRedirect", 301, headers={"x-amz-bucket-region": "eu-west-1"}),
+        _get,
+        f"Error: S3 GetObject failed (PermanentRedirect): bucket {BUCKET} is in region eu-west-1, not in region "
+        "us-east-1. Set AWS_DEFAULT_REGION (--region) to eu-west-1. Nothing was done.",
+    ),
+    (
+        "301-of-a-head",
+        _refusal("301", 301, headers={"x-amz-bucket-region": "ap-southeast-2"}),
+        _head,
+        f"Error: S3 HeadObject failed (301): bucket {BUCKET} is in region ap-southeast-2, not in region "
+        "us-east-1. Set AWS_DEFAULT_REGION (--region) to ap-southeast-2. Nothing was done.",
+    ),
+    (
+        "AuthorizationHeaderMalformed",
+        _refusal("AuthorizationHeaderMalformed", Region="ap-south-1"),
+        _get,
+        f"Error: S3 GetObject failed (AuthorizationHeaderMalformed): bucket {BUCKET} is in region ap-south-1, "
+        "not in region us-east-1. Set AWS_DEFAULT_REGION (--region) to ap-south-1. Nothing was done.",
+    ),
+    (
+        "IllegalLocationConstraintException",
+        _refusal("IllegalLocationConstraintException"),
+        _get,
+        f"Error: S3 GetObject failed (IllegalLocationConstraintException): bucket {BUCKET} is in another region "
+        "than the client's (us-east-1). Set AWS_DEFAULT_REGION (--region) to the bucket's region. Nothing was "
+        "done.",
+    ),
+    (
+        "a-region-that-is-no-region",
+        _refusal("PermanentRedirect", 301, headers={"x-amz-bucket-region": "eu-west-1; rm -rf"}),
+        _get,
+        f"Error: S3 GetObject failed (PermanentRedirect): bucket {BUCKET} is in another region than the "
+        "client's (us-east-1). Set AWS_DEFAULT_REGION (--region) to the bucket's region. Nothing was done.",
+    ),
+    (
+        "ExpiredToken",
+        _refusal("ExpiredToken"),
+        _get,
+        "Error: S3 GetObject failed (ExpiredToken): the AWS credentials (from explicit) were refused at "
+        f"{AWS_S3}: they are wrong, expired or for another endpoint. Renew them, or choose others (AWS_PROFILE, "
+        "--profile). Nothing was done.",
+    ),
+    (
+        "RequestTimeTooSkewed",
+        _refusal("RequestTimeTooSkewed", 403),
+        _get,
+        "Error: S3 GetObject failed (RequestTimeTooSkewed): the clock of this machine differs from the clock "
+        f"of {AWS_S3} by more than 15 minutes. Set the system clock (NTP). Nothing was done.",
+    ),
+    (
+        "AccessDenied-ListObjectsV2",
+        _refusal("AccessDenied", 403),
+        _list,
+        _denied("ListObjectsV2", "s3:ListBucket"),
+    ),
+    (
+        "AccessDenied-CopyObject",
+        _refusal("AccessDenied", 403),
+        _copy,
+        _denied("CopyObject", "s3:GetObject and s3:PutObject"),
+    ),
+    (
+        "AccessDenied-HeadObject",
+        _refusal("403", 403),
+        _head,
+        _denied("HeadObject", "s3:GetObject").replace("(AccessDenied)", "(403)"),
+    ),
+    (
+        "AccessDenied-GetObject-of-a-version",
+        _refusal("AccessDenied", 403),
+        _get_version,
+        _denied("GetObject", "s3:GetObjectVersion"),
+    ),
+    (
+        "AccessDenied-DeleteObjects-of-versions",
+        _refusal("AccessDenied", 403),
+        _delete_versions,
+        _denied("DeleteObjects", "s3:DeleteObjectVersion"),
+    ),
+    (
+        "SlowDown",
+        _refusal("SlowDown", 503),
+        _get,
+        "Error: S3 GetObject failed (SlowDown). Nothing was reported as done; try again.",
+    ),
+    (
+        "InternalError",
+        _refusal("InternalError", 500),
+        _get,
+        "Error: S3 GetObject failed (InternalError). Nothing was reported as done; try again.",
+    ),
+]
+"""Failures moto does not make: each as S3 sends it, the ``Bucket`` call it fails, and the message.
+Throttling and server errors say nothing of the configuration: they keep the plain message."""
+
+
+@pytest.mark.parametrize(
+    ("error", "call", "message"), [case[1:] for case in SEEN], ids=[case[0] for case in SEEN]
+)
+def test_each_code_that_configuration_causes_names_its_fix(
+    error: ClientError, call: Callable[[Bucket], object], message: str
+) -> None:
+    with pytest.raises(RequestFailed) as refused:
+        call(_refusing(error))
+    assert refused.value.message == clean(message)
+    assert refused.value.code == error.response["Error"]["Code"]
+    assert refused.value.explained == ("try again" not in message)
+
+
+def test_the_documented_denial_is_what_a_listing_says() -> None:
+    """``docs/real-s3.md``'s example of access denied, as ``Bucket`` words it."""
+    document = (Path(__file__).resolve().parents[1] / "docs" / "real-s3.md").read_text(encoding="utf-8")
+    example = document.split("for example\n\n```\n", 1)[1].split("\n```", 1)[0]
+    with pytest.raises(RequestFailed) as refused:
+        _list(_refusing(_refusal("AccessDenied", 403)))
+    said = refused.value.message.replace("(from explicit)", "(from env)").replace(BUCKET, "my-bucket")
+    assert example == said

@@ -7,7 +7,7 @@ code, never object content. Conditional-write outcomes are exceptions of their o
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -155,16 +155,66 @@ _BAD_CREDENTIALS = frozenset(
     {"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "TokenRefreshRequired"}
 )
 _OTHER_REGION = frozenset(
-    {"PermanentRedirect", "AuthorizationHeaderMalformed", "IllegalLocationConstraintException"}
+    {"PermanentRedirect", "AuthorizationHeaderMalformed", "IllegalLocationConstraintException", "301"}
 )
+"""Refusals for a bucket in another region (``301``: a HEAD's, which has no body to name a code)."""
+_SKEWED_CLOCK = frozenset({"RequestTimeTooSkewed"})
+_IAM_ACTIONS = {
+    "ListObjectsV2": "s3:ListBucket",
+    "ListObjectVersions": "s3:ListBucketVersions",
+    "HeadObject": "s3:GetObject",
+    "CopyObject": "s3:GetObject and s3:PutObject",
+    "DeleteObjects": "s3:DeleteObject",
+}
+"""The IAM action an S3 operation needs, where it is not ``s3:`` and the operation's name."""
+_VERSION_ACTIONS = {
+    "GetObject": "s3:GetObjectVersion",
+    "HeadObject": "s3:GetObjectVersion",
+    "DeleteObject": "s3:DeleteObjectVersion",
+    "DeleteObjects": "s3:DeleteObjectVersion",
+}
+"""The IAM action of an operation on one version of an object (a ``VersionId`` in its arguments)."""
+_REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]{1,2}")
 
 
-def _failure(operation: str, error: Exception, bucket: Bucket | None = None) -> RequestFailed:
-    """The refusal of a failed request: its operation and code and, where the code says what is
+def iam_action(operation: str, arguments: Mapping[str, Any] | None = None) -> str:
+    """The IAM action (or actions) ``operation`` needs with ``arguments``: ``s3:ListBucket`` for
+    ``ListObjectsV2``, ``s3:GetObjectVersion`` for a ``GetObject`` of one version..."""
+    arguments = arguments or {}
+    objects = arguments.get("Delete", {}).get("Objects", []) if operation == "DeleteObjects" else []
+    if operation in _VERSION_ACTIONS and (
+        arguments.get("VersionId")
+        or any(isinstance(item, dict) and item.get("VersionId") for item in objects)
+    ):
+        return _VERSION_ACTIONS[operation]
+    return _IAM_ACTIONS.get(operation, f"s3:{operation}")
+
+
+def bucket_region(error: Exception) -> str | None:
+    """The bucket's region as S3 names it in a refusal for another region (its ``x-amz-bucket-region``
+    header, or the ``Region`` of an ``AuthorizationHeaderMalformed``), if it does and it looks like one."""
+    response = getattr(error, "response", None)
+    if not isinstance(response, dict):
+        return None
+    headers = response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
+    details = response.get("Error", {})
+    region = (headers.get("x-amz-bucket-region") if isinstance(headers, dict) else None) or (
+        details.get("Region") if isinstance(details, dict) else None
+    )
+    return region if isinstance(region, str) and _REGION.fullmatch(region) else None
+
+
+def _failure(
+    operation: str,
+    error: Exception,
+    bucket: Bucket | None = None,
+    arguments: Mapping[str, Any] | None = None,
+) -> RequestFailed:
+    """The refusal of a failed request: its operation and code and, where the error says what is
     misconfigured, the cause and the setting that fixes it (naming the bucket, the endpoint, the
-    region and where the credentials came from; never a key, a path or content)."""
+    region, the IAM action and where the credentials came from; never a key, a path or content)."""
     code = aws_error_code(error)
-    cause = None if bucket is None else bucket.misconfigured(code, operation)
+    cause = None if bucket is None else bucket.misconfigured(error, operation, arguments)
     # A request S3 refused did nothing; one that failed on the way may have been applied.
     done = (
         "Nothing was reported as done; try again."
@@ -199,8 +249,13 @@ class Bucket:
         """What the server is known to enforce (``conditions.Gate``), set by whoever serves a store
         in this bucket; None sends every condition as asked (the probe itself, and raw use)."""
 
-    def misconfigured(self, code: str, operation: str) -> str | None:
-        """What a request's ``code`` says is misconfigured, and the fix; None for codes a retry may mend."""
+    def misconfigured(
+        self, error: Exception, operation: str, arguments: Mapping[str, Any] | None = None
+    ) -> str | None:
+        """What the failure ``error`` of ``operation`` (sent with ``arguments``) says is misconfigured,
+        and the fix; None for failures a retry may mend. Never the error's message, which may quote
+        request data."""
+        code = aws_error_code(error)
         endpoint = getattr(self.client.meta, "endpoint_url", None) or "AWS S3"
         region = getattr(self.client.meta, "region_name", None) or "none"
         if code in _NO_BUCKET:
@@ -224,15 +279,26 @@ class Bucket:
                 "wrong, expired or for another endpoint. Renew them, or choose others (AWS_PROFILE, --profile)."
             )
         if code in _OTHER_REGION:
+            found = bucket_region(error)
+            if found is None or found == region:
+                return (
+                    f"bucket {self.bucket} is in another region than the client's ({region}). Set "
+                    "AWS_DEFAULT_REGION (--region) to the bucket's region."
+                )
             return (
-                f"bucket {self.bucket} is in another region than the client's ({region}). Set AWS_DEFAULT_REGION "
-                "(--region) to the bucket's region."
+                f"bucket {self.bucket} is in region {found}, not in region {region}. Set AWS_DEFAULT_REGION "
+                f"(--region) to {found}."
+            )
+        if code in _SKEWED_CLOCK:
+            return (
+                f"the clock of this machine differs from the clock of {endpoint} by more than 15 minutes. "
+                "Set the system clock (NTP)."
             )
         if code in _DENIED:
             return (
                 f"the AWS credentials ({self._credentials_source()}) may not {operation} in bucket "
-                f"{self.bucket} at {endpoint}. Grant it to the role (docs/deploy.md, docs/real-s3.md), or "
-                "choose other credentials (AWS_PROFILE, --profile)."
+                f"{self.bucket} at {endpoint}. Grant {iam_action(operation, arguments)} to the role "
+                "(docs/deploy.md, docs/real-s3.md), or choose other credentials (AWS_PROFILE, --profile)."
             )
         return None
 
@@ -288,11 +354,11 @@ class Bucket:
             if code in _NOT_FOUND:
                 raise _Missing(_failure(operation, error), after_retry=_retried(error)) from None
             if code in _DENIED:
-                failure = _failure(operation, error, self)
+                failure = _failure(operation, error, self, arguments)
                 raise AccessDenied(failure.message, failure.code, explained=failure.explained) from None
-            raise _failure(operation, error, self) from None
+            raise _failure(operation, error, self, arguments) from None
         except BotoCoreError as error:
-            raise _failure(operation, error, self) from None
+            raise _failure(operation, error, self, arguments) from None
 
     def get(self, key: str, *, max_bytes: int, version_id: str | None = None) -> StoredObject | None:
         """The object's bytes and ETag (of ``version_id`` if given), or None if there is none.
