@@ -76,6 +76,26 @@ locals {
     S3MEMORY_MOUNTS = local.shared_memory_mounts_json
   }
 
+  # The memory function's environment, and its size as Lambda counts it against its 4 KB limit (the
+  # UTF-8 bytes of every name and value); the MCP function's is the same less one variable plus
+  # S3MEMORY_MCP_URL, checked on that function.
+  memory_environment = merge(
+    local.common_environment,
+    { S3MEMORY_DIRECT_INVOCATION = local.memory_direct_invocation },
+    local.memory_jwt_environment,
+    local.mounts_environment,
+  )
+  # A key the module creates has its ARN only after apply: counted at its exact length (a key id,
+  # multi-Region or not, is 36 characters), so that the limit is checked at plan.
+  memory_environment_counted = merge(local.memory_environment, local.create_kms_key ? {
+    S3MEMORY_KMS_KEY_ID = "arn:${local.partition}:kms:${local.region}:${local.account_id}:key/${join("", [for i in range(36) : "0"])}"
+  } : {})
+  memory_environment_text = join("", [for name, value in local.memory_environment_counted : "${name}${value == null ? "" : value}"])
+  memory_environment_bytes = (
+    length(base64encode(local.memory_environment_text)) / 4 * 3 -
+    length(regexall("=", base64encode(local.memory_environment_text)))
+  )
+
   # The public URL of the MCP route: the `resource` of the protected-resource metadata the MCP
   # function serves, and what clients are given. null when there is no HTTP API (the MCP
   # function's precondition then refuses the plan).
@@ -103,12 +123,7 @@ resource "aws_lambda_function" "memory" {
   reserved_concurrent_executions = var.memory_function_reserved_concurrency
 
   environment {
-    variables = merge(
-      local.common_environment,
-      { S3MEMORY_DIRECT_INVOCATION = local.memory_direct_invocation },
-      local.memory_jwt_environment,
-      local.mounts_environment,
-    )
+    variables = local.memory_environment
   }
 
   # One JSON record per invocation, written by Lambda's JSON formatter with the handler's fields
@@ -164,6 +179,10 @@ resource "aws_lambda_function" "memory" {
     precondition {
       condition     = local.shared_memory_mounts_bytes <= local.shared_memory_mounts_budget
       error_message = "shared_memory_mounts encodes to ${local.shared_memory_mounts_bytes} bytes of S3MEMORY_MOUNTS, over the module's budget of ${local.shared_memory_mounts_budget} bytes (Lambda allows 4 KB for all of a function's environment variables). Use fewer grants, or shorter claims, values, points and memory names."
+    }
+    precondition {
+      condition     = local.memory_environment_bytes <= 4096
+      error_message = "The memory function's environment variables come to ${local.memory_environment_bytes} bytes, over Lambda's 4 KB (4,096 bytes) for all of them: shorten the longest settings (jwt_audience, jwt_authorization_scopes, shared_memory_mounts, store_id)."
     }
   }
 

@@ -453,6 +453,16 @@ REFUSALS = {
         "bytes (Lambda allows 4 KB for all of a function's environment variables). Use fewer grants, or "
         "shorter claims, values, points and memory names.",
     ),
+    "environment_over_4_kb": (
+        {
+            **MOUNTS_BEHIND_THE_API,
+            "jwt_audience": '[for i in range(8) : "${i}${join("", [for j in range(199) : "a"])}"]',
+            "shared_memory_mounts": '[for i in range(25) : { claim = "groups", value = "acme-${i}", '
+            'point = "/memories/team", memory = "team-acme" }]',
+        },
+        "bytes, over Lambda's 4 KB (4,096 bytes) for all of them: shorten the longest settings "
+        "(jwt_audience, jwt_authorization_scopes, shared_memory_mounts, store_id).",
+    ),
 }
 
 

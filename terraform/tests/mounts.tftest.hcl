@@ -530,3 +530,29 @@ run "refuses_3001_bytes" {
 
   expect_failures = [aws_lambda_function.memory]
 }
+
+# Lambda's 4 KB covers all of a function's variables: mounts within their budget and an audience of
+# 8 x 200 characters together exceed it, and the memory function's total is what is refused.
+run "refuses_an_environment_over_4_kb" {
+  command = plan
+
+  variables {
+    jwt_audience         = [for i in range(8) : "${i}${join("", [for j in range(199) : "a"])}"]
+    shared_memory_mounts = [merge(var.good, { point = "/memories/team", memory = "team", value = "${join("", [for i in range(1000) : "é"])}${join("", [for i in range(909) : "a"])}" })]
+  }
+
+  expect_failures = [aws_lambda_function.memory]
+}
+
+run "accepts_the_same_mounts_with_a_short_audience" {
+  command = plan
+
+  variables {
+    shared_memory_mounts = [merge(var.good, { point = "/memories/team", memory = "team", value = "${join("", [for i in range(1000) : "é"])}${join("", [for i in range(909) : "a"])}" })]
+  }
+
+  assert {
+    condition     = length(aws_lambda_function.memory.environment[0].variables["S3MEMORY_MOUNTS"]) == 2000
+    error_message = "Mounts of 3,000 bytes with the tests' short audience fit in 4 KB."
+  }
+}
