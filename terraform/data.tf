@@ -71,6 +71,16 @@ locals {
   api_log_group_arn       = "${local.log_group_arn_prefix}${local.api_log_group_name}"
   s3_kms_via_service      = "s3.${local.region}.${local.dns_suffix}"
   secrets_kms_via_service = "secretsmanager.${local.region}.${local.dns_suffix}"
+  # The key policy's grants through S3 (bucket SSE): for this account's calls, on this bucket only.
+  key_policy_via_s3_condition = {
+    StringEquals = {
+      "kms:ViaService"    = local.s3_kms_via_service
+      "kms:CallerAccount" = local.account_id
+    }
+    StringLike = {
+      "kms:EncryptionContext:aws:s3:arn" = [local.bucket_arn, local.memory_objects_arn]
+    }
+  }
 
   # The encryption-context key that s3memory's KMSKeyProvider always sends with
   # GenerateDataKey/Decrypt (format 1: {"s3memory:user": <user id>, "s3memory:key_version": "<n>"};

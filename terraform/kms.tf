@@ -176,15 +176,7 @@ locals {
         Principal = { AWS = local.kms_key_user_arns }
         Action    = ["kms:GenerateDataKey", "kms:Decrypt"]
         Resource  = "*"
-        Condition = {
-          StringEquals = {
-            "kms:ViaService"    = local.s3_kms_via_service
-            "kms:CallerAccount" = local.account_id
-          }
-          StringLike = {
-            "kms:EncryptionContext:aws:s3:arn" = [local.bucket_arn, local.memory_objects_arn]
-          }
-        }
+        Condition = local.key_policy_via_s3_condition
       },
     ],
     # The expiry function's role (when it exists) unwraps users' data keys; it never makes one.
@@ -213,15 +205,7 @@ locals {
         Principal = { AWS = expiry_role_arn }
         Action    = "kms:Decrypt"
         Resource  = "*"
-        Condition = {
-          StringEquals = {
-            "kms:ViaService"    = local.s3_kms_via_service
-            "kms:CallerAccount" = local.account_id
-          }
-          StringLike = {
-            "kms:EncryptionContext:aws:s3:arn" = [local.bucket_arn, local.memory_objects_arn]
-          }
-        }
+        Condition = local.key_policy_via_s3_condition
       },
     ])]),
     var.encrypt_log_groups ? [

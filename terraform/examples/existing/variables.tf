@@ -1,33 +1,18 @@
 variable "region" {
-  description = "AWS region of the bucket and the key, where the functions are deployed."
+  description = "AWS region of the bucket and the key, where the functions are deployed (the module checks every name below)."
   type        = string
   default     = "eu-west-1"
-
-  validation {
-    condition     = can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]$", var.region))
-    error_message = "region must be an AWS region name such as eu-west-1."
-  }
 }
 
 variable "name_prefix" {
   description = "Prefix for the module's named resources."
   type        = string
   default     = "s3memory"
-
-  validation {
-    condition     = can(regex("^[a-z][a-z0-9-]{0,30}[a-z0-9]$", var.name_prefix))
-    error_message = "name_prefix must be 2-32 lowercase letters, digits and hyphens, starting with a letter."
-  }
 }
 
 variable "bucket_name" {
   description = "Name of your existing, versioned bucket (the module does not manage it)."
   type        = string
-
-  validation {
-    condition     = can(regex("^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$", var.bucket_name))
-    error_message = "bucket_name must be 3-63 lowercase letters, digits and hyphens."
-  }
 }
 
 variable "memory_prefix" {
