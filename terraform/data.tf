@@ -6,7 +6,7 @@ data "aws_partition" "current" {}
 
 # The IAM role (or user) behind the identity running Terraform: the default key administrator.
 data "aws_iam_session_context" "current" {
-  count = local.create_kms_key ? 1 : 0
+  count = var.create_kms_key ? 1 : 0
 
   arn = data.aws_caller_identity.current.arn
 }
@@ -22,17 +22,16 @@ locals {
   # major lacks (a static error, which try() cannot catch) or deprecates (a warning).
   region_attribute = contains(keys(data.aws_region.current), "region") ? "region" : "name"
 
-  # The bucket and the key: the module's own, or existing ones (bring your own). The key's ARN is ""
-  # only with create_kms_key = false and no kms_key_arn, which the memory function's precondition
+  # The bucket and the key: the module's own, or existing ones (bring your own). The created bucket
+  # by reference, so that what names it (the functions) comes after it. The key's ARN is "" only
+  # with create_kms_key = false and no kms_key_arn, which the memory function's precondition
   # refuses (lambda.tf).
-  create_bucket  = var.create_bucket
-  create_kms_key = var.create_kms_key
-  bucket_name    = var.bucket_name
-  kms_key_arn    = local.create_kms_key ? aws_kms_key.memory[0].arn : (var.kms_key_arn == null ? "" : var.kms_key_arn)
+  memory_bucket_name = var.create_bucket ? aws_s3_bucket.memory[0].bucket : var.bucket_name
+  kms_key_arn        = var.create_kms_key ? aws_kms_key.memory[0].arn : (var.kms_key_arn == null ? "" : var.kms_key_arn)
 
   # ARNs are built from names (not read back from resources) so that policies are known at plan
   # time, and so that the KMS key policy can name log groups before they exist.
-  bucket_arn         = "arn:${local.partition}:s3:::${local.bucket_name}"
+  bucket_arn         = "arn:${local.partition}:s3:::${var.bucket_name}"
   memory_objects_arn = "${local.bucket_arn}/${var.memory_prefix}*"
 
   memory_function_name = "${var.name_prefix}-memory"
@@ -71,7 +70,12 @@ locals {
   api_log_group_arn       = "${local.log_group_arn_prefix}${local.api_log_group_name}"
   s3_kms_via_service      = "s3.${local.region}.${local.dns_suffix}"
   secrets_kms_via_service = "secretsmanager.${local.region}.${local.dns_suffix}"
-  # The key policy's grants through S3 (bucket SSE): for this account's calls, on this bucket only.
+  # The roles' grants of the key through S3 (bucket SSE): on this bucket only.
+  via_s3_condition = {
+    StringEquals = { "kms:ViaService" = local.s3_kms_via_service }
+    StringLike   = { "kms:EncryptionContext:aws:s3:arn" = [local.bucket_arn, local.memory_objects_arn] }
+  }
+  # The key policy's grants through S3: the same, for this account's calls only.
   key_policy_via_s3_condition = {
     StringEquals = {
       "kms:ViaService"    = local.s3_kms_via_service

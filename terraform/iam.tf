@@ -230,14 +230,11 @@ locals {
       # Restricting by kms:ViaService and the S3 encryption context keeps these grants from being
       # usable for anything but this bucket, so the envelope-key statement above stays the only
       # way to get s3memory data keys.
-      Sid      = "BucketSseViaS3"
-      Effect   = "Allow"
-      Action   = ["kms:GenerateDataKey", "kms:Decrypt"]
-      Resource = local.kms_key_arn
-      Condition = {
-        StringEquals = { "kms:ViaService" = local.s3_kms_via_service }
-        StringLike   = { "kms:EncryptionContext:aws:s3:arn" = [local.bucket_arn, local.memory_objects_arn] }
-      }
+      Sid       = "BucketSseViaS3"
+      Effect    = "Allow"
+      Action    = ["kms:GenerateDataKey", "kms:Decrypt"]
+      Resource  = local.kms_key_arn
+      Condition = local.via_s3_condition
     },
   ])
 
@@ -334,14 +331,11 @@ locals {
       [
         {
           # SSE-KMS of the objects it reads, through S3 for this bucket only.
-          Sid      = "DecryptViaS3"
-          Effect   = "Allow"
-          Action   = "kms:Decrypt"
-          Resource = local.kms_key_arn
-          Condition = {
-            StringEquals = { "kms:ViaService" = local.s3_kms_via_service }
-            StringLike   = { "kms:EncryptionContext:aws:s3:arn" = [local.bucket_arn, local.memory_objects_arn] }
-          }
+          Sid       = "DecryptViaS3"
+          Effect    = "Allow"
+          Action    = "kms:Decrypt"
+          Resource  = local.kms_key_arn
+          Condition = local.via_s3_condition
         },
         {
           Sid      = "OwnLogGroup"

@@ -35,9 +35,9 @@
 # before the key (their inline policies, which mention the key, come after it).
 
 resource "aws_kms_key" "memory" {
-  count = local.create_kms_key ? 1 : 0
+  count = var.create_kms_key ? 1 : 0
 
-  description             = "s3memory (${var.name_prefix}): envelope keys and SSE-KMS for bucket ${local.bucket_name}"
+  description             = "s3memory (${var.name_prefix}): envelope keys and SSE-KMS for bucket ${var.bucket_name}"
   key_usage               = "ENCRYPT_DECRYPT"
   enable_key_rotation     = true
   deletion_window_in_days = var.kms_key_deletion_window_in_days
@@ -57,7 +57,7 @@ resource "aws_kms_key" "memory" {
 }
 
 resource "aws_kms_alias" "memory" {
-  count = local.create_kms_key ? 1 : 0
+  count = var.create_kms_key ? 1 : 0
 
   name          = var.kms_key_alias
   target_key_id = aws_kms_key.memory[0].key_id

@@ -22,8 +22,7 @@ locals {
   # format; on format 2 (or with a store_id) the store's id (store.tf).
   storage_environment = merge(
     {
-      # The created bucket by reference, so that the functions come after it.
-      S3MEMORY_BUCKET     = local.create_bucket ? aws_s3_bucket.memory[0].bucket : local.bucket_name
+      S3MEMORY_BUCKET     = local.memory_bucket_name
       S3MEMORY_PREFIX     = var.memory_prefix
       S3MEMORY_KMS_KEY_ID = local.kms_key_arn
     },
@@ -87,7 +86,7 @@ locals {
   )
   # A key the module creates has its ARN only after apply: counted at its exact length (a key id,
   # multi-Region or not, is 36 characters), so that the limit is checked at plan.
-  memory_environment_counted = merge(local.memory_environment, local.create_kms_key ? {
+  memory_environment_counted = merge(local.memory_environment, var.create_kms_key ? {
     S3MEMORY_KMS_KEY_ID = "arn:${local.partition}:kms:${local.region}:${local.account_id}:key/${join("", [for i in range(36) : "0"])}"
   } : {})
   memory_environment_text = join("", [for name, value in local.memory_environment_counted : "${name}${value == null ? "" : value}"])
@@ -111,7 +110,7 @@ resource "aws_lambda_function" "memory" {
   #checkov:skip=CKV_AWS_272:Code signing is an organisation-level choice (signing profile); the zip is built and deployed by the same pipeline.
   #checkov:skip=CKV_AWS_50:X-Ray is opt-in via var.tracing_mode = "Active" because it needs wildcard xray permissions and costs money.
   function_name                  = local.memory_function_name
-  description                    = "s3memory: executes Claude memory-tool commands against s3://${local.bucket_name}/${var.memory_prefix}"
+  description                    = "s3memory: executes Claude memory-tool commands against s3://${var.bucket_name}/${var.memory_prefix}"
   role                           = aws_iam_role.memory.arn
   handler                        = "s3memory.aws_lambda.memory_handler"
   runtime                        = var.lambda_runtime
@@ -203,7 +202,7 @@ resource "aws_lambda_function" "agent" {
   count = local.agent_enabled ? 1 : 0
 
   function_name                  = local.agent_function_name
-  description                    = "s3memory: Claude agent with the memory tool on s3://${local.bucket_name}/${var.memory_prefix}"
+  description                    = "s3memory: Claude agent with the memory tool on s3://${var.bucket_name}/${var.memory_prefix}"
   role                           = aws_iam_role.agent[0].arn
   handler                        = "s3memory.aws_lambda.agent_handler"
   runtime                        = var.lambda_runtime
@@ -275,7 +274,7 @@ resource "aws_lambda_function" "expiry" {
   count = local.expiry_enabled ? 1 : 0
 
   function_name    = local.expiry_function_name
-  description      = "s3memory: deletes the memory of users idle for ${var.expiry_idle_days} days from s3://${local.bucket_name} (never their keys)"
+  description      = "s3memory: deletes the memory of users idle for ${var.expiry_idle_days} days from s3://${var.bucket_name} (never their keys)"
   role             = aws_iam_role.expiry[0].arn
   handler          = "s3memory.aws_lambda.expiry.handler"
   runtime          = var.lambda_runtime
@@ -338,7 +337,7 @@ resource "aws_lambda_function" "mcp" {
   count = local.mcp_enabled ? 1 : 0
 
   function_name    = local.mcp_function_name
-  description      = "s3memory: the memory tool for MCP clients on s3://${local.bucket_name}/${var.memory_prefix}"
+  description      = "s3memory: the memory tool for MCP clients on s3://${var.bucket_name}/${var.memory_prefix}"
   role             = aws_iam_role.mcp[0].arn
   handler          = "s3memory.aws_lambda.mcp_handler"
   runtime          = var.lambda_runtime

@@ -1,11 +1,11 @@
 output "bucket_name" {
   description = "Name of the memory bucket (S3MEMORY_BUCKET): the created one, or the existing one (create_bucket = false)."
-  value       = local.create_bucket ? aws_s3_bucket.memory[0].bucket : local.bucket_name
+  value       = local.memory_bucket_name
 }
 
 output "bucket_arn" {
   description = "ARN of the memory bucket."
-  value       = local.create_bucket ? aws_s3_bucket.memory[0].arn : local.bucket_arn
+  value       = var.create_bucket ? aws_s3_bucket.memory[0].arn : local.bucket_arn
 }
 
 output "bucket_policy_statements" {
@@ -40,7 +40,7 @@ output "kms_key_arn" {
 
 output "kms_key_id" {
   description = "Id of the customer-managed KMS key."
-  value       = local.create_kms_key ? aws_kms_key.memory[0].key_id : element(split("/", local.kms_key_arn), 1)
+  value       = var.create_kms_key ? aws_kms_key.memory[0].key_id : element(split("/", local.kms_key_arn), 1)
 }
 
 output "kms_key_alias" {

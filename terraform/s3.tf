@@ -8,15 +8,15 @@ resource "aws_s3_bucket" "memory" {
   #checkov:skip=CKV_AWS_144:Cross-region replication is a disaster-recovery decision for the caller (it needs a second bucket and key in another region); versioning plus KMS protect against loss in-region.
   #checkov:skip=CKV2_AWS_62:Nothing consumes bucket events; s3memory reads and writes objects synchronously.
   #checkov:skip=CKV_AWS_18:Server access logging is opt-in through var.access_log_bucket because the target bucket is organisation-specific (aws_s3_bucket_logging.memory).
-  count = local.create_bucket ? 1 : 0
+  count = var.create_bucket ? 1 : 0
 
-  bucket        = local.bucket_name
+  bucket        = var.bucket_name
   force_destroy = var.force_destroy
   tags          = local.tags
 }
 
 resource "aws_s3_bucket_ownership_controls" "memory" {
-  count = local.create_bucket ? 1 : 0
+  count = var.create_bucket ? 1 : 0
 
   bucket = aws_s3_bucket.memory[0].id
 
@@ -26,7 +26,7 @@ resource "aws_s3_bucket_ownership_controls" "memory" {
 }
 
 resource "aws_s3_bucket_public_access_block" "memory" {
-  count = local.create_bucket ? 1 : 0
+  count = var.create_bucket ? 1 : 0
 
   bucket = aws_s3_bucket.memory[0].id
 
@@ -37,7 +37,7 @@ resource "aws_s3_bucket_public_access_block" "memory" {
 }
 
 resource "aws_s3_bucket_versioning" "memory" {
-  count = local.create_bucket ? 1 : 0
+  count = var.create_bucket ? 1 : 0
 
   bucket = aws_s3_bucket.memory[0].id
 
@@ -47,7 +47,7 @@ resource "aws_s3_bucket_versioning" "memory" {
 }
 
 resource "aws_s3_bucket_server_side_encryption_configuration" "memory" {
-  count = local.create_bucket ? 1 : 0
+  count = var.create_bucket ? 1 : 0
 
   bucket = aws_s3_bucket.memory[0].id
 
@@ -63,7 +63,7 @@ resource "aws_s3_bucket_server_side_encryption_configuration" "memory" {
 }
 
 resource "aws_s3_bucket_lifecycle_configuration" "memory" {
-  count = local.create_bucket ? 1 : 0
+  count = var.create_bucket ? 1 : 0
 
   bucket = aws_s3_bucket.memory[0].id
 
@@ -103,7 +103,7 @@ resource "aws_s3_bucket_lifecycle_configuration" "memory" {
 }
 
 resource "aws_s3_bucket_logging" "memory" {
-  count = local.create_bucket && var.access_log_bucket != null ? 1 : 0
+  count = var.create_bucket && var.access_log_bucket != null ? 1 : 0
 
   bucket        = aws_s3_bucket.memory[0].id
   target_bucket = var.access_log_bucket
@@ -111,7 +111,7 @@ resource "aws_s3_bucket_logging" "memory" {
 }
 
 resource "aws_s3_bucket_policy" "memory" {
-  count = local.create_bucket ? 1 : 0
+  count = var.create_bucket ? 1 : 0
 
   bucket = aws_s3_bucket.memory[0].id
   policy = jsonencode(local.bucket_policy)

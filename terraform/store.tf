@@ -27,7 +27,7 @@
 # tests/test_terraform.py compares this computation with store_identity over a set of ids.
 
 locals {
-  store_id = var.store_id == "" ? local.bucket_name : var.store_id
+  store_id = var.store_id == "" ? var.bucket_name : var.store_id
 
   # The environment that tells the functions the format and the store. S3MEMORY_STORAGE_FORMAT
   # always, on format 1 too: the functions' own default is "auto" (format 2 for a store with nothing
