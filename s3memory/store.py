@@ -33,9 +33,10 @@ from s3memory.crypto import KeyOwner, KeyProvider
 from s3memory.formats.choice import AUTO_FORMAT, StorageFormat, checked_format, look
 from s3memory.formats.store_keys import NONE_MISSING, Missing, store_identity, store_key, stored_store_key
 from s3memory.formats.strategy import Format, numbered
-from s3memory.formats.upgrade import SettledUsers, mark_migrated, migrated
+from s3memory.formats.upgrade import SettledUsers, fetch_mark, mark_migrated, migrated
 from s3memory.storage import server_checks
 from s3memory.storage.bucket import Bucket, RequestFailed
+from s3memory.storage.concurrency import quietly, side
 from s3memory.storage.conditions import REFUSE, Enforced, Gate, WeakServer, checked_weak_server
 
 __all__ = ["DEFAULT_PREFIX", "Resolution", "Store", "StoreOptions", "forget_stores", "reaching"]
@@ -213,9 +214,25 @@ class Store:
         served_format = numbered(served)
         if not served_format.has_store_identity:
             return Resolution(served_format)
-        key, missing = store_key(self.bucket, self.prefix, self.identity, self.key_provider, missing)
+        # the mark's key needs no store key: its GET goes alongside the store key's
+        mark = None
+        if self._facts.marked is None and not missing.mark:
+            mark = side(lambda: fetch_mark(self.bucket, self.prefix))
+        try:
+            key, missing = store_key(
+                self.bucket,
+                self.prefix,
+                self.identity,
+                self.key_provider,
+                missing,
+                None if mark is None else lambda: mark.result() is not None,
+            )
+        except BaseException:
+            quietly(mark)
+            raise
         if self._facts.marked is None:
-            self._facts.marked = migrated(self.bucket, self.prefix, self.identity, key, missing)
+            stored_mark = None if mark is None else mark.result
+            self._facts.marked = migrated(self.bucket, self.prefix, self.identity, key, missing, stored_mark)
         return Resolution(served_format, key)
 
     def _served(self, checks: Callable[[], Enforced | None]) -> tuple[int, Missing]:

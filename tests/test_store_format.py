@@ -25,6 +25,7 @@ from s3memory.store import forget_stores
 
 from .support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, stored_keys
 from .support.marks import mark_of
+from .support.overlap import InFlightTogether
 
 BACKENDS = ALL_BACKENDS
 USER = "jane.doe@example.com"
@@ -105,6 +106,23 @@ def test_a_store_that_lost_its_store_key_is_refused_not_served_in_format_1(
     assert stored_keys(s3) == [key for key in before if not key.endswith(STORE_KEY_NAME)]
 
 
+def test_a_new_process_reads_the_store_key_and_the_mark_together(s3: Any) -> None:
+    """The mark's key needs no store key: a new process's first command sends both reads at once
+    (one round trip of its cold start), and the mark read that way still counts as the store's."""
+    memory(s3, storage_format=2).run(CREATE)
+    forget_stores()  # a new process
+
+    fresh = memory(s3, storage_format=2)
+    counter = RequestCounter(s3)
+    with InFlightTogether(s3, 2, "GetObject") as together:
+        answer = fresh.run(VIEW)
+
+    assert together.met
+    assert "renewal in May" in answer
+    assert fresh.store.marked
+    assert counter.calls["GetObject"] == 3  # the store key, the mark, then the file
+
+
 def test_what_a_process_found_it_keeps(s3: Any) -> None:
     memory(s3, "bob", storage_format=1).run(CREATE)
     assert memory(s3).storage_format == 1
@@ -128,15 +146,17 @@ def test_auto_costs_a_store_of_format_2_no_request_more_than_format_2(s3: Any) -
 
 @pytest.mark.parametrize("setting", ["auto", 2])
 def test_a_new_stores_first_memory_looks_once_then_makes_its_key_and_mark(s3: Any, setting: Any) -> None:
-    """A read of the missing store key, a HEAD of the missing mark and a listing (``auto``: of
-    anything below the prefix; ``2``: of the namespaces), the server's conditions found once for
+    """A read of the missing store key, a look for the missing mark and a listing (``auto``: a
+    HEAD of the mark and a listing of anything below the prefix; ``2``: a GET of the mark sent
+    with the key's, then a listing of the namespaces), the server's conditions found once for
     the store (``FIRST_USE``), then the store key and the mark written: what one look found
     missing is not looked for again."""
     counter = RequestCounter(s3)
     first = memory(s3, storage_format=setting)
 
     assert first.storage_format == 2
-    looked = Counter({"GetObject": 1, "HeadObject": 1, "ListObjectsV2": 1, "PutObject": 2})
+    mark = {"HeadObject": 1} if setting == "auto" else {"GetObject": 1}
+    looked = Counter({"GetObject": 1, "ListObjectsV2": 1, "PutObject": 2}) + Counter(mark)
     assert counter.calls == looked + FIRST_USE
     assert mark_of(s3) == BORN
     assert sorted(stored_keys(s3)) == sorted(

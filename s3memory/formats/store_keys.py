@@ -13,6 +13,7 @@ import hashlib
 import struct
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from s3memory.core.files import LOST, Lost, retried
@@ -59,12 +60,19 @@ def store_identity(store_id: str, prefix: str) -> str:
 
 
 def store_key(
-    bucket: Bucket, prefix: str, identity: str, provider: KeyProvider, missing: Missing = NONE_MISSING
+    bucket: Bucket,
+    prefix: str,
+    identity: str,
+    provider: KeyProvider,
+    missing: Missing = NONE_MISSING,
+    mark_found: Callable[[], bool] | None = None,
 ) -> tuple[bytes, Missing]:
     """The store key of ``identity`` at ``prefix`` in ``bucket``, made and kept on first use
     (of processes racing to make it, one stores its own; the others use the winner's), and what was
     found missing on the way. Learned once per process and provider: a store key never changes.
-    A store that ``missing`` says has neither key nor mark gets one without another look."""
+    A store that ``missing`` says has neither key nor mark gets one without another look.
+    ``mark_found`` answers whether the store's mark is there from a read sent alongside the key's
+    (the first look only; either order is safe, as a key found missing is read again after a mark)."""
 
     def attempt(number: int) -> tuple[bytes, Missing] | Lost:
         nonlocal missing
@@ -72,7 +80,7 @@ def store_key(
             key = stored_store_key(bucket, prefix, identity, provider)
             if key is not None:
                 return key, NONE_MISSING
-            if bucket.exists(prefix + MIGRATED_NAME):
+            if mark_found() if number == 0 and mark_found else bucket.exists(prefix + MIGRATED_NAME):
                 # the mark is written only once the key is: read after the mark, a key still
                 # missing is lost (the first read may have come before another process's write)
                 key = stored_store_key(bucket, prefix, identity, provider)

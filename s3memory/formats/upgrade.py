@@ -224,15 +224,27 @@ class Upgrade:
         self._bucket.delete(legacy.key)
 
 
-def migrated(bucket: Bucket, prefix: str, identity: str, key: bytes, missing: Missing = NONE_MISSING) -> bool:
+def migrated(
+    bucket: Bucket,
+    prefix: str,
+    identity: str,
+    key: bytes,
+    missing: Missing = NONE_MISSING,
+    stored_mark: Callable[[], bytes | None] | None = None,
+) -> bool:
     """True if the store at ``prefix`` (of ``identity`` and store key ``key``) has no format-1
     files: its mark authenticates, or (then it is marked now) ``missing`` says nothing at all was
     below the prefix (a new store), or the first page of its namespaces shows only format-2 ones.
     A mark that does not authenticate (planted, forged, or written before marks were sealed) is no
-    mark. Asked once per process (``store.Store``, which ``Store.mark_migrated`` then updates);
-    until the store is marked, each user's first command in a process lists the user's format-1
-    namespace, whose key names the user."""
-    known = not missing.mark and read_mark(bucket, prefix, identity, key) is not None
+    mark. ``stored_mark`` gives the mark's stored bytes when they were fetched already (alongside
+    the store key: ``fetch_mark``); without it the mark is read here. Asked once per process
+    (``store.Store``, which ``Store.mark_migrated`` then updates); until the store is marked, each
+    user's first command in a process lists the user's format-1 namespace, whose key names the user."""
+    if missing.mark:
+        known = False
+    else:
+        stored = fetch_mark(bucket, prefix) if stored_mark is None else stored_mark()
+        known = mark_state(stored, identity, key) is not None
     born = None if known else True if missing.anything else _born_by_namespaces(bucket, prefix, key)
     if born is not None:
         try:
@@ -262,18 +274,25 @@ def mark_migrated(bucket: Bucket, prefix: str, identity: str, key: bytes, *, bor
     bucket.put(prefix + MIGRATED_NAME, state + _mark_tag(key, identity, state))
 
 
-def read_mark(bucket: Bucket, prefix: str, identity: str, key: bytes) -> bytes | None:
-    """What the mark of the store at ``prefix`` says (``BORN`` or ``SETTLED``), or None if there is
-    none or it does not authenticate under the store key for ``identity`` (one GET)."""
+def fetch_mark(bucket: Bucket, prefix: str) -> bytes | None:
+    """The stored bytes of the mark of the store at ``prefix``, or None if there is none; empty
+    bytes, which no mark authenticates, for an object larger than any mark s3memory writes (one
+    GET; its key needs no store key, so it can be sent alongside the store key's)."""
     try:
         stored = bucket.get(prefix + MIGRATED_NAME, max_bytes=MARK_MAX_BYTES)
     except ObjectTooLarge:
-        return None  # not a mark s3memory wrote
+        return b""  # there, but not a mark s3memory wrote
+    return None if stored is None else stored.body
+
+
+def mark_state(stored: bytes | None, identity: str, key: bytes) -> bytes | None:
+    """What the mark ``stored`` says (``BORN`` or ``SETTLED``), or None if there is none or it does
+    not authenticate under the store key ``key`` for ``identity``."""
     if stored is None:
         return None
     for state in (BORN, SETTLED):
-        tag = stored.body[len(state) :]
-        if stored.body.startswith(state) and hmac.compare_digest(tag, _mark_tag(key, identity, state)):
+        tag = stored[len(state) :]
+        if stored.startswith(state) and hmac.compare_digest(tag, _mark_tag(key, identity, state)):
             return state
     return None
 
@@ -281,7 +300,7 @@ def read_mark(bucket: Bucket, prefix: str, identity: str, key: bytes) -> bytes |
 def born_in_format_2(bucket: Bucket, prefix: str, identity: str, key: bytes | None) -> bool:
     """True if the store at ``prefix`` is marked, authentically, as never having held format 1;
     False without a store key (nothing is authentic then)."""
-    return key is not None and read_mark(bucket, prefix, identity, key) == BORN
+    return key is not None and mark_state(fetch_mark(bucket, prefix), identity, key) == BORN
 
 
 def _mark_tag(key: bytes, identity: str, state: bytes) -> bytes:

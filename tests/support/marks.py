@@ -7,7 +7,7 @@ from typing import Any
 
 from s3memory.crypto import LocalKeyProvider
 from s3memory.formats.store_keys import store_identity, stored_store_key
-from s3memory.formats.upgrade import read_mark
+from s3memory.formats.upgrade import fetch_mark, mark_state
 from s3memory.storage.bucket import Bucket
 
 from .bucket import BUCKET, MASTER_KEY
@@ -18,4 +18,4 @@ def mark_of(s3: Any, prefix: str = "users/") -> bytes | None:
     None if there is none, no store key, or it does not authenticate."""
     bucket, identity = Bucket(s3, BUCKET), store_identity(BUCKET, prefix)
     key = stored_store_key(bucket, prefix, identity, LocalKeyProvider(MASTER_KEY))
-    return None if key is None else read_mark(bucket, prefix, identity, key)
+    return None if key is None else mark_state(fetch_mark(bucket, prefix), identity, key)

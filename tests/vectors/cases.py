@@ -18,7 +18,7 @@ from unittest import mock
 from s3memory.crypto import KeyOwner, KMSKeyProvider, LocalKeyProvider, ObjectCipher, Opened, Sealed
 from s3memory.formats.names import NameCipher, namespace_of, user_of_namespace
 from s3memory.formats.store_keys import store_identity
-from s3memory.formats.upgrade import mark_migrated, read_mark
+from s3memory.formats.upgrade import fetch_mark, mark_migrated, mark_state
 from s3memory.storage.bucket import Bucket, StoredObject
 from s3memory.storage.conditions import Enforced
 from s3memory.storage.server_checks import open_record, seal_record
@@ -268,9 +268,8 @@ def _read_marks(inputs: Json, expected: Json) -> Json:
     out: Json = {}
     for name in ("born", "settled"):
         bucket = _MarkBucket({expected[name]["key"]: bytes.fromhex(expected[name]["body"])})
-        state = read_mark(
-            cast(Bucket, bucket), inputs["prefix"], inputs["store"], bytes.fromhex(inputs["store_key"])
-        )
+        stored = fetch_mark(cast(Bucket, bucket), inputs["prefix"])
+        state = mark_state(stored, inputs["store"], bytes.fromhex(inputs["store_key"]))
         out[name] = None if state is None else state.decode("ascii")
     return out
 
