@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import random
+import re
 import sys
 import unicodedata
 from collections.abc import Callable
@@ -246,3 +248,49 @@ def test_screening_an_edit_agrees_with_screening_the_stored_text(
     assert "[REDACTED " in redacted.text[redacted.start : redacted.end]
     with pytest.raises(CommandError):
         REFUSE.screen_edit("/memories/k.txt", edit)
+
+
+# The default patterns as first written, each with its word boundary first: the detectors check the
+# boundary behind a prefix instead (so ``re`` searches for the prefix), and must match exactly as these.
+AS_WRITTEN = {
+    "AWS access key id": r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",
+    "Anthropic API key": r"\bsk-ant-[A-Za-z0-9_\-]{20,}",
+    "OpenAI API key": r"\bsk-(?:proj-)?[A-Za-z0-9]{20,}[A-Za-z0-9_\-]*",
+    "GitHub token": r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+    "Slack token": r"\bxox[abposr]-[A-Za-z0-9-]{10,}",
+    "Google API key": r"\bAIza[0-9A-Za-z_\-]{35}",
+    "Stripe secret key": r"\b[rs]k_live_[0-9A-Za-z]{16,}",
+    "payment card number": r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])",
+}
+# Pieces that make near misses and matches of every rewritten pattern: its prefixes, word and
+# non-word characters on either side (Unicode letters and digits are word characters too), runs.
+PIECES = (
+    *("AKIA", "ASIA", "ABIA", "ACCA", "sk-", "sk-ant-", "proj-", "gh", "ghp_", "ghs_", "github_pat_"),
+    *("xox", "xoxb-", "AIza", "sk_live_", "rk_live_", "k_live_", "-", "_", " ", "\n", "é", "日", "٣", "x"),
+    *("A1B2C3D4E5F6G7H8", "a" * 10, "Z" * 20, "0" * 13, "4111 1111 1111 1111", "1-", "9 ", "7"),
+)
+
+
+def test_the_default_patterns_are_written_for_speed_as_written_for_sense() -> None:
+    detectors = {detector.kind: detector.pattern for detector in DEFAULT_DETECTORS}
+    written = {kind: re.compile(pattern) for kind, pattern in AS_WRITTEN.items()}
+    shuffled = random.Random(20250818)
+    texts = ["".join(shuffled.choices(PIECES, k=shuffled.randint(1, 12))) for _ in range(20_000)]
+    texts += [
+        prefix + AWS_KEY_ID + suffix for prefix in ("", "a", "é", "-", "٣") for suffix in ("", "Z", "!")
+    ]
+    matched = 0
+    for text in texts:
+        for kind, pattern in written.items():
+            spans = [match.span() for match in pattern.finditer(text)]
+            assert [match.span() for match in detectors[kind].finditer(text)] == spans, (kind, text)
+            matched += len(spans)
+    assert matched > 1_000  # the corpus reaches matches, not only near misses
+
+
+@given(st.lists(st.sampled_from(PIECES), max_size=16).map("".join))
+def test_each_rewritten_pattern_finds_what_its_written_form_finds(text: str) -> None:
+    detectors = {detector.kind: detector.pattern for detector in DEFAULT_DETECTORS}
+    for kind, pattern in AS_WRITTEN.items():
+        expected = [match.span() for match in re.finditer(pattern, text)]
+        assert [match.span() for match in detectors[kind].finditer(text)] == expected

@@ -93,8 +93,17 @@ class Detector:
 
 _KEY_LABEL = r"[A-Z0-9 ]{0,40}PRIVATE KEY-----"
 
+
+def _word_start(prefix: str, width: int, rest: str) -> re.Pattern[str]:
+    r"""The pattern ``\b`` + ``prefix`` + ``rest``, where ``prefix`` matches ``width`` characters
+    beginning with a word character, written so that ``re`` looks for the prefix first: the boundary
+    is checked behind the prefix (the character before it is no word character). Written with
+    ``\b`` first, ``re`` would try a match at every character of the text, about ten times slower."""
+    return re.compile(f"{prefix}(?<!\\w.{{{width}}}){rest}")
+
+
 DEFAULT_DETECTORS: tuple[Detector, ...] = (
-    Detector("AWS access key id", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b")),
+    Detector("AWS access key id", _word_start("(?:AKIA|ASIA|ABIA|ACCA)", 4, r"[0-9A-Z]{16}\b")),
     Detector(
         "AWS secret access key",
         re.compile(
@@ -106,13 +115,16 @@ DEFAULT_DETECTORS: tuple[Detector, ...] = (
         re.compile("-----BEGIN " + _KEY_LABEL),
         until=re.compile("-----END " + _KEY_LABEL),
     ),
-    Detector("Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}")),
-    Detector("OpenAI API key", re.compile(r"\bsk-(?:proj-)?[A-Za-z0-9]{20,}[A-Za-z0-9_\-]*")),
-    Detector("GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})")),
-    Detector("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    Detector("Google API key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
-    Detector("Stripe secret key", re.compile(r"\b[rs]k_live_[0-9A-Za-z]{16,}")),
-    Detector("payment card number", re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])"), luhn_valid),
+    Detector("Anthropic API key", _word_start("sk-ant-", 7, r"[A-Za-z0-9_\-]{20,}")),
+    Detector("OpenAI API key", _word_start("sk-", 3, r"(?:proj-)?[A-Za-z0-9]{20,}[A-Za-z0-9_\-]*")),
+    Detector(
+        "GitHub token", _word_start("g", 1, r"(?:h[pousr]_[A-Za-z0-9]{36,}|ithub_pat_[A-Za-z0-9_]{22,})")
+    ),
+    Detector("Slack token", _word_start("xox", 3, r"[abposr]-[A-Za-z0-9-]{10,}")),
+    Detector("Google API key", _word_start("AIza", 4, r"[0-9A-Za-z_\-]{35}")),
+    Detector("Stripe secret key", _word_start("[rs]k_live_", 8, r"[0-9A-Za-z]{16,}")),
+    # a digit not after a digit or '-' (the check behind the first digit lets ``re`` skip to digits)
+    Detector("payment card number", re.compile(r"\d(?<![\d-]\d)(?:[ -]?\d){12,18}(?![\d-])"), luhn_valid),
 )
 
 _Finding = tuple[int, int, str]
