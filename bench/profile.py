@@ -110,6 +110,10 @@ def _scenarios(
         tenant.clear()
         tenant.seed({**base, **{f"/memories/big/sub-{k % 10}/f-{k}.md": note_text(k, 6) for k in range(300)}})
 
+    def seed_edited(i: int) -> None:
+        if i == 0:
+            tenant.seed({"/memories/notes/edited.md": note_text(5) + "counter: 0\n"})
+
     def seed_named(i: int) -> None:
         if i == 0:
             tenant.clear()
@@ -126,6 +130,17 @@ def _scenarios(
             nothing,
             lambda i: tenant.run(
                 {"command": "create", "path": f"/memories/projects/gamma/p-{i}.md", "file_text": note_text(i)}
+            ),
+        ),
+        "str-replace": (
+            seed_edited,
+            lambda i: tenant.run(
+                {
+                    "command": "str_replace",
+                    "path": "/memories/notes/edited.md",
+                    "old_str": f"counter: {i}\n",
+                    "new_str": f"counter: {i + 1}\n",
+                }
             ),
         ),
         "view-root": (nothing, lambda i: tenant.run({"command": "view", "path": "/memories"})),
@@ -186,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     names = [
         "create",
         "create-deep",
+        "str-replace",
         "view-root",
         "view-root-1000",
         "view-dir",
