@@ -50,6 +50,14 @@ FORMAT_RANGES: tuple[tuple[int, int], ...] = (
 _FORMAT = re.compile("[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in FORMAT_RANGES) + "]")
 
 
+def _format_characters(text: str, start: int = 0, end: int | None = None) -> list[int]:
+    """The positions of the format characters in ``text[start:end]``. None in ASCII text (every
+    one is U+00AD or above), which Python knows without a scan; else one pass of ``_FORMAT``."""
+    if text.isascii():
+        return []
+    return [match.start() for match in _FORMAT.finditer(text, start, len(text) if end is None else end)]
+
+
 def luhn_valid(candidate: str) -> bool:
     """True if the digits of ``candidate`` (13 to 19 of them) pass the Luhn checksum."""
     digits = [int(char) for char in candidate if char.isdigit()]
@@ -138,7 +146,7 @@ def _reach(text: str, position: int, direction: Literal[-1, 1]) -> int:
     while needed and position != limit:
         step = max(limit, position - needed) if direction < 0 else min(limit, position + needed)
         low, high = min(position, step), max(position, step)
-        needed -= high - low - len(_FORMAT.findall(text, low, high))
+        needed -= high - low - len(_format_characters(text, low, high))
         position = step
     return position
 
@@ -204,7 +212,7 @@ class ContentGuard:
     def _findings(self, text: str) -> list[_Finding]:
         """Every match in ``text`` and in ``text`` without its format characters, as spans of ``text``
         (a span found without them covers the format characters inside it)."""
-        removed = [match.start() for match in _FORMAT.finditer(text)]
+        removed = _format_characters(text)
         if not removed:
             return self._matches(text)
         # The kept character at index i of the stripped text sits at i + (removed characters before it).
