@@ -342,16 +342,17 @@ def test_what_a_process_knows_is_bounded_least_recently_used_first_out() -> None
     assert known.get("k", '"e"') is None and known.get("k", "") is None
 
 
-def test_what_a_process_knows_is_bounded_in_characters_too() -> None:
+def test_what_a_process_knows_holds_as_many_of_the_longest_keys() -> None:
     known = VerifiedHeaders()
     header = bytes(HEADER_BYTES)
     long_key = "k" * 1020  # with its 4-digit start, as long as a key may be
-    fits = VerifiedHeaders.CHARACTER_LIMIT // (4 + len(long_key) + 4)  # the key's and the ETag's
-    for index in range(fits + 5):
-        known.add(f"{index:04d}{long_key}", f"{index:04d}"[:4], header, "place")
-    assert len(known) == fits < VerifiedHeaders.LIMIT
-    assert known.get(f"0000{long_key}", "0000") is None
-    assert header_of(known, f"{fits + 4:04d}{long_key}", f"{fits + 4:04d}") == header
+    for index in range(VerifiedHeaders.LIMIT):
+        known.add(f"{index:04d}{long_key}", f'"{index:04d}"', header, "place")
+    assert len(known) == VerifiedHeaders.LIMIT  # a 1,000-file rename's copies all stay known
+    assert header_of(known, f"0000{long_key}", "0000") == header  # quoted or not, one ETag
+    assert known.get(f"0000{long_key}", "0001") is None and known.get(f"000{long_key}", "0000") is None
+    known.add("ab", '"c"', header, "place")
+    assert known.get("a", '"bc"') is None  # the key's end is framed, not run into the ETag
 
 
 def test_a_file_rename_of_a_swapped_source_is_refused_and_changes_nothing(memory: S3Memory, s3: Any) -> None:

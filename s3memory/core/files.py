@@ -8,6 +8,7 @@ deletes tell the usage tracker to measure again.
 from __future__ import annotations
 
 import copy
+import hashlib
 import random
 import threading
 import time
@@ -136,13 +137,12 @@ class VerifiedHeaders:
     twins (``MemoryFiles.by``)."""
 
     LIMIT = 1024
-    CHARACTER_LIMIT = 192 * 1024
-    """Keys of long names are forgotten sooner: a warm Lambda container keeps up to 128 users'
-    memories (``memories.WARM_USERS``), so at most about 50 MB of these in all."""
+    """A warm Lambda container keeps up to 128 users' memories (``memories.WARM_USERS``): each entry
+    takes about 400 bytes whatever the key's length (the key and ETag are kept as a 16-byte digest),
+    so at most about 50 MB of these in all."""
 
     def __init__(self) -> None:
-        self._headers: OrderedDict[tuple[str, str], Verified] = OrderedDict()
-        self._characters = 0
+        self._headers: OrderedDict[bytes, Verified] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -150,7 +150,7 @@ class VerifiedHeaders:
 
     def get(self, key: str, etag: str) -> Verified | None:
         """What this process verified of the object at ``key`` whose bytes have ``etag``, if anything."""
-        entry = (key, _unquoted(etag))
+        entry = _entry(key, etag)
         with self._lock:
             verified = self._headers.get(entry)
             if verified is not None:
@@ -162,15 +162,20 @@ class VerifiedHeaders:
         ``key`` with ``etag``."""
         if not etag or len(header) != HEADER_BYTES:
             return
-        entry = (key, _unquoted(etag))
+        entry = _entry(key, etag)
         with self._lock:
-            if entry not in self._headers:
-                self._characters += len(key) + len(entry[1])
             self._headers[entry] = Verified(header, place_digest(place))
             self._headers.move_to_end(entry)
-            while len(self._headers) > self.LIMIT or self._characters > self.CHARACTER_LIMIT:
-                (old_key, old_etag), _header = self._headers.popitem(last=False)
-                self._characters -= len(old_key) + len(old_etag)
+            while len(self._headers) > self.LIMIT:
+                self._headers.popitem(last=False)
+
+
+def _entry(key: str, etag: str) -> bytes:
+    """The entry of ``key`` with ``etag``: a 16-byte BLAKE2b digest of both (no two of a process's
+    objects share one: finding a pair that does takes about 2^64 tries)."""
+    encoded = key.encode("utf-8", "surrogatepass")
+    framed = len(encoded).to_bytes(4, "big") + encoded + _unquoted(etag).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(framed, digest_size=16).digest()
 
 
 def _unquoted(etag: str) -> str:
