@@ -418,7 +418,8 @@ def run_renames(
     results: list[RenameComparison] = []
     with s3fs_worker(peer_python, backend, RENAME_BUCKET) as worker:
         for files in sizes:
-            user = f"renamer-{files}"
+            # a user per endpoint: SeaweedFS keeps the directories an earlier endpoint's moves emptied
+            user = f"renamer-{backend.name.replace('+', '-')}-{files}"
             tree = rename_tree(files)
             measured: dict[str, tuple[int, int | None]] = {
                 name: (storage_format, None)
