@@ -42,7 +42,7 @@ from typing import Any
 
 from s3memory.crypto import FORMAT_VERSION, PLACED_FORMAT
 
-from .metrics import RequestCounter, Summary, describe, paired_ratios, quiet_gc
+from .metrics import RequestCounter, Summary, describe, paired_ratios, print_alone, quiet_gc
 from .scaling import in_flight_held
 from .servers import REPO, Backend
 from .workload import MASTER_KEY, Tenant, note_text, s3memory_client
@@ -643,10 +643,7 @@ def main(argv: list[str] | None = None) -> int:
                 measure(weed)
             if "seaweedfs+10ms" in endpoints:
                 measure(weed.with_client_latency(plan.latency_ms))
-    print("\n".join(renames_lines(found)))
-    if options.json:
-        with open(options.json, "w", encoding="utf-8") as handle:
-            json.dump([item.as_dict() for item in found], handle, indent=1)
+    print_alone(renames_lines(found), options.json, [item.as_dict() for item in found])
     return 0
 
 
