@@ -43,8 +43,9 @@ from typing import Any
 from s3memory.crypto import FORMAT_VERSION, PLACED_FORMAT
 
 from .metrics import RequestCounter, Summary, describe, paired_ratios, print_alone, quiet_gc
+from .plan import FULL, QUICK
 from .scaling import in_flight_held
-from .servers import REPO, Backend
+from .servers import REPO, Backend, fake_credentials, moto_backend, seaweed_backend
 from .workload import MASTER_KEY, Tenant, note_text, s3memory_client
 
 BUCKET = "bench-peers"
@@ -391,6 +392,8 @@ def rename_tree(files: int) -> dict[str, str]:
 
 @dataclass
 class _Sample:
+    """One measured rename: wall seconds, requests, CPU seconds of the client's and the server's process."""
+
     seconds: float
     requests: Counter[str]
     client_cpu: float
@@ -583,13 +586,12 @@ def _per_command(merged: Counter[str], count: int) -> str:
 
 
 ENDPOINTS = ("moto", "moto+10ms", "seaweedfs", "seaweedfs+10ms")
+"""The endpoints ``main`` can run the renames on."""
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run section 5's directory renames alone, on endpoints of their own, and print their table."""
-    from .plan import FULL, QUICK
-    from .report import renames_lines
-    from .servers import fake_credentials, moto_backend, seaweed_backend
+    from .report import renames_lines  # report imports this module
 
     parser = argparse.ArgumentParser(prog="python -m bench.peers_session", description=main.__doc__)
     parser.add_argument("--quick", action="store_true", help="the sizes of `python -m bench --quick`")
