@@ -10,14 +10,16 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from s3memory.storage.concurrency import MAX_IN_FLIGHT
-
 if TYPE_CHECKING:
     from boto3.session import Session
     from mypy_boto3_kms import KMSClient
     from mypy_boto3_s3 import S3Client
 
 RETRY_ATTEMPTS = 5
+POOL_CONNECTIONS = 64
+"""Connections each client keeps open: one for each request ``storage.concurrency.parallel`` may
+have in flight (beyond the pool, urllib3 opens a connection per request and drops it after: a new
+TCP and TLS handshake each). A socket each, far below a Lambda function's 1,024 file descriptors."""
 _lock = threading.Lock()
 _sessions: dict[str | None, Session] = {}
 """One session per AWS profile (None: the environment's, ``AWS_PROFILE`` or the default)."""
@@ -36,9 +38,7 @@ def _client(
         retries={"mode": "standard", "total_max_attempts": RETRY_ATTEMPTS},
         connect_timeout=5,
         read_timeout=20,
-        # a connection for each call ``parallel`` may have in flight: beyond the pool, urllib3
-        # opens a connection per request and drops it after (a new TCP and TLS handshake each)
-        max_pool_connections=MAX_IN_FLIGHT,
+        max_pool_connections=POOL_CONNECTIONS,
         # botocore checks each request's parameters against the service model: about a tenth of
         # the client's CPU per request (0.2 ms of a CopyObject's 2). s3memory's requests are typed
         # against the same models (mypy strict, the boto3 stubs), and S3 refuses a malformed one.

@@ -21,13 +21,13 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
+from s3memory.clients import POOL_CONNECTIONS
 from s3memory.errors import CommandError
 
 PARALLEL_REQUESTS = 16
 """Calls of one ``parallel`` in flight at once before any has completed, and the fewest after."""
-MAX_IN_FLIGHT = 64
-"""The most calls of one ``parallel`` in flight at once: the connections of the S3 client's pool
-(``s3memory.clients``), each a socket (a Lambda function may open 1,024 file descriptors)."""
+MAX_IN_FLIGHT = POOL_CONNECTIONS
+"""The most calls of one ``parallel`` in flight at once: the connections of the S3 client's pool."""
 WRITE_RATE = 3500
 """Writes per second S3 accepts for one prefix."""
 
