@@ -21,7 +21,6 @@ every larger one, and so is every size after one whose first run took longer tha
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from collections import Counter
@@ -31,7 +30,7 @@ from typing import Any
 
 from s3memory.errors import CommandError
 
-from .metrics import RequestCounter, Summary, describe, quiet_gc
+from .metrics import RequestCounter, Summary, describe, print_alone, quiet_gc
 from .servers import Backend, fake_credentials, moto_backend
 from .workload import Tenant, s3memory_client
 
@@ -462,10 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     fake_credentials()
     with moto_backend() as backend:
         found = run(backend, SCALES["quick" if arguments.quick else "full"])
-    print("\n".join(adversarial_section(found)))
-    if arguments.json:
-        with open(arguments.json, "w", encoding="utf-8") as handle:
-            json.dump([growth.as_dict() for growth in found], handle, indent=1)
+    print_alone(adversarial_section(found), arguments.json, [growth.as_dict() for growth in found])
     return 0
 
 

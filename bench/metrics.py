@@ -8,6 +8,7 @@ attempt (retries included). Every figure the bench reports is a median with its 
 from __future__ import annotations
 
 import gc
+import json
 import statistics
 import threading
 import time
@@ -152,6 +153,15 @@ def plain(fields: dict[str, Any]) -> dict[str, Any]:
 def paired_ratios(numerators: Sequence[float], denominators: Sequence[float]) -> Summary:
     """Median and IQR of per-pair ratios (pairs measured side by side)."""
     return Summary.of([a / b for a, b in zip(numerators, denominators, strict=True) if b > 0])
+
+
+def print_alone(lines: list[str], json_path: str | None, found: object) -> None:
+    """What a section run alone prints (its part of ``latest.md``), and ``found`` written as JSON to
+    ``json_path`` when given."""
+    print("\n".join(lines))
+    if json_path:
+        with open(json_path, "w", encoding="utf-8") as handle:
+            json.dump(found, handle, indent=1)
 
 
 def load_average() -> str:

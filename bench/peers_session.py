@@ -17,13 +17,18 @@ shows medians over repetitions and the ratio s3memory/s3fs per repetition, for e
 (``/memories/a/batch`` to ``/memories/moved-0/batch``, then on to ``moved-1`` ..., each move a
 sample), side by side in rotating order in one bucket: s3fs renames a directory with server-side copies and deletes
 (``fs.copy(recursive=True)`` + ``fs.rm(recursive=True)``), format 2 with server-side copies,
-format 1 by reading and writing every file.
+format 1 by reading and writing every file. Alone (its own endpoints; ``--held 16`` also runs
+format 2 with its calls in flight held at 16, beside its own rule)::
+
+    python -m bench.peers_session --endpoints moto+10ms,seaweedfs+10ms --files 100,1000 --held 16
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -37,8 +42,10 @@ from typing import Any
 
 from s3memory.crypto import FORMAT_VERSION, PLACED_FORMAT
 
-from .metrics import RequestCounter, Summary, describe, paired_ratios, quiet_gc
-from .servers import REPO, Backend
+from .metrics import RequestCounter, Summary, describe, paired_ratios, print_alone, quiet_gc
+from .plan import FULL, QUICK
+from .scaling import in_flight_held
+from .servers import REPO, Backend, fake_credentials, moto_backend, seaweed_backend
 from .workload import MASTER_KEY, Tenant, note_text, s3memory_client
 
 BUCKET = "bench-peers"
@@ -206,6 +213,7 @@ class S3fsWorker:
             "BENCH_ENDPOINT_URL": backend.endpoint_url,
             "BENCH_BUCKET": bucket,
             "BENCH_KEY_HEX": key.hex(),
+            "BENCH_LATENCY_MS": str(backend.client_latency_ms),
         }
         self.process = subprocess.Popen(
             [python, "-m", "bench.peers.s3fs_worker"],
@@ -356,12 +364,24 @@ class RenameComparison:
     ratio_s3fs: dict[str, Summary]
     """Per s3memory implementation: its time / s3fs's time, per repetition."""
     versions: dict[str, str] = field(default_factory=dict)
+    client_cpu: dict[str, Summary] = field(default_factory=dict)
+    """CPU seconds of a rename in the client's process (all its threads): the bench's for s3memory,
+    the worker's for s3fs."""
+    server_cpu: dict[str, Summary] = field(default_factory=dict)
+    """CPU seconds of a rename in the server's process, where Linux tells."""
+    cpu_ratio_s3fs: dict[str, Summary] = field(default_factory=dict)
+    """Per s3memory implementation: its client + server CPU / s3fs's, per repetition."""
+    left_out: str = ""
+    """An implementation not measured at this size, and why."""
 
     def as_dict(self) -> dict[str, Any]:
+        summaries = ("seconds", "ratio_s3fs", "client_cpu", "server_cpu", "cpu_ratio_s3fs")
         return {
             **self.__dict__,
-            "seconds": {name: value.as_dict() for name, value in self.seconds.items()},
-            "ratio_s3fs": {name: value.as_dict() for name, value in self.ratio_s3fs.items()},
+            **{
+                name: {key: value.as_dict() for key, value in getattr(self, name).items()}
+                for name in summaries
+            },
         }
 
 
@@ -370,13 +390,30 @@ def rename_tree(files: int) -> dict[str, str]:
     return {f"/memories/a/batch/sub-{i % 10}/f-{i}.md": note_text(i % 50, 6) for i in range(files)}
 
 
+@dataclass
+class _Sample:
+    """One measured rename: wall seconds, requests, CPU seconds of the client's and the server's process."""
+
+    seconds: float
+    requests: Counter[str]
+    client_cpu: float
+    server_cpu: float
+
+
 def run_renames(
-    backend: Backend, sizes: list[int], reps: int, peer_python: str | None, warmup: int = 1
+    backend: Backend,
+    sizes: list[int],
+    reps: dict[int, int],
+    peer_python: str | None,
+    warmup: int = 1,
+    format1_files: int | None = None,
+    held: int | None = None,
 ) -> list[RenameComparison]:
     """A directory of N files renamed from ``/memories/a/batch`` to ``/memories/moved-0/batch``,
-    then on to ``moved-1`` ..., by s3memory (format 1 and format 2) and the s3fs peer, one bucket
-    for all three, every move a sample; each repetition runs the three back to back in rotating
-    order."""
+    then on to ``moved-1`` ..., by s3memory (format 1 up to ``format1_files``, format 2) and the
+    s3fs peer, one bucket for all, every move a sample (``reps[N]`` after ``warmup``); each
+    repetition runs them back to back in rotating order. ``held``: format 2 also with its calls
+    in flight held at that many (``held_name``), the bound before ``concurrency.in_flight``."""
     backend.create_bucket(RENAME_BUCKET)
     backend.clear(RENAME_BUCKET, "")
     client = s3memory_client(backend)
@@ -384,20 +421,27 @@ def run_renames(
     results: list[RenameComparison] = []
     with s3fs_worker(peer_python, backend, RENAME_BUCKET) as worker:
         for files in sizes:
-            user = f"renamer-{files}"
+            # a user per endpoint: SeaweedFS keeps the directories an earlier endpoint's moves emptied
+            user = f"renamer-{backend.name.replace('+', '-')}-{files}"
             tree = rename_tree(files)
-            tenants = {
-                name: Tenant(backend, client, RENAME_BUCKET, user, storage_format=storage_format)
+            measured: dict[str, tuple[int, int | None]] = {
+                name: (storage_format, None)
                 for name, storage_format in FORMATS.items()
+                if storage_format == PLACED_FORMAT or format1_files is None or files <= format1_files
+            }
+            if held is not None:
+                measured[held_name(held)] = (PLACED_FORMAT, held)
+            tenants = {
+                name: Tenant(backend, client, RENAME_BUCKET, f"{user}-{index}", storage_format=storage_format)
+                for index, (name, (storage_format, _)) in enumerate(measured.items())
             }
             for tenant in tenants.values():
                 tenant.seed(tree)
             if worker is not None:
                 worker.ask({"op": "seed", "user": user, "files": tree})
             implementations = [*tenants, *([S3FS] if worker is not None else [])]
-            times: dict[str, list[float]] = {name: [] for name in implementations}
-            counts: dict[str, Counter[str]] = {}
-            for rep in range(warmup + reps):
+            samples: dict[str, list[_Sample]] = {name: [] for name in implementations}
+            for rep in range(warmup + reps[files]):
                 shift = rep % len(implementations)
                 # to a directory never used: SeaweedFS keeps emptied directories, which s3fs's
                 # ``exists`` (a delimited listing) finds, so it would refuse to move back
@@ -407,11 +451,14 @@ def run_renames(
                     "new_path": f"/memories/moved-{rep}/batch",
                 }
                 for name in implementations[shift:] + implementations[:shift]:
+                    server = backend.server_cpu()
                     if name in tenants:
-                        with counter.window() as seen, quiet_gc():
+                        with counter.window() as seen, quiet_gc(), in_flight_held(measured[name][1]):
+                            cpu = time.process_time()
                             started = time.perf_counter()
                             tenants[name].run(command)
                             seconds = time.perf_counter() - started
+                            cpu = time.process_time() - cpu
                         requests = Counter(seen)
                     else:
                         assert worker is not None
@@ -419,28 +466,56 @@ def run_renames(
                         item = answer["results"][0]
                         if not item["ok"]:
                             raise RuntimeError(f"the s3fs peer's rename failed: {item['head']}")
-                        seconds, requests = item["seconds"], Counter(item["requests"])
+                        seconds, requests, cpu = item["seconds"], Counter(item["requests"]), item["cpu"]
+                    after = backend.server_cpu()
+                    server_cpu = after - server if server is not None and after is not None else math.nan
                     if rep >= warmup:
-                        times[name].append(seconds)
-                        counts[name] = requests
-            results.append(
-                RenameComparison(
-                    backend=backend.name,
-                    files=files,
-                    implementations=implementations,
-                    seconds={name: Summary.of(values) for name, values in times.items()},
-                    requests={name: sum(seen.values()) for name, seen in counts.items()},
-                    breakdown={name: describe(seen) for name, seen in counts.items()},
-                    ratio_s3fs=(
-                        {name: paired_ratios(times[name], times[S3FS]) for name in tenants}
-                        if S3FS in times
-                        else {}
-                    ),
-                    versions=worker.versions if worker is not None else {},
-                )
-            )
+                        samples[name].append(_Sample(seconds, requests, cpu, server_cpu))
+            results.append(_compare(backend.name, files, samples, worker, format1_files))
             backend.clear(RENAME_BUCKET, "")  # the next size's tenants make a new store key
     return results
+
+
+def held_name(count: int) -> str:
+    """The name of format 2 measured with its calls in flight held at ``count``."""
+    return f"{S3MEMORY_F2}, {count} in flight"
+
+
+def _compare(
+    backend: str,
+    files: int,
+    samples: dict[str, list[_Sample]],
+    worker: S3fsWorker | None,
+    format1_files: int | None,
+) -> RenameComparison:
+    """One size's samples, summarised, each s3memory implementation set against s3fs per repetition."""
+    times = {name: [sample.seconds for sample in found] for name, found in samples.items()}
+    cpu = {
+        name: [sample.client_cpu + sample.server_cpu for sample in found] for name, found in samples.items()
+    }
+    ours = [name for name in samples if name != S3FS]
+    return RenameComparison(
+        backend=backend,
+        files=files,
+        implementations=list(samples),
+        seconds={name: Summary.of(values) for name, values in times.items()},
+        requests={name: sum(found[-1].requests.values()) for name, found in samples.items()},
+        breakdown={name: describe(found[-1].requests) for name, found in samples.items()},
+        ratio_s3fs={name: paired_ratios(times[name], times[S3FS]) for name in ours} if S3FS in times else {},
+        versions=worker.versions if worker is not None else {},
+        client_cpu={name: Summary.of([s.client_cpu for s in found]) for name, found in samples.items()},
+        server_cpu={name: Summary.of([s.server_cpu for s in found]) for name, found in samples.items()},
+        cpu_ratio_s3fs=(
+            {name: paired_ratios(cpu[name], cpu[S3FS]) for name in ours}
+            if S3FS in cpu and not any(math.isnan(value) for value in cpu[S3FS])
+            else {}
+        ),
+        left_out=(
+            f"format 1 measured up to {format1_files:,} files"
+            if S3MEMORY not in samples and format1_files is not None
+            else ""
+        ),
+    )
 
 
 def _summarise(
@@ -508,3 +583,71 @@ def _per_command(merged: Counter[str], count: int) -> str:
     if all(value % count == 0 for value in merged.values()):
         return describe(Counter({name: value // count for name, value in merged.items()}))
     return f"{describe(merged)} over {count}"
+
+
+ENDPOINTS = ("moto", "moto+10ms", "seaweedfs", "seaweedfs+10ms")
+"""The endpoints ``main`` can run the renames on."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run section 5's directory renames alone, on endpoints of their own, and print their table."""
+    from .report import renames_lines  # report imports this module
+
+    parser = argparse.ArgumentParser(prog="python -m bench.peers_session", description=main.__doc__)
+    parser.add_argument("--quick", action="store_true", help="the sizes of `python -m bench --quick`")
+    parser.add_argument(
+        "--endpoints",
+        default="moto+10ms",
+        help=f"comma-separated, of {', '.join(ENDPOINTS)} (default: moto+10ms)",
+    )
+    parser.add_argument("--files", help="comma-separated sizes (default: the plan's for each endpoint)")
+    parser.add_argument("--reps", type=int, help="measured moves per size (default: the plan's)")
+    parser.add_argument(
+        "--held", type=int, help="also run format 2 with its calls in flight held at this many (e.g. 16)"
+    )
+    parser.add_argument("--peer-python", help="interpreter with s3fs (default: bench/.venv-peer)")
+    parser.add_argument("--json", help="also write the results to this JSON file")
+    options = parser.parse_args(argv)
+    plan = QUICK if options.quick else FULL
+    endpoints = options.endpoints.split(",")
+    if unknown := set(endpoints) - set(ENDPOINTS):
+        parser.error(f"unknown endpoints: {', '.join(sorted(unknown))}")
+    fake_credentials()
+    peer_python, origin = find_peer_python(options.peer_python)
+    if peer_python is None:
+        print(f"s3fs peer skipped: {origin}", file=sys.stderr)
+    found: list[RenameComparison] = []
+
+    def measure(backend: Backend) -> None:
+        sizes = (
+            [int(size) for size in options.files.split(",")]
+            if options.files
+            else plan.latency_rename_sizes
+            if backend.name.endswith("ms")
+            else plan.rename_peer_sizes
+        )
+        reps = {size: options.reps or plan.rename_peer_reps.get(size, 3) for size in sizes}
+        found.extend(
+            run_renames(
+                backend, sizes, reps, peer_python, format1_files=plan.rename_format1_files, held=options.held
+            )
+        )
+
+    for latency in (0.0, plan.latency_ms):
+        if "moto" + (f"+{latency:g}ms" if latency else "") in endpoints:
+            with moto_backend(latency_ms=latency) as moto:
+                measure(moto)
+    if {"seaweedfs", "seaweedfs+10ms"} & set(endpoints):
+        with seaweed_backend() as weed:
+            if weed is None:
+                raise SystemExit("SeaweedFS did not start")
+            if "seaweedfs" in endpoints:
+                measure(weed)
+            if "seaweedfs+10ms" in endpoints:
+                measure(weed.with_client_latency(plan.latency_ms))
+    print_alone(renames_lines(found), options.json, [item.as_dict() for item in found])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -42,8 +42,14 @@ class Plan:
     """``view /memories`` of a tree of this many files in format 1 and format 2, side by side."""
     format_view_reps: int = 15
     rename_peer_sizes: list[int] = field(default_factory=lambda: [100])
-    """Directory renames of these many files: s3memory format 1, format 2 and the s3fs peer."""
-    rename_peer_reps: int = 5
+    """Directory renames of these many files on the loopback endpoints: s3memory format 1, format 2
+    and the s3fs peer."""
+    latency_rename_sizes: list[int] = field(default_factory=lambda: [100, 1000])
+    """The same on the endpoints with 10 ms per request (``moto+10ms``, ``seaweedfs+10ms``)."""
+    rename_peer_reps: dict[int, int] = field(default_factory=lambda: {100: 5, 1000: 3})
+    """Measured moves per size, after one unmeasured."""
+    rename_format1_files: int = 100
+    """Format 1 is measured on renames of up to this many files (it reads and writes every file)."""
     mcp_calls: int = 200
     """Calls of each command over MCP stdio and through the library, pair by pair (section 7)."""
     mcp_warmup: int = 10
@@ -99,7 +105,9 @@ FULL = Plan(
     format_view_files=1000,
     format_view_reps=15,
     rename_peer_sizes=[100],
-    rename_peer_reps=5,
+    latency_rename_sizes=[100, 1000],
+    rename_peer_reps={100: 5, 1000: 3},
+    rename_format1_files=100,
     mcp_calls=200,
     mcp_warmup=10,
     mcp_starts=5,
@@ -148,7 +156,9 @@ QUICK = Plan(
     format_view_files=200,
     format_view_reps=3,
     rename_peer_sizes=[20],
-    rename_peer_reps=2,
+    latency_rename_sizes=[20],
+    rename_peer_reps={20: 2},
+    rename_format1_files=20,
     mcp_calls=20,
     mcp_warmup=3,
     mcp_starts=2,

@@ -10,7 +10,7 @@ from s3memory.ops.rotation import ROTATION_WAIT_SECONDS
 from .adversarial import ANSWER_MAX, CPU_FLOOR, LINEAR_MAX, Growth
 from .mcp_lambda import McpLambda
 from .mcp_overhead import McpCommand, McpOverhead
-from .peers_session import KINDS, LOCAL, S3FS, S3MEMORY, S3MEMORY_F2, SESSION
+from .peers_session import KINDS, LOCAL, S3FS, S3MEMORY, S3MEMORY_F2, SESSION, RenameComparison
 from .results_model import FORMAT_VIEW_TARGET, Results, evaluate
 from .rotation import FILES, FleetRotation
 
@@ -184,7 +184,8 @@ def render(results: Results) -> str:
         )
     out += [
         "Directory `delete` and `rename` (to a path one directory deep) of N files, with s3memory's bounded "
-        "parallelism (`PARALLEL_REQUESTS`, 16 threads sharing one client).",
+        "parallelism (`concurrency.in_flight`: 16 in flight, more where a round trip is long, up to 64; "
+        "threads sharing one client).",
         "",
     ]
     rows = []
@@ -225,8 +226,8 @@ def render(results: Results) -> str:
     out += [
         "## 3. Parallel batches against serial",
         "",
-        "The same command with `s3memory.storage.concurrency.PARALLEL_REQUESTS = 1` (serial), interleaved run by run with "
-        "the default (16). The speedup is serial/parallel per pair. On a loopback endpoint with no latency "
+        "The same command with both bounds of `s3memory.storage.concurrency.in_flight` at 1 (serial), "
+        "interleaved run by run with the default (16 in flight, up to 64 where a round trip is long). The speedup is serial/parallel per pair. On a loopback endpoint with no latency "
         "both are bound by CPU (the bench, the server and anything else on 2 cores); the endpoint with an "
         "added per-request delay shows what bounded parallelism buys against a real round trip. *CPU "
         "ceiling* is serial time over the least time the parallel run's CPU work needs on this machine: the "
@@ -353,21 +354,34 @@ def _renames_section(results: Results) -> list[str]:
     """Section 5's directory renames of N files: s3memory in either format against s3fs."""
     if not results.renames:
         return []
+    return renames_lines(results.renames)
+
+
+def renames_lines(renames: list[RenameComparison]) -> list[str]:
+    """The directory renames' table: time, requests and CPU per file of each implementation."""
     out = [
         "**Directory rename of N files**, alone: `/memories/a/batch` (ten subdirectories) moved to "
-        "`/memories/moved-0/batch`, then on to `moved-1` ..., every move a sample, the three one after "
-        "another in rotating order, in one bucket. s3memory format 1 reads and writes every file (GET + "
+        "`/memories/moved-0/batch`, then on to `moved-1` ..., every move a sample, the implementations one "
+        "after another in rotating order, in one bucket. s3memory format 1 reads and writes every file (GET + "
         "PUT, sealed again for its new path); format 2 copies on the server (a CopyObject with a new "
         "place record; a HEAD first only for a file this process did not read, write or copy itself: here "
         "the unmeasured first move); s3fs copies on the server and deletes (`fs.copy(recursive=True)` + "
-        "`fs.rm(recursive=True)`, up to its batch of concurrent requests; s3memory sends at most 16 at a "
-        "time). Each s3memory rename also writes and removes its job record (crash safety).",
+        "`fs.rm(recursive=True)`, up to its batch of concurrent requests; s3memory keeps as many in flight "
+        "as `concurrency.in_flight` asks: 16, more where a round trip is long, up to 64). Each s3memory "
+        "rename also writes and removes its job record (crash safety). *CPU ms/file*: the client's process "
+        "(the bench's for s3memory, the s3fs worker's for s3fs) and the server's, per file moved; *CPU / "
+        "s3fs*: client + server CPU over s3fs's, per repetition.",
         "",
     ]
     rows = []
-    for renamed in results.renames:
+    notes = []
+    for renamed in renames:
+        if renamed.left_out:
+            notes.append(f"{renamed.backend}, {renamed.files:,} files: {renamed.left_out}.")
         for name in renamed.implementations:
             ratio = renamed.ratio_s3fs.get(name)
+            cpu_ratio = renamed.cpu_ratio_s3fs.get(name)
+            per_file = 1000 / renamed.files
             rows.append(
                 [
                     renamed.backend,
@@ -377,12 +391,30 @@ def _renames_section(results: Results) -> list[str]:
                     ratio.ratio() if ratio is not None else "",
                     f"{renamed.requests[name]:,}",
                     renamed.breakdown[name],
+                    f"{renamed.client_cpu[name].median * per_file:.2f}",
+                    f"{renamed.server_cpu[name].median * per_file:.2f}",
+                    cpu_ratio.ratio() if cpu_ratio is not None else "",
                     str(renamed.seconds[name].n),
                 ]
             )
     out += _table(
-        ["endpoint", "files", "implementation", "time ms", "/ s3fs", "requests", "which", "runs"], rows
+        [
+            "endpoint",
+            "files",
+            "implementation",
+            "time ms",
+            "/ s3fs",
+            "requests",
+            "which",
+            "client CPU ms/file",
+            "server CPU ms/file",
+            "CPU / s3fs",
+            "runs",
+        ],
+        rows,
     )
+    if notes:
+        out += [" ".join(notes), ""]
     return out
 
 

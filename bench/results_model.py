@@ -11,7 +11,7 @@ from .coldstart import ColdStart
 from .mcp_lambda import McpLambda
 from .mcp_overhead import McpOverhead
 from .metrics import Summary
-from .peers_session import KINDS, S3MEMORY, S3MEMORY_F2, SEED, PeerResult, RenameComparison
+from .peers_session import KINDS, S3FS, S3MEMORY, S3MEMORY_F2, SEED, PeerResult, RenameComparison
 from .per_command import TIME_TARGET, TIME_TARGETS, CommandResult, KmsColdStart
 from .plan import Plan
 from .rotation import FleetRotation
@@ -22,6 +22,13 @@ COLDSTART_TARGET = 1.3
 SPEEDUP_FILES = 1000
 FORMAT_VIEW_TARGET = 1.15
 """``view /memories`` with private names: at most this much of format 1's time (issue 12)."""
+RENAME_CPU_JUDGED = frozenset({"seaweedfs"})
+"""Endpoints where a directory rename is judged on CPU per file, not time (issue 26): a loopback
+server sharing the client's two cores, with no round trip to overlap, makes a rename a contest of
+CPU per copy. Elsewhere (``moto``, and the ``+10ms`` endpoints at 100 and 1,000 files) format 2
+must be ahead of s3fs."""
+RENAME_CPU_TARGET = 1.3
+"""Format 2's client + server CPU of a rename at most this much of s3fs's, where judged on CPU."""
 SESSION_RENAMED = sum(1 for path in SEED if path.startswith("/memories/projects/alpha/")) + 1
 """Files the agent session's directory rename moves: the project's, and the one it created."""
 
@@ -238,7 +245,10 @@ def evaluate(results: Results) -> list[Target]:
                 _rename_target(peer.backend, SESSION_RENAMED, ratio, peer.ratio_s3fs.get("rename dir"))
             )
     for renamed in results.renames:
-        if S3MEMORY_F2 in renamed.ratio_s3fs:
+        if renamed.backend in RENAME_CPU_JUDGED:
+            if S3MEMORY_F2 in renamed.cpu_ratio_s3fs:
+                targets.append(_rename_cpu_target(renamed))
+        elif S3MEMORY_F2 in renamed.ratio_s3fs:
             targets.append(
                 _rename_target(
                     renamed.backend,
@@ -279,6 +289,26 @@ def _rename_target(
         "< 1.00\u00d7",
         _verdict(ratio.median < 1.0),
         _straddles(ratio, 1.0),
+    )
+
+
+def _rename_cpu_target(renamed: RenameComparison) -> Target:
+    """Issue 26: on a loopback server sharing the client's cores, a rename's CPU (client and server)
+    per file against s3fs's."""
+    ratio = renamed.cpu_ratio_s3fs[S3MEMORY_F2]
+    per_file = 1000 / renamed.files
+    cpu = ", ".join(
+        f"{name} {renamed.client_cpu[name].median * per_file:.2f} + {renamed.server_cpu[name].median * per_file:.2f}"
+        for name in (S3MEMORY_F2, S3FS)
+    )
+    return Target(
+        f"directory rename, format 2: client + server CPU per file within "
+        f"{RENAME_CPU_TARGET:g}\u00d7 of s3fs's ({renamed.files:,} files, alone)",
+        renamed.backend,
+        f"{ratio.ratio()}; ms/file client + server: {cpu}; time {renamed.ratio_s3fs[S3MEMORY_F2].ratio()}",
+        f"\u2264 {RENAME_CPU_TARGET:.2f}\u00d7",
+        _verdict(ratio.median <= RENAME_CPU_TARGET),
+        _straddles(ratio, RENAME_CPU_TARGET),
     )
 
 

@@ -137,11 +137,15 @@ class Runner:
         if found is not None:
             self.results.format_views.append(found)
 
-    def renames(self, backend: Backend, peer_python: str | None) -> None:
+    def renames(self, backend: Backend, sizes: list[int], peer_python: str | None) -> None:
         found = self.section(
             f"directory rename, format 1, format 2 and s3fs, on {backend.name}",
             lambda: peers_session.run_renames(
-                backend, self.plan.rename_peer_sizes, self.plan.rename_peer_reps, peer_python
+                backend,
+                sizes,
+                self.plan.rename_peer_reps,
+                peer_python,
+                format1_files=self.plan.rename_format1_files,
             ),
         )
         if found is not None:
@@ -206,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             lambda: mcp_lambda.run(moto, plan.mcp_lambda_calls, plan.mcp_warmup, plan.mcp_lambda_cold_reps),
         )
         runner.peers(moto, plan.peer_reps, peer_python)
-        runner.renames(moto, peer_python)
+        runner.renames(moto, plan.rename_peer_sizes, peer_python)
         growths = runner.section(
             "adversarial inputs", lambda: adversarial.run(moto, adversarial.SCALES[plan.name])
         )
@@ -222,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             runner.commands(slow, plan.latency_command_reps, kms=False)
             runner.batches(slow, plan.latency_batches)
             runner.peers(slow, plan.latency_peer_reps, peer_python)
+            runner.renames(slow, plan.latency_rename_sizes, peer_python)
 
     if seaweed_mode != "off":
         _log("starting SeaweedFS ...")
@@ -244,11 +249,12 @@ def main(argv: list[str] | None = None) -> int:
                 runner.format_views(weed)
                 runner.batches(weed, plan.seaweed_batches)
                 runner.peers(weed, plan.seaweed_peer_reps, peer_python)
-                runner.renames(weed, peer_python)
+                runner.renames(weed, plan.rename_peer_sizes, peer_python)
                 if not arguments.no_latency and plan.latency_ms:
                     far = weed.with_client_latency(plan.latency_ms)
                     results.backends.append((far.name, far.description))
                     runner.batches(far, plan.seaweed_batches)
+                    runner.renames(far, plan.latency_rename_sizes, peer_python)
 
     results.environment["load_after"] = load_average()
     results.seconds = time.perf_counter() - began

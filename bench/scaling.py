@@ -8,7 +8,7 @@
   files) in storage format 1 and in format 2 (private names), two users in one bucket, side by
   side: pair by pair, alternating which goes first, the ratio format 2 / format 1 per pair.
 - Directory ``delete`` and ``rename`` of N files, each with bounded parallelism (s3memory's
-  default) and serial (``s3memory.storage.concurrency.PARALLEL_REQUESTS = 1`` in this process), interleaved
+  default, ``concurrency.in_flight``) and serial (both its bounds 1 in this process), interleaved
   pair by pair, one client shared by the worker threads. A delete of up to 1,000 files is one
   ``DeleteObjects`` request either way, so delete is also set against serial deletion without
   batches: the same client listing the directory and deleting its objects one request at a time.
@@ -164,14 +164,16 @@ class Speedup:
 
 
 @contextlib.contextmanager
-def parallel_requests(count: int) -> Iterator[None]:
-    """Set s3memory's bound on concurrent requests for the duration of the block."""
-    saved = concurrency.PARALLEL_REQUESTS
-    concurrency.PARALLEL_REQUESTS = count
+def in_flight_held(count: int | None) -> Iterator[None]:
+    """s3memory's calls in flight at once held at ``count`` for the duration of the block (both
+    bounds of ``concurrency.in_flight``); None leaves its rule alone."""
+    saved = concurrency.PARALLEL_REQUESTS, concurrency.MAX_IN_FLIGHT
+    if count is not None:
+        concurrency.PARALLEL_REQUESTS = concurrency.MAX_IN_FLIGHT = count
     try:
         yield
     finally:
-        concurrency.PARALLEL_REQUESTS = saved
+        concurrency.PARALLEL_REQUESTS, concurrency.MAX_IN_FLIGHT = saved
 
 
 def delete_budget(files: int) -> int:
@@ -357,7 +359,7 @@ class _Batches:
     def measure(self, raw: dict[str, Any], parallel: bool) -> tuple[float, tuple[float, float], Counter[str]]:
         """Wall seconds; CPU seconds of this process (all threads) and of the server; the requests."""
         with (
-            parallel_requests(concurrency.PARALLEL_REQUESTS if parallel else 1),
+            in_flight_held(None if parallel else 1),
             self.counter.window() as seen,
         ):
             server = self.backend.server_cpu()

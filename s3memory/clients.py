@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 RETRY_ATTEMPTS = 5
+POOL_CONNECTIONS = 64
+"""Connections each client keeps open: one for each request ``storage.concurrency.parallel`` may
+have in flight (beyond the pool, urllib3 opens a connection per request and drops it after: a new
+TCP and TLS handshake each). A socket each, far below a Lambda function's 1,024 file descriptors."""
 _lock = threading.Lock()
 _sessions: dict[str | None, Session] = {}
 """One session per AWS profile (None: the environment's, ``AWS_PROFILE`` or the default)."""
@@ -36,7 +40,7 @@ def _client(
         retries={"mode": "standard", "total_max_attempts": RETRY_ATTEMPTS},
         connect_timeout=5,
         read_timeout=20,
-        max_pool_connections=32,
+        max_pool_connections=POOL_CONNECTIONS,
         # botocore checks each request's parameters against the service model: about a tenth of
         # the client's CPU per request (0.2 ms of a CopyObject's 2). s3memory's requests are typed
         # against the same models (mypy strict, the boto3 stubs), and S3 refuses a malformed one.

@@ -270,20 +270,29 @@ class JobRunner:
         if job.kind != "rename" or not self.mover.copies_keep_etags:
             return replace(job, sources=tuple(replace(source, place="") for source in job.sources)), {}
         found: dict[str, Origin | None] = {}
-
-        def look(source: Source) -> None:
+        unknown: list[tuple[Source, MemoryPath]] = []
+        for source in job.sources:
             path = self._layout.path_of_key(source.key)
             if path is None:
-                return  # plan_problem refuses such a plan
+                continue  # plan_problem refuses such a plan
+            origin = self.mover.known(path, source.key, source.etag)
+            if origin is not None:
+                found[source.key] = origin
+            else:
+                unknown.append((source, path))
+
+        def look(item: tuple[Source, MemoryPath]) -> None:
+            source, path = item
             try:
-                origin = self.mover.known(path, source.key, source.etag) or self.mover.locate(path)
+                origin = self.mover.locate(path)
             except IntegrityError:
                 found[source.key] = None
                 return
             if origin is not None:  # else gone: looked for again when the job runs
                 found[source.key] = origin if origin.etag == source.etag else None
 
-        parallel(look, job.sources)
+        # only the looks go to the pool: each sends a request, so each call's time is a round trip
+        parallel(look, unknown)
         sources = tuple(
             replace(source, place=origin.place if (origin := found.get(source.key)) is not None else "")
             for source in job.sources

@@ -1,5 +1,9 @@
 """Bounded concurrency for independent requests: one shared worker pool, contexts carried along.
 
+``parallel`` keeps as many calls in flight as Little's law asks of S3's write rate per prefix
+(``in_flight``): on a loopback endpoint, where the client's CPU rules, ``PARALLEL_REQUESTS``; where
+a round trip is long, more, up to the sockets of the client's connection pool.
+
 Every task runs in a copy of the submitting thread's ``contextvars`` context, so per-invocation state
 kept in context variables (the Lambda handler's request tally, for one) follows the work to the
 worker. Only leaf work goes to the pool (requests, never a wait on another pooled task), so the
@@ -10,15 +14,22 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 import threading
+import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
+from s3memory.clients import POOL_CONNECTIONS
 from s3memory.errors import CommandError
 
 PARALLEL_REQUESTS = 16
-"""Requests of one command in flight at once."""
+"""Calls of one ``parallel`` in flight at once before any has completed, and the fewest after."""
+MAX_IN_FLIGHT = POOL_CONNECTIONS
+"""The most calls of one ``parallel`` in flight at once: the connections of the S3 client's pool."""
+WRITE_RATE = 3500
+"""Writes per second S3 accepts for one prefix."""
 
 _T = TypeVar("_T")
 _pool: ThreadPoolExecutor | None = None
@@ -45,19 +56,50 @@ def quietly(future: Future[_T] | None) -> None:
             future.result()
 
 
-def parallel(function: Callable[[_T], object], items: Sequence[_T]) -> None:
-    """Run ``function`` over ``items``, at most ``PARALLEL_REQUESTS`` at a time; the first failure
-    cancels what has not started and is raised once the started calls have ended."""
+def in_flight(fastest: float | None) -> int:
+    """Calls to keep in flight when the fastest call completed so far took ``fastest`` seconds
+    (None: none has): ``WRITE_RATE`` times ``fastest`` rounded up (Little's law: as many as one
+    prefix's writes per second over the round trip, with no queue), within ``PARALLEL_REQUESTS``
+    and ``MAX_IN_FLIGHT``. The fastest call, not the mean: it is the round trip, where a mean
+    grows with the queueing of a busy server and would feed on itself."""
+    wanted = PARALLEL_REQUESTS if fastest is None else math.ceil(WRITE_RATE * fastest)
+    return min(MAX_IN_FLIGHT, max(PARALLEL_REQUESTS, wanted))
+
+
+def parallel(
+    function: Callable[[_T], object], items: Sequence[_T], clock: Callable[[], float] = time.perf_counter
+) -> None:
+    """Run ``function`` over ``items``, as many at a time as ``in_flight`` asks of the fastest
+    call completed so far (timed by ``clock``); the first failure stops what has not started and
+    is raised once the started calls have ended."""
     if len(items) <= 1:
         for item in items:
             function(item)
         return
-    with ThreadPoolExecutor(max_workers=min(PARALLEL_REQUESTS, len(items))) as pool:
-        futures = [pool.submit(contextvars.copy_context().run, function, item) for item in items]
-        try:
-            for future in futures:
-                future.result()
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+
+    def timed(item: _T) -> float:
+        started = clock()
+        function(item)
+        return clock() - started
+
+    fastest: float | None = None
+    failure: BaseException | None = None
+    submitted = 0
+    running: set[Future[float]] = set()
+    with ThreadPoolExecutor(max_workers=min(MAX_IN_FLIGHT, len(items))) as pool:
+        while True:
+            while failure is None and submitted < len(items) and len(running) < in_flight(fastest):
+                running.add(pool.submit(contextvars.copy_context().run, timed, items[submitted]))
+                submitted += 1
+            if not running:
+                break
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                error = future.exception()
+                if error is not None:
+                    failure = failure or error
+                else:
+                    seconds = future.result()
+                    fastest = seconds if fastest is None else min(fastest, seconds)
+    if failure is not None:
+        raise failure
