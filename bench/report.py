@@ -11,7 +11,7 @@ from .adversarial import ANSWER_MAX, CPU_FLOOR, LINEAR_MAX, Growth
 from .mcp_lambda import McpLambda
 from .mcp_overhead import McpCommand, McpOverhead
 from .peers_session import KINDS, LOCAL, S3FS, S3MEMORY, S3MEMORY_F2, SESSION, RenameComparison
-from .results_model import FORMAT_VIEW_TARGET, Results, evaluate
+from .results_model import FORMAT_VIEW_TARGET, REPORTED, Results, evaluate
 from .rotation import FILES, FleetRotation
 
 
@@ -56,7 +56,12 @@ def render(results: Results) -> str:
     ]
     targets = evaluate(results)
     failed = [t for t in targets if t.status == "FAIL"]
-    out += [f"{len(targets) - len(failed)} of {len(targets)} met; missed: {len(failed)}.", ""]
+    reported = [t for t in targets if t.status == REPORTED]
+    judged = len(targets) - len(reported)
+    out += [
+        f"{judged - len(failed)} of {judged} met; missed: {len(failed)}; reported, not judged: {len(reported)}.",
+        "",
+    ]
     out += _table(
         ["target", "endpoint", "measured", "goal", "result"],
         [[t.target, t.where, t.measured, t.goal, _mark(t.status, t.note)] for t in targets],
@@ -762,5 +767,5 @@ def _per_request(seconds: float, requests: int) -> str:
 
 
 def _mark(status: str, note: str) -> str:
-    text = {"PASS": "✅ pass", "FAIL": "❌ **miss**"}.get(status, status)
+    text = {"PASS": "✅ pass", "FAIL": "❌ **miss**", REPORTED: "📋 reported"}.get(status, status)
     return f"{text} ({note})" if note else text

@@ -253,7 +253,9 @@ def main(argv: list[str] | None = None) -> int:
                 if not arguments.no_latency and plan.latency_ms:
                     far = weed.with_client_latency(plan.latency_ms)
                     results.backends.append((far.name, far.description))
+                    runner.commands(far, plan.latency_command_reps, kms=False)
                     runner.batches(far, plan.seaweed_batches)
+                    runner.peers(far, plan.latency_peer_reps, peer_python)
                     runner.renames(far, plan.latency_rename_sizes, peer_python)
 
     results.environment["load_after"] = load_average()
