@@ -102,9 +102,9 @@ def _reported_create(command: str, backend: str, requests: str, baseline: str) -
     if command != "create" or "+" in backend:
         return ""
     return (
-        f"reported, not judged: on loopback CPU per request rules, and create sends {requests or 'its checks'} "
-        f"in one round trip (the checks that keep a file from lying below a file or over a directory) "
-        f"against {baseline}; judged on the +10ms endpoints"
+        "not judged: on loopback CPU per request rules, and create sends the checks that keep a file "
+        "from lying below a file or over a directory (a HEAD per ancestor, a one-key LIST) with its PUT, "
+        f"in one round trip ({requests}), against {baseline}; judged on the +10ms endpoints"
     )
 
 

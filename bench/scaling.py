@@ -402,6 +402,7 @@ def run_batches(backend: Backend, plan: BatchPlan) -> tuple[list[BatchResult], l
         rename_counts: dict[str, Counter[str]] = {}
         if plan.rename_reps.get(files, 0):
             batches.seed_directory("/memories/a/batch", files)
+            batches.tenant.first_use()  # a quick plan counts its only move: not the store's probe
         location = "a"
         for rep in range(plan.rename_reps.get(files, 0)):
             for mode in rename_modes if rep % 2 == 0 else rename_modes[::-1]:

@@ -134,6 +134,14 @@ class Tenant:
         """Run one command (its access record, written once an hour, lands before the answer)."""
         return self.memory.run(dict(raw))
 
+    def first_use(self) -> None:
+        """The store's first use, unmeasured: resolved, and what the server enforces found (its
+        probe, about 15 requests once per store: ``docs/servers.md``)."""
+        self.memory.resolve()
+        gate = self.memory.bucket.gate
+        if gate is not None:
+            gate.enforced()
+
     def key(self, path: str) -> str:
         return self.memory.layout.file_key(memory_path(path))
 
