@@ -4,6 +4,7 @@ warm reuse, the invocation record, no anthropic."""
 from __future__ import annotations
 
 import base64
+import gc
 import json
 import logging
 import textwrap
@@ -556,6 +557,21 @@ def test_changed_settings_rebuild_the_runtime(local_env: Any, monkeypatch: pytes
     runtime.reset()
     monkeypatch.setenv("S3MEMORY_PREFIX", "tenants/")
     assert runtime.get_runtime() is not second
+
+
+def test_the_first_runtime_is_built_with_the_collector_paused_then_frozen_once(
+    local_env: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runtime.reset()
+    monkeypatch.setattr(runtime, "_initialized", False)  # a new container
+    collecting: list[bool] = []
+    monkeypatch.setattr(gc, "freeze", lambda: collecting.append(gc.isenabled()))
+    first = runtime.get_runtime()
+    assert collecting == [False] and gc.isenabled()  # frozen before the collector resumed
+    monkeypatch.setenv("S3MEMORY_PREFIX", "tenants/")
+    assert runtime.get_runtime() is not first
+    assert collecting == [False]  # once per process
+    assert "File created successfully" in direct("alice", CREATE_X["input"])["content"]
 
 
 def test_kms_settings_share_one_provider_and_its_key_cache(monkeypatch: pytest.MonkeyPatch, s3: Any) -> None:
