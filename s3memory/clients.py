@@ -31,8 +31,8 @@ def _client(
     """A client from one shared botocore session per profile (its loaded service models are
     reused), built under a lock: clients are thread-safe, creating them from a shared session is
     not. An unknown ``profile_name`` raises botocore's ``ProfileNotFound``. botocore alone, not
-    boto3: boto3 adds nothing s3memory calls and its import (with s3transfer) costs a new process
-    about 40 ms."""
+    boto3: boto3 adds nothing s3memory calls, and building the client without its session cost a
+    cold start about 15 ms less (measured side by side, bench section 4's children)."""
     import botocore.session
     from botocore.config import Config
 

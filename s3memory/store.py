@@ -233,6 +233,8 @@ class Store:
         if self._facts.marked is None:
             stored_mark = None if mark is None else mark.result
             self._facts.marked = migrated(self.bucket, self.prefix, self.identity, key, missing, stored_mark)
+        else:  # another memory of the store found it meanwhile: no read is left in flight
+            quietly(mark)
         return Resolution(served_format, key)
 
     def _served(self, checks: Callable[[], Enforced | None]) -> tuple[int, Missing]:
