@@ -313,8 +313,8 @@ def test_every_handler_resolves_from_the_zip_alone(extracted: Path, moto_endpoin
         """,
     )
     assert "s3memory.aws_lambda.agent.handler" in outcome and "s3memory.aws_lambda.expiry" in outcome
-    assert not [module for module in outcome if module.startswith(("s3memory.demo", "s3memory.testing"))]
-    assert not [module for module in outcome if module.startswith("s3memory.cli")]
+    packages = {".".join(module.split(".")[:2]) for module in outcome}
+    assert not packages & {"s3memory.demo", "s3memory.testing", "s3memory.cli"}
     for path in outcome.values():
         assert Path(path).is_relative_to(extracted), path
 
