@@ -319,7 +319,7 @@ def run(backend: Backend, reps: int, peer_python: str | None, warmup: int = 1) -
         if worker is not None:
             versions.update(worker.versions)
         for rep in range(warmup + reps):
-            user = f"session-{rep}"
+            user = f"session-{backend.name.replace('+', '-')}-{rep}"  # SeaweedFS keeps emptied directories
             tenants = {
                 name: Tenant(backend, client, BUCKET, user, storage_format=storage_format)
                 for name, storage_format in FORMATS.items()

@@ -267,6 +267,7 @@ def evaluate(results: Results) -> list[Target]:
             notes = [_straddles(ratio, 1.0)]
             if kind == "create" and ratio.median >= 1.0:
                 notes.append(_one_round_trip(results.commands, peer.backend, requests))
+            failed = _answered_an_error(peer, kind)
             targets.append(
                 Target(
                     f"ahead of s3fs: {kind}",
@@ -274,17 +275,19 @@ def evaluate(results: Results) -> list[Target]:
                     f"{judged}/s3fs {ratio.ratio()}"
                     + (f"; format 1: {peer.ratio_s3fs[kind].ratio()}" if judged == S3MEMORY_F2 else ""),
                     "< 1.00\u00d7",
-                    REPORTED if reported else _verdict(ratio.median < 1.0),
-                    reported or "; ".join(note for note in notes if note),
+                    _verdict(False) if failed else REPORTED if reported else _verdict(ratio.median < 1.0),
+                    failed or reported or "; ".join(note for note in notes if note),
                 )
             )
     # Directory renames on format 2 (server-side copies) against s3fs's copies and deletes.
     for peer in results.peers:
         ratio = peer.ratio_s3fs_f2.get("rename dir")
         if ratio is not None:
-            targets.append(
-                _rename_target(peer.backend, SESSION_RENAMED, ratio, peer.ratio_s3fs.get("rename dir"))
-            )
+            target = _rename_target(peer.backend, SESSION_RENAMED, ratio, peer.ratio_s3fs.get("rename dir"))
+            failed = _answered_an_error(peer, "rename dir")
+            if failed:
+                target.status, target.note = _verdict(False), failed
+            targets.append(target)
     for renamed in results.renames:
         if renamed.backend in RENAME_CPU_JUDGED:
             if S3MEMORY_F2 in renamed.cpu_ratio_s3fs:
@@ -305,6 +308,15 @@ def evaluate(results: Results) -> list[Target]:
     if results.rotation is not None:
         targets.append(rotation_target(results.rotation))
     return targets
+
+
+def _answered_an_error(peer: PeerResult, kind: str) -> str:
+    """A note naming the implementations whose ``kind`` command answered an error in the session
+    (a time of a failed command measures no work: the ratio compares nothing), or ""."""
+    failed = sorted(
+        name for name, items in peer.failures.items() if any(item.startswith(f"{kind}:") for item in items)
+    )
+    return f"{', '.join(failed)} answered an error: not comparable" if failed else ""
 
 
 def rotation_target(found: FleetRotation) -> Target:

@@ -50,8 +50,3 @@ def shown(value: str) -> str:
     head = value[: _DISPLAY_LIMIT + 1]
     safe = head if head.isprintable() else head.encode("unicode_escape", "backslashreplace").decode("ascii")
     return safe if len(safe) <= _DISPLAY_LIMIT else safe[:_DISPLAY_LIMIT] + "…"
-
-
-class Unsettled(CommandError):
-    """A refusal that an unfinished job could explain (a path missing or taken): the command is
-    retried once after pending jobs are finished."""

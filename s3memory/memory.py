@@ -22,7 +22,7 @@ from s3memory.core.commands import Command, Create, Delete, Insert, Rename, StrR
 from s3memory.core.files import LOST, Found, Lost, MemoryFiles, retried
 from s3memory.core.guard import ContentGuard
 from s3memory.core.job_records import Source
-from s3memory.core.job_runner import Intent, JobRunner
+from s3memory.core.job_runner import Intent, JobRunner, Unsettled
 from s3memory.core.last_used import AccessRecord
 from s3memory.core.listing import Tree, render_listing
 from s3memory.core.moves import Origin, SourceChanged
@@ -47,7 +47,7 @@ from s3memory.crypto import (
     validate_author,
     validate_served_author,
 )
-from s3memory.errors import CommandError, StorageError, Unsettled
+from s3memory.errors import CommandError, StorageError
 from s3memory.formats.keyvault import KeyVault
 from s3memory.formats.strategy import Format
 from s3memory.formats.upgrade import Upgrade
@@ -312,7 +312,7 @@ class S3Memory:
                 self.files.directories.forget(path)
                 return render_file(path.text, found.text, view_range)
         if tree is None:
-            raise Unsettled(f"The path {path.text} does not exist. Please provide a valid path.")
+            raise Unsettled(f"The path {path.text} does not exist. Please provide a valid path.", path)
         return render_listing(path.text, path.shown, tree, last)
 
     def root_tree(self) -> Tree | None:
@@ -329,14 +329,14 @@ class S3Memory:
 
     def create(self, path: MemoryPath, file_text: str) -> str:
         def refusal(reason: str) -> CommandError:
-            return Unsettled(f"Error: Cannot create {path.text}: {reason}.")
+            return Unsettled(f"Error: Cannot create {path.text}: {reason}.", path)
 
         require_file_path(path, refusal)
         self.files.check_size(path, len(file_text.encode("utf-8")))
         sealed = self.files.encode(path, self._screen(path, file_text))
         self.usage.check(path, len(sealed.body) - OVERHEAD, 1)
         if write_new_file(self.files, path, sealed, refusal, refusal(f"{path.shown} is a directory")) is None:
-            raise Unsettled(f"Error: File {path.text} already exists")
+            raise Unsettled(f"Error: File {path.text} already exists", path)
         self.usage.add(len(sealed.body) - OVERHEAD, 1)
         self.files.directories.add(path.ancestors())
         return f"File created successfully at: {path.text}"
@@ -415,7 +415,7 @@ class S3Memory:
         def attempt(_number: int) -> str | Lost:
             found = None if path.is_root else self.files.read(path)
             if found is None:
-                raise Unsettled(missing)
+                raise Unsettled(missing, path)
             edit, answer = change(found.text)
             sealed = self.files.encode(path, edit.text)
             growth = len(sealed.body) - OVERHEAD - len(found.text.encode("utf-8"))
@@ -442,7 +442,7 @@ class S3Memory:
         def probe() -> bool | None:
             return self.bucket.exists(key) or None
 
-        pending = side(self.jobs.pending)
+        pending = side(lambda: self.jobs.pending().touching(path))
         is_file, sources = self.browser.file_or_sources(path, probe)
         kept = self.jobs.settle(pending.result(), Intent("delete", path, None, None if is_file else sources))
         if kept is not None:
@@ -465,7 +465,7 @@ class S3Memory:
         exists = CommandError(f"Error: The destination {new.text} already exists")
         if new.is_root:
             raise exists
-        pending = side(self.jobs.pending)
+        pending = side(lambda: self.jobs.pending().touching(old, new))
         survey = self._destination_survey(old, new)
         found, sources = self.browser.file_or_sources(old, lambda: self.jobs.mover.locate(old))
         intent = Intent("rename", old, new, None if found is not None else sources)

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -23,7 +24,7 @@ from s3memory.storage.bucket import Bucket
 
 from .conftest import STORAGE_FORMAT, key_of, prefix_of, rename_crash_point
 from .support.bucket import ALL_BACKENDS, BUCKET, snapshot, stored_keys
-from .support.faults import ProcessDeath, SimulatedCrash
+from .support.faults import Fault, ProcessDeath, SimulatedCrash, inject
 from .support.memories import seed
 
 BACKENDS = ALL_BACKENDS
@@ -327,6 +328,137 @@ def test_a_retry_finding_what_its_first_try_left_answers_with_its_outcome(
     assert stored_keys(s3, layout.memories_prefix) == [] and len(stored_keys(s3, jobs)) == 1
     assert process()[0].run(delete) == "Successfully deleted /memories/notes"
     assert stored_keys(s3, jobs) == []
+
+
+def test_a_command_finishes_only_the_jobs_that_touch_its_paths(process: Process, s3: Any, jobs: str) -> None:
+    """Another process's job on paths a command has no need of is left to its runner (a second
+    finisher is a chance of a late copy: docs/jobs.md); a command on its paths finishes it."""
+    seed(process()[0], {**NOTES, "/memories/other/x.md": "x\n", "/memories/other/y.md": "y\n"})
+    rename = {"command": "rename", "old_path": "/memories/notes", "new_path": "/memories/old"}
+    dies_during(process, rename, "PutObject", 2)
+    unrelated = [
+        {"command": "delete", "path": "/memories/other/x.md"},
+        {"command": "rename", "old_path": "/memories/other", "new_path": "/memories/elsewhere"},
+        {"command": "view", "path": "/memories/missing"},
+        {"command": "create", "path": "/memories/elsewhere/y.md", "file_text": "taken\n"},
+    ]
+    answers = []
+    for command in unrelated:
+        try:
+            answers.append(process()[0].run(command))
+        except CommandError as error:
+            answers.append(error.message)
+    assert answers == [
+        "Successfully deleted /memories/other/x.md",
+        "Successfully renamed /memories/other to /memories/elsewhere",
+        "The path /memories/missing does not exist. Please provide a valid path.",
+        "Error: File /memories/elsewhere/y.md already exists",
+    ]
+    assert len(stored_keys(s3, jobs)) == 1
+    later = process()[0]
+    assert text_at(later, "/memories/notes/a.md") == "alpha\n"
+    assert later.run({"command": "view", "path": "/memories/old/a.md"}) == (
+        "Here's the content of /memories/old/a.md with line numbers:\n     1\talpha"
+    )
+    assert stored_keys(s3, jobs) == []
+    assert text_at(later, "/memories/notes/a.md") is None
+
+
+@pytest.mark.xfail(
+    STORAGE_FORMAT == 1,
+    strict=True,
+    reason="format 1 copies through the client, so its copy cannot be conditional on its source: "
+    "docs/jobs.md, Limits",
+)
+def test_a_late_finisher_that_dies_after_its_copy_brings_back_no_file(
+    process: Process, s3: Any, layout: KeyLayout
+) -> None:
+    """J9 when the late finisher dies between its copy and its withdrawal: on format 2 the copy is
+    a ``CopyObject`` conditional on the source's ETag, which the job's end deleted, so the server
+    refuses it and nothing comes back."""
+    seed(process()[0], {"/memories/d/f.md": "f\n"})
+    dies_during(
+        process, {"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"}, "PutObject", 2
+    )
+    late, client = process()
+    target = layout.file_key(memory_path("/memories/e/f.md"))
+    raced: list[str] = []
+
+    def meanwhile(event_name: str, request: Any, **_: Any) -> Any:
+        """At the late finisher's copy: another process ends the job and the user deletes the file;
+        then the copy is sent and the late finisher dies."""
+        if raced or request.method != "PUT" or not unquote(urlsplit(request.url).path).endswith(target):
+            return None
+        other = process()[0]
+        raced.append(other.run({"command": "view", "path": "/memories"}))
+        raced.append(other.run({"command": "delete", "path": "/memories/e/f.md"}))
+        return inject(Fault.CRASH_AFTER, request, event_name.rsplit(".", 1)[-1])
+
+    client.meta.events.register_first("before-send.s3", meanwhile)
+    with pytest.raises(SimulatedCrash):
+        late.run({"command": "view", "path": "/memories"})
+    assert raced[1] == "Successfully deleted /memories/e/f.md"
+    assert stored_keys(s3, layout.memories_prefix) == []
+
+
+def gate(client: Any, method: str, key: str, after: int = 0) -> tuple[threading.Event, threading.Event]:
+    """Hold ``client``'s ``method`` request on a key that holds ``key`` (the one after ``after``
+    such requests) until released: (reached, release)."""
+    reached, release = threading.Event(), threading.Event()
+    seen: list[int] = []
+
+    def hold(request: Any, **_: Any) -> None:
+        if request.method == method and key in unquote(urlsplit(request.url).path):
+            seen.append(1)
+            if len(seen) == after + 1:
+                reached.set()
+                assert release.wait(60)
+
+    client.meta.events.register_first("before-send.s3", hold)
+    return reached, release
+
+
+@pytest.mark.skipif(
+    STORAGE_FORMAT != 1, reason="format 2's copies are conditional on their source: none comes late (above)"
+)
+def test_a_late_finisher_never_relies_on_a_late_copy(process: Process, s3: Any, layout: KeyLayout) -> None:
+    """Two finishers that come late, W and M: after the job ended and the user deleted the moved
+    file, W's copy lands, and M (whose own copy found the ender's there) finds W's copy at the
+    destination. M looks for the record before it marks any copy relied-on, so it marks none, and
+    W withdraws its copy: nothing comes back."""
+    seed(process()[0], {"/memories/d/f.md": "f\n"})
+    dies_during(
+        process, {"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"}, "PutObject", 2
+    )
+    target = layout.file_key(memory_path("/memories/e/f.md"))
+    marks = layout.key_of_internal("relied/")
+    (w, w_client), (m, m_client) = process(), process()
+    w_copy = gate(w_client, "PUT", target)
+    w_mark = gate(w_client, "HEAD", marks)
+    m_copy = gate(m_client, "PUT", target)
+    m_looks = gate(m_client, "GET", target)
+    threads = [
+        threading.Thread(target=lambda: w.run({"command": "view", "path": "/memories"})),
+        threading.Thread(target=lambda: m.run({"command": "view", "path": "/memories"})),
+    ]
+    for thread in threads:
+        thread.start()
+    assert w_copy[0].wait(60) and m_copy[0].wait(60)  # both read the source and are about to copy
+    ender = process()[0]
+    assert ender.run({"command": "view", "path": "/memories"}).startswith("Here're the files")
+    m_copy[1].set()  # refused: the ender's copy is there; M looks at what is
+    assert m_looks[0].wait(60)
+    assert (
+        ender.run({"command": "delete", "path": "/memories/e/f.md"})
+        == "Successfully deleted /memories/e/f.md"
+    )
+    w_copy[1].set()  # W's copy lands where nothing is
+    m_looks[1].set()  # M finds W's copy
+    threads[1].join(60)
+    w_mark[1].set()
+    threads[0].join(60)
+    assert stored_keys(s3, layout.memories_prefix) == []
+    assert stored_keys(s3, marks) == []
 
 
 def test_records_are_unique_and_bound_to_their_name(make_memory: Callable[..., S3Memory]) -> None:

@@ -13,6 +13,7 @@ import hashlib
 import json
 import re
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -93,6 +94,12 @@ class Job:
             int(now * 1000),
             secrets.token_hex(16),
         )
+
+    def touches(self, paths: Iterable[MemoryPath]) -> bool:
+        """True if a command on ``paths`` could see this job half done: one of its directories
+        (``old``, ``new``) is one of ``paths``, lies below one, or holds one."""
+        own = [memory_path(self.old)] + ([] if self.new is None else [memory_path(self.new)])
+        return any(mine.is_within(path) or path.is_within(mine) for mine in own for path in paths)
 
     @property
     def name(self) -> str:

@@ -37,7 +37,7 @@ from s3memory.core.job_records import (
 from s3memory.core.listing import listed_past
 from s3memory.core.moves import MARK_PREFIX, WITHDRAW_WINDOW_SECONDS, Copy, Movers, Origin, SourceChanged
 from s3memory.core.paths import MemoryPath, memory_path
-from s3memory.errors import CommandError, IntegrityError, Unsettled
+from s3memory.errors import CommandError, IntegrityError
 from s3memory.storage.bucket import Listed, ListingPage, ObjectTooLarge, PreconditionFailed, when
 from s3memory.storage.concurrency import parallel, quietly, side
 
@@ -52,6 +52,15 @@ can no longer matter: its copy's writer has read it, or keeps the copy unread
 (``moves.WITHDRAW_WINDOW_SECONDS``). A view of the root removes those it lists."""
 
 logger = logging.getLogger("s3memory")
+
+
+class Unsettled(CommandError):
+    """A refusal that an unfinished job could explain (a path missing or taken): the command is
+    retried once after the pending jobs that touch ``paths`` are finished (``JobRunner.retried``)."""
+
+    def __init__(self, message: str, *paths: MemoryPath) -> None:
+        super().__init__(message)
+        self.paths = paths
 
 
 @dataclass(frozen=True)
@@ -82,6 +91,11 @@ class Pending:
 
     jobs: list[Job]
     vanished: bool = False
+
+    def touching(self, *paths: MemoryPath) -> Pending:
+        """The jobs a command on ``paths`` could see half done (``Job.touches``): the others are
+        left to their runner, so no command finishes another process's job it has no need of."""
+        return Pending([job for job in self.jobs if job.touches(paths)], self.vanished)
 
     @property
     def moved_on(self) -> bool:
@@ -233,19 +247,22 @@ class JobRunner:
                 retried = kept
         return retried
 
-    def finish_pending(self) -> bool:
-        """Finish every pending job of this user; True if there were any, or one ended meanwhile."""
+    def finish_pending(self, *paths: MemoryPath) -> bool:
+        """Finish the pending jobs of this user that touch ``paths`` (none given: every one); True if
+        there were any, or one ended meanwhile."""
         pending = self.pending()
+        if paths:
+            pending = pending.touching(*paths)
         self.settle(pending)
         return pending.moved_on
 
     def retried(self, attempt: Callable[[], str]) -> str:
         """``attempt()``; if it refuses with what an unfinished job could explain (a path missing or
-        taken), again once after pending jobs finish."""
+        taken), again once after the pending jobs that touch its paths finish."""
         try:
             return attempt()
-        except Unsettled:
-            if not self.finish_pending():
+        except Unsettled as refusal:
+            if not self.finish_pending(*refusal.paths):
                 raise
         return attempt()
 
@@ -345,11 +362,14 @@ class JobRunner:
         writer) is withdrawn when its source's delete finds the source changed or gone: the copy
         then came too late (another finisher ended the job, and the file may have been deleted or
         moved since) or would shadow an edit. A copy found at the destination is relied on only
-        once it is marked so (``Mover.accept``), and its writer then keeps it.
+        once it is marked so (``Mover.mark``), and its writer then keeps it: marked only after the
+        record was found still there, so a finisher that comes late never marks a copy that came
+        late too (and the copy's writer withdraws it).
         """
         old, new = memory_path(job.old), memory_path(job.new or "")
         copied: list[Source] = []
         created: dict[str, Copy] = {}
+        found_copies: list[Copy] = []
         kept: list[str] = []
 
         def looked_at(path: MemoryPath, source: Source) -> Origin | None:
@@ -392,9 +412,12 @@ class JobRunner:
                 return
             if made is not None:
                 created[source.key] = made
-            elif not self.mover.accept(origin, target):
-                kept.append(source.key)  # something else is at the destination
-                return
+            else:
+                found_copy = self.mover.holds_copy(origin, target)
+                if found_copy is None:
+                    kept.append(source.key)  # something else is at the destination
+                    return
+                found_copies.append(found_copy)
             copied.append(source)
 
         parallel(copy, job.sources)
@@ -403,6 +426,7 @@ class JobRunner:
             for made in created.values():
                 self.mover.withdraw(made)
             return []
+        parallel(self.mover.mark, found_copies)  # relied on: marked before their sources' delete
         left = self._files.delete_all(copied)
         for key in left.changed + left.gone:
             if key in created:

@@ -120,8 +120,13 @@ class Mover(ABC):
         found = self.holds_copy(origin, target)
         if found is None:
             return False
-        self._bucket.put(self.mark_key(found), b"")
+        self.mark(found)
         return True
+
+    def mark(self, copy: Copy) -> None:
+        """Mark ``copy`` (found at its path, written by another process) relied-on, so its writer
+        keeps it: an object of its own (``mark_key``), the copy untouched."""
+        self._bucket.put(self.mark_key(copy), b"")
 
     def mark_key(self, copy: Copy) -> str:
         """The key of ``copy``'s relied-on mark: a digest of the copy's key and identity, so a mark

@@ -222,10 +222,10 @@ class FaultPlan:
                 return None
             rule, number = chosen
             self.injected.append(Injection(operation, rule.fault, number, attempt, request.url))
-        return _inject(rule.fault, request, operation)
+        return inject(rule.fault, request, operation)
 
 
-def _inject(fault: Fault, request: AWSPreparedRequest, operation: str) -> AWSResponse | None:
+def inject(fault: Fault, request: AWSPreparedRequest, operation: str) -> AWSResponse | None:
     url = request.url
     if fault is Fault.CRASH:
         raise SimulatedCrash(f"simulated crash before {operation}")
