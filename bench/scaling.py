@@ -181,7 +181,9 @@ def delete_budget(files: int) -> int:
 
 
 def rename_budget(files: int) -> int:
-    return 2 * files + 12
+    """A copy and a read (format 1) per file, plus a listing page and a ``DeleteObjects`` per 1,000
+    files, plus the record's write, HEAD and delete and the checks of the destination."""
+    return 2 * files + 2 * math.ceil(files / 1000) + 10
 
 
 def flat_tree(files: int) -> dict[str, str]:
