@@ -319,11 +319,16 @@ class Model:
         404), so a create or a file rename onto such a path is refused as if a file were there. On
         format 2 a file rename is a ``CopyObject`` with ``IfNoneMatch: *``, refused the same way; with
         nothing found at the destination, s3memory takes the refusal for its ``CopySourceIfMatch``
-        and answers that the source changed while it was being renamed (nothing is moved).
+        and answers that the source changed while it was being renamed (nothing is moved). A
+        directory rename whose files land on such paths moves the others and leaves those where
+        they are, and says so (either format).
         """
         expected = Model.apply(command, state)
         kind = command["command"]
         target = command.get("path") if kind == "create" else command.get("new_path")
+        if kind == "rename" and expected.ok and is_dir(state, str(command["old_path"])):
+            partial = Model._rename_onto_ghosts(str(command["old_path"]), str(target), state, ghosts)
+            return [expected] if partial is None else [expected, partial]
         if (
             kind in ("create", "rename")
             and expected.ok
@@ -341,6 +346,27 @@ class Model:
                 )
                 return [expected, Expected(False, refusal, dict(state))]
         return [expected]
+
+    @staticmethod
+    def _rename_onto_ghosts(
+        old: str, new: str, state: Mapping[str, str], ghosts: AbstractSet[str]
+    ) -> Expected | None:
+        """The directory rename of ``old`` to ``new`` where some of its files land on ``ghosts``
+        (refused by SeaweedFS: ``answers``): those stay, the others move; None if none lands there."""
+        blocked = sorted(
+            path for path in state if path.startswith(old + "/") and new + path[len(old) :] in ghosts
+        )
+        if not blocked:
+            return None
+        moved = {
+            (new + path[len(old) :] if path.startswith(old + "/") and path not in blocked else path): content
+            for path, content in state.items()
+        }
+        answer = (
+            f"Error: Renamed {old} to {new}, except {len(blocked)} file(s) that changed during the rename and "
+            f"were left at their old paths: {', '.join(blocked)}"
+        )
+        return Expected(False, answer, moved)
 
     @staticmethod
     def _view(path: str, view_range: list[int] | None, state: State) -> Expected:
@@ -1184,7 +1210,7 @@ class Agent:
         self.tally.events["resyncs"] += 1
         before = self.state
         candidates = unique([before, *(expected.state for expected in self.answers(command, before))])
-        after = candidates[-1]
+        after = Model.apply(command, before).state
         doomed_directory = command["path"] if label == "delete-dir" else None
         mismatch = "neither-before-nor-after"
         if doomed_directory is not None and before != after and self.rng.random() < self.config.window_probe:

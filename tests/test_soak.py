@@ -143,6 +143,25 @@ def test_seaweedfs_may_refuse_a_create_where_an_emptied_directory_was() -> None:
     ]
 
 
+def test_seaweedfs_may_refuse_the_files_of_a_directory_rename_that_land_where_emptied_directories_were() -> (
+    None
+):
+    """Found by the format-1 soak (seed 24, phase 1): s3memory moves the other files, leaves these
+    at their old paths and names them (nothing is lost); the retry of a rename that died answers so too."""
+    rename = {"command": "rename", "old_path": "/memories/a01/d", "new_path": "/memories/a01/b"}
+    assert len(soak.Model.answers(rename, STATE, {"/memories/a01/x.md"})) == 1
+    answers = soak.Model.answers(rename, STATE, {"/memories/a01/b/x.md"})
+    assert [answer.answer for answer in answers][1:] == [
+        "Error: Renamed /memories/a01/d to /memories/a01/b, except 1 file(s) that changed during the rename "
+        "and were left at their old paths: /memories/a01/d/x.md"
+    ]
+    assert answers[1].state == {
+        "/memories/a01/notes.md": "alpha beta\ngamma\n",
+        "/memories/a01/d/x.md": "kiwi\n",
+        "/memories/a01/b/e/deep/y.md": "lime\n",
+    }
+
+
 def test_root_rows_are_the_agents_first_level() -> None:
     assert soak.root_rows_of("/memories/a01", STATE) == [
         "4.0K\t/memories/a01/",
