@@ -461,6 +461,35 @@ def test_a_late_finisher_never_relies_on_a_late_copy(process: Process, s3: Any, 
     assert stored_keys(s3, marks) == []
 
 
+def test_a_finisher_whose_job_ended_while_it_marked_copies_deletes_no_source(
+    process: Process, s3: Any, layout: KeyLayout, jobs: str
+) -> None:
+    """A finisher relying on copies another process wrote looks for the record again once its marks
+    are written: a writer that withdraws its copy on finding the record gone must have found the
+    mark, or a source deleted here would leave the file at neither path (J2, J9)."""
+    seed(process()[0], NOTES)
+    rename = {"command": "rename", "old_path": "/memories/notes", "new_path": "/memories/old"}
+    dies_during(process, rename, "DeleteObjects", 1)  # every copy written, no source deleted
+    (record,) = stored_keys(s3, jobs)
+    later, client = process()
+    ended: list[str] = []
+
+    def another_finisher_ends_the_job(request: Any, **_: Any) -> None:
+        if (
+            not ended
+            and request.method == "PUT"
+            and layout.key_of_internal("relied/") in unquote(request.url)
+        ):
+            ended.append(record)
+            s3.delete_object(Bucket=BUCKET, Key=record)
+
+    client.meta.events.register_first("before-send.s3", another_finisher_ends_the_job)
+    later.run({"command": "view", "path": "/memories"})
+    assert ended == [record]  # it marked the copies it found, and the job ended meanwhile
+    assert text_at(later, "/memories/notes/a.md") == "alpha\n"
+    assert text_at(later, "/memories/notes/b.md") == "beta\n"
+
+
 def test_records_are_unique_and_bound_to_their_name(make_memory: Callable[..., S3Memory]) -> None:
     memory = make_memory()
     source = (Source(key_of(memory, "/memories/notes/a.md"), '"e"', ""),)

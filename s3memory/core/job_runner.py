@@ -363,8 +363,9 @@ class JobRunner:
         then came too late (another finisher ended the job, and the file may have been deleted or
         moved since) or would shadow an edit. A copy found at the destination is relied on only
         once it is marked so (``Mover.mark``), and its writer then keeps it: marked only after the
-        record was found still there, so a finisher that comes late never marks a copy that came
-        late too (and the copy's writer withdraws it).
+        record was found still there (a finisher that comes late marks no copy that came late too,
+        whose writer then withdraws it), and the record looked for once more after the marks, before
+        any source is deleted (a writer that found the record gone has found the mark).
         """
         old, new = memory_path(job.old), memory_path(job.new or "")
         copied: list[Source] = []
@@ -420,13 +421,25 @@ class JobRunner:
                 found_copies.append(found_copy)
             copied.append(source)
 
-        parallel(copy, job.sources)
-        before_changes()  # the record is looked for only once it is stored (no copy may have waited)
-        if not self._still_recorded(job):  # another finisher ended it: what was copied here is late
+        def ended_elsewhere() -> bool:
+            """True, with this finisher's copies withdrawn, if another finisher ended the job (its
+            record is gone): what was copied here came late."""
+            if self._still_recorded(job):
+                return False
             for made in created.values():
                 self.mover.withdraw(made)
+            return True
+
+        parallel(copy, job.sources)
+        before_changes()  # the record is looked for only once it is stored (no copy may have waited)
+        if ended_elsewhere():
             return []
-        parallel(self.mover.mark, found_copies)  # relied on: marked before their sources' delete
+        if found_copies:
+            # relied on: marked, then the record looked for again before any source is deleted, so
+            # a writer that withdraws its copy on finding the record gone has found the mark
+            parallel(self.mover.mark, found_copies)
+            if ended_elsewhere():
+                return []
         left = self._files.delete_all(copied)
         for key in left.changed + left.gone:
             if key in created:
