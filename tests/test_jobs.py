@@ -24,7 +24,7 @@ from s3memory.storage.bucket import Bucket
 
 from .conftest import STORAGE_FORMAT, key_of, prefix_of, rename_crash_point
 from .support.bucket import ALL_BACKENDS, BUCKET, snapshot, stored_keys
-from .support.faults import Fault, ProcessDeath, SimulatedCrash, inject
+from .support.faults import Fault, ProcessDeath, SimulatedCrash, held, inject
 from .support.memories import seed
 
 BACKENDS = ALL_BACKENDS
@@ -401,23 +401,6 @@ def test_a_late_finisher_that_dies_after_its_copy_brings_back_no_file(
     assert stored_keys(s3, layout.memories_prefix) == []
 
 
-def gate(client: Any, method: str, key: str, after: int = 0) -> tuple[threading.Event, threading.Event]:
-    """Hold ``client``'s ``method`` request on a key that holds ``key`` (the one after ``after``
-    such requests) until released: (reached, release)."""
-    reached, release = threading.Event(), threading.Event()
-    seen: list[int] = []
-
-    def hold(request: Any, **_: Any) -> None:
-        if request.method == method and key in unquote(urlsplit(request.url).path):
-            seen.append(1)
-            if len(seen) == after + 1:
-                reached.set()
-                assert release.wait(60)
-
-    client.meta.events.register_first("before-send.s3", hold)
-    return reached, release
-
-
 @pytest.mark.skipif(
     STORAGE_FORMAT != 1, reason="format 2's copies are conditional on their source: none comes late (above)"
 )
@@ -433,10 +416,10 @@ def test_a_late_finisher_never_relies_on_a_late_copy(process: Process, s3: Any, 
     target = layout.file_key(memory_path("/memories/e/f.md"))
     marks = layout.key_of_internal("relied/")
     (w, w_client), (m, m_client) = process(), process()
-    w_copy = gate(w_client, "PUT", target)
-    w_mark = gate(w_client, "HEAD", marks)
-    m_copy = gate(m_client, "PUT", target)
-    m_looks = gate(m_client, "GET", target)
+    w_copy = held(w_client, "PutObject", target)
+    w_mark = held(w_client, "HeadObject", marks)
+    m_copy = held(m_client, "PutObject", target)
+    m_looks = held(m_client, "GetObject", target)
     threads = [
         threading.Thread(target=lambda: w.run({"command": "view", "path": "/memories"})),
         threading.Thread(target=lambda: m.run({"command": "view", "path": "/memories"})),
@@ -453,6 +436,7 @@ def test_a_late_finisher_never_relies_on_a_late_copy(process: Process, s3: Any, 
         == "Successfully deleted /memories/e/f.md"
     )
     w_copy[1].set()  # W's copy lands where nothing is
+    assert w_mark[0].wait(60)  # W found the record gone and is about to look for a mark
     m_looks[1].set()  # M finds W's copy
     threads[1].join(60)
     w_mark[1].set()

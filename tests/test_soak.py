@@ -22,7 +22,7 @@ from s3memory.storage.bucket import Bucket
 
 from . import soak
 from .support.backends import REGION, SeaweedServer
-from .support.faults import ALL, Fault, FaultPlan, SimulatedCrash, instant_retries
+from .support.faults import ALL, Fault, FaultPlan, SimulatedCrash, held, instant_retries
 
 SEED = 20250818
 SOAK_BUCKET = "soak-test"
@@ -347,19 +347,6 @@ ROOT_VIEW = {"command": "view", "path": "/memories"}
 
 def create(path: str) -> dict[str, Any]:
     return {"command": "create", "path": path, "file_text": "hello\n"}
-
-
-def held(client: Any, operation: str, url_part: str) -> tuple[threading.Event, threading.Event]:
-    """Hold ``client``'s first ``operation`` request whose URL has ``url_part`` until released."""
-    reached, release = threading.Event(), threading.Event()
-
-    def hold(event_name: str, request: Any, **_: Any) -> None:
-        if event_name.endswith(operation) and url_part in request.url and not release.is_set():
-            reached.set()
-            release.wait(60)
-
-    client.meta.events.register_first("before-send.s3", hold)
-    return reached, release
 
 
 def died_after_recording(users: Users, user: str, old: str, new: str, copies: int = 0) -> None:

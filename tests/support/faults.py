@@ -265,6 +265,19 @@ def _send_for_real(request: AWSPreparedRequest) -> None:
         session.close()
 
 
+def held(client: Any, operation: str, url_part: str) -> tuple[threading.Event, threading.Event]:
+    """Hold ``client``'s first ``operation`` request whose URL has ``url_part`` until released."""
+    reached, release = threading.Event(), threading.Event()
+
+    def hold(event_name: str, request: Any, **_: Any) -> None:
+        if event_name.endswith(operation) and url_part in request.url and not release.is_set():
+            reached.set()
+            release.wait(60)
+
+    client.meta.events.register_first("before-send.s3", hold)
+    return reached, release
+
+
 @contextlib.contextmanager
 def instant_retries() -> Iterator[None]:
     """botocore's standard retries without their back-off sleeps (a throttled call otherwise waits
