@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from s3memory.clients import make_s3_client
+from s3memory.core.paths import memory_path
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
@@ -21,6 +22,7 @@ from s3memory.storage.bucket import Bucket
 from .conftest import STORAGE_FORMAT
 from .support.backends import SeaweedServer
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, temporary_bucket
+from .support.faults import held
 
 BACKENDS = ALL_BACKENDS
 THREADS = 16
@@ -182,3 +184,57 @@ def test_the_store_passes_any_fault_as_a_clear_error(endpoint: str) -> None:
             f"{client.meta.endpoint_url}. Check S3MEMORY_BUCKET (--bucket) and S3MEMORY_ENDPOINT_URL "
             "(--endpoint-url), or create the bucket. Nothing was done."
         )
+
+
+def test_a_file_and_a_file_below_it_created_at_once_can_both_stay_and_each_stays_reachable(
+    endpoint: str, new_memory: Callable[[], S3Memory]
+) -> None:
+    # docs/storage.md, "Creates at once": each create's checks answered before the other's write
+    # landed, the one interleaving in which both stay (as it was when the checks went first)
+    creators = [new_memory(), new_memory()]
+    for memory in creators:
+        memory.run({"command": "view", "path": "/memories"})  # the store found, what the server enforces
+    paths = ["/memories/j", "/memories/j/x.md"]
+    checked = [threading.Event(), threading.Event()]
+    holds = []
+    for memory, path, check, done in zip(
+        creators, paths, ["ListObjectsV2", "HeadObject"], checked, strict=True
+    ):
+        client = memory.bucket.client
+        holds.append(held(client, "PutObject", memory.layout.file_key(memory_path(path))))
+        client.meta.events.register(f"after-call.s3.{check}", lambda done=done, **_: done.set())
+    answers = [""] * 2
+
+    def create(index: int) -> None:
+        answers[index] = creators[index].run(
+            {"command": "create", "path": paths[index], "file_text": f"the text of {paths[index]}"}
+        )
+
+    threads = [threading.Thread(target=create, args=(index,)) for index in range(2)]
+    for thread in threads:
+        thread.start()
+    for (reached, _release), done in zip(holds, checked, strict=True):
+        assert reached.wait(30) and done.wait(30)
+    for (_reached, release), thread in zip(holds, threads, strict=True):
+        release.set()  # the file first: SeaweedFS refuses a key where a directory is
+        thread.join()
+    assert answers == [f"File created successfully at: {path}" for path in paths]
+    reader = new_memory()
+    listing = reader.run({"command": "view", "path": "/memories"})
+    assert listing.splitlines()[1:] == [
+        "4.0K\t/memories",
+        f"{len('the text of /memories/j')}B\t/memories/j",
+        "4.0K\t/memories/j/",
+        f"{len('the text of /memories/j/x.md')}B\t/memories/j/x.md",
+    ]
+    for path in paths:  # the file wins at its own path; the one below stays readable
+        assert reader.run({"command": "view", "path": path}).endswith(f"     1\tthe text of {path}")
+    assert reader.run({"command": "rename", "old_path": "/memories/j", "new_path": "/memories/j.md"}) == (
+        "Successfully renamed /memories/j to /memories/j.md"
+    )
+    assert reader.run({"command": "view", "path": "/memories"}).splitlines()[1:] == [
+        "4.0K\t/memories",
+        "4.0K\t/memories/j/",
+        f"{len('the text of /memories/j/x.md')}B\t/memories/j/x.md",
+        f"{len('the text of /memories/j')}B\t/memories/j.md",
+    ]
