@@ -148,6 +148,34 @@ class CommandTiming:
     ok: bool
 
 
+CREATES = 30
+"""New files each S3 implementation creates in a row, in one sample of ``CreateCosts``."""
+
+
+@dataclass
+class CreateCosts:
+    """What one ``create`` of a new file in a directory that exists costs each S3 implementation,
+    from samples of ``CREATES`` creates in a row: wall time and the CPU of the client's process (the
+    bench's for s3memory, the worker's for s3fs) and of the server's, where Linux tells. In a row,
+    so that the server's CPU, counted in ticks of 10 ms, is counted over about half a second."""
+
+    seconds: dict[str, Summary]
+    client_cpu: dict[str, Summary]
+    server_cpu: dict[str, Summary]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            name: {key: value.as_dict() for key, value in getattr(self, name).items()}
+            for name in self.__dict__
+        }
+
+    def made_of(self, name: str) -> str:
+        """``name``'s time and client + server CPU per create, e.g. ``17.1 ms, 4.1 + 3.2 ms CPU``."""
+        client, server = self.client_cpu[name].median * 1000, self.server_cpu[name].median * 1000
+        cpu = f"{client:.1f} + {server:.1f}" if not math.isnan(server) else f"{client:.1f} + ?"
+        return f"{self.seconds[name].median * 1000:.1f} ms, {cpu} ms CPU"
+
+
 @dataclass
 class PeerResult:
     backend: str
@@ -163,6 +191,7 @@ class PeerResult:
     skipped: str | None = None
     ratio_s3fs_f2: dict[str, Summary] = field(default_factory=dict)  # kind -> s3memory f2/s3fs
     ratio_total_f2: Summary | None = None
+    create_costs: CreateCosts | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -173,6 +202,7 @@ class PeerResult:
             "ratio_s3fs": {k: s.as_dict() for k, s in self.ratio_s3fs.items()},
             "ratio_total": self.ratio_total.as_dict() if self.ratio_total else None,
             "ratio_s3fs_f2": {k: s.as_dict() for k, s in self.ratio_s3fs_f2.items()},
+            "create_costs": self.create_costs.as_dict() if self.create_costs else None,
             "ratio_total_f2": self.ratio_total_f2.as_dict() if self.ratio_total_f2 else None,
             "requests": self.requests,
             "request_totals": self.request_totals,
@@ -347,8 +377,64 @@ def run(backend: Backend, reps: int, peer_python: str | None, warmup: int = 1) -
                     result = _run_local(local_base)
                 if rep >= warmup:
                     timings[name].append(result)
+        costs = _create_costs(backend, client, worker, reps, warmup)
     backend.clear(BUCKET, "")
-    return _summarise(backend.name, implementations, timings, versions)
+    result = _summarise(backend.name, implementations, timings, versions)
+    result.create_costs = costs
+    return result
+
+
+def _create_costs(
+    backend: Backend, client: Any, worker: S3fsWorker | None, reps: int, warmup: int
+) -> CreateCosts:
+    """``CREATES`` new notes in ``/memories/notes``, which holds one, by s3memory in either format
+    and the s3fs peer, one after another in rotating order, per repetition."""
+    names = [*FORMATS, *([S3FS] if worker is not None else [])]
+    samples: dict[str, list[_Sample]] = {name: [] for name in names}
+    creates = [
+        {"command": "create", "path": f"/memories/notes/new-{index}.md", "file_text": note_text(index, 10)}
+        for index in range(CREATES)
+    ]
+    seed = {"/memories/notes/seed.md": note_text(0, 10)}
+    for rep in range(warmup + reps):
+        user = f"creates-{backend.name.replace('+', '-')}-{rep}"
+        tenants = {
+            name: Tenant(backend, client, BUCKET, user, storage_format=storage_format)
+            for name, storage_format in FORMATS.items()
+        }
+        for tenant in tenants.values():
+            tenant.seed(seed)
+        if worker is not None:
+            worker.ask({"op": "seed", "user": user, "files": seed})
+        for name in names[rep % len(names) :] + names[: rep % len(names)]:
+            server = backend.server_cpu()
+            if name in tenants:
+                with quiet_gc():
+                    cpu, started = time.process_time(), time.perf_counter()
+                    for command in creates:
+                        tenants[name].run(command)
+                    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+            else:
+                assert worker is not None
+                items = worker.ask({"op": "session", "user": user, "commands": creates})["results"]
+                if not all(item["ok"] for item in items):
+                    raise RuntimeError(f"the s3fs peer's create failed: {items[0]['head']}")
+                seconds, cpu = sum(item["seconds"] for item in items), sum(item["cpu"] for item in items)
+            after = backend.server_cpu()
+            server_cpu = after - server if server is not None and after is not None else math.nan
+            if rep >= warmup:
+                samples[name].append(
+                    _Sample(seconds / CREATES, Counter(), cpu / CREATES, server_cpu / CREATES)
+                )
+    return CreateCosts(
+        seconds={name: Summary.of([sample.seconds for sample in found]) for name, found in samples.items()},
+        client_cpu={
+            name: Summary.of([sample.client_cpu for sample in found]) for name, found in samples.items()
+        },
+        server_cpu={
+            name: Summary.of([sample.server_cpu for sample in found]) for name, found in samples.items()
+        },
+    )
 
 
 @dataclass

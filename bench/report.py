@@ -10,7 +10,17 @@ from s3memory.ops.rotation import ROTATION_WAIT_SECONDS
 from .adversarial import ANSWER_MAX, CPU_FLOOR, LINEAR_MAX, Growth
 from .mcp_lambda import McpLambda
 from .mcp_overhead import McpCommand, McpOverhead
-from .peers_session import KINDS, LOCAL, S3FS, S3MEMORY, S3MEMORY_F2, SESSION, RenameComparison
+from .peers_session import (
+    CREATES,
+    KINDS,
+    LOCAL,
+    S3FS,
+    S3MEMORY,
+    S3MEMORY_F2,
+    SESSION,
+    CreateCosts,
+    RenameComparison,
+)
 from .results_model import FORMAT_VIEW_TARGET, REPORTED, Results, evaluate
 from .rotation import FILES, FleetRotation
 
@@ -347,12 +357,27 @@ def render(results: Results) -> str:
             ]
         if peer.skipped:
             out += [peer.skipped, ""]
+        out += _create_costs_lines(peer.create_costs)
     out += _renames_section(results)
 
     out += adversarial_section(results.adversarial)
     out += mcp_section(results.mcp, results.mcp_lambda)
     out += rotation_lines(results.rotation)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _create_costs_lines(costs: CreateCosts | None) -> list[str]:
+    """One line: what a create costs each S3 implementation, from creates in a row."""
+    if costs is None:
+        return []
+    made_of = "; ".join(f"{name} {costs.made_of(name)}" for name in costs.seconds)
+    runs = next(iter(costs.seconds.values())).n
+    return [
+        f"*create alone*, {CREATES} new notes in a row in a directory that exists "
+        f"({runs} run{'s' if runs != 1 else ''} each), "
+        f"per create: time, client + server CPU: {made_of}.",
+        "",
+    ]
 
 
 def _renames_section(results: Results) -> list[str]:

@@ -108,18 +108,26 @@ def _reported_create(command: str, backend: str, requests: str, baseline: str) -
     )
 
 
-def _one_round_trip(commands: list[CommandResult], backend: str, requests: str) -> str:
-    """What a create behind s3fs on ``backend`` is made of: its time against its floor there (a PUT,
-    then a LIST: two round trips) shows whether it took one round trip; the rest is the client CPU
-    of the checks it sends with its PUT."""
+def _one_round_trip(commands: list[CommandResult], peer: PeerResult, requests: str, cores: int) -> str:
+    """What a create behind s3fs on ``peer.backend`` is made of: its time against its floor there (a
+    PUT, then a LIST: two round trips) shows whether it took one round trip; the rest is the CPU of
+    the checks it sends with its PUT, on cores the client shares with the server (``CreateCosts``)."""
     for command in commands:
-        if command.command == "create" and command.backend == backend:
+        if command.command == "create" and command.backend == peer.backend:
             return (
                 f"create against its floor (PUT, then LIST) here {command.ratio.ratio()}: one round trip; "
-                f"behind s3fs's single PUT by the client CPU of the checks sent with it ({requests}), "
-                "under one interpreter lock"
+                f"behind s3fs's single PUT by the client and server CPU of the checks sent with it "
+                f"({requests}), on the {cores} cores the client shares with the server{_create_costs(peer)}"
             )
     return ""
+
+
+def _create_costs(peer: PeerResult) -> str:
+    """``: per create, alone, …`` with format 2's and s3fs's time and CPU per create, if measured."""
+    costs = peer.create_costs
+    if costs is None or S3FS not in costs.seconds:
+        return ""
+    return f": per create, alone, {S3MEMORY_F2} {costs.made_of(S3MEMORY_F2)}; s3fs {costs.made_of(S3FS)}"
 
 
 def _verdict(ok: bool) -> str:
@@ -266,9 +274,15 @@ def evaluate(results: Results) -> list[Target]:
             judged = S3MEMORY_F2 if kind in peer.ratio_s3fs_f2 else S3MEMORY
             requests = peer.requests.get(judged, {}).get(kind, "")
             reported = _reported_create(kind, peer.backend, requests, "s3fs's one PUT")
+            if reported:
+                reported += _create_costs(peer)
             notes = [_straddles(ratio, 1.0)]
             if kind == "create" and ratio.median >= 1.0:
-                notes.append(_one_round_trip(results.commands, peer.backend, requests))
+                notes.append(
+                    _one_round_trip(
+                        results.commands, peer, requests, int(results.environment.get("cores") or 1)
+                    )
+                )
             failed = _answered_an_error(peer, kind)
             targets.append(
                 Target(

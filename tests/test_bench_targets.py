@@ -1,11 +1,13 @@
 """The bench's targets (``bench/results_model.py``): a comparison whose command answered an error is
-never judged. No timing is measured."""
+never judged, and a create behind s3fs says what it is made of. No timing is measured."""
 
 from __future__ import annotations
 
+import math
+
 from bench.metrics import Summary
-from bench.peers_session import KINDS, S3FS, S3MEMORY, S3MEMORY_F2, PeerResult
-from bench.results_model import _answered_an_error
+from bench.peers_session import KINDS, S3FS, S3MEMORY, S3MEMORY_F2, CreateCosts, PeerResult
+from bench.results_model import _answered_an_error, _create_costs
 
 
 def session(failures: dict[str, list[str]]) -> PeerResult:
@@ -32,3 +34,16 @@ def test_a_kind_that_answered_an_error_is_named_and_only_that_kind() -> None:
     assert _answered_an_error(peer, "create") == "s3memory answered an error: not comparable"
     assert _answered_an_error(peer, "rename") == ""
     assert _answered_an_error(session({}), "rename dir") == ""
+
+
+def test_a_creates_cost_names_the_time_and_the_client_and_server_cpu_of_each_side() -> None:
+    peer = session({})
+    assert _create_costs(peer) == ""  # not measured
+    peer.create_costs = CreateCosts(
+        seconds={S3MEMORY_F2: Summary.of([0.0169, 0.0171]), S3FS: Summary.of([0.0159])},
+        client_cpu={S3MEMORY_F2: Summary.of([0.0058]), S3FS: Summary.of([0.0032])},
+        server_cpu={S3MEMORY_F2: Summary.of([0.0043]), S3FS: Summary.of([math.nan])},
+    )
+    assert _create_costs(peer) == (
+        ": per create, alone, s3memory f2 17.0 ms, 5.8 + 4.3 ms CPU; s3fs 15.9 ms, 3.2 + ? ms CPU"
+    )
