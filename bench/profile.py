@@ -146,6 +146,7 @@ def _scenarios(
         "view-root": (nothing, lambda i: tenant.run({"command": "view", "path": "/memories"})),
         "view-root-1000": (seed_named, lambda i: tenant.run({"command": "view", "path": "/memories"})),
         "view-dir": (nothing, lambda i: tenant.run({"command": "view", "path": "/memories/notes"})),
+        "view-file": (nothing, lambda i: tenant.run({"command": "view", "path": "/memories/notes/a.md"})),
         "delete-file": (
             lambda i: tenant.seed({f"/memories/scratch/d-{i}.md": note_text(i, 5)}),
             lambda i: tenant.run({"command": "delete", "path": f"/memories/scratch/d-{i}.md"}),
@@ -205,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         "view-root",
         "view-root-1000",
         "view-dir",
+        "view-file",
         "delete-file",
         "rename-dir-300",
     ]
