@@ -10,7 +10,7 @@ from anthropic.lib.tools import ToolError
 from s3memory import S3MemoryTool
 from s3memory.core.paths import memory_path
 
-from .conftest import STORAGE_FORMAT, key_of, keys_of, memory_tool, prefix_of
+from .conftest import STORAGE_FORMAT, key_of, keys_of, memory_tool, plant, prefix_of
 from .support.bucket import ALL_BACKENDS, snapshot, stored_keys
 
 BACKENDS = ALL_BACKENDS
@@ -305,6 +305,33 @@ def test_rename_file_and_directory(tool: S3MemoryTool, s3: Any) -> None:
     )
     assert ok(tool, command="view", path="/memories/e/sub/y.txt").endswith("     1\tY")
     assert ok(tool, command="view", path="/memories/new/dir/b.txt").endswith("     1\tA")
+
+
+def test_a_path_that_is_a_file_and_a_directory_acts_as_the_file_and_keeps_what_lies_below(
+    tool: S3MemoryTool, s3: Any
+) -> None:
+    # docs/storage.md, "Creates at once": two creates racing, or a bucket writer putting back an old
+    # object, can leave a file where a directory is
+    plant(s3, tool.memory, "/memories/j", "the file\n")
+    plant(s3, tool.memory, "/memories/j/x.md", "below\n")
+    assert ok(tool, command="view", path="/memories").splitlines()[1:] == [
+        "4.0K\t/memories",
+        "9B\t/memories/j",
+        "4.0K\t/memories/j/",
+        "6B\t/memories/j/x.md",
+    ]
+    assert ok(tool, command="view", path="/memories/j").endswith("     1\tthe file")
+    assert refused(tool, command="create", path="/memories/j/y.md", file_text="y") == (
+        "Error: Cannot create /memories/j/y.md: /memories/j is a file, not a directory."
+    )
+    ok(tool, command="str_replace", path="/memories/j", old_str="the file", new_str="the edited file")
+    ok(tool, command="insert", path="/memories/j/x.md", insert_line=1, insert_text="inserted")
+    assert ok(tool, command="delete", path="/memories/j") == "Successfully deleted /memories/j"
+    assert ok(tool, command="view", path="/memories/j").splitlines()[1:] == [
+        "4.0K\t/memories/j",
+        "15B\t/memories/j/x.md",
+    ]
+    assert ok(tool, command="view", path="/memories/j/x.md").endswith("     1\tbelow\n     2\tinserted")
 
 
 def test_rename_errors_change_nothing(tool: S3MemoryTool, s3: Any) -> None:
