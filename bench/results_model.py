@@ -117,17 +117,18 @@ def _one_round_trip(commands: list[CommandResult], peer: PeerResult, requests: s
             return (
                 f"create against its floor (PUT, then LIST) here {command.ratio.ratio()}: one round trip; "
                 f"behind s3fs's single PUT by the client and server CPU of the checks sent with it "
-                f"({requests}), on the {cores} cores the client shares with the server{_create_costs(peer)}"
+                f"({requests}), on the {cores} cores the client shares with the server"
+                + (f": {costs}" if (costs := _create_costs(peer)) else "")
             )
     return ""
 
 
 def _create_costs(peer: PeerResult) -> str:
-    """``: per create, alone, …`` with format 2's and s3fs's time and CPU per create, if measured."""
+    """``per create, alone, …`` with format 2's and s3fs's time and CPU per create, if measured."""
     costs = peer.create_costs
     if costs is None or S3FS not in costs.seconds:
         return ""
-    return f": per create, alone, {S3MEMORY_F2} {costs.made_of(S3MEMORY_F2)}; s3fs {costs.made_of(S3FS)}"
+    return f"per create, alone, {S3MEMORY_F2} {costs.made_of(S3MEMORY_F2)}; s3fs {costs.made_of(S3FS)}"
 
 
 def _verdict(ok: bool) -> str:
@@ -274,8 +275,8 @@ def evaluate(results: Results) -> list[Target]:
             judged = S3MEMORY_F2 if kind in peer.ratio_s3fs_f2 else S3MEMORY
             requests = peer.requests.get(judged, {}).get(kind, "")
             reported = _reported_create(kind, peer.backend, requests, "s3fs's one PUT")
-            if reported:
-                reported += _create_costs(peer)
+            if reported and (costs := _create_costs(peer)):
+                reported += f"; {costs}"
             notes = [_straddles(ratio, 1.0)]
             if kind == "create" and ratio.median >= 1.0:
                 notes.append(

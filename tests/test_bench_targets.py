@@ -45,5 +45,5 @@ def test_a_creates_cost_names_the_time_and_the_client_and_server_cpu_of_each_sid
         server_cpu={S3MEMORY_F2: Summary.of([0.0043]), S3FS: Summary.of([math.nan])},
     )
     assert _create_costs(peer) == (
-        ": per create, alone, s3memory f2 17.0 ms, 5.8 + 4.3 ms CPU; s3fs 15.9 ms, 3.2 + ? ms CPU"
+        "per create, alone, s3memory f2 17.0 ms, 5.8 + 4.3 ms CPU; s3fs 15.9 ms, 3.2 + ? ms CPU"
     )
