@@ -71,8 +71,9 @@ class Backend:
 
     def with_client_latency(self, latency_ms: float) -> Backend:
         """The same server, reached by measured clients that wait ``latency_ms`` before every HTTP
-        attempt (a sleep that lets other threads run): a round trip to an endpoint whose own work
-        does not share this machine's cores, as a real S3 endpoint's does not."""
+        attempt (a sleep that lets other threads run): a round trip's wait, which costs this
+        machine no CPU. The server's own work still runs on this machine's cores, as a real S3
+        endpoint's does not."""
         return replace(
             self,
             name=f"{self.name}+{latency_ms:g}ms",
