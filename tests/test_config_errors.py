@@ -227,6 +227,10 @@ def refused_credentials(operation: str) -> str:
     )
 
 
+KMS_DECRYPT = " (and kms:Decrypt on the bucket's KMS key, if it encrypts with one)"
+"""What a denied read names beside the S3 action where S3's message names no action."""
+
+
 def denied(operation: str, action: str) -> str:
     return (
         f"Error: S3 {operation} failed (AccessDenied): the AWS credentials (from env) may not {operation} in "
@@ -260,11 +264,13 @@ def test_a_role_denied_access_is_named_with_the_iam_action_it_needs(
         credentials_of(key, secret)
         with enable_iam_authentication():  # a user no policy allows anything
             client = clients.make_s3_client()
-            assert refused_by_the_library(client, key, secret) == denied("GetObject", "s3:GetObject")
+            assert refused_by_the_library(client, key, secret) == denied(
+                "GetObject", "s3:GetObject" + KMS_DECRYPT
+            )
             # ls lists above the store's prefix first; a role that may not is not refused for it (N4)
             assert (
                 refused_by_the_command_line(key, secret)
-                == f"s3memory ls: {denied('GetObject', 's3:GetObject')}"
+                == f"s3memory ls: {denied('GetObject', 's3:GetObject' + KMS_DECRYPT)}"
             )
     finally:
         iam.delete_access_key(UserName="no-policy", AccessKeyId=key)
@@ -306,6 +312,10 @@ def _get(bucket: Bucket) -> object:
 
 def _get_version(bucket: Bucket) -> object:
     return bucket.get("users/a", max_bytes=10, version_id="v1")
+
+
+def _put(bucket: Bucket) -> object:
+    return bucket.put("users/a", b"x")
 
 
 def _head(bucket: Bucket) -> object:
@@ -400,7 +410,11 @@ SEEN: list[tuple[str, ClientError, Callable[[Bucket], object], str]] = [
         "AccessDenied-CopyObject",
         _refusal("AccessDenied", 403),
         _copy,
-        _denied("CopyObject", "s3:GetObject and s3:PutObject"),
+        _denied(
+            "CopyObject",
+            "s3:GetObject and s3:PutObject (and kms:Decrypt and kms:GenerateDataKey on the bucket's KMS key, "
+            "if it encrypts with one)",
+        ),
     ),
     (
         "AccessDenied-HeadObject",
@@ -412,7 +426,34 @@ SEEN: list[tuple[str, ClientError, Callable[[Bucket], object], str]] = [
         "AccessDenied-GetObject-of-a-version",
         _refusal("AccessDenied", 403),
         _get_version,
-        _denied("GetObject", "s3:GetObjectVersion"),
+        _denied("GetObject", "s3:GetObjectVersion" + KMS_DECRYPT),
+    ),
+    (
+        "AccessDenied-GetObject-for-the-bucket-key",  # S3's message names the KMS action: only that
+        _refusal("AccessDenied", 403, Message=f"{TEST_SECRET} is not authorized to perform: kms:Decrypt"),
+        _get,
+        _denied("GetObject", "kms:Decrypt on the bucket's KMS key"),
+    ),
+    (
+        "AccessDenied-PutObject-for-the-bucket-key",
+        _refusal("AccessDenied", 403, Message=f"{TEST_SECRET} not authorized to perform KMS:GenerateDataKey"),
+        _put,
+        _denied("PutObject", "kms:GenerateDataKey on the bucket's KMS key"),
+    ),
+    (
+        "AccessDenied-PutObject",  # S3's message names the S3 action: only that
+        _refusal("AccessDenied", 403, Message=f"{TEST_SECRET} is not authorized to perform: s3:PutObject"),
+        _put,
+        _denied("PutObject", "s3:PutObject"),
+    ),
+    (
+        "AccessDenied-PutObject-unsaid",  # S3's message names no action: both
+        _refusal("AccessDenied", 403),
+        _put,
+        _denied(
+            "PutObject",
+            "s3:PutObject (and kms:GenerateDataKey on the bucket's KMS key, if it encrypts with one)",
+        ),
     ),
     (
         "AccessDenied-DeleteObjects-of-versions",

@@ -174,6 +174,13 @@ _VERSION_ACTIONS = {
     "DeleteObjects": "s3:DeleteObjectVersion",
 }
 """The IAM action of an operation on one version of an object (a ``VersionId`` in its arguments)."""
+_KMS_ACTIONS = {
+    "GetObject": "kms:Decrypt",
+    "PutObject": "kms:GenerateDataKey",
+    "CopyObject": "kms:Decrypt and kms:GenerateDataKey",
+}
+"""What an operation needs of the bucket's KMS key on a bucket that encrypts with SSE-KMS (as the
+Terraform module's does)."""
 _REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]{1,2}")
 
 
@@ -188,6 +195,24 @@ def iam_action(operation: str, arguments: Mapping[str, Any] | None = None) -> st
     ):
         return _VERSION_ACTIONS[operation]
     return _IAM_ACTIONS.get(operation, f"s3:{operation}")
+
+
+def denied_grant(operation: str, error: Exception, arguments: Mapping[str, Any] | None = None) -> str:
+    """What to grant a role that S3 denied ``operation``: the KMS action on the bucket's key where S3
+    says that is what was denied (its message names a ``kms:`` action), the IAM action where it names
+    an ``s3:`` one, else the IAM action with the KMS action beside it for an operation that needs one
+    on a bucket that encrypts with SSE-KMS. The message only chooses; it is never shown."""
+    kms = _KMS_ACTIONS.get(operation)
+    response = getattr(error, "response", None)
+    details = response.get("Error") if isinstance(response, dict) else None
+    message = details.get("Message") if isinstance(details, dict) else None
+    named = message.lower() if isinstance(message, str) else ""
+    if kms is not None and "kms:" in named:
+        return f"{kms} on the bucket's KMS key"
+    action = iam_action(operation, arguments)
+    if kms is None or "s3:" in named:
+        return action
+    return f"{action} (and {kms} on the bucket's KMS key, if it encrypts with one)"
 
 
 def bucket_region(error: Exception) -> str | None:
@@ -297,7 +322,7 @@ class Bucket:
         if code in _DENIED:
             return (
                 f"the AWS credentials ({self._credentials_source()}) may not {operation} in bucket "
-                f"{self.bucket} at {endpoint}. Grant {iam_action(operation, arguments)} to the role "
+                f"{self.bucket} at {endpoint}. Grant {denied_grant(operation, error, arguments)} to the role "
                 "(docs/deploy.md, docs/real-s3.md), or choose other credentials (AWS_PROFILE, --profile)."
             )
         return None
