@@ -334,6 +334,26 @@ def test_a_path_that_is_a_file_and_a_directory_acts_as_the_file_and_keeps_what_l
     assert ok(tool, command="view", path="/memories/j/x.md").endswith("     1\tbelow\n     2\tinserted")
 
 
+@pytest.mark.parametrize("command", ["delete", "rename"])
+def test_a_path_that_is_a_file_and_a_directory_acts_as_the_file_also_once_listed_as_a_directory(
+    tool: S3MemoryTool, s3: Any, command: str
+) -> None:
+    # a listing makes the process remember /memories/j as a directory; the file there still wins
+    plant(s3, tool.memory, "/memories/j", "the file\n")
+    plant(s3, tool.memory, "/memories/j/x.md", "below\n")
+    ok(tool, command="view", path="/memories")
+    if command == "delete":
+        assert ok(tool, command="delete", path="/memories/j") == "Successfully deleted /memories/j"
+        kept = ["/memories/j/x.md"]
+    else:
+        assert ok(tool, command="rename", old_path="/memories/j", new_path="/memories/k") == (
+            "Successfully renamed /memories/j to /memories/k"
+        )
+        kept = ["/memories/j/x.md", "/memories/k"]
+    assert stored_keys(s3, prefix_of(tool.memory)) == keys_of(tool.memory, kept)
+    assert ok(tool, command="view", path="/memories/j/x.md").endswith("     1\tbelow")
+
+
 def test_rename_errors_change_nothing(tool: S3MemoryTool, s3: Any) -> None:
     ok(tool, command="create", path="/memories/a.txt", file_text="A")
     ok(tool, command="create", path="/memories/b.txt", file_text="B")

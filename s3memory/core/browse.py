@@ -54,10 +54,13 @@ class Browser:
         self, path: MemoryPath, probe: Callable[[], _T | None]
     ) -> tuple[_T | None, list[Source]]:
         """What is at ``path``: ``probe``'s answer for a file, else the files below it (both empty:
-        nothing). A path last seen as a directory is listed first (files below it prove it is no
-        file); any other is probed first."""
+        nothing). A path last seen as a directory is listed first, with its own key as the prefix
+        (``_listed_at``: a file there wins); any other is probed first."""
         if path in self._files.directories:
-            sources = self._files.sources_below(path)
+            file_first, below = self._listed_at(path)
+            if file_first and (found := probe()) is not None:
+                return found, []
+            sources = self._files.sources_below(path, below)
             return (None, sources) if sources else (probe(), [])
         found = probe()
         return (found, []) if found is not None else (None, self._files.sources_below(path))
@@ -65,24 +68,28 @@ class Browser:
     def file_or_tree(self, path: MemoryPath) -> tuple[Found | None, Tree | None]:
         """The file at ``path``, else the directory's tree, else neither.
 
-        A path last seen as a directory is listed with its own key as the prefix: a file there sorts
-        first (and is read: a file wins), then the directory's objects, so one request usually
-        shows it all. Any other path is read first.
+        A path last seen as a directory is listed first (``_listed_at``), so one request usually
+        shows it all; a file there is read and wins. Any other path is read first.
         """
         if path not in self._files.directories:
             found = self._files.read(path)
             return (found, None) if found is not None else (None, self.tree(path))
+        file_first, below = self._listed_at(path)
+        if file_first and (found := self._files.read(path)) is not None:
+            return found, None
+        return None, self.tree(path, None if below is None else ListingPage(below, [], False))
+
+    def _listed_at(self, path: MemoryPath) -> tuple[bool, list[Listed] | None]:
+        """One listing with ``path``'s own key as the prefix: whether a file is at the path (it
+        sorts first), and the objects below the path, or None where the page stopped inside the
+        directory or before it (the caller lists the directory itself)."""
         key = self._layout.file_key(path)
         page = next(self._bucket.pages(key))
-        if page.objects and page.objects[0].key == key:
-            found = self._files.read(path)
-            if found is not None:
-                return found, None
+        file_first = bool(page.objects) and page.objects[0].key == key
         below = self._layout.directory_prefix(path)
         if page.truncated and not (page.objects and listed_past(page.objects[-1].key, below)):
-            return None, self.tree(path)  # the page stopped inside the directory, or before it
-        objects = [listed for listed in page.objects if listed.key.startswith(below)]
-        return None, self.tree(path, ListingPage(objects, [], False))
+            return file_first, None
+        return file_first, [listed for listed in page.objects if listed.key.startswith(below)]
 
     def tree(
         self, directory: MemoryPath, first: ListingPage | None = None, listed_to: str | None = None

@@ -28,6 +28,7 @@ from s3memory.storage.bucket import (
     BatchDeleted,
     Bucket,
     ConditionalConflict,
+    Listed,
     ObjectTooLarge,
     PreconditionFailed,
 )
@@ -390,14 +391,20 @@ class MemoryFiles:
         ]
         return sum(plaintext_size(size) for size in sizes), len(sizes)
 
-    def sources_below(self, directory: MemoryPath) -> list[Source]:
-        """The files below ``directory`` with their ETags. Keys that map to no valid memory path are
+    def sources_below(self, directory: MemoryPath, listed: list[Listed] | None = None) -> list[Source]:
+        """The files below ``directory`` with their ETags, from ``listed`` (every object below it,
+        when the caller has listed them) or a listing. Keys that map to no valid memory path are
         left out: nothing s3memory does touches them. More than ``MAX_SOURCES`` files are refused."""
         found: list[Source] = []
-        for page in self.bucket.pages(self.layout.directory_prefix(directory)):
-            for listed in page.objects:
-                if self.layout.path_of_key(listed.key) is not None:
-                    found.append(Source(listed.key, listed.etag))
+        pages: Iterable[list[Listed]] = (
+            [listed]
+            if listed is not None
+            else (page.objects for page in self.bucket.pages(self.layout.directory_prefix(directory)))
+        )
+        for objects in pages:
+            for item in objects:
+                if self.layout.path_of_key(item.key) is not None:
+                    found.append(Source(item.key, item.etag))
             if len(found) > MAX_SOURCES:
                 raise CommandError(
                     f"Error: {directory.text} holds more than {MAX_SOURCES:,} files, more than one command "
