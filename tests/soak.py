@@ -1238,9 +1238,12 @@ class Agent:
     def converge(self, command: Command, before: State) -> None:
         """The first try of a single-object command died between its write and its second request
         (docs/storage.md, "Crash safety": a file rename copied but did not delete; a refused create wrote but did not
-        withdraw). Its retry must answer as on the state before, and leave the state it promises."""
+        withdraw). Its retry must answer as on the state before, and leave the state it promises: a
+        rename's, the state after; a create's, its first try's file left as it is, which a delete
+        then removes."""
         self.tally.events["interim states, retried"] += 1
         expected = Model.apply(command, before)
+        stays = command["command"] == "create"
         for _attempt in range(SETTLE_ATTEMPTS):
             outcome = self.new_process().run(command)
             self.note(f"retry from the interim state: {describe(command)} -> {outcome.summary()}")
@@ -1253,8 +1256,20 @@ class Agent:
                     f"not '{first_line(expected.answer)}'",
                 )
             break
+        if not stays:
+            self.settle(
+                [expected.state], f"after retrying {describe(command)}", mismatch="neither-before-nor-after"
+            )
+            return
+        self.settle([self.state], f"after retrying {describe(command)}", mismatch="neither-before-nor-after")
+        delete = {"command": "delete", "path": command["path"]}
+        for _attempt in range(SETTLE_ATTEMPTS):
+            outcome = self.new_process().run(delete)
+            self.note(f"delete of the first try's file: {outcome.summary()}")
+            if not outcome.unknown:
+                break
         self.settle(
-            [expected.state], f"after retrying {describe(command)}", mismatch="neither-before-nor-after"
+            [before], f"after deleting what {describe(command)} left", mismatch="neither-before-nor-after"
         )
 
     def retry(self, command: Command, candidates: list[State]) -> list[State]:
@@ -1373,7 +1388,7 @@ class Agent:
 def interim_state(command: Command, before: State) -> State | None:
     """The state a single-object command leaves when its process dies between its two writes, if
     that differs from before and after: a file rename's copy written, its source not yet deleted; a
-    create refused below a file, its write landed, not yet withdrawn. Its retry converges."""
+    create refused below a file, its write landed, not yet withdrawn. Its retry converges (``converge``)."""
     moves_a_file = command["command"] == "rename" and command["old_path"] in before
     if moves_a_file and not exists(before, command["new_path"]) and Model.apply(command, before).ok:
         return {**before, command["new_path"]: before[command["old_path"]]}

@@ -324,6 +324,14 @@ def test_a_path_that_is_a_file_and_a_directory_acts_as_the_file_and_keeps_what_l
     assert refused(tool, command="create", path="/memories/j/y.md", file_text="y") == (
         "Error: Cannot create /memories/j/y.md: /memories/j is a file, not a directory."
     )
+    # a create sent again with the same text (a retry whose answer was lost) removes neither file
+    assert refused(tool, command="create", path="/memories/j/x.md", file_text="below\n") == (
+        "Error: Cannot create /memories/j/x.md: /memories/j is a file, not a directory."
+    )
+    assert refused(tool, command="create", path="/memories/j", file_text="the file\n") == (
+        "Error: Cannot create /memories/j: /memories/j is a directory."
+    )
+    assert ok(tool, command="view", path="/memories/j/x.md").endswith("     1\tbelow")
     ok(tool, command="str_replace", path="/memories/j", old_str="the file", new_str="the edited file")
     ok(tool, command="insert", path="/memories/j/x.md", insert_line=1, insert_text="inserted")
     assert ok(tool, command="delete", path="/memories/j") == "Successfully deleted /memories/j"

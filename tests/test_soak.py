@@ -435,9 +435,10 @@ def test_a_file_rename_that_died_between_copy_and_delete_is_finished_by_its_retr
 
 
 @pytest.mark.parametrize("fault", [Fault.DROP_AFTER, Fault.CRASH_AFTER])
-def test_a_refused_create_leaves_no_file_below_a_file(users: Users, fault: Fault) -> None:
+def test_a_refused_create_leaves_no_file_below_a_file_but_a_dead_ones(users: Users, fault: Fault) -> None:
     """A write whose answer was lost is looked for and withdrawn; one whose process died before it
-    could withdraw is withdrawn by the retry (the same text), which is refused the same way."""
+    could withdraw stays (the retry, refused the same way, cannot tell it from a file another create
+    wrote and was answered for) until it is deleted."""
     user = f"f-below-{fault.value}"
     users.run(user, create("/memories/f.md"))
     plan = FaultPlan().fail("PutObject", fault, call=1, attempts=ALL if fault is Fault.DROP_AFTER else 1)
@@ -449,6 +450,9 @@ def test_a_refused_create_leaves_no_file_below_a_file(users: Users, fault: Fault
         assert answer == "(the process died)"
         assert users.files(user) == ["/memories/f.md", "/memories/f.md/x.md"]
         assert users.run(user, create("/memories/f.md/x.md")) == refusal
+        assert users.files(user) == ["/memories/f.md", "/memories/f.md/x.md"]
+        delete = {"command": "delete", "path": "/memories/f.md/x.md"}
+        assert users.run(user, delete) == "Successfully deleted /memories/f.md/x.md"
     assert users.files(user) == ["/memories/f.md"]
 
 

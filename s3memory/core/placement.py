@@ -102,8 +102,9 @@ def write_new_file(
     Without, the conditional write and the checks go out at once, so a create costs one round
     trip; a write that the checks then refuse (a directory at the path, an ancestor that is a
     file) or cannot confirm is removed again before the refusal is raised, also when the write's
-    own answer was lost (its bytes are looked for), and also when it is an earlier try of this
-    command, refused the same way, that died before it could remove its write.
+    own answer was lost (its bytes are looked for). A file already at the path is left as it is,
+    also one with the same text: an earlier try that died before it could remove its write cannot
+    be told from a file another create wrote and was answered for.
     """
     key = files.layout.file_key(path)
     if survey is not None:
@@ -132,12 +133,8 @@ def write_new_file(
             if unchecked is not None:
                 raise unchecked  # the key is taken, by a file or (some servers say) a directory
             return None
-        try:  # some S3 servers answer 412 for a key that is a directory: then nothing is read
-            earlier = files.read(path)
-        except CommandError:
-            earlier = None
-        if earlier is not None and earlier.text == files.decode(path, sealed.body, sealed.metadata)[0]:
-            raise _withdrawn(files, path, key, earlier.etag, obstacle)
+        # a file is there where the place is refused: never this command's to remove, even with
+        # the same text (two creates at once may both have been acknowledged: docs/storage.md)
         raise obstacle
     problem = obstacle or unchecked
     if problem is not None:
