@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -195,20 +196,24 @@ def test_a_file_and_a_file_below_it_created_at_once_can_both_stay_and_each_stays
     for memory in creators:
         memory.run({"command": "view", "path": "/memories"})  # the store found, what the server enforces
     paths = ["/memories/j", "/memories/j/x.md"]
+    file_key = creators[0].layout.file_key(memory_path(paths[0]))
+    # the check of each that could see the other's write: below /memories/j, and /memories/j itself
+    checks = [("ListObjectsV2", "Prefix", file_key + "/"), ("HeadObject", "Key", file_key)]
     checked = [threading.Event(), threading.Event()]
     holds = []
-    for memory, path, check, done in zip(
-        creators, paths, ["ListObjectsV2", "HeadObject"], checked, strict=True
-    ):
+    for memory, path, check, done in zip(creators, paths, checks, checked, strict=True):
         client = memory.bucket.client
         holds.append(held(client, "PutObject", memory.layout.file_key(memory_path(path))))
-        client.meta.events.register(f"after-call.s3.{check}", lambda done=done, **_: done.set())
+        answered(client, *check, done)
     answers = [""] * 2
 
     def create(index: int) -> None:
-        answers[index] = creators[index].run(
-            {"command": "create", "path": paths[index], "file_text": f"the text of {paths[index]}"}
-        )
+        try:
+            answers[index] = creators[index].run(
+                {"command": "create", "path": paths[index], "file_text": f"the text of {paths[index]}"}
+            )
+        except CommandError as refusal:
+            answers[index] = refusal.message
 
     threads = [threading.Thread(target=create, args=(index,)) for index in range(2)]
     for thread in threads:
@@ -238,3 +243,18 @@ def test_a_file_and_a_file_below_it_created_at_once_can_both_stay_and_each_stays
         f"{len('the text of /memories/j/x.md')}B\t/memories/j/x.md",
         f"{len('the text of /memories/j')}B\t/memories/j.md",
     ]
+
+
+def answered(client: Any, operation: str, parameter: str, value: str, done: threading.Event) -> None:
+    """Set ``done`` once ``client``'s ``operation`` with ``parameter`` equal to ``value`` has answered."""
+
+    def mark(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        if params.get(parameter) == value:
+            context["watched"] = True
+
+    def answer(context: dict[str, Any], **_: Any) -> None:
+        if context.get("watched"):
+            done.set()
+
+    client.meta.events.register(f"before-parameter-build.s3.{operation}", mark)
+    client.meta.events.register(f"after-call.s3.{operation}", answer)
