@@ -434,13 +434,9 @@ def _create_costs(
                     _Sample(seconds / CREATES, Counter(), cpu / CREATES, server_cpu / CREATES)
                 )
     return CreateCosts(
-        seconds={name: Summary.of([sample.seconds for sample in found]) for name, found in samples.items()},
-        client_cpu={
-            name: Summary.of([sample.client_cpu for sample in found]) for name, found in samples.items()
-        },
-        server_cpu={
-            name: Summary.of([sample.server_cpu for sample in found]) for name, found in samples.items()
-        },
+        seconds=_summaries(samples, "seconds"),
+        client_cpu=_summaries(samples, "client_cpu"),
+        server_cpu=_summaries(samples, "server_cpu"),
     )
 
 
@@ -569,6 +565,13 @@ def run_renames(
     return results
 
 
+def _summaries(samples: dict[str, list[_Sample]], measure: str) -> dict[str, Summary]:
+    """Per implementation, the summary of its samples' ``measure`` (a ``_Sample`` field)."""
+    return {
+        name: Summary.of([getattr(sample, measure) for sample in found]) for name, found in samples.items()
+    }
+
+
 def held_name(count: int) -> str:
     """The name of format 2 measured with its calls in flight held at ``count``."""
     return f"{S3MEMORY_F2}, {count} in flight"
@@ -596,8 +599,8 @@ def _compare(
         breakdown={name: describe(found[-1].requests) for name, found in samples.items()},
         ratio_s3fs={name: paired_ratios(times[name], times[S3FS]) for name in ours} if S3FS in times else {},
         versions=worker.versions if worker is not None else {},
-        client_cpu={name: Summary.of([s.client_cpu for s in found]) for name, found in samples.items()},
-        server_cpu={name: Summary.of([s.server_cpu for s in found]) for name, found in samples.items()},
+        client_cpu=_summaries(samples, "client_cpu"),
+        server_cpu=_summaries(samples, "server_cpu"),
         cpu_ratio_s3fs=(
             {name: paired_ratios(cpu[name], cpu[S3FS]) for name in ours}
             if S3FS in cpu and not any(math.isnan(value) for value in cpu[S3FS])

@@ -118,12 +118,12 @@ def _one_round_trip(commands: list[CommandResult], peer: PeerResult, requests: s
                 f"create against its floor (PUT, then LIST) here {command.ratio.ratio()}: one round trip; "
                 f"behind s3fs's single PUT by the client and server CPU of the checks sent with it "
                 f"({requests}), on the {cores} cores the client shares with the server"
-                + (f": {costs}" if (costs := _create_costs(peer)) else "")
+                + (f": {costs}" if (costs := _create_costs_note(peer)) else "")
             )
     return ""
 
 
-def _create_costs(peer: PeerResult) -> str:
+def _create_costs_note(peer: PeerResult) -> str:
     """``per create, alone, …`` with format 2's and s3fs's time and CPU per create, if measured."""
     costs = peer.create_costs
     if costs is None or S3FS not in costs.seconds:
@@ -275,7 +275,7 @@ def evaluate(results: Results) -> list[Target]:
             judged = S3MEMORY_F2 if kind in peer.ratio_s3fs_f2 else S3MEMORY
             requests = peer.requests.get(judged, {}).get(kind, "")
             reported = _reported_create(kind, peer.backend, requests, "s3fs's one PUT")
-            if reported and (costs := _create_costs(peer)):
+            if reported and (costs := _create_costs_note(peer)):
                 reported += f"; {costs}"
             notes = [_straddles(ratio, 1.0)]
             if kind == "create" and ratio.median >= 1.0:

@@ -7,7 +7,7 @@ import math
 
 from bench.metrics import Summary
 from bench.peers_session import KINDS, S3FS, S3MEMORY, S3MEMORY_F2, CreateCosts, PeerResult
-from bench.results_model import _answered_an_error, _create_costs
+from bench.results_model import _answered_an_error, _create_costs_note
 
 
 def session(failures: dict[str, list[str]]) -> PeerResult:
@@ -38,12 +38,12 @@ def test_a_kind_that_answered_an_error_is_named_and_only_that_kind() -> None:
 
 def test_a_creates_cost_names_the_time_and_the_client_and_server_cpu_of_each_side() -> None:
     peer = session({})
-    assert _create_costs(peer) == ""  # not measured
+    assert _create_costs_note(peer) == ""  # not measured
     peer.create_costs = CreateCosts(
         seconds={S3MEMORY_F2: Summary.of([0.0169, 0.0171]), S3FS: Summary.of([0.0159])},
         client_cpu={S3MEMORY_F2: Summary.of([0.0058]), S3FS: Summary.of([0.0032])},
         server_cpu={S3MEMORY_F2: Summary.of([0.0043]), S3FS: Summary.of([math.nan])},
     )
-    assert _create_costs(peer) == (
+    assert _create_costs_note(peer) == (
         "per create, alone, s3memory f2 17.0 ms, 5.8 + 4.3 ms CPU; s3fs 15.9 ms, 3.2 + ? ms CPU"
     )
