@@ -333,6 +333,7 @@ def test_a_path_that_is_a_file_and_a_directory_acts_as_the_file_and_keeps_what_l
     )
     assert ok(tool, command="view", path="/memories/j/x.md").endswith("     1\tbelow")
     ok(tool, command="str_replace", path="/memories/j", old_str="the file", new_str="the edited file")
+    assert ok(tool, command="view", path="/memories/j").endswith("     1\tthe edited file")
     ok(tool, command="insert", path="/memories/j/x.md", insert_line=1, insert_text="inserted")
     assert ok(tool, command="delete", path="/memories/j") == "Successfully deleted /memories/j"
     assert ok(tool, command="view", path="/memories/j").splitlines()[1:] == [
