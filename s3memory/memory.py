@@ -44,8 +44,8 @@ from s3memory.crypto import (
     KeyOwner,
     KeyProvider,
     ObjectCipher,
+    user_author,
     validate_author,
-    validate_served_author,
 )
 from s3memory.errors import CommandError, StorageError
 from s3memory.formats.keyvault import KeyVault
@@ -235,17 +235,16 @@ class S3Memory:
         """The shared memory ``name`` in this user's store (``base``, a process's warm one, when
         given; else one with this memory's file size limit, guard, clock and quota, its usage counted on
         its own). When it
-        ``writes``, its writes are recorded as this user's (``<user>/<actor>`` when an actor writes;
-        ``ValueError`` for a user id no author may be, as the operator's name: such a user mounts it
-        read-only)."""
+        ``writes``, its writes are recorded as this user's (``crypto.user_author``: ``<user>/<actor>``
+        when an actor writes; ``ValueError`` for a user id too long for an author: such a user mounts
+        it read-only)."""
         if isinstance(self._owner, SharedName):
             raise ValueError("a shared memory is mounted into a user's memory, not into another")
         max_file_bytes, quota, clock = self._limits
         author = None
         if writes:
-            author = self._owner if self._author is None else f"{self._owner}/{self._author}"
             try:
-                validate_served_author(author)
+                author = user_author(self._owner, self._author)
             except ValueError as error:
                 raise ValueError(
                     f"this user cannot write into a shared memory ({error}); mount it read-only"

@@ -32,6 +32,7 @@ from typing import Literal, assert_never, cast
 from s3memory.core.commands import Command, Create, Delete, Insert, Rename, StrReplace, View, parse_command
 from s3memory.core.listing import Tree, is_hidden, render_listing
 from s3memory.core.paths import MemoryPath, SharedName, UserId, memory_path
+from s3memory.crypto import user_author
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 
@@ -101,14 +102,22 @@ class Grant:
         return isinstance(found, list) and self.value in found
 
 
-def granted(grants: Sequence[Grant], claims: Mapping[str, object]) -> tuple[Mount, ...]:
-    """The mounts ``claims`` are granted, one per point (read-write where any grant says so), by point."""
+def granted(
+    grants: Sequence[Grant], claims: Mapping[str, object], user: UserId, actor: str | None
+) -> tuple[Mount, ...]:
+    """The mounts ``claims`` are granted, one per point (read-write where any grant says so), by
+    point; read-only where ``user``'s writes as ``actor`` cannot be recorded (an id too long for an
+    author: ``crypto.user_author``), so that user still has its own memory and reads the others."""
     chosen: dict[str, Mount] = {}
     for grant in grants:
         if grant.holds(claims):
             held = chosen.get(grant.mount.point)
             if held is None or grant.mount.mode == READ_WRITE:
                 chosen[grant.mount.point] = grant.mount
+    try:
+        user_author(user, actor)
+    except ValueError:
+        return tuple(replace(chosen[point], mode=READ_ONLY) for point in sorted(chosen))
     return tuple(chosen[point] for point in sorted(chosen))
 
 

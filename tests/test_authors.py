@@ -17,6 +17,8 @@ from s3memory.crypto import (
     KeyOwner,
     LocalKeyProvider,
     ObjectCipher,
+    shown_author,
+    user_author,
     validate_author,
     validate_served_author,
 )
@@ -212,6 +214,45 @@ def test_a_served_request_cannot_name_itself_an_operator(actor: str) -> None:
         "Error: `actor` is not usable: an author named operator is kept for the operator commands."
     )
     assert validate_served_author("operators-desk") == "operators-desk"
+
+
+def test_a_served_author_cannot_start_as_a_user_id_in_base32_does() -> None:
+    with pytest.raises(ValueError) as refused:
+        validate_served_author("=MFRGG")
+    assert str(refused.value) == "an author starting with '=' is kept for user ids written in base32"
+
+
+@pytest.mark.parametrize(
+    ("user", "actor", "author", "shown"),
+    [
+        ("alice", None, "alice", "alice"),
+        ("alice", "mcp", "alice/mcp", "alice/mcp"),
+        ("auth0|5f7c", "mcp", "=MF2XI2BQPQ2WMN3D/mcp", "auth0|5f7c/mcp"),
+        ("operator", None, "=N5YGK4TBORXXE", "operator"),
+        ("café", "s-1", "=MNQWNQ5J/s-1", "café/s-1"),
+        ("=x", None, "=HV4A", "=x"),
+        ("a" * 128, None, "a" * 128, "a" * 128),
+        ("é" * 39, None, "=" + "YOU4HKODVHB2TQ5J" * 7 + "YOU4HKODVHB2S", "é" * 39),
+    ],
+)
+def test_a_users_writes_into_a_shared_memory_name_its_id_or_its_base32(
+    user: str, actor: str | None, author: str, shown: str
+) -> None:
+    assert user_author(user, actor) == author
+    assert len(author) <= 128 and validate_author(author) == author
+    assert shown_author(author) == shown
+
+
+def test_an_author_not_in_base32_is_shown_as_it_is() -> None:
+    for author in ("=not base32", "=MFRGG=/x", "=\u00e9", "=/x", "=7QA"):  # "=7QA": not UTF-8
+        assert shown_author(author) == author
+    assert shown_author("=MFRGG/x") == "abc/x"
+
+
+def test_a_user_id_too_long_for_an_author_is_refused() -> None:
+    with pytest.raises(ValueError) as refused:
+        user_author("é" * 40)
+    assert str(refused.value) == "the user id and the actor make an author of 129 characters, over 128"
 
 
 def test_the_agent_event_takes_an_actor() -> None:

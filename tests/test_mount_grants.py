@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from s3memory.aws_lambda import mcp_handler, memory_handler, runtime
-from s3memory.core.paths import SharedName
+from s3memory.core.paths import SharedName, UserId
 from s3memory.memory import S3Memory
 from s3memory.mounts import READ_ONLY, READ_WRITE, Grant, Mount, granted, grants_from_json
 from s3memory.settings import Settings, SettingsError
@@ -42,12 +42,29 @@ def test_claims_grant_their_mounts_and_read_write_wins_at_one_point() -> None:
     grants = grants_from_json(json.dumps(GRANTS))
     team_ro, team_rw = Mount("/memories/team", TEAM), Mount("/memories/team", TEAM, READ_WRITE)
     runbooks = Mount("/memories/runbooks", "runbooks", READ_ONLY)
-    assert granted(grants, {"groups": ["acme"]}) == (team_ro,)
-    assert granted(grants, {"groups": ["acme", "acme-curators"]}) == (team_rw,)
-    assert granted(grants, {"groups": "acme-curators", "scope": "openid runbooks"}) == (runbooks, team_rw)
-    assert granted(grants, {"groups": ["acme-x"], "scope": "runbooks-extra"}) == ()
-    assert granted(grants, {"groups": {"acme": True}, "scp": "runbooks"}) == ()
-    assert granted(grants, {}) == ()
+    alice = UserId("alice")
+    assert granted(grants, {"groups": ["acme"]}, alice, None) == (team_ro,)
+    assert granted(grants, {"groups": ["acme", "acme-curators"]}, alice, None) == (team_rw,)
+    assert granted(grants, {"groups": "acme-curators", "scope": "openid runbooks"}, alice, "mcp") == (
+        runbooks,
+        team_rw,
+    )
+    assert granted(grants, {"groups": ["acme-x"], "scope": "runbooks-extra"}, alice, None) == ()
+    assert granted(grants, {"groups": {"acme": True}, "scp": "runbooks"}, alice, None) == ()
+    assert granted(grants, {}, alice, None) == ()
+
+
+def test_a_user_whose_writes_no_author_can_record_is_granted_read_write_mounts_read_only() -> None:
+    """An id of up to 79 bytes is recorded (in base32 where it is not an author's name as it is);
+    a longer one, or one that makes too long an author with its actor, reads the mount."""
+    grants = grants_from_json(json.dumps(GRANTS))
+    curators = {"groups": ["acme", "acme-curators"], "scope": "runbooks"}
+    team_rw, team_ro = Mount("/memories/team", TEAM, READ_WRITE), Mount("/memories/team", TEAM)
+    runbooks = Mount("/memories/runbooks", "runbooks")
+    for user in ("auth0|5f7c8ec7c33c6c004bbafe82", "operator", "é" * 39, "a" * 128):
+        assert granted(grants, curators, UserId(user), None) == (runbooks, team_rw)
+    assert granted(grants, curators, UserId("é" * 40), None) == (runbooks, team_ro)
+    assert granted(grants, curators, UserId("é" * 30), "session-" + "1" * 60) == (runbooks, team_ro)
 
 
 @pytest.mark.parametrize(
@@ -135,9 +152,11 @@ def answered(response: dict[str, Any]) -> tuple[str, bool]:
     return body["content"], body["is_error"]
 
 
-def over_http(issuer: Issuer, tool_input: dict[str, Any], **claims: Any) -> tuple[str, bool]:
+def over_http(
+    issuer: Issuer, tool_input: dict[str, Any], user: str = "alice", **claims: Any
+) -> tuple[str, bool]:
     return answered(
-        memory_handler(http_event({"input": tool_input}, token=issuer.token("alice", **claims)), None)
+        memory_handler(http_event({"input": tool_input}, token=issuer.token(user, **claims)), None)
     )
 
 
@@ -157,6 +176,31 @@ def test_the_memory_function_mounts_what_the_token_grants(issuer: Issuer) -> Non
         "File created successfully at: /memories/team/new.md",
         False,
     )
+
+
+@pytest.mark.parametrize("user", ["auth0|5f7c8ec7c33c6c004bbafe82", "josé", "é" * 40])
+def test_a_curator_whose_subject_is_no_authors_name_writes_or_at_least_reads(
+    issuer: Issuer, user: str
+) -> None:
+    """A subject like Auth0's ``auth0|...`` writes as its id in base32 (``crypto.user_author``); one
+    too long for an author reads the mount its grant makes read-write, and keeps its own memory."""
+    own = {"command": "create", "path": "/memories/own.md", "file_text": "x"}
+    assert over_http(issuer, own, user, groups=["acme-curators"]) == (
+        "File created successfully at: /memories/own.md",
+        False,
+    )
+    write = {"command": "create", "path": "/memories/team/new.md", "file_text": "x"}
+    text, is_error = over_http(issuer, write, user, groups=["acme-curators"])
+    if len(user) < 40:
+        assert (text, is_error) == ("File created successfully at: /memories/team/new.md", False)
+    else:
+        assert (text, is_error) == (
+            "Error: Cannot change /memories/team/new.md: /memories/team is a read-only shared memory. "
+            "Nothing was changed.",
+            True,
+        )
+    view = {"command": "view", "path": "/memories/team/runbook.md"}
+    assert over_http(issuer, view, user, groups=["acme-curators"])[1] is False
 
 
 @pytest.mark.parametrize(

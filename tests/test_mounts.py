@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from base64 import b32encode
 from collections import Counter
 from typing import Any
 
@@ -15,7 +16,7 @@ from bench.metrics import RequestCounter
 from s3memory.core.paths import SharedName, memory_path, shown_path
 from s3memory.core.quota import Quota
 from s3memory.core.text import VIEW_CHARACTER_CAP
-from s3memory.crypto import LocalKeyProvider
+from s3memory.crypto import LocalKeyProvider, shown_author
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from s3memory.mounts import MAX_MOUNTS, MAX_POINT_NAME, READ_WRITE, Mount, MountedMemory
@@ -313,12 +314,27 @@ def test_mounts_are_bounded_and_unique(store: Store) -> None:
 
 
 def test_a_user_whose_id_no_author_may_be_mounts_read_only_only(store: Store) -> None:
-    MountedMemory(S3Memory(store, "operator"), [Mount("/memories/team", TEAM)])
-    for user in ("operator", "café"):
+    """An id over 79 bytes (in base32, over the 128 characters of an author), or one that makes too
+    long an author with its actor."""
+    MountedMemory(S3Memory(store, "é" * 40), [Mount("/memories/team", TEAM)])
+    for user, actor in (("é" * 40, None), ("é" * 30, "session-" + "1" * 60)):
         with pytest.raises(
             ValueError, match=r"^this user cannot write into a shared memory .*; mount it read-only$"
         ):
-            MountedMemory(S3Memory(store, user), [Mount("/memories/team", TEAM, READ_WRITE)])
+            MountedMemory(S3Memory(store, user, actor=actor), [Mount("/memories/team", TEAM, READ_WRITE)])
+
+
+@pytest.mark.parametrize("user", ["auth0|5f7c8ec7c33c6c004bbafe82", "operator", "café", "=MFRGG"])
+def test_a_user_whose_id_is_no_authors_name_writes_as_its_id_in_base32(
+    store: Store, seeded: S3Memory, user: str
+) -> None:
+    """An id with a character no author holds, the operator's name, or a leading '=' is recorded as
+    '=' and the base32 of its UTF-8, so it passes for neither an operator nor another user."""
+    writer = MountedMemory(S3Memory(store, user, actor="mcp"), [Mount("/memories/team", TEAM, READ_WRITE)])
+    writer.run({"command": "create", "path": "/memories/team/n.md", "file_text": "x\n"})
+    found = seeded.files.read(memory_path("/memories/n.md"))
+    assert found is not None and found.author == f"={b32encode(user.encode()).decode().rstrip('=')}/mcp"
+    assert shown_author(found.author) == f"{user}/mcp"
 
 
 # -- a shared memory's namespace ---------------------------------------------------------------------------

@@ -183,5 +183,5 @@ def http_request(
     except ValueError as error:
         raise Refused(403, f"Error: The token's subject is not a usable user id: {error}.") from None
     body = _http_body(event)
-    mounts = granted(grants, verified.claims)
-    return Request(user_id, _tool_input(body, "The request body"), actor_of(body), mounts)
+    tool_input, actor = _tool_input(body, "The request body"), actor_of(body)
+    return Request(user_id, tool_input, actor, granted(grants, verified.claims, user_id, actor))

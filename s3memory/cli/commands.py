@@ -241,12 +241,14 @@ def _versions(console: Console, operations: Operations) -> MemoryVersions:
     examples=("s3memory history --user alice /memories/preferences.md",),
 )
 def history(console: Console, operations: Operations) -> Report:
+    from s3memory.crypto import shown_author
+
     path = console.arguments.path
     found = _versions(console, operations).history(path)
     rows = [
         f"{v.modified.isoformat(timespec='seconds')}  {v.operation:<7}  {v.size:>9,}  {v.version_id}"
         + ("  (current)" if v.current else "")
-        + (f"  by {v.author}" if v.author else "")
+        + (f"  by {shown_author(v.author)}" if v.author else "")
         + (f"  renamed from {v.renamed_from}" if v.renamed_from else "")
         + ("" if v.authentic else "  FAILED AUTHENTICATION (not written by s3memory for this file)")
         for v in found
@@ -261,7 +263,7 @@ def history(console: Console, operations: Operations) -> Report:
                 "size": v.size,
                 "current": v.current,
                 "renamed_from": v.renamed_from,
-                "author": v.author,
+                "author": None if v.author is None else shown_author(v.author),
                 "authentic": v.authentic,
             }
             for v in found

@@ -15,7 +15,14 @@ Import from ``s3memory.crypto``, never from a private module. The bytes each for
 pinned by the frozen vectors in ``tests/vectors`` (``tests/test_vectors.py``).
 """
 
-from s3memory.crypto._authors import AUTHOR_METADATA, OPERATOR, validate_author, validate_served_author
+from s3memory.crypto._authors import (
+    AUTHOR_METADATA,
+    OPERATOR,
+    shown_author,
+    user_author,
+    validate_author,
+    validate_served_author,
+)
 from s3memory.crypto._fingerprints import FINGERPRINT_CHARACTERS, parsed_fingerprint
 from s3memory.crypto._objects import (
     COMMITMENT_BYTES,
@@ -94,6 +101,8 @@ __all__ = [
     "parsed_fingerprint",
     "plaintext_size",
     "sealed_version",
+    "shown_author",
+    "user_author",
     "validate_author",
     "validate_served_author",
 ]

@@ -145,7 +145,7 @@ class TokenGate:
             message = f"Error: The token's subject is not a usable user id: {refusal}."
             await _refuse(send, 403, message)
             return
-        caller = Caller(user, granted(self.grants, verified.claims))
+        caller = Caller(user, granted(self.grants, verified.claims, user, MCP_ACTOR))
         await _as_caller(self.app, caller, scope, receive, send)
 
 
