@@ -484,6 +484,8 @@ class S3Memory:
                 survey.abandon()
             if not sources:
                 raise CommandError(f"Error: The path {old.text} does not exist")
+            if new.canonical == old.canonical:
+                raise CommandError(f"Error: The destination {new.text} already exists")
             raise CommandError(f"Error: Cannot move {old.text} into itself ({new.text})")
         survey.count_a_file_as_occupying()
         return self._rename_directory(old, new, sources, exists, survey)

@@ -469,7 +469,9 @@ class Model:
             moved[new] = state[old]
             return Expected(True, f"Successfully renamed {old} to {new}", moved)
         if is_dir(state, old):
-            if new == old or new.startswith(old + "/"):
+            if new == old:
+                return taken
+            if new.startswith(old + "/"):
                 return Expected(False, f"Error: Cannot move {old} into itself ({new})", state)
             refused = Model._destination_refused(new, state, taken)
             if refused is not None:

@@ -35,10 +35,11 @@ def expected_view(s3: Any, memory: S3Memory, path: str) -> str:
 
 def views_found_first(s3: Any, memory: S3Memory, path: str) -> list[str]:
     """With private names, the answers a view of ``path`` cut near the cap may give: it shows the
-    entries its listing found first, in key order, which is no longer name order (docs/format-v2.md).
-    Each is rendered from the first entries (levels 1 and 2, depth first) in the order of their keys."""
+    entries its listing found first, in key order, which is no longer name order (docs/format-v2.md),
+    the first level's before the second's, directory by directory in name order. Each is rendered
+    from the first of those entries."""
     directory = memory_path(path)
-    steps: list[tuple[tuple[str, ...], int | None]] = []  # (relative path, file size or None: directory)
+    levels: tuple[list[tuple[tuple[str, ...], int | None]], ...] = ([], [])  # (relative path, size or None)
     for key in stored_keys(s3, prefix_of(memory, path)):
         stored = memory.layout.path_of_key(key)
         assert stored is not None, key
@@ -47,8 +48,10 @@ def views_found_first(s3: Any, memory: S3Memory, path: str) -> list[str]:
         for depth in (1, 2):
             if len(relative) >= depth:
                 step = (relative[:depth], size if len(relative) == depth else None)
-                if step not in steps:
-                    steps.append(step)
+                if step not in levels[depth - 1]:
+                    levels[depth - 1].append(step)
+    by_directory = sorted(levels[1], key=lambda step: step[0][0])  # stable: key order within each
+    steps = [*levels[0], *by_directory]
     views = []
     for count in range(len(steps) + 1):
         tree = Tree()

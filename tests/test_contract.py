@@ -248,11 +248,14 @@ def test_insert_errors(tool: S3MemoryTool, s3: Any) -> None:
     ok(tool, command="create", path="/memories/n.txt", file_text="a\nb\n")
     ok(tool, command="create", path="/memories/d/x.txt", file_text="x")
     before = snapshot(s3)
-    for line in (-1, 3, 10**12):
+    for line in (-1, 3, 10**12, 2**63, 10**30, -(10**99)):  # the contract's string for any line number
         assert refused(tool, command="insert", path="/memories/n.txt", insert_line=line, insert_text="x") == (
             f"Error: Invalid `insert_line` parameter: {line}. "
             "It should be within the range of lines of the file: [0, 2]"
         )
+    assert refused(tool, command="insert", path="/memories/n.txt", insert_line=10**100, insert_text="x") == (
+        "Error: Parameter `insert_line` of command `insert` is out of range."  # no longer one is written out
+    )
     for path in ("/memories/missing.txt", "/memories/d"):
         assert (
             refused(tool, command="insert", path=path, insert_line=0, insert_text="x")
@@ -388,6 +391,11 @@ def test_rename_errors_change_nothing(tool: S3MemoryTool, s3: Any) -> None:
         refused(tool, command="rename", old_path="/memories/a.txt", new_path="/memories/a.txt")
         == "Error: The destination /memories/a.txt already exists"
     )
+    for onto_itself in ("/memories/d", "/memories/d/"):  # the SDK's answer (helper-38)
+        assert (
+            refused(tool, command="rename", old_path="/memories/d", new_path=onto_itself)
+            == f"Error: The destination {onto_itself} already exists"
+        )
     assert (
         refused(tool, command="rename", old_path="/memories/d", new_path="/memories/d/inner")
         == "Error: Cannot move /memories/d into itself (/memories/d/inner)"

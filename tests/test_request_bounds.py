@@ -51,10 +51,35 @@ def test_a_view_over_many_top_level_directories_stops_once_its_answer_is_cut(
     answer, requests = counted(memory, {"command": "view", "path": "/memories"})
     assert requests == 1  # the first page shows more than the answer has room for
     assert answer.endswith("rows shown. View a subdirectory to see the rest.]")
-    first = "dir0000"
+    first = ["dir0000", "dir0001"]
     if STORAGE_FORMAT != 1:  # private names: the rows are the first names of the entries found first
-        first = min(rows_found_first(memory, s3, answer))
-    assert answer.splitlines()[2:4] == [f"4.0K\t/memories/{first}/", f"19B\t/memories/{first}/notes.md"]
+        first = rows_found_first(memory, s3, answer)[:2]
+    # the top level's own rows come before any of the level below (docs/library.md)
+    assert answer.splitlines()[2:4] == [f"4.0K\t/memories/{name}/" for name in first]
+    assert "notes.md" not in answer
+
+
+def test_a_cut_view_shows_every_entry_of_its_own_level_before_any_below(
+    make_memory: Callable[..., S3Memory], s3: Any
+) -> None:
+    """A top-level file or directory after a large directory stays in a cut view of /memories: no
+    view of a subdirectory could show it (helper-38: format 2 left out top-level entries at random)."""
+    memory = make_memory()
+    logs = [f"/memories/logs/{index:04d}.md" for index in range(1_001)]
+    put_raw(s3, memory, ["/memories/user_preferences.md", "/memories/project/notes.md", *logs])
+    answer, _requests = counted(memory, {"command": "view", "path": "/memories"})
+    rows = answer.splitlines()
+    logs_shown = rows[3:-3]
+    assert rows[1:3] == ["4.0K\t/memories", "4.0K\t/memories/logs/"]
+    assert rows[-3:] == [
+        "4.0K\t/memories/project/",
+        "19B\t/memories/user_preferences.md",
+        f"[Listing cut near 16,000 characters: {len(rows) - 2} rows shown. View a subdirectory to see the rest.]",
+    ]
+    assert len(logs_shown) > 500 and logs_shown == sorted(logs_shown)
+    assert {row.split("\t")[1] for row in logs_shown} < set(logs)
+    if STORAGE_FORMAT == 1:  # names in key order: the first logs by name
+        assert logs_shown == [f"19B\t{path}" for path in logs[: len(logs_shown)]]
 
 
 def rows_found_first(memory: S3Memory, s3: Any, answer: str) -> list[str]:

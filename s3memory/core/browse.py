@@ -2,8 +2,8 @@
 
 S3 has no directories: a directory is a key prefix with at least one memory file below it (keys
 that map to no valid memory path are never seen here). A directory view usually costs one listing;
-a larger one is listed level by level with a ``/`` delimiter, in name order, and only until its
-answer is cut near the view cap, so its cost follows what the answer shows.
+a larger one is listed level by level with a ``/`` delimiter, its own entries first, and only until
+its answer is cut near the view cap, so its cost follows what the answer shows.
 """
 
 from __future__ import annotations
@@ -99,8 +99,8 @@ class Browser:
 
         ``first`` is the directory's first listing page when the caller has it, and ``listed_to``
         the last key that listing reached (default: its last object). When the page does not hold
-        the whole directory, the levels are listed with a delimiter, in name order, until the rows
-        found pass the view cap: the answer is cut there anyway.
+        the whole directory, the levels are listed with a delimiter, the first before the second,
+        until the rows found pass the view cap: the answer is cut there anyway.
         """
         prefix = self._layout.directory_prefix(directory)
         if first is None:
@@ -127,9 +127,10 @@ class Browser:
     def _fill_until_cut(
         self, tree: Tree, directory: MemoryPath, seen: list[Listed], last: str, path_of: _PathsOfKeys
     ) -> None:
-        """Add the visible entries of both levels to ``tree``, in the order a listing shows them,
-        until their rows pass the view cap. ``seen`` holds every key below the directory up to
-        ``last``, in key order."""
+        """Add the visible entries of the first level to ``tree`` until their rows pass the view
+        cap, then those of the second, directory by directory in name order, until all rows pass
+        it: what a cut answer shows (``listing.render_listing``), and no more. ``seen`` holds every
+        key below the directory up to ``last``, in key order."""
         prefix = self._layout.directory_prefix(directory)
         seen_below: dict[str, list[Listed]] = {}
         for listed in seen:
@@ -137,15 +138,17 @@ class Browser:
             if below:
                 seen_below.setdefault(token, []).append(listed)
         used = 0
+        directories: list[_Entry] = []
         for entry in self._level(prefix, seen, last, path_of):
             used += entry.least_row_length(directory.shown)
             if entry.file_size is not None:
                 tree.add_file((entry.name,), entry.file_size)
-            if not entry.is_directory:
-                if used > VIEW_CHARACTER_CAP:
-                    return
-                continue
-            tree.add_directory((entry.name,))
+            if entry.is_directory:
+                tree.add_directory((entry.name,))
+                directories.append(entry)
+            if used > VIEW_CHARACTER_CAP:
+                return
+        for entry in sorted(directories, key=lambda entry: entry.name):
             inner = f"{prefix}{entry.token}/"
             inner_last = inner if last < inner else (None if listed_past(last, inner) else last)
             base = f"{directory.shown}/{entry.name}"
@@ -157,8 +160,6 @@ class Browser:
                     tree.add_directory((entry.name, child.name))
                 if used > VIEW_CHARACTER_CAP:
                     return
-            if used > VIEW_CHARACTER_CAP:
-                return
 
     def _level(
         self, prefix: str, seen: Iterable[Listed], last: str | None, path_of: _PathsOfKeys

@@ -14,7 +14,9 @@ from s3memory.core.paths import MemoryPath, memory_path
 from s3memory.errors import CommandError, shown
 
 COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
-_INT_LIMIT = 2**63
+_INT_LIMIT = 10**100
+"""An integer parameter is refused as out of range at this size: a line number of up to 100 digits
+gets the command's own answer (the contract's, naming it), and no longer one is written out."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,7 @@ class _Fields:
         return value
 
     def integer(self, name: str, value: object) -> int:
-        """``value`` (the field ``name`` or an item of it) as an integer that fits 64 bits."""
+        """``value`` (the field ``name`` or an item of it) as an integer of at most 100 digits."""
         if isinstance(value, bool) or not isinstance(value, int):
             raise self._wrong_type(name, "an integer", value)
         if not -_INT_LIMIT < value < _INT_LIMIT:

@@ -73,21 +73,21 @@ class Tree:
                 found.extend((name, inner) for inner, node in child.children.items() if node.is_directory)
         return found
 
-    def rows(self, base: str) -> list[str]:
-        """The listing rows below the header's own row, in tree order."""
-        rows: list[str] = []
+    def rows(self, base: str) -> list[tuple[int, str]]:
+        """The listing rows below the header's own row, in tree order, each with its level (1 or 2)."""
+        rows: list[tuple[int, str]] = []
         self._collect(self.root, base, 1, rows)
         return rows
 
-    def _collect(self, node: _Node, base: str, depth: int, rows: list[str]) -> None:
+    def _collect(self, node: _Node, base: str, depth: int, rows: list[tuple[int, str]]) -> None:
         for name in sorted(node.children):
             if is_hidden(name):
                 continue
             child = node.children[name]
             if child.file_size is not None:
-                rows.append(f"{human_size(child.file_size)}\t{base}/{name}")
+                rows.append((depth, f"{human_size(child.file_size)}\t{base}/{name}"))
             if child.is_directory:
-                rows.append(f"{human_size(DIRECTORY_SIZE)}\t{base}/{name}/")
+                rows.append((depth, f"{human_size(DIRECTORY_SIZE)}\t{base}/{name}/"))
                 if depth < 2:
                     self._collect(child, f"{base}/{name}", depth + 1, rows)
 
@@ -97,12 +97,13 @@ LISTING_HEADER = "Here're the files and directories up to 2 levels deep in {path
 
 
 def render_listing(path_text: str, canonical: str, tree: Tree, last: str = "") -> str:
-    """The ``view`` answer for a directory, cut near the view cap with a closing note, and ``last``
-    (when given) as its last line, within the cap."""
+    """The ``view`` answer for a directory, and ``last`` (when given) as its last line, within the
+    view cap: cut, the directory's own entries are kept before any of their entries, so every
+    entry a subdirectory's view cannot show stays shown while they fit, and a closing note says so."""
     header = LISTING_HEADER.format(path=path_text)
-    return cut_to_cap(
-        header, [f"{human_size(DIRECTORY_SIZE)}\t{path_text}", *tree.rows(canonical)], _cut_note, last
-    )
+    entries = [(0, f"{human_size(DIRECTORY_SIZE)}\t{path_text}"), *tree.rows(canonical)]
+    rows = [row for _level, row in entries]
+    return cut_to_cap(header, rows, _cut_note, last, lambda index: entries[index][0])
 
 
 def _cut_note(kept: int) -> str:

@@ -33,13 +33,21 @@ def numbered(line_number: int, line: str) -> str:
     return f"{line_number:>{LINE_NUMBER_WIDTH}}\t{line}"
 
 
-def cut_to_cap(header: str, rows: Iterable[str], note: Callable[[int], str], last: str = "") -> str:
+def cut_to_cap(
+    header: str,
+    rows: Iterable[str],
+    note: Callable[[int], str],
+    last: str = "",
+    rank: Callable[[int], int] | None = None,
+) -> str:
     """``header`` then ``rows``, one a line, and ``last`` (when given) as the last line; cut near
     ``VIEW_CHARACTER_CAP`` when that is longer.
 
     The cut answer holds as many whole rows as fit within the cap together with the closing
-    ``note(kept)`` (and ``last``); when not even the first row fits, that row is shown cut with
-    ``note(0)``. Rows are drawn from ``rows`` only until the answer passes the cap.
+    ``note(kept)`` (and ``last``): the first rows, or with ``rank`` (of a row's index) the rows of
+    the lowest rank first, then of the next, each in order, shown in their order. When not even
+    the first of them fits, it is shown cut with ``note(0)``. Without ``rank``, rows are drawn from
+    ``rows`` only until the answer passes the cap.
     """
     cap = VIEW_CHARACTER_CAP - (1 + len(last) if last else 0)
     ending = [last] if last else []
@@ -48,20 +56,23 @@ def cut_to_cap(header: str, rows: Iterable[str], note: Callable[[int], str], las
     for row in rows:
         taken.append(row)
         length += 1 + len(row)
-        if length > cap:
+        if length > cap and rank is None:
             break
-    else:
+    if length <= cap:
         return "\n".join([header, *taken, *ending])
-    kept = 0
+    order = sorted(range(len(taken)), key=rank) if rank is not None else range(len(taken))
+    kept: list[int] = []
     length = len(header)
-    while length + 1 + len(taken[kept]) + 1 + len(note(kept + 1)) <= cap:
-        length += 1 + len(taken[kept])
-        kept += 1
-    if kept == 0:
+    for index in order:
+        if length + 1 + len(taken[index]) + 1 + len(note(len(kept) + 1)) > cap:
+            break
+        length += 1 + len(taken[index])
+        kept.append(index)
+    if not kept:
         closing = note(0)
         room = max(0, cap - len(header) - len(closing) - 2)
-        return "\n".join([header, taken[0][:room], closing, *ending])
-    return "\n".join([header, *taken[:kept], note(kept), *ending])
+        return "\n".join([header, taken[next(iter(order))][:room], closing, *ending])
+    return "\n".join([header, *(taken[index] for index in sorted(kept)), note(len(kept)), *ending])
 
 
 def render_numbered(header: str, lines: list[str], first: int, rest_end: int, total: int) -> str:
