@@ -302,6 +302,39 @@ def test_racing_first_use_creates_exactly_one_data_key(
         assert f"written by {index}" in reader.run({"command": "view", "path": f"/memories/w{index}.txt"})
 
 
+def test_a_memory_whose_keys_a_bucket_writer_removed_gets_no_new_key_and_is_whole_once_they_are_back(
+    make_memory: Callable[..., S3Memory], s3: Any, kms: Any, key_id: str
+) -> None:
+    """A write after the only wrapped key was deleted is refused, not sealed under a new version 1
+    (which would leave the files unreadable for good, and itself unreadable once the key is put
+    back: helper-39); putting the key back makes the memory whole, with nothing lost."""
+    make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms)).create(
+        memory_path("/memories/a.txt"), SECRET
+    )
+    writer = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms))
+    key = writer.layout.key_of_internal("keys/v1")
+    wrapped = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+    s3.delete_object(Bucket=BUCKET, Key=key)
+    before = snapshot(s3)
+    with pytest.raises(CommandError) as refused:
+        writer.run({"command": "create", "path": "/memories/b.txt", "file_text": "new"})
+    assert refused.value.message == (
+        "Error: This memory's wrapped data keys are gone from the bucket while its files remain, so "
+        "nothing is written under a new key. An operator can put them back (the objects "
+        "internal/keys/v<n> of the user's namespace, from their S3 versions) or, if the user was being "
+        "erased, run `s3memory erase` again to finish. Nothing was changed."
+    )
+    assert snapshot(s3) == before
+    s3.put_object(Bucket=BUCKET, Key=key, Body=wrapped)
+    assert writer.run({"command": "create", "path": "/memories/b.txt", "file_text": "new"}) == (
+        "File created successfully at: /memories/b.txt"
+    )
+    reader = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms))
+    for path, text in (("/memories/a.txt", SECRET), ("/memories/b.txt", "new")):
+        found = reader.files.read(memory_path(path))
+        assert found is not None and found.text == text
+
+
 def test_the_cold_path_lists_the_keys_only_to_seal(
     make_memory: Callable[..., S3Memory], s3: Any, kms: Any, key_id: str
 ) -> None:

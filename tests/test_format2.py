@@ -50,6 +50,9 @@ class _Vault:
     def get_wrapped(self, version: int) -> bytes | None:
         return self.keys.get(version)
 
+    def holds_files(self) -> bool:
+        return False
+
     def put_wrapped_if_absent(self, version: int, wrapped: bytes) -> bool:
         return self.keys.setdefault(version, wrapped) is wrapped
 

@@ -23,6 +23,10 @@ class WrappedKeyVault(Protocol):
 
     def get_wrapped(self, version: int) -> bytes | None: ...
 
+    def holds_files(self) -> bool:
+        """Whether a memory file lies in the user's namespace (one one-key listing)."""
+        ...
+
     def put_wrapped_if_absent(self, version: int, wrapped: bytes) -> bool:
         """Store ``wrapped`` unless a key of that version exists; True if this call stored it."""
         ...

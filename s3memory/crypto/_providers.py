@@ -59,6 +59,15 @@ def _missing(version: int) -> IntegrityError:
     return IntegrityError(f"Error: No data key of version {version} exists for this user.")
 
 
+def _keys_removed() -> IntegrityError:
+    return IntegrityError(
+        "Error: This memory's wrapped data keys are gone from the bucket while its files remain, so "
+        "nothing is written under a new key. An operator can put them back (the objects "
+        "internal/keys/v<n> of the user's namespace, from their S3 versions) or, if the user was being "
+        "erased, run `s3memory erase` again to finish. Nothing was changed."
+    )
+
+
 def _checked_version(version: object, name: str) -> int:
     if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= MAX_KEY_VERSION:
         raise ValueError(f"{name} must be a key version: a whole number from 1 to {MAX_KEY_VERSION:,}")
@@ -238,12 +247,18 @@ class KMSKeyProvider(KeyProvider):
 
     def current(self, owner: KeyOwner, vault: WrappedKeyVault) -> tuple[int, bytes]:
         """The highest version stored, learned at most ``cache_seconds`` ago; the user's first data
-        key (version 1) is created when none is stored."""
+        key (version 1) is created when none is stored and no memory file is there either: files
+        without a key had one that was removed (``IntegrityError``; a new key would leave them
+        unreadable for good, and unreadable again under it once the old one is put back)."""
         place = (vault.identity, owner.user_id)
         version = self._currents.get(place)
         if version is None:
             expires = self._clock() + self._cache_seconds
             stored = vault.versions()
+            if not stored and vault.holds_files():
+                stored = vault.versions()  # the first key of another process, written before its file
+                if not stored:
+                    raise _keys_removed()
             version = max(stored, default=1)
             if not stored:
                 self.create(owner, version, vault)

@@ -54,6 +54,9 @@ class KeyVault:
         stored = self._bucket.get(self.key(version), max_bytes=WRAPPED_KEY_MAX_BYTES)
         return None if stored is None else stored.body
 
+    def holds_files(self) -> bool:
+        return self._bucket.any_below(self._layout.memories_prefix)
+
     def put_wrapped_if_absent(self, version: int, wrapped: bytes) -> bool:
         try:
             self._bucket.put(self.key(version), wrapped, if_none_match=True)

@@ -471,9 +471,10 @@ class Operations:
         ``memories/`` of the user's namespace: all s3memory writes there), wrapped data keys first:
         from the first batch on, what is left (here, in a backup or a replica) cannot be decrypted
         without a key that is gone. Run it again to finish an erase that was interrupted; the user
-        must not be served meanwhile (any command would start a new key). ``left`` counts what a last
-        listing still found. Anything else in the namespace (another store's prefix may lie below
-        it) is not the user's and stays.
+        must not be served meanwhile (a write is refused while files remain without a key, and
+        starts a new key once none remains). ``left`` counts what a last listing still found.
+        Anything else in the namespace (another store's prefix may lie below it) is not the user's
+        and stays.
 
         Format 2: the namespace is the user's token prefix, and the data keys are wrapped under the
         store identity and that token, so the content of copies kept elsewhere is shredded as in

@@ -17,6 +17,9 @@ class NoVault:
     def get_wrapped(self, version: int) -> bytes | None:
         raise AssertionError("a local key provider needs no vault")
 
+    def holds_files(self) -> bool:
+        raise AssertionError("a local key provider needs no vault")
+
     def put_wrapped_if_absent(self, version: int, wrapped: bytes) -> bool:
         raise AssertionError("a local key provider needs no vault")
 

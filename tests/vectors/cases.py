@@ -194,6 +194,9 @@ class _OneKeyVault:
     def get_wrapped(self, version: int) -> bytes | None:
         return self.wrapped
 
+    def holds_files(self) -> bool:
+        return False
+
     def put_wrapped_if_absent(self, version: int, wrapped: bytes) -> bool:
         self.wrapped = wrapped
         return True
