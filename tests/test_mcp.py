@@ -566,7 +566,8 @@ def test_without_the_mcp_extra_the_command_names_it_and_exits_2(
     captured = capsys.readouterr()
     assert (captured.out, captured.err) == (
         "",
-        "s3memory mcp needs the mcp extra (missing: mcp): pip install 's3memory[mcp]'\n",
+        "s3memory mcp needs the mcp extra (missing: mcp): pip install -e '.[mcp]' in the s3memory checkout "
+        "(or its wheel with [mcp])\n",
     )
 
 

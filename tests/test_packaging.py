@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE")
 PIP_TIMEOUT_SECONDS = 900
 RUN_TIMEOUT_SECONDS = 180
-HINT = "pip install 's3memory[demo]'"
+HINT = "pip install -e '.[demo]' in the s3memory checkout (or its wheel with [demo])"
 RECALLED = ["- Concise answers.", "- British English spelling and style.", walkthrough.PROGRESS_ENTRY.strip()]
 
 
@@ -148,7 +148,8 @@ def test_fresh_virtualenv_install_explains_the_demo_extra_then_runs_the_demo(
     assert (no_mcp.returncode, no_mcp.stdout, no_mcp.stderr) == (
         2,
         "",
-        "s3memory mcp needs the mcp extra (missing: mcp): pip install 's3memory[mcp]'\n",
+        "s3memory mcp needs the mcp extra (missing: mcp): pip install -e '.[mcp]' in the s3memory checkout "
+        "(or its wheel with [mcp])\n",
     ), _explain(no_mcp)
 
     with_demo = _run([*pip, f"{wheel}[demo]"], cwd=tmp_path, timeout=PIP_TIMEOUT_SECONDS)

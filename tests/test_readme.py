@@ -4,6 +4,7 @@ handler; every other shell line names a make target, an option, a variable or a 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -83,6 +84,11 @@ def check_line(words: list[str]) -> None:
         parses(words)
     elif program == "claude":
         assert words[1:3] == ["mcp", "add"], words
+        # `--env` takes every word up to the next option as KEY=VALUE: the server's name goes before
+        options = words[3 : words.index("--")]
+        for start in (i + 1 for i, word in enumerate(options) if word == "--env"):
+            taken = itertools.takewhile(lambda word: not word.startswith("-"), options[start:])
+            assert all("=" in word for word in taken), words
         parses(words[words.index("--") + 1 :])
     elif program == "pip":
         extras = set(re.findall(r"^(\w+) = \[", (ROOT / "pyproject.toml").read_text(), re.MULTILINE))

@@ -23,7 +23,7 @@ DEMO_MODULES = {
 """What ``s3memory demo`` imports beyond the core, by top-level module, with the requirement of the
 ``demo`` extra that provides it: the SDK's tool runner, and moto's threaded S3 server (Flask)."""
 
-DEMO_INSTALL_HINT = "pip install 's3memory[demo]'"
+DEMO_INSTALL_HINT = "pip install -e '.[demo]' in the s3memory checkout (or its wheel with [demo])"
 LOCAL_S3_BUCKET = "s3memory-local"
 LOCAL_S3_ENV_FILE = "s3memory-local.env"
 """``s3memory local-s3``'s bucket and the file its settings go to, unless told (``local_s3``)."""

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from s3memory.settings import Settings
     from s3memory.store import Store
 
-MCP_INSTALL_HINT = "pip install 's3memory[mcp]'"
+MCP_INSTALL_HINT = "pip install -e '.[mcp]' in the s3memory checkout (or its wheel with [mcp])"
 DEFAULT_MCP_HOST = "127.0.0.1"
 DEFAULT_MCP_PORT = 8000
 """Where ``s3memory mcp --transport http`` listens unless told (``http.py``)."""
