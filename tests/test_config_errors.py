@@ -9,10 +9,12 @@ moto's IAM checks (``enable_iam_authentication``)."""
 
 from __future__ import annotations
 
+import http.server
 import os
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -92,6 +94,55 @@ def test_a_missing_bucket_is_named_with_its_endpoint_and_the_settings(s3: Any) -
     text, is_error = answer(memory, VIEW)
     assert is_error and "bucket no-such-bucket does not exist" in text
     assert "alice" not in text and "secret-name" not in text
+
+
+class _NotS3(http.server.BaseHTTPRequestHandler):
+    """An HTTP server that is no S3 endpoint: 404 Not Found, empty, to every request."""
+
+    def _not_found(self) -> None:
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = _not_found
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""
+
+
+def test_an_endpoint_that_is_no_s3_server_is_named_with_the_settings() -> None:
+    """A web server, a wrong port or a proxy path answers 404 to a listing of the bucket: named,
+    not a traceback (helper-37), through the operator commands and the memory's answers."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotS3)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    environ = {
+        "S3MEMORY_BUCKET": BUCKET,
+        "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64,
+        "S3MEMORY_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+    }
+    named = (
+        f"Error: S3 ListObjectsV2 failed (404): {endpoint} answered 404 Not Found for bucket {BUCKET}: it is "
+        "not an S3 endpoint, or not one that serves this bucket. Check S3MEMORY_ENDPOINT_URL (--endpoint-url: "
+        "the S3 endpoint itself) and S3MEMORY_BUCKET (--bucket). Nothing was done."
+    )
+    try:
+        for argv in (["users"], ["ls", "--user", "alice"]):
+            status, out, err = run(None, *argv, **environ)
+            assert (status, out, first_line(err)) == (1, "", f"s3memory {argv[0]}: {named}")
+        memory = S3Memory(
+            Bucket(clients.make_s3_client(endpoint_url=endpoint), BUCKET),
+            "alice",
+            LocalKeyProvider(MASTER_KEY),
+        )
+        assert answer(memory, {"command": "create", "path": "/memories/a.md", "file_text": "x"}) == (
+            named,
+            True,
+        )
+    finally:
+        server.shutdown()
 
 
 @pytest.mark.usefixtures("no_back_off")

@@ -288,6 +288,12 @@ class Bucket:
                 f"bucket {self.bucket} does not exist at {endpoint}. Check S3MEMORY_BUCKET (--bucket) and "
                 "S3MEMORY_ENDPOINT_URL (--endpoint-url), or create the bucket."
             )
+        if code in _NOT_FOUND and "Key" not in (arguments or {}):  # a request on the bucket, not an object
+            return (
+                f"{endpoint} answered 404 Not Found for bucket {self.bucket}: it is not an S3 endpoint, or "
+                "not one that serves this bucket. Check S3MEMORY_ENDPOINT_URL (--endpoint-url: the S3 "
+                "endpoint itself) and S3MEMORY_BUCKET (--bucket)."
+            )
         if code in _UNREACHABLE:
             return (
                 f"{self.where} could not be reached. Check S3MEMORY_ENDPOINT_URL (--endpoint-url), the "
@@ -376,7 +382,7 @@ class Bucket:
                 raise PreconditionFailed(key, after_retry=_retried(error)) from None
             if code in _CONFLICT or _status(error) == 409:
                 raise ConditionalConflict(key) from None
-            if code in _NOT_FOUND:
+            if code in _NOT_FOUND and "Key" in arguments:
                 raise _Missing(_failure(operation, error), after_retry=_retried(error)) from None
             if code in _DENIED:
                 failure = _failure(operation, error, self, arguments)
