@@ -191,6 +191,28 @@ def test_a_wrong_local_key_names_the_key_settings(s3: Any) -> None:
     assert is_error and "Check S3MEMORY_LOCAL_KEY" in text and "secret-name" not in text
 
 
+def test_a_wrong_store_id_names_the_store_settings(s3: Any) -> None:
+    """The store id is the bucket's name unless set: a store read under another (a copied bucket, a
+    changed setting) is refused naming the store settings too, wherever it is read (helper-37)."""
+    S3Memory(Bucket(s3, BUCKET), "alice", LocalKeyProvider(MASTER_KEY)).run(
+        {"command": "create", "path": "/memories/secret-name.md", "file_text": "x"}
+    )
+    named = (
+        "Error: The store key is not one s3memory wrapped for this store with this key; nothing was read. Check "
+        "S3MEMORY_LOCAL_KEY (an earlier key goes in S3MEMORY_PREVIOUS_LOCAL_KEYS): the key the store was created "
+        "with. Check that S3MEMORY_STORE_ID and S3MEMORY_PREFIX (--store-id, --prefix) are those the store's "
+        "memory was written with."
+    )
+    other = S3Memory(Bucket(s3, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), store_id="other")
+    assert answer(other, VIEW) == (named, True)
+    operations = Operations(
+        Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=2, store_id="other"
+    )
+    for argv in (["users"], ["ls", "--user", "alice"]):
+        status, out, err = run(operations, *argv)
+        assert (status, out, first_line(err)) == (1, "", f"s3memory {argv[0]}: {named}")
+
+
 def test_a_kms_key_that_does_not_exist_names_the_setting(s3: Any, kms: Any) -> None:
     memory = S3Memory(Bucket(s3, BUCKET), "alice", KMSKeyProvider("alias/no-such-key", kms))
     text, is_error = answer(memory, {"command": "create", "path": "/memories/a.md", "file_text": "x"})
@@ -200,6 +222,19 @@ def test_a_kms_key_that_does_not_exist_names_the_setting(s3: Any, kms: Any) -> N
         "in this account and region, is disabled, or may not be used by these credentials; no data was "
         "changed. Check S3MEMORY_KMS_KEY_ID (--kms-key-id), the region (AWS_DEFAULT_REGION) and the key policy "
         "(docs/deploy.md)."
+    )
+
+
+def test_a_kms_client_with_no_region_names_the_setting(s3: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """S3's client falls back to a region; KMS's has none to fall back to (helper-37)."""
+    for variable in ("AWS_DEFAULT_REGION", "AWS_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    memory = S3Memory(Bucket(s3, BUCKET), "alice", KMSKeyProvider("alias/agent-memory"))
+    assert answer(memory, {"command": "create", "path": "/memories/a.md", "file_text": "x"}) == (
+        "Error: KMS GenerateDataKey failed (NoRegionError): no AWS region is set for KMS. Set AWS_DEFAULT_REGION "
+        "(--region) to the KMS key's region; no data was changed.",
+        True,
     )
 
 

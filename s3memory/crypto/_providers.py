@@ -44,7 +44,8 @@ rotation removes an old version only once the switch away from it is older than 
 def _foreign_store_key(setting: str) -> IntegrityError:
     return IntegrityError(
         f"Error: The store key is not one s3memory wrapped for this store with this key; nothing was read. "
-        f"Check {setting}: the key the store was created with."
+        f"Check {setting}: the key the store was created with. Check that S3MEMORY_STORE_ID and "
+        "S3MEMORY_PREFIX (--store-id, --prefix) are those the store's memory was written with."
     )
 
 
@@ -53,6 +54,19 @@ KMS_KEY_SETTING = "S3MEMORY_KMS_KEY_ID"
 _KMS_KEY_UNUSABLE = frozenset(
     {"NotFoundException", "DisabledException", "KMSInvalidStateException", "AccessDeniedException"}
 )
+_KMS_CAUSES = {
+    "NoRegionError": "no AWS region is set for KMS. Set AWS_DEFAULT_REGION (--region) to the KMS key's region",
+    "EndpointConnectionError": "KMS could not be reached. Check the network, AWS_DEFAULT_REGION (--region) and "
+    "AWS_ENDPOINT_URL_KMS if one is set",
+    "ConnectTimeoutError": "KMS could not be reached in time. Check the network, AWS_DEFAULT_REGION (--region) "
+    "and AWS_ENDPOINT_URL_KMS if one is set",
+    "NoCredentialsError": "no AWS credentials were found. Set AWS_PROFILE (--profile), or AWS_ACCESS_KEY_ID and "
+    "AWS_SECRET_ACCESS_KEY, or run with an IAM role",
+    "UnrecognizedClientException": "KMS refused the AWS credentials: they are wrong, expired or for another "
+    "partition. Renew them, or choose others (AWS_PROFILE, --profile)",
+    "ExpiredTokenException": "the AWS credentials have expired. Renew them, or choose others (AWS_PROFILE, --profile)",
+}
+"""What a KMS failure that a retry cannot mend says is misconfigured, and the fix, by error code."""
 
 
 def _missing(version: int) -> IntegrityError:
@@ -353,7 +367,12 @@ class KMSKeyProvider(KeyProvider):
                     f"was changed. Check {KMS_KEY_SETTING} (--kms-key-id), the region (AWS_DEFAULT_REGION) and the "
                     "key policy (docs/deploy.md)."
                 ) from None
-            raise StorageError(f"Error: KMS {operation} failed ({code}); no data was changed.") from None
+            cause = _KMS_CAUSES.get(code)
+            if cause is None:
+                raise StorageError(f"Error: KMS {operation} failed ({code}); no data was changed.") from None
+            raise StorageError(
+                f"Error: KMS {operation} failed ({code}): {cause}; no data was changed."
+            ) from None
 
 
 @dataclass

@@ -37,7 +37,7 @@ from s3memory.core.paths import (
     validate_namespace,
 )
 from s3memory.crypto import KeyProvider, KMSKeyProvider, plaintext_size
-from s3memory.errors import CommandError, IntegrityError
+from s3memory.errors import CommandError
 from s3memory.formats.keyvault import KEYS_PREFIX, key_version
 from s3memory.formats.names import user_of_namespace
 from s3memory.formats.strategy import Format, numbered
@@ -312,13 +312,7 @@ class Operations:
 
     def store_key(self) -> bytes | None:
         """Format 2: the store key, or None while the store has none (never made here)."""
-        try:
-            return self.store.stored_key()
-        except IntegrityError as refused:
-            raise IntegrityError(
-                f"{refused.message} Check that S3MEMORY_STORE_ID and S3MEMORY_PREFIX (--store-id, --prefix) "
-                "are those the store's memory was written with."
-            ) from None
+        return self.store.stored_key()
 
     def memory(self, user_id: str) -> S3Memory:
         """The user's memory, with the store's format and limits (``ValueError`` for an unusable
