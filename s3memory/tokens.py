@@ -19,6 +19,7 @@ however slowly the issuer sends. PyJWT does the cryptography and the claim check
 from __future__ import annotations
 
 import json
+import logging
 import queue
 import threading
 import time
@@ -26,7 +27,9 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from s3memory.settings import TokenCheck, secure_url
+from s3memory.settings import JWT_ISSUER, TokenCheck, secure_url
+
+logger = logging.getLogger(__name__)
 
 FAMILIES = {"RSA": ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"), "EC": ("ES256", "ES384", "ES512")}
 """Accepted algorithms, by the key type (``kty``) that signs with them."""
@@ -188,15 +191,26 @@ class TokenVerifier:
         return self._keys.get(key_id)
 
     def _refresh(self) -> None:
-        """Fetch the issuer's keys; whatever goes wrong is ``KeysUnavailable``."""
+        """Fetch the issuer's keys; whatever goes wrong is ``KeysUnavailable``, logged (at most once
+        a fetch, so once a minute) with the setting to check: every request answers 503 meanwhile."""
         try:
-            self._fetch_keys()
-        except KeysUnavailable:
+            try:
+                self._fetch_keys()
+            except KeysUnavailable:
+                raise
+            except Exception as error:
+                raise KeysUnavailable(
+                    f"the issuer's documents could not be read ({type(error).__name__})"
+                ) from None
+        except KeysUnavailable as unavailable:
+            logger.warning(
+                "s3memory: no request's token can be checked: %s. Check %s (%s): it must be the tokens' "
+                "`iss` exactly (a trailing '/' included), reachable from here",
+                unavailable,
+                JWT_ISSUER,
+                self.check.issuer,
+            )
             raise
-        except Exception as error:
-            raise KeysUnavailable(
-                f"the issuer's documents could not be read ({type(error).__name__})"
-            ) from None
 
     def _fetch_keys(self) -> None:
         """Fetch the issuer's keys (and, the first time, its discovery document)."""

@@ -87,7 +87,11 @@ def test_while_the_issuer_is_down_known_keys_still_verify_and_it_is_asked_once_a
     assert fetched.count("/jwks.json") == 2
 
 
-def test_an_issuer_whose_discovery_names_another_issuer_is_not_trusted() -> None:
+def test_an_issuer_whose_discovery_names_another_issuer_is_not_trusted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Refused, and logged once a fetch with the setting to check (helper-37: a trailing '/' in the
+    setting answered every request 503, and nothing told the operator why)."""
     issuer, clock, fetched = Issuer("https://impostor.example"), Clock(), []
     tokens = verifier(issuer, clock, fetched)
     with pytest.raises(KeysUnavailable, match="names another issuer"):
@@ -95,6 +99,11 @@ def test_an_issuer_whose_discovery_names_another_issuer_is_not_trusted() -> None
     with pytest.raises(KeysUnavailable, match="next try is within a minute"):
         tokens.subject(issuer.token())
     assert fetched == ["/.well-known/openid-configuration"]
+    assert [record.getMessage() for record in caplog.records if record.name == "s3memory.tokens"] == [
+        "s3memory: no request's token can be checked: the issuer's discovery document names another issuer. "
+        f"Check S3MEMORY_JWT_ISSUER ({ISSUER}): it must be the tokens' `iss` exactly (a trailing '/' included), "
+        "reachable from here"
+    ]
 
 
 @pytest.mark.parametrize(
