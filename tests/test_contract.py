@@ -426,11 +426,16 @@ def test_trailing_slash_names_the_directory(tool: S3MemoryTool) -> None:
         ("not a dict", "Error: The memory tool input must be an object with a `command` field, got str."),
         (
             {},
-            "Error: Unknown command NoneType. Valid commands: view, create, str_replace, insert, delete, rename.",
+            "Error: Missing required parameter `command`. Valid commands: view, create, str_replace, insert, delete, "
+            "rename.",
         ),
         (
             {"command": "explode"},
             "Error: Unknown command explode. Valid commands: view, create, str_replace, insert, delete, rename.",
+        ),
+        (
+            {"command": 7},
+            "Error: Unknown command of type int. Valid commands: view, create, str_replace, insert, delete, rename.",
         ),
         ({"command": "view"}, "Error: Missing required parameter `path` for command `view`."),
         (

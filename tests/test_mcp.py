@@ -243,7 +243,8 @@ REFUSALS: list[tuple[dict[str, Any], str]] = [
     ),
     (
         {},
-        "Error: Unknown command NoneType. Valid commands: view, create, str_replace, insert, delete, rename.",
+        "Error: Missing required parameter `command`. Valid commands: view, create, str_replace, insert, delete, "
+        "rename.",
     ),
     (
         {"command": "explode"},
@@ -856,5 +857,6 @@ def test_an_aws_profile_botocore_cannot_use_is_refused_in_one_line_before_anythi
     assert (captured.out, captured.err) == (
         "",
         "s3memory mcp: the S3 client could not be built (ProfileNotFound): "
-        "The config profile (no-such-profile) could not be found\n",
+        "The config profile (no-such-profile) could not be found "
+        "(check AWS_PROFILE and AWS_DEFAULT_REGION in the server's environment)\n",
     )

@@ -128,9 +128,12 @@ def parse_command(raw: object) -> Command:
             f"Error: The memory tool input must be an object with a `command` field, got {type(raw).__name__}."
         )
     command = raw.get("command")
+    valid = f"Valid commands: {', '.join(COMMANDS)}."
+    if command is None:
+        raise CommandError(f"Error: Missing required parameter `command`. {valid}")
     if not isinstance(command, str) or command not in COMMANDS:
-        named = shown(command) if isinstance(command, str) else type(command).__name__
-        raise CommandError(f"Error: Unknown command {named}. Valid commands: {', '.join(COMMANDS)}.")
+        named = shown(command) if isinstance(command, str) else f"of type {type(command).__name__}"
+        raise CommandError(f"Error: Unknown command {named}. {valid}")
     fields = _Fields(command, raw)
     if command == "view":
         return View(fields.path(), fields.view_range())

@@ -44,4 +44,7 @@ def store_of(settings: Settings) -> Store:
     try:
         return settings.make_store()
     except (BotoCoreError, ValueError) as error:
-        raise SettingsError(f"the S3 client could not be built ({type(error).__name__}): {error}") from None
+        raise SettingsError(
+            f"the S3 client could not be built ({type(error).__name__}): {error} "
+            "(check AWS_PROFILE and AWS_DEFAULT_REGION in the server's environment)"
+        ) from None
