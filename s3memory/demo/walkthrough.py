@@ -460,7 +460,7 @@ def run_demo(out: TextIO, *, live: bool = False, model: str = DEFAULT_MODEL) -> 
             printer.line(f"  Claude: scripted stand-in for the Messages API at {api.base_url} (offline)")
             printer.line("          (`s3memory demo --live` talks to real Claude instead)")
         printer.line(
-            "  Both conversations run the real Anthropic SDK tool runner with the real S3MemoryTool."
+            "  Every conversation runs the real Anthropic SDK tool runner with the real S3MemoryTool."
         )
 
         plans = [
