@@ -8,9 +8,25 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
+import threading
 from collections.abc import Iterator
 
 from s3memory.testing import conditions_honoured
+
+HOST = "127.0.0.1"
+LISTEN_BACKLOG = 128
+"""Connections the listening socket queues (werkzeug's own)."""
+
+
+class PortUnavailable(Exception):
+    """``moto_server`` could not listen on the port it was given; nothing was started."""
+
+    def __init__(self, port: int, error: OSError) -> None:
+        super().__init__(f"{HOST}:{port}: {error.strerror}")
+        self.port = port
+        self.errno = error.errno
+        self.strerror = error.strerror
 
 
 @contextlib.contextmanager
@@ -18,21 +34,46 @@ def moto_server(bucket: str | None = None, *, port: int = 0, versioned: bool = F
     """moto's threaded server on 127.0.0.1 (on ``port``; 0: a free one), with ``bucket`` created if
     one is named (with versioning on if ``versioned``); yields its endpoint URL and stops the server
     afterwards. werkzeug's request log, which names object keys, is silenced. While it runs, moto
-    refuses what S3 refuses (``conditions_honoured``)."""
+    refuses what S3 refuses (``conditions_honoured``).
+
+    :class:`PortUnavailable` if ``port`` cannot be listened on (in use, or not this user's to use);
+    then no thread was started."""
     with conditions_honoured():
         yield from _moto_server(bucket, port, versioned)
 
 
 def _moto_server(bucket: str | None, port: int, versioned: bool) -> Iterator[str]:
+    """The server ``ThreadedMotoServer`` runs, on a socket bound here first: moto's binds in its
+    thread, where a port in use ends the thread (werkzeug prints and exits it) while ``start`` waits
+    for ever for a server that never comes."""
     import boto3
-    from moto.server import ThreadedMotoServer
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
     try:
-        host, bound = server.get_host_and_port()
-        endpoint = f"http://{host}:{bound}"
+        listening = socket.create_server((HOST, port), backlog=LISTEN_BACKLOG)
+    except OSError as error:
+        raise PortUnavailable(port, error) from None
+    with listening:  # the server listens on a duplicate of it
+        server = make_server(
+            HOST,
+            port,
+            DomainDispatcherApplication(create_backend_app),
+            threaded=True,
+            request_handler=MotoRequestHandler,
+            fd=listening.fileno(),
+        )
+    thread = threading.Thread(
+        target=server.serve_forever, name=f"moto S3 on {HOST}:{server.port}", daemon=True
+    )
+    thread.start()
+    try:
+        endpoint = f"http://{HOST}:{server.port}"
         if bucket is not None:
             client = boto3.client(
                 "s3",
@@ -46,4 +87,6 @@ def _moto_server(bucket: str | None, port: int, versioned: bool) -> Iterator[str
                 client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
         yield endpoint
     finally:
-        server.stop()
+        server.shutdown()
+        thread.join()
+        server.server_close()
