@@ -66,6 +66,17 @@ def s3memory_alone(tmp_path: Path, *argv: str, **settings: str) -> subprocess.Co
     )
 
 
+def settings_at(endpoint: str) -> dict[str, str]:
+    """The settings of a store at ``endpoint``, with credentials that sign but grant nothing."""
+    return {
+        "S3MEMORY_BUCKET": BUCKET,
+        "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64,
+        "S3MEMORY_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+    }
+
+
 def first_line(err: str) -> str:
     return err.splitlines()[0]
 
@@ -116,13 +127,7 @@ def test_an_endpoint_that_is_no_s3_server_is_named_with_the_settings() -> None:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotS3)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     endpoint = f"http://127.0.0.1:{server.server_address[1]}"
-    environ = {
-        "S3MEMORY_BUCKET": BUCKET,
-        "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64,
-        "S3MEMORY_ENDPOINT_URL": endpoint,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-    }
+    environ = settings_at(endpoint)
     named = (
         f"Error: S3 ListObjectsV2 failed (404): {endpoint} answered 404 Not Found for bucket {BUCKET}: it is "
         "not an S3 endpoint, or not one that serves this bucket. Check S3MEMORY_ENDPOINT_URL (--endpoint-url: "
@@ -148,13 +153,7 @@ def test_an_endpoint_that_is_no_s3_server_is_named_with_the_settings() -> None:
 @pytest.mark.usefixtures("no_back_off")
 def test_a_dead_endpoint_is_named_with_the_setting() -> None:
     endpoint = f"http://127.0.0.1:{free_port()}"
-    environ = {
-        "S3MEMORY_BUCKET": BUCKET,
-        "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64,
-        "S3MEMORY_ENDPOINT_URL": endpoint,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-    }
+    environ = settings_at(endpoint)
     status, out, err = run(None, "users", **environ)
     assert (status, out) == (1, "")
     assert first_line(err) == (
