@@ -4,18 +4,21 @@ finishes an interrupted erase (moto and SeaweedFS, with and without versioning).
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 
 from s3memory.cli.console import Console
 from s3memory.cli.main import _parser
-from s3memory.crypto import LocalKeyProvider
+from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
 from s3memory.ops.operations import Operations
-from s3memory.storage.bucket import Bucket
+from s3memory.storage.bucket import Bucket, Version
 
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
+from .support.console import audit
+from .support.console import run as command
 from .support.faults import ProcessDeath, SimulatedCrash
 from .support.versions import history_for
 
@@ -105,3 +108,52 @@ def test_the_erase_command_asks_first(s3: Any, versioned: str) -> None:
     assert "with a local master key, copies kept elsewhere stay readable with that key" in out
     assert '"left": 0' in err and "a.md" not in err
     assert all_versions(s3, versioned, "users/dave/") == []
+
+
+def test_an_erase_a_serving_process_writes_into_claims_no_shredding_and_names_the_fix(
+    s3: Any, versioned: str, kms: Any, key_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def serving() -> Operations:
+        return Operations(Bucket(s3, versioned), KMSKeyProvider(key_id, kms_client=kms), storage_format=1)
+
+    for user in ("erin", "frank"):
+        history_for(serving(), user)
+    erasing = serving()
+    delete_versions = erasing.bucket.delete_versions
+    written: set[str] = set()
+
+    def written_meanwhile(versions: Sequence[Version]) -> None:
+        """The removal, then (once a user) a write of a process still serving the user, as soon as
+        its files are gone."""
+        delete_versions(versions)
+        user = versions[0].key.split("/")[1]
+        if user not in written and any("/memories/" in version.key for version in versions):
+            written.add(user)
+            serving().memory(user).run({"command": "create", "path": "/memories/late.md", "file_text": "x\n"})
+
+    monkeypatch.setattr(erasing.bucket, "delete_versions", written_meanwhile)
+    status, out, err = command(erasing, "erase", "--user", "erin", "--yes")
+    left = all_versions(s3, versioned, "users/erin/")
+    assert ("users/erin/internal/keys/v1", False) in left  # the writer's new wrapped data key
+    assert status == 1 and out.startswith("removed 1 wrapped key versions and ")
+    assert out.splitlines()[1:] == [
+        f"left: {len(left)} object versions: something is still writing to this user: stop serving it "
+        "and run erase again",
+        "copies kept elsewhere may still decrypt: a wrapped data key may be among what is left",
+    ]
+    assert audit(err)["left"] == len(left)
+    status, out, _ = command(erasing, "erase", "--user", "frank", "--yes", "--json")
+    erased = json.loads(out)
+    assert (status, erased["shredded"], erased["left"]) == (
+        1,
+        False,
+        len(all_versions(s3, versioned, "users/frank/")),
+    )
+    assert erased["left"] > 0
+    monkeypatch.undo()  # the user is no longer served: erase again finishes, and now it is shredded
+    status, out, _ = command(erasing, "erase", "--user", "erin", "--yes")
+    assert status == 0 and all_versions(s3, versioned, "users/erin/") == []
+    assert out.splitlines()[1:] == [
+        "left: 0 object versions",
+        "copies kept elsewhere can no longer be decrypted: every version of the wrapped data keys is gone",
+    ]

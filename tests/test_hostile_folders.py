@@ -1,10 +1,13 @@
 """Export and import against a folder whoever controls it has prepared: symbolic links (planted, or
-swapped in while the command runs), hard links, FIFOs, deep trees, and huge sparse files
-(``docs/operations.md``, E6-E10; moto, on both storage formats)."""
+swapped in while the command runs), hard links, FIFOs, sockets, deep trees, huge sparse files and
+entries this user may not read, and what an export cut off leaves (``docs/operations.md``, E6-E12;
+moto, on both storage formats)."""
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 import threading
 import tracemalloc
 from collections.abc import Callable
@@ -16,6 +19,7 @@ import pytest
 from s3memory.core.placement import MAX_DEPTH
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError
+from s3memory.ops import folders
 from s3memory.ops.operations import Operations
 from s3memory.settings import Limits
 from s3memory.storage.bucket import Bucket
@@ -340,3 +344,176 @@ def test_import_refuses_fifos_hard_links_and_directories_too_deep(s3: Any, tmp_p
         FileNotFoundError, match=r"/linked/memories is not a directory \(a memory folder holds "
     ):
         operations.import_folder("alice", linked)
+
+
+def denied(
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    names: set[str] | None,
+    when: Callable[[int], bool] = lambda _: True,
+) -> None:
+    """``os.<name>`` (``open`` or ``stat``) refuses the entries ``names`` (None: every entry) as the
+    kernel refuses this user an entry it may not read or write (``EACCES``; the tests run as root,
+    whom nothing is denied), ``open`` only with the flags ``when`` takes."""
+    real = getattr(os, name)
+
+    def refusing(path: Any, *args: Any, **kwargs: Any) -> Any:
+        flags = args[0] if args else kwargs.get("flags", 0)
+        refused = names is None or os.path.basename(os.fspath(path)) in names
+        if refused and (name != "open" or when(flags)):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, name, refusing)
+
+
+@both_formats
+def test_import_refuses_a_socket_swapped_in_and_what_this_user_may_not_read_and_goes_on(
+    s3: Any, tmp_path: Path, storage_format: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    operations = make(s3, storage_format)
+    root = tmp_path / "memories"
+    for directory in ("locked", "private"):
+        (root / directory).mkdir(parents=True)
+    for name in ("a.md", "secret.md", "socket.md", "z.md", "locked/inner.md", "private/p.md"):
+        (root / name).write_text(f"{name}\n")
+    monkeypatch.chdir(root)  # a socket's path is at most 107 bytes: bound by its name
+    listening = socket.socket(socket.AF_UNIX)
+
+    def plant_socket() -> None:  # open fails with ENXIO, which stopped the whole import
+        (root / "socket.md").unlink()
+        listening.bind("socket.md")
+
+    Swapped(monkeypatch, {"socket.md": plant_socket})
+    denied(monkeypatch, "open", {"secret.md", "private"})  # a file, a directory this user may not read
+    denied(monkeypatch, "stat", {"inner.md"})  # in a directory it may list but not search
+    try:
+        transfer = operations.import_folder("alice", tmp_path)
+    finally:
+        monkeypatch.undo()
+        listening.close()
+    unreadable = "is not readable by this user (permission denied: make it readable, then import again)"
+    assert transfer.refused == [
+        ("/memories/secret.md", f"Error: /memories/secret.md {unreadable}; it was not imported."),
+        ("/memories/socket.md", "Error: /memories/socket.md is not a regular file; it was not imported."),
+        ("/memories/locked/inner.md", f"Error: /memories/locked/inner.md {unreadable}; it was not imported."),
+        ("/memories/private", f"Error: /memories/private {unreadable}; it was not imported."),
+    ]
+    assert transfer.written == ["/memories/a.md", "/memories/z.md"]
+    assert stored(operations, "alice") == {"/memories/a.md": "a.md\n", "/memories/z.md": "z.md\n"}
+
+
+def test_export_skips_what_this_user_may_not_read_or_write_and_goes_on(
+    s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    operations = make(s3, 1)
+    seed(
+        operations,
+        "alice",
+        {"/memories/a.md": "a\n", "/memories/private/p.md": "p\n", "/memories/z.md": "z\n"},
+    )
+    root = tmp_path / "memories"
+    (root / "private").mkdir(parents=True)
+    (root / "a.md").write_text("a local file\n")
+    denied(monkeypatch, "open", {"a.md", "private"})  # a file, a directory this user may not read
+    private = (
+        "/memories/private may not be read or made by this user (permission denied); change its "
+        "permissions to export below it"
+    )
+    transfer = operations.export("alice", tmp_path)
+    assert (transfer.written, transfer.skipped) == (
+        ["/memories/z.md"],
+        [
+            ("/memories/a.md", "a local file this user may not read is there (permission denied)"),
+            ("/memories/private/p.md", private),
+        ],
+    )
+    again = operations.export("alice", tmp_path, overwrite=True)  # replaced by its name alone
+    assert (again.written, again.unchanged, again.skipped) == (
+        ["/memories/a.md"],
+        ["/memories/z.md"],
+        [("/memories/private/p.md", private)],
+    )
+    monkeypatch.undo()
+    assert (root / "a.md").read_text() == "a\n"
+    denied(monkeypatch, "open", None, when=lambda flags: bool(flags & os.O_CREAT))  # no new file
+    (root / "z.md").write_text("other\n")
+    elsewhere = operations.export("alice", tmp_path / "elsewhere").skipped
+    overwritten = operations.export("alice", tmp_path, overwrite=True).skipped
+    monkeypatch.undo()
+    not_writable = (
+        "this user may not write the file there (permission denied); change the permissions, then export "
+        "again"
+    )
+    assert elsewhere == [
+        (path, not_writable) for path in ("/memories/a.md", "/memories/private/p.md", "/memories/z.md")
+    ]
+    assert overwritten == [("/memories/private/p.md", not_writable), ("/memories/z.md", not_writable)]
+    assert (root / "z.md").read_text() == "other\n"
+
+
+@both_formats
+def test_import_never_takes_an_exports_temporary_files_and_the_next_export_removes_them(
+    s3: Any, tmp_path: Path, storage_format: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    operations = make(s3, storage_format)
+    temporary_name = "/memories/.s3memory-0123456789abcdef"  # a memory file of the name: never exported
+    seed(operations, "alice", {"/memories/a.md": "a\n", "/memories/notes/b.md": KEYS, temporary_name: "t\n"})
+    root = tmp_path / "memories"
+    for directory in ("notes", "old"):
+        (root / directory).mkdir(parents=True)
+    (root / "a.md").write_text("a\n")  # what an export killed while writing notes/b.md leaves
+    left = [root / "notes" / ".s3memory-5f0c6a2e9b1d4e73", root / "old" / ".s3memory-00ff00ff00ff00ff"]
+    for path in left:
+        path.write_text(KEYS[:9])  # cut off, 0600, as export writes it
+        path.chmod(folders.FILE_MODE)
+    outside = tmp_path / "outside.txt"
+    outside.write_text(SECRET)
+    linked = root / "notes" / ".s3memory-a1b2c3d4e5f60718"
+    linked.symlink_to(outside)  # removed, never what it points to
+    skipped = (
+        "a temporary file of an export cut off or still running, never imported (an export into this folder "
+        "removes it)"
+    )
+    imported = operations.import_folder("bob", tmp_path)
+    assert (imported.written, imported.refused) == (["/memories/a.md"], [])
+    assert imported.skipped == sorted(
+        (f"/memories/{path.parent.name}/{path.name}", skipped) for path in [*left, linked]
+    )
+    assert stored(operations, "bob") == {"/memories/a.md": "a\n"}
+    status, _, _ = command(operations, "import", "--user", "bob", str(tmp_path))
+    assert status == 1
+
+    again = operations.export("alice", tmp_path)  # removes them where it writes, and finishes
+    never = "a name export gives its temporary files, never exported (rename the stored file to export it)"
+    assert (again.written, again.unchanged, again.skipped) == (
+        ["/memories/notes/b.md"],
+        ["/memories/a.md"],
+        [(temporary_name, never)],
+    )
+    assert sorted(path.name for path in (root / "notes").iterdir()) == ["b.md"]
+    assert outside.read_text() == SECRET
+    assert [path.name for path in (root / "old").iterdir()] == [left[1].name]  # where export wrote nothing
+    finished = operations.import_folder("bob", tmp_path)
+    assert (finished.written, finished.unchanged, finished.skipped) == (
+        ["/memories/notes/b.md"],
+        ["/memories/a.md"],
+        [(f"/memories/old/{left[1].name}", skipped)],
+    )
+
+    real_replace = os.replace
+
+    def swept_first(source: Any, *args: Any, **kwargs: Any) -> None:  # as another export would
+        assert folders.is_temporary(source)  # export's own name: what an export removes
+        os.unlink(source, dir_fd=kwargs["src_dir_fd"])
+        real_replace(source, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", swept_first)
+    lost = operations.export("alice", tmp_path / "raced").skipped
+    monkeypatch.undo()
+    removed = (
+        "its temporary file was removed before it was renamed into place (by another export into this "
+        "folder?); export again"
+    )
+    assert lost == [(temporary_name, never), ("/memories/a.md", removed), ("/memories/notes/b.md", removed)]
+    assert list((tmp_path / "raced" / "memories").rglob("*")) == [tmp_path / "raced" / "memories" / "notes"]

@@ -9,6 +9,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from s3memory.errors import CommandError, IntegrityError
 from s3memory.memory import S3Memory
 from s3memory.ops import folders
 from s3memory.ops.operations import Operations
+from s3memory.ops.versions import MemoryVersions
 from s3memory.settings import Limits
 from s3memory.storage.bucket import Bucket
 
@@ -244,6 +246,81 @@ def test_export_leaves_a_different_local_file_alone_unless_asked(
     assert (tmp_path / "memories" / "a.md").read_bytes() == b"stored\n"
 
 
+def tamper(s3: Any, bucket: str, key: str) -> None:
+    """The object at ``key`` rewritten by a bucket writer with its last byte flipped (a new version
+    where the bucket keeps versions)."""
+    stored = s3.get_object(Bucket=bucket, Key=key)
+    body = bytearray(stored["Body"].read())
+    body[-1] ^= 1
+    s3.put_object(Bucket=bucket, Key=key, Body=bytes(body), Metadata=stored["Metadata"])
+
+
+FAILED_AUTHENTICATION = (
+    "Error: The stored object for {path} failed its integrity check (tampered, truncated, foreign, wrongly "
+    "keyed or not encrypted); it was not read. `s3memory history` marks each version of the file that "
+    "fails authentication: `s3memory redact` that version (if it is the current one, the version before "
+    "it becomes current), then run this again."
+)
+
+
+@both_formats
+def test_an_export_refuses_a_file_that_fails_authentication_and_goes_on(
+    operations: Operations, s3: Any, tmp_path: Path
+) -> None:
+    seed(operations, "alice")
+    tampered = "/memories/empty.md"  # the first in path order: every later file was never written
+    tamper(s3, BUCKET, operations.memory("alice").layout.file_key(memory_path(tampered)))
+    refused = FAILED_AUTHENTICATION.format(path=tampered)
+    transfer = operations.export("alice", tmp_path)
+    assert transfer.refused == [(tampered, refused)]
+    assert transfer.written == sorted(set(FILES) - {tampered})
+    assert tree(tmp_path) == {path[1:]: text.encode() for path, text in FILES.items() if path != tampered}
+    status, out, _ = command(operations, "export", "--user", "alice", str(tmp_path))
+    assert status == 1
+    assert out.splitlines()[-2:] == [
+        f"refused {tampered}: {refused}",
+        "0 written, 3 unchanged, 0 skipped, 1 refused",
+    ]
+
+
+@both_formats
+def test_a_restore_as_of_reports_a_file_that_fails_authentication_and_its_fix_works(
+    s3: Any, versioned: str, storage_format: int
+) -> None:
+    operations = Operations(
+        Bucket(s3, versioned), LocalKeyProvider(MASTER_KEY), storage_format=storage_format
+    )
+    memory = seed(operations, "alice", {"/memories/a.md": "before\n", "/memories/b.md": "before\n"})
+    time.sleep(1.1)  # S3 keeps modification times to the second
+    moment = datetime.now(UTC)
+    time.sleep(1.1)
+    for path in ("/memories/a.md", "/memories/b.md"):
+        memory.run({"command": "str_replace", "path": path, "old_str": "before", "new_str": "after"})
+    tamper(s3, versioned, memory.layout.file_key(memory_path("/memories/a.md")))  # its current version
+    versions = MemoryVersions(memory)
+    restored = versions.restore_as_of(moment)  # it was "changed meanwhile", however often run again
+    assert restored.failed_authentication == [
+        ("/memories/a.md", FAILED_AUTHENTICATION.format(path="/memories/a.md"))
+    ]
+    assert (restored.changed_meanwhile, restored.written) == ([], ["/memories/b.md"])
+    status, out, _ = command(operations, "restore", "--user", "alice", "--as-of", moment.isoformat(), "--yes")
+    assert status == 1
+    assert out.splitlines() == [
+        f"failed authentication /memories/a.md: {FAILED_AUTHENTICATION.format(path='/memories/a.md')}",
+        "0 written, 0 deleted, 1 unchanged, 0 changed meanwhile, 1 failed authentication",
+    ]
+    current, *_ = versions.history("/memories/a.md")
+    assert current.current and not current.authentic
+    versions.redact("/memories/a.md", current.version_id)  # the fix the message names
+    again = versions.restore_as_of(moment)
+    assert (again.written, again.unchanged, again.failed_authentication) == (
+        ["/memories/a.md"],
+        ["/memories/b.md"],
+        [],
+    )
+    assert operations.read("alice", "/memories/a.md") == "before\n"
+
+
 class Died(BaseException):
     """The process died here."""
 
@@ -384,10 +461,7 @@ def test_verify_finds_tampered_foreign_and_stuck_and_changes_nothing(
     alice, bob = operations.memory("alice").layout, operations.memory("bob").layout
     space = alice.namespace
     tampered = alice.file_key(memory_path("/memories/preferences.md"))
-    stored = s3.get_object(Bucket=BUCKET, Key=tampered)
-    body = bytearray(stored["Body"].read())
-    body[-1] ^= 1
-    s3.put_object(Bucket=BUCKET, Key=tampered, Body=bytes(body), Metadata=stored["Metadata"])
+    tamper(s3, BUCKET, tampered)
     copied = alice.file_key(memory_path("/memories/copied.md"))  # bob's file, at a path of alice's
     s3.copy_object(
         Bucket=BUCKET,

@@ -3,7 +3,9 @@ with its help, and its ``--json`` output is its report's document, printed by th
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
 import shlex
 from pathlib import Path
@@ -271,3 +273,82 @@ def test_every_commands_help_shows_examples_that_parse() -> None:
                 words = shlex.split(words[1].strip("$()"))
             assert words[0] == "s3memory" and name in words, example
             assert parser.parse_args(words[1:]).command == name, example
+
+
+# -- names a folder, a bucket or a user chose -----------------------------------------------------------
+
+FORGED = "zz\nwritten all files OK, 0 refused\nx"
+"""A file name that would print a line of its own, which a reader takes for the command's."""
+TITLED = "esc\x1b]0;PWNED\x07\x1b[2J.md"
+"""A file name that would set the terminal's title and clear its screen."""
+NOT_UTF8 = b"b\xff\xfe.md"
+"""A file name that is not UTF-8: ``os.listdir`` answers it with surrogates (``b\\udcff\\udcfe.md``)."""
+LONG = "l" * 230 + ".md"
+"""A printable name longer than any error echoes: a report lists it whole."""
+
+
+def hostile_folder(base: Path) -> Path:
+    """``base`` holding ``memories/`` with a file of each hostile name, and two fine ones."""
+    root = base / "memories"
+    root.mkdir(parents=True)
+    for name in (FORGED, TITLED, "fine.md", LONG):
+        (root / name).write_text("text\n")
+    os.close(os.open(os.fsencode(root) + b"/" + NOT_UTF8, os.O_CREAT | os.O_WRONLY, 0o600))
+    return base
+
+
+def test_import_prints_the_names_a_folder_chose_escaped(s3: Any, tmp_path: Path) -> None:
+    operations = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
+    status, out, err = run(operations, "import", "--user", "alice", str(hostile_folder(tmp_path)))
+    refusal = "is not allowed: NUL and other control characters are refused."
+    assert (status, out) == (
+        1,
+        "written /memories/fine.md\n"
+        f"written /memories/{LONG}\n"
+        r"refused /memories/b\udcff\udcfe.md: Error: The path /memories/b\udcff\udcfe.md is not allowed: it is "
+        "not valid UTF-8 text.\n"
+        r"refused /memories/esc\x1b]0;PWNED\x07\x1b[2J.md: Error: The path "
+        rf"/memories/esc\x1b]0;PWNED\x07\x1b[2J.md {refusal}" + "\n"
+        r"refused /memories/zz\nwritten all files OK, 0 refused\nx: Error: The path "
+        rf"/memories/zz\nwritten all files OK, 0 refused\nx {refusal}" + "\n"
+        "2 written, 0 unchanged, 0 skipped, 3 refused\n",
+    )
+    assert (
+        "\x1b" not in out + err and "\x07" not in out + err and "/memories/" not in err
+    )  # nor in the audit line
+    status, out, _ = run(operations, "import", "--user", "alice", str(tmp_path), "--json")
+    assert status == 1 and [refused["path"] for refused in json.loads(out)["refused_paths"]] == [
+        "/memories/b\udcff\udcfe.md",
+        f"/memories/{TITLED}",
+        f"/memories/{FORGED}",
+    ]
+
+
+@pytest.mark.parametrize("as_json", [[], ["--json"]])
+def test_a_name_that_is_not_utf8_is_reported_on_a_strict_utf8_stdout(
+    s3: Any, tmp_path: Path, as_json: list[str]
+) -> None:
+    operations = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
+    (tmp_path / "memories").mkdir()
+    os.close(os.open(os.fsencode(tmp_path / "memories") + b"/" + NOT_UTF8, os.O_CREAT | os.O_WRONLY, 0o600))
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")  # PYTHONIOENCODING=utf-8
+    arguments = cli._parser().parse_args(["import", "--user", "alice", str(tmp_path), "-q", *as_json])
+    assert Console(arguments, environ={}, out=out, operations=operations).run() == 1
+    out.seek(0)
+    printed = out.read()
+    assert r"/memories/b\udcff\udcfe.md" in printed and "refused" in printed
+
+
+def test_verify_prints_a_planted_keys_escape_sequence_escaped(s3: Any) -> None:
+    operations = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
+    operations.memory("alice").run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
+    planted = "users/alice/internal/zz\x1b[31mRED\x1b[0m"
+    s3.put_object(Bucket=BUCKET, Key=planted, Body=b"planted")
+    try:
+        status, out, _ = run(operations, "verify", "--user", "alice")
+    finally:
+        s3.delete_object(Bucket=BUCKET, Key=planted)  # moto cannot parse it in a DeleteObjects request
+    assert status == 1 and out.splitlines()[-2:] == [
+        r"alice: foreign users/alice/internal/zz\x1b[31mRED\x1b[0m: an internal object s3memory does not write",
+        "3 objects of 1 users checked: 1 problems",
+    ]

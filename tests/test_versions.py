@@ -253,7 +253,7 @@ def test_the_commands(operations: Operations) -> None:
     status, out, _ = run("restore", "--user", "frank", "--as-of", moment.isoformat(), confirm=True)
     assert status == 0 and out.splitlines() == [
         "written /memories/a.md",
-        "1 written, 0 deleted, 0 unchanged, 0 changed meanwhile",
+        "1 written, 0 deleted, 0 unchanged, 0 changed meanwhile, 0 failed authentication",
     ]
     assert operations.read("frank", "/memories/a.md") == "one\n"
     status, _, err = run("restore", "--user", "frank", "--as-of", "yesterday", "--yes")

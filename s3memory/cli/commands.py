@@ -11,11 +11,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from s3memory.cli.console import Argument, Console, Handler, OneOf, OperatorCommand, Report
+from s3memory.cli.console import Argument, Console, Handler, OneOf, OperatorCommand, Report, printable
 from s3memory.errors import CommandError
 
 if TYPE_CHECKING:
-    from s3memory.ops.operations import Operations, Transfer
+    from s3memory.ops.operations import Finding, Operations, Transfer
     from s3memory.ops.rotation import RotationReport
     from s3memory.ops.versions import MemoryVersions
 
@@ -111,7 +111,9 @@ def add_commands(commands: Any) -> None:
 @command("users", "list the user ids in the store", examples=("s3memory users --bucket agent-memory",))
 def users(console: Console, operations: Operations) -> Report:
     found = list(operations.users())
-    return Report({"users": found}, found or ["(no users)"], {"users": len(found)})
+    return Report(
+        {"users": found}, [printable(user) for user in found] or ["(no users)"], {"users": len(found)}
+    )
 
 
 @command(
@@ -123,7 +125,8 @@ def shared(console: Console, operations: Operations) -> Report:
     found = operations.shared_namespaces()
     return Report(
         {"shared": [{"memory": name, "namespace": token} for name, token in found.items()]},
-        [f"{name}  {token}" for name, token in found.items()] or ["(no shared memories)"],
+        [f"{printable(name)}  {printable(token)}" for name, token in found.items()]
+        or ["(no shared memories)"],
         {"shared": len(found)},
     )
 
@@ -140,7 +143,8 @@ def ls(console: Console, operations: Operations) -> Report:
     files = operations.files(console.arguments.user, path)
     return Report(
         {"files": [{"path": file.path, "size": file.size} for file in files]},
-        [f"{file.size:>10,}  {file.path}" for file in files] or [f"(no files at {path})"],
+        [f"{file.size:>10,}  {printable(file.path)}" for file in files]
+        or [f"(no files at {printable(path)})"],
         {"files": len(files)},
     )
 
@@ -211,9 +215,9 @@ def import_folder(console: Console, operations: Operations) -> Report:
 def _transfer_report(transfer: Transfer, verb: str, written: str = "written") -> Report:
     """What an export or an import wrote (each line ``verb`` and the path; the total ``written``),
     skipped and refused, and its counts."""
-    lines = [f"{verb} {path}" for path in transfer.written]
-    lines += [f"skipped {path}: {why}" for path, why in transfer.skipped]
-    lines += [f"refused {path}: {why}" for path, why in transfer.refused]
+    lines = [f"{verb} {printable(path)}" for path in transfer.written]
+    lines += [f"skipped {printable(path)}: {printable(why)}" for path, why in transfer.skipped]
+    lines += [f"refused {printable(path)}: {printable(why)}" for path, why in transfer.refused]
     counts = transfer.counts()
     named = {"written": written}
     lines.append(", ".join(f"{count} {named.get(name, name)}" for name, count in counts.items()))
@@ -246,10 +250,10 @@ def history(console: Console, operations: Operations) -> Report:
     path = console.arguments.path
     found = _versions(console, operations).history(path)
     rows = [
-        f"{v.modified.isoformat(timespec='seconds')}  {v.operation:<7}  {v.size:>9,}  {v.version_id}"
+        f"{v.modified.isoformat(timespec='seconds')}  {v.operation:<7}  {v.size:>9,}  {printable(v.version_id)}"
         + ("  (current)" if v.current else "")
         + (f"  by {shown_author(v.author)}" if v.author else "")
-        + (f"  renamed from {v.renamed_from}" if v.renamed_from else "")
+        + (f"  renamed from {printable(v.renamed_from)}" if v.renamed_from else "")
         + ("" if v.authentic else "  FAILED AUTHENTICATION (not written by s3memory for this file)")
         for v in found
     ]
@@ -271,7 +275,7 @@ def history(console: Console, operations: Operations) -> Report:
     }
     return Report(
         document,
-        rows or [f"(no versions of {path})"],
+        rows or [f"(no versions of {printable(path)})"],
         {"versions": len(found)},
         all(v.authentic for v in found),
     )
@@ -305,7 +309,9 @@ def restore(console: Console, operations: Operations) -> Report:
     if arguments.version is not None:
         outcome = versions.restore(arguments.path, arguments.version)
         return Report(
-            {"path": arguments.path, "outcome": outcome}, [f"{outcome} {arguments.path}"], {outcome: 1}
+            {"path": arguments.path, "outcome": outcome},
+            [f"{outcome} {printable(arguments.path)}"],
+            {outcome: 1},
         )
     try:
         moment = when(arguments.as_of)
@@ -320,11 +326,16 @@ def restore(console: Console, operations: Operations) -> Report:
         "changed_meanwhile": restored.changed_meanwhile,
     }
     lines = [
-        f"{name} {path}" for name in ("written", "deleted", "changed_meanwhile") for path in groups[name]
+        f"{name} {printable(path)}"
+        for name in ("written", "deleted", "changed_meanwhile")
+        for path in groups[name]
     ]
-    lines.append(", ".join(f"{len(paths)} {name.replace('_', ' ')}" for name, paths in groups.items()))
-    counts = {name: len(paths) for name, paths in groups.items()}
-    return Report(groups, lines, counts, not restored.changed_meanwhile)
+    failed = restored.failed_authentication
+    lines += [f"failed authentication {printable(path)}: {printable(why)}" for path, why in failed]
+    counts = {name: len(paths) for name, paths in groups.items()} | {"failed_authentication": len(failed)}
+    lines.append(", ".join(f"{count} {name.replace('_', ' ')}" for name, count in counts.items()))
+    document = {**groups, "failed_authentication": [{"path": path, "reason": why} for path, why in failed]}
+    return Report(document, lines, counts, not restored.changed_meanwhile and not failed)
 
 
 @command(
@@ -342,7 +353,7 @@ def redact(console: Console, operations: Operations) -> Report:
     _versions(console, operations).redact(arguments.path, arguments.version)
     return Report(
         {"path": arguments.path, "removed": arguments.version},
-        [f"removed {arguments.version}"],
+        [f"removed {printable(arguments.version)}"],
         {"removed": 1},
     )
 
@@ -361,16 +372,27 @@ def erase(console: Console, operations: Operations) -> Report:
     with console.progress("version") as progress:
         erasure = operations.erase(arguments.user, dry_run=arguments.dry_run, progress=progress)
     verb = "would remove" if arguments.dry_run else "removed"
-    shredding = (
-        "copies kept elsewhere can no longer be decrypted: every version of the wrapped data keys is gone"
-        if erasure.shredded
-        else "with a local master key, copies kept elsewhere stay readable with that key"
-    )
-    if erasure.shredded and operations.format.names_outlive_data_keys:
-        shredding += "; their private names (user id, paths) still decrypt with the store key, which stays"
+    # Shredded only once the last listing found nothing: what a serving process wrote meanwhile
+    # (a new wrapped data key among it) is still there, and decrypts.
+    shredded = erasure.shredded and not erasure.left and not arguments.dry_run
+    left = f"left: {erasure.left:,} object versions"
+    if erasure.left:
+        left += ": something is still writing to this user: stop serving it and run erase again"
+    if shredded:
+        shredding = (
+            "copies kept elsewhere can no longer be decrypted: every version of the wrapped data keys is gone"
+        )
+        if operations.format.names_outlive_data_keys:
+            shredding += (
+                "; their private names (user id, paths) still decrypt with the store key, which stays"
+            )
+    elif erasure.shredded:
+        shredding = "copies kept elsewhere may still decrypt: a wrapped data key may be among what is left"
+    else:
+        shredding = "with a local master key, copies kept elsewhere stay readable with that key"
     lines = [
         f"{verb} {erasure.key_versions:,} wrapped key versions and {erasure.other_versions:,} other object versions",
-        *([] if arguments.dry_run else [f"left: {erasure.left:,} object versions", shredding]),
+        *([] if arguments.dry_run else [left, shredding]),
     ]
     counts = {
         "key_versions": erasure.key_versions,
@@ -381,7 +403,7 @@ def erase(console: Console, operations: Operations) -> Report:
         "user_id": erasure.user_id,
         "dry_run": arguments.dry_run,
         **counts,
-        "shredded": erasure.shredded and not arguments.dry_run,
+        "shredded": shredded,
     }
     return Report(document, lines, counts, not erasure.left)
 
@@ -406,9 +428,14 @@ def expire(console: Console, operations: Operations) -> Report:
             operations, arguments.idle_days, users, dry_run=arguments.dry_run, progress=progress
         )
     verb = "would expire" if arguments.dry_run else "expired"
-    lines = [f"{verb} {user.user_id} {path}" for user in report.users for path in user.expired]
+    lines = [
+        f"{verb} {printable(user.user_id)} {printable(path)}"
+        for user in report.users
+        for path in user.expired
+    ]
     lines += [
-        f"left {user.user_id}: {user.skipped}" + (f" ({user.error})" if user.error else "")
+        f"left {printable(user.user_id)}: {user.skipped}"
+        + (f" ({printable(user.error)})" if user.error else "")
         for user in report.users
         if user.skipped is not None
     ]
@@ -481,14 +508,14 @@ def _rotation_lines(report: RotationReport, operations: Operations) -> list[str]
     """What a rotation of one user did, as the operator reads it."""
     from s3memory.crypto import KMSKeyProvider
 
-    user = report.user_id
+    user = printable(report.user_id)
     if report.current is None:
         return [f"{user}: no data key yet, nothing to rotate"]
     verb = "would seal" if report.dry_run else "sealed"
     lines = [
         f"{user}: key version {report.current}" + (" (created)" if report.created else ""),
         f"{user}: {verb} {len(report.reencrypted):,} files and {len(report.records):,} records again",
-        *(f"{user}: left {label}: {why}" for label, why in report.left),
+        *(f"{user}: left {printable(label)}: {printable(why)}" for label, why in report.left),
     ]
     kms = isinstance(operations.key_provider, KMSKeyProvider)
     for version in report.retired:
@@ -526,7 +553,7 @@ def verify(console: Console, operations: Operations) -> Report:
         reports = [operations.verify(user, progress=progress) for user in users]
     answers = {} if server.enforced is None else server.enforced.answers
     server_problems = [
-        f"server: does not enforce {condition} (it answered: {answers.get(condition, '')}), "
+        f"server: does not enforce {condition} (it answered: {printable(answers.get(condition, ''))}), "
         f"which storage format {operations.storage_format} needs"
         for condition in server.missing
     ]
@@ -541,11 +568,7 @@ def verify(console: Console, operations: Operations) -> Report:
     lines = (
         (unchecked if server.enforced is None else [])
         + server_problems
-        + [
-            f"{report.user_id}: {finding.kind} {finding.key}: {finding.detail}"
-            for report in reports
-            for finding in report.findings
-        ]
+        + [_finding_line(report.user_id, finding) for report in reports for finding in report.findings]
     )
     lines.append(
         f"{checked:,} objects of {len(reports):,} users checked: "
@@ -574,6 +597,12 @@ def verify(console: Console, operations: Operations) -> Report:
     return Report(document, lines, counts, not problems)
 
 
+def _finding_line(user_id: str, finding: Finding) -> str:
+    """One finding of ``verify`` (or of the verification after ``migrate``) as the operator reads it:
+    the user, the kind, the object's key (a bucket writer may have chosen it) and why."""
+    return f"{printable(user_id)}: {finding.kind} {printable(finding.key)}: {printable(finding.detail)}"
+
+
 @command(
     "migrate",
     "move every user from storage format 1 to 2 (private names), verify, mark the store",
@@ -599,10 +628,12 @@ def migrate(console: Console, operations: Operations) -> Report:
         "problems": problems,
     }
     lines = [
-        f"{user}: left {where}: {why}" for user, done in report.moved.items() for where, why in done.left
+        f"{printable(user)}: left {printable(where)}: {printable(why)}"
+        for user, done in report.moved.items()
+        for where, why in done.left
     ]
     lines += [
-        f"{user}: {finding.kind} {finding.key}: {finding.detail}"
+        _finding_line(user, finding)
         for user, verified in report.verified.items()
         for finding in verified.problems
     ]

@@ -5,6 +5,9 @@ and one audit line. The commands themselves are declared in ``cli.commands``.
 The audit line is JSON on stderr (not with ``--quiet``; appended to ``--audit-log FILE`` too): who ran
 the command (the local user), which command, which user's memory, and counts; never content or paths.
 Long commands draw a progress bar on stderr when it is a terminal (tqdm), not with ``--quiet``.
+Every path, key, user id or message a report or an error line prints that came from a folder, a
+bucket or a user goes through ``printable`` (control characters, escape sequences and surrogates
+escaped); ``cat`` prints the file's text as it is stored, and ``--json`` escapes through ``json.dumps``.
 ``--profile`` and ``--region`` choose the AWS credentials and region of the clients. Exit status: 0 done, 1 a refusal or an
 incomplete transfer, 2 bad usage or settings.
 """
@@ -23,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from s3memory.crypto import OPERATOR, validate_author
-from s3memory.errors import CommandError, StorageError
+from s3memory.errors import CommandError, StorageError, shown
 from s3memory.ops.progress import Progress
 
 if TYPE_CHECKING:
@@ -71,6 +74,15 @@ class Report:
     complete: bool = True
     end: str = "\n"
     """What follows the last line: a newline, or nothing after a file's text printed as it is."""
+
+
+def printable(value: str) -> str:
+    """``value`` (a path, a key, a user id or a message that came from a folder, a bucket or a user)
+    as a report or an error line may print it: as it is when every character is printable, else
+    escaped as ``errors.shown`` escapes it (``\\x1b``, ``\\n``, ``\\udcff``: no escape sequence
+    reaches the terminal, no line is forged, and no surrogate of a name that is not UTF-8 fails
+    the write) and cut as it cuts. A printable value is never cut: a long path is listed whole."""
+    return value if value.isprintable() else shown(value)
 
 
 def render(report: Report, as_json: bool) -> str:
@@ -201,13 +213,13 @@ class Console:
             self.err.write(f"s3memory {command.name}: not confirmed; nothing was changed\n")
             status = EXIT_INCOMPLETE
         except SettingsError as error:
-            self.err.write(f"s3memory {command.name}: {error}\n")
+            self.err.write(f"s3memory {command.name}: {printable(str(error))}\n")
             status = EXIT_USAGE
         except (CommandError, StorageError) as error:
-            self.err.write(f"s3memory {command.name}: {error.message}\n")
+            self.err.write(f"s3memory {command.name}: {printable(error.message)}\n")
             status = EXIT_INCOMPLETE
         except (ValueError, OSError) as error:
-            self.err.write(f"s3memory {command.name}: {error}\n")
+            self.err.write(f"s3memory {command.name}: {printable(str(error))}\n")
             status = EXIT_INCOMPLETE
         self._audit(command.name, status, counts, time.monotonic() - started, log)
         return status
@@ -260,7 +272,7 @@ class Console:
         ``NotConfirmed`` otherwise."""
         if getattr(self.arguments, "dry_run", False) or self.arguments.yes:
             return
-        if not self._confirm(question):
+        if not self._confirm(printable(question)):
             raise NotConfirmed
 
     @contextlib.contextmanager

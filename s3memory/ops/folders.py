@@ -11,7 +11,9 @@ before it is used, so no path is resolved twice.
 Reading opens each entry once (``O_NONBLOCK``: a FIFO swapped in cannot block) and reads at most
 the size limit plus one byte. Writing replaces each file whole (a new file, created exclusively,
 renamed over the name), so a process that dies half-way leaves each file either old or new, and a
-file is never written through a link or into another file's inode (a hard link keeps its bytes).
+file is never written through a link or into another file's inode (a hard link keeps its bytes). A
+process killed between the two leaves its new file under a temporary name (``is_temporary``), which
+reading never takes as a memory file and the next export into that directory removes.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 import stat
 from collections.abc import Iterator
@@ -39,17 +42,56 @@ GONE = "gone"
 TOO_LARGE = "larger than the size limit"
 HARD_LINKED = "a file with other hard links (import a copy of it)"
 TOO_DEEP = f"a directory {MAX_DEPTH} levels below /memories, where no file may lie"
+UNREADABLE = "not readable by this user (permission denied: make it readable, then import again)"
+TEMPORARY = (
+    "a temporary file of an export cut off or still running, never imported (an export into this "
+    "folder removes it)"
+)
+TEMPORARY_NAME = (
+    "a name export gives its temporary files, never exported (rename the stored file to export it)"
+)
+NOT_WRITABLE = (
+    "this user may not write the file there (permission denied); change the permissions, then export again"
+)
+LOST_TEMPORARY = (
+    "its temporary file was removed before it was renamed into place (by another export into this "
+    "folder?); export again"
+)
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_OPEN_REFUSED = {
+    errno.ENOENT: GONE,
+    errno.ELOOP: LINK,  # a link swapped in since the entry was checked
+    errno.ENXIO: SPECIAL,  # a socket (or a device without a driver) swapped in
+    errno.ENODEV: SPECIAL,
+    errno.EACCES: UNREADABLE,
+    errno.EPERM: UNREADABLE,
+}
+"""Why an entry cannot be opened for reading, by the error its open fails with."""
+_TEMPORARY_PREFIX = ".s3memory-"
+_TEMPORARY_RANDOM_BYTES = 8
+_TEMPORARY_NAME = re.compile(rf"{re.escape(_TEMPORARY_PREFIX)}[0-9a-f]{{{2 * _TEMPORARY_RANDOM_BYTES}}}")
+
+
+def _temporary_name() -> str:
+    """A new name for the temporary file a file is written as before it is renamed over its name."""
+    return _TEMPORARY_PREFIX + secrets.token_hex(_TEMPORARY_RANDOM_BYTES)
+
+
+def is_temporary(name: str) -> bool:
+    """True if ``name`` (one segment) is a name export gives its temporary files: an entry of that
+    name is export's, never a memory file, and a memory file of that name is never exported."""
+    return _TEMPORARY_NAME.fullmatch(name) is not None
 
 
 @dataclass(frozen=True)
 class LocalFile:
     """An entry of a memory folder: its memory path (``/memories/...``) and size, and its bytes, or
     (``data`` None) why it cannot be imported: a symbolic link, a special file, a hard link, a
-    directory too deep, or ``TOO_LARGE`` (then ``size`` is over the limit, and nothing was kept)."""
+    directory too deep, an entry this user may not read, an export's ``TEMPORARY`` file, or
+    ``TOO_LARGE`` (then ``size`` is over the limit, and nothing was kept)."""
 
     path: str
     size: int
@@ -99,13 +141,19 @@ def walk(base: Path, max_bytes: int) -> Iterator[LocalFile]:
 
 def _entries(directory: int, path: str, depth: int, max_bytes: int) -> Iterator[LocalFile]:
     subdirectories: list[str] = []
-    for name in sorted(os.listdir(directory)):
+    for name in sorted(os.listdir(directory)):  # of an open handle: never denied
         try:
             mode = os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode
         except FileNotFoundError:
             continue
+        except PermissionError:  # in a directory this user may list but not search
+            yield LocalFile(f"{path}/{name}", 0, None, UNREADABLE)
+            continue
         if stat.S_ISDIR(mode):
             subdirectories.append(name)
+            continue
+        if is_temporary(name):
+            yield LocalFile(f"{path}/{name}", 0, None, TEMPORARY)
             continue
         found = _file(directory, name, f"{path}/{name}", mode, max_bytes)
         if found is not None:
@@ -121,6 +169,9 @@ def _entries(directory: int, path: str, depth: int, max_bytes: int) -> Iterator[
             kind = _kind(directory, name)
             if kind is not None:
                 yield LocalFile(below, 0, None, kind)
+            continue
+        except PermissionError:
+            yield LocalFile(below, 0, None, UNREADABLE)
             continue
         try:
             yield from _entries(child, below, depth + 1, max_bytes)
@@ -154,15 +205,15 @@ def _file(directory: int, name: str, path: str, mode: int, max_bytes: int) -> Lo
 
 def _open_file(directory: int, name: str) -> int | str:
     """A descriptor of ``name`` opened for reading without following a link (and without blocking on
-    a FIFO), or ``GONE`` or ``LINK`` (a link swapped in since it was checked)."""
+    a FIFO), or why it cannot be (``_OPEN_REFUSED``): ``GONE``, ``LINK`` or ``SPECIAL`` (swapped in
+    since it was checked), or ``UNREADABLE``."""
     try:
         return os.open(name, _FILE, dir_fd=directory)
-    except FileNotFoundError:
-        return GONE
     except OSError as error:
-        if error.errno != errno.ELOOP:
+        refused = _OPEN_REFUSED.get(error.errno or 0)
+        if refused is None:
             raise
-        return LINK
+        return refused
 
 
 def _open_directory(directory: int, name: str) -> int:
@@ -195,10 +246,13 @@ def _kind(directory: int, name: str) -> str | None:
 
 class Target:
     """``<base>/memories`` opened for export (``base`` and ``memories`` made if missing): each
-    file is written below it, in directories opened one by one from its handle, and nowhere else."""
+    file is written below it, in directories opened one by one from its handle, and nowhere else.
+    The first time a file goes to a directory, the temporary files an export cut off left there are
+    removed (``is_temporary``)."""
 
     def __init__(self, base: Path) -> None:
         self._root = _open_root(base, make=True)
+        self._swept: set[tuple[str, ...]] = set()
 
     def __enter__(self) -> Target:
         return self
@@ -210,11 +264,14 @@ class Target:
 
     def put(self, path: str, data: bytes, *, overwrite: bool) -> bool:
         """Write ``data`` at the memory file ``path``, whole or not at all: True if written, False if
-        the same bytes are there. ``LeftAlone`` when a link or anything but a directory is where a
-        directory belongs, when a directory is at ``path``, or (without ``overwrite``) when another
-        file, a link or a special file is there; ``overwrite`` replaces the entry itself, never what
-        a link points to."""
+        the same bytes are there. ``LeftAlone`` when ``path`` ends in a name of export's temporary
+        files, when a link or anything but a directory is where a directory belongs, when a
+        directory is at ``path``, when this user may not write there, or (without ``overwrite``)
+        when another file, a link, a special file or a file this user may not read is there;
+        ``overwrite`` replaces the entry itself, never what a link points to."""
         *parents, name = check_memory_path(path)
+        if is_temporary(name):
+            raise LeftAlone(TEMPORARY_NAME)
         directory = self._directory(parents)
         try:
             try:
@@ -224,35 +281,47 @@ class Target:
             if mode is not None:
                 if stat.S_ISDIR(mode):
                     raise LeftAlone("a directory is there")
-                if stat.S_ISREG(mode) and _holds(directory, name, data):
+                occupied = _difference(directory, name, data) if stat.S_ISREG(mode) else _occupied(mode)
+                if occupied is None:
                     return False
                 if not overwrite:
-                    raise LeftAlone(_occupied(mode))
+                    raise LeftAlone(occupied)
             _replace(directory, name, data)
             return True
         except IsADirectoryError:  # one swapped in since it was checked
             raise LeftAlone("a directory is there") from None
+        except PermissionError:
+            raise LeftAlone(NOT_WRITABLE) from None
         finally:
             if directory != self._root:
                 os.close(directory)
 
     def _directory(self, parents: list[str]) -> int:
-        """A handle of the directory ``parents`` below the root, each made where missing."""
+        """A handle of the directory ``parents`` below the root, each made where missing, and swept
+        of temporary files the first time."""
         directory = self._root
         for depth, name in enumerate(parents):
+            where = "/".join(["", MEMORIES, *parents[: depth + 1]])
             try:
                 child = _open_or_make(directory, name)
             except NotADirectoryError:
-                where = "/".join(["", MEMORIES, *parents[: depth + 1]])
                 raise LeftAlone(
                     f"{where} is a symbolic link, which export never follows; remove it to export below it"
                     if _kind(directory, name) == LINK
                     else f"{where} is {NOT_DIRECTORY}; remove it to export below it"
                 ) from None
+            except PermissionError:
+                raise LeftAlone(
+                    f"{where} may not be read or made by this user (permission denied); change its "
+                    "permissions to export below it"
+                ) from None
             finally:
                 if directory != self._root:
                     os.close(directory)
             directory = child
+        if tuple(parents) not in self._swept:
+            self._swept.add(tuple(parents))
+            _remove_temporaries(directory)
         return directory
 
 
@@ -267,37 +336,53 @@ def _open_or_make(directory: int, name: str) -> int:
 
 
 def _occupied(mode: int) -> str:
-    """Why export leaves alone what it found at a file's path (without ``overwrite``)."""
-    if stat.S_ISREG(mode):
-        return "a different local file is there"
+    """Why export leaves alone the link or special file it found at a file's path (without
+    ``overwrite``)."""
     return f"{LINK} is there" if stat.S_ISLNK(mode) else "a special file is there"
 
 
-def _holds(directory: int, name: str, data: bytes) -> bool:
-    """True if ``name`` is a regular file of exactly ``data`` (at most ``len(data) + 1`` bytes read)."""
+def _difference(directory: int, name: str, data: bytes) -> str | None:
+    """None if ``name`` is a regular file of exactly ``data`` (at most ``len(data) + 1`` bytes read);
+    else why export leaves it alone (without ``overwrite``)."""
     descriptor = _open_file(directory, name)
-    if isinstance(descriptor, str):
-        return False
+    if descriptor == UNREADABLE:
+        return "a local file this user may not read is there (permission denied)"
+    if isinstance(descriptor, str):  # gone, or swapped since it was checked
+        return "a different local file is there"
     try:
         opened = os.fstat(descriptor)
-        return (
+        same = (
             stat.S_ISREG(opened.st_mode)
             and opened.st_size == len(data)
             and _read_at_most(descriptor, len(data) + 1) == data
         )
     finally:
         os.close(descriptor)
+    return None if same else "a different local file is there"
+
+
+def _remove_temporaries(directory: int) -> None:
+    """Remove from ``directory`` the temporary files an export cut off left (``is_temporary``): the
+    names themselves, never a directory, never what a link points to."""
+    for name in os.listdir(directory):
+        if is_temporary(name):
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
+                os.unlink(name, dir_fd=directory)
 
 
 def _replace(directory: int, name: str, data: bytes) -> None:
-    """A new file of ``data`` (0600), renamed over ``name`` in ``directory``."""
-    temporary = f".s3memory-{secrets.token_hex(8)}"
+    """A new file of ``data`` (0600), renamed over ``name`` in ``directory``; ``LeftAlone`` if the
+    new file is removed before it is renamed."""
+    temporary = _temporary_name()
     descriptor = os.open(temporary, _NEW_FILE, FILE_MODE, dir_fd=directory)
     try:
         with os.fdopen(descriptor, "wb") as handle:
             os.fchmod(handle.fileno(), FILE_MODE)
             handle.write(data)
-        os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+        try:
+            os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+        except FileNotFoundError:
+            raise LeftAlone(LOST_TEMPORARY) from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary, dir_fd=directory)

@@ -45,6 +45,7 @@ from s3memory.formats.upgrade import born_in_format_2
 from s3memory.memory import MemoryOptions, S3Memory
 from s3memory.ops import folders
 from s3memory.ops.progress import SILENT, Progress
+from s3memory.ops.versions import with_fix
 from s3memory.settings import Limits, Settings
 from s3memory.storage.bucket import AccessDenied, Bucket, Listed, Version
 from s3memory.storage.conditions import (
@@ -76,10 +77,11 @@ class Transfer:
     written: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
-    """Files left alone, with why: they differ (no ``overwrite``), or (export) a link, a directory or
-    another file is in the way."""
+    """Files left alone, with why: they differ (no ``overwrite``), (export) a link, a directory or
+    another file is in the way, or (import) an export's temporary file (``folders.TEMPORARY``)."""
     refused: list[tuple[str, str]] = field(default_factory=list)
-    """Files the memory tool refused, with its message."""
+    """Files refused, with the message: by the memory tool (import), or stored files that cannot be
+    read, failing authentication (export)."""
 
     def counts(self) -> dict[str, int]:
         return {
@@ -520,7 +522,9 @@ class Operations:
     ) -> Transfer:
         """Write the user's memory below ``base/memories``, byte for byte, and nowhere else
         (``folders.Target``: no link below ``base`` is followed); what is in the way is left alone
-        and reported, and a different local file is left alone unless ``overwrite``."""
+        and reported, and a different local file is left alone unless ``overwrite``. A stored file
+        that cannot be read (one failing authentication) is refused and reported, and the export
+        goes on."""
         memory = self.existing_memory(user_id)
         transfer = Transfer()
         if memory is None:
@@ -532,13 +536,16 @@ class Operations:
         with folders.Target(base) as target:
             for stored in stored_files:
                 progress.advance()
-                found = memory.files.read(memory_path(stored.path))
-                if found is None:
-                    continue  # deleted since it was listed
                 try:
+                    found = memory.files.read(memory_path(stored.path))
+                    if found is None:
+                        continue  # deleted since it was listed
                     written = target.put(stored.path, found.text.encode("utf-8"), overwrite=overwrite)
                 except folders.LeftAlone as left:
                     transfer.skipped.append((stored.path, left.reason))
+                    continue
+                except CommandError as error:
+                    transfer.refused.append((stored.path, with_fix(error)))
                     continue
                 (transfer.written if written else transfer.unchanged).append(stored.path)
         return transfer
@@ -562,6 +569,9 @@ class Operations:
         """What the dry run's earlier files would add to the quota's usage: (bytes, files)."""
         for local in folders.walk(base, memory.files.max_file_bytes):  # one file in memory at a time
             progress.advance()
+            if local.problem == folders.TEMPORARY:
+                transfer.skipped.append((local.path, local.problem))
+                continue
             try:
                 target = memory_path(local.path)
                 memory.files.check_size(target, local.size)

@@ -58,6 +58,22 @@ class Restored:
     deleted: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     changed_meanwhile: list[str] = field(default_factory=list)
+    failed_authentication: list[tuple[str, str]] = field(default_factory=list)
+    """Files left as they are because a version to read (the current one, or the one to restore)
+    failed authentication, each with the message (``with_fix``)."""
+
+
+AUTHENTICATION_FIX = (
+    "`s3memory history` marks each version of the file that fails authentication: `s3memory redact` "
+    "that version (if it is the current one, the version before it becomes current), then run this "
+    "again."
+)
+
+
+def with_fix(error: CommandError) -> str:
+    """The message of ``error``, followed by ``AUTHENTICATION_FIX`` where it is a stored file
+    failing authentication (``IntegrityError``)."""
+    return f"{error.message} {AUTHENTICATION_FIX}" if isinstance(error, IntegrityError) else error.message
 
 
 class MemoryVersions:
@@ -143,7 +159,9 @@ class MemoryVersions:
     def restore_as_of(self, moment: datetime, progress: Progress = SILENT) -> Restored:
         """Every file as it was at ``moment``: files written since are put back or deleted, files
         deleted since come back. Each change is conditional on what was read. Files are restored in
-        the order of their paths."""
+        the order of their paths. A file whose current version or version at ``moment`` fails
+        authentication is left as it is and reported (``failed_authentication``), and the restore
+        goes on."""
         layout = self.memory.layout
         chosen: dict[str, Version | None] = {}
         for page in self.bucket.versions(layout.memories_prefix):
@@ -166,6 +184,8 @@ class MemoryVersions:
                     text = self.text_of(target.text, version.version_id)
                     outcome = self._put(target, text)
                     (restored.unchanged if outcome == "unchanged" else restored.written).append(target.text)
+            except IntegrityError as error:
+                restored.failed_authentication.append((target.text, with_fix(error)))
             except CommandError:
                 restored.changed_meanwhile.append(target.text)
         return restored
