@@ -354,7 +354,7 @@ def test_the_history_restore_and_redact_commands(versioned_operations: Operation
     )
     assert status == 0 and out.splitlines() == [
         "written /memories/a.md",
-        "1 written, 0 deleted, 0 unchanged, 0 changed meanwhile",
+        "1 written, 0 deleted, 0 unchanged, 0 changed meanwhile, 0 failed authentication",
     ]
     assert versioned_operations.read("frank", "/memories/a.md") == "oops: a secret\n"
     status, out, _ = command(
