@@ -215,6 +215,31 @@ def test_an_audit_log_that_cannot_be_written_stops_the_command_before_it_runs(
     assert snapshot(s3) == before
 
 
+def test_an_audit_log_fifo_no_one_reads_is_refused_at_once_and_a_full_one_fails_the_command(
+    s3: Any, tmp_path: Path
+) -> None:
+    """No wait for a reader (helper-40: the command hung before doing anything), and a line that
+    could not be written makes the status 1 with the cause, not a traceback after the command."""
+    operations = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=2)
+    operations.memory("alice").run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
+    fifo = tmp_path / "audit.fifo"
+    os.mkfifo(fifo)
+    status, out, err = run(operations, "users", "--audit-log", str(fifo))
+    assert (status, out, err) == (
+        2,
+        "",
+        "s3memory users: --audit-log cannot be written (a FIFO no process reads: start its reader first): "
+        "give a file this user may append to; nothing was done\n",
+    )
+    status, out, err = run(operations, "users", "--quiet", "--audit-log", "/dev/full")
+    assert (status, out, err) == (
+        1,
+        "alice\n",
+        "s3memory users: the audit line could not be appended to --audit-log (No space left on device); the "
+        "command ran (status 0), free the space or give another file\n",
+    )
+
+
 def test_an_unknown_profile_is_refused_naming_the_option(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -17,13 +17,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import errno
 import getpass
 import json
 import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from s3memory.crypto import OPERATOR, validate_author
 from s3memory.errors import CommandError, StorageError, shown
@@ -185,19 +186,20 @@ class Console:
         """The command declared for the arguments: its report printed, its exit status returned."""
         command: OperatorCommand = self.arguments.operator_command
         with contextlib.ExitStack() as stack:
-            log: TextIO | None = None
+            log: BinaryIO | None = None
             if self.arguments.audit_log is not None:
                 try:
-                    log = stack.enter_context(open(self.arguments.audit_log, "a", encoding="utf-8"))
+                    log = stack.enter_context(_appended(self.arguments.audit_log))
                 except OSError as error:
+                    cause = _NO_READER if error.errno == errno.ENXIO else error.strerror
                     self.err.write(
-                        f"s3memory {command.name}: --audit-log cannot be written ({error.strerror}): "
+                        f"s3memory {command.name}: --audit-log cannot be written ({cause}): "
                         "give a file this user may append to; nothing was done\n"
                     )
                     return EXIT_USAGE
             return self._run(command, log)
 
-    def _run(self, command: OperatorCommand, log: TextIO | None) -> int:
+    def _run(self, command: OperatorCommand, log: BinaryIO | None) -> int:
         """``run``, with the audit line also appended to ``log`` when given."""
         from s3memory.settings import SettingsError
 
@@ -221,8 +223,7 @@ class Console:
         except (ValueError, OSError) as error:
             self.err.write(f"s3memory {command.name}: {printable(str(error))}\n")
             status = EXIT_INCOMPLETE
-        self._audit(command.name, status, counts, time.monotonic() - started, log)
-        return status
+        return self._audit(command.name, status, counts, time.monotonic() - started, log)
 
     def _operations_of(self, settings: Settings) -> Operations:
         """The operations of ``settings``, through the clients of ``--profile`` and ``--region``
@@ -250,8 +251,10 @@ class Console:
             ) from None
 
     def _audit(
-        self, command: str, status: int, counts: Mapping[str, int], seconds: float, log: TextIO | None
-    ) -> None:
+        self, command: str, status: int, counts: Mapping[str, int], seconds: float, log: BinaryIO | None
+    ) -> int:
+        """Write the audit line (on stderr unless quiet, and to ``log``); the command's exit status,
+        ``EXIT_INCOMPLETE`` when ``log`` could not take the line."""
         record = {
             "event": "s3memory.operator",
             "operator": _operator(),
@@ -265,7 +268,16 @@ class Console:
         if not self.arguments.quiet:
             self.err.write(line)
         if log is not None:
-            log.write(line)
+            try:
+                log.write(line.encode("utf-8"))
+            except OSError as error:
+                self.err.write(
+                    f"s3memory {command}: the audit line could not be appended to --audit-log "
+                    f"({error.strerror}); the command ran (status {status}), free the space or give "
+                    "another file\n"
+                )
+                return EXIT_INCOMPLETE
+        return status
 
     def confirm(self, question: str) -> None:
         """A dry run (it changes nothing), ``--yes``, or the operator's answer to ``question``; raises
@@ -314,6 +326,16 @@ def _operator() -> str:
         return getpass.getuser()
     except Exception:
         return "unknown"
+
+
+_NO_READER = "a FIFO no process reads: start its reader first"
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _appended(path: str) -> BinaryIO:
+    """``path`` opened to append to, made if missing, unbuffered (a write that fails leaves nothing
+    to write again at close); never waiting for a FIFO's reader (no reader: ``ENXIO``)."""
+    return os.fdopen(os.open(path, _APPEND, 0o666), "ab", buffering=0)
 
 
 def _ask(question: str) -> bool:
