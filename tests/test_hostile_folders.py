@@ -152,6 +152,23 @@ def test_export_leaves_what_is_in_the_way_alone_and_reports_it(s3: Any, tmp_path
     assert (root / "huge.md").read_text() == "h\n"
 
 
+def test_export_into_a_path_that_is_no_folder_names_it_and_the_fix(s3: Any, tmp_path: Path) -> None:
+    """A file, or a file above the path: refused, naming it (helper-40: a bare '[Errno 17] File
+    exists'), and nothing written."""
+    operations = make(s3, 2)
+    seed(operations, "alice", {"/memories/a.md": "a\n"})
+    taken = tmp_path / "e1"
+    taken.write_text("mine\n")
+    for base in (taken, taken / "below"):
+        status, out, err = command(operations, "export", "--user", "alice", str(base))
+        assert (status, out) == (1, "")
+        assert err.splitlines()[0] == (
+            f"s3memory export: {base} is not a folder (a file or another entry is there, or above it): give "
+            "the path of a folder to export into, or of one to make"
+        )
+    assert taken.read_text() == "mine\n" and sorted(tmp_path.iterdir()) == [taken]
+
+
 @both_formats
 def test_export_never_writes_through_a_directory_swapped_for_a_link_mid_export(
     s3: Any, tmp_path: Path, storage_format: int

@@ -112,7 +112,13 @@ def _open_root(base: Path, *, make: bool = False) -> int:
     ``memories``), ``memories`` a directory and no link."""
     root = base / MEMORIES
     if make:
-        base.mkdir(mode=DIRECTORY_MODE, parents=True, exist_ok=True)
+        try:
+            base.mkdir(mode=DIRECTORY_MODE, parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise FileExistsError(
+                f"{base} is not a folder (a file or another entry is there, or above it): give the path of "
+                "a folder to export into, or of one to make"
+            ) from None
     try:
         above = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError):
