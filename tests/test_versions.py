@@ -298,6 +298,17 @@ def test_a_restore_that_dies_half_way_is_finished_by_running_it_again(
         (["history", "--user", "../ivy", "/memories/a.md"], "s3memory history: "),
         (["restore", "--user", "ivy", "--version", "v1", "--yes"], "restore --version needs the file's path"),
         (["restore", "--user", "ivy", "/memories/a.md", "--version", "nope", "--yes"], "has no version nope"),
+        (  # no S3 server's id: refused before a request (helper-40: a 414 that said "try again")
+            ["restore", "--user", "ivy", "/memories/a.md", "--version", "v" * 100_000, "--yes"],
+            "s3memory restore: Error: /memories/a.md has no version "
+            + "v" * 200
+            + "… (or it is a deletion): "
+            "`s3memory history /memories/a.md` lists its versions.",
+        ),
+        (
+            ["restore", "--user", "ivy", "/memories/a.md", "--version", "a\x1b[2Jb", "--yes"],
+            "has no version a\\x1b[2Jb (or it is a deletion)",
+        ),
         (["redact", "--user", "ivy", "/memories/a.md", "--version", "nope", "--yes"], "nothing was changed"),
         (
             ["redact", "--user", "ivy", "/etc/passwd", "--version", "v", "--yes"],

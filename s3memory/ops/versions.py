@@ -22,7 +22,7 @@ from datetime import datetime
 from s3memory.core.files import Found
 from s3memory.core.paths import MemoryPath, memory_path
 from s3memory.crypto import parsed_fingerprint, plaintext_size
-from s3memory.errors import CommandError, IntegrityError
+from s3memory.errors import CommandError, IntegrityError, shown
 from s3memory.memory import S3Memory
 from s3memory.ops.progress import SILENT, Progress
 from s3memory.storage.bucket import PreconditionFailed, Version, when
@@ -133,10 +133,15 @@ class MemoryVersions:
         )
 
     def text_of(self, path: str, version_id: str) -> str:
-        """The text the file had in ``version_id``, authenticated for this user and path."""
-        found = self.memory.files.read(memory_path(path), version_id)
+        """The text the file had in ``version_id``, authenticated for this user and path; an id no
+        S3 server gives is refused before any request."""
+        target = memory_path(path)
+        found = None if not _may_be_version_id(version_id) else self.memory.files.read(target, version_id)
         if found is None:
-            raise CommandError(f"Error: {path} has no version {version_id} (or it is a deletion).")
+            raise CommandError(
+                f"Error: {target.text} has no version {shown(version_id)} (or it is a deletion): "
+                f"`s3memory history {target.text}` lists its versions."
+            )
         return found.text
 
     def restore(self, path: str, version_id: str) -> str:
@@ -206,7 +211,10 @@ class MemoryVersions:
         target = memory_path(path)
         key = self.memory.layout.file_key(target)
         if not any(version.version_id == version_id for version in self._versions_of(key)):
-            raise CommandError(f"Error: {path} has no version {version_id}; nothing was changed.")
+            raise CommandError(
+                f"Error: {target.text} has no version {shown(version_id)}; nothing was changed: "
+                f"`s3memory history {target.text}` lists its versions."
+            )
         self.bucket.delete_versions([Version(key, version_id)])
 
     def _versions_of(self, key: str) -> list[Version]:
@@ -267,3 +275,14 @@ def _later(version: Version, other: Version) -> bool:
     if when(version.modified) != when(other.modified):
         return when(version.modified) > when(other.modified)
     return version.latest or (not other.latest and version.delete_marker)
+
+
+MAX_VERSION_ID_CHARACTERS = 1024
+"""The longest version id taken: S3's are 32 characters, other servers' longer, none near this."""
+
+
+def _may_be_version_id(version_id: str) -> bool:
+    """True if ``version_id`` has the form of an S3 version id: 1 to 1,024 printable ASCII characters."""
+    return (
+        0 < len(version_id) <= MAX_VERSION_ID_CHARACTERS and version_id.isascii() and version_id.isprintable()
+    )
