@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from anthropic.tools import BetaLocalFilesystemMemoryTool
 from anthropic.types.beta import BetaMemoryTool20250818CreateCommand
+from botocore.exceptions import ClientError
 
 from bench.metrics import RequestCounter
 from s3memory.cli.console import Console
@@ -23,7 +24,7 @@ from s3memory.cli.main import _parser
 from s3memory.core.job_records import Job
 from s3memory.core.paths import memory_path
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
-from s3memory.errors import CommandError, IntegrityError
+from s3memory.errors import CommandError, IntegrityError, StorageError
 from s3memory.memory import S3Memory
 from s3memory.ops import folders
 from s3memory.ops.operations import Operations
@@ -281,6 +282,27 @@ def test_an_export_refuses_a_file_that_fails_authentication_and_goes_on(
         f"refused {tampered}: {refused}",
         "0 written, 3 unchanged, 0 skipped, 1 refused",
     ]
+
+
+def test_an_export_stops_at_a_failure_of_the_store_not_of_a_file(
+    operations: Operations, s3: Any, tmp_path: Path
+) -> None:
+    """Expired credentials fail every file alike: the export ends at the first, naming the cause,
+    and does not send one failing request per file (helper-44)."""
+    seed(operations, "alice")
+    gets: list[str] = []
+
+    def expired(**_: Any) -> None:
+        gets.append("GET")
+        raise ClientError({"Error": {"Code": "ExpiredToken", "Message": "expired"}}, "GetObject")
+
+    s3.meta.events.register_first("before-call.s3.GetObject", expired)
+    try:
+        with pytest.raises(StorageError, match=r"^Error: S3 GetObject failed \(ExpiredToken\)"):
+            operations.export("alice", tmp_path)
+    finally:
+        s3.meta.events.unregister("before-call.s3.GetObject", expired)
+    assert len(gets) == 1
 
 
 @both_formats

@@ -37,7 +37,7 @@ from s3memory.core.paths import (
     validate_namespace,
 )
 from s3memory.crypto import KeyProvider, KMSKeyProvider, plaintext_size
-from s3memory.errors import CommandError
+from s3memory.errors import CommandError, StorageError
 from s3memory.formats.keyvault import KEYS_PREFIX, key_version
 from s3memory.formats.names import user_of_namespace
 from s3memory.formats.strategy import Format, numbered
@@ -544,7 +544,9 @@ class Operations:
                 except folders.LeftAlone as left:
                     transfer.skipped.append((stored.path, left.reason))
                     continue
-                except CommandError as error:
+                except StorageError:
+                    raise  # the store's failure, not the file's: every file would meet it
+                except CommandError as error:  # this file's: failing authentication, not UTF-8
                     transfer.refused.append((stored.path, with_fix(error)))
                     continue
                 (transfer.written if written else transfer.unchanged).append(stored.path)
