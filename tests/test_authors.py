@@ -227,12 +227,14 @@ def test_a_served_author_cannot_start_as_a_user_id_in_base32_does() -> None:
     [
         ("alice", None, "alice", "alice"),
         ("alice", "mcp", "alice/mcp", "alice/mcp"),
-        ("auth0|5f7c", "mcp", "=MF2XI2BQPQ2WMN3D/mcp", "auth0|5f7c/mcp"),
-        ("operator", None, "=N5YGK4TBORXXE", "operator"),
-        ("café", "s-1", "=MNQWNQ5J/s-1", "café/s-1"),
-        ("=x", None, "=HV4A", "=x"),
+        ("auth0|5f7c", "mcp", "=MF2XI2BQPQ2WMN3D/mcp", '"auth0|5f7c"/mcp'),
+        ("operator", None, "=N5YGK4TBORXXE", '"operator"'),
+        ("operator:root", None, "=N5YGK4TBORXXEOTSN5XXI", '"operator:root"'),  # not the operator's own
+        ("café", "s-1", "=MNQWNQ5J/s-1", '"caf\\u00e9"/s-1'),
+        ("alice\u200b", None, "=MFWGSY3F4KAIW", '"alice\\u200b"'),  # nothing invisible passes for alice
+        ("=x", None, "=HV4A", '"=x"'),
         ("a" * 128, None, "a" * 128, "a" * 128),
-        ("é" * 39, None, "=" + "YOU4HKODVHB2TQ5J" * 7 + "YOU4HKODVHB2S", "é" * 39),
+        ("é" * 39, None, "=" + "YOU4HKODVHB2TQ5J" * 7 + "YOU4HKODVHB2S", json.dumps("é" * 39)),
     ],
 )
 def test_a_users_writes_into_a_shared_memory_name_its_id_or_its_base32(
@@ -246,7 +248,7 @@ def test_a_users_writes_into_a_shared_memory_name_its_id_or_its_base32(
 def test_an_author_not_in_base32_is_shown_as_it_is() -> None:
     for author in ("=not base32", "=MFRGG=/x", "=\u00e9", "=/x", "=7QA"):  # "=7QA": not UTF-8
         assert shown_author(author) == author
-    assert shown_author("=MFRGG/x") == "abc/x"
+    assert shown_author("=MFRGG/x") == '"abc"/x'
 
 
 def test_a_user_id_too_long_for_an_author_is_refused() -> None:

@@ -4,6 +4,7 @@ refused, the root view, authors, and a shared memory's namespace, which no user'
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from base64 import b32encode
@@ -334,7 +335,7 @@ def test_a_user_whose_id_is_no_authors_name_writes_as_its_id_in_base32(
     writer.run({"command": "create", "path": "/memories/team/n.md", "file_text": "x\n"})
     found = seeded.files.read(memory_path("/memories/n.md"))
     assert found is not None and found.author == f"={b32encode(user.encode()).decode().rstrip('=')}/mcp"
-    assert shown_author(found.author) == f"{user}/mcp"
+    assert shown_author(found.author) == f"{json.dumps(user)}/mcp"
 
 
 # -- a shared memory's namespace ---------------------------------------------------------------------------

@@ -252,7 +252,7 @@ def history(console: Console, operations: Operations) -> Report:
     rows = [
         f"{v.modified.isoformat(timespec='seconds')}  {v.operation:<7}  {v.size:>9,}  {printable(v.version_id)}"
         + ("  (current)" if v.current else "")
-        + (f"  by {shown_author(v.author)}" if v.author else "")
+        + (f"  by {printable(shown_author(v.author))}" if v.author else "")
         + (f"  renamed from {printable(v.renamed_from)}" if v.renamed_from else "")
         + ("" if v.authentic else "  FAILED AUTHENTICATION (not written by s3memory for this file)")
         for v in found
@@ -267,7 +267,7 @@ def history(console: Console, operations: Operations) -> Report:
                 "size": v.size,
                 "current": v.current,
                 "renamed_from": v.renamed_from,
-                "author": None if v.author is None else shown_author(v.author),
+                "author": v.author,
                 "authentic": v.authentic,
             }
             for v in found

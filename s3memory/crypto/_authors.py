@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import string
 from collections.abc import Mapping
 
@@ -72,7 +73,9 @@ def user_author(user_id: str, actor: str | None = None) -> str:
 
 
 def shown_author(author: str) -> str:
-    """``author`` as a person reads it: a user id that ``user_author`` wrote in base32, decoded."""
+    """``author`` as a person reads it: a user id that ``user_author`` wrote in base32 decoded, and
+    shown in double quotes with JSON's escapes in ASCII (``"auth0|5f7c"/mcp``), so that it passes
+    for no author written as it is (none holds a quote) and hides nothing invisible."""
     if not author.startswith(ENCODED_USER):
         return author
     encoded, slash, actor = author[len(ENCODED_USER) :].partition("/")
@@ -82,7 +85,7 @@ def shown_author(author: str) -> str:
         user_id = base64.b32decode(encoded + "=" * (-len(encoded) % 8)).decode("utf-8")
     except (binascii.Error, ValueError):
         return author
-    return user_id + slash + actor
+    return json.dumps(user_id) + slash + actor
 
 
 def author_of(metadata: Mapping[str, str]) -> str | None:
