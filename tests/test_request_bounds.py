@@ -82,6 +82,25 @@ def test_a_cut_view_shows_every_entry_of_its_own_level_before_any_below(
         assert logs_shown == [f"19B\t{path}" for path in logs[: len(logs_shown)]]
 
 
+def test_a_view_lists_no_more_keys_than_its_answer_could_show_were_they_all_visible(
+    make_memory: Callable[..., S3Memory], s3: Any
+) -> None:
+    """Hidden names (and keys of no memory path) show nothing, but each is charged the least row it
+    could make: thousands of them after a large directory cost the view no more requests than
+    fewer do (helper-44: every page of them was listed)."""
+    memory = make_memory()
+    put_raw(s3, memory, [f"/memories/-big/{index:04d}.md" for index in range(1_200)])
+    costs = []
+    for hidden in (range(2_500), range(2_500, 5_000)):
+        put_raw(s3, memory, [f"/memories/.h{index:05d}" for index in hidden])
+        answer, requests = counted(make_memory(), {"command": "view", "path": "/memories"})  # a new process
+        assert answer.endswith("rows shown. View a subdirectory to see the rest.]") and ".h0" not in answer
+        costs.append(requests)
+    # the first page, at most two more of the first level (each charged ~1,000 rows of 15
+    # characters against the cap of 16,000), and two of -big's own: whatever lies hidden
+    assert max(costs) <= 5
+
+
 def rows_found_first(memory: S3Memory, s3: Any, answer: str) -> list[str]:
     """The top-level names a cut view ``answer`` of ``/memories`` shows, checked to be the first in
     name order of some set of names found first in key order (with private names, key order is not

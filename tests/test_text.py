@@ -225,3 +225,25 @@ def test_listed_past_means_every_key_with_the_prefix_sorts_before_it(
         assert prefix + tail < last
     else:  # some key with the prefix sorts at or after it: the prefix itself, or ``last``
         assert prefix >= last or last.startswith(prefix)
+
+
+def test_a_listing_that_stopped_before_its_last_key_says_so_even_when_its_rows_fit() -> None:
+    tree = tree_from([(("a.md",), 10), (("d", "x.md"), 3)], [])
+    assert render_listing("/memories", "/memories", tree).endswith("3B\t/memories/d/x.md")
+    tree.cut = True
+    assert render_listing("/memories", "/memories", tree).split("\n")[1:] == [
+        "4.0K\t/memories",
+        "10B\t/memories/a.md",
+        "4.0K\t/memories/d/",
+        "3B\t/memories/d/x.md",
+        "[Listing cut near 16,000 characters: 4 rows shown. View a subdirectory to see the rest.]",
+    ]
+
+
+def test_a_cut_listing_keeps_the_directorys_own_entries_before_any_below() -> None:
+    below = [(("big", f"{n:05d}-" + "x" * 40), 10) for n in range(1_000)]
+    tree = tree_from([*below, (("zz.md",), 7)], [("small",)])
+    rows = render_listing("/memories", "/memories", tree).split("\n")[1:]
+    assert rows[:3] == ["4.0K\t/memories", "4.0K\t/memories/big/", "10B\t/memories/big/00000-" + "x" * 40]
+    assert rows[-3:-1] == ["4.0K\t/memories/small/", "7B\t/memories/zz.md"]
+    assert rows[-1].startswith("[Listing cut near 16,000 characters: ")

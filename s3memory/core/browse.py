@@ -138,8 +138,9 @@ class Browser:
             if below:
                 seen_below.setdefault(token, []).append(listed)
         used = 0
+        listing = _Listing(len(directory.shown))
         directories: list[_Entry] = []
-        for entry in self._level(prefix, seen, last, path_of):
+        for entry in self._level(prefix, seen, last, path_of, listing):
             used += entry.least_row_length(directory.shown)
             if entry.file_size is not None:
                 tree.add_file((entry.name,), entry.file_size)
@@ -148,11 +149,13 @@ class Browser:
                 directories.append(entry)
             if used > VIEW_CHARACTER_CAP:
                 return
+        tree.cut = listing.stopped
         for entry in sorted(directories, key=lambda entry: entry.name):
             inner = f"{prefix}{entry.token}/"
             inner_last = inner if last < inner else (None if listed_past(last, inner) else last)
             base = f"{directory.shown}/{entry.name}"
-            for child in self._level(inner, seen_below.get(entry.token, []), inner_last, path_of):
+            listing = _Listing(len(base))
+            for child in self._level(inner, seen_below.get(entry.token, []), inner_last, path_of, listing):
                 used += child.least_row_length(base)
                 if child.file_size is not None:
                     tree.add_file((entry.name, child.name), child.file_size)
@@ -160,9 +163,10 @@ class Browser:
                     tree.add_directory((entry.name, child.name))
                 if used > VIEW_CHARACTER_CAP:
                     return
+            tree.cut = tree.cut or listing.stopped
 
     def _level(
-        self, prefix: str, seen: Iterable[Listed], last: str | None, path_of: _PathsOfKeys
+        self, prefix: str, seen: Iterable[Listed], last: str | None, path_of: _PathsOfKeys, listing: _Listing
     ) -> Iterator[_Entry]:
         """The visible entries directly below ``prefix``, in name order, listed as they are needed.
 
@@ -187,9 +191,13 @@ class Browser:
                     _note_key(path_of, entries, prefix, f"{prefix}{blocker}/", None)
                 continue
             held_back_by = blocker
+            if listing.spent:
+                listing.stopped = True  # keys the answer would have no room for, were they all shown
+                return
             page = next(pages, None)
             if page is None:
                 break
+            listing.charge(page)
             # a server may show a name again (a common prefix the resumed listing started inside)
             for listed in page.objects:
                 _note_key(path_of, entries, prefix, listed.key, listed.size, given_below)
@@ -198,6 +206,26 @@ class Browser:
             reached = [*(listed.key for listed in page.objects[-1:]), *page.prefixes[-1:]]
             last = max([last, *reached]) if page.truncated else None
         yield from _give_out(entries, None)
+
+
+class _Listing:
+    """What the pages of one level's listing may cost: every key or common prefix they hold is
+    charged the least row it could make, shown or not (a hidden name, a key of no memory path), so
+    a level lists no more than an answer within the view cap could show; ``stopped`` when it ended
+    there, before the level's last key."""
+
+    def __init__(self, base_length: int) -> None:
+        self._least_row = base_length + 1 + 1 + 2 + _SMALLEST_FILE_SIZE  # "/", a name, tab, newline
+        self._charged = 0
+        self.stopped = False
+
+    def charge(self, page: ListingPage) -> None:
+        self._charged += (len(page.objects) + len(page.prefixes)) * self._least_row
+
+    @property
+    def spent(self) -> bool:
+        """True once the pages listed could fill more than the view cap: no further page is listed."""
+        return self._charged > VIEW_CHARACTER_CAP
 
 
 class _PathsOfKeys:

@@ -29,9 +29,11 @@ class _Node:
 
 @dataclass
 class Tree:
-    """The visible entries of a directory, two levels deep, built from listing results."""
+    """The visible entries of a directory, two levels deep, built from listing results; ``cut``
+    when the listing stopped before it saw them all (its answer then says so)."""
 
     root: _Node = field(default_factory=_Node)
+    cut: bool = False
 
     def add_file(self, relative: tuple[str, ...], size: int) -> None:
         """Record an object at ``relative`` (segments below the viewed directory)."""
@@ -62,7 +64,8 @@ class Tree:
         for name, tree in mounts.items():
             inner = {} if tree is None else dict(tree.root.children)
             children[name] = _Node(is_directory=True, children=inner)
-        return Tree(_Node(self.root.file_size, self.root.is_directory, children))
+        cut = self.cut or any(tree is not None and tree.cut for tree in mounts.values())
+        return Tree(_Node(self.root.file_size, self.root.is_directory, children), cut)
 
     def directories(self) -> list[tuple[str, ...]]:
         """The visible directories of levels 1 and 2, relative to the listed directory."""
@@ -103,7 +106,7 @@ def render_listing(path_text: str, canonical: str, tree: Tree, last: str = "") -
     header = LISTING_HEADER.format(path=path_text)
     entries = [(0, f"{human_size(DIRECTORY_SIZE)}\t{path_text}"), *tree.rows(canonical)]
     rows = [row for _level, row in entries]
-    return cut_to_cap(header, rows, _cut_note, last, lambda index: entries[index][0])
+    return cut_to_cap(header, rows, _cut_note, last, lambda index: entries[index][0], cut=tree.cut)
 
 
 def _cut_note(kept: int) -> str:

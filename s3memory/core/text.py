@@ -39,6 +39,8 @@ def cut_to_cap(
     note: Callable[[int], str],
     last: str = "",
     rank: Callable[[int], int] | None = None,
+    *,
+    cut: bool = False,
 ) -> str:
     """``header`` then ``rows``, one a line, and ``last`` (when given) as the last line; cut near
     ``VIEW_CHARACTER_CAP`` when that is longer.
@@ -47,7 +49,8 @@ def cut_to_cap(
     ``note(kept)`` (and ``last``): the first rows, or with ``rank`` (of a row's index) the rows of
     the lowest rank first, then of the next, each in order, shown in their order. When not even
     the first of them fits, it is shown cut with ``note(0)``. Without ``rank``, rows are drawn from
-    ``rows`` only until the answer passes the cap.
+    ``rows`` only until the answer passes the cap. With ``cut`` (``rows`` are not all there is),
+    the note closes the answer even when every row fits.
     """
     cap = VIEW_CHARACTER_CAP - (1 + len(last) if last else 0)
     ending = [last] if last else []
@@ -58,7 +61,7 @@ def cut_to_cap(
         length += 1 + len(row)
         if length > cap and rank is None:
             break
-    if length <= cap:
+    if length <= cap and not cut:
         return "\n".join([header, *taken, *ending])
     order = sorted(range(len(taken)), key=rank) if rank is not None else range(len(taken))
     kept: list[int] = []
