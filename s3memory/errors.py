@@ -47,6 +47,13 @@ def type_name(value: object) -> str:
 def shown(value: str) -> str:
     """An untrusted string made safe to echo in an error: printable and bounded. Only its first
     ``_DISPLAY_LIMIT`` characters are looked at, so a huge value costs no more than a short one."""
-    head = value[: _DISPLAY_LIMIT + 1]
-    safe = head if head.isprintable() else head.encode("unicode_escape", "backslashreplace").decode("ascii")
+    safe = escaped(value[: _DISPLAY_LIMIT + 1])
     return safe if len(safe) <= _DISPLAY_LIMIT else safe[:_DISPLAY_LIMIT] + "…"
+
+
+def escaped(value: str) -> str:
+    """``value`` as it is when every character is printable, else with Python's escapes in ASCII
+    (``\\x1b``, ``\\n``, ``\\udcff``, ``\\xe9``): no escape sequence, line break or surrogate."""
+    return (
+        value if value.isprintable() else value.encode("unicode_escape", "backslashreplace").decode("ascii")
+    )

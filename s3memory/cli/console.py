@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from s3memory.crypto import OPERATOR, validate_author
-from s3memory.errors import CommandError, StorageError, shown
+from s3memory.errors import CommandError, StorageError, escaped
 from s3memory.ops.progress import Progress
 
 if TYPE_CHECKING:
@@ -79,11 +79,10 @@ class Report:
 
 def printable(value: str) -> str:
     """``value`` (a path, a key, a user id or a message that came from a folder, a bucket or a user)
-    as a report or an error line may print it: as it is when every character is printable, else
-    escaped as ``errors.shown`` escapes it (``\\x1b``, ``\\n``, ``\\udcff``: no escape sequence
-    reaches the terminal, no line is forged, and no surrogate of a name that is not UTF-8 fails
-    the write) and cut as it cuts. A printable value is never cut: a long path is listed whole."""
-    return value if value.isprintable() else shown(value)
+    as a report or an error line may print it: ``errors.escaped`` (no escape sequence reaches the
+    terminal, no line is forged, and no surrogate of a name that is not UTF-8 fails the write),
+    never cut (what it prints is bounded where it comes from: a name, a key, a message)."""
+    return escaped(value)
 
 
 def render(report: Report, as_json: bool) -> str:
