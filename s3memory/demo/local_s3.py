@@ -185,10 +185,13 @@ def serve(
             raise Refused(
                 f"--port {port} is no port (0 to 65535): give another --port, or --port 0 for a free one"
             )
-        settings = EnvFile(env_file)
     except Refused as refusal:
         return _refuse(err, refusal)
-    with stopped_by_signals(stop):
+    with stopped_by_signals(stop):  # first: off the main thread it fails before the file is made
+        try:
+            settings = EnvFile(env_file)
+        except Refused as refusal:
+            return _refuse(err, refusal)
         try:
             with moto_server(bucket, port=port, versioned=True) as endpoint:
                 settings.write(settings_text(endpoint, bucket, secrets.token_bytes(32)))
