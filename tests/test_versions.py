@@ -17,7 +17,7 @@ from s3memory.cli.console import Console
 from s3memory.cli.main import _parser
 from s3memory.core.files import ORIGIN_METADATA
 from s3memory.crypto import LocalKeyProvider
-from s3memory.errors import CommandError
+from s3memory.errors import CommandError, shown
 from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
 from s3memory.ops.rotation import rotate
@@ -256,8 +256,12 @@ def test_the_commands(operations: Operations) -> None:
         "1 written, 0 deleted, 0 unchanged, 0 changed meanwhile, 0 failed authentication",
     ]
     assert operations.read("frank", "/memories/a.md") == "one\n"
-    status, _, err = run("restore", "--user", "frank", "--as-of", "yesterday", "--yes")
-    assert status == 1 and "--as-of must be an ISO 8601 time" in err
+    for as_of in ("yesterday", "1" * 5_000, "2026-13-01", "20261201"):  # "1" * 8: 1111-11-11 to Python
+        status, _, err = run("restore", "--user", "frank", "--as-of", as_of, "--yes")
+        assert status == 1 and err.splitlines()[0] == (
+            "s3memory restore: Error: --as-of must be an ISO 8601 time like 2026-12-01T09:00:00Z (a date, a "
+            f"time, a zone), got {shown(as_of)!r}."
+        )
     status, out, _ = run("redact", "--user", "frank", "/memories/a.md", "--version", old, "--yes")
     assert (status, out) == (0, f"removed {old}\n")
 

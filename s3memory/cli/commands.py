@@ -5,14 +5,16 @@ asks first, and a handler that makes one call into ``operations`` (or ``versions
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from s3memory.cli.console import Argument, Console, Handler, OneOf, OperatorCommand, Report, printable
-from s3memory.errors import CommandError
+from s3memory.errors import CommandError, shown
 
 if TYPE_CHECKING:
     from s3memory.ops.operations import Finding, Operations, Transfer
@@ -298,8 +300,6 @@ def history(console: Console, operations: Operations) -> Report:
     ),
 )
 def restore(console: Console, operations: Operations) -> Report:
-    from s3memory.storage.bucket import when
-
     arguments = console.arguments
     if arguments.version is not None and arguments.path is None:
         raise CommandError("Error: restore --version needs the file's path.")
@@ -313,10 +313,7 @@ def restore(console: Console, operations: Operations) -> Report:
             [f"{outcome} {printable(arguments.path)}"],
             {outcome: 1},
         )
-    try:
-        moment = when(arguments.as_of)
-    except ValueError:
-        raise CommandError(f"Error: --as-of must be an ISO 8601 time, got {arguments.as_of!r}.") from None
+    moment = _as_of(arguments.as_of)
     with console.progress("file") as progress:
         restored = versions.restore_as_of(moment, progress)
     groups = {
@@ -336,6 +333,29 @@ def restore(console: Console, operations: Operations) -> Report:
     lines.append(", ".join(f"{count} {name.replace('_', ' ')}" for name, count in counts.items()))
     document = {**groups, "failed_authentication": [{"path": path, "reason": why} for path, why in failed]}
     return Report(document, lines, counts, not restored.changed_meanwhile and not failed)
+
+
+_ISO_TIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)?(?:Z|[+-]\d{2}:\d{2})?"
+)
+"""A time as ``--as-of`` takes it: a date, with a time to the minute or the microsecond, and a zone."""
+
+
+def _as_of(text: str) -> datetime:
+    """``--as-of``'s time (UTC unless it names a zone); ``CommandError`` naming the form it takes,
+    also for what Python's ISO parser would read as a surprising date (``11111111``: 1111-11-11)."""
+    from s3memory.storage.bucket import when
+
+    moment = None
+    if _ISO_TIME.fullmatch(text.strip()):
+        with contextlib.suppress(ValueError):
+            moment = when(text)
+    if moment is None:
+        raise CommandError(
+            f"Error: --as-of must be an ISO 8601 time like 2026-12-01T09:00:00Z (a date, a time, a zone), "
+            f"got {shown(text)!r}."
+        )
+    return moment
 
 
 @command(
