@@ -57,3 +57,17 @@ def escaped(value: str) -> str:
     return (
         value if value.isprintable() else value.encode("unicode_escape", "backslashreplace").decode("ascii")
     )
+
+
+AUTHENTICATION_FIX = (
+    "`s3memory history` marks each version of the file that fails authentication: `s3memory redact` "
+    "that version (if it is the current one, the version before it becomes current), then run this "
+    "again."
+)
+"""What an operator does about a stored file that fails authentication (export, restore --as-of)."""
+
+
+def with_fix(error: CommandError) -> str:
+    """The message of ``error``, followed by ``AUTHENTICATION_FIX`` where it is a stored file
+    failing authentication (``IntegrityError``)."""
+    return f"{error.message} {AUTHENTICATION_FIX}" if isinstance(error, IntegrityError) else error.message

@@ -37,7 +37,7 @@ from s3memory.core.paths import (
     validate_namespace,
 )
 from s3memory.crypto import KeyProvider, KMSKeyProvider, plaintext_size
-from s3memory.errors import CommandError, StorageError
+from s3memory.errors import CommandError, StorageError, with_fix
 from s3memory.formats.keyvault import KEYS_PREFIX, key_version
 from s3memory.formats.names import user_of_namespace
 from s3memory.formats.strategy import Format, numbered
@@ -45,7 +45,6 @@ from s3memory.formats.upgrade import born_in_format_2
 from s3memory.memory import MemoryOptions, S3Memory
 from s3memory.ops import folders
 from s3memory.ops.progress import SILENT, Progress
-from s3memory.ops.versions import with_fix
 from s3memory.settings import Limits, Settings
 from s3memory.storage.bucket import AccessDenied, Bucket, Listed, Version
 from s3memory.storage.conditions import (

@@ -22,7 +22,7 @@ from datetime import datetime
 from s3memory.core.files import Found
 from s3memory.core.paths import MemoryPath, memory_path
 from s3memory.crypto import parsed_fingerprint, plaintext_size
-from s3memory.errors import CommandError, IntegrityError, shown
+from s3memory.errors import CommandError, IntegrityError, shown, with_fix
 from s3memory.memory import S3Memory
 from s3memory.ops.progress import SILENT, Progress
 from s3memory.storage.bucket import PreconditionFailed, Version, when
@@ -61,19 +61,6 @@ class Restored:
     failed_authentication: list[tuple[str, str]] = field(default_factory=list)
     """Files left as they are because a version to read (the current one, or the one to restore)
     failed authentication, each with the message (``with_fix``)."""
-
-
-AUTHENTICATION_FIX = (
-    "`s3memory history` marks each version of the file that fails authentication: `s3memory redact` "
-    "that version (if it is the current one, the version before it becomes current), then run this "
-    "again."
-)
-
-
-def with_fix(error: CommandError) -> str:
-    """The message of ``error``, followed by ``AUTHENTICATION_FIX`` where it is a stored file
-    failing authentication (``IntegrityError``)."""
-    return f"{error.message} {AUTHENTICATION_FIX}" if isinstance(error, IntegrityError) else error.message
 
 
 class MemoryVersions:
