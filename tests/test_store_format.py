@@ -230,15 +230,18 @@ def test_a_store_key_that_vanished_after_its_write_lost_is_made_with_a_fresh_loo
     s3: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The look found the store new, but the key's write lost and no key can be read after: the
-    key is made on the next try, and the store is no longer taken for empty (its namespaces are
-    listed before it is marked born in format 2)."""
+    key is made on the next try, after a fresh look below the prefix, and the store is no longer
+    taken for empty once something was written there meanwhile (its namespaces are listed before
+    it is marked born in format 2)."""
     bucket = Bucket(s3, BUCKET)
     identity = store_identity(BUCKET, "users/")
     put, lost = bucket.put, []
+    meanwhile = "users/bob/memories/b.md"
 
     def loses_once(key: str, body: bytes, **conditions: Any) -> str:
         if not lost:
             lost.append(key)
+            put(meanwhile, b"a format-1 user's")
             raise PreconditionFailed(key)  # a key was there, and was deleted before the read
         return put(key, body, **conditions)
 
@@ -250,7 +253,7 @@ def test_a_store_key_that_vanished_after_its_write_lost_is_made_with_a_fresh_loo
 
     assert lost == ["users/" + STORE_KEY_NAME]
     assert missing == Missing(key=True, mark=True)
-    assert stored_keys(s3) == ["users/" + STORE_KEY_NAME]
+    assert stored_keys(s3) == [meanwhile, "users/" + STORE_KEY_NAME]
 
 
 def test_operations_find_the_format_without_writing(s3: Any) -> None:
