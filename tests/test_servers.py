@@ -44,6 +44,7 @@ from s3memory.storage.conditions import (
     Enforced,
 )
 from s3memory.storage.server_checks import (
+    PROBE_BODY_BYTES,
     PROBE_NAME,
     SERVER_RECORD_NAME,
     STALE_PROBE_SECONDS,
@@ -55,7 +56,7 @@ from s3memory.storage.server_checks import (
 from s3memory.store import forget_stores
 
 from .support.bucket import BUCKET, MASTER_KEY, SERVER_MATRIX, stored_keys
-from .support.faults import Fault, FaultPlan
+from .support.faults import Fault, FaultPlan, SimulatedCrash
 
 BACKENDS = SERVER_MATRIX
 MOTO_AS_SHIPPED = True
@@ -417,18 +418,85 @@ def test_verify_probes_again_and_reports_a_server_that_changed(s3: Any, backend:
     assert open_record(stored, IDENTITY, provider) == ENFORCED[backend]
 
 
-def test_verify_removes_what_a_probe_cut_short_left_once_it_is_stale(s3: Any) -> None:
+def cut_short(new_client: Any) -> list[str]:
+    """Run a probe whose process dies at its clean-up (its last ``DeleteObjects``): the keys it left."""
+    client = FaultPlan().fail("DeleteObjects", Fault.CRASH, call=2).attach(new_client())
+    with pytest.raises(SimulatedCrash):
+        probe(Bucket(client, BUCKET), "users/")
+    left = [key for key in stored_keys(client) if key.startswith("users/" + PROBE_NAME)]
+    assert left
+    return left
+
+
+def test_verify_removes_what_a_probe_cut_short_left_once_it_is_stale(s3: Any, new_client: Any) -> None:
     """A probe cut short (its process died, a request failed) leaves its objects; a probe running
     now must keep its own. ``verify`` removes only those older than ``STALE_PROBE_SECONDS``."""
-    left = "users/" + PROBE_NAME + "0123456789abcdef-a"
-    s3.put_object(Bucket=BUCKET, Key=left, Body=b"1")
+    left = cut_short(new_client)
     provider = LocalKeyProvider(MASTER_KEY)
     bucket = Bucket(s3, BUCKET)
 
     probe_again(bucket, "users/", IDENTITY, provider, time.time())
-    assert left in stored_keys(s3)  # it may be a running probe's
+    assert set(left) <= set(stored_keys(s3))  # they may be a running probe's
     probe_again(bucket, "users/", IDENTITY, provider, time.time() + STALE_PROBE_SECONDS + 60)
     assert stored_keys(s3) == [RECORD]
+
+
+def test_the_probes_clean_up_deletes_only_objects_that_are_exactly_a_probes(
+    s3: Any, new_client: Any, backend: str
+) -> None:
+    """Issue 37, S2: the clean-up listed ``users/s3memory.probe-`` without a delimiter, so a format-1
+    user named ``s3memory.probe-notes`` lost every file to a routine ``verify``. Only an object named
+    as a probe's in whole, directly at the prefix, and carrying that probe's metadata goes; each
+    candidate costs one HeadObject, and the look one listing page."""
+    left = cut_short(new_client)
+    provider = LocalKeyProvider(MASTER_KEY)
+    operations = Operations(Bucket(s3, BUCKET), provider, storage_format=1)
+    user = operations.memory("s3memory.probe-notes")  # a user made before such ids were reserved
+    for name in ("a", "b", "c"):
+        user.run(create(f"/memories/{name}.md", f"{name}\n"))
+    users_keys = stored_keys(s3, "users/s3memory.probe-notes/")
+    assert len(users_keys) >= 3
+    name = "users/" + PROBE_NAME + "0123456789abcdef"
+    planted = {
+        name + "-a": {},  # a probe's name, no probe's metadata
+        name + "-b": {"s3memory-probe": "fedcba9876543210"},  # another probe's metadata
+        name + "-ab": {"s3memory-probe": "0123456789abcdef"},  # not a probe's name in whole
+        name + "-c/d": {"s3memory-probe": "0123456789abcdef"},  # below a further '/'
+    }
+    for key, metadata in planted.items():
+        s3.put_object(Bucket=BUCKET, Key=key, Body=b"1", Metadata=metadata)
+    counter = RequestCounter(s3)
+
+    probe_again(Bucket(s3, BUCKET), "users/", IDENTITY, provider, time.time() + STALE_PROBE_SECONDS + 60)
+
+    calls = counter.calls
+    kept = stored_keys(s3)
+    assert set(users_keys) | set(planted) <= set(kept)
+    assert set(left).isdisjoint(kept)
+    assert calls["ListObjectsV2"] == 1
+    if backend in PROBE_REQUESTS:  # a HeadObject for each candidate named as a probe's, and the probe's
+        assert calls["HeadObject"] == len(left) + 2 + PROBE_REQUESTS[backend]["HeadObject"]
+    assert [operations.read("s3memory.probe-notes", f"/memories/{name}.md") for name in "abc"] == [
+        f"{name}\n" for name in "abc"
+    ]
+
+
+def test_the_probes_objects_are_shaped_like_sealed_files_and_marked_as_the_probes(s3: Any) -> None:
+    """Issue 37, the probe note: each body the probe writes is of a sealed memory file's size and
+    random (it was ``b"1"``), so a server whose enforcement depends on an object's size is less likely
+    to fool it; each is marked as the probe's, which the clean-up asks before it deletes."""
+    sent: list[dict[str, Any]] = []
+    s3.meta.events.register(
+        "before-parameter-build.s3.PutObject", lambda params, **_: sent.append(dict(params))
+    )
+
+    probe(Bucket(s3, BUCKET), "users/")
+
+    assert len(sent) >= 5
+    assert {len(params["Body"]) for params in sent} == {PROBE_BODY_BYTES}
+    assert len({params["Body"] for params in sent}) == len(sent)
+    (probe_id,) = {params["Key"].split("-")[-2] for params in sent}
+    assert [params["Metadata"] for params in sent] == [{"s3memory-probe": probe_id}] * len(sent)
 
 
 @pytest.mark.parametrize(

@@ -2,9 +2,10 @@
 process. The conditions and what each format needs are in ``conditions.py``; the protocol and its
 invariants are ``docs/servers.md``.
 
-The probe writes a few objects named ``<prefix>s3memory.probe-<random>-<n>`` (beside the store key,
-outside every user's namespace), sends each condition once where it must be refused and once where
-it must pass, and removes them. What it found is kept at ``<prefix>s3memory.server``, sealed with a
+The probe writes a few objects named ``<prefix>s3memory.probe-<16 hex>-<a|b|c>`` (beside the store
+key, outside every user's namespace), each of the size of a sealed memory file and marked as the
+probe's by its metadata, sends each condition once where it must be refused and once where it must
+pass, and removes them. What it found is kept at ``<prefix>s3memory.server``, sealed with a
 key wrapped for this store (by KMS or the local master key, ``SERVER_RECORD_PURPOSE``), so a bucket
 writer can neither forge it into a weaker or stronger answer nor move it from another store. A
 record that does not open is not trusted: the server is probed again and the record replaced.
@@ -16,6 +17,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import secrets
 import struct
 import threading
@@ -25,10 +27,16 @@ from datetime import datetime
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from s3memory.crypto import NONCE_BYTES, SERVER_RECORD_PURPOSE, STORE_KEY_MAGIC, KeyProvider, LocalKeyProvider
+from s3memory.crypto import (
+    NONCE_BYTES,
+    OVERHEAD,
+    SERVER_RECORD_PURPOSE,
+    STORE_KEY_MAGIC,
+    KeyProvider,
+    LocalKeyProvider,
+)
 from s3memory.errors import IntegrityError, StorageError
 from s3memory.storage.bucket import (
-    DELETE_BATCH,
     Bucket,
     ConditionalConflict,
     ObjectTooLarge,
@@ -52,15 +60,27 @@ SERVER_RECORD_NAME = "s3memory.server"
 """Where, below the store's prefix, the sealed record of what the server enforces lies."""
 PROBE_NAME = "s3memory.probe-"
 """The start of the names, below the store's prefix, of the probe's own objects."""
+_PROBE_ID_BYTES = 8
+_PROBE_OBJECT = re.compile(rf"{re.escape(PROBE_NAME)}(?P<probe>[0-9a-f]{{{2 * _PROBE_ID_BYTES}}})-[abc]")
+"""The whole name, below the store's prefix, of a probe object: the probe's id and the object's letter."""
+PROBE_BODY_BYTES = OVERHEAD + 256
+"""The size of each body the probe writes: a sealed memory file's of 256 bytes, random, so that a
+server whose enforcement depends on an object's size or content meets one shaped like a real one."""
 RECORD_MAX_BYTES = 8192
 RECORD_MAGIC = b"S3MC\x01"
 _RECORD_FORMAT = 1
 _UNSUPPORTED = frozenset({"NotImplemented", "InvalidArgument", "InvalidRequest", "NotSupported", "501"})
 """Error codes with which a server says it does not take a condition at all: it does not hold."""
 _PROBE_METADATA = "s3memory-probe"
+"""Metadata of every probe object: the probe's id (the 16 hex digits of its name)."""
+_PROBE_COPY_METADATA = "s3memory-probe-copy"
+"""Metadata the probe's copies are given in place of their source's (which has none of this name)."""
 STALE_PROBE_SECONDS = 2 * 3600
 """A probe object older than this was left by a probe cut short (a probe takes a second; an hour
 is added for clocks that disagree): ``verify`` removes it."""
+STALE_PROBE_LOOK = 24
+"""The keys ``verify``'s clean-up lists (one page) and at most HEADs: what eight probes cut short
+leave; the rest goes at the next ``verify``."""
 
 logger = logging.getLogger("s3memory")
 _known: dict[tuple[str, str, str], Enforced] = {}
@@ -231,12 +251,19 @@ class _Probe:
 
     def __init__(self, bucket: Bucket, prefix: str) -> None:
         self.bucket = bucket
-        self.names = f"{prefix}{PROBE_NAME}{secrets.token_hex(8)}-"
+        self.id = secrets.token_hex(_PROBE_ID_BYTES)
+        self.names = f"{prefix}{PROBE_NAME}{self.id}-"
         self.held: set[str] = set()
         self.answers: dict[str, str] = {}
 
     def key(self, name: str) -> str:
         return self.names + name
+
+    def put(self, key: str, *, if_match: str | None = None, if_none_match: bool = False) -> str:
+        """Write a new random body of ``PROBE_BODY_BYTES`` at ``key``, marked as this probe's; its ETag."""
+        body = os.urandom(PROBE_BODY_BYTES)
+        metadata = {_PROBE_METADATA: self.id}
+        return self.bucket.put(key, body, if_match=if_match, if_none_match=if_none_match, metadata=metadata)
 
     def refused(self, condition: str, request: Callable[[], object], done: str) -> None:
         """Send ``request``, which the server must refuse for ``condition`` (412, or 409); if it
@@ -298,19 +325,19 @@ def probe(bucket: Bucket, prefix: str) -> Enforced:
     run = _Probe(raw, prefix)
     a, b, c = run.key("a"), run.key("b"), run.key("c")
     try:
-        stale = raw.put(a, b"1")
-        current: str | None = raw.put(a, b"2")
+        stale = run.put(a)
+        current: str | None = run.put(a)
         replaced = "200, and replaced the object"
-        current = run.passed(PUT_IF_MATCH, lambda: raw.put(a, b"3", if_match=current)) or current
+        current = run.passed(PUT_IF_MATCH, lambda: run.put(a, if_match=current)) or current
         if PUT_IF_MATCH not in run.answers:
-            run.refused(PUT_IF_MATCH, lambda: raw.put(a, b"4", if_match=stale), replaced)
-        run.refused(PUT_IF_NONE_MATCH, lambda: raw.put(a, b"5", if_none_match=True), replaced)
+            run.refused(PUT_IF_MATCH, lambda: run.put(a, if_match=stale), replaced)
+        run.refused(PUT_IF_NONE_MATCH, lambda: run.put(a, if_none_match=True), replaced)
         if PUT_IF_MATCH in run.answers or PUT_IF_NONE_MATCH in run.answers:
             current = _etag(raw, a)  # a request that should have been refused replaced the object
         _probe_copies(raw, run, a, b, c, str(current), stale=stale)
         run.refused(DELETE_IF_MATCH, lambda: raw.delete(a, if_match=stale), "204, and deleted the object")
         if DELETE_IF_MATCH not in run.held:
-            raw.put(a, b"6")
+            run.put(a)
         if a in raw.delete_batch([(a, stale)]).changed:
             run.held.add(BATCH_DELETE_ETAGS)
         else:
@@ -321,16 +348,34 @@ def probe(bucket: Bucket, prefix: str) -> Enforced:
 
 
 def _remove_stale_probes(bucket: Bucket, prefix: str, now: float) -> None:
-    """Delete the probe objects below ``prefix`` last written more than ``STALE_PROBE_SECONDS``
-    before ``now`` (one listing page: a few at most, each left by a probe cut short). A younger
-    one may be a running probe's: deleting it would make that probe find less than the server
-    enforces."""
-    page = next(bucket.pages(prefix + PROBE_NAME))
+    """Delete the probe objects directly at ``prefix`` last written more than ``STALE_PROBE_SECONDS``
+    before ``now``, each left by a probe cut short. Only objects that are exactly a probe's go: named
+    as one in whole (``_PROBE_OBJECT``, listed with a delimiter: nothing below a further '/', where
+    a user's objects lie) and marked as that probe's (a HeadObject each, at most
+    ``STALE_PROBE_LOOK`` of one listing page). A younger one may be a running probe's: deleting it
+    would make that probe find less than the server enforces."""
+    page = next(bucket.pages(prefix + PROBE_NAME, delimiter=True, max_keys=STALE_PROBE_LOOK))
+    raw = Bucket(bucket.client, bucket.bucket)
     stale = [
-        listed.key for listed in page.objects if _written_before(listed.modified, now - STALE_PROBE_SECONDS)
+        (listed.key, _probe_of(prefix, listed.key))
+        for listed in page.objects[:STALE_PROBE_LOOK]
+        if _written_before(listed.modified, now - STALE_PROBE_SECONDS)
     ]
-    for start in range(0, len(stale), DELETE_BATCH):
-        _remove(Bucket(bucket.client, bucket.bucket), stale[start : start + DELETE_BATCH])
+    probes = [key for key, probe_id in stale if probe_id is not None and _marked_as(raw, key, probe_id)]
+    if probes:
+        _remove(raw, probes)
+
+
+def _probe_of(prefix: str, key: str) -> str | None:
+    """The id of the probe whose object ``key`` is named as, or None for any other key."""
+    found = _PROBE_OBJECT.fullmatch(key[len(prefix) :]) if key.startswith(prefix) else None
+    return None if found is None else found["probe"]
+
+
+def _marked_as(raw: Bucket, key: str, probe_id: str) -> bool:
+    """True if the object at ``key`` carries the metadata of the probe ``probe_id`` (one HeadObject)."""
+    head = raw.head(key)
+    return head is not None and head.metadata.get(_PROBE_METADATA) == probe_id
 
 
 def _written_before(modified: str, moment: float) -> bool:
@@ -354,7 +399,7 @@ def _remove(raw: Bucket, keys: list[str]) -> None:
 def _probe_copies(raw: Bucket, run: _Probe, a: str, b: str, c: str, current: str, *, stale: str) -> None:
     """The copy conditions: a copy that must pass (to ``b``, with new metadata), then one onto an
     object (``b`` again) and one of a stale source version (to ``c``), which must be refused."""
-    metadata = {_PROBE_METADATA: "1"}
+    metadata = {_PROBE_METADATA: run.id, _PROBE_COPY_METADATA: "1"}  # not the source's
     if not run.passed(
         COPY_SOURCE_IF_MATCH, lambda: raw.copy_new(a, b, source_etag=current, metadata=metadata)
     ):
