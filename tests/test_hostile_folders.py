@@ -6,6 +6,7 @@ moto, on both storage formats)."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import socket
 import threading
@@ -467,6 +468,126 @@ def test_export_skips_what_this_user_may_not_read_or_write_and_goes_on(
     ]
     assert overwritten == [("/memories/private/p.md", not_writable), ("/memories/z.md", not_writable)]
     assert (root / "z.md").read_text() == "other\n"
+
+
+LONG_NAME = "/memories/m\ue000" + "n" * 296 + ".md"
+"""A file whose name is 303 bytes of UTF-8 (a private-use character, which a report escapes, first):
+longer than the 255 bytes a name that common local file systems take."""
+LONG_DIRECTORY = "/memories/n\ue000" + "d" * 299
+"""A directory whose name is 303 bytes of UTF-8."""
+TOO_LONG = "too long: ENAMETOOLONG, most take 255 bytes a name"
+
+
+def refused_name(cause: str) -> str:
+    return (
+        f"the local file system refuses its name ({cause}); rename the file with the memory tool's "
+        "`rename` command (`s3memory cat` shows its text meanwhile), then export again"
+    )
+
+
+def refused_directory(directory: str, cause: str) -> str:
+    return (
+        f"the local file system refuses the name of the directory {directory} ({cause}); rename that "
+        "directory with the memory tool's `rename` command, then export again"
+    )
+
+
+@both_formats
+def test_export_goes_on_past_a_name_the_local_file_system_refuses(
+    s3: Any, tmp_path: Path, storage_format: int
+) -> None:
+    """Issue 37, S3: export stopped at the first file whose name the local file system refused
+    (``ENAMETOOLONG``), and the files after it were not exported: a user with a read-write mount
+    could end the team's backup there. Each such file is refused with its fix and counted, and the
+    export goes on (exit 1, as for any refused file)."""
+    operations = make(s3, storage_format)
+    inner = LONG_DIRECTORY + "/inner.md"
+    seed(
+        operations,
+        "alice",
+        {"/memories/a.md": "a\n", LONG_NAME: "long\n", inner: "i\n", "/memories/z.md": "z\n"},
+    )
+
+    transfer = operations.export("alice", tmp_path)
+
+    assert (transfer.written, transfer.refused) == (
+        ["/memories/a.md", "/memories/z.md"],
+        [
+            (LONG_NAME, refused_name(TOO_LONG)),
+            (inner, refused_directory(LONG_DIRECTORY, TOO_LONG)),
+        ],
+    )
+    assert sorted(os.listdir(tmp_path / "memories")) == ["a.md", "z.md"]
+    assert (tmp_path / "memories" / "z.md").read_text() == "z\n"
+    status, out, _ = command(operations, "export", "--user", "alice", str(tmp_path / "again"))
+    assert status == 1
+    assert out.splitlines() == [
+        "written /memories/a.md",
+        "written /memories/z.md",
+        f"refused /memories/m\\ue000{'n' * 296}.md: {refused_name(TOO_LONG)}",
+        f"refused /memories/n\\ue000{'d' * 299}/inner.md: "
+        + refused_directory(f"/memories/n\\ue000{'d' * 299}", TOO_LONG),
+        "2 written, 0 unchanged, 0 skipped, 2 refused",
+    ]
+    status, out, _ = command(operations, "export", "--user", "alice", str(tmp_path / "again"), "--json")
+    document = json.loads(out)
+    assert (status, document["refused"], document["unchanged"]) == (1, 2, 2)
+    assert document["refused_paths"] == [
+        {"path": LONG_NAME, "reason": refused_name(TOO_LONG)},
+        {
+            "path": inner,
+            "reason": refused_directory(LONG_DIRECTORY, TOO_LONG),
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    ("refusal", "cause"),
+    [
+        (errno.EILSEQ, "not in an encoding it takes: EILSEQ"),
+        (errno.EINVAL, "a character it does not take: EINVAL"),
+    ],
+)
+def test_export_goes_on_past_a_name_not_in_the_file_systems_encoding_or_characters(
+    s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refusal: int, cause: str
+) -> None:
+    """As above, for the other refusals of a name (a file system that takes only UTF-8, or not
+    ``:``): the file system of the test takes every name, so ``os.stat`` and ``os.open`` refuse
+    ``b:c.md`` and ``d:e`` as such a file system does."""
+    operations = make(s3, 1)
+    seed(
+        operations,
+        "alice",
+        {
+            "/memories/a.md": "a\n",
+            "/memories/b:c.md": "b\n",
+            "/memories/d:e/f.md": "f\n",
+            "/memories/z.md": "z\n",
+        },
+    )
+    for name in ("stat", "open"):
+        real = getattr(os, name)
+
+        def refusing(path: Any, *args: Any, real: Any = real, **kwargs: Any) -> Any:
+            if os.path.basename(os.fspath(path)) in ("b:c.md", "d:e"):
+                raise OSError(refusal, os.strerror(refusal), os.fspath(path))
+            return real(path, *args, **kwargs)
+
+        monkeypatch.setattr(os, name, refusing)
+
+    transfer = operations.export("alice", tmp_path)
+
+    monkeypatch.undo()
+    assert (transfer.written, transfer.refused) == (
+        ["/memories/a.md", "/memories/z.md"],
+        [
+            (
+                "/memories/b:c.md",
+                refused_name(cause),
+            ),
+            ("/memories/d:e/f.md", refused_directory("/memories/d:e", cause)),
+        ],
+    )
 
 
 @both_formats

@@ -57,6 +57,12 @@ LOST_TEMPORARY = (
     "its temporary file was removed before it was renamed into place (by another export into this "
     "folder?); export again"
 )
+_NAME_REFUSED = {
+    errno.ENAMETOOLONG: "too long: ENAMETOOLONG, most take 255 bytes a name",
+    errno.EILSEQ: "not in an encoding it takes: EILSEQ",
+    errno.EINVAL: "a character it does not take: EINVAL",
+}
+"""Why the local file system refuses a name, by the error an open, a stat or a mkdir of it fails with."""
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -105,6 +111,32 @@ class LeftAlone(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class NameRefused(Exception):
+    """A name on a file's path that the local file system refuses (too long, not in its encoding):
+    export writes nothing there; ``reason`` names it and the fix."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _name_refused(error: OSError, directory: str | None) -> NameRefused | None:
+    """The ``NameRefused`` of ``error`` where it is the file system refusing a name (the file's own,
+    or with ``directory`` that directory's), else None."""
+    cause = _NAME_REFUSED.get(error.errno or 0)
+    if cause is None:
+        return None
+    if directory is None:
+        return NameRefused(
+            f"the local file system refuses its name ({cause}); rename the file with the memory tool's "
+            "`rename` command (`s3memory cat` shows its text meanwhile), then export again"
+        )
+    return NameRefused(
+        f"the local file system refuses the name of the directory {directory} ({cause}); rename that "
+        "directory with the memory tool's `rename` command, then export again"
+    )
 
 
 def _open_root(base: Path, *, make: bool = False) -> int:
@@ -274,7 +306,8 @@ class Target:
         files, when a link or anything but a directory is where a directory belongs, when a
         directory is at ``path``, when this user may not write there, or (without ``overwrite``)
         when another file, a link, a special file or a file this user may not read is there;
-        ``overwrite`` replaces the entry itself, never what a link points to."""
+        ``overwrite`` replaces the entry itself, never what a link points to. ``NameRefused`` when
+        the local file system refuses a name on ``path`` (``_NAME_REFUSED``)."""
         *parents, name = check_memory_path(path)
         if is_temporary(name):
             raise LeftAlone(TEMPORARY_NAME)
@@ -298,6 +331,11 @@ class Target:
             raise LeftAlone("a directory is there") from None
         except PermissionError:
             raise LeftAlone(NOT_WRITABLE) from None
+        except OSError as error:
+            refused = _name_refused(error, None)
+            if refused is None:
+                raise
+            raise refused from None
         finally:
             if directory != self._root:
                 os.close(directory)
@@ -321,6 +359,11 @@ class Target:
                     f"{where} may not be read or made by this user (permission denied); change its "
                     "permissions to export below it"
                 ) from None
+            except OSError as error:
+                refused = _name_refused(error, where)
+                if refused is None:
+                    raise
+                raise refused from None
             finally:
                 if directory != self._root:
                     os.close(directory)

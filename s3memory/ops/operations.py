@@ -79,8 +79,8 @@ class Transfer:
     """Files left alone, with why: they differ (no ``overwrite``), (export) a link, a directory or
     another file is in the way, or (import) an export's temporary file (``folders.TEMPORARY``)."""
     refused: list[tuple[str, str]] = field(default_factory=list)
-    """Files refused, with the message: by the memory tool (import), or stored files that cannot be
-    read, failing authentication (export)."""
+    """Files refused, with the message: by the memory tool (import), or (export) stored files that
+    cannot be read, failing authentication, and files whose name the local file system refuses."""
 
     def counts(self) -> dict[str, int]:
         return {
@@ -522,8 +522,9 @@ class Operations:
         """Write the user's memory below ``base/memories``, byte for byte, and nowhere else
         (``folders.Target``: no link below ``base`` is followed); what is in the way is left alone
         and reported, and a different local file is left alone unless ``overwrite``. A stored file
-        that cannot be read (one failing authentication) is refused and reported, and the export
-        goes on."""
+        that cannot be read (one failing authentication), and one whose name the local file system
+        refuses (too long, not in its encoding), is refused and reported with its fix, and the
+        export goes on; a failure of the store ends it."""
         memory = self.existing_memory(user_id)
         transfer = Transfer()
         if memory is None:
@@ -542,6 +543,9 @@ class Operations:
                     written = target.put(stored.path, found.text.encode("utf-8"), overwrite=overwrite)
                 except folders.LeftAlone as left:
                     transfer.skipped.append((stored.path, left.reason))
+                    continue
+                except folders.NameRefused as refused:  # this file's name, not the folder's state
+                    transfer.refused.append((stored.path, refused.reason))
                     continue
                 except StorageError:
                     raise  # the store's failure, not the file's: every file would meet it
