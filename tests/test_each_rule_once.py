@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from s3memory import S3MemoryTool
 from s3memory.aws_lambda import memory_handler, runtime
 from s3memory.aws_lambda.agent.event import Invalid, parse_event
 from s3memory.cli.console import settings_from
@@ -20,12 +21,16 @@ from s3memory.core.paths import UserId, validate_namespace
 from s3memory.crypto import LocalKeyProvider
 from s3memory.ops.operations import Operations
 from s3memory.settings import Settings
+from s3memory.storage import nesting
 from s3memory.store import Store
 
-from .support.bucket import BUCKET, STORE_ENVIRON
+from .support.bucket import BUCKET, STORE_ENVIRON, stored_keys
 from .support.issuer import http_event, loopback_issuer
 
 VIEW = {"command": "view", "path": "/memories"}
+RESERVED = (
+    "user_id must not begin with 's3memory.', which names the store's own objects; choose another user id"
+)
 CREATE = {"command": "create", "path": "/memories/a.txt", "file_text": "hello\n"}
 
 
@@ -110,6 +115,7 @@ def test_the_agent_functions_event_checks_its_user_id_once(checks: list[object])
         ("..", "user_id must not contain '/', '\\' or control characters, nor be '.' or '..'"),
         ("a/b", "user_id must not contain '/', '\\' or control characters, nor be '.' or '..'"),
         ("é" * 129, "user_id must be at most 256 bytes of UTF-8"),
+        ("s3memory.probe-notes", RESERVED),
     ],
 )
 def test_a_user_id_is_refused_when_made_and_by_a_namespace_as_before(user_id: object, refusal: str) -> None:
@@ -128,6 +134,34 @@ def test_a_user_id_made_once_is_not_checked_again(checks: list[object]) -> None:
     assert checks == ["alice"]
     assert validate_namespace("bob", "users/") == "users/bob/"  # a plain string is checked
     assert checks == ["alice", "bob"]
+
+
+def test_every_edge_refuses_a_reserved_user_id_and_only_an_operator_names_one(
+    local_env: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 37, S2: user ids beginning with ``s3memory.`` (the names of a store's own objects) are
+    reserved in every format. The library, the Lambda function's direct events and its tokens'
+    subjects refuse one, naming the cause and the fix and writing nothing; the operator commands
+    (``owner_of``) name one, so that a memory made under it before can be moved
+    (``test_operations.py::test_a_memory_under_a_user_id_now_reserved_is_moved_by_the_operator``)."""
+    monkeypatch.setenv("S3MEMORY_DIRECT_INVOCATION", "allow")
+    with pytest.raises(ValueError) as refused:
+        S3MemoryTool(bucket=BUCKET, user_id="s3memory.notes", key_provider=LocalKeyProvider(b"k" * 32))
+    assert str(refused.value) == RESERVED
+    direct = memory_handler({"user_id": "s3memory.notes", "input": CREATE}, None)
+    assert direct == {"content": f"Error: `user_id` is not a usable user id: {RESERVED}.", "is_error": True}
+    with loopback_issuer() as issuer:
+        for name, value in issuer.environ().items():
+            monkeypatch.setenv(name, value)
+        answer = memory_handler(http_event({"input": CREATE}, token=issuer.token("s3memory.notes")), None)
+    assert (answer["statusCode"], json.loads(answer["body"])) == (
+        403,
+        {"content": f"Error: The token's subject is not a usable user id: {RESERVED}.", "is_error": True},
+    )
+    assert stored_keys(local_env) == []
+    assert paths.RESERVED_USER_PREFIX == nesting.STORE_OBJECTS  # the names of a store's own objects
+    owner = paths.owner_of("s3memory.notes")
+    assert isinstance(owner, UserId) and owner == "s3memory.notes" and owner.reserved
 
 
 # -- one path from settings to a store -----------------------------------------------------------

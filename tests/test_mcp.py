@@ -586,7 +586,9 @@ def test_bad_settings_are_refused_before_anything_is_served(
     )
 
 
-@pytest.mark.parametrize("user", ["", ".", "..", "a/b", "back\\slash", "tab\tin", "x" * 257])
+@pytest.mark.parametrize(
+    "user", ["", ".", "..", "a/b", "back\\slash", "tab\tin", "x" * 257, "s3memory.notes"]
+)
 def test_a_bad_user_id_is_refused_with_exit_2_naming_the_rule_not_the_id(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],

@@ -342,6 +342,16 @@ def test_a_token_whose_subject_is_no_usable_user_id_is_403(server: str, issuer: 
     assert "../bob" not in body["error_description"]
 
 
+def test_a_token_whose_subject_is_a_reserved_user_id_is_403(server: str, issuer: Issuer) -> None:
+    """Issue 37, S2: user ids beginning with ``s3memory.`` are reserved; a token's subject is too."""
+    status, _, body = post(server, INITIALIZE, issuer.token("s3memory.notes"))
+    assert (status, body["error_description"]) == (
+        403,
+        "Error: The token's subject is not a usable user id: user_id must not begin with 's3memory.', "
+        "which names the store's own objects; choose another user id.",
+    )
+
+
 # -- without authentication: one user, on loopback only --------------------------------------------
 
 

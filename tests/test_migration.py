@@ -337,6 +337,31 @@ def test_migrate_moves_every_user_verifies_them_and_marks_the_store(
     )
 
 
+def test_migrate_moves_a_user_whose_id_is_now_reserved_and_says_what_to_do(
+    v1: S3Memory, local_keys: LocalKeyProvider, s3: Any
+) -> None:
+    """Issue 37, S2: a format-1 user named ``s3memory.…`` before such ids were reserved is moved like
+    any (nothing is left behind in format 1, the store is marked), and reported with the fix: move it
+    to a new id (``docs/operations.md`` "Reserved user ids"), which the operator commands still can."""
+    reserved = Operations(Bucket(s3, BUCKET), local_keys, storage_format=1).memory("s3memory.notes")
+    reserved.create(memory_path("/memories/n.md"), "n\n")
+    operations = Operations(Bucket(s3, BUCKET), local_keys, storage_format=2)
+    status, out = run(operations, "migrate", "--yes")
+    namespace = operations.memory("s3memory.notes").layout.namespace
+    assert (status, out.splitlines()) == (
+        1,
+        [
+            f"s3memory.notes: reserved id {namespace}: a user id beginning with 's3memory.', reserved: no "
+            "memory tool, function or MCP server serves it; move this memory to a new id (export it, "
+            'import it under the new id, erase this one: docs/operations.md, "Reserved user ids")',
+            "2 users, 25 files moved (0 moved before), 0 left in format 1, 1 problems; the store is marked "
+            "migrated",
+        ],
+    )
+    assert stored_keys(s3, reserved.layout.namespace) == [] and mark_of(s3) == SETTLED
+    assert operations.read("s3memory.notes", "/memories/n.md") == "n\n"
+
+
 def test_after_migrate_no_memory_of_the_process_looks_for_format_1_files_again(
     v1: S3Memory, make_memory: Callable[..., S3Memory], local_keys: LocalKeyProvider, s3: Any
 ) -> None:

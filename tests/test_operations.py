@@ -27,6 +27,7 @@ from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
 from s3memory.errors import CommandError, IntegrityError, StorageError
 from s3memory.memory import S3Memory
 from s3memory.ops import folders
+from s3memory.ops.expiry import DAY_SECONDS, expire
 from s3memory.ops.operations import Operations
 from s3memory.ops.versions import MemoryVersions
 from s3memory.settings import Limits
@@ -446,6 +447,53 @@ def test_bad_input_gets_a_clear_error_and_changes_nothing(
     assert snapshot(s3) == before
     assert command(operations, "import", "--user", "alice", str(tmp_path), "--overwrite", "--yes")[0] == 0
     assert operations.read("alice", "/memories/preferences.md") == "other\n"
+
+
+RESERVED = "s3memory.probe-notes"
+RESERVED_REFUSAL = (
+    "user_id must not begin with 's3memory.', which names the store's own objects; choose another user id"
+)
+
+
+@both_formats
+def test_a_memory_under_a_user_id_now_reserved_is_moved_by_the_operator(
+    operations: Operations, s3: Any, tmp_path: Path
+) -> None:
+    """Issue 37, S2: user ids beginning with ``s3memory.`` are reserved, and no edge serves one
+    (``test_each_rule_once.py::test_every_edge_refuses_a_reserved_user_id_and_only_an_operator_names_one``).
+    A memory made under one before is not locked away: the operator lists it, ``verify`` reports
+    it with the fix, and the steps of ``docs/operations.md`` "Reserved user ids" move it (export,
+    import under a new id, which import alone refuses to make a reserved one, erase)."""
+    seed(operations, RESERVED, {"/memories/a.md": "a\n", "/memories/b/c.md": "c\n"})  # made before
+    seed(operations, "alice", {"/memories/x.md": "x\n"})
+    assert list(operations.users()) == ["alice", RESERVED]
+    (found,) = operations.verify(RESERVED).problems
+    assert (found.kind, found.detail) == (
+        "reserved id",
+        "a user id beginning with 's3memory.', reserved: no memory tool, function or MCP server serves "
+        "it; move this memory to a new id (export it, import it under the new id, erase this one: "
+        'docs/operations.md, "Reserved user ids")',
+    )
+    assert command(operations, "verify", "--user", RESERVED)[0] == 1
+    idle = expire(operations, 1, [RESERVED], now=time.time() + 2 * DAY_SECONDS, dry_run=True)
+    assert [(user.user_id, sorted(user.expired)) for user in idle.users] == [
+        (RESERVED, ["/memories/a.md", "/memories/b/c.md"])  # idle like any: no edge serves it
+    ]
+
+    assert command(operations, "export", "--user", RESERVED, str(tmp_path / "moved"))[0] == 0
+    before = snapshot(s3)
+    status, _, err = command(operations, "import", "--user", RESERVED, str(tmp_path / "moved"))
+    assert (status, err.splitlines()[0]) == (1, f"s3memory import: {RESERVED_REFUSAL}")
+    assert snapshot(s3) == before
+    assert command(operations, "import", "--user", "probe-notes", str(tmp_path / "moved"))[0] == 0
+    assert command(operations, "export", "--user", "probe-notes", str(tmp_path / "again"))[0] == 0
+    assert tree(tmp_path / "again") == tree(tmp_path / "moved") != {}
+    assert command(operations, "erase", "--user", RESERVED, "--yes")[0] == 0
+
+    assert operations.files(RESERVED) == []  # SeaweedFS still lists its emptied folder as a user
+    assert [user for user in operations.users() if operations.files(user)] == ["alice", "probe-notes"]
+    status, out, _ = command(operations, "verify", "--all")
+    assert (status, out.splitlines()[-1].split(": ")[-1]) == (0, "no problem")
 
 
 def test_settings_come_from_the_environment_under_the_flags(session_s3: Any) -> None:

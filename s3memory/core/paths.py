@@ -167,15 +167,28 @@ def memory_path(path: object, field: str = "path") -> MemoryPath:
     return MemoryPath(path, check_memory_path(path))
 
 
-def check_user_id(user_id: object) -> str:
+RESERVED_USER_PREFIX = "s3memory."
+"""How the names of the objects a store keeps of its own, directly at its prefix, begin
+(``nesting.STORE_OBJECTS``): no user id may begin so (``docs/operations.md`` "Reserved user ids")."""
+RESERVED_USER_ID = (
+    f"user_id must not begin with '{RESERVED_USER_PREFIX}', which names the store's own objects; choose "
+    "another user id"
+)
+
+
+def check_user_id(user_id: object, *, reserved: bool = False) -> str:
     """``user_id``, refused (``ValueError`` naming the cause) if it could change the key prefix:
-    empty, ``.``/``..``, separators, control characters, over 256 bytes of UTF-8."""
+    empty, ``.``/``..``, separators, control characters, over 256 bytes of UTF-8; or, unless
+    ``reserved`` (an operator naming a memory that has such an id already), if it begins with
+    ``RESERVED_USER_PREFIX``."""
     if not isinstance(user_id, str) or not user_id:
         raise ValueError("user_id must be a non-empty string")
     if "/" in user_id or "\\" in user_id or _dot_segment(user_id) or _has_control_character(user_id):
         raise ValueError("user_id must not contain '/', '\\' or control characters, nor be '.' or '..'")
     if len(user_id.encode("utf-8", errors="surrogatepass")) > 256:
         raise ValueError("user_id must be at most 256 bytes of UTF-8")
+    if not reserved and user_id.startswith(RESERVED_USER_PREFIX):
+        raise ValueError(RESERVED_USER_ID)
     return user_id
 
 
@@ -189,6 +202,20 @@ class UserId(str):
         if isinstance(user_id, UserId):
             return user_id
         return super().__new__(cls, check_user_id(user_id))
+
+    @classmethod
+    def named_by_operator(cls, user_id: object) -> UserId:
+        """``user_id`` checked as when made, but a reserved one taken (``check_user_id``'s
+        ``reserved``): what the operator commands take, so that a memory a user id now reserved
+        already has can be listed, read, moved and erased."""
+        if isinstance(user_id, UserId):
+            return user_id
+        return super().__new__(cls, check_user_id(user_id, reserved=True))
+
+    @property
+    def reserved(self) -> bool:
+        """True if this id begins with ``RESERVED_USER_PREFIX`` (only an operator names such a one)."""
+        return self.startswith(RESERVED_USER_PREFIX)
 
 
 SHARED_PRINCIPAL = "shared/"
@@ -221,12 +248,13 @@ class SharedName(str):
 
 def owner_of(name: object) -> UserId | SharedName:
     """Whose memory ``name`` names, as the operator commands take it: ``shared/<name>`` a shared
-    memory's, anything else a user id (``ValueError`` for neither)."""
+    memory's, anything else a user id, a reserved one too (``UserId.named_by_operator``;
+    ``ValueError`` for neither)."""
     if isinstance(name, UserId | SharedName):
         return name
     if isinstance(name, str) and name.startswith(SHARED_PRINCIPAL):
         return SharedName(name[len(SHARED_PRINCIPAL) :])
-    return UserId(name)
+    return UserId.named_by_operator(name)
 
 
 def check_owner(name: object, prefix: object) -> UserId | SharedName:

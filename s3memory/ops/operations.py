@@ -27,11 +27,13 @@ from s3memory.core.job_records import JOB_PREFIX, QUARANTINE_PREFIX
 from s3memory.core.last_used import ACCESS_NAME
 from s3memory.core.moves import MARK_PREFIX
 from s3memory.core.paths import (
+    RESERVED_USER_PREFIX,
     SHARED_PRINCIPAL,
     KeyLayout,
     MemoryPath,
     UserId,
     check_owner,
+    check_user_id,
     memory_path,
     owner_of,
     validate_namespace,
@@ -97,6 +99,12 @@ class Transfer:
 
 STUCK_AFTER_SECONDS = 15 * 60
 """A job record this old was left by a process that died: any command of the user would finish it."""
+RESERVED_MEMORY = (
+    f"a user id beginning with '{RESERVED_USER_PREFIX}', reserved: no memory tool, function or MCP server "
+    "serves it; move this memory to a new id (export it, import it under the new id, erase this one: "
+    'docs/operations.md, "Reserved user ids")'
+)
+"""Why ``verify`` reports a memory whose user id is reserved, and what the operator does."""
 
 
 @dataclass(frozen=True)
@@ -265,8 +273,9 @@ class Operations:
         """The user ids that have objects in the store, in the order of their UTF-8 bytes (format 1:
         key order; format 2: every namespace decrypted first, then sorted). Names that are no user
         id a memory could have, and format-2 namespaces that do not decrypt under the store key
-        (planted by a bucket writer), are left out. A name where another store lies is listed
-        (format 1: telling would cost a request per user), and every command on it refuses."""
+        (planted by a bucket writer), are left out; a reserved id (``paths.RESERVED_USER_PREFIX``,
+        a memory made before it was reserved) is listed, to be moved. A name where another store lies
+        is listed (format 1: telling would cost a request per user), and every command on it refuses."""
         self.check_nesting()
         if self._identity is None:
             yield from self._plain_users()
@@ -394,6 +403,7 @@ class Operations:
             return report
         layout = memory.layout
         clock = time.time() if now is None else now
+        owner = owner_of(user_id)
         key_versions: dict[int, str] = {}
         for page in self.bucket.pages(layout.namespace):
             for listed in page.objects:
@@ -416,6 +426,8 @@ class Operations:
             for version, key in sorted(key_versions.items())
             if version < max(key_versions)
         ]
+        if report.checked and isinstance(owner, UserId) and owner.reserved:
+            report.findings.append(Finding("reserved id", layout.namespace, RESERVED_MEMORY))
         return report
 
     def _check(self, memory: S3Memory, listed: Listed, now: float) -> Finding | None:
@@ -480,13 +492,14 @@ class Operations:
         memory = self.existing_memory(user_id)
         erasure = Erasure(user_id, shredded=isinstance(self.key_provider, KMSKeyProvider))
         layouts: list[KeyLayout] = [] if memory is None else [memory.layout]
+        owner = owner_of(user_id)
         if (
             self._identity is not None
             and not born_in_format_2(self.bucket, self.prefix, self._identity, self.store_key())
-            and isinstance(owner_of(user_id), UserId)
+            and isinstance(owner, UserId)
         ):  # and what format 1 left of a user: files not moved
             # yet, keys, history (its listing names the user)
-            layouts.append(KeyLayout(validate_namespace(user_id, self.prefix)))
+            layouts.append(KeyLayout(validate_namespace(owner, self.prefix)))
         for layout in layouts:
             prefixes = (layout.internal_prefix, layout.memories_prefix)
             keys = layout.key_of_internal(KEYS_PREFIX)
@@ -567,7 +580,11 @@ class Operations:
         """Create each file of ``base/memories`` in the user's memory through the tool's ``create``.
         A stored file with other text is left alone unless ``overwrite`` (then replaced in one
         request conditional on what was read, once the text is known to pass every check of
-        ``create``: a refused file keeps what was stored, and no moment has it gone). ``dry_run`` checks everything and changes nothing."""
+        ``create``: a refused file keeps what was stored, and no moment has it gone). ``dry_run`` checks everything and changes nothing.
+        A reserved user id (``paths.RESERVED_USER_PREFIX``) is refused (``ValueError``): import makes
+        memories, and none is made under such an id."""
+        if isinstance(owner_of(user_id), UserId):
+            check_user_id(user_id)
         memory = self.memory(user_id)
         transfer = Transfer()
         planned = (0, 0)
@@ -613,9 +630,10 @@ def _usable_shared(principal: str) -> bool:
 
 
 def usable_user_id(user_id: str, prefix: str) -> bool:
-    """True if ``user_id`` is an id a memory could have (``validate_namespace``)."""
+    """True if ``user_id`` is an id a memory could have (``validate_namespace``), a reserved one too:
+    a memory made under it before it was reserved is listed, so that the operator can move it."""
     try:
-        validate_namespace(user_id, prefix)
+        validate_namespace(UserId.named_by_operator(user_id), prefix)
     except ValueError:
         return False
     return True
