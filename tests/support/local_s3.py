@@ -14,6 +14,9 @@ from s3memory.demo import LOCAL_S3_ENV_FILE
 
 from .loopback_server import LoopbackServer, ServerUnavailable
 
+CHECKOUT = Path(__file__).resolve().parents[2]
+"""Whose ``s3memory`` the commands run: this checkout's, as the tests' own (not an installed one's)."""
+
 
 @dataclass(kw_only=True)
 class LocalS3(LoopbackServer):
@@ -28,6 +31,9 @@ class LocalS3(LoopbackServer):
 
     def arguments(self) -> list[str]:
         return [sys.executable, "-m", "s3memory.cli.main", "local-s3"]
+
+    def environment(self) -> dict[str, str]:
+        return {**super().environment(), "PYTHONPATH": str(CHECKOUT)}
 
     def _wait_until_ready(self, started: float) -> None:
         while not self.env_file.exists() or not self.log_path.read_text():  # the file, then the message
@@ -58,6 +64,7 @@ def in_another_shell(
     environment = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(cwd or "/nonexistent"),
+        "PYTHONPATH": str(CHECKOUT),
         **settings,
     }
     return subprocess.run(
