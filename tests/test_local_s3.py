@@ -68,6 +68,7 @@ def test_local_s3_serves_a_versioned_bucket_whose_settings_another_shell_loads(t
     assert log.splitlines()[1:3] == ["In another shell:", "  . ./s3memory-local.env"]  # as the README
     assert log.splitlines()[-1] == "s3memory local-s3: stopped"
     assert settings["S3MEMORY_LOCAL_KEY"] not in log
+    assert settings["AWS_SECRET_ACCESS_KEY"] not in log
 
 
 # -- refusals: one line naming the cause and the fix, status 2, nothing started, written or deleted --

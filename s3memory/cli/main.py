@@ -101,8 +101,10 @@ def _parser() -> argparse.ArgumentParser:
         help="serve a local, versioned S3 for trying s3memory, and write the settings to reach it",
         description=(
             "Serve moto's S3 on 127.0.0.1 with one versioned bucket until interrupted, and write the settings "
-            "another shell needs (endpoint, bucket, a new local key, dummy credentials) to an env file only "
-            f"this user may read. The memory lives in this process. Needs the demo extra: {DEMO_INSTALL_HINT}"
+            "another shell needs (endpoint, bucket, a new local key, new AWS credentials) to an env file only "
+            "this user may read. It answers only requests signed with those credentials, for its own address "
+            "and port, from no web page. The memory lives in this process. Needs the demo extra: "
+            f"{DEMO_INSTALL_HINT}"
         ),
         epilog=examples(LOCAL_S3_EXAMPLES),
         formatter_class=argparse.RawDescriptionHelpFormatter,

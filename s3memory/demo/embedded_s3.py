@@ -11,8 +11,13 @@ import logging
 import socket
 import threading
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
+from s3memory.demo.guarded_s3 import Credentials, Guard
 from s3memory.testing import conditions_honoured
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIApplication
 
 HOST = "127.0.0.1"
 LISTEN_BACKLOG = 128
@@ -30,19 +35,31 @@ class PortUnavailable(Exception):
 
 
 @contextlib.contextmanager
-def moto_server(bucket: str | None = None, *, port: int = 0, versioned: bool = False) -> Iterator[str]:
+def moto_server(
+    bucket: str | None = None,
+    *,
+    port: int = 0,
+    versioned: bool = False,
+    credentials: Credentials | None = None,
+) -> Iterator[str]:
     """moto's threaded server on 127.0.0.1 (on ``port``; 0: a free one), with ``bucket`` created if
     one is named (with versioning on if ``versioned``); yields its endpoint URL and stops the server
     afterwards. werkzeug's request log, which names object keys, is silenced. While it runs, moto
     refuses what S3 refuses (``conditions_honoured``).
 
+    With ``credentials``, it answers only its operator (``guarded_s3.Guard``): requests for its own
+    address and port, from no web page, signed with these credentials. Without, it answers anyone
+    and any signature, as moto does (the tests' clients sign with moto's dummy ``testing``).
+
     :class:`PortUnavailable` if ``port`` cannot be listened on (in use, or not this user's to use);
     then no thread was started."""
     with conditions_honoured():
-        yield from _moto_server(bucket, port, versioned)
+        yield from _moto_server(bucket, port, versioned, credentials)
 
 
-def _moto_server(bucket: str | None, port: int, versioned: bool) -> Iterator[str]:
+def _moto_server(
+    bucket: str | None, port: int, versioned: bool, credentials: Credentials | None
+) -> Iterator[str]:
     """The server ``ThreadedMotoServer`` runs, on a socket bound here first: moto's binds in its
     thread, where a port in use ends the thread (werkzeug prints and exits it) while ``start`` waits
     for ever for a server that never comes."""
@@ -59,28 +76,31 @@ def _moto_server(bucket: str | None, port: int, versioned: bool) -> Iterator[str
         listening = socket.create_server((HOST, port), backlog=LISTEN_BACKLOG)
     except OSError as error:
         raise PortUnavailable(port, error) from None
+    address = f"{HOST}:{listening.getsockname()[1]}"
+    application: WSGIApplication = DomainDispatcherApplication(create_backend_app)
+    if credentials is not None:
+        application = Guard(application, host=address, credentials=credentials)
     with listening:  # the server listens on a duplicate of it
         server = make_server(
             HOST,
             port,
-            DomainDispatcherApplication(create_backend_app),
+            application,
             threaded=True,
             request_handler=MotoRequestHandler,
             fd=listening.fileno(),
         )
-    thread = threading.Thread(
-        target=server.serve_forever, name=f"moto S3 on {HOST}:{server.port}", daemon=True
-    )
+    thread = threading.Thread(target=server.serve_forever, name=f"moto S3 on {address}", daemon=True)
     thread.start()
     try:
-        endpoint = f"http://{HOST}:{server.port}"
+        endpoint = f"http://{address}"
         if bucket is not None:
+            signer = credentials or Credentials("testing", "testing")
             client = boto3.client(
                 "s3",
                 endpoint_url=endpoint,
                 region_name="us-east-1",
-                aws_access_key_id="testing",
-                aws_secret_access_key="testing",
+                aws_access_key_id=signer.access_key_id,
+                aws_secret_access_key=signer.secret_access_key,
             )
             client.create_bucket(Bucket=bucket)
             if versioned:

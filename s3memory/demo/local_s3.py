@@ -1,10 +1,11 @@
 """``s3memory local-s3``: a local, versioned S3 for trying s3memory, and the settings to reach it.
 
 It serves moto's S3 on 127.0.0.1 (the demo's, ``embedded_s3``) with one versioned bucket, writes the
-settings another shell needs (the endpoint, the bucket, a new random local key, moto's dummy
-credentials) to a new env file only this user may read, and prints how to load it. The key is printed
-nowhere. It serves until interrupted; the memory lives in this process and goes with it, and so does
-the env file.
+settings another shell needs (the endpoint, the bucket, a new random local key, new random AWS
+credentials) to a new env file only this user may read, and prints how to load it. The server
+answers only requests signed with those credentials, for its own address, from no web page
+(``guarded_s3``); the key and the credentials are printed nowhere. It serves until interrupted; the
+memory lives in this process and goes with it, and so do the env file and the credentials.
 
 What it cannot do it refuses before starting anything, in one line on stderr that names the cause and
 the fix, with the exit status of bad usage (``EXIT_USAGE``): a ``--port`` that is no port, is in use
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from s3memory.demo import LOCAL_S3_ENV_FILE
+from s3memory.demo.guarded_s3 import Credentials
 
 if TYPE_CHECKING:
     from s3memory.demo.embedded_s3 import PortUnavailable
@@ -45,25 +47,23 @@ STOP_SIGNALS = tuple(
 )
 """What stops the server, with its env file deleted: Ctrl-C, ``kill``, and its terminal closed."""
 
-DUMMY_CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-}
-"""What moto accepts: any credentials; these keep the shell's real ones away from the local S3."""
+REGION = "us-east-1"
 
 
 class Refused(Exception):
     """Why ``serve`` starts nothing, and the fix: one line."""
 
 
-def settings_text(endpoint: str, bucket: str, local_key: bytes) -> str:
-    """The env file: ``export`` lines a POSIX shell sources."""
+def settings_text(endpoint: str, bucket: str, local_key: bytes, credentials: Credentials) -> str:
+    """The env file: ``export`` lines a POSIX shell sources. The credentials, the server's own, also
+    keep the shell's real AWS ones away from the local S3."""
     settings = {
         "S3MEMORY_ENDPOINT_URL": endpoint,
         "S3MEMORY_BUCKET": bucket,
         "S3MEMORY_LOCAL_KEY": base64.b64encode(local_key).decode("ascii"),
-        **DUMMY_CREDENTIALS,
+        "AWS_ACCESS_KEY_ID": credentials.access_key_id,
+        "AWS_SECRET_ACCESS_KEY": credentials.secret_access_key,
+        "AWS_DEFAULT_REGION": REGION,
     }
     return "".join(f"export {name}={value}\n" for name, value in settings.items())
 
@@ -193,10 +193,12 @@ def serve(
         except Refused as refusal:
             return _refuse(err, refusal)
         try:
-            with moto_server(bucket, port=port, versioned=True) as endpoint:
-                settings.write(settings_text(endpoint, bucket, secrets.token_bytes(32)))
+            credentials = Credentials.generate()
+            with moto_server(bucket, port=port, versioned=True, credentials=credentials) as endpoint:
+                settings.write(settings_text(endpoint, bucket, secrets.token_bytes(32), credentials))
                 out.write(
-                    f"s3memory local-s3: moto's S3 at {endpoint}, bucket {bucket} (versioned), a new local key.\n"
+                    f"s3memory local-s3: moto's S3 at {endpoint}, bucket {bucket} (versioned), a new local key "
+                    "and new credentials.\n"
                     f"In another shell:\n  {sourcing_command(env_file)}\n  s3memory users\n"
                     "Stop with Ctrl-C: the memory is in this process and goes with it.\n"
                 )
