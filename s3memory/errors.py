@@ -1,4 +1,10 @@
-"""The exceptions of the core. The tool adapters turn each into the SDK's ``ToolError``."""
+"""The exceptions of the core, and which of them are the operator's to mend.
+
+The tool adapters turn each into the SDK's ``ToolError``. Where the caller is the operator (the
+library, the command line, ``s3memory mcp`` on stdio) every message is answered whole. A network edge
+answers verbatim only the memory tool contract's refusals, and each of the operator's failures
+(``operators``) with a fixed text, its diagnosis in the log (``answers``).
+"""
 
 from __future__ import annotations
 
@@ -6,19 +12,85 @@ _DISPLAY_LIMIT = 200
 
 
 class CommandError(Exception):
-    """A refusal whose message is returned to the model verbatim."""
+    """A refusal whose message is returned to the model verbatim (at a network edge only where it is
+    not the operator's failure: ``operators``)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
 
+    @property
+    def diagnosis(self) -> str | None:
+        """What the log may say of this failure: None for a message that may name content, a path or a
+        user id (a refusal's may); a class whose every message names none of them returns it."""
+        return None
+
 
 class StorageError(CommandError):
-    """S3 failed or answered something we cannot trust; the message names no content."""
+    """S3 or KMS failed or answered something we cannot trust: the operator's to mend. The message
+    names no content, path or user id (the bucket, the endpoint, the region, a setting where one is
+    the cause), so it is the log's diagnosis too."""
+
+    @property
+    def diagnosis(self) -> str | None:
+        return self.message
+
+
+class StorageRefusal(StorageError):
+    """A storage failure the caller mends alone (another writer kept winning; a write left behind that
+    it should delete): its message names the caller's own paths and nothing of the operator's."""
+
+    @property
+    def diagnosis(self) -> str | None:
+        return None
 
 
 class IntegrityError(CommandError):
-    """A stored object failed authentication: tampered, truncated, foreign or wrongly keyed."""
+    """A stored object failed authentication: tampered, truncated, foreign or wrongly keyed. Of the
+    store's own objects (the store key, a user's data keys, a record): the operator's to mend, and the
+    message names none of content, a path or a user id."""
+
+    @property
+    def diagnosis(self) -> str | None:
+        return self.message
+
+
+class ObjectRefused(IntegrityError):
+    """A stored object, named by its path (a memory file's), failed authentication: the caller sees
+    which file cannot be read, and the log never does."""
+
+    @property
+    def diagnosis(self) -> str | None:
+        return None
+
+
+class StoreMisconfigured(CommandError):
+    """The store is set up so that the command cannot be served (stores inside stores, a shared memory
+    in a store of format 1): the operator's to mend. ``diagnosis``: what the log may say (the
+    message, unless it names a key or a user's namespace)."""
+
+    def __init__(self, message: str, diagnosis: str | None = None) -> None:
+        super().__init__(message)
+        self._diagnosis = message if diagnosis is None else diagnosis
+
+    @property
+    def diagnosis(self) -> str | None:
+        return self._diagnosis
+
+
+def operators(error: BaseException) -> bool:
+    """Whether ``error`` is the operator's failure rather than one of the memory tool contract's
+    refusals: a storage failure (``StorageError``, but a ``StorageRefusal``), a store object failing
+    authentication (``IntegrityError``, but an ``ObjectRefused`` file), a misconfigured store
+    (``StoreMisconfigured``), and anything that is no ``CommandError`` (a setting, a fault). A network
+    edge answers it with a fixed text and logs its diagnosis (``answers``); every other
+    ``CommandError`` (a path refused, a file missing or present, a quota, the guard, a read-only
+    mount...) is the caller's, answered verbatim everywhere."""
+    if not isinstance(error, CommandError):
+        return True
+    if isinstance(error, StorageRefusal | ObjectRefused):
+        return False
+    return isinstance(error, StorageError | IntegrityError | StoreMisconfigured)
 
 
 def aws_error_code(error: BaseException) -> str:

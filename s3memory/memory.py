@@ -47,7 +47,7 @@ from s3memory.crypto import (
     user_author,
     validate_author,
 )
-from s3memory.errors import CommandError, StorageError
+from s3memory.errors import CommandError, StorageRefusal, StoreMisconfigured
 from s3memory.formats.keyvault import KeyVault
 from s3memory.formats.strategy import Format
 from s3memory.formats.upgrade import Upgrade
@@ -426,7 +426,7 @@ class S3Memory:
 
         return retried(
             attempt,
-            lambda: StorageError(
+            lambda: StorageRefusal(
                 f"Error: {path.text} kept changing under concurrent edits; the edit was not applied. Try again."
             ),
         )
@@ -613,7 +613,7 @@ def _placed(
     resolution = store.resolve()
     shared = isinstance(owner, SharedName)
     if shared and not resolution.format.serves_shared_memories:
-        raise CommandError(
+        raise StoreMisconfigured(
             f"Error: A shared memory cannot be opened in this store: shared memories need storage format 2 "
             f"and the store is served in format {resolution.format.storage_format} (`s3memory migrate` moves "
             "a store to format 2). Nothing was read or changed."

@@ -22,7 +22,7 @@ from s3memory.core.job_records import MAX_SOURCES, Source, place_digest
 from s3memory.core.paths import KeyLayout, MemoryPath
 from s3memory.core.quota import Usage
 from s3memory.crypto import HEADER_BYTES, PLACE_METADATA, ObjectCipher, Opened, Sealed, plaintext_size
-from s3memory.errors import CommandError, IntegrityError, StorageError
+from s3memory.errors import CommandError, IntegrityError, ObjectRefused, StorageError, StorageRefusal
 from s3memory.storage.bucket import (
     DELETE_BATCH,
     BatchDeleted,
@@ -73,7 +73,7 @@ def retried(attempt: Callable[[int], _Result | Lost], exhausted: Callable[[], Ex
 
 def conflicting_writes() -> StorageError:
     """The error when S3 keeps answering 409 to a conditional write."""
-    return StorageError(
+    return StorageRefusal(
         "Error: S3 kept reporting conflicting writes at this path; nothing was changed. Try again."
     )
 
@@ -274,13 +274,13 @@ class MemoryFiles:
             if not path.mount:
                 raise
             # The refusal names the path the object is bound to; the user sees it below the mount.
-            raise IntegrityError(
+            raise ObjectRefused(
                 refused.message.replace(f" {path.canonical} ", f" {path.shown} ", 1)
             ) from None
         try:
             return opened.plaintext.decode("utf-8"), opened.author
         except UnicodeDecodeError:
-            raise IntegrityError(f"Error: The file {path.text} is not a valid UTF-8 text file.") from None
+            raise ObjectRefused(f"Error: The file {path.text} is not a valid UTF-8 text file.") from None
 
     def check_size(self, path: MemoryPath, size: int) -> None:
         """Refuse a file of ``size`` bytes over the limit; nothing is changed."""

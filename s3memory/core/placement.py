@@ -14,7 +14,7 @@ from functools import partial
 from s3memory.core.files import MemoryFiles
 from s3memory.core.paths import MemoryPath
 from s3memory.crypto import Sealed
-from s3memory.errors import CommandError, StorageError
+from s3memory.errors import CommandError, StorageError, StorageRefusal
 from s3memory.storage.bucket import PreconditionFailed
 from s3memory.storage.concurrency import quietly, side
 
@@ -151,7 +151,7 @@ def _withdrawn(
     except PreconditionFailed:
         pass  # another writer has changed it since (or our lost delete removed it): not ours now
     except StorageError:
-        return StorageError(
+        return StorageRefusal(
             f"{obstacle.message} The file written while this was checked could not be removed "
             f"again; delete {path.text}."
         )

@@ -36,7 +36,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from s3memory.crypto._authors import AUTHOR_MAX_CHARACTERS, author_metadata, author_of, validate_author
 from s3memory.crypto._fingerprints import parsed_fingerprint, path_fingerprint
 from s3memory.crypto._primitives import NONCE_BYTES, TAG_BYTES, length_prefixed
-from s3memory.errors import IntegrityError
+from s3memory.errors import IntegrityError, ObjectRefused
 
 if TYPE_CHECKING:
     from s3memory.crypto._providers import DataKeySource
@@ -172,7 +172,7 @@ class ObjectCipher:
         try:
             return self._keys.version(version)
         except IntegrityError:
-            raise IntegrityError(
+            raise ObjectRefused(
                 f"Error: The stored object for {name} names data key version {version}, which this user "
                 "does not have; it was not read."
             ) from None
@@ -301,8 +301,8 @@ class ObjectCipher:
         self._keys.version(version)
 
 
-def _refused(name: str) -> IntegrityError:
-    return IntegrityError(
+def _refused(name: str) -> ObjectRefused:
+    return ObjectRefused(
         f"Error: The stored object for {name} failed its integrity check (tampered, truncated, "
         "foreign, wrongly keyed or not encrypted); it was not read."
     )

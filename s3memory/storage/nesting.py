@@ -13,7 +13,7 @@ protocol and its invariants are ``docs/operations.md`` "Stores inside stores".
 
 from __future__ import annotations
 
-from s3memory.errors import CommandError, shown
+from s3memory.errors import StoreMisconfigured, shown
 from s3memory.storage.bucket import AccessDenied, Bucket
 from s3memory.storage.concurrency import parallel
 
@@ -23,8 +23,9 @@ PAGE = 1000
 """Keys (and common prefixes) one look at a prefix reads: the first page of its listing."""
 
 
-class NestedStore(CommandError):
-    """Two stores of one bucket nest: one's prefix lies inside the other's."""
+class NestedStore(StoreMisconfigured):
+    """Two stores of one bucket nest: one's prefix lies inside the other's. The message names a key
+    found there (on format 1, a user id and a path); the diagnosis names prefixes only."""
 
 
 def enclosing_prefixes(prefix: str) -> list[str]:
@@ -56,11 +57,14 @@ def check_not_nested(bucket: Bucket, prefix: str) -> None:
     for outer in above:
         keys = found[outer]
         if keys:
+            fix = (
+                "each would list, read and erase the other's objects as its own users'. Give this store a "
+                "prefix outside every other store's (S3MEMORY_PREFIX, --prefix), or a bucket of its own. "
+                "Nothing was changed."
+            )
+            inside = f"Error: This store's prefix {_named(prefix)} lies inside {_named(outer)}, the prefix of"
             raise NestedStore(
-                f"Error: This store's prefix {_named(prefix)} lies inside {_named(outer)}, the prefix of "
-                f"another store ({shown(keys[0])} is there): each would list, read and erase the other's "
-                "objects as its own users'. Give this store a prefix outside every other store's "
-                "(S3MEMORY_PREFIX, --prefix), or a bucket of its own. Nothing was changed."
+                f"{inside} another store ({shown(keys[0])} is there): {fix}", f"{inside} another store: {fix}"
             )
 
 
@@ -73,7 +77,10 @@ def check_no_store_at(bucket: Bucket, namespace: str) -> None:
             f"Error: Another store lies at {_named(namespace)}, this user's namespace "
             f"({shown(keys[0])} is there): it is not the user's, and nothing was read, written or "
             "erased there. Move that store to a prefix outside this one's (its S3MEMORY_PREFIX), or "
-            f"delete {shown(keys[0])} if no store of yours wrote it. Nothing was changed."
+            f"delete {shown(keys[0])} if no store of yours wrote it. Nothing was changed.",
+            "Error: Another store lies in a user's namespace: it is not the user's, and nothing was read, "
+            "written or erased there. Move that store to a prefix outside this one's (its S3MEMORY_PREFIX). "
+            "Nothing was changed.",
         )
 
 
