@@ -275,7 +275,7 @@ def reaching(bucket: Bucket, first: Callable[[], _T]) -> _T:
             message = f"Error: Could not reach the S3 server of {bucket.where}: {detail}"
         else:
             message = f"Error: The store in {bucket.where} could not be opened: {detail}"
-        raise type(failure)(message, failure.code) from None
+        raise type(failure)(message, failure.code, where=failure.where) from None
 
 
 _UNREACHED = frozenset(

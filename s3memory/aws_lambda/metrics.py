@@ -19,9 +19,11 @@ import contextlib
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any
+
+from s3memory.storage.concurrency import holding
 
 NAMESPACE = "s3memory"
 DIMENSIONS = ("command", "outcome")
@@ -51,15 +53,9 @@ class RequestTally:
 _current: ContextVar[RequestTally | None] = ContextVar("s3memory_request_tally", default=None)
 
 
-@contextlib.contextmanager
-def tally() -> Iterator[RequestTally]:
+def tally() -> contextlib.AbstractContextManager[RequestTally]:
     """Count the requests made while the block runs (in this context) into a new tally."""
-    counts = RequestTally()
-    token = _current.set(counts)
-    try:
-        yield counts
-    finally:
-        _current.reset(token)
+    return holding(_current, RequestTally())
 
 
 class _Hook:

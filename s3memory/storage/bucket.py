@@ -1,13 +1,17 @@
 """The S3 edge: conditional get/put, paginated listing, batched deletes. No content rules live here.
 
 Every S3 failure becomes a ``StorageError`` whose message names the operation and the S3 error
-code, never object content. Conditional-write outcomes are exceptions of their own.
+code, never object content. Conditional-write outcomes are exceptions of their own. Within
+``watching``, every request that may have changed the bucket is noted (a network edge words a
+failure by it: ``answers``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -15,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from botocore.exceptions import BotoCoreError, ClientError
 
 from s3memory.errors import StorageError, aws_error_code
-from s3memory.storage.concurrency import parallel
+from s3memory.storage.concurrency import holding, parallel
 from s3memory.storage.conditions import (
     BATCH_DELETE_ETAGS,
     COPY_IF_NONE_MATCH,
@@ -136,12 +140,18 @@ def _status(error: ClientError) -> int:
 
 class RequestFailed(StorageError):
     """An S3 request failed; ``code`` is the S3 error code (or the exception's class name);
-    ``explained``: the message names what is misconfigured and the fix."""
+    ``explained``: the message names what is misconfigured and the fix; ``where``: the bucket it was
+    sent to, as the log names it (``Bucket.described``; empty where unknown)."""
 
-    def __init__(self, message: str, code: str, *, explained: bool = False) -> None:
+    def __init__(self, message: str, code: str, *, explained: bool = False, where: str = "") -> None:
         super().__init__(message)
         self.code = code
         self.explained = explained
+        self.where = where
+
+    @property
+    def diagnosis(self) -> str | None:
+        return f"{self.message} ({self.where})" if self.where else self.message
 
 
 class AccessDenied(RequestFailed):
@@ -240,6 +250,7 @@ def _failure(
     region, the IAM action and where the credentials came from; never a key, a path or content)."""
     code = aws_error_code(error)
     cause = None if bucket is None else bucket.misconfigured(error, operation, arguments)
+    where = "" if bucket is None else bucket.described
     # A request S3 refused did nothing; one that failed on the way may have been applied.
     done = (
         "Nothing was reported as done; try again."
@@ -247,8 +258,37 @@ def _failure(
         else "Nothing was done."
     )
     if cause is None:
-        return RequestFailed(f"Error: S3 {operation} failed ({code}). {done}", code)
-    return RequestFailed(f"Error: S3 {operation} failed ({code}): {cause} {done}", code, explained=True)
+        return RequestFailed(f"Error: S3 {operation} failed ({code}). {done}", code, where=where)
+    return RequestFailed(
+        f"Error: S3 {operation} failed ({code}): {cause} {done}", code, explained=True, where=where
+    )
+
+
+_CHANGES = frozenset({"PutObject", "CopyObject", "DeleteObject", "DeleteObjects"})
+"""The operations that change a bucket (those s3memory sends)."""
+
+
+class Changes:
+    """What ``watching`` saw: ``maybe`` once a request that may have changed the bucket was sent."""
+
+    def __init__(self) -> None:
+        self.maybe = False
+
+
+_watched: ContextVar[Changes | None] = ContextVar("s3memory_bucket_changes", default=None)
+
+
+def watching() -> contextlib.AbstractContextManager[Changes]:
+    """Note every request of this context (and of the workers it starts: ``concurrency``) that may
+    have changed a bucket: a write that succeeded, or that failed otherwise than by S3 refusing it at
+    its first attempt (a 4xx answer; a failure on the way, a 5xx or a retried request may have been
+    applied)."""
+    return holding(_watched, Changes())
+
+
+def _refused_unapplied(error: ClientError) -> bool:
+    """True if S3 refused the request at its first attempt: it changed nothing."""
+    return not _retried(error) and 400 <= _status(error) < 500
 
 
 class _Missing(Exception):
@@ -345,6 +385,13 @@ class Bucket:
         endpoint = getattr(getattr(self.client, "meta", None), "endpoint_url", None) or "AWS S3"
         return f"bucket {self.bucket} at {endpoint}"
 
+    @property
+    def described(self) -> str:
+        """The bucket, the endpoint, the region and where the credentials came from, as the log names
+        them (never a key)."""
+        region = getattr(getattr(self.client, "meta", None), "region_name", None) or "none"
+        return f"{self.where}, region {region}, credentials {self._credentials_source()}"
+
     def _sends(self, condition: str) -> bool:
         """True if ``condition`` goes to the server; False where the store looks first instead."""
         return self.gate is None or self.gate.sends(condition)
@@ -374,9 +421,12 @@ class Bucket:
                 f"Error: S3 {operation} was not sent: its object key is empty. Nothing was done."
             )
         method = getattr(self.client, _SNAKE_CASE.sub("_", operation).lower())
+        changes = _watched.get() if operation in _CHANGES else None
         try:
-            return method(Bucket=self.bucket, **arguments)
+            response = method(Bucket=self.bucket, **arguments)
         except ClientError as error:
+            if changes is not None and not _refused_unapplied(error):
+                changes.maybe = True
             code, key = aws_error_code(error), str(arguments.get("Key", ""))
             if code in _PRECONDITION_FAILED or _status(error) == 412:
                 raise PreconditionFailed(key, after_retry=_retried(error)) from None
@@ -386,10 +436,17 @@ class Bucket:
                 raise _Missing(_failure(operation, error), after_retry=_retried(error)) from None
             if code in _DENIED:
                 failure = _failure(operation, error, self, arguments)
-                raise AccessDenied(failure.message, failure.code, explained=failure.explained) from None
+                raise AccessDenied(
+                    failure.message, failure.code, explained=failure.explained, where=failure.where
+                ) from None
             raise _failure(operation, error, self, arguments) from None
         except BotoCoreError as error:
+            if changes is not None:
+                changes.maybe = True
             raise _failure(operation, error, self, arguments) from None
+        if changes is not None:
+            changes.maybe = True
+        return response
 
     def get(self, key: str, *, max_bytes: int, version_id: str | None = None) -> StoredObject | None:
         """The object's bytes and ETag (of ``version_id`` if given), or None if there is none.

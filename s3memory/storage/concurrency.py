@@ -17,7 +17,7 @@ import contextvars
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
@@ -42,6 +42,17 @@ def _shared_pool() -> ThreadPoolExecutor:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=PARALLEL_REQUESTS, thread_name_prefix="s3memory")
         return _pool
+
+
+@contextlib.contextmanager
+def holding(variable: contextvars.ContextVar[_T | None], value: _T) -> Iterator[_T]:
+    """``variable`` set to ``value`` while the block runs (in this context, and so in the workers it
+    starts), then reset; yields ``value``."""
+    token = variable.set(value)
+    try:
+        yield value
+    finally:
+        variable.reset(token)
 
 
 def side(function: Callable[[], _T]) -> Future[_T]:
