@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 def answer(memory: UserMemory, raw_input: object) -> str:
     """Run one input; every failure becomes ``ToolError`` with a message that names no content
-    (``answers.answer``)."""
+    (``answers.answer``; within ``answers.remote``, nothing of the operator's either)."""
     text, is_error = answered(memory, raw_input)
     if is_error:
         raise ToolError(text)

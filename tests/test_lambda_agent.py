@@ -32,10 +32,11 @@ from .support.access import AccessRecordWrites
 from .support.bucket import BUCKET, stored_keys
 from .support.lambda_keys import new_store_keys, served
 from .support.processes import run_python_json
-from .support.records import invocation_records
+from .support.records import diagnoses, invocation_records
 from .test_store_format import FIRST_USE
 
 API_KEY = "sk-ant-test-agent-key-0123456789"
+MISCONFIGURED = "Error: s3memory's agent is misconfigured; nothing was run. (request id req-agent-1)"
 PREFS_PATH = "/memories/preferences.md"
 PREFS_TEXT = "# Preferences\n- Alice prefers metric units.\n"
 SECRET_NOTE = "the launch code is 0000"
@@ -432,13 +433,18 @@ def test_api_key_from_secrets_manager_is_read_once(
 
 
 def test_unreadable_secret_is_a_clear_error_and_is_retried(
-    env: Any, api: ScriptedMessagesAPI, secrets: Any, monkeypatch: pytest.MonkeyPatch
+    env: Any,
+    api: ScriptedMessagesAPI,
+    secrets: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     monkeypatch.setenv("ANTHROPIC_API_KEY_SECRET_ARN", "anthropic-key-missing")
     answer = run({"user_id": "alice", "prompt": "x"})
-    assert set(answer) == {"error"}
-    assert "ANTHROPIC_API_KEY_SECRET_ARN" in answer["error"] and "ResourceNotFound" in answer["error"]
+    assert answer == {"error": MISCONFIGURED}
+    (diagnosis,) = diagnoses(caplog, "req-agent-1")
+    assert "ANTHROPIC_API_KEY_SECRET_ARN" in diagnosis and "ResourceNotFound" in diagnosis
     secrets.create_secret(Name="anthropic-key-missing", SecretString="sk-late")
     try:
         api.play("now it works")
@@ -454,7 +460,7 @@ def test_unreadable_secret_is_a_clear_error_and_is_retried(
     ids=["json without the key", "json with an empty key", "blank"],
 )
 def test_unusable_secret_is_refused_without_showing_it(
-    env: Any, secrets: Any, monkeypatch: pytest.MonkeyPatch, secret: str
+    env: Any, secrets: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, secret: str
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     arn = secrets.create_secret(Name="anthropic-key-bad", SecretString=secret)["ARN"]
@@ -463,8 +469,9 @@ def test_unusable_secret_is_refused_without_showing_it(
         answer = run({"user_id": "alice", "prompt": "x"})
     finally:
         secrets.delete_secret(SecretId=arn, ForceDeleteWithoutRecovery=True)
-    assert set(answer) == {"error"} and "misconfigured" in answer["error"]
-    assert "sk-hidden-value" not in answer["error"]
+    assert answer == {"error": MISCONFIGURED}
+    (diagnosis,) = diagnoses(caplog, "req-agent-1")
+    assert "ANTHROPIC_API_KEY_SECRET_ARN" in diagnosis and "sk-hidden-value" not in caplog.text
 
 
 # -- malformed events and settings ---------------------------------------------------------------
@@ -555,20 +562,30 @@ def test_error_messages_name_the_problem(env: Any) -> None:
         ("S3MEMORY_BUCKET", "", "S3MEMORY_BUCKET"),
     ],
 )
-def test_bad_settings_are_named(
-    env: Any, api: ScriptedMessagesAPI, monkeypatch: pytest.MonkeyPatch, variable: str, value: str, named: str
+def test_bad_settings_are_named_in_the_log_not_to_the_caller(
+    env: Any,
+    api: ScriptedMessagesAPI,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    variable: str,
+    value: str,
+    named: str,
 ) -> None:
     monkeypatch.setenv(variable, value)
     answer = run({"user_id": "alice", "prompt": "x"})
-    assert set(answer) == {"error"}
-    assert "misconfigured" in answer["error"] and named in answer["error"]
+    assert answer == {"error": MISCONFIGURED}
+    (diagnosis,) = diagnoses(caplog, "req-agent-1")
+    assert diagnosis.startswith("s3memory: request req-agent-1 failed (") and named in diagnosis
     assert api.requests == []
 
 
-def test_missing_api_key_names_both_variables(env: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_api_key_names_both_variables_in_the_log(
+    env: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY")
-    answer = run({"user_id": "alice", "prompt": "x"})
-    assert "ANTHROPIC_API_KEY_SECRET_ARN" in answer["error"] and "ANTHROPIC_API_KEY" in answer["error"]
+    assert run({"user_id": "alice", "prompt": "x"}) == {"error": MISCONFIGURED}
+    (diagnosis,) = diagnoses(caplog, "req-agent-1")
+    assert "ANTHROPIC_API_KEY_SECRET_ARN" in diagnosis and "ANTHROPIC_API_KEY" in diagnosis
 
 
 # -- shared runtime, logs, metrics --------------------------------------------------------------

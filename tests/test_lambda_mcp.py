@@ -27,7 +27,7 @@ from .support.issuer import REFUSED_TOKENS, Issuer, http_event, loopback_issuer
 from .support.mcp_messages import INITIALIZE, MCP_HEADERS
 from .support.mcp_messages import tools_call as call
 from .support.mcp_servers import McpClient, ok
-from .support.records import invocation_records
+from .support.records import diagnoses, invocation_records
 
 CONTEXT = SimpleNamespace(aws_request_id="req-mcp")
 SECRET = "the vault code is 4-8-15"
@@ -269,10 +269,11 @@ def test_a_malformed_event_is_400_and_writes_nothing(
     ],
     ids=["no-issuer", "no-url", "plain-http", "query"],
 )
-def test_a_misconfigured_function_answers_500_naming_the_setting(
+def test_a_misconfigured_function_answers_500_naming_the_setting_in_the_log(
     issuer: Issuer,
     monkeypatch: pytest.MonkeyPatch,
     local_env: Any,
+    caplog: pytest.LogCaptureFixture,
     environ: dict[str, str | None],
     named: str,
 ) -> None:
@@ -282,11 +283,14 @@ def test_a_misconfigured_function_answers_500_naming_the_setting(
         else:
             monkeypatch.setenv(name, value)
     status, _, body = served(mcp_event(INITIALIZE, issuer.token()))
-    assert status == 500
-    assert (
-        body["error_description"].startswith("Error: s3memory is misconfigured: ")
-        and named in body["error_description"]
+    assert (status, body) == (
+        500,
+        {
+            "error_description": "Error: The memory store is unavailable; nothing was changed. (request id req-mcp)"
+        },
     )
+    (diagnosis,) = diagnoses(caplog, "req-mcp")
+    assert diagnosis.startswith("s3memory: request req-mcp failed (SettingsError): ") and named in diagnosis
     assert stored_keys(local_env) == []
 
 

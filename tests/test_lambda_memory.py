@@ -29,7 +29,7 @@ from .support.bucket import BUCKET, LOCAL_KEY_B64, snapshot, stored_keys
 from .support.issuer import AUDIENCE, Issuer, http_event, loopback_issuer, new_rsa_key
 from .support.lambda_keys import new_store_keys, served, user_keys
 from .support.processes import run_python_json
-from .support.records import invocation_records
+from .support.records import diagnoses, invocation_records
 
 SETTINGS_VARIABLES = (
     "S3MEMORY_BUCKET",
@@ -47,6 +47,7 @@ SETTINGS_VARIABLES = (
     "S3MEMORY_MAX_FILE_BYTES",
 )
 CONTEXT = SimpleNamespace(aws_request_id="req-123")
+UNAVAILABLE = "Error: The memory store is unavailable; nothing was changed. (request id req-123)"
 SECRET = "the secret plan: meet at dawn"
 
 
@@ -327,13 +328,15 @@ def test_an_unreachable_issuer_is_503_tried_once_a_minute_and_writes_nothing(
     assert stored_keys(local_env) == []
 
 
-def test_http_events_need_an_issuer_to_check_tokens_against(local_env: Any) -> None:
+def test_http_events_need_an_issuer_to_check_tokens_against(
+    local_env: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     status, body = http_answer(memory_handler(http_event(VIEW, token="x.y.z"), CONTEXT))
-    assert status == 500 and body == {
-        "content": "Error: s3memory is misconfigured: S3MEMORY_JWT_ISSUER is required to serve HTTP API "
-        "events (the function verifies each request's token itself).",
-        "is_error": True,
-    }
+    assert status == 500 and body == {"content": UNAVAILABLE, "is_error": True}
+    assert diagnoses(caplog, "req-123") == [
+        "s3memory: request req-123 failed (SettingsError): S3MEMORY_JWT_ISSUER is required to serve HTTP "
+        "API events (the function verifies each request's token itself)"
+    ]
 
 
 def test_http_hostile_subject_is_refused(issuer: Issuer, local_env: Any) -> None:
@@ -521,19 +524,24 @@ def test_endpoint_url_reaches_the_s3_client() -> None:
     ],
     ids=["no bucket", "both keys", "bad base64", "31-byte key"],
 )
-def test_handler_config_errors_name_the_variable(
-    monkeypatch: pytest.MonkeyPatch, s3: Any, environ: dict[str, str], variable: str
+def test_handler_config_errors_name_the_variable_in_the_log(
+    monkeypatch: pytest.MonkeyPatch,
+    s3: Any,
+    caplog: pytest.LogCaptureFixture,
+    environ: dict[str, str],
+    variable: str,
 ) -> None:
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
     answer = direct("alice", {"command": "create", "path": "/memories/a.txt", "file_text": "x"})
-    assert answer["is_error"] is True and answer["content"].startswith("Error: ")
-    assert variable in answer["content"]
-    assert environ["S3MEMORY_LOCAL_KEY"] not in answer["content"]
+    assert answer == {"content": UNAVAILABLE, "is_error": True}
     status, body = http_answer(
         memory_handler(http_event({"input": {"command": "view", "path": "/memories"}}), CONTEXT)
     )
-    assert status == 500 and variable in body["content"]
+    assert status == 500 and body["content"] == UNAVAILABLE
+    logged = diagnoses(caplog, "req-123")
+    assert len(logged) == 2 and all(variable in diagnosis for diagnosis in logged)
+    assert environ["S3MEMORY_LOCAL_KEY"] not in caplog.text
     assert stored_keys(s3) == []
 
 

@@ -363,7 +363,7 @@ def test_a_failure_nobody_foresaw_is_an_error_result_worded_as_the_sdk_adapter_w
     worded = "Error: s3memory failed unexpectedly (RuntimeError); the command may not have run."
     assert caught.value.content == worded
     assert tuple(answer(memory, {"command": "view", "path": "/memories"})) == (worded, True)
-    with in_process(build_server(lambda: memory)) as client:
+    with in_process(build_server(lambda: memory, remote=False)) as client:  # as on stdio
         assert client.call(command="view", path="/memories") == (worded, True)
 
 
@@ -374,7 +374,7 @@ def test_an_unreachable_store_is_an_error_result_with_the_adapters_text(
     memory = library(unreachable, "alice")
     with pytest.raises(ToolError) as caught:
         S3MemoryTool.over(library(unreachable, "alice")).call({"command": "view", "path": "/memories"})
-    with in_process(build_server(lambda: memory)) as client:
+    with in_process(build_server(lambda: memory, remote=False)) as client:  # as on stdio
         text, is_error = client.call(command="view", path="/memories")
     assert (text, is_error) == (caught.value.content, True)
     assert text.startswith("Error: ") and "127.0.0.1:9" in text

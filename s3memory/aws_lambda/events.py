@@ -9,8 +9,8 @@
   verified by the function
   itself (``s3memory.tokens``), never anything else in the event.
 
-Every refusal is a ``Refused`` with an HTTP status and a clear message, raised before any storage
-request.
+Every refusal is a ``Refused`` with an HTTP status and a clear message (a function misconfigured to
+serve the shape, a ``SettingsError``), raised before any storage request.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from s3memory.core.paths import UserId
 from s3memory.crypto import validate_served_author
 from s3memory.errors import type_name
 from s3memory.mounts import Grant, Mount, granted
-from s3memory.settings import DIRECT_INVOCATION, JWT_ISSUER, Edge
+from s3memory.settings import DIRECT_INVOCATION, JWT_ISSUER, Edge, SettingsError
 from s3memory.tokens import KeysUnavailable, TokenRefused, TokenVerifier
 
 
@@ -162,11 +162,9 @@ def http_request(
     """The user (the verified token's subject), the mounts its claims are ``grants``ed, and the input
     of an HTTP API request."""
     if tokens is None:
-        raise Refused(
-            500,
-            f"Error: s3memory is misconfigured: {JWT_ISSUER} is required to serve HTTP API events "
-            "(the function verifies each request's token itself).",
-            "configuration",
+        raise SettingsError(
+            f"{JWT_ISSUER} is required to serve HTTP API events (the function verifies each request's "
+            "token itself)"
         )
     if event.get("version") != "2.0":
         raise Refused(400, "Error: Only API Gateway HTTP API events of payload format 2.0 are supported.")

@@ -17,6 +17,10 @@ per invocation (``record``, function ``mcp``): the MCP method (one of a fixed fe
 the memory command of a ``tools/call``, the outcome (``error`` for a refused request, a JSON-RPC
 error or a tool error), the status and the request counts; never content, paths, tokens or user ids.
 The handler never raises.
+
+Its callers are remote (``answers.remote``): a failure of the operator's (the store, a setting, a
+fault) is answered with a fixed text naming the invocation's request id (Lambda's
+``aws_request_id``), and diagnosed in the function's log under it.
 """
 
 from __future__ import annotations
@@ -29,10 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from s3memory.answers import failed, remote
 from s3memory.aws_lambda import record
 from s3memory.aws_lambda.events import Refused, body_text, command_name, is_http
 from s3memory.aws_lambda.runtime import Runtime, get_runtime
-from s3memory.errors import unexpected_failure
 from s3memory.mcp.http import http_app
 from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.memory import S3Memory
@@ -193,14 +197,16 @@ def _outcome(response: _Response) -> tuple[str, str | None]:
 def _serve(event: object, environ: Mapping[str, str], invocation: record.Invocation) -> _Response:
     try:
         runtime = get_runtime(environ)
+        if runtime.tokens is None or runtime.settings.edge.mcp_url is None:
+            missing = JWT_ISSUER if runtime.tokens is None else MCP_URL
+            why = (
+                "each request's token is verified"
+                if runtime.tokens is None
+                else "the resource clients are told"
+            )
+            raise SettingsError(f"the MCP function needs {missing} ({why})")
     except SettingsError as error:
-        return _refused(500, f"Error: s3memory is misconfigured: {error}.")
-    if runtime.tokens is None or runtime.settings.edge.mcp_url is None:
-        missing = JWT_ISSUER if runtime.tokens is None else MCP_URL
-        why = (
-            "each request's token is verified" if runtime.tokens is None else "the resource clients are told"
-        )
-        return _refused(500, f"Error: s3memory is misconfigured: the MCP function needs {missing} ({why}).")
+        return _refused(500, failed(error))
     if not is_http(event):
         return _refused(
             403,
@@ -243,12 +249,12 @@ def _api_response(response: _Response) -> dict[str, Any]:
 def handle(event: object, context: object = None, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Serve one event (``environ`` defaults to ``os.environ``); never raises."""
     environment = os.environ if environ is None else environ
-    with record.invocation(FUNCTION, context, environment) as invocation:
+    with record.invocation(FUNCTION, context, environment) as invocation, remote(invocation.request_id):
         invocation.fields["source"] = "http"
         try:
             response = _serve(event, environment, invocation)
         except Exception as error:
-            response = _refused(500, unexpected_failure(error))
+            response = _refused(500, failed(error, changed=True))
             invocation.error_type = type(error).__name__
         invocation.fields["status"] = response.status
         invocation.failed = response.status >= 500

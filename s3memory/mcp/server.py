@@ -5,10 +5,17 @@ the request being served (``memory_of_request``), asked at each call. On stdio i
 user ``--user`` named (``stdio.py``); over HTTP, that of the subject of the request's verified bearer
 token, never a name in the request, with the shared memories its claims are granted mounted in it
 (``http.py``). The server keeps nothing of a user between calls beyond what that function keeps.
+
+A server is ``remote`` unless told otherwise: each call answers as to a caller across a network
+(``answers.remote``: the operator's failures with a fixed text and a request id, the diagnosis in
+the log), under the request id of the Lambda invocation serving it where there is one, else a fresh
+one per call. Only stdio, whose caller is the operator's own client, builds it with ``remote=False``
+and answers every failure in full.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +27,8 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from s3memory._version import __version__
-from s3memory.answers import answer
+from s3memory.answers import Answer, answered
+from s3memory.answers import remote as remote_caller
 from s3memory.errors import shown
 from s3memory.mcp.tool import ANNOTATIONS, INPUT_SCHEMA, INSTRUCTIONS, TOOL_DESCRIPTION, TOOL_NAME
 from s3memory.mounts import UserMemory
@@ -30,7 +38,8 @@ SERVER_TITLE = "s3memory: Claude's memory tool on S3, encrypted on the client"
 
 MemoryOfRequest = Callable[[], UserMemory]
 """The memory of the request being served (its user checked by whoever let the request in); raises
-when there is none (no command runs then)."""
+when there is none (no command runs then). It may send requests (a warm memory placed in its store on
+first use): it is asked in the command's thread, and its failure is the command's."""
 
 
 def memory_tool() -> types.Tool:
@@ -50,8 +59,12 @@ COMMANDS_IN_FLIGHT = 16
 """The most commands one server runs at once (each in a worker thread; the rest wait their turn)."""
 
 
-def build_server(memory_of_request: MemoryOfRequest) -> Server[Any]:
-    """An MCP server with one tool, ``memory``, for the user of each request, and the instructions."""
+def build_server(memory_of_request: MemoryOfRequest, *, remote: bool = True) -> Server[Any]:
+    """An MCP server with one tool, ``memory``, for the user of each request, and the instructions;
+    ``remote``: its callers are across a network (``answers.remote``), not the operator."""
+    serving: Callable[[], contextlib.AbstractContextManager[object]] = (
+        remote_caller if remote else contextlib.nullcontext
+    )
     listed = types.ListToolsResult(tools=[memory_tool()])
     limiters: list[anyio.CapacityLimiter] = []
 
@@ -71,11 +84,15 @@ def build_server(memory_of_request: MemoryOfRequest) -> Server[Any]:
     ) -> types.CallToolResult:
         if params.name != TOOL_NAME:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {shown(params.name)}")
-        memory = memory_of_request()
         arguments = {} if params.arguments is None else params.arguments
+
+        def run() -> Answer:
+            with serving():
+                return answered(lambda: memory_of_request().run(arguments))
+
         # The core is synchronous (boto3): a worker thread runs the command, the loop serves on. The
         # commands have threads of their own, so calls stuck on a slow S3 never starve the transport's.
-        result = await anyio.to_thread.run_sync(lambda: answer(memory, arguments), limiter=commands())
+        result = await anyio.to_thread.run_sync(run, limiter=commands())
         return types.CallToolResult(content=[types.TextContent(text=result.text)], is_error=result.is_error)
 
     return Server(

@@ -71,7 +71,9 @@ def mcp_main(user_id: str, mount_options: Sequence[str] = ()) -> int:
 
     from s3memory.mcp.server import build_server
 
-    server = build_server(lambda: memory)  # one user's memory and its mounts, and no other's
+    # one user's memory and its mounts, and no other's; its caller is the operator's own client, told
+    # every failure in full
+    server = build_server(lambda: memory, remote=False)
     try:
         anyio.run(serve_stdio, server)
     except KeyboardInterrupt:

@@ -23,3 +23,16 @@ def invocation_records(caplog: pytest.LogCaptureFixture, function: str | None = 
         )
         if function is None or fields.get("function") == function
     ]
+
+
+def diagnoses(caplog: pytest.LogCaptureFixture, request_id: str) -> list[str]:
+    """The diagnoses logged at ERROR under ``request_id`` (``answers.diagnose``), oldest first: each
+    line's text, which names the request id."""
+    return [
+        entry.getMessage()
+        for entry in caplog.records
+        if entry.name == "s3memory"
+        and entry.levelno == logging.ERROR
+        and getattr(entry, "request_id", None) == request_id
+        and entry.getMessage() != MESSAGE
+    ]

@@ -10,7 +10,7 @@ from typing import Any
 
 from s3memory.aws_lambda.agent.event import ITERATIONS_LIMIT, MAX_TOKENS_LIMIT, Invalid, checked_params
 from s3memory.errors import type_name
-from s3memory.settings import DEFAULT_MODEL, whole_number
+from s3memory.settings import DEFAULT_MODEL, SettingsError, whole_number
 
 API_KEY = "ANTHROPIC_API_KEY"
 API_KEY_SECRET_ARN = "ANTHROPIC_API_KEY_SECRET_ARN"
@@ -26,7 +26,7 @@ DEFAULT_MAX_ITERATIONS = 10
 DEFAULT_DEADLINE_MARGIN_SECONDS = 10.0
 
 
-class Misconfigured(Exception):
+class Misconfigured(SettingsError):
     """A missing or invalid setting of the function; the message names the variable, never a key."""
 
 

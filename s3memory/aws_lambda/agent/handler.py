@@ -1,9 +1,13 @@
 """The handler: serves one event (parse, configure, run under the deadline) and maps every failure to
-a clear ``{"error": ...}`` answer; the shared invocation record (``record``) notes what it did."""
+a clear ``{"error": ...}`` answer; the shared invocation record (``record``) notes what it did.
+
+The caller and the model are remote (``answers.remote``, under the invocation's ``aws_request_id``):
+the memory tool's results name nothing of the operator's, and neither does the answer to a
+misconfigured function, a store that cannot be reached or a fault: each is a fixed text naming the
+request id, diagnosed in the function's log under it."""
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 from collections.abc import Mapping
@@ -12,18 +16,22 @@ from typing import Any
 
 import anthropic
 
+from s3memory.answers import diagnose, failed, remote
 from s3memory.aws_lambda import metrics, record
-from s3memory.aws_lambda.agent.config import BASE_URL, AgentConfig, Misconfigured, setting
+from s3memory.aws_lambda.agent.config import BASE_URL, AgentConfig, setting
 from s3memory.aws_lambda.agent.conversation import run
 from s3memory.aws_lambda.agent.credentials import anthropic_client, api_key
 from s3memory.aws_lambda.agent.deadline import Deadline, NoTimeToRetry, current_deadline
 from s3memory.aws_lambda.agent.event import Invalid, parse_event
 from s3memory.aws_lambda.runtime import get_runtime
-from s3memory.errors import shown, unexpected_failure
+from s3memory.errors import CommandError, shown
 from s3memory.settings import SettingsError
 from s3memory.tool import S3MemoryTool
 
-logger = logging.getLogger("s3memory")
+MISCONFIGURED = "Error: s3memory's agent is misconfigured; nothing was run. (request id {request_id})"
+"""The answer to a missing or invalid setting (named in the log under the request id)."""
+FAILED = "Error: s3memory's agent failed unexpectedly. (request id {request_id})"
+"""The answer to a fault nobody foresaw (its type and frames in the log under the request id)."""
 
 MODEL_ID = re.compile(r"[A-Za-z0-9._:/-]{1,100}")
 """What a model id looks like; the record names any other model ``other`` (the event's text is not logged)."""
@@ -43,9 +51,7 @@ class _Outcome:
 
 
 def _unexpected(error: Exception) -> _Outcome:
-    return _Outcome(
-        {"error": unexpected_failure(error, "s3memory's agent", consequence="")}, type(error).__name__
-    )
+    return _Outcome({"error": FAILED.format(request_id=diagnose(error))}, type(error).__name__)
 
 
 def _serve(event: object, context: object, environ: Mapping[str, str], fields: dict[str, Any]) -> _Outcome:
@@ -57,8 +63,8 @@ def _serve(event: object, context: object, environ: Mapping[str, str], fields: d
         config = AgentConfig.from_env(environ)
         runtime = get_runtime(environ)
         key = api_key(environ)
-    except (SettingsError, Misconfigured) as error:
-        return _Outcome({"error": f"Error: s3memory's agent is misconfigured: {error}."}, "configuration")
+    except SettingsError as error:  # Misconfigured too
+        return _Outcome({"error": MISCONFIGURED.format(request_id=diagnose(error))}, "configuration")
     model = request.model or config.model
     fields["model"] = model if MODEL_ID.fullmatch(model) else "other"
 
@@ -79,6 +85,8 @@ def _serve(event: object, context: object, environ: Mapping[str, str], fields: d
         with runtime.serving(request.user_id, fields, request.actor) as memory:
             client = anthropic_client(key, setting(environ, BASE_URL))
             return _Outcome(run(request, config, client, S3MemoryTool.over(memory), fields))
+    except CommandError as error:  # the store, before the conversation began
+        return _Outcome({"error": failed(error)}, type(error).__name__)
     except NoTimeToRetry as error:
         kind = f" ({error.error_type})" if error.error_type else ""
         return _Outcome(
@@ -105,7 +113,6 @@ def _serve(event: object, context: object, environ: Mapping[str, str], fields: d
             type(error).__name__,
         )
     except Exception as error:
-        logger.error("s3memory agent: unexpected %s", type(error).__name__)
         return _unexpected(error)
     finally:
         current_deadline.reset(token)
@@ -121,7 +128,7 @@ def _outcome_name(outcome: _Outcome) -> str:
 def handle(event: object, context: object = None, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Serve one event (``environ`` defaults to ``os.environ``); never raises."""
     environment = os.environ if environ is None else environ
-    with record.invocation("agent", context, environment) as invocation:
+    with record.invocation("agent", context, environment) as invocation, remote(invocation.request_id):
         fields = invocation.fields
         fields.update(model=None, iterations=0, tool_calls=0, input_tokens=0, output_tokens=0)
         invocation.command = "agent"
