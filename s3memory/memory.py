@@ -32,6 +32,7 @@ from s3memory.core.paths import (
     MemoryPath,
     SharedName,
     UserId,
+    check_new_name,
     shown_path,
     validate_namespace,
 )
@@ -309,10 +310,10 @@ class S3Memory:
             found, tree = self.browser.file_or_tree(path)
             if found is not None:
                 self.files.directories.forget(path)
-                return render_file(path.text, found.text, view_range)
+                return render_file(path.quoted, found.text, view_range)
         if tree is None:
-            raise Unsettled(f"The path {path.text} does not exist. Please provide a valid path.", path)
-        return render_listing(path.text, path.shown, tree, last)
+            raise Unsettled(f"The path {path.quoted} does not exist. Please provide a valid path.", path)
+        return render_listing(path.quoted, path.shown, tree, last)
 
     def root_tree(self) -> Tree | None:
         """``/memories`` after pending jobs finish, usually from one listing of the user's namespace:
@@ -328,29 +329,32 @@ class S3Memory:
 
     def create(self, path: MemoryPath, file_text: str) -> str:
         def refusal(reason: str) -> CommandError:
-            return Unsettled(f"Error: Cannot create {path.text}: {reason}.", path)
+            return Unsettled(f"Error: Cannot create {path.quoted}: {reason}.", path)
 
         require_file_path(path, refusal)
         self.files.check_size(path, len(file_text.encode("utf-8")))
         sealed = self.files.encode(path, self._screen(path, file_text))
         self.usage.check(path, len(sealed.body) - OVERHEAD, 1)
         if write_new_file(self.files, path, sealed, refusal, refusal(f"{path.shown} is a directory")) is None:
-            raise Unsettled(f"Error: File {path.text} already exists", path)
+            raise Unsettled(f"Error: File {path.quoted} already exists", path)
         self.usage.add(len(sealed.body) - OVERHEAD, 1)
         self.files.directories.add(path.ancestors())
-        return f"File created successfully at: {path.text}"
+        return f"File created successfully at: {path.quoted}"
 
     def check_create(
         self, path: MemoryPath, file_text: str, planned: tuple[int, int] = (0, 0), *, replacing: bool = False
     ) -> None:
-        """Raise what ``create`` would refuse, changing nothing: a path that cannot hold a new file,
+        """Raise what ``create`` would refuse, changing nothing: a name it may not make (unless
+        ``replacing`` the file stored under it), a path that cannot hold a new file,
         the size limit, the content guard (``redact`` is no refusal), the quota counted with the
         ``planned`` (bytes, files) of other writes not yet made, and the place (a directory at
         the path, an ancestor that is a file, a file already there unless ``replacing`` it)."""
 
         def refusal(reason: str) -> CommandError:
-            return CommandError(f"Error: Cannot create {path.text}: {reason}.")
+            return CommandError(f"Error: Cannot create {path.quoted}: {reason}.")
 
+        if not replacing:
+            check_new_name(path)
         require_file_path(path, refusal)
         size = len(file_text.encode("utf-8"))
         self.files.check_size(path, size)
@@ -372,13 +376,13 @@ class S3Memory:
         self.usage.check(path, growth, 0)
         if not self.files.replace(path, sealed, found.etag):
             raise CommandError(
-                f"Error: {path.text} changed while it was being replaced; nothing was written. Try again."
+                f"Error: {path.quoted} changed while it was being replaced; nothing was written. Try again."
             )
         self.usage.add(growth, 0)
-        return f"File {path.text} replaced"
+        return f"File {path.quoted} replaced"
 
     def _screen(self, path: MemoryPath, text: str) -> str:
-        return text if self.content_guard is None else self.content_guard.screen(path.text, text)
+        return text if self.content_guard is None else self.content_guard.screen(path.quoted, text)
 
     # -- str_replace and insert ----------------------------------------------------------------
 
@@ -386,27 +390,27 @@ class S3Memory:
         self.files.check_size(path, len(new_str.encode("utf-8")))
 
         def change(content: str) -> tuple[Edit, str]:
-            edit = self._screened(path, replace_unique(path.text, content, old_str, new_str))
+            edit = self._screened(path, replace_unique(path.quoted, content, old_str, new_str))
             return edit, edit_snippet(edit)
 
         return self._edit(
-            path, f"Error: The path {path.text} does not exist. Please provide a valid path.", change
+            path, f"Error: The path {path.quoted} does not exist. Please provide a valid path.", change
         )
 
     def insert(self, path: MemoryPath, insert_line: int, insert_text: str) -> str:
         self.files.check_size(path, len(insert_text.encode("utf-8")))
         return self._edit(
             path,
-            f"Error: The path {path.text} does not exist",
+            f"Error: The path {path.quoted} does not exist",
             lambda content: (
-                self._screened(path, insert_at(path.text, content, insert_line, insert_text)),
-                f"The file {path.text} has been edited.",
+                self._screened(path, insert_at(path.quoted, content, insert_line, insert_text)),
+                f"The file {path.quoted} has been edited.",
             ),
         )
 
     def _screened(self, path: MemoryPath, edit: Edit) -> Edit:
         """``edit`` once the guard has screened the stored text around what it wrote."""
-        return edit if self.content_guard is None else self.content_guard.screen_edit(path.text, edit)
+        return edit if self.content_guard is None else self.content_guard.screen_edit(path.quoted, edit)
 
     def _edit(self, path: MemoryPath, missing: str, change: Callable[[str], tuple[Edit, str]]) -> str:
         """Read-modify-write with ``IfMatch``, retried with jitter when another writer wins."""
@@ -427,7 +431,7 @@ class S3Memory:
         return retried(
             attempt,
             lambda: StorageRefusal(
-                f"Error: {path.text} kept changing under concurrent edits; the edit was not applied. Try again."
+                f"Error: {path.quoted} kept changing under concurrent edits; the edit was not applied. Try again."
             ),
         )
 
@@ -452,7 +456,7 @@ class S3Memory:
             self.files.delete(key)
             return _deleted(path, [])
         if not sources:
-            raise CommandError(f"Error: The path {path.text} does not exist")
+            raise CommandError(f"Error: The path {path.quoted} does not exist")
         self.files.directories.forget(path)
         return _deleted(path, _shown(self.jobs.run(self.jobs.plan("delete", path, None, sources)), path))
 
@@ -461,7 +465,7 @@ class S3Memory:
     def rename(self, old: MemoryPath, new: MemoryPath) -> str:
         if old.is_root:
             raise CommandError("Error: Cannot rename the /memories directory itself")
-        exists = CommandError(f"Error: The destination {new.text} already exists")
+        exists = CommandError(f"Error: The destination {new.quoted} already exists")
         if new.is_root:
             raise exists
         pending = side(lambda: self.jobs.pending().touching(old, new))
@@ -483,10 +487,10 @@ class S3Memory:
             if survey is not None:
                 survey.abandon()
             if not sources:
-                raise CommandError(f"Error: The path {old.text} does not exist")
+                raise CommandError(f"Error: The path {old.quoted} does not exist")
             if new.canonical == old.canonical:
-                raise CommandError(f"Error: The destination {new.text} already exists")
-            raise CommandError(f"Error: Cannot move {old.text} into itself ({new.text})")
+                raise CommandError(f"Error: The destination {new.quoted} already exists")
+            raise CommandError(f"Error: Cannot move {old.quoted} into itself ({new.quoted})")
         survey.count_a_file_as_occupying()
         return self._rename_directory(old, new, sources, exists, survey)
 
@@ -508,7 +512,9 @@ class S3Memory:
         if new.segments == old.segments:
             raise exists
         if survey is None:  # new lies within old
-            raise CommandError(f"Error: Cannot rename to {new.text}: {old.shown} is a file, not a directory.")
+            raise CommandError(
+                f"Error: Cannot rename to {new.quoted}: {old.shown} is a file, not a directory."
+            )
         refusal = _destination_refusal(new)
         require_file_path(new, refusal)
         obstacle = survey.obstacle(refusal, exists)
@@ -537,9 +543,9 @@ class S3Memory:
     def _moved_away(self, old: MemoryPath, source: str) -> CommandError:
         """The refusal of a file rename whose source changed or went while it was being renamed."""
         if not self.bucket.exists(source):
-            return CommandError(f"Error: The path {old.text} does not exist")
+            return CommandError(f"Error: The path {old.quoted} does not exist")
         return CommandError(
-            f"Error: {old.text} changed while it was being renamed; it was left where it is and "
+            f"Error: {old.quoted} changed while it was being renamed; it was left where it is and "
             "nothing was renamed."
         )
 
@@ -664,14 +670,14 @@ def _author(actor: str | None) -> str | None:
 
 def _destination_refusal(new: MemoryPath) -> Refusal:
     def refusal(reason: str) -> CommandError:
-        return CommandError(f"Error: Cannot rename to {new.text}: {reason}.")
+        return CommandError(f"Error: Cannot rename to {new.quoted}: {reason}.")
 
     return refusal
 
 
 def _shown(kept: list[str], path: MemoryPath) -> list[str]:
     """The paths a job left in place (in ``path``'s memory), as the user sees them."""
-    return [shown_path(canonical, path.mount) for canonical in kept]
+    return [shown_path(canonical, path.mount, lookalike=path.lookalike) for canonical in kept]
 
 
 def _left_in_place(kept: list[str]) -> str:
@@ -681,17 +687,17 @@ def _left_in_place(kept: list[str]) -> str:
 
 def _renamed(old: MemoryPath, new: MemoryPath, kept: list[str]) -> str:
     if not kept:
-        return f"Successfully renamed {old.text} to {new.text}"
+        return f"Successfully renamed {old.quoted} to {new.quoted}"
     raise CommandError(
-        f"Error: Renamed {old.text} to {new.text}, except {len(kept)} file(s) that changed during the "
+        f"Error: Renamed {old.quoted} to {new.quoted}, except {len(kept)} file(s) that changed during the "
         f"rename and were left at their old paths: {_left_in_place(kept)}"
     )
 
 
 def _deleted(path: MemoryPath, kept: list[str]) -> str:
     if not kept:
-        return f"Successfully deleted {path.text}"
+        return f"Successfully deleted {path.quoted}"
     raise CommandError(
-        f"Error: Deleted {path.text}, except {len(kept)} file(s) that changed during the delete and were "
+        f"Error: Deleted {path.quoted}, except {len(kept)} file(s) that changed during the delete and were "
         f"left in place: {_left_in_place(kept)}"
     )

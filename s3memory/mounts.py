@@ -24,14 +24,16 @@ the mounts the verified token's claims name, and no others (``granted``).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, assert_never, cast
 
 from s3memory.core.commands import Command, Create, Delete, Insert, Rename, StrReplace, View, parse_command
+from s3memory.core.confusables import lookalike_key
 from s3memory.core.listing import Tree, is_hidden, render_listing
-from s3memory.core.paths import MemoryPath, SharedName, UserId, memory_path
+from s3memory.core.paths import MemoryPath, SharedName, UserId, check_new_name, memory_path, shown_name
 from s3memory.crypto import user_author
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
@@ -56,7 +58,7 @@ class Mount:
 
     def __post_init__(self) -> None:
         try:
-            path = memory_path(self.point)
+            path = check_new_name(memory_path(self.point))
         except CommandError as refused:
             raise ValueError(f"mount point: {refused.message}") from None
         if len(path.segments) != 1 or is_hidden(path.segments[0]) or path.text != path.canonical:
@@ -211,13 +213,13 @@ class MountedMemory:
                     return self._view_root(path)
                 name, inner = self._located(path)
                 if name is None:
-                    return self.own.run_command(command)
+                    return self.own.run_command(View(inner, view_range))
                 return self._view(name, inner, view_range)
             case Create(path) | StrReplace(path) | Insert(path):
                 return self._write(command, path)
             case Delete(path):
                 if self._is_mount_point(path):
-                    raise CommandError(f"Error: Cannot delete {path.text}: {self._mounted_there(path)}")
+                    raise CommandError(f"Error: Cannot delete {path.quoted}: {self._mounted_there(path)}")
                 return self._write(command, path)
             case Rename(old_path, new_path):
                 return self._rename(command, old_path, new_path)
@@ -227,11 +229,34 @@ class MountedMemory:
     # -- where a path lies ----------------------------------------------------------------------
 
     def _located(self, path: MemoryPath) -> tuple[str | None, MemoryPath]:
-        """The mount ``path`` lies in (None: the user's own memory), and the path in that memory."""
-        if not path.segments or path.segments[0] not in self.mounts:
+        """The mount ``path`` lies in (None: the user's own memory), and the path in that memory
+        (in the user's own memory, marked ``lookalike`` where its first name looks like a mount
+        point's, so that answers show that name escaped)."""
+        if not path.segments:
             return None, path
         name = path.segments[0]
+        if name not in self.mounts:
+            return None, replace(path, lookalike=self._looks_like(name) is not None)
         return name, MemoryPath(path.text, path.segments[1:], (name,))
+
+    def _looks_like(self, name: str) -> Mount | None:
+        """The mount whose point ``name``, a name in the user's own memory, looks like (TR39's
+        skeleton of its NFKC form, white space at either end aside: ``core.confusables``)."""
+        return self._mount_keys.get(lookalike_key(name))
+
+    @functools.cached_property
+    def _mount_keys(self) -> dict[str, Mount]:
+        return {lookalike_key(name): mount for name, mount in self.mounts.items()}
+
+    def _lookalike_refusal(self, action: str, path: MemoryPath) -> CommandError:
+        """The refusal of ``action`` (``Cannot create <path>``) where ``path``'s first name looks
+        like a mount point's."""
+        mount = self._looks_like(path.segments[0])
+        assert mount is not None
+        return CommandError(
+            f"Error: {action}: {shown_name(path.segments[0], whole=True)} looks like {mount.point}, where a shared memory "
+            "is mounted, and could pass for it; use another name. Nothing was changed."
+        )
 
     def _is_mount_point(self, path: MemoryPath) -> bool:
         return len(path.segments) == 1 and path.segments[0] in self.mounts
@@ -249,7 +274,8 @@ class MountedMemory:
         def listing() -> str:
             own = self.own.root_tree() or Tree()
             trees = {name: self._shared[name].root_tree() for name in sorted(self.mounts)}
-            return render_listing(path.text, path.canonical, own.mounted(trees), _note(read_only))
+            shown = own.mounted(trees, lambda name: self._looks_like(name) is not None)
+            return render_listing(path.quoted, path.canonical, shown, _note(read_only))
 
         return self.own.answering(listing)
 
@@ -265,22 +291,23 @@ class MountedMemory:
         """A write in the memory ``path`` lies in (at a mount point, a directory: refused)."""
         name, inner = self._located(path)
         if name is None:
-            return self.own.run_command(command)
+            if inner.lookalike and isinstance(command, Create):
+                raise self._lookalike_refusal(f"Cannot create {inner.quoted}", inner)
+            return self.own.run_command(replace(command, path=inner))
         self._require_writable(name, path)
         if inner.is_root and isinstance(command, Create):
-            raise CommandError(f"Error: Cannot create {path.text}: {path.canonical} is a directory.")
+            raise CommandError(f"Error: Cannot create {path.quoted}: {path.canonical} is a directory.")
         return self._shared[name].run_command(replace(command, path=inner))
 
     def _rename(self, command: Rename, old: MemoryPath, new: MemoryPath) -> str:
         if old.is_root or new.is_root:
             return self.own.run_command(command)  # refused there, as the root is never moved
-        for path in (old, new):
-            if self._is_mount_point(path):
-                raise CommandError(
-                    f"Error: Cannot rename {old.text} to {new.text}: {self._mounted_there(path)}"
-                )
         old_name, old_inner = self._located(old)
         new_name, new_inner = self._located(new)
+        action = f"Cannot rename {old_inner.quoted} to {new_inner.quoted}"
+        for path in (old, new):
+            if self._is_mount_point(path):
+                raise CommandError(f"Error: {action}: {self._mounted_there(path)}")
         for name, path in ((old_name, old), (new_name, new)):
             if name is not None:
                 self._require_writable(name, path)
@@ -288,12 +315,14 @@ class MountedMemory:
             shared = old_name if old_name is not None else new_name
             assert shared is not None
             raise CommandError(
-                f"Error: Cannot rename {old.text} to {new.text}: they lie in different memories "
+                f"Error: {action}: they lie in different memories "
                 f"({self.mounts[shared].point} is a shared memory). Nothing was changed; create the "
                 "file at the new path and delete the old one instead."
             )
         if old_name is None:
-            return self.own.run_command(command)
+            if new_inner.lookalike:
+                raise self._lookalike_refusal(action, new_inner)
+            return self.own.run_command(Rename(old_inner, new_inner))
         return self._shared[old_name].run_command(Rename(old_inner, new_inner))
 
     def _read_only(self, name: str) -> bool:
@@ -302,7 +331,7 @@ class MountedMemory:
     def _require_writable(self, name: str, path: MemoryPath) -> None:
         if self._read_only(name):
             raise CommandError(
-                f"Error: Cannot change {path.text}: {self.mounts[name].point} is a read-only shared memory. "
+                f"Error: Cannot change {path.quoted}: {self.mounts[name].point} is a read-only shared memory. "
                 "Nothing was changed."
             )
 

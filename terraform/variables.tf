@@ -776,7 +776,7 @@ variable "mcp_function_reserved_concurrency" {
 # ---------------------------------------------------------------------------------------------------
 
 variable "shared_memory_mounts" {
-  description = "Shared memories (docs/shared.md) mounted into a user's /memories by the claims of the user's verified token: S3MEMORY_MOUNTS (the grants, JSON-encoded with the keys claim, value, point, memory and mode) on the memory function and the MCP function, never on the agent or expiry function. A request whose verified token has claim `claim` equal to `value` (a list claim: holding it; `scope` or `scp`: a word of it) sees the shared memory `memory` at `point` (\"/memories/<name>\"), read_only unless mode = \"read_write\"; where several grants name one point, read-write wins. Needs create_http_api = true (only a verified token's claims grant a mount) and storage_format = 2 (shared memories exist only in format 2). Checked at plan as the package checks it: point one visible directory just below /memories (a name of 1 to 64 characters, not starting with '.', not node_modules, without '/', control characters or backslashes, not a percent-encoded '/' or '\\' (%2f, %5c, also as %252f...), not '.' or '..' as %2e or a look-alike character); memory 1 to 63 of a-z, 0-9, '.', '_', '-', starting with a letter or digit; claim and value non-empty printable strings; one memory per point; at most 16 points. What Terraform cannot decode or normalise (a point with other percent-encodings, such as an encoded control character, or with a look-alike of '/' that makes a '.' or '..' segment) the functions refuse at start-up, naming S3MEMORY_MOUNTS. The encoded grants must fit in 3,000 bytes (Lambda allows 4 KB for all of a function's environment). The shared memories' names, the points and the claims are then in plaintext in the functions' configuration and in the Terraform state (the bucket's keys never hold them). [] (default) sets nothing."
+  description = "Shared memories (docs/shared.md) mounted into a user's /memories by the claims of the user's verified token: S3MEMORY_MOUNTS (the grants, JSON-encoded with the keys claim, value, point, memory and mode) on the memory function and the MCP function, never on the agent or expiry function. A request whose verified token has claim `claim` equal to `value` (a list claim: holding it; `scope` or `scp`: a word of it) sees the shared memory `memory` at `point` (\"/memories/<name>\"), read_only unless mode = \"read_write\"; where several grants name one point, read-write wins. Needs create_http_api = true (only a verified token's claims grant a mount) and storage_format = 2 (shared memories exist only in format 2). Checked at plan as the package checks it: point one visible directory just below /memories (a name of 1 to 64 characters, not starting with '.', not node_modules, without '/', control characters, invisible format characters (Unicode Cf) or backslashes, not a percent-encoded '/' or '\\' (%2f, %5c, also as %252f...), not '.' or '..' as %2e or a look-alike character); memory 1 to 63 of a-z, 0-9, '.', '_', '-', starting with a letter or digit; claim and value non-empty printable strings; one memory per point; at most 16 points. What Terraform cannot decode or normalise (a point with other percent-encodings, such as an encoded control character, or with a look-alike of '/' that makes a '.' or '..' segment) the functions refuse at start-up, naming S3MEMORY_MOUNTS. The encoded grants must fit in 3,000 bytes (Lambda allows 4 KB for all of a function's environment). The shared memories' names, the points and the claims are then in plaintext in the functions' configuration and in the Terraform state (the bucket's keys never hold them). [] (default) sets nothing."
   type = list(object({
     claim  = string
     value  = string
@@ -822,17 +822,18 @@ variable "shared_memory_mounts" {
 
   validation {
     # What s3memory.core.paths refuses in a path and Terraform can see without decoding: control
-    # characters, backslashes and their NFKC look-alikes (U+FE68, U+FF3C), percent-encoded '/' and
+    # characters, invisible format characters (Unicode Cf: a mount point is a new name, which
+    # core.paths.check_new_name refuses them in), backslashes and their NFKC look-alikes (U+FE68, U+FF3C), percent-encoded '/' and
     # '\' (also behind layers of %25), and a name that is '.' or '..' once percent-decoded or
     # NFKC-normalised (%2e, U+2024, U+FE52, U+FF0E; U+2025 is '..').
     condition = alltrue([
       for grant in [for grant in var.shared_memory_mounts : grant if try(grant.claim != null && grant.value != null && grant.point != null && grant.memory != null, false)] : (
-        !can(regex("[\\p{Cc}\\\\\\x{FE68}\\x{FF3C}]", grant.point)) &&
+        !can(regex("[\\p{Cc}\\p{Cf}\\\\\\x{FE68}\\x{FF3C}]", grant.point)) &&
         !can(regex("(?i)%(25)*(2f|5c)", grant.point)) &&
         !can(regex("^/memories/((?i:%(25)*2e)|[.\\x{2024}\\x{FE52}\\x{FF0E}]){1,2}$|^/memories/\\x{2025}$", grant.point))
       )
     ])
-    error_message = "shared_memory_mounts: a point must not hold a control character, a backslash (or U+FE68, U+FF3C) or a percent-encoded '/' or '\\' (%2f, %5c), nor be '.' or '..' spelled otherwise (%2e, U+2024, U+2025, U+FE52, U+FF0E): the functions refuse such paths. Name it with letters, digits, '-' and '_', such as \"/memories/team\"."
+    error_message = "shared_memory_mounts: a point must not hold a control character, an invisible format character (Unicode Cf, such as U+200B ZERO WIDTH SPACE), a backslash (or U+FE68, U+FF3C) or a percent-encoded '/' or '\\' (%2f, %5c), nor be '.' or '..' spelled otherwise (%2e, U+2024, U+2025, U+FE52, U+FF0E): the functions refuse such paths. Name it with letters, digits, '-' and '_', such as \"/memories/team\"."
   }
 
   validation {

@@ -22,6 +22,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import tomllib
 import zipfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -172,10 +173,16 @@ def handler_modules() -> set[str]:
     return imported_modules(roots)
 
 
+def package_data() -> list[str]:
+    """The package's data files (pyproject.toml's ``package-data``), relative to it."""
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return list(pyproject["tool"]["setuptools"]["package-data"]["s3memory"])
+
+
 def test_the_allow_list_is_what_the_handlers_import() -> None:
     needed = {module_file(module) for module in handler_modules()}
     wanted = {path.relative_to(REPO_ROOT).as_posix() for path in needed if path is not None}
-    wanted.add("s3memory/py.typed")
+    wanted.update(f"s3memory/{name}" for name in package_data())
     entries = set(load_tool().package_entries(REPO_ROOT / "s3memory"))
     assert sorted(wanted - entries) == [], "imported by the handlers, missing from LAMBDA_PACKAGE_FILES"
     assert sorted(entries - wanted) == [], "on LAMBDA_PACKAGE_FILES, imported by no handler"
@@ -332,8 +339,10 @@ def test_memory_handler_runs_from_the_zip_without_anthropic(
         viewed = memory_handler({"user_id": "zip", "input": {"command": "view", "path": "/memories/z.md"}}, None)
         import boto3, botocore, cryptography, s3memory
         from cryptography.hazmat.bindings import _rust
+        from s3memory.core.confusables import lookalike_key  # its table is package data
         print(json.dumps({
             "created": created, "viewed": viewed, "anthropic": "anthropic" in sys.modules,
+            "lookalike": lookalike_key("t\\u0435am") == lookalike_key("team"),
             "version": s3memory.__version__,
             "files": [m.__file__ for m in (s3memory, boto3, botocore, cryptography, _rust)],
         }))
@@ -345,6 +354,7 @@ def test_memory_handler_runs_from_the_zip_without_anthropic(
     }
     assert outcome["viewed"]["is_error"] is False and "from the zip" in outcome["viewed"]["content"]
     assert outcome["anthropic"] is False
+    assert outcome["lookalike"] is True
     assert outcome["version"] == s3memory.__version__  # from the package itself: the zip has no dist-info
     for path in outcome["files"]:
         assert Path(path).is_relative_to(extracted), path

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3memory.core.paths import KeyLayout, check_memory_path, memory_path, validate_namespace
+from s3memory.core.paths import (
+    KeyLayout,
+    check_memory_path,
+    check_new_name,
+    memory_path,
+    shown_name,
+    shown_path,
+    validate_namespace,
+)
 from s3memory.errors import CommandError, shown
 
 LAYOUT = KeyLayout(validate_namespace("alice", "users/"))
@@ -157,6 +167,58 @@ def test_keys_map_back_to_paths_and_invalid_keys_to_none() -> None:
         "users/bob/x",
     ):
         assert LAYOUT.path_of_key(key) is None
+
+
+@pytest.mark.parametrize(
+    ("path", "character"),
+    [
+        ("/memories/te\u200bam/rules.md", "U+200B ZERO WIDTH SPACE"),
+        ("/memories/a\u2060b", "U+2060 WORD JOINER"),
+        ("/memories/soft\u00adhyphen", "U+00AD SOFT HYPHEN"),
+        ("/memories/\u2066x\u2069", "U+2066 LEFT-TO-RIGHT ISOLATE"),
+        ("/memories/\ufeffbom", "U+FEFF ZERO WIDTH NO-BREAK SPACE"),
+        ("/memories/a%E2%80%8Bb", "U+200B ZERO WIDTH SPACE"),
+        ("/memories/a%25E2%2580%258Bb", "U+200B ZERO WIDTH SPACE"),
+        ("/memories/ok/te\U000e0001am", "U+E0001 LANGUAGE TAG"),
+    ],
+)
+def test_a_format_character_is_refused_in_a_new_name_but_reaches_a_stored_one(
+    path: str, character: str
+) -> None:
+    assert check_memory_path(path) == tuple(path.split("/")[2:])
+    with pytest.raises(CommandError) as caught:
+        check_new_name(memory_path(path))
+    assert caught.value.message == (
+        f"Error: The path {shown(path)} is not allowed: a name may not hold {character}, an invisible format "
+        "character with which one name can pass for another; use a name without it."
+    )
+    stored = LAYOUT.path_of_key("users/alice/memories/" + path.removeprefix("/memories/"))
+    assert stored is not None and stored.canonical == path
+
+
+def test_a_name_without_one_is_made() -> None:
+    for path in ("/memories/team", "/memories/caf\u00e9/\U0001f642", "/memories/100%", "/memories/a\u00a0b"):
+        assert check_new_name(memory_path(path)).canonical == path
+
+
+@pytest.mark.parametrize(
+    ("name", "shown_as", "whole"),
+    [
+        ("notes.md", "notes.md", "\\u006e\\u006f\\u0074\\u0065\\u0073\\u002e\\u006d\\u0064"),
+        ("caf\u00e9 \U0001f642", "caf\u00e9 \U0001f642", "\\u0063\\u0061\\u0066\\u00e9\\u0020\\ud83d\\ude42"),
+        ("te\u200bam", "te\\u200bam", "\\u0074\\u0065\\u200b\\u0061\\u006d"),
+        ("a\u00a0b\u2028c", "a\\u00a0b\\u2028c", "\\u0061\\u00a0\\u0062\\u2028\\u0063"),
+        ("x\U000e0001", "x\\udb40\\udc01", "\\u0078\\udb40\\udc01"),
+    ],
+)
+def test_names_are_shown_with_what_is_unseen_escaped_as_json_writes_it(
+    name: str, shown_as: str, whole: str
+) -> None:
+    assert shown_name(name) == shown_as
+    assert shown_name(name, whole=True) == whole
+    assert json.loads(f'"{shown_as}"') == json.loads(f'"{whole}"') == name  # copied into JSON: the name
+    assert shown_path(f"/memories/{name}/{name}", (), lookalike=True) == f"/memories/{whole}/{shown_as}"
+    assert memory_path(f"/memories/{name}/").quoted == f"/memories/{shown_as}/"
 
 
 @pytest.mark.parametrize(

@@ -813,6 +813,7 @@ MOUNT_POINTS = [
     "/memories/team..",
     "/memories/ team",
     "/memories/a\u200bb",
+    "/memories/a\u2066b",
     "/memories/100%",
     "/memories/a%2",
     "/memories/x%2e",
@@ -839,6 +840,7 @@ MOUNT_POINTS = [
     "/memories/\ufe52",
     # The gaps: other percent-encodings, and a look-alike of '/' that makes a '..' segment.
     "/memories/a%00b",
+    "/memories/a%e2%80%8bb",
     "/memories/a%%32fb",
     "/memories/%e2%80%a5",
     "/memories/%c0%ae%c0%ae",
@@ -846,6 +848,7 @@ MOUNT_POINTS = [
 ]
 POINT_RULE_GAPS = {
     "/memories/a%00b",
+    "/memories/a%e2%80%8bb",
     "/memories/a%%32fb",
     "/memories/%e2%80%a5",
     "/memories/%c0%ae%c0%ae",

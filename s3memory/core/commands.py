@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from s3memory.core.paths import MemoryPath, memory_path
+from s3memory.core.paths import MemoryPath, check_new_name, memory_path
 from s3memory.errors import CommandError, shown
 
 COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
@@ -138,7 +138,7 @@ def parse_command(raw: object) -> Command:
     if command == "view":
         return View(fields.path(), fields.view_range())
     if command == "create":
-        return Create(fields.path(), fields.required_text("file_text"))
+        return Create(check_new_name(fields.path()), fields.required_text("file_text"))
     if command == "str_replace":
         return StrReplace(fields.path(), fields.required_text("old_str"), fields.text("new_str", False) or "")
     if command == "insert":
@@ -147,4 +147,4 @@ def parse_command(raw: object) -> Command:
         return Insert(path, line, fields.required_text("insert_text"))
     if command == "delete":
         return Delete(fields.path())
-    return Rename(fields.path("old_path"), fields.path("new_path"))
+    return Rename(fields.path("old_path"), check_new_name(fields.path("new_path")))

@@ -280,13 +280,13 @@ class MemoryFiles:
         try:
             return opened.plaintext.decode("utf-8"), opened.author
         except UnicodeDecodeError:
-            raise ObjectRefused(f"Error: The file {path.text} is not a valid UTF-8 text file.") from None
+            raise ObjectRefused(f"Error: The file {path.quoted} is not a valid UTF-8 text file.") from None
 
     def check_size(self, path: MemoryPath, size: int) -> None:
         """Refuse a file of ``size`` bytes over the limit; nothing is changed."""
         if size > self.max_file_bytes:
             raise FileTooLarge(
-                f"Error: The file {path.text} would be {size:,} bytes; the limit is "
+                f"Error: The file {path.quoted} would be {size:,} bytes; the limit is "
                 f"{self.max_file_bytes:,} bytes. Nothing was changed."
             )
 
@@ -407,7 +407,7 @@ class MemoryFiles:
                     found.append(Source(item.key, item.etag))
             if len(found) > MAX_SOURCES:
                 raise CommandError(
-                    f"Error: {directory.text} holds more than {MAX_SOURCES:,} files, more than one command "
+                    f"Error: {directory.quoted} holds more than {MAX_SOURCES:,} files, more than one command "
                     "moves or deletes; work on its subdirectories one at a time. Nothing was changed."
                 )
         return found

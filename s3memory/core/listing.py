@@ -5,9 +5,10 @@ Pure functions, no I/O. S3 has no directories: a directory is a key prefix that 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from s3memory.core.paths import shown_name
 from s3memory.core.text import VIEW_CHARACTER_CAP, cut_to_cap, human_size
 
 DIRECTORY_SIZE = 4096
@@ -57,10 +58,16 @@ class Tree:
             node.is_directory = True
         return node
 
-    def mounted(self, mounts: dict[str, Tree | None]) -> Tree:
+    def mounted(self, mounts: dict[str, Tree | None], lookalike: Callable[[str], bool] | None = None) -> Tree:
         """This tree with each of ``mounts`` (a name below the listed directory, and the tree of the
-        memory mounted there) in place of whatever this tree has at that name."""
-        children = {name: node for name, node in self.root.children.items() if name not in mounts}
+        memory mounted there) in place of whatever this tree has at that name; an entry of this tree
+        whose name ``lookalike`` says looks like a mount point's is kept under its name escaped whole
+        (``shown_name``), which no other name is."""
+        children = {
+            shown_name(name, whole=True) if lookalike is not None and lookalike(name) else name: node
+            for name, node in self.root.children.items()
+            if name not in mounts
+        }
         for name, tree in mounts.items():
             inner = {} if tree is None else dict(tree.root.children)
             children[name] = _Node(is_directory=True, children=inner)
@@ -87,12 +94,13 @@ class Tree:
             if is_hidden(name):
                 continue
             child = node.children[name]
+            path = f"{base}/{shown_name(name)}"
             if child.file_size is not None:
-                rows.append((depth, f"{human_size(child.file_size)}\t{base}/{name}"))
+                rows.append((depth, f"{human_size(child.file_size)}\t{path}"))
             if child.is_directory:
-                rows.append((depth, f"{human_size(DIRECTORY_SIZE)}\t{base}/{name}/"))
+                rows.append((depth, f"{human_size(DIRECTORY_SIZE)}\t{path}/"))
                 if depth < 2:
-                    self._collect(child, f"{base}/{name}", depth + 1, rows)
+                    self._collect(child, path, depth + 1, rows)
 
 
 LISTING_HEADER = "Here're the files and directories up to 2 levels deep in {path}, excluding hidden items and node_modules:"
@@ -100,7 +108,8 @@ LISTING_HEADER = "Here're the files and directories up to 2 levels deep in {path
 
 
 def render_listing(path_text: str, canonical: str, tree: Tree, last: str = "") -> str:
-    """The ``view`` answer for a directory, and ``last`` (when given) as its last line, within the
+    """The ``view`` answer for a directory (``path_text`` as the header quotes it, ``canonical`` as
+    its rows show it, each name below it as ``shown_name`` shows it), and ``last`` (when given) as its last line, within the
     view cap: cut, the directory's own entries are kept before any of their entries, so every
     entry a subdirectory's view cannot show stays shown while they fit, and a closing note says so."""
     header = LISTING_HEADER.format(path=path_text)

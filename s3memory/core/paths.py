@@ -61,19 +61,23 @@ def check_memory_path(path: str) -> tuple[str, ...]:
 
     A path longer than S3's key limit is refused first, in time independent of its length; every
     later check is linear in the path. Answers are remembered (a listing checks every key it maps
-    back to a path, and the same keys come back view after view); refusals are not.
+    back to a path, and the same keys come back view after view); refusals are not. A name with an
+    invisible format character passes here, so that a file an older version stored under one can
+    still be reached; ``check_new_name`` refuses it where a command makes a name.
     """
     if len(path) > S3_MAX_KEY_BYTES or len(path.encode("utf-8", "surrogatepass")) > S3_MAX_KEY_BYTES:
         raise _too_long(path)
-    return _remembered_check(path)
+    return _remembered_check(path)[0]
 
 
 @functools.lru_cache(maxsize=8192)
-def _remembered_check(path: str) -> tuple[str, ...]:
-    """The segments of a path of key length, or a refusal (not a clean-up) of: paths outside
-    ``/memories`` and ``.``/``..`` segments in any percent-encoded or NFKC-normalised spelling (in the
-    SDK's words, our reason after), backslashes, control characters, empty segments and
-    percent-encoded separators."""
+def _remembered_check(path: str) -> tuple[tuple[str, ...], str | None]:
+    """The segments of a path of key length and its first invisible format character (Unicode
+    category Cf) in any percent-decoded form (None for none), or a refusal (not a clean-up) of: paths
+    outside ``/memories`` and ``.``/``..`` segments in any percent-encoded or NFKC-normalised
+    spelling (in the SDK's words, our reason after), backslashes, control characters, empty segments
+    and percent-encoded separators."""
+    format_character: str | None = None
     if path != MEMORY_ROOT and not path.startswith(MEMORY_ROOT + "/"):
         raise CommandError(
             f"Error: Path must start with {MEMORY_ROOT}, got: {shown(path)} "
@@ -82,10 +86,13 @@ def _remembered_check(path: str) -> tuple[str, ...]:
     for form in _decoded_forms(path):
         if "%2f" in form.lower() or "%5c" in form.lower():
             raise _refusal(path, "percent-encoded '/' and '\\' are refused")
-        if any(unicodedata.category(char) == "Cs" for char in form):
+        categories = set(map(unicodedata.category, form))
+        if "Cs" in categories:
             raise _refusal(path, "it is not valid UTF-8 text")
-        if any(unicodedata.category(char) == "Cc" for char in form):
+        if "Cc" in categories:
             raise _refusal(path, "NUL and other control characters are refused")
+        if "Cf" in categories and format_character is None:
+            format_character = next(char for char in form if unicodedata.category(char) == "Cf")
         nfkc = unicodedata.normalize("NFKC", form)
         if "\\" in form or "\\" in nfkc:
             raise _refusal(path, "backslashes are refused")
@@ -100,7 +107,24 @@ def _remembered_check(path: str) -> tuple[str, ...]:
     segments = tuple(relative.split("/")[1:]) if relative else ()
     if any(segment == "" for segment in segments):
         raise _refusal(path, "empty path segments ('//') are refused")
-    return segments
+    return segments, format_character
+
+
+def check_new_name(path: MemoryPath) -> MemoryPath:
+    """``path``, refused where it would make a name: when a name of it holds an invisible format
+    character (Unicode category Cf: zero-width spaces and joiners, the soft hyphen, bidi controls,
+    the byte order mark...), also percent-encoded, with which one name passes for another. The refusal
+    names the first such character. ``create`` and a rename's destination check their path here;
+    every other command reaches a file stored under such a name (``docs/library.md``)."""
+    character = _remembered_check(path.text)[1]
+    if character is not None:
+        named = " ".join(filter(None, (f"U+{ord(character):04X}", unicodedata.name(character, ""))))
+        raise _refusal(
+            path.text,
+            f"a name may not hold {named}, an invisible format character with which one name can pass "
+            "for another; use a name without it",
+        )
+    return path
 
 
 @dataclass(frozen=True)
@@ -108,11 +132,14 @@ class MemoryPath:
     """A validated memory path: the text the model sent and its segments below the root of the
     memory it lies in. In a shared memory mounted at ``/memories/<mount>``, ``segments`` are the
     path's in that memory (what keys and seals it) and ``mount`` is where the user sees it
-    (``shown``); ``mount`` takes no part in equality."""
+    (``shown``). ``lookalike``: its first name, in the user's own memory, looks like a mount point's
+    (``mounts.MountedMemory``), so answers show it escaped whole (``shown_name``). Neither ``mount``
+    nor ``lookalike`` takes part in equality."""
 
     text: str
     segments: tuple[str, ...]
     mount: tuple[str, ...] = field(default=(), compare=False)
+    lookalike: bool = field(default=False, compare=False)
 
     @property
     def is_root(self) -> bool:
@@ -125,16 +152,23 @@ class MemoryPath:
 
     @property
     def shown(self) -> str:
-        """The path as the user sees it, without a trailing slash (``canonical`` below the mount)."""
-        return shown_path(self.canonical, self.mount)
+        """The path as answers show it, without a trailing slash (``canonical`` below the mount,
+        each name as ``shown_name`` shows it)."""
+        return shown_path(self.canonical, self.mount, lookalike=self.lookalike)
+
+    @property
+    def quoted(self) -> str:
+        """The text the model sent as answers quote it: ``shown``, with its trailing slash if it had
+        one (the text itself where it shows as it is)."""
+        if not self.lookalike and self.text.isprintable():
+            return self.text
+        return self.shown + "/" if self.text.endswith("/") else self.shown
 
     def ancestors(self) -> list[MemoryPath]:
         """The directories strictly between the root and this path, outermost first."""
         return [
             MemoryPath(
-                shown_path("/".join((MEMORY_ROOT, *self.segments[:depth])), self.mount),
-                self.segments[:depth],
-                self.mount,
+                _text_of(self.segments[:depth], self.mount), self.segments[:depth], self.mount, self.lookalike
             )
             for depth in range(1, len(self.segments))
         ]
@@ -148,12 +182,41 @@ class MemoryPath:
 
     def joined(self, relative: tuple[str, ...]) -> MemoryPath:
         segments = self.segments + relative
-        return MemoryPath(shown_path("/".join((MEMORY_ROOT, *segments)), self.mount), segments, self.mount)
+        return MemoryPath(_text_of(segments, self.mount), segments, self.mount, self.lookalike)
 
 
-def shown_path(canonical: str, mount: tuple[str, ...]) -> str:
-    """``canonical``, a path in a memory, as the user sees it with that memory mounted at ``mount``."""
-    return "/".join((MEMORY_ROOT, *mount, *canonical.split("/")[2:]))
+def _text_of(segments: tuple[str, ...], mount: tuple[str, ...]) -> str:
+    """The text that names ``segments`` of a memory mounted at ``mount``."""
+    return "/".join((MEMORY_ROOT, *mount, *segments))
+
+
+def shown_path(canonical: str, mount: tuple[str, ...], *, lookalike: bool = False) -> str:
+    """``canonical``, a path in a memory, as the user sees it with that memory mounted at ``mount``:
+    each name as ``shown_name`` shows it, the first escaped whole where it is a ``lookalike``."""
+    names = (*mount, *canonical.split("/")[2:])
+    if lookalike and names:
+        return "/".join((MEMORY_ROOT, shown_name(names[0], whole=True), *map(shown_name, names[1:])))
+    return "/".join((MEMORY_ROOT, *map(shown_name, names)))
+
+
+def shown_name(name: str, *, whole: bool = False) -> str:
+    """``name`` as answers show it: each character ``str.isprintable`` refuses (format characters,
+    spaces other than U+0020, line and paragraph separators, unassigned code points) escaped as JSON
+    escapes it (``\\u200b``; a surrogate pair above U+FFFF), so that no two names look alike and a
+    model that copies the name into a tool call's JSON names the file. ``whole``: every character
+    escaped, for a name that looks like a mount point's. No name holds a backslash, so no escaped name
+    is another's."""
+    if not whole and name.isprintable():
+        return name
+    return "".join(_json_escape(char) if whole or not char.isprintable() else char for char in name)
+
+
+def _json_escape(char: str) -> str:
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 ROOT = MemoryPath(MEMORY_ROOT, ())
@@ -313,11 +376,11 @@ class KeyLayout:
     def file_key(self, path: MemoryPath) -> str:
         """The object key of a memory file; refused if it would pass S3's key length limit."""
         if path.is_root:
-            raise CommandError(f"Error: {path.text} is the memory root directory, not a file.")
+            raise CommandError(f"Error: {path.quoted} is the memory root directory, not a file.")
         segments = path.segments if self.names is None else self.names.tokens(path.segments)
         key = self.memories_prefix + "/".join(segments)
         if len(key.encode("utf-8")) > S3_MAX_KEY_BYTES:
-            raise _too_long(path.text, private=self.names is not None)
+            raise _too_long(path.quoted, private=self.names is not None)
         return key
 
     def directory_prefix(self, path: MemoryPath) -> str:

@@ -153,6 +153,6 @@ def _withdrawn(
     except StorageError:
         return StorageRefusal(
             f"{obstacle.message} The file written while this was checked could not be removed "
-            f"again; delete {path.text}."
+            f"again; delete {path.quoted}."
         )
     return obstacle

@@ -65,12 +65,12 @@ class Usage:
         used_bytes, used_files = used_bytes + planned[0], used_files + planned[1]
         if quota.max_files is not None and added_files and used_files + added_files > quota.max_files:
             raise CommandError(
-                f"Error: Cannot write {path.text}: the memory quota allows {quota.max_files:,} files and "
+                f"Error: Cannot write {path.quoted}: the memory quota allows {quota.max_files:,} files and "
                 f"{used_files:,} exist. Delete or merge files first; nothing was changed."
             )
         if quota.max_bytes is not None and added_bytes > 0 and used_bytes + added_bytes > quota.max_bytes:
             raise CommandError(
-                f"Error: Cannot write {path.text}: the memory quota allows {quota.max_bytes:,} bytes, "
+                f"Error: Cannot write {path.quoted}: the memory quota allows {quota.max_bytes:,} bytes, "
                 f"{used_bytes:,} are used and this write adds {added_bytes:,}. Nothing was changed."
             )
 
