@@ -32,7 +32,7 @@ from s3memory.formats.store_keys import MIGRATED_NAME, STORE_KEY_NAME
 from s3memory.memory import S3Memory
 from s3memory.storage.bucket import Bucket
 from s3memory.storage.server_checks import SERVER_RECORD_NAME
-from s3memory.store import forget_stores
+from s3memory.store import Store, forget_stores
 from s3memory.testing import conditions_honoured, install_condition_checks
 from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
 
@@ -358,6 +358,12 @@ def new_client(backend: str, s3: Any, request: pytest.FixtureRequest) -> Callabl
 @pytest.fixture
 def local_keys() -> LocalKeyProvider:
     return LocalKeyProvider(MASTER_KEY)
+
+
+@pytest.fixture
+def store(s3: Any, local_keys: LocalKeyProvider) -> Store:
+    """A format-2 store of the test's bucket: shared memories need format 2."""
+    return Store(Bucket(s3, BUCKET), local_keys, storage_format=2)
 
 
 STORAGE_FORMAT = int(os.environ.get("S3MEMORY_TEST_STORAGE_FORMAT", DEFAULT_FORMAT))

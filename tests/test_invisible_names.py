@@ -14,7 +14,6 @@ import pytest
 
 from s3memory.core.commands import Create
 from s3memory.core.paths import SharedName, memory_path
-from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import CommandError, shown
 from s3memory.memory import S3Memory
 from s3memory.mounts import READ_WRITE, Mount, MountedMemory
@@ -47,11 +46,6 @@ def refusal(path: str, character: str) -> str:
         f"Error: The path {shown(path)} is not allowed: a name may not hold {FORMAT_CHARACTERS[character]}, "
         "an invisible format character with which one name can pass for another; use a name without it."
     )
-
-
-@pytest.fixture
-def store(s3: Any, local_keys: LocalKeyProvider) -> Store:
-    return Store(Bucket(s3, BUCKET), local_keys, storage_format=2)
 
 
 @pytest.fixture

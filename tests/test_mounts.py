@@ -34,11 +34,6 @@ TEAM = "team-acme"
 
 
 @pytest.fixture
-def store(s3: Any, local_keys: LocalKeyProvider) -> Store:
-    return Store(Bucket(s3, BUCKET), local_keys, storage_format=2)
-
-
-@pytest.fixture
 def seeded(store: Store) -> S3Memory:
     """The shared memory ``team-acme``, with a runbook and a note one directory deep."""
     team = S3Memory(store, SharedName(TEAM), actor="curator")
