@@ -181,6 +181,7 @@ SLOW_SUITES = {
     "test_mcp::test_a_server_stops_when_its_client_dies": "mcp",
     "test_mcp::test_the_mcp_inspector_lists_the_tool_and_calls_it": "mcp",
     "test_mcp_http::test_the_command_serves_over_http_until_stopped": "mcp",
+    "test_mcp_http_limits::test_the_command_serves_within_the_limits": "mcp",
 }
 """The modules and tests (``module::test``) ``make test`` leaves out, each with its kind: a marker
 (``pyproject.toml``) that each of their tests carries beside ``slow``. ``make test`` runs

@@ -34,7 +34,9 @@ from starlette.applications import Starlette
 from s3memory.answers import answer
 from s3memory.cli import main as cli
 from s3memory.core.paths import UserId, memory_path
+from s3memory.mcp.connections import uvicorn_options
 from s3memory.mcp.http import http_app, memories_of, metadata_url
+from s3memory.mcp.limits import DEFAULT_LIMITS, EdgeLimits
 from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.settings import Settings
 from s3memory.tokens import TokenVerifier
@@ -75,22 +77,29 @@ def settings_of(environment: dict[str, str]) -> Settings:
     return Settings.from_env({**AWS_TEST_ENVIRONMENT, **environment})
 
 
-def authenticated_app(environment: dict[str, str]) -> Callable[[str], Starlette]:
-    """The app ``s3memory mcp --transport http`` serves with these settings, for its resource URL."""
+def authenticated_app(
+    environment: dict[str, str], limits: EdgeLimits = DEFAULT_LIMITS
+) -> Callable[[str], Starlette]:
+    """The app ``s3memory mcp --transport http`` serves with these settings (and ``limits``), for its
+    resource URL."""
     settings = settings_of(environment)
     assert settings.edge.tokens is not None
     verifier = TokenVerifier(settings.edge.tokens)
     memories = memories_of(settings.make_store(), settings)
-    return lambda resource: http_app(memories, host="127.0.0.1", resource=resource, verifier=verifier)
+    return lambda resource: http_app(
+        memories, host="127.0.0.1", resource=resource, verifier=verifier, limits=limits
+    )
 
 
 @contextlib.contextmanager
-def served(app_of: Callable[[str], Starlette]) -> Iterator[str]:
-    """The app served by uvicorn on a free port of 127.0.0.1 while the block runs: its ``/mcp`` URL."""
+def served(app_of: Callable[[str], Starlette], limits: EdgeLimits = DEFAULT_LIMITS) -> Iterator[str]:
+    """The app served by uvicorn on a free port of 127.0.0.1 while the block runs, as the command
+    serves it (its connections within ``limits``): its ``/mcp`` URL. uvicorn runs on a daemon thread,
+    so the server ends with the test run however it ends."""
     listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listening.bind(("127.0.0.1", 0))
     url = f"http://127.0.0.1:{listening.getsockname()[1]}/mcp"
-    config = uvicorn.Config(app_of(url), log_level="warning", access_log=False, lifespan="on")
+    config = uvicorn.Config(app_of(url), **uvicorn_options(limits))
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
     thread.start()

@@ -72,7 +72,9 @@ LAMBDA_PACKAGE_FILES = (
     "ops/progress.py",
     "aws_lambda/",
     "mcp/__init__.py",
+    "mcp/connections.py",
     "mcp/http.py",
+    "mcp/limits.py",
     "mcp/server.py",
     "mcp/tool.py",
 )

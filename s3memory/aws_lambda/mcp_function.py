@@ -140,7 +140,10 @@ def _serve_request(runtime: Runtime, scope: Scope, body: bytes, memories: _Memor
     assert resource is not None and runtime.tokens is not None
     host = scope["server"][0]
     grants = runtime.settings.edge.grants
-    app = http_app(memories, host=host, resource=resource, verifier=runtime.tokens, grants=grants)
+    # API Gateway hands over whole bodies it bounded, and this app serves one request: no edge limits.
+    app = http_app(
+        memories, host=host, resource=resource, verifier=runtime.tokens, grants=grants, limits=None
+    )
     response = _Response()
     received: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
 

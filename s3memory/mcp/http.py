@@ -31,14 +31,16 @@ import anyio.to_thread
 from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
 from mcp.server.auth.routes import cors_middleware
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 from mcp.shared.auth import ProtectedResourceMetadata
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
+from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from s3memory.core.paths import UserId
 from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, EXIT_SERVED, EXIT_USAGE, store_of
+from s3memory.mcp.limits import DEFAULT_LIMITS, EdgeGuard, EdgeLimits, UserShare, body_bound
 from s3memory.mcp.server import build_server
 from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.memories import Memories
@@ -183,10 +185,12 @@ def http_app(
     verifier: TokenVerifier | None = None,
     grants: tuple[Grant, ...] = (),
     user: UserId | None = None,
+    limits: EdgeLimits | None = DEFAULT_LIMITS,
 ) -> Starlette:
     """The ASGI app: ``/mcp`` behind a ``TokenGate`` (``verifier``, the mounts of ``grants``) with the
     protected-resource metadata of ``resource``, or, with ``user`` instead, behind ``OneUser``
-    without authentication (and without mounts)."""
+    without authentication (and without mounts). Every request within ``limits`` (``limits.py``;
+    None: none but the SDK's, for a caller that bounds requests itself, as API Gateway does)."""
     if (verifier is None) == (user is None):
         raise ValueError("http_app serves with a token verifier, or one user without authentication")
     security = None
@@ -202,8 +206,11 @@ def http_app(
         json_response=True,
         stateless=True,
         security_settings=security,
+        max_request_body_size=DEFAULT_MAX_REQUEST_BODY_SIZE if limits is None else limits.max_body_bytes,
     )
     endpoint: ASGIApp = StreamableHTTPASGIApp(manager)
+    if limits is not None:
+        endpoint = UserShare(endpoint, limits, lambda: request_caller().user)
     routes = []
     if verifier is not None:
         endpoint = TokenGate(endpoint, verifier, resource, grants)
@@ -227,7 +234,8 @@ def http_app(
     # Stateless and JSON: no stream to open with GET, no session to end with DELETE (405, as the
     # transport allows for both).
     routes.append(Route(MCP_PATH, endpoint=endpoint, methods=["POST"]))
-    return Starlette(routes=routes, lifespan=lambda app: manager.run())
+    middleware = [] if limits is None else [Middleware(EdgeGuard, limits=limits)]
+    return Starlette(routes=routes, middleware=middleware, lifespan=lambda app: manager.run())
 
 
 def _refused(message: str) -> int:
@@ -282,6 +290,10 @@ def http_main(
         )
     import uvicorn
 
+    from s3memory.mcp.connections import raise_open_file_limit, uvicorn_options, within_open_files
+
+    limits = EdgeLimits(max_body_bytes=body_bound(settings.limits.max_file_bytes))
+    limits = within_open_files(limits, raise_open_file_limit())
     verifier = None if tokens is None or no_auth else TokenVerifier(tokens)
     try:
         store = store_of(settings)
@@ -289,7 +301,9 @@ def http_main(
         return _refused(str(error))
     memories = memories_of(store, settings)
     grants = settings.edge.grants
-    app = http_app(memories, host=host, resource=resource, verifier=verifier, grants=grants, user=user)
+    app = http_app(
+        memories, host=host, resource=resource, verifier=verifier, grants=grants, user=user, limits=limits
+    )
     print(f"s3memory mcp: serving {resource} on {host}:{port}", file=sys.stderr)
-    uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning", lifespan="on")
+    uvicorn.run(app, host=host, port=port, **uvicorn_options(limits))
     return EXIT_SERVED
