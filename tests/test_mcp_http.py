@@ -12,11 +12,10 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -48,9 +47,9 @@ from .support.mcp_servers import (
     CALL_TIMEOUT_SECONDS,
     McpClient,
     directory,
+    http_command,
     library,
     ok,
-    server_command,
     store_environment_named,
 )
 
@@ -461,49 +460,20 @@ def test_http_options_on_stdio_are_refused(
 # -- the command, in a process of its own (slow) ---------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def test_the_command_serves_over_http_until_stopped(
     store_environment: dict[str, str], issuer: Issuer, tmp_path: Path
 ) -> None:
-    port = free_port()
-    command = [*server_command("alice")[:-2], "--transport", "http", "--port", str(port)]
     log = tmp_path / "server.log"
-    url = f"http://127.0.0.1:{port}/mcp"
-    with log.open("w") as errors:
-        process = subprocess.Popen(
-            command,
-            env={**AWS_TEST_ENVIRONMENT, **store_environment, **issuer.environ(), "PATH": ""},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=errors,
-        )
-        try:
-            deadline = time.monotonic() + START_TIMEOUT_SECONDS
-            while True:
-                try:
-                    assert get(f"{origin(url)}/.well-known/oauth-protected-resource")[0] == 200
-                    break
-                except OSError:
-                    assert process.poll() is None, log.read_text()
-                    assert time.monotonic() < deadline, log.read_text()
-                    time.sleep(0.1)
-            home = directory()
-            with connected(url, issuer.token("dave")) as client:
-                ok(client, command="create", path=f"{home}/dave.txt", file_text="dave's")
-            assert post(url, INITIALIZE)[0] == 401
-        finally:
-            process.terminate()
-            process.wait(START_TIMEOUT_SECONDS)
+    environment = {**AWS_TEST_ENVIRONMENT, **store_environment, **issuer.environ(), "PATH": ""}
+    with http_command(environment, log) as (url, _):
+        home = directory()
+        with connected(url, issuer.token("dave")) as client:
+            ok(client, command="create", path=f"{home}/dave.txt", file_text="dave's")
+        assert post(url, INITIALIZE)[0] == 401
     assert (
         library(store_environment, "dave")
         .run({"command": "view", "path": f"{home}/dave.txt"})
         .endswith("     1\tdave's")
     )
-    assert log.read_text() == f"s3memory mcp: serving {url} on 127.0.0.1:{port}\n"
-    assert sys.executable in command
+    listening = urllib.parse.urlsplit(url).netloc
+    assert log.read_text() == f"s3memory mcp: serving {url} on {listening}\n"

@@ -13,8 +13,8 @@ from __future__ import annotations
 import contextlib
 import json
 import resource
+import selectors
 import socket
-import subprocess
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -33,11 +33,11 @@ from .support.mcp_messages import MCP_HEADERS, tools_call
 from .support.mcp_servers import (
     AWS_TEST_ENVIRONMENT,
     directory,
+    http_command,
     library,
-    server_command,
     store_environment_named,
 )
-from .test_mcp_http import START_TIMEOUT_SECONDS, authenticated_app, free_port, get, origin, served
+from .test_mcp_http import authenticated_app, served
 
 BUCKET = "mcp-http-limits-test-memory"
 WAIT_SECONDS = 30.0
@@ -139,6 +139,19 @@ def held_body(url: str, token: str, size: int, short_by: int = 10) -> socket.soc
     connection = connect(url)
     connection.sendall(head(url, token, content_length=size) + b" " * (size - short_by))
     return connection
+
+
+def first_answered(connections: list[socket.socket]) -> tuple[int, dict[str, str], Any]:
+    """The answer of whichever of ``connections`` is answered first (closed with it)."""
+    with selectors.DefaultSelector() as waiting:
+        for connection in connections:
+            waiting.register(connection, selectors.EVENT_READ)
+        ready = waiting.select(WAIT_SECONDS)
+    assert ready, "no connection was answered"
+    answered = ready[0][0].fileobj
+    assert isinstance(answered, socket.socket)
+    connections.remove(answered)
+    return parsed(until_closed(answered))
 
 
 def until(status: int, attempt: Callable[[], tuple[int, dict[str, str], Any]]) -> tuple[dict[str, str], Any]:
@@ -274,9 +287,10 @@ def test_a_user_beyond_its_share_of_requests_is_429_while_another_user_is_served
     limits = replace(HELD, max_in_flight_per_user=2)
     alice, bob = issuer.token("alice"), issuer.token("bob")
     with server(environment, limits) as url:
-        held = [held_body(url, alice, 1000) for _ in range(limits.max_in_flight_per_user)]
-        headers, refused = until(429, lambda: call(url, alice, view("/memories")))
-        assert (headers["retry-after"], headers["connection"]) == ("1", "close")
+        # One more than the share, each held until closed: whichever is admitted last is refused.
+        held = [held_body(url, alice, 1000) for _ in range(limits.max_in_flight_per_user + 1)]
+        status, headers, refused = first_answered(held)
+        assert (status, headers["retry-after"], headers["connection"]) == (429, "1", "close")
         assert refused == {
             "error_description": "Error: Too many requests of this user are in progress. Nothing was changed; "
             "retry when one has been answered."
@@ -293,12 +307,14 @@ def test_beyond_the_process_cap_of_requests_in_flight_a_request_is_503(
 ) -> None:
     limits = replace(HELD, max_in_flight=2)
     with server(environment, limits) as url:
-        held = [held_body(url, issuer.token(user), 1000) for user in ("alice", "bob")]
-        headers, refused = until(503, lambda: call(url, issuer.token("carol"), view("/memories")))
-        assert (headers["retry-after"], headers["connection"]) == ("1", "close")
+        held = [held_body(url, issuer.token(user), 1000) for user in ("alice", "bob", "carol")]
+        status, headers, refused = first_answered(held)
+        assert (status, headers["retry-after"], headers["connection"]) == (503, "1", "close")
         assert refused == {
             "error_description": "Error: The server is busy. Nothing was changed; retry in a moment."
         }
+        # A request without a valid token is refused before it counts: a stranger fills no cap.
+        assert call(url, "not-a-token", view("/memories"))[0] == 401
         for connection in held:
             connection.close()
         until(200, lambda: call(url, issuer.token("carol"), view("/memories")))
@@ -341,43 +357,19 @@ def _lowered_open_files() -> None:  # pragma: no cover - runs in the child, befo
 
 def test_the_command_serves_within_the_limits(environment: dict[str, str], tmp_path: Path) -> None:
     """The open-file limit raised, the body bound from ``S3MEMORY_MAX_FILE_BYTES``, a head's deadline."""
-    port = free_port()
-    command = [*server_command("alice")[:-2], "--transport", "http", "--port", str(port)]
-    url = f"http://127.0.0.1:{port}/mcp"
     settings = {**AWS_TEST_ENVIRONMENT, **environment, "S3MEMORY_MAX_FILE_BYTES": "1000", "PATH": ""}
-    with (tmp_path / "server.log").open("w") as errors:
-        process = subprocess.Popen(
-            command,
-            env=settings,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=errors,
-            preexec_fn=_lowered_open_files,
+    log = tmp_path / "server.log"
+    with http_command(settings, log, preexec_fn=_lowered_open_files) as (url, process):
+        limits = Path(f"/proc/{process.pid}/limits").read_text().splitlines()
+        files = next(line for line in limits if line.startswith("Max open files")).split()
+        assert files[3] == files[4]  # soft, hard
+        with connect(url) as connection:
+            connection.sendall(head(url, None, content_length=body_bound(1000) + 1))
+            status, _, refused = parsed(until_closed(connection))
+        assert (status, refused["error_description"]) == (
+            413,
+            "Error: The request's body is larger than this server accepts (69,536 bytes). Nothing was changed.",
         )
-        try:
-            deadline = time.monotonic() + START_TIMEOUT_SECONDS
-            while True:
-                with contextlib.suppress(OSError):
-                    assert get(f"{origin(url)}/.well-known/oauth-protected-resource")[0] == 200
-                    break
-                assert process.poll() is None and time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.1)
-            files = next(
-                line
-                for line in Path(f"/proc/{process.pid}/limits").read_text().splitlines()
-                if line.startswith("Max open files")
-            )
-            assert files.split()[3] == files.split()[4]
-            with connect(url) as connection:
-                connection.sendall(head(url, None, content_length=body_bound(1000) + 1))
-                status, _, refused = parsed(until_closed(connection))
-            assert (status, refused["error_description"]) == (
-                413,
-                "Error: The request's body is larger than this server accepts (69,536 bytes). Nothing was changed.",
-            )
-            with connect(url) as connection:
-                connection.sendall(b"POST /mcp HTTP/1.1\r\n")
-                assert parsed(until_closed(connection))[::2] == (408, LATE_HEAD)
-        finally:
-            process.terminate()
-            process.wait(START_TIMEOUT_SECONDS)
+        with connect(url) as connection:
+            connection.sendall(b"POST /mcp HTTP/1.1\r\n")
+            assert parsed(until_closed(connection))[::2] == (408, LATE_HEAD)

@@ -40,7 +40,7 @@ from starlette.routing import Route
 
 from s3memory.core.paths import UserId
 from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, EXIT_SERVED, EXIT_USAGE, store_of
-from s3memory.mcp.limits import DEFAULT_LIMITS, EdgeGuard, EdgeLimits, UserShare, body_bound
+from s3memory.mcp.limits import DEFAULT_LIMITS, Admission, EdgeGuard, EdgeLimits, body_bound
 from s3memory.mcp.server import build_server
 from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.memories import Memories
@@ -210,7 +210,7 @@ def http_app(
     )
     endpoint: ASGIApp = StreamableHTTPASGIApp(manager)
     if limits is not None:
-        endpoint = UserShare(endpoint, limits, lambda: request_caller().user)
+        endpoint = Admission(endpoint, limits, lambda: request_caller().user)
     routes = []
     if verifier is not None:
         endpoint = TokenGate(endpoint, verifier, resource, grants)

@@ -3,11 +3,13 @@
 (``EdgeLimits``) and the two ASGI layers that enforce those of the app.
 
 - ``EdgeGuard``, in front of every route: a declared body beyond the bound is ``413`` before anything
-  is read, a request beyond the process's in-flight cap is ``503``, and an answer given before the
-  request's body was read closes the connection (a refused client cannot go on sending).
-- ``UserShare``, in front of ``/mcp`` once the user is known: a user's request beyond the per-user
-  in-flight cap is ``429``; then the body is read, ``413`` as soon as it grows past the bound,
-  ``408`` when it is not all there within the body deadline, and handed to the SDK only once whole.
+  is read, and an answer given before the request's body was read closes the connection (a refused
+  client cannot go on sending).
+- ``Admission``, in front of ``/mcp`` once the token is verified and the user known: a request
+  beyond the user's in-flight cap is ``429``, beyond the process's ``503`` (a request without a
+  valid token never counts, so a stranger cannot fill either); then the body is read, ``413`` as
+  soon as it grows past the bound, ``408`` when it is not all there within the body deadline, and
+  handed to the SDK only once whole.
 
 Refusals are a short JSON body (``error_description``) with ``Connection: close``, ``Retry-After``
 where waiting helps; they name no setting. The connections themselves (the head's deadline, the cap
@@ -73,7 +75,8 @@ class EdgeLimits:
     """Open connections; beyond it the one waiting longest for its head is closed (``408``). At
     start-up, at most three quarters of the open-file limit."""
     max_in_flight: int = 64
-    """Requests admitted and not yet answered, all users together; beyond it ``503``."""
+    """Requests admitted (their token verified) and not yet answered, all users together; beyond it
+    ``503``."""
     max_in_flight_per_user: int = 8
     """Requests of one user (a token's subject; the one user of ``--no-auth``) admitted and not yet
     answered; beyond it ``429``."""
@@ -106,9 +109,10 @@ async def refuse(send: Send, status: int, message: str, *, retry_after: int | No
 
 
 def _declared_length(headers: Headers) -> int | None:
+    """The body's declared length (h11 has refused a head whose length is no number)."""
     value = headers.get("content-length")
     try:
-        return None if value is None or len(value) > 20 else int(value)
+        return None if value is None else int(value)
     except ValueError:
         return None
 
@@ -119,7 +123,6 @@ class EdgeGuard:
     def __init__(self, app: ASGIApp, limits: EdgeLimits) -> None:
         self.app = app
         self.limits = limits
-        self.in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -130,9 +133,6 @@ class EdgeGuard:
         if declared is not None and declared > self.limits.max_body_bytes:
             await refuse(send, 413, too_large(self.limits.max_body_bytes))
             return
-        if self.in_flight >= self.limits.max_in_flight:
-            await refuse(send, 503, BUSY, retry_after=RETRY_AFTER_SECONDS)
-            return
         body_read = declared == 0 or (declared is None and "transfer-encoding" not in headers)
 
         async def tracked() -> Message:
@@ -142,15 +142,12 @@ class EdgeGuard:
             return message
 
         async def closing(message: Message) -> None:
-            if message["type"] == "http.response.start" and not body_read:
-                message = {**message, "headers": [*message.get("headers", []), CLOSE]}
+            headers = message.get("headers", [])
+            if message["type"] == "http.response.start" and not body_read and CLOSE not in headers:
+                message = {**message, "headers": [*headers, CLOSE]}
             await send(message)
 
-        self.in_flight += 1
-        try:
-            await self.app(scope, tracked, closing)
-        finally:
-            self.in_flight -= 1
+        await self.app(scope, tracked, closing)
 
 
 class _Refused(Exception):
@@ -160,15 +157,17 @@ class _Refused(Exception):
         self.message = message
 
 
-class UserShare:
-    """The ASGI app in front of ``/mcp`` once ``user_of()`` names the request's user (see the
-    module's docstring)."""
+class Admission:
+    """The ASGI app in front of ``/mcp`` once ``user_of()`` names the request's verified user (see
+    the module's docstring)."""
 
     def __init__(self, app: ASGIApp, limits: EdgeLimits, user_of: Callable[[], str]) -> None:
         self.app = app
         self.limits = limits
         self.user_of = user_of
         self.in_flight: dict[str, int] = {}
+        """Each user's requests admitted and not yet answered (no entry for none)."""
+        self.all_in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         user = self.user_of()
@@ -176,7 +175,11 @@ class UserShare:
         if held >= self.limits.max_in_flight_per_user:
             await refuse(send, 429, TOO_MANY_OF_USER, retry_after=RETRY_AFTER_SECONDS)
             return
+        if self.all_in_flight >= self.limits.max_in_flight:
+            await refuse(send, 503, BUSY, retry_after=RETRY_AFTER_SECONDS)
+            return
         self.in_flight[user] = held + 1
+        self.all_in_flight += 1
         try:
             try:
                 read = await self._body(receive)
@@ -187,6 +190,7 @@ class UserShare:
                 return  # the client went away: nobody to answer
             await self.app(scope, read, send)
         finally:
+            self.all_in_flight -= 1
             held = self.in_flight.pop(user) - 1
             if held:
                 self.in_flight[user] = held

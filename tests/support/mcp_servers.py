@@ -9,7 +9,11 @@ pipe closes and the server exits (``test_mcp.py`` checks that it does).
 from __future__ import annotations
 
 import contextlib
+import socket
+import subprocess
 import sys
+import time
+import urllib.request
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +38,7 @@ AWS_TEST_ENVIRONMENT = {
     "AWS_DEFAULT_REGION": "us-east-1",
 }
 CALL_TIMEOUT_SECONDS = 60
+HTTP_START_SECONDS = 60
 
 
 def server_command(user: str, mounts: Sequence[str] = ()) -> list[str]:
@@ -41,6 +46,44 @@ def server_command(user: str, mounts: Sequence[str] = ()) -> list[str]:
     ``mounts`` (``POINT=MEMORY[:MODE]``) mounted in it."""
     mounted = [argument for mount in mounts for argument in ("--mount", mount)]
     return [sys.executable, "-m", "s3memory.cli.main", "mcp", "--user", user, *mounted]
+
+
+@contextlib.contextmanager
+def http_command(
+    environment: Mapping[str, str], log: Path, **popen: Any
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``s3memory mcp --transport http`` on a free port of 127.0.0.1, in a process of its own with
+    exactly ``environment`` (tokens required; ``popen``: more arguments of ``subprocess.Popen``), its
+    standard error written to ``log``: its ``/mcp`` URL and the process, once it serves the
+    protected-resource metadata; terminated after the block."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "s3memory.cli.main", "mcp", "--transport", "http", "--port", str(port)]
+    url = f"http://127.0.0.1:{port}/mcp"
+    with log.open("w") as errors:
+        process = subprocess.Popen(
+            command,
+            env=dict(environment),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            **popen,
+        )
+    try:
+        deadline = time.monotonic() + HTTP_START_SECONDS
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource"):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"the server did not start: {log.read_text()}") from None
+                time.sleep(0.1)
+        yield url, process
+    finally:
+        process.terminate()
+        process.wait(HTTP_START_SECONDS)
 
 
 @dataclass
