@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PEER_STAMP := bench/.venv-peer/.installed
 CHECKOV_STAMP := .venv-checkov/.installed
 
-.PHONY: venv demo test test-all test-format1 lint format bench bench-quick lambda-zip soak
+.PHONY: venv demo test test-all test-format1 lint format bench bench-quick lambda-zip soak edge-soak
 
 # The extra S3 servers of the tests' matrix (s3rver from npm, LocalStack's S3 from PyPI): docs/servers.md.
 include tests/servers/servers.mk
@@ -66,6 +66,11 @@ bench-quick: $(STAMP) $(PEER_STAMP)
 # Agents under faults on SeaweedFS, checked against a model (tests/soak.py); e.g. SOAK_ARGS="--duration 600 --seed 7".
 soak: $(STAMP)
 	$(PY) -m tests.soak $(SOAK_ARGS)
+
+# The HTTP MCP server alone on loopback against 2,000 half-open connections and 200 stalled 4 MiB bodies
+# (bench/edge_load.py, docs/mcp.md); about 3 minutes; e.g. EDGE_SOAK_ARGS="--rounds 1 --json /tmp/edge.json".
+edge-soak: $(STAMP)
+	$(PY) -m bench.edge_load $(EDGE_SOAK_ARGS)
 
 lambda-zip: $(STAMP)
 	$(PY) tools/build_lambda_zip.py --output dist/lambda.zip
