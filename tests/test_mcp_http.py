@@ -10,6 +10,7 @@ itself, served by a process of its own, is ``slow`` (``conftest.SLOW_SUITES``, k
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import socket
 import threading
@@ -381,6 +382,57 @@ def test_no_auth_serves_one_user_on_loopback_without_a_token(store_environment: 
         .run({"command": "view", "path": f"{home}/carol.txt"})
         .endswith("     1\tcarol's")
     )
+
+
+def test_on_loopback_a_web_pages_request_or_a_rebound_host_is_refused_and_runs_nothing(
+    store_environment: dict[str, str],
+) -> None:
+    """A page in the operator's browser reaches a loopback port: its script's POST carries its
+    ``Origin``, and a name it rebinds to 127.0.0.1 arrives as the ``Host``. On a loopback host the
+    server takes only loopback ones (the MCP SDK's DNS-rebinding protection), before any command."""
+    settings = settings_of(store_environment)
+    memories = memories_of(settings.make_store(), settings)
+    home = directory()
+
+    def app_of(resource: str) -> Starlette:
+        return http_app(memories, host="127.0.0.1", resource=resource, user=UserId("dora"))
+
+    def sent(url: str, headers: dict[str, str], path: str) -> tuple[int, bytes]:
+        parts = urllib.parse.urlsplit(url)
+        connection = http.client.HTTPConnection(
+            parts.hostname or "", parts.port, timeout=CALL_TIMEOUT_SECONDS
+        )
+        try:
+            body = json.dumps(create_call(path)).encode()
+            connection.putrequest("POST", parts.path, skip_host=True)
+            for name, value in {
+                "content-type": "application/json",
+                "accept": "application/json, text/event-stream",
+                "content-length": str(len(body)),
+                **headers,
+            }.items():
+                connection.putheader(name, value)
+            connection.endheaders(body)
+            response = connection.getresponse()
+            return response.status, response.read()
+        finally:
+            connection.close()
+
+    with served(app_of) as url:
+        own = urllib.parse.urlsplit(url).netloc
+        port = urllib.parse.urlsplit(url).port
+        assert sent(url, {"host": own, "origin": "http://evil.example"}, f"{home}/page.txt") == (
+            403,
+            b"Invalid Origin header",
+        )
+        assert sent(url, {"host": f"evil.example:{port}"}, f"{home}/rebound.txt") == (
+            421,
+            b"Invalid Host header",
+        )
+        assert sent(url, {"host": own, "origin": f"http://{own}"}, f"{home}/own.txt")[0] == 200
+    listing = library(store_environment, "dora").run({"command": "view", "path": home})
+    assert "own.txt" in listing
+    assert "page.txt" not in listing and "rebound.txt" not in listing
 
 
 @pytest.mark.parametrize(
