@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
+import os
+import shlex
 import shutil
 import signal
 import socket
 import stat
 import subprocess
+import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -19,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from s3memory.cli.main import main
-from s3memory.demo.local_s3 import STOP_SIGNALS, serve
+from s3memory.demo.local_s3 import STOP_SIGNALS, mcp_recipes, running_program, serve
 
 from .support.local_s3 import LocalS3, in_another_shell
 from .support.loopback_server import ServerUnavailable
@@ -57,6 +61,7 @@ def test_local_s3_serves_a_versioned_bucket_whose_settings_another_shell_loads(t
         assert [line.split()[1] for line in history] == ["written", "written"]  # versions kept, none deleted
         assert "(current)" in history[0]
 
+        server_env_file = server.env_file.resolve()
         assert server.process is not None
         server.process.send_signal(signal.SIGTERM)
         assert server.process.wait(READY_SECONDS) == 0
@@ -66,6 +71,9 @@ def test_local_s3_serves_a_versioned_bucket_whose_settings_another_shell_loads(t
         f"s3memory local-s3: moto's S3 at {settings['S3MEMORY_ENDPOINT_URL']}, bucket s3memory-local"
     )
     assert log.splitlines()[1:3] == ["In another shell:", "  . ./s3memory-local.env"]  # as the README
+    started_as = [sys.executable, "-m", "s3memory.cli.main"]  # as LocalS3 starts it: the module
+    mcp = [*started_as, "mcp", "--env-file", str(server_env_file), "--user", "alice"]
+    assert f"  claude mcp add s3memory -- {shlex.join(mcp)}" in log.splitlines()
     assert log.splitlines()[-1] == "s3memory local-s3: stopped"
     assert settings["S3MEMORY_LOCAL_KEY"] not in log
     assert settings["AWS_SECRET_ACCESS_KEY"] not in log
@@ -283,3 +291,100 @@ def test_the_printed_command_loads_the_settings_in_a_posix_shell(
     assert loaded == dict.fromkeys(SHELLS, endpoint)
     assert "sh" in loaded
     assert not env_file.exists()
+
+
+# -- the MCP recipes: the paths whole, the settings by --env-file, the key in no client's configuration --
+
+
+def test_the_mcp_recipes_start_the_server_with_the_env_file_quoted_for_the_shell_and_in_json() -> None:
+    printed = mcp_recipes(["/opt/my tools/bin/s3memory"], Path("/home/me/it's/s3memory-local.env"))
+    assert printed == (
+        "For Claude Code (the key stays in the env file: the server reads it when the client starts it):\n"
+        "  claude mcp add s3memory -- '/opt/my tools/bin/s3memory' mcp --env-file "
+        "'/home/me/it'\"'\"'s/s3memory-local.env' --user alice\n"
+        "For Claude Desktop, in claude_desktop_config.json:\n"
+        "  {\n"
+        '    "mcpServers": {\n'
+        '      "s3memory": {\n'
+        '        "command": "/opt/my tools/bin/s3memory",\n'
+        '        "args": ["mcp", "--env-file", "/home/me/it\'s/s3memory-local.env", "--user", "alice"]\n'
+        "      }\n"
+        "    }\n"
+        "  }\n"
+    )
+    claude_code = shlex.split(printed.splitlines()[1])
+    assert claude_code[claude_code.index("--") + 1 :] == [
+        "/opt/my tools/bin/s3memory",
+        "mcp",
+        "--env-file",
+        "/home/me/it's/s3memory-local.env",
+        "--user",
+        "alice",
+    ]
+    desktop = json.loads("".join(printed.splitlines(keepends=True)[3:]))
+    assert desktop["mcpServers"]["s3memory"] == {
+        "command": "/opt/my tools/bin/s3memory",
+        "args": claude_code[claude_code.index("--") + 2 :],
+    }
+
+
+def test_the_program_in_the_recipes_is_the_one_started_whole_or_this_python_with_the_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = tmp_path / "bin" / "s3memory"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    assert running_program(str(script), "/venv/bin/python") == [str(script)]
+    assert running_program("bin/s3memory", "/venv/bin/python") == [str(script)]  # made absolute
+    module = ["/venv/bin/python", "-m", "s3memory.cli.main"]
+    main_py = tmp_path / "main.py"
+    main_py.write_text("")
+    main_py.chmod(0o755)
+    assert running_program(str(main_py), "/venv/bin/python") == module  # python -m s3memory.cli.main
+    assert running_program("-c", "/venv/bin/python") == module  # python -c
+    script.chmod(0o644)
+    assert running_program(str(script), "/venv/bin/python") == module  # not a program
+
+
+def test_what_local_s3_prints_whole_with_no_key_and_no_credentials(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    settings: dict[str, str] = {}
+
+    def read(_: str) -> None:
+        for line in (tmp_path / "s3memory-local.env").read_text().splitlines():
+            name, _, value = line.removeprefix("export ").partition("=")
+            settings[name] = value
+
+    stop, err = threading.Event(), io.StringIO()
+    out = Terminal(read, stop)
+    bucket = new_bucket()
+    with within(READY_SECONDS):
+        status = serve(
+            out,
+            port=0,
+            bucket=bucket,
+            env_file=Path("s3memory-local.env"),
+            stop=stop,
+            err=err,
+            program=["/opt/s3memory/bin/s3memory"],
+        )
+    assert (status, err.getvalue()) == (0, "")
+    endpoint = settings["S3MEMORY_ENDPOINT_URL"]
+    env_file = os.path.join(os.getcwd(), "s3memory-local.env")
+    assert out.getvalue() == (
+        f"s3memory local-s3: moto's S3 at {endpoint}, bucket {bucket} (versioned), a new local key and "
+        "new credentials.\n"
+        "In another shell:\n"
+        "  . ./s3memory-local.env\n"
+        "  s3memory users\n"
+        f"{mcp_recipes(['/opt/s3memory/bin/s3memory'], Path(env_file))}"
+        "Stop with Ctrl-C: the memory is in this process and goes with it.\n"
+        "s3memory local-s3: stopped\n"
+    )
+    assert f"--env-file {env_file} --user alice\n" in out.getvalue()
+    for secret in ("S3MEMORY_LOCAL_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID"):
+        assert settings[secret] not in out.getvalue()

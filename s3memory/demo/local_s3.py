@@ -2,10 +2,12 @@
 
 It serves moto's S3 on 127.0.0.1 (the demo's, ``embedded_s3``) with one versioned bucket, writes the
 settings another shell needs (the endpoint, the bucket, a new random local key, new random AWS
-credentials) to a new env file only this user may read, and prints how to load it. The server
-answers only requests signed with those credentials, for its own address, from no web page
-(``guarded_s3``); the key and the credentials are printed nowhere. It serves until interrupted; the
-memory lives in this process and goes with it, and so do the env file and the credentials.
+credentials) to a new env file only this user may read, and prints how to load it, and how Claude
+Code and Claude Desktop start ``s3memory mcp`` on it (``mcp_recipes``: the paths whole, the settings
+read from the env file). The server answers only requests signed with those credentials, for its own
+address, from no web page (``guarded_s3``); the key and the credentials are printed nowhere, nor put
+in a client's configuration. It serves until interrupted; the memory lives in this process and goes
+with it, and so do the env file and the credentials.
 
 What it cannot do it refuses before starting anything, in one line on stderr that names the cause and
 the fix, with the exit status of bad usage (``EXIT_USAGE``): a ``--port`` that is no port, is in use
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import errno
+import json
 import os
 import secrets
 import shlex
@@ -24,7 +27,7 @@ import signal
 import stat
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -48,6 +51,8 @@ STOP_SIGNALS = tuple(
 """What stops the server, with its env file deleted: Ctrl-C, ``kill``, and its terminal closed."""
 
 REGION = "us-east-1"
+MCP_USER = "alice"
+"""Whose memory the printed MCP recipes serve: the README's example user."""
 
 
 class Refused(Exception):
@@ -76,6 +81,40 @@ def sourcing_command(path: Path) -> str:
     is given as it is. Quoted for the shell where it needs to be."""
     text = str(path)
     return f". {shlex.quote(text if '/' in text else f'./{text}')}"
+
+
+def running_program(argv0: str, python: str) -> list[str]:
+    """The command that runs this s3memory, from any folder: the program it was started as, whole
+    (the ``s3memory`` script, as the shell found it on ``PATH``), or, when it was started as a module
+    (``python -m``, whose ``argv0`` is a ``.py`` file), this interpreter ``python`` with ``-m``."""
+    program = Path(os.path.abspath(argv0))
+    if program.suffix != ".py" and program.is_file() and os.access(program, os.X_OK):
+        return [str(program)]
+    return [python, "-m", "s3memory.cli.main"]
+
+
+def mcp_recipes(program: Sequence[str], env_file: Path) -> str:
+    """How Claude Code (a ``claude mcp add`` line) and Claude Desktop (its configuration's JSON) start
+    ``s3memory mcp`` on this server: ``program`` and ``env_file`` as absolute paths (a client starts
+    its servers from a folder of its own, with a ``PATH`` of its own), and the settings given by
+    ``--env-file``, so the key and the credentials stay in that file, out of the client's
+    configuration. Quoted for a POSIX shell; each indented two spaces."""
+    command = [*program, "mcp", "--env-file", str(env_file), "--user", MCP_USER]
+    desktop = [
+        "{",
+        '  "mcpServers": {',
+        '    "s3memory": {',
+        f'      "command": {json.dumps(command[0])},',
+        f'      "args": {json.dumps(command[1:])}',
+        "    }",
+        "  }",
+        "}",
+    ]
+    return (
+        "For Claude Code (the key stays in the env file: the server reads it when the client starts it):\n"
+        f"  {shlex.join(['claude', 'mcp', 'add', 's3memory', '--', *command])}\n"
+        "For Claude Desktop, in claude_desktop_config.json:\n" + "".join(f"  {line}\n" for line in desktop)
+    )
 
 
 class EnvFile:
@@ -173,13 +212,16 @@ def serve(
     env_file: Path,
     stop: threading.Event | None = None,
     err: TextIO | None = None,
+    program: Sequence[str] | None = None,
 ) -> int:
     """Serve until SIGINT, SIGTERM or SIGHUP (or ``stop``); the exit status. A refusal (see the
-    module) is one line on ``err`` (stderr), with nothing started, written or deleted."""
+    module) is one line on ``err`` (stderr), with nothing started, written or deleted. ``program``
+    runs s3memory in the MCP recipes (by default ``running_program``'s)."""
     from s3memory.demo.embedded_s3 import PortUnavailable, moto_server
 
     err = sys.stderr if err is None else err
     stop = threading.Event() if stop is None else stop
+    program = running_program(sys.argv[0], sys.executable) if program is None else program
     try:
         if port not in PORTS:
             raise Refused(
@@ -200,6 +242,7 @@ def serve(
                     f"s3memory local-s3: moto's S3 at {endpoint}, bucket {bucket} (versioned), a new local key "
                     "and new credentials.\n"
                     f"In another shell:\n  {sourcing_command(env_file)}\n  s3memory users\n"
+                    f"{mcp_recipes(program, Path(os.path.abspath(env_file)))}"
                     "Stop with Ctrl-C: the memory is in this process and goes with it.\n"
                 )
                 out.flush()
