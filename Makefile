@@ -30,6 +30,7 @@ venv: $(STAMP)
 
 demo: $(DEMO_STAMP)
 	$(VENV)/bin/s3memory demo
+	@echo 'The s3memory command is in $(VENV)/bin: ". $(VENV)/bin/activate" puts it on PATH (README, "Operate it").'
 
 # checkov lives in a venv of its own: its pins would fight the project's.
 $(CHECKOV_STAMP):

@@ -1,6 +1,8 @@
 """The README's commands and snippets run: the Python snippet against moto and a scripted Claude, the
-operator's block against ``s3memory local-s3`` as written, the Lambda payload through the memory
-handler; every other shell line names a make target, an option, a variable or a file that exists."""
+"Operate it" blocks as written, in order, each in a fresh ``bash`` after the Quickstart (the first
+serving ``s3memory local-s3``), the Lambda payload through the memory handler. Every other shell block
+is named in ``NOT_RUN`` with why it cannot run here, and each of its lines names a make target, an
+option, a variable or a file that exists."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -25,7 +28,7 @@ from s3memory.demo.scripted_api import Reply, ScriptedMessagesAPI
 from s3memory.settings import Settings
 
 from .support.bucket import LOCAL_KEY_B64
-from .support.local_s3 import LocalS3, in_another_shell
+from .support.local_s3 import CHECKOUT, LocalS3
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -115,15 +118,41 @@ def check_line(words: list[str]) -> None:
             re.DOTALL,
         )
         assert prefix is not None and words[words.index("--function-name") + 1] == f"{prefix[1]}-memory"
-    elif program == ".":
-        assert words[1] == f"./{LOCAL_S3_ENV_FILE}", words
     else:
         raise AssertionError(f"a README command this test does not know: {words}")
 
 
-def test_every_shell_line_names_what_exists() -> None:
-    lines = [words for block in blocks("sh") for words in shell_commands(block)]
-    assert {"make", "pip", "s3memory", "claude", "terraform", "aws", "."} <= {words[0] for words in lines}
+NOT_RUN = {
+    "make demo": "the Quickstart: the blocks after it run in its .venv, the one running this test "
+    "(and make test would run this test again)",
+    "pip install -e": "changes the venv, and pip fetches the build backend from PyPI; "
+    "tests/test_packaging.py builds the wheel and installs it in a venv of its own",
+    "claude mcp add": "needs Claude Code, and AWS for its bucket and KMS alias",
+    "make lambda-zip": "needs an AWS account (terraform apply); tests/test_terraform.py validates the example",
+    "aws lambda invoke": "needs the deployed function; its payload is served below by the memory handler",
+}
+"""The README's shell blocks not run here, each by the start of its first line, with why."""
+
+
+def operating_blocks() -> list[str]:
+    """The shell blocks of "Operate it", which run as written: the first serves ``s3memory local-s3``."""
+    found = re.findall(r"^```sh\n(.*?)^```", section("Operate it"), re.MULTILINE | re.DOTALL)
+    assert len(found) >= 2 and "\ns3memory local-s3 " in found[0], found
+    return found
+
+
+def test_every_shell_block_runs_or_is_named_with_why_not() -> None:
+    not_run = [block for block in blocks("sh") if block not in operating_blocks()]
+    assert [[key for key in NOT_RUN if block.startswith(key)] for block in not_run] == [
+        [key] for key in NOT_RUN
+    ]
+
+
+def test_every_line_not_run_names_what_exists() -> None:
+    lines = [
+        words for block in blocks("sh") if block not in operating_blocks() for words in shell_commands(block)
+    ]
+    assert {"make", "pip", "claude", "terraform", "aws"} <= {words[0] for words in lines}
     for words in lines:
         check_line(words)
 
@@ -165,28 +194,85 @@ def test_the_python_snippet_runs_and_its_memory_is_in_s3(store_environment: dict
     )
 
 
-@pytest.fixture
-def local_s3() -> Iterator[LocalS3]:
-    with LocalS3() as server:
-        yield server
+FRESH_BASH = ["bash", "--noprofile", "--norc", "-e", "-c"]
+"""A shell as a new terminal's, reading no rc file, stopping at the first command that fails."""
 
 
-def test_the_operators_block_runs_as_written(local_s3: LocalS3, tmp_path: Path) -> None:
-    commands = [
-        words for block in blocks("sh") if "s3memory local-s3" in block for words in shell_commands(block)
-    ]
-    assert commands[:2] == [["s3memory", "local-s3"], [".", f"./{LOCAL_S3_ENV_FILE}"]]  # LocalS3 runs these
-    (tmp_path / "my-memories" / "memories").mkdir(parents=True)
-    (tmp_path / "my-memories" / "memories" / "preferences.md").write_text("# Preferences\n- metric units\n")
-    outputs = []
-    for words in commands[2:]:
-        ran = in_another_shell(local_s3.settings(), *words[1:], cwd=tmp_path)
-        assert ran.returncode == 0, (words, ran.stderr)
-        outputs.append(ran.stdout)
-    assert "# Preferences\n- metric units\n" in outputs
-    assert (
-        tmp_path / "backup" / "memories" / "preferences.md"
-    ).read_text() == "# Preferences\n- metric units\n"
+def after_the_quickstart(checkout: Path) -> dict[str, str]:
+    """``checkout`` as the Quickstart leaves one (its ``.venv``: the venv running this test), and the
+    environment of a fresh shell there: HOME in it, PATH without the venv."""
+    venv = Path(sys.prefix)
+    assert venv != Path(sys.base_prefix) and (venv / "bin" / "activate").is_file(), (
+        "the README's blocks run in the venv the Quickstart makes: run the tests from it (make test)"
+    )
+    (checkout / ".venv").symlink_to(venv, target_is_directory=True)
+    # this checkout's code, as support/local_s3 runs it (the venv may be another checkout's install)
+    return {"HOME": str(checkout), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(CHECKOUT)}
+
+
+@dataclass(kw_only=True)
+class ServingBlock(LocalS3):
+    """The README's block that starts ``s3memory local-s3``, run as written by a fresh ``bash`` in a
+    checkout after the Quickstart; ready once its env file is written and its message printed."""
+
+    name = "readme"
+    block: str
+    shell_environment: dict[str, str] | None = None
+
+    def arguments(self) -> list[str]:
+        assert self.directory is not None
+        self.shell_environment = after_the_quickstart(self.directory)
+        return [*FRESH_BASH, self.block]
+
+    def environment(self) -> dict[str, str]:
+        assert self.shell_environment is not None
+        return self.shell_environment
+
+
+def git_status(checkout: Path, environment: dict[str, str]) -> str:
+    """What ``git status`` shows of ``checkout`` made a repository with this checkout's .gitignore."""
+    shutil.copy(CHECKOUT / ".gitignore", checkout / ".gitignore")
+    for command in (["init", "--quiet"], ["status", "--porcelain", "--untracked-files=all"]):
+        ran = subprocess.run(
+            ["git", *command], cwd=checkout, env=environment, capture_output=True, text=True, timeout=60
+        )
+        assert ran.returncode == 0, ran.stderr
+    return ran.stdout
+
+
+def test_the_operating_blocks_run_as_written_in_fresh_shells_after_the_quickstart() -> None:
+    serving, *others = operating_blocks()
+    with ServingBlock(block=serving) as server:
+        checkout, environment = server.directory, server.shell_environment
+        assert checkout is not None and environment is not None
+        ran = [
+            subprocess.run(
+                [*FRESH_BASH, block],
+                cwd=checkout,
+                env=environment,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            for block in others
+        ]
+        assert [(shell.returncode, shell.stderr) for shell in ran if shell.returncode] == []
+        assert "\n- metric units\n" in ran[-1].stdout  # s3memory cat
+        assert (checkout / "backup" / "memories" / "preferences.md").read_text() == "- metric units\n"
+        status = git_status(checkout, environment)
+        assert LOCAL_S3_ENV_FILE in os.listdir(checkout) and LOCAL_S3_ENV_FILE not in status
+        served = server.log_path.read_text().splitlines()
+        found = subprocess.run(
+            [*FRESH_BASH, ". .venv/bin/activate && command -v s3memory"],
+            cwd=checkout,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        env_file = (checkout / LOCAL_S3_ENV_FILE).resolve()
+    mcp = [found.stdout.strip(), "mcp", "--env-file", str(env_file), "--user", "alice"]
+    assert f"  claude mcp add s3memory -- {shlex.join(mcp)}" in served  # the program the shell found
 
 
 def test_the_lambda_payload_is_served_by_the_memory_function(
