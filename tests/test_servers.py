@@ -10,6 +10,7 @@ of PutObject and DeleteObject is also modelled, on each, by a client that drops 
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections import Counter
@@ -47,7 +48,9 @@ from s3memory.storage.server_checks import (
     PROBE_BODY_BYTES,
     PROBE_NAME,
     SERVER_RECORD_NAME,
+    STALE_PROBE_LOOK,
     STALE_PROBE_SECONDS,
+    _remove_stale_probes,
     open_record,
     probe,
     probe_again,
@@ -481,6 +484,32 @@ def test_the_probes_clean_up_deletes_only_objects_that_are_exactly_a_probes(
     ]
 
 
+def test_objects_named_as_a_probes_but_never_marked_cannot_keep_the_clean_up_from_a_probes(
+    s3: Any, new_client: Any
+) -> None:
+    """The attacker review of issue 37: the clean-up listed one page of 24 keys, so 24 objects named as
+    a probe's (planted, or left by a version whose probe marked nothing), sorting first, took every
+    look, and what a probe cut short left was never removed. It lists a page, and HEADs at most 24
+    of the stale ones named so, drawn at random: each ``verify`` may reach any of them."""
+    random.seed(37)  # the draw, made the same at each run of the test
+    left = cut_short(new_client)
+    planted = [f"users/{PROBE_NAME}{number:016x}-a" for number in range(2 * STALE_PROBE_LOOK)]
+    for key in planted:
+        s3.put_object(Bucket=BUCKET, Key=key, Body=b"1")
+    assert sorted(planted + left)[: len(planted)] == planted  # the planted ones are listed first
+    bucket = Bucket(s3, BUCKET)
+    later = time.time() + STALE_PROBE_SECONDS + 60
+
+    for _ in range(12):
+        counter = RequestCounter(s3)
+        _remove_stale_probes(bucket, "users/", later)
+        assert counter.calls["ListObjectsV2"] == 1
+        assert counter.calls["HeadObject"] <= STALE_PROBE_LOOK
+
+    assert set(left).isdisjoint(stored_keys(s3))
+    assert set(planted) <= set(stored_keys(s3))
+
+
 def test_the_probes_objects_are_shaped_like_sealed_files_and_marked_as_the_probes(s3: Any) -> None:
     """Issue 37, the probe note: each body the probe writes is of a sealed memory file's size and
     random (it was ``b"1"``), so a server whose enforcement depends on an object's size is less likely
@@ -553,7 +582,9 @@ def test_a_user_whose_id_begins_like_the_stores_own_objects_is_a_user(s3: Any, b
     users, never for a new one. (Such ids are reserved now: the user is one a store made before.)"""
     if SERVED[backend] is None:
         pytest.skip("a server refused has no users")
-    tool(s3, UserId.named_by_operator("s3memory.notes"), storage_format=1).call(create("/memories/a.txt", "a\n"))
+    tool(s3, UserId.named_by_operator("s3memory.notes"), storage_format=1).call(
+        create("/memories/a.txt", "a\n")
+    )
     new_process()
 
     assert tool(s3, "bob").memory.storage_format == 1

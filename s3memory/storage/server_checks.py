@@ -17,6 +17,7 @@ import contextlib
 import json
 import logging
 import os
+import random
 import re
 import secrets
 import struct
@@ -79,8 +80,9 @@ STALE_PROBE_SECONDS = 2 * 3600
 """A probe object older than this was left by a probe cut short (a probe takes a second; an hour
 is added for clocks that disagree): ``verify`` removes it."""
 STALE_PROBE_LOOK = 24
-"""The keys ``verify``'s clean-up lists (one page) and at most HEADs: what eight probes cut short
-leave; the rest goes at the next ``verify``."""
+"""The stale keys named as a probe's that ``verify``'s clean-up HEADs at most (what eight probes cut
+short leave), drawn at random from its one listing page, so that objects named so but never marked
+as a probe's cannot keep the same ones from it for ever; the rest goes at a later ``verify``."""
 
 logger = logging.getLogger("s3memory")
 _known: dict[tuple[str, str, str], Enforced] = {}
@@ -351,17 +353,20 @@ def _remove_stale_probes(bucket: Bucket, prefix: str, now: float) -> None:
     """Delete the probe objects directly at ``prefix`` last written more than ``STALE_PROBE_SECONDS``
     before ``now``, each left by a probe cut short. Only objects that are exactly a probe's go: named
     as one in whole (``_PROBE_OBJECT``, listed with a delimiter: nothing below a further '/', where
-    a user's objects lie) and marked as that probe's (a HeadObject each, at most
-    ``STALE_PROBE_LOOK`` of one listing page). A younger one may be a running probe's: deleting it
-    would make that probe find less than the server enforces."""
-    page = next(bucket.pages(prefix + PROBE_NAME, delimiter=True, max_keys=STALE_PROBE_LOOK))
+    a user's objects lie) and marked as that probe's (a HeadObject each, for at most
+    ``STALE_PROBE_LOOK`` drawn at random from the stale ones named so on one listing page). A
+    younger one may be a running probe's: deleting it would make that probe find less than the
+    server enforces."""
+    page = next(bucket.pages(prefix + PROBE_NAME, delimiter=True))
     raw = Bucket(bucket.client, bucket.bucket)
-    stale = [
-        (listed.key, _probe_of(prefix, listed.key))
-        for listed in page.objects[:STALE_PROBE_LOOK]
-        if _written_before(listed.modified, now - STALE_PROBE_SECONDS)
+    named = [
+        (listed.key, probe_id)
+        for listed in page.objects
+        if (probe_id := _probe_of(prefix, listed.key)) is not None
+        and _written_before(listed.modified, now - STALE_PROBE_SECONDS)
     ]
-    probes = [key for key, probe_id in stale if probe_id is not None and _marked_as(raw, key, probe_id)]
+    looked = random.sample(named, min(len(named), STALE_PROBE_LOOK))
+    probes = [key for key, probe_id in looked if _marked_as(raw, key, probe_id)]
     if probes:
         _remove(raw, probes)
 
