@@ -423,7 +423,16 @@ class Settings:
         return with_mounts(own, mounts)
 
     def make_s3_client(self) -> S3Client:
-        """An S3 client with our standard client settings (see ``s3memory.clients``)."""
+        """An S3 client with our standard client settings (see ``s3memory.clients``); ``SettingsError``
+        where botocore cannot build one from the region or the endpoint it is given."""
+        from botocore.exceptions import BotoCoreError
+
         from s3memory.clients import make_s3_client
 
-        return make_s3_client(endpoint_url=self.endpoint_url)
+        try:
+            return make_s3_client(endpoint_url=self.endpoint_url)
+        except (BotoCoreError, ValueError) as error:  # botocore's words name the value, never a secret
+            raise SettingsError(
+                f"no S3 client could be built ({error}): check AWS_DEFAULT_REGION (AWS_REGION) and "
+                f"{ENDPOINT_URL}"
+            ) from None

@@ -222,6 +222,37 @@ def test_the_memory_function_tells_a_fixed_text_over_http_and_to_a_direct_invoke
     failing.diagnosed(caplog, "req-edge-direct")
 
 
+@pytest.mark.parametrize("handler", [memory_handler, mcp_handler], ids=["memory", "mcp"])
+def test_a_region_botocore_cannot_take_is_a_setting_that_changed_nothing(
+    handler: Any, issuer: Issuer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The attacker review of issue 37: a region botocore refuses escaped the functions' check of their
+    settings, so the caller was told the command "may have been applied" (no request had been sent)
+    and the log said only "unexpected", never which setting."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu west 1!")
+    monkeypatch.setenv("S3MEMORY_BUCKET", MISSING_BUCKET)
+    monkeypatch.setenv("S3MEMORY_LOCAL_KEY", LOCAL_KEY_B64)
+    monkeypatch.setenv("S3MEMORY_MCP_URL", MCP_URL)
+    for name, value in issuer.environ().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(clients, "_sessions", {})
+    runtime.reset()
+    try:
+        event = http_event({"input": VIEW}, token=issuer.token("alice"))
+        answered = handler(event, SimpleNamespace(aws_request_id="req-edge-region"))
+    finally:
+        runtime.reset()
+    assert answered["statusCode"] == 500
+    body = json.loads(answered["body"])
+    told = body.get("content", body.get("error_description"))
+    assert told == UNAVAILABLE.format("req-edge-region")
+    (line,) = diagnoses(caplog, "req-edge-region")
+    assert line.startswith(
+        "s3memory: request req-edge-region failed (SettingsError): no S3 client could be built ("
+    )
+    assert "eu west 1!" in line and "AWS_DEFAULT_REGION" in line and "S3MEMORY_ENDPOINT_URL" in line
+
+
 # -- the agent function ------------------------------------------------------------------------------
 
 

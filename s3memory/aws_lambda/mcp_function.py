@@ -210,6 +210,9 @@ def _serve(event: object, environ: Mapping[str, str], invocation: record.Invocat
             raise SettingsError(f"the MCP function needs {missing} ({why})")
     except SettingsError as error:
         return _refused(500, failed(error))
+    except Exception as error:  # the runtime could not be built: no request of a command was sent
+        invocation.error_type = type(error).__name__
+        return _refused(500, failed(error))
     if not is_http(event):
         return _refused(
             403,

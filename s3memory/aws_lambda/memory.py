@@ -58,12 +58,13 @@ def _serve(event: object, environ: Mapping[str, str], invocation: record.Invocat
         return _Answer(500, failed(error), True, "configuration")
     except Refused as refusal:
         return _Answer(refusal.status, refusal.message, True, refusal.error_type)
+    except Exception as error:  # the runtime could not be built: no request of a command was sent
+        return _Answer(500, failed(error), True, type(error).__name__)
     invocation.command = command_name(request.tool_input)
     with watching() as changes:
         try:
-            command = parse_command(
-                request.tool_input
-            )  # before the memory is opened: bad input writes nothing
+            # before the memory is opened: bad input writes nothing
+            command = parse_command(request.tool_input)
             with runtime.serving(request.user_id, invocation.fields, request.actor) as own:
                 return _Answer(200, runtime.mounted(own, request.mounts).run_command(command), False)
         except CommandError as error:
