@@ -29,11 +29,13 @@ from s3memory.settings import Settings
 
 from .support.bucket import LOCAL_KEY_B64
 from .support.local_s3 import CHECKOUT, LocalS3
+from .support.markdown import blocks_of, section, shell_commands
+from .support.terraform_example import example_settings
+from .support.terraform_example import recipe as deploy_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BUCKET = "readme-snippets"
-EXAMPLE = ROOT / "terraform" / "examples" / "complete"
 AWS_TEST_ENVIRONMENT = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -43,35 +45,13 @@ AWS_TEST_ENVIRONMENT = {
 
 def blocks(language: str) -> list[str]:
     """The README's fenced blocks of ``language``."""
-    return re.findall(rf"^```{language}\n(.*?)^```", README, re.MULTILINE | re.DOTALL)
-
-
-def shell_commands(block: str) -> list[list[str]]:
-    """Each command of a shell block as words (continued lines joined, comments left out)."""
-    joined = re.sub(r"\\\n\s*", " ", block)
-    return [words for line in joined.splitlines() if (words := shlex.split(line, comments=True))]
-
-
-def section(title: str) -> str:
-    """The README's section ``## title``, up to the next one."""
-    start = README.index(f"\n## {title}\n")
-    end = README.find("\n## ", start + 1)
-    return README[start : end if end >= 0 else len(README)]
+    return blocks_of(README, language)
 
 
 def parses(words: list[str]) -> None:
     """``s3memory`` takes ``words`` (after the program's name) as they are."""
     assert words[0] == "s3memory", words
     cli._parser().parse_args(words[1:])
-
-
-def terraform_variables() -> dict[str, bool]:
-    """The example's variables, each with whether it has a default."""
-    text = (EXAMPLE / "variables.tf").read_text()
-    found: dict[str, bool] = {}
-    for name, body in re.findall(r'^variable "([a-z_]+)" \{\n(.*?)^\}', text, re.MULTILINE | re.DOTALL):
-        found[name] = re.search(r"^\s+default\s*=", body, re.MULTILINE) is not None
-    return found
 
 
 def make_targets() -> set[str]:
@@ -102,22 +82,12 @@ def check_line(words: list[str]) -> None:
                 assert word.startswith(f"dist/s3memory-{s3memory.__version__}-py3-none-any.whl"), word
     elif program == "cd":
         assert (ROOT / words[1]).is_dir(), words
-    elif program == "terraform" and words[1] == "init":
-        assert words == ["terraform", "init"], words
-    elif program == "terraform":
-        assert words[1] == "apply", words
-        given = [words[i + 1].split("=", 1)[0] for i, word in enumerate(words) if word == "-var"]
-        variables = terraform_variables()
-        assert set(given) <= set(variables), given
-        assert {name for name, has_default in variables.items() if not has_default} <= set(given), given
+    elif program in ("cp", "terraform"):
+        assert words in deploy_recipe(), words  # tests/test_deploy_recipe.py checks the recipe
     elif program == "aws":
         assert words[1:3] == ["lambda", "invoke"], words
-        prefix = re.search(
-            r'variable "name_prefix".*?default\s*=\s*"([^"]+)"',
-            (EXAMPLE / "variables.tf").read_text(),
-            re.DOTALL,
-        )
-        assert prefix is not None and words[words.index("--function-name") + 1] == f"{prefix[1]}-memory"
+        prefix = example_settings()["name_prefix"]  # the recipe applies a copy of example.tfvars
+        assert words[words.index("--function-name") + 1] == f"{prefix}-memory", words
     else:
         raise AssertionError(f"a README command this test does not know: {words}")
 
@@ -298,4 +268,4 @@ def test_the_lambda_payload_is_served_by_the_memory_function(
 
 def test_the_readme_stays_a_front_page() -> None:
     assert len(README.splitlines()) <= 200
-    assert section("Quickstart").count("```sh\nmake demo\nmake test\n```") == 1
+    assert section(README, "Quickstart").count("```sh\nmake demo\nmake test\n```") == 1

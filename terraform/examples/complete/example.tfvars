@@ -1,4 +1,4 @@
-# Copy and edit, then: terraform apply -var-file=example.tfvars
+# Copy to my.tfvars (git ignores it), set bucket_name there, then: terraform apply -var-file=my.tfvars
 region      = "eu-west-1"
 bucket_name = "my-org-agent-memory-dev" # must be globally unique: change it
 name_prefix = "s3memory-dev"
