@@ -5,6 +5,7 @@ look alike (docs/shared.md, M14)."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 import unicodedata
 from pathlib import Path
@@ -34,6 +35,14 @@ def test_the_table_is_derived_from_unicodes_file() -> None:
     assert "# Version: 18.0.0" in source.split("\n")[:10]
     assert len(tool.prototypes(source)) == 6712  # "# total: 6712", the file's own count
     assert source.rstrip().endswith("# total: 6712")
+
+
+def test_the_table_is_the_size_docs_shared_states() -> None:
+    shared = (REPO_ROOT / "docs" / "shared.md").read_text(encoding="utf-8")
+    stated = re.search(r"`s3memory/core/confusables\.tsv`\s+\((\d+) kB", shared)
+    assert stated is not None
+    size = (REPO_ROOT / "s3memory" / "core" / "confusables.tsv").stat().st_size / 1000
+    assert abs(size - int(stated[1])) <= 0.1 * int(stated[1]), size
 
 
 @pytest.mark.parametrize(

@@ -232,6 +232,18 @@ def test_zip_is_deterministic(built_zip: Path, extracted: Path, tmp_path: Path) 
     assert again.read_bytes() == built_zip.read_bytes()
 
 
+def test_the_zip_is_the_size_docs_deploy_states(built_zip: Path) -> None:
+    """``docs/deploy.md`` states the zip's size and its size unpacked, in MiB: each within 10%."""
+    deploy = (REPO_ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+    stated = re.search(r"It is about (\d+) MiB \((\d+) MiB unpacked;", deploy)
+    assert stated is not None
+    with zipfile.ZipFile(built_zip) as archive:
+        unpacked = sum(info.file_size for info in archive.infolist())
+    measured = (built_zip.stat().st_size / 2**20, unpacked / 2**20)
+    for size, said in zip(measured, (int(stated[1]), int(stated[2])), strict=True):
+        assert abs(size - said) <= 0.1 * said, measured
+
+
 def fits_the_runtime(tag: str) -> bool:
     """Whether a wheel tag loads on CPython 3.11, x86_64, glibc 2.26 (the python3.11 runtime)."""
     python, abi, platform = tag.split("-")
