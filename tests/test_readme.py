@@ -106,7 +106,7 @@ NOT_RUN = {
 
 def operating_blocks() -> list[str]:
     """The shell blocks of "Operate it", which run as written: the first serves ``s3memory local-s3``."""
-    found = re.findall(r"^```sh\n(.*?)^```", section("Operate it"), re.MULTILINE | re.DOTALL)
+    found = re.findall(r"^```sh\n(.*?)^```", section(README, "Operate it"), re.MULTILINE | re.DOTALL)
     assert len(found) >= 2 and "\ns3memory local-s3 " in found[0], found
     return found
 
