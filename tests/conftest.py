@@ -27,13 +27,13 @@ from s3memory.clients import make_s3_client
 from s3memory.core.paths import MEMORY_ROOT, memory_path
 from s3memory.crypto import KeyProvider, LocalKeyProvider
 from s3memory.demo.embedded_s3 import moto_server
-from s3memory.demo.scripted_api import ScriptedMessagesAPI
 from s3memory.formats.store_keys import MIGRATED_NAME, STORE_KEY_NAME
 from s3memory.memory import S3Memory
 from s3memory.storage.bucket import Bucket
 from s3memory.storage.server_checks import SERVER_RECORD_NAME
 from s3memory.store import Store, forget_stores
 from s3memory.testing import conditions_honoured, install_condition_checks
+from s3memory.testing.scripted_claude import ScriptedClaude
 from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
 
 from .support.backends import REGION, SeaweedServer
@@ -146,9 +146,9 @@ def no_back_off() -> Iterator[None]:
 
 
 @pytest.fixture
-def api() -> Iterator[ScriptedMessagesAPI]:
+def api() -> Iterator[ScriptedClaude]:
     """The scripted stand-in for the Messages API, on 127.0.0.1."""
-    with ScriptedMessagesAPI() as stand_in:
+    with ScriptedClaude() as stand_in:
         yield stand_in
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from s3memory.cli.main import main
 from s3memory.demo import team, walkthrough
-from s3memory.demo.scripted_api import Reply, ScriptedMessagesAPI, ToolResult
+from s3memory.testing.scripted_claude import API_KEY, Reply, ScriptedClaude, ToolResult
 
 ROOT = Path(__file__).resolve().parents[1]
 HEX_ROW = re.compile(r"^  [0-9a-f]{4}  ((?:[0-9a-f]{2} ){0,15}[0-9a-f]{2})\s+\|")
@@ -129,7 +129,7 @@ def test_cli_demo_shows_the_private_keys_beside_the_paths_they_name(
 
 def test_cli_demo_prints_no_secrets(cli_run: subprocess.CompletedProcess[str]) -> None:
     printed = cli_run.stdout + cli_run.stderr
-    assert "offline-demo" not in printed
+    assert API_KEY not in printed
     assert "AWS_SECRET_ACCESS_KEY" not in printed and "testing" not in printed
 
 
@@ -329,7 +329,7 @@ def test_describe_call_never_shows_file_text() -> None:
 
 def test_live_path_uses_the_api_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """``--live`` builds its client from ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL): here a local stand-in."""
-    with ScriptedMessagesAPI(
+    with ScriptedClaude(
         [*walkthrough.conversation_1_script(), *walkthrough.conversation_2_script(), *team.team_script()]
     ) as api:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-live-test-key")

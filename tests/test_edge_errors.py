@@ -33,7 +33,6 @@ from s3memory.answers import answer, answered, remote
 from s3memory.aws_lambda import agent_handler, mcp_handler, memory_handler, runtime
 from s3memory.core.paths import UserId
 from s3memory.crypto import LocalKeyProvider
-from s3memory.demo.scripted_api import Reply, ScriptedMessagesAPI, Turn, last_tool_results
 from s3memory.errors import (
     CommandError,
     IntegrityError,
@@ -49,6 +48,7 @@ from s3memory.memory import S3Memory
 from s3memory.settings import Settings, SettingsError
 from s3memory.storage.bucket import AccessDenied, Bucket, RequestFailed
 from s3memory.storage.nesting import NestedStore, check_no_store_at
+from s3memory.testing.scripted_claude import Reply, ScriptedClaude, Turn, last_tool_results
 
 from .support.api_gateway import MCP_URL
 from .support.bucket import BUCKET as SHARED_BUCKET
@@ -257,7 +257,7 @@ def test_a_region_botocore_cannot_take_is_a_setting_that_changed_nothing(
 
 
 @pytest.fixture
-def agent_settings(monkeypatch: pytest.MonkeyPatch, api: ScriptedMessagesAPI) -> ScriptedMessagesAPI:
+def agent_settings(monkeypatch: pytest.MonkeyPatch, api: ScriptedClaude) -> ScriptedClaude:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-edge-test-key")
     monkeypatch.setenv("S3MEMORY_METRICS", "off")
@@ -274,7 +274,7 @@ class AgentContext:
 
 
 def test_the_agent_function_tells_its_caller_a_fixed_text(
-    failing: Failing, agent_settings: ScriptedMessagesAPI, caplog: pytest.LogCaptureFixture
+    failing: Failing, agent_settings: ScriptedClaude, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The store fails as the user's memory is opened, before the conversation: no model call."""
     answer = agent_handler({"user_id": "alice", "prompt": "remember the plan"}, AgentContext())
@@ -284,7 +284,7 @@ def test_the_agent_function_tells_its_caller_a_fixed_text(
 
 
 def test_the_agents_model_is_told_a_fixed_text_when_the_store_fails_mid_conversation(
-    local_env: Any, agent_settings: ScriptedMessagesAPI, caplog: pytest.LogCaptureFixture
+    local_env: Any, agent_settings: ScriptedClaude, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The bucket goes missing after the first tool call: the model's next tool result is the fixed
     text, its diagnosis in the log under the invocation's request id."""

@@ -24,8 +24,8 @@ from s3memory.aws_lambda import memory_handler, metrics
 from s3memory.aws_lambda import runtime as lambda_runtime
 from s3memory.aws_lambda.agent import conversation, credentials
 from s3memory.aws_lambda.agent import deadline as agent_deadline
-from s3memory.demo.scripted_api import Reply, ScriptedMessagesAPI, ScriptError, Turn, last_tool_results
 from s3memory.storage.concurrency import parallel, side
+from s3memory.testing.scripted_claude import Reply, ScriptedClaude, ScriptError, Turn, last_tool_results
 
 from .conftest import STORAGE_FORMAT, key_of
 from .support.access import AccessRecordWrites
@@ -97,7 +97,7 @@ def clean(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 @pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, local_env: Any, api: ScriptedMessagesAPI) -> Any:
+def env(monkeypatch: pytest.MonkeyPatch, local_env: Any, api: ScriptedClaude) -> Any:
     """Local-key storage settings, the stand-in's URL and an API key; returns the test's S3 client."""
     monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
@@ -135,7 +135,7 @@ def recall_turns() -> list[Turn]:
 # -- end to end -----------------------------------------------------------------------------------
 
 
-def test_second_conversation_recalls_what_the_first_stored(env: Any, api: ScriptedMessagesAPI) -> None:
+def test_second_conversation_recalls_what_the_first_stored(env: Any, api: ScriptedClaude) -> None:
     api.play(*store_turns())
     first = run({"user_id": "alice", "prompt": "I prefer metric units. Remember that."})
     assert first == {
@@ -167,7 +167,7 @@ def test_second_conversation_recalls_what_the_first_stored(env: Any, api: Script
     assert api.remaining == 0
 
 
-def test_requests_carry_the_memory_tool_beta_and_the_key(env: Any, api: ScriptedMessagesAPI) -> None:
+def test_requests_carry_the_memory_tool_beta_and_the_key(env: Any, api: ScriptedClaude) -> None:
     api.play("Hello.")
     answer = run({"user_id": "alice", "prompt": "hi", "model": "claude-test-model", "max_tokens": 321})
     assert answer["text"] == "Hello." and answer["iterations"] == 1
@@ -178,7 +178,7 @@ def test_requests_carry_the_memory_tool_beta_and_the_key(env: Any, api: Scripted
     assert api.api_keys == [API_KEY]
 
 
-def test_users_are_isolated(env: Any, api: ScriptedMessagesAPI) -> None:
+def test_users_are_isolated(env: Any, api: ScriptedClaude) -> None:
     api.play(
         [{"command": "create", "path": "/memories/secret.md", "file_text": SECRET_NOTE}],
         "stored",
@@ -192,7 +192,7 @@ def test_users_are_isolated(env: Any, api: ScriptedMessagesAPI) -> None:
 
 
 def test_parameters_pass_through_from_env_and_event(
-    env: Any, api: ScriptedMessagesAPI, monkeypatch: pytest.MonkeyPatch
+    env: Any, api: ScriptedClaude, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     context_management = {"edits": [{"type": "clear_tool_uses_20250919"}]}
     monkeypatch.setenv(
@@ -219,7 +219,7 @@ def test_parameters_pass_through_from_env_and_event(
     assert conversation.MEMORY_BETA in betas and "another-beta-2099-01-01" in betas
 
 
-def test_whole_history_without_server_threads(env: Any, api: ScriptedMessagesAPI) -> None:
+def test_whole_history_without_server_threads(env: Any, api: ScriptedClaude) -> None:
     api.play([{"command": "view", "path": "/memories"}], "ok")
     history = [
         {"role": "user", "content": "earlier question"},
@@ -235,7 +235,7 @@ def test_whole_history_without_server_threads(env: Any, api: ScriptedMessagesAPI
 # -- bounds -----------------------------------------------------------------------------------------
 
 
-def test_max_iterations_from_the_event(env: Any, api: ScriptedMessagesAPI) -> None:
+def test_max_iterations_from_the_event(env: Any, api: ScriptedClaude) -> None:
     api.play(
         [{"command": "view", "path": "/memories"}],
         [{"command": "create", "path": "/memories/a.md", "file_text": "a"}],
@@ -254,7 +254,7 @@ def test_max_iterations_from_the_event(env: Any, api: ScriptedMessagesAPI) -> No
 
 
 def test_max_iterations_from_the_environment(
-    env: Any, api: ScriptedMessagesAPI, monkeypatch: pytest.MonkeyPatch
+    env: Any, api: ScriptedClaude, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("S3MEMORY_MAX_ITERATIONS", "1")
     api.play([{"command": "view", "path": "/memories"}], "never reached")
@@ -262,13 +262,13 @@ def test_max_iterations_from_the_environment(
     assert (answer["iterations"], answer["stopped_early"]) == (1, "max_iterations")
 
 
-def test_finishing_on_the_last_allowed_turn_is_not_an_early_stop(env: Any, api: ScriptedMessagesAPI) -> None:
+def test_finishing_on_the_last_allowed_turn_is_not_an_early_stop(env: Any, api: ScriptedClaude) -> None:
     api.play([{"command": "view", "path": "/memories"}], "finished")
     answer = run({"user_id": "alice", "prompt": "x", "max_iterations": 2})
     assert (answer["iterations"], answer["stopped_early"], answer["text"]) == (2, None, "finished")
 
 
-def test_deadline_already_too_close_sends_nothing(env: Any, api: ScriptedMessagesAPI) -> None:
+def test_deadline_already_too_close_sends_nothing(env: Any, api: ScriptedClaude) -> None:
     api.play("never reached")
     answer = run({"user_id": "alice", "prompt": "x"}, FakeContext(remaining_ms=9_000))  # margin 10 s
     assert answer == {
@@ -283,7 +283,7 @@ def test_deadline_already_too_close_sends_nothing(env: Any, api: ScriptedMessage
 
 
 def test_deadline_stops_before_the_next_request(
-    env: Any, api: ScriptedMessagesAPI, monkeypatch: pytest.MonkeyPatch
+    env: Any, api: ScriptedClaude, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = FakeClock()
     monkeypatch.setattr(agent_deadline, "time", clock)
@@ -339,7 +339,7 @@ def test_request_timeout_is_bounded_by_the_deadline(monkeypatch: pytest.MonkeyPa
 
 
 def test_retryable_error_without_time_to_retry_is_a_clear_error(
-    env: Any, api: ScriptedMessagesAPI, monkeypatch: pytest.MonkeyPatch
+    env: Any, api: ScriptedClaude, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = FakeClock()
     monkeypatch.setattr(agent_deadline, "time", clock)
@@ -356,7 +356,7 @@ def test_retryable_error_without_time_to_retry_is_a_clear_error(
     assert len(api.requests) == 1  # not retried
 
 
-def test_retryable_error_with_time_left_is_retried(env: Any, api: ScriptedMessagesAPI) -> None:
+def test_retryable_error_with_time_left_is_retried(env: Any, api: ScriptedClaude) -> None:
     def overloaded(messages: list[dict[str, Any]]) -> Turn:
         raise ScriptError("Overloaded", status=529, error_type="overloaded_error")
 
@@ -368,7 +368,7 @@ def test_retryable_error_with_time_left_is_retried(env: Any, api: ScriptedMessag
 # -- API failures -------------------------------------------------------------------------------
 
 
-def test_api_client_error_is_a_clear_answer(env: Any, api: ScriptedMessagesAPI) -> None:
+def test_api_client_error_is_a_clear_answer(env: Any, api: ScriptedClaude) -> None:
     def refused(messages: list[dict[str, Any]]) -> Turn:
         raise ScriptError("max_tokens: too large for this model")
 
@@ -380,7 +380,7 @@ def test_api_client_error_is_a_clear_answer(env: Any, api: ScriptedMessagesAPI) 
 
 
 def test_api_server_error_after_retries_is_a_clear_answer(
-    env: Any, api: ScriptedMessagesAPI, monkeypatch: pytest.MonkeyPatch
+    env: Any, api: ScriptedClaude, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(credentials, "API_MAX_RETRIES", 0)
 
@@ -416,7 +416,7 @@ def secrets(aws: None) -> Any:
 
 @pytest.mark.parametrize("form", ["plain", "json"])
 def test_api_key_from_secrets_manager_is_read_once(
-    env: Any, api: ScriptedMessagesAPI, secrets: Any, monkeypatch: pytest.MonkeyPatch, form: str
+    env: Any, api: ScriptedClaude, secrets: Any, monkeypatch: pytest.MonkeyPatch, form: str
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     value = "sk-from-secret-1" if form == "plain" else json.dumps({"ANTHROPIC_API_KEY": "sk-from-secret-1"})
@@ -434,7 +434,7 @@ def test_api_key_from_secrets_manager_is_read_once(
 
 def test_unreadable_secret_is_a_clear_error_and_is_retried(
     env: Any,
-    api: ScriptedMessagesAPI,
+    api: ScriptedClaude,
     secrets: Any,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
@@ -517,7 +517,7 @@ MALFORMED: list[tuple[str, object]] = [
 
 
 @pytest.mark.parametrize("event", [e for _, e in MALFORMED], ids=[n for n, _ in MALFORMED])
-def test_malformed_events_answer_a_clear_error(env: Any, api: ScriptedMessagesAPI, event: object) -> None:
+def test_malformed_events_answer_a_clear_error(env: Any, api: ScriptedClaude, event: object) -> None:
     answer = run(event)
     assert set(answer) == {"error"}
     assert answer["error"].startswith("Error: ") and len(answer["error"]) < 600
@@ -564,7 +564,7 @@ def test_error_messages_name_the_problem(env: Any) -> None:
 )
 def test_bad_settings_are_named_in_the_log_not_to_the_caller(
     env: Any,
-    api: ScriptedMessagesAPI,
+    api: ScriptedClaude,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
     variable: str,
@@ -592,7 +592,7 @@ def test_missing_api_key_names_both_variables_in_the_log(
 
 
 def test_agent_and_memory_handler_share_the_runtime_and_the_kms_key_cache(
-    monkeypatch: pytest.MonkeyPatch, s3: Any, api: ScriptedMessagesAPI, caplog: pytest.LogCaptureFixture
+    monkeypatch: pytest.MonkeyPatch, s3: Any, api: ScriptedClaude, caplog: pytest.LogCaptureFixture
 ) -> None:
     kms = boto3.client("kms", region_name="us-east-1")
     key_id = kms.create_key(Description="s3memory agent test")["KeyMetadata"]["KeyId"]
@@ -620,7 +620,7 @@ def test_agent_and_memory_handler_share_the_runtime_and_the_kms_key_cache(
 
 
 def test_log_line_is_json_without_content_or_keys(
-    env: Any, api: ScriptedMessagesAPI, caplog: pytest.LogCaptureFixture
+    env: Any, api: ScriptedClaude, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="s3memory")
     api.play(
@@ -643,7 +643,7 @@ def test_log_line_is_json_without_content_or_keys(
 
 
 def test_the_record_names_a_model_only_when_it_looks_like_a_model_id(
-    env: Any, api: ScriptedMessagesAPI, caplog: pytest.LogCaptureFixture
+    env: Any, api: ScriptedClaude, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="s3memory")
     api.play([], "ok")
@@ -676,7 +676,7 @@ def check_emf(document: dict[str, Any], command: str, outcome: str, metric_names
 
 
 def test_the_agents_record_carries_its_metrics(
-    env: Any, api: ScriptedMessagesAPI, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    env: Any, api: ScriptedClaude, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv("S3MEMORY_METRICS", "emf")
     caplog.set_level(logging.INFO, logger="s3memory")

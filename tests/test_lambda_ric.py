@@ -31,9 +31,9 @@ import pytest
 
 from s3memory.aws_lambda import runtime as lambda_runtime_module
 from s3memory.core.last_used import ACCESS_NAME
-from s3memory.demo.scripted_api import Reply, ScriptedMessagesAPI, last_tool_results
 from s3memory.memory import S3Memory
 from s3memory.settings import Settings
+from s3memory.testing.scripted_claude import Reply, ScriptedClaude, last_tool_results
 
 from .conftest import STORAGE_FORMAT, key_of
 from .support.issuer import http_event, loopback_issuer
@@ -430,7 +430,7 @@ def test_agent_handler_under_the_runtime_client(moto_endpoint_with_bucket: str) 
         lambda messages: "Recalled: " + last_tool_results(messages)[0].text,
     ]
     with (
-        ScriptedMessagesAPI(script) as messages_api,
+        ScriptedClaude(script) as messages_api,
         lambda_runtime(
             "s3memory.aws_lambda.agent_handler",
             moto_endpoint_with_bucket,

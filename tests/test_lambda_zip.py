@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 import s3memory
-from s3memory.demo.scripted_api import Reply, ScriptedMessagesAPI, last_tool_results
+from s3memory.testing.scripted_claude import Reply, ScriptedClaude, last_tool_results
 
 from .support.issuer import http_event, loopback_issuer
 from .support.mcp_messages import INITIALIZE, MCP_HEADERS, tools_call
@@ -412,7 +412,7 @@ def test_mcp_handler_runs_from_the_zip(extracted: Path, moto_endpoint_with_bucke
 
 
 def test_agent_handler_runs_from_the_zip(extracted: Path, moto_endpoint_with_bucket: str) -> None:
-    with ScriptedMessagesAPI(
+    with ScriptedClaude(
         [
             Reply("Saving.", [{"command": "create", "path": "/memories/agent.md", "file_text": "zip agent"}]),
             lambda messages: "Done: " + last_tool_results(messages)[0].text,

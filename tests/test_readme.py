@@ -24,8 +24,8 @@ import s3memory
 from s3memory.aws_lambda import memory_handler, runtime
 from s3memory.cli import main as cli
 from s3memory.demo import LOCAL_S3_ENV_FILE
-from s3memory.demo.scripted_api import Reply, ScriptedMessagesAPI
 from s3memory.settings import Settings
+from s3memory.testing.scripted_claude import Reply, ScriptedClaude
 
 from .support.bucket import LOCAL_KEY_B64
 from .support.local_s3 import CHECKOUT, LocalS3
@@ -141,7 +141,7 @@ def store_environment(moto_endpoint_with_bucket: str) -> dict[str, str]:
 def test_the_python_snippet_runs_and_its_memory_is_in_s3(store_environment: dict[str, str]) -> None:
     (snippet,) = blocks("python")
     create = {"command": "create", "path": "/memories/preferences.md", "file_text": "- metric units\n"}
-    with ScriptedMessagesAPI([Reply("I'll remember that.", [create]), "Noted: metric units."]) as api:
+    with ScriptedClaude([Reply("I'll remember that.", [create]), "Noted: metric units."]) as api:
         ran = subprocess.run(
             [sys.executable, "-c", snippet],
             env={

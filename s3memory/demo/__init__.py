@@ -2,12 +2,13 @@
 
 - :mod:`.walkthrough`: the demo's conversations and the look at the bucket (``demo_main``);
 - :mod:`.team`: its third conversation, a team's shared memory mounted read-only;
-- :mod:`.scripted_api`: a scripted stand-in for the Messages API on loopback (the tests use it too);
 - :mod:`.embedded_s3`: moto's S3 server on loopback (the tests use it too);
 - :mod:`.local_s3`: ``s3memory local-s3``, that server for operators, with the settings to reach it.
 
 They need the ``demo`` extra, which the core does not; the Lambda zip holds none of them. Importing
 this package is light: it only names what the demo needs beyond the core (:func:`missing_for_demo`).
+The scripted stand-in for Claude that plays the demo's conversations is public, for applications'
+tests: :class:`s3memory.testing.ScriptedClaude`.
 """
 
 from __future__ import annotations

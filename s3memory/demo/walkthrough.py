@@ -23,15 +23,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from s3memory.demo.scripted_api import (
+from s3memory.settings import DEFAULT_MODEL
+from s3memory.testing.offline import offline_aws_environment
+from s3memory.testing.scripted_claude import (
     Reply,
-    ScriptedMessagesAPI,
+    ScriptedClaude,
     ToolResult,
     Turn,
     last_tool_results,
     tool_results,
 )
-from s3memory.settings import DEFAULT_MODEL
 
 if TYPE_CHECKING:
     from anthropic import Anthropic
@@ -218,7 +219,7 @@ class DemoReport:
     object_key: str = ""
     raw_object: bytes = b""
     decrypted_view: str = ""
-    api: ScriptedMessagesAPI | None = None
+    api: ScriptedClaude | None = None
     """The scripted stand-in (None with ``--live``): its recorded requests and histories."""
     api_requests_per_conversation: list[int] = field(default_factory=list)
     team_runbook: str = ""
@@ -309,25 +310,9 @@ def hex_dump(data: bytes, *, indent: str = "  ") -> list[str]:
 
 @contextlib.contextmanager
 def _offline_aws_environment() -> Iterator[None]:
-    """Dummy AWS credentials and no AWS config files, restored afterwards; loopback never proxied."""
-    changes: dict[str, str | None] = {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": None,
-        "AWS_SECURITY_TOKEN": None,
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_REGION": "us-east-1",
-        "AWS_CONFIG_FILE": os.devnull,
-        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "AWS_PROFILE": None,
-        "AWS_DEFAULT_PROFILE": None,
-        "AWS_ENDPOINT_URL": None,
-        "AWS_ENDPOINT_URL_S3": None,
-    }
-    for name in ("NO_PROXY", "no_proxy"):
-        existing = os.environ.get(name, "")
-        changes[name] = ",".join(part for part in (existing, "127.0.0.1,localhost") if part)
+    """The environment of an offline test (``s3memory.testing.offline``): dummy AWS credentials, no
+    AWS config files, loopback never proxied; restored afterwards."""
+    changes = offline_aws_environment(os.environ)
     saved = {name: os.environ.get(name) for name in changes}
     try:
         _set_environment(changes)
@@ -452,11 +437,9 @@ def run_demo(out: TextIO, *, live: bool = False, model: str = DEFAULT_MODEL) -> 
             client = anthropic.Anthropic(max_retries=2)
             printer.line(f"  Claude: the Anthropic API (--live), model {model}")
         else:
-            api = stack.enter_context(ScriptedMessagesAPI())
+            api = stack.enter_context(ScriptedClaude())
             report.api = api
-            client = anthropic.Anthropic(
-                api_key="offline-demo", base_url=api.base_url, max_retries=0, timeout=30
-            )
+            client = api.client(timeout=30)
             printer.line(f"  Claude: scripted stand-in for the Messages API at {api.base_url} (offline)")
             printer.line("          (`s3memory demo --live` talks to real Claude instead)")
         printer.line(

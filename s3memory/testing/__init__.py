@@ -1,18 +1,20 @@
-"""For the tests of applications that use s3memory: moto that refuses what S3 refuses.
+"""For the tests of applications that use s3memory, offline: no AWS account, no API key
+(``docs/testing.md``).
+
+With ``pytest_plugins = ["s3memory.testing"]`` in a ``conftest.py``, a test takes the fixtures of
+:mod:`s3memory.testing.fixtures`: ``s3memory_bucket`` (a new bucket on moto, started for the test,
+refusing what S3 refuses: a :class:`MotoBucket`), ``s3memory_bucket_as_shipped`` (the same on moto
+as shipped) and ``scripted_claude`` (a :class:`ScriptedClaude` that the real SDK's ``tool_runner``
+talks to, playing the turns the test wrote: :func:`memory_call`, :func:`reply`).
 
 moto as shipped ignores the conditions of CopyObject, which storage format 2 relies on, and the
 per-key ETags of DeleteObjects, so on it s3memory serves format 1 and deletes key by key
-(``docs/servers.md``): the contract holds either way. To test an application on format 2 with moto,
-make moto check those conditions as S3 does::
+(``docs/servers.md``): the contract holds either way. Outside the fixtures, ``with
+conditions_honoured(): ...`` makes moto check those conditions as S3 does.
 
-    # conftest.py
-    pytest_plugins = ["s3memory.testing"]
-
-    def test_something(moto_honouring_conditions, ...): ...
-
-or, outside pytest, ``with conditions_honoured(): ...``. Needs moto (the ``demo`` extra). Importing
-this module imports neither moto nor pytest: the fixture is in :mod:`s3memory.testing.fixtures`,
-which pytest loads with this plugin.
+Needs moto and ``anthropic`` (the ``demo`` extra). Importing this package imports neither, nor
+pytest: the fixtures are in :mod:`s3memory.testing.fixtures`, which pytest loads with this plugin,
+and ``anthropic`` is imported when a client or a tool is built.
 """
 
 from __future__ import annotations
@@ -23,9 +25,32 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
-__all__ = ["conditions_honoured", "honour_conditions", "install_condition_checks"]
+from s3memory.testing.offline import MotoBucket
+from s3memory.testing.scripted_claude import (
+    Reply,
+    ScriptedClaude,
+    ToolResult,
+    Turn,
+    last_tool_results,
+    memory_call,
+    reply,
+)
+
+__all__ = [
+    "MotoBucket",
+    "Reply",
+    "ScriptedClaude",
+    "ToolResult",
+    "Turn",
+    "conditions_honoured",
+    "honour_conditions",
+    "install_condition_checks",
+    "last_tool_results",
+    "memory_call",
+    "reply",
+]
 pytest_plugins = ["s3memory.testing.fixtures"]
-"""The fixture ``moto_honouring_conditions``, for applications that name this module as a plugin."""
+"""The fixtures, for applications that name this module as a plugin."""
 
 _INSTALLED = "_s3memory_checks_conditions"
 """Set on moto's ``S3Response`` once ``install_condition_checks`` has wrapped its handlers."""

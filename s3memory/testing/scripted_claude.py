@@ -1,16 +1,23 @@
-"""A scripted stand-in for the Anthropic Messages API, on 127.0.0.1, for offline demos and tests.
+"""A scripted stand-in for Claude: the Anthropic Messages API on 127.0.0.1, playing the turns a test
+wrote, for offline tests and the demo (``docs/testing.md``).
+
+:meth:`ScriptedClaude.client` and :meth:`ScriptedClaude.async_client` are the real SDK's clients
+(``Anthropic``, ``AsyncAnthropic``) pointed at it, so the SDK's ``tool_runner`` runs the real tool
+offline; :meth:`ScriptedClaude.environment` points a client the application builds itself there.
 
 It answers ``POST /v1/messages`` (with or without the SDK's ``?beta=true``) with the JSON the real
 API returns, playing a *script*: one entry per assistant turn, consumed in order. An entry is
 
-- a ``str``: a final text answer (``stop_reason: "end_turn"``);
-- a sequence of memory tool inputs: one ``tool_use`` block each (``stop_reason: "tool_use"``);
+- a ``str`` or :func:`reply`: a final text answer (``stop_reason: "end_turn"``);
+- :func:`memory_call`: one call of the memory tool (``stop_reason: "tool_use"``);
+- a sequence of memory tool inputs: one ``tool_use`` block each, in one turn;
 - a :class:`Reply`: some text followed by tool calls, as Claude often says what it is about to do;
 - a callable receiving the request's ``messages`` and returning one of the above, so a turn can
   read the ``tool_result`` blocks it was sent (see :func:`last_tool_results`) and answer from them.
 
 Like the real API, a request whose history has ``tool_use`` blocks without a ``tool_result`` right
-after is refused with a 400, so a client that forgets to answer a tool call fails loudly.
+after is refused with a 400, so a client that forgets to answer a tool call fails loudly; so is a
+request when the script has no turn left.
 
 Server-held threads are played too (the SDK's tool runner uses them by default): ``"thread":
 {"type": "create"}`` keeps the conversation under the response's ``id``, and ``{"type": "continue",
@@ -19,7 +26,8 @@ sees the whole conversation. An unknown or already continued ``previous_message_
 the API's ``error.details.error_code`` (``thread_not_found``, ``thread_already_continued``), which
 the SDK answers by replaying the full history.
 
-Any credential is accepted and recorded. Plain HTTP and JSON only: no ``anthropic`` import.
+Any credential is accepted and recorded. Plain HTTP and JSON: ``anthropic`` is imported only by the
+methods that build its clients.
 """
 
 from __future__ import annotations
@@ -32,11 +40,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from anthropic import Anthropic, AsyncAnthropic
 
 MESSAGES_PATH = "/v1/messages"
 DEFAULT_TOOL_NAME = "memory"
+API_KEY = "scripted-claude"
+"""The key the stand-in's clients send: never a real one."""
 _MAX_BODY_BYTES = 32 * 1024 * 1024
 
 
@@ -51,6 +64,17 @@ class Reply:
 
 Turn: TypeAlias = str | Reply | Sequence[Mapping[str, Any]] | Callable[[list[dict[str, Any]]], "Turn"]
 """One scripted assistant turn (see the module docstring)."""
+
+
+def reply(text: str) -> Reply:
+    """A final answer: ``text`` and no tool call."""
+    return Reply(text=text)
+
+
+def memory_call(command: str, /, *, saying: str | None = None, **fields: Any) -> Reply:
+    """A turn that calls the memory tool once with ``{"command": command, **fields}``, after the
+    text ``saying`` if given: ``memory_call("view", path="/memories")``."""
+    return Reply(text=saying, tool_calls=[{"command": command, **fields}])
 
 
 @dataclass(frozen=True)
@@ -157,13 +181,15 @@ def _estimate_tokens(value: object) -> int:
     return max(1, len(json.dumps(value, ensure_ascii=False)) // 4)
 
 
-class ScriptedMessagesAPI:
-    """The stand-in server. Use as a context manager, or call :meth:`start` and :meth:`stop`.
+class ScriptedClaude:
+    """The stand-in server, playing ``script`` and what :meth:`play` adds. Use as a context manager,
+    or call :meth:`start` and :meth:`stop`.
 
     Recorded in arrival order: ``requests`` (the JSON bodies received), ``histories`` (each request's
     whole conversation, held thread history included), ``api_keys`` (the credential each request
     carried, from ``x-api-key`` or ``Authorization: Bearer``), ``headers`` (names lower-cased) and
-    ``errors`` (the message of every error answered).
+    ``errors`` (the message of every error answered); :attr:`tool_results` are the results the
+    client sent back.
     """
 
     def __init__(self, script: Iterable[Turn] = (), *, host: str = "127.0.0.1") -> None:
@@ -195,16 +221,57 @@ class ScriptedMessagesAPI:
         with self._lock:
             return len(self._turns) - self._next_turn
 
+    @property
+    def tool_results(self) -> list[ToolResult]:
+        """Every tool result the client sent, in order: what the tool answered each scripted call."""
+        with self._lock:
+            histories = list(self.histories)
+        return [result for history in histories for result in last_tool_results(history)]
+
+    # -- clients ---------------------------------------------------------------------------
+
+    def client(self, **options: Any) -> Anthropic:
+        """The real SDK's client of this stand-in (``options``: ``Anthropic``'s, e.g. ``timeout``).
+        It does not retry unless told, so an unplayable request fails at once, and no proxy the
+        environment names carries its requests to loopback."""
+        import anthropic
+
+        options.setdefault("http_client", anthropic.DefaultHttpxClient(trust_env=False))
+        return anthropic.Anthropic(**self._client_options(options))
+
+    def async_client(self, **options: Any) -> AsyncAnthropic:
+        """The same as :meth:`client`, for ``AsyncAnthropic``."""
+        import anthropic
+
+        options.setdefault("http_client", anthropic.DefaultAsyncHttpxClient(trust_env=False))
+        return anthropic.AsyncAnthropic(**self._client_options(options))
+
+    def _client_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        return {"api_key": API_KEY, "base_url": self.base_url, "max_retries": 0, **options}
+
+    def environment(self) -> dict[str, str | None]:
+        """The variables that point a client built without arguments (``anthropic.Anthropic()``) at
+        this stand-in, with a dummy key; ``None`` removes one: the environment's token and extra
+        headers, so that nothing of the user's own is sent."""
+        return {
+            "ANTHROPIC_BASE_URL": self.base_url,
+            "ANTHROPIC_API_KEY": API_KEY,
+            "ANTHROPIC_AUTH_TOKEN": None,
+            "ANTHROPIC_CUSTOM_HEADERS": None,
+        }
+
     # -- lifecycle -------------------------------------------------------------------------
 
     @property
     def base_url(self) -> str:
         if self._server is None:
-            raise RuntimeError("ScriptedMessagesAPI is not running; call start() first")
+            raise RuntimeError(
+                "ScriptedClaude is not running: use it in a `with` block or call start() first"
+            )
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def start(self) -> ScriptedMessagesAPI:
+    def start(self) -> ScriptedClaude:
         if self._server is not None:
             return self
         server = ThreadingHTTPServer((self._host, 0), _handler_for(self))
@@ -228,7 +295,7 @@ class ScriptedMessagesAPI:
         if thread is not None:
             thread.join(timeout=5)
 
-    def __enter__(self) -> ScriptedMessagesAPI:
+    def __enter__(self) -> ScriptedClaude:
         return self.start()
 
     def __exit__(
@@ -371,7 +438,7 @@ class ScriptedMessagesAPI:
             self.errors.append(message)
 
 
-def _handler_for(api: ScriptedMessagesAPI) -> type[BaseHTTPRequestHandler]:
+def _handler_for(api: ScriptedClaude) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "scripted-messages-api"
@@ -433,13 +500,16 @@ def _handler_for(api: ScriptedMessagesAPI) -> type[BaseHTTPRequestHandler]:
 
 
 __all__ = [
+    "API_KEY",
     "MESSAGES_PATH",
     "Reply",
     "ScriptError",
-    "ScriptedMessagesAPI",
+    "ScriptedClaude",
     "ToolResult",
     "Turn",
     "check_tool_results_follow",
     "last_tool_results",
+    "memory_call",
+    "reply",
     "tool_results",
 ]

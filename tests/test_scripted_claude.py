@@ -1,7 +1,9 @@
-"""The scripted Messages API stand-in, checked through the real Anthropic SDK and through raw HTTP."""
+"""The scripted stand-in for Claude, checked through the real Anthropic SDK (its own clients and the
+tool runner, sync and async) and through raw HTTP."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import urllib.error
 import urllib.request
@@ -12,7 +14,18 @@ import pytest
 from anthropic.lib.tools import BetaAbstractMemoryTool, ToolError
 from anthropic.types.beta import BetaTextBlock, BetaToolUseBlock
 
-from s3memory.demo.scripted_api import Reply, ScriptedMessagesAPI, ToolResult, last_tool_results
+from s3memory.testing.scripted_claude import (
+    API_KEY,
+    Reply,
+    ScriptedClaude,
+    ToolResult,
+    last_tool_results,
+    memory_call,
+    reply,
+)
+from s3memory.tool import AsyncS3MemoryTool
+
+from .conftest import memory_tool
 
 MODEL = "claude-sonnet-4-5"
 
@@ -56,11 +69,11 @@ class DictMemory(BetaAbstractMemoryTool):
         raise NotImplementedError
 
 
-def client_for(api: ScriptedMessagesAPI, key: str = "sk-test-key") -> anthropic.Anthropic:
+def client_for(api: ScriptedClaude, key: str = "sk-test-key") -> anthropic.Anthropic:
     return anthropic.Anthropic(api_key=key, base_url=api.base_url, max_retries=0, timeout=10)
 
 
-def post(api: ScriptedMessagesAPI, body: object, path: str = "/v1/messages") -> tuple[int, dict[str, Any]]:
+def post(api: ScriptedClaude, body: object, path: str = "/v1/messages") -> tuple[int, dict[str, Any]]:
     request = urllib.request.Request(
         api.base_url + path,
         data=json.dumps(body).encode(),
@@ -74,12 +87,12 @@ def post(api: ScriptedMessagesAPI, body: object, path: str = "/v1/messages") -> 
         return error.code, json.loads(error.read())
 
 
-def test_base_url_is_loopback_with_a_real_port(api: ScriptedMessagesAPI) -> None:
+def test_base_url_is_loopback_with_a_real_port(api: ScriptedClaude) -> None:
     assert api.base_url.startswith("http://127.0.0.1:")
     assert int(api.base_url.rsplit(":", 1)[1]) > 0
 
 
-def test_text_reply_parses_as_a_message_in_the_beta_and_plain_sdk(api: ScriptedMessagesAPI) -> None:
+def test_text_reply_parses_as_a_message_in_the_beta_and_plain_sdk(api: ScriptedClaude) -> None:
     api.play("Hello from the script.", "Second answer.")
     client = client_for(api)
 
@@ -102,7 +115,7 @@ def test_text_reply_parses_as_a_message_in_the_beta_and_plain_sdk(api: ScriptedM
     assert api.remaining == 0
 
 
-def test_tool_use_blocks_round_trip(api: ScriptedMessagesAPI) -> None:
+def test_tool_use_blocks_round_trip(api: ScriptedClaude) -> None:
     calls = [
         {"command": "view", "path": "/memories"},
         {"command": "create", "path": "/memories/a.md", "file_text": "line one\nline two\n"},
@@ -123,7 +136,7 @@ def test_tool_use_blocks_round_trip(api: ScriptedMessagesAPI) -> None:
     assert all(block.name == "memory" for block in uses if isinstance(block, BetaToolUseBlock))
 
 
-def test_records_bodies_keys_and_headers(api: ScriptedMessagesAPI) -> None:
+def test_records_bodies_keys_and_headers(api: ScriptedClaude) -> None:
     api.play("ok")
     client_for(api, key="sk-recorded").beta.messages.create(
         model=MODEL,
@@ -140,7 +153,7 @@ def test_records_bodies_keys_and_headers(api: ScriptedMessagesAPI) -> None:
     assert "context-management-2025-06-27" in api.headers[0]["anthropic-beta"]
 
 
-def test_raw_http_key_header_is_recorded(api: ScriptedMessagesAPI) -> None:
+def test_raw_http_key_header_is_recorded(api: ScriptedClaude) -> None:
     api.play("ok")
     status, body = post(
         api, {"model": MODEL, "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
@@ -149,7 +162,7 @@ def test_raw_http_key_header_is_recorded(api: ScriptedMessagesAPI) -> None:
     assert api.api_keys == ["raw-key"]
 
 
-def test_tool_runner_plays_callable_turns_that_read_tool_results(api: ScriptedMessagesAPI) -> None:
+def test_tool_runner_plays_callable_turns_that_read_tool_results(api: ScriptedClaude) -> None:
     seen: list[list[ToolResult]] = []
 
     def read_back(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -188,7 +201,7 @@ def test_tool_runner_plays_callable_turns_that_read_tool_results(api: ScriptedMe
     ]
 
 
-def test_tool_runner_without_threads_sends_full_history(api: ScriptedMessagesAPI) -> None:
+def test_tool_runner_without_threads_sends_full_history(api: ScriptedClaude) -> None:
     api.play(
         [{"command": "view", "path": "/memories/none.md"}],
         lambda messages: last_tool_results(messages)[0].text,
@@ -209,7 +222,7 @@ def test_tool_runner_without_threads_sends_full_history(api: ScriptedMessagesAPI
     assert isinstance(final.content[0], BetaTextBlock) and "does not exist" in final.content[0].text
 
 
-def test_unanswered_tool_use_is_refused_like_the_api(api: ScriptedMessagesAPI) -> None:
+def test_unanswered_tool_use_is_refused_like_the_api(api: ScriptedClaude) -> None:
     api.play("never played")
     messages: list[Any] = [
         {"role": "user", "content": "hi"},
@@ -228,7 +241,7 @@ def test_unanswered_tool_use_is_refused_like_the_api(api: ScriptedMessagesAPI) -
     assert api.remaining == 1  # a refused request consumes no turn
 
 
-def test_exhausted_script_is_a_clear_400(api: ScriptedMessagesAPI) -> None:
+def test_exhausted_script_is_a_clear_400(api: ScriptedClaude) -> None:
     status, body = post(
         api, {"model": MODEL, "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
     )
@@ -238,7 +251,7 @@ def test_exhausted_script_is_a_clear_400(api: ScriptedMessagesAPI) -> None:
     assert api.errors == [body["error"]["message"]]
 
 
-def test_unknown_thread_is_thread_not_found(api: ScriptedMessagesAPI) -> None:
+def test_unknown_thread_is_thread_not_found(api: ScriptedClaude) -> None:
     api.play("unused")
     status, body = post(
         api,
@@ -253,7 +266,7 @@ def test_unknown_thread_is_thread_not_found(api: ScriptedMessagesAPI) -> None:
     assert body["error"]["details"] == {"error_code": "thread_not_found"}
 
 
-def test_a_thread_message_cannot_be_continued_twice(api: ScriptedMessagesAPI) -> None:
+def test_a_thread_message_cannot_be_continued_twice(api: ScriptedClaude) -> None:
     api.play("first", "second", "third")
     status, first = post(
         api,
@@ -281,7 +294,7 @@ def test_a_thread_message_cannot_be_continued_twice(api: ScriptedMessagesAPI) ->
     assert status == 400 and again["error"]["details"] == {"error_code": "thread_already_continued"}
 
 
-def test_malformed_requests_and_other_paths(api: ScriptedMessagesAPI) -> None:
+def test_malformed_requests_and_other_paths(api: ScriptedClaude) -> None:
     api.play("unused")
     assert post(api, {"max_tokens": 5, "messages": [{"role": "user", "content": "x"}]})[0] == 400
     assert post(api, {"model": MODEL, "messages": [{"role": "user", "content": "x"}]})[0] == 400
@@ -292,7 +305,7 @@ def test_malformed_requests_and_other_paths(api: ScriptedMessagesAPI) -> None:
     assert api.remaining == 1
 
 
-def test_a_failing_scripted_callable_is_reported_not_retried(api: ScriptedMessagesAPI) -> None:
+def test_a_failing_scripted_callable_is_reported_not_retried(api: ScriptedClaude) -> None:
     def broken(messages: list[dict[str, Any]]) -> str:
         raise KeyError("oops")
 
@@ -305,7 +318,7 @@ def test_a_failing_scripted_callable_is_reported_not_retried(api: ScriptedMessag
 
 
 def test_stop_frees_the_port_and_base_url() -> None:
-    server = ScriptedMessagesAPI(["hi"]).start()
+    server = ScriptedClaude(["hi"]).start()
     url = server.base_url
     server.stop()
     with pytest.raises(RuntimeError):
@@ -314,18 +327,86 @@ def test_stop_frees_the_port_and_base_url() -> None:
         urllib.request.urlopen(url + "/v1/messages", data=b"{}", timeout=2)
 
 
-def test_module_does_not_import_anthropic() -> None:
-    import ast
-    from pathlib import Path
+def test_memory_call_and_reply_are_the_turns_they_name() -> None:
+    assert memory_call("view", path="/memories") == Reply(
+        tool_calls=[{"command": "view", "path": "/memories"}]
+    )
+    assert memory_call("delete", path="/memories/a.md", saying="Cleaning up.") == Reply(
+        "Cleaning up.", [{"command": "delete", "path": "/memories/a.md"}]
+    )
+    assert reply("Done.") == Reply("Done.")
 
-    import s3memory.demo.scripted_api as module
 
-    tree = ast.parse(Path(module.__file__).read_text())
-    imported = {
-        alias.name.split(".")[0]
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Import | ast.ImportFrom)
-        for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])
-    }
-    assert "anthropic" not in imported
-    assert "json" in imported  # the walk really saw the imports
+def test_its_clients_drive_the_real_tool_runner_sync_and_async(s3: Any) -> None:
+    """``client()`` and ``async_client()`` are the SDK's own clients of the stand-in: each runner
+    plays its turns through the real tool, and ``tool_results`` are what the tool answered."""
+    create = memory_call("create", path="/memories/fact.md", file_text="the sky is green\n")
+    read = memory_call("view", path="/memories/fact.md")
+    messages: list[Any] = [{"role": "user", "content": "remember"}]
+    with ScriptedClaude([create, read, reply("Stored.")]) as claude:
+        runner = claude.client().beta.messages.tool_runner(
+            model=MODEL, max_tokens=64, messages=messages, tools=[memory_tool(s3, "alice")]
+        )
+        assert isinstance(runner.until_done().content[0], BetaTextBlock)
+        assert [result.text for result in claude.tool_results] == [
+            "File created successfully at: /memories/fact.md",
+            "Here's the content of /memories/fact.md with line numbers:\n     1\tthe sky is green",
+        ]
+
+    async def run_async(claude: ScriptedClaude) -> Any:
+        runner = claude.async_client().beta.messages.tool_runner(
+            model=MODEL,
+            max_tokens=64,
+            messages=messages,
+            tools=[memory_tool(s3, "bob", kind=AsyncS3MemoryTool)],
+        )
+        return await runner.until_done()
+
+    with ScriptedClaude([create, reply("Stored too.")]) as claude:
+        final = asyncio.run(run_async(claude))
+        assert isinstance(final.content[0], BetaTextBlock) and final.content[0].text == "Stored too."
+        assert [result.text for result in claude.tool_results] == [
+            "File created successfully at: /memories/fact.md"
+        ]
+        assert claude.api_keys == [API_KEY, API_KEY] and claude.remaining == 0
+
+
+def test_its_clients_never_go_through_a_proxy(api: ScriptedClaude, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proxy the environment names (a developer's, a CI runner's) would carry the requests to
+    loopback elsewhere: the stand-in's clients ignore it."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    api.play("sync", "async")
+    plain = api.client().messages.create(
+        model=MODEL, max_tokens=5, messages=[{"role": "user", "content": "x"}]
+    )
+
+    async def create() -> Any:
+        return await api.async_client().messages.create(
+            model=MODEL, max_tokens=5, messages=[{"role": "user", "content": "x"}]
+        )
+
+    assert plain.content[0].type == "text" and plain.content[0].text == "sync"
+    answer = asyncio.run(create())
+    assert answer.content[0].type == "text" and answer.content[0].text == "async"
+
+
+def test_its_environment_points_a_default_client_at_it_with_nothing_of_the_users(
+    api: ScriptedClaude, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-users-own")
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "users-own-token")
+    monkeypatch.setenv("ANTHROPIC_CUSTOM_HEADERS", "X-Team: users-own")
+    for name, value in api.environment().items():
+        if value is None:
+            monkeypatch.delenv(name)
+        else:
+            monkeypatch.setenv(name, value)
+    api.play("hi")
+    anthropic.Anthropic(max_retries=0).messages.create(
+        model=MODEL, max_tokens=5, messages=[{"role": "user", "content": "x"}]
+    )
+    assert api.api_keys == [API_KEY]
+    assert [value for value in api.headers[0].values() if "users-own" in value] == []
