@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from s3memory.core.confusables import DEFAULT_IGNORABLE
 from s3memory.core.paths import (
+    DRAWN_BLANK,
     KeyLayout,
     check_memory_path,
     check_new_name,
@@ -180,16 +182,23 @@ def test_keys_map_back_to_paths_and_invalid_keys_to_none() -> None:
         ("/memories/a%E2%80%8Bb", "U+200B ZERO WIDTH SPACE"),
         ("/memories/a%25E2%2580%258Bb", "U+200B ZERO WIDTH SPACE"),
         ("/memories/ok/te\U000e0001am", "U+E0001 LANGUAGE TAG"),
+        ("/memories/rul\u034fes.md", "U+034F COMBINING GRAPHEME JOINER"),
+        ("/memories/rul%CD%8Fes.md", "U+034F COMBINING GRAPHEME JOINER"),
+        ("/memories/rules\ufe0f.md", "U+FE0F VARIATION SELECTOR-16"),
+        ("/memories/proj\u115fects/plan.md", "U+115F HANGUL CHOSEONG FILLER"),
+        ("/memories/a/\u2800", "U+2800 BRAILLE PATTERN BLANK"),
+        ("/memories/team\U0001d159", "U+1D159 MUSICAL SYMBOL NULL NOTEHEAD"),
+        ("/memories/pl\u17b4an\u200b.md", "U+17B4 KHMER VOWEL INHERENT AQ"),  # the first one
     ],
 )
-def test_a_format_character_is_refused_in_a_new_name_but_reaches_a_stored_one(
+def test_an_invisible_character_is_refused_in_a_new_name_but_reaches_a_stored_one(
     path: str, character: str
 ) -> None:
     assert check_memory_path(path) == tuple(path.split("/")[2:])
     with pytest.raises(CommandError) as caught:
         check_new_name(memory_path(path))
     assert caught.value.message == (
-        f"Error: The path {shown(path)} is not allowed: a name may not hold {character}, an invisible format "
+        f"Error: The path {shown(path)} is not allowed: a name may not hold {character}, an invisible "
         "character with which one name can pass for another; use a name without it."
     )
     stored = LAYOUT.path_of_key("users/alice/memories/" + path.removeprefix("/memories/"))
@@ -197,8 +206,27 @@ def test_a_format_character_is_refused_in_a_new_name_but_reaches_a_stored_one(
 
 
 def test_a_name_without_one_is_made() -> None:
-    for path in ("/memories/team", "/memories/caf\u00e9/\U0001f642", "/memories/100%", "/memories/a\u00a0b"):
+    for path in (
+        "/memories/team",
+        "/memories/caf\u00e9/\U0001f642",
+        "/memories/100%",
+        "/memories/a\u00a0b",
+        "/memories/\u2764",
+        "/memories/\ud55c\uad6d\uc5b4/\u1100\u1161",  # Hangul syllables and conjoining jamo
+        "/memories/\u1780\u17b6",  # a Khmer letter and vowel sign
+    ):
         assert check_new_name(memory_path(path)).canonical == path
+
+
+def test_every_default_ignorable_code_point_and_blank_is_refused_and_shown_escaped() -> None:
+    """The whole set, beside the format characters: Unicode's Default_Ignorable_Code_Point and the
+    characters drawn blank that ``str.isprintable`` passes."""
+    codes = {code for low, high in DEFAULT_IGNORABLE for code in range(low, high + 1)} | set(DRAWN_BLANK)
+    for code in codes:
+        name = f"a{chr(code)}b"
+        with pytest.raises(CommandError, match=f"a name may not hold U\\+{code:04X}"):
+            check_new_name(memory_path(f"/memories/{name}"))
+        assert shown_name(name) == "a" + json.dumps(chr(code), ensure_ascii=True)[1:-1] + "b", hex(code)
 
 
 @pytest.mark.parametrize(
@@ -209,6 +237,8 @@ def test_a_name_without_one_is_made() -> None:
         ("te\u200bam", "te\\u200bam", "\\u0074\\u0065\\u200b\\u0061\\u006d"),
         ("a\u00a0b\u2028c", "a\\u00a0b\\u2028c", "\\u0061\\u00a0\\u0062\\u2028\\u0063"),
         ("x\U000e0001", "x\\udb40\\udc01", "\\u0078\\udb40\\udc01"),
+        ("rul\u034fes", "rul\\u034fes", "\\u0072\\u0075\\u006c\\u034f\\u0065\\u0073"),
+        ("\u3164\u2800\U0001d159", "\\u3164\\u2800\\ud834\\udd59", "\\u3164\\u2800\\ud834\\udd59"),
     ],
 )
 def test_names_are_shown_with_what_is_unseen_escaped_as_json_writes_it(

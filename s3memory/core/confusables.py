@@ -32,7 +32,8 @@ DEFAULT_IGNORABLE: tuple[tuple[int, int], ...] = (
     (0xE0000, 0xE0FFF),
 )
 """The code points of Default_Ignorable_Code_Point (DerivedCoreProperties.txt; the same from Unicode
-15.0 to 17.0), as ranges: invisible where they are not supported, so the skeleton drops them."""
+15.0 to 17.0), as ranges: invisible where they are not supported, so the skeleton drops them, and
+no name a command makes holds one (``paths.check_new_name``)."""
 
 _IGNORABLE = re.compile("[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in DEFAULT_IGNORABLE) + "]")
 _TABLE = Path(__file__).with_name("confusables.tsv")

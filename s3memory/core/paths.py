@@ -13,15 +13,33 @@ from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import unquote
 
+from s3memory.core.confusables import DEFAULT_IGNORABLE
 from s3memory.errors import CommandError, shown
 
 MEMORY_ROOT = "/memories"
 S3_MAX_KEY_BYTES = 1024
 _MAX_DECODE_ROUNDS = 16
+DRAWN_BLANK = (0x2800, 0x1D159)
+"""Characters drawn blank that ``str.isprintable`` passes and Default_Ignorable_Code_Point does not
+hold: U+2800 BRAILLE PATTERN BLANK (in Unicode's confusables.txt, a SPACE) and U+1D159 MUSICAL
+SYMBOL NULL NOTEHEAD (a notehead with nothing drawn)."""
+_UNSEEN = re.compile(
+    "["
+    + "".join(f"{chr(low)}-{chr(high)}" for low, high in DEFAULT_IGNORABLE)
+    + "".join(map(chr, DRAWN_BLANK))
+    + "]"
+)
+"""The default-ignorable code points and ``DRAWN_BLANK``: beside the format characters (Cf), what no
+one sees in a name."""
 
 
 def _has_control_character(text: str) -> bool:
     return any(unicodedata.category(char) in ("Cc", "Cs") for char in text)
+
+
+def _invisible(char: str) -> bool:
+    """True for a character no one sees: a format character (Cf) or one ``_UNSEEN`` holds."""
+    return unicodedata.category(char) == "Cf" or _UNSEEN.match(char) is not None
 
 
 def _dot_segment(segment: str) -> bool:
@@ -62,8 +80,8 @@ def check_memory_path(path: str) -> tuple[str, ...]:
     A path longer than S3's key limit is refused first, in time independent of its length; every
     later check is linear in the path. Answers are remembered (a listing checks every key it maps
     back to a path, and the same keys come back view after view); refusals are not. A name with an
-    invisible format character passes here, so that a file an older version stored under one can
-    still be reached; ``check_new_name`` refuses it where a command makes a name.
+    invisible character passes here, so that a file an older version stored under one can still be
+    reached; ``check_new_name`` refuses it where a command makes a name.
     """
     if len(path) > S3_MAX_KEY_BYTES or len(path.encode("utf-8", "surrogatepass")) > S3_MAX_KEY_BYTES:
         raise _too_long(path)
@@ -72,12 +90,12 @@ def check_memory_path(path: str) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=8192)
 def _remembered_check(path: str) -> tuple[tuple[str, ...], str | None]:
-    """The segments of a path of key length and its first invisible format character (Unicode
-    category Cf) in any percent-decoded form (None for none), or a refusal (not a clean-up) of: paths
+    """The segments of a path of key length and its first invisible character (``_invisible``) in
+    any percent-decoded form (None for none), or a refusal (not a clean-up) of: paths
     outside ``/memories`` and ``.``/``..`` segments in any percent-encoded or NFKC-normalised
     spelling (in the SDK's words, our reason after), backslashes, control characters, empty segments
     and percent-encoded separators."""
-    format_character: str | None = None
+    invisible: str | None = None
     if path != MEMORY_ROOT and not path.startswith(MEMORY_ROOT + "/"):
         raise CommandError(
             f"Error: Path must start with {MEMORY_ROOT}, got: {shown(path)} "
@@ -91,8 +109,8 @@ def _remembered_check(path: str) -> tuple[tuple[str, ...], str | None]:
             raise _refusal(path, "it is not valid UTF-8 text")
         if "Cc" in categories:
             raise _refusal(path, "NUL and other control characters are refused")
-        if "Cf" in categories and format_character is None:
-            format_character = next(char for char in form if unicodedata.category(char) == "Cf")
+        if invisible is None and ("Cf" in categories or _UNSEEN.search(form)):
+            invisible = next(filter(_invisible, form))
         nfkc = unicodedata.normalize("NFKC", form)
         if "\\" in form or "\\" in nfkc:
             raise _refusal(path, "backslashes are refused")
@@ -107,22 +125,24 @@ def _remembered_check(path: str) -> tuple[tuple[str, ...], str | None]:
     segments = tuple(relative.split("/")[1:]) if relative else ()
     if any(segment == "" for segment in segments):
         raise _refusal(path, "empty path segments ('//') are refused")
-    return segments, format_character
+    return segments, invisible
 
 
 def check_new_name(path: MemoryPath) -> MemoryPath:
-    """``path``, refused where it would make a name: when a name of it holds an invisible format
-    character (Unicode category Cf: zero-width spaces and joiners, the soft hyphen, bidi controls,
-    the byte order mark...), also percent-encoded, with which one name passes for another. The refusal
-    names the first such character. ``create`` and a rename's destination check their path here;
-    every other command reaches a file stored under such a name (``docs/library.md``)."""
+    """``path``, refused where it would make a name: when a name of it holds an invisible character,
+    also percent-encoded, with which one name passes for another: a format character (Unicode category
+    Cf: zero-width spaces and joiners, the soft hyphen, bidi controls, the byte order mark...), a
+    default-ignorable code point (Unicode's Default_Ignorable_Code_Point: also the combining grapheme
+    joiner, variation selectors, the Hangul fillers...) or one ``DRAWN_BLANK``. The refusal names the
+    first such character. ``create`` and a rename's destination check their path here; every other
+    command reaches a file stored under such a name (``docs/library.md``)."""
     character = _remembered_check(path.text)[1]
     if character is not None:
         named = " ".join(filter(None, (f"U+{ord(character):04X}", unicodedata.name(character, ""))))
         raise _refusal(
             path.text,
-            f"a name may not hold {named}, an invisible format character with which one name can pass "
-            "for another; use a name without it",
+            f"a name may not hold {named}, an invisible character with which one name can pass for "
+            "another; use a name without it",
         )
     return path
 
@@ -160,7 +180,7 @@ class MemoryPath:
     def quoted(self) -> str:
         """The text the model sent as answers quote it: ``shown``, with its trailing slash if it had
         one (the text itself where it shows as it is)."""
-        if not self.lookalike and self.text.isprintable():
+        if not self.lookalike and _seen(self.text):
             return self.text
         return self.shown + "/" if self.text.endswith("/") else self.shown
 
@@ -201,14 +221,20 @@ def shown_path(canonical: str, mount: tuple[str, ...], *, lookalike: bool = Fals
 
 def shown_name(name: str, *, whole: bool = False) -> str:
     """``name`` as answers show it: each character ``str.isprintable`` refuses (format characters,
-    spaces other than U+0020, line and paragraph separators, unassigned code points) escaped as JSON
-    escapes it (``\\u200b``; a surrogate pair above U+FFFF), so that no two names look alike and a
-    model that copies the name into a tool call's JSON names the file. ``whole``: every character
-    escaped, for a name that looks like a mount point's. No name holds a backslash, so no escaped name
-    is another's."""
-    if not whole and name.isprintable():
+    spaces other than U+0020, line and paragraph separators, unassigned code points) or ``_UNSEEN``
+    holds (default-ignorable and ``DRAWN_BLANK``) escaped as JSON escapes it (``\\u200b``; a surrogate
+    pair above U+FFFF), so that no two names look alike and a model that copies the name into a tool
+    call's JSON names the file. ``whole``: every character escaped, for a name that looks like a mount
+    point's. No name holds a backslash, so no escaped name is another's."""
+    if not whole and _seen(name):
         return name
-    return "".join(_json_escape(char) if whole or not char.isprintable() else char for char in name)
+    return "".join(_json_escape(char) if whole or not _seen(char) else char for char in name)
+
+
+def _seen(text: str) -> bool:
+    """True if every character of ``text`` shows as itself: printable, and none ``_UNSEEN`` holds
+    (every one is U+00AD or above, so ASCII text holds none)."""
+    return text.isprintable() and (text.isascii() or _UNSEEN.search(text) is None)
 
 
 def _json_escape(char: str) -> str:
