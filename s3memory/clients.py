@@ -16,6 +16,11 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 RETRY_ATTEMPTS = 5
+CONNECT_SECONDS = 5
+READ_SECONDS = 20
+CHECK_SECONDS = 2
+"""A quick client's connect and read timeouts (``quick=True``): one attempt of a request answers or
+fails within twice this, the bound of ``s3memory mcp``'s start-up check (``mcp/startup.py``)."""
 POOL_CONNECTIONS = 64
 """Connections each client keeps open: one for each request ``storage.concurrency.parallel`` may
 have in flight (beyond the pool, urllib3 opens a connection per request and drops it after: a new
@@ -26,20 +31,26 @@ _sessions: dict[str | None, Session] = {}
 
 
 def _client(
-    service: str, endpoint_url: str | None, region_name: str | None, profile_name: str | None = None
+    service: str,
+    endpoint_url: str | None,
+    region_name: str | None,
+    profile_name: str | None = None,
+    *,
+    quick: bool = False,
 ) -> Any:
     """A client from one shared botocore session per profile (its loaded service models are
     reused), built under a lock: clients are thread-safe, creating them from a shared session is
-    not. An unknown ``profile_name`` raises botocore's ``ProfileNotFound``. botocore alone, not
+    not; ``quick``: one attempt, within ``CHECK_SECONDS`` to connect and as much to read. An unknown
+    ``profile_name`` raises botocore's ``ProfileNotFound``. botocore alone, not
     boto3: boto3 adds nothing s3memory calls, and building the client without its session cost a
     cold start about 15 ms less (measured side by side, bench section 4's children)."""
     import botocore.session
     from botocore.config import Config
 
     config = Config(
-        retries={"mode": "standard", "total_max_attempts": RETRY_ATTEMPTS},
-        connect_timeout=5,
-        read_timeout=20,
+        retries={"mode": "standard", "total_max_attempts": 1 if quick else RETRY_ATTEMPTS},
+        connect_timeout=CHECK_SECONDS if quick else CONNECT_SECONDS,
+        read_timeout=CHECK_SECONDS if quick else READ_SECONDS,
         max_pool_connections=POOL_CONNECTIONS,
         # botocore checks each request's parameters against the service model: about a tenth of
         # the client's CPU per request (0.2 ms of a CopyObject's 2). s3memory's requests are typed
@@ -74,22 +85,30 @@ def _without_expect_continue(model: Any, params: dict[str, Any], **_: Any) -> No
 
 
 def make_s3_client(
-    *, endpoint_url: str | None = None, region_name: str | None = None, profile_name: str | None = None
+    *,
+    endpoint_url: str | None = None,
+    region_name: str | None = None,
+    profile_name: str | None = None,
+    quick: bool = False,
 ) -> S3Client:
     """An S3 client with botocore's standard retry mode (throttling and 5xx retried with backoff),
     that writes in one round trip (no ``Expect: 100-continue``); with the credentials and region of
-    the AWS profile ``profile_name`` when given."""
-    client: S3Client = _client("s3", endpoint_url, region_name, profile_name)
+    the AWS profile ``profile_name`` when given; ``quick``: one attempt, bounded (``CHECK_SECONDS``)."""
+    client: S3Client = _client("s3", endpoint_url, region_name, profile_name, quick=quick)
     # After botocore's own ``before-call.s3`` handler, which adds the header.
     client.meta.events.register_last("before-call.s3", _without_expect_continue)
     return client
 
 
 def make_kms_client(
-    *, endpoint_url: str | None = None, region_name: str | None = None, profile_name: str | None = None
+    *,
+    endpoint_url: str | None = None,
+    region_name: str | None = None,
+    profile_name: str | None = None,
+    quick: bool = False,
 ) -> KMSClient:
-    """A KMS client with the same retry settings as the S3 client."""
-    client: KMSClient = _client("kms", endpoint_url, region_name, profile_name)
+    """A KMS client with the same retry settings as the S3 client (``quick``: as its quick one)."""
+    client: KMSClient = _client("kms", endpoint_url, region_name, profile_name, quick=quick)
     return client
 
 

@@ -422,15 +422,16 @@ class Settings:
         own = S3Memory(self.make_store(), user_id, **self.limits.memory_options())
         return with_mounts(own, mounts)
 
-    def make_s3_client(self) -> S3Client:
-        """An S3 client with our standard client settings (see ``s3memory.clients``); ``SettingsError``
-        where botocore cannot build one from the region or the endpoint it is given."""
+    def make_s3_client(self, *, quick: bool = False) -> S3Client:
+        """An S3 client with our standard client settings (see ``s3memory.clients``; ``quick``: one
+        attempt, bounded); ``SettingsError`` where botocore cannot build one from the region or the
+        endpoint it is given."""
         from botocore.exceptions import BotoCoreError
 
         from s3memory.clients import make_s3_client
 
         try:
-            return make_s3_client(endpoint_url=self.endpoint_url)
+            return make_s3_client(endpoint_url=self.endpoint_url, quick=quick)
         except (BotoCoreError, ValueError) as error:  # botocore's words name the value, never a secret
             raise SettingsError(
                 f"no S3 client could be built ({error}): check AWS_DEFAULT_REGION (AWS_REGION) and "

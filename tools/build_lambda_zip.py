@@ -76,6 +76,7 @@ LAMBDA_PACKAGE_FILES = (
     "mcp/http.py",
     "mcp/limits.py",
     "mcp/server.py",
+    "mcp/startup.py",
     "mcp/tool.py",
 )
 """What the handlers need of the package, relative to it: the modules that the three handlers

@@ -95,6 +95,11 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="http: serve --user's memory without tokens, only on a loopback --host",
     )
+    mcp.add_argument(
+        "--no-check",
+        action="store_true",
+        help="start without checking that the bucket and the KMS key answer (offline); the first call meets any problem",
+    )
     add_commands(commands)
     local = commands.add_parser(
         "local-s3",
@@ -151,6 +156,7 @@ def _mcp(arguments: argparse.Namespace) -> int:
             url=arguments.url,
             no_auth=arguments.no_auth,
             user_id=arguments.user,
+            check=not arguments.no_check,
         )
     given = [name for name in ("host", "port", "url") if getattr(arguments, name) is not None]
     if arguments.no_auth:
@@ -162,7 +168,7 @@ def _mcp(arguments: argparse.Namespace) -> int:
         return EXIT_USAGE
     from s3memory.mcp.stdio import mcp_main
 
-    return mcp_main(arguments.user, arguments.mount)
+    return mcp_main(arguments.user, arguments.mount, check=not arguments.no_check)
 
 
 def _lacks_extra(command: str, missing: list[str], install_hint: str, *, extra: str | None = None) -> bool:

@@ -113,6 +113,11 @@ class KeyProvider(ABC):
     def forget(self, owner: KeyOwner, vault: WrappedKeyVault) -> None:
         """Drop what this process learned of the user's current version (a rotation switched it)."""
 
+    def check(self, store: str) -> None:
+        """Raise the ``StorageError`` the first key of the store identity ``store`` would meet, making
+        and changing no key. A local master key meets none: its setting was checked when read."""
+        return None
+
 
 class LocalKeyProvider(KeyProvider):
     """Data keys derived per user (HKDF) from a local master key. The current master key, of
@@ -347,15 +352,41 @@ class KMSKeyProvider(KeyProvider):
             raise IntegrityError("Error: The user's data key has the wrong length.")
         return plaintext
 
-    def _kms(self, operation: str, **arguments: Any) -> Any:
+    def check(self, store: str) -> None:
+        """A ``GenerateDataKey`` dry run (``DryRun``) with the encryption context of ``store``'s store
+        key, the grants' condition (``terraform/kms.tf``): KMS checks that the key exists, is enabled
+        and may be used so by these credentials, and makes no key (moto, which ignores ``DryRun``,
+        makes one and forgets it). On the provider's client if it was given one, else on a quick one
+        (one attempt, bounded: ``clients.CHECK_SECONDS``). KMS's answer that the request would have
+        succeeded (``DryRunOperationException``) is success."""
+        try:
+            self._kms(
+                "GenerateDataKey",
+                quick=True,
+                KeyId=self.key_id,
+                KeySpec="AES_256",
+                EncryptionContext=store_context(store, STORE_KEY_PURPOSE),
+                DryRun=True,
+            )
+        except _DryRunSucceeded:
+            return
+
+    def _kms(self, operation: str, *, quick: bool = False, **arguments: Any) -> Any:
+        """Send ``operation`` on the provider's client (``quick``: on a quick one unless it was given
+        one); a failure is the error that names its cause and the fix."""
         from botocore.exceptions import BotoCoreError, ClientError
 
+        from s3memory.clients import make_kms_client
+
         try:
+            sender = make_kms_client(quick=True) if quick and self._client is None else self.client
             if operation == "GenerateDataKey":
-                return self.client.generate_data_key(**arguments)
-            return self.client.decrypt(**arguments)
+                return sender.generate_data_key(**arguments)
+            return sender.decrypt(**arguments)
         except (ClientError, BotoCoreError) as error:
             code = aws_error_code(error)
+            if code == "DryRunOperationException":
+                raise _DryRunSucceeded from None
             if code in ("InvalidCiphertextException", "IncorrectKeyException"):
                 raise IntegrityError(
                     "Error: A wrapped key was refused by KMS (tampered, or for another user, store or KMS key)."
@@ -373,6 +404,10 @@ class KMSKeyProvider(KeyProvider):
             raise StorageError(
                 f"Error: KMS {operation} failed ({code}): {cause}; no data was changed."
             ) from None
+
+
+class _DryRunSucceeded(Exception):
+    """KMS's answer to a dry run that would have succeeded."""
 
 
 @dataclass

@@ -250,9 +250,11 @@ def http_main(
     url: str | None = None,
     no_auth: bool = False,
     user_id: str | None = None,
+    check: bool = True,
 ) -> int:
-    """``s3memory mcp --transport http``: serve until interrupted; the exit status (2: refused before
-    anything is served, with a message that names no key, token or user id)."""
+    """``s3memory mcp --transport http``: serve until interrupted, once the bucket and the key answer
+    (``startup.py``; not ``check``: at once); the exit status (2: refused before anything is served,
+    with a message that names no key, token or user id)."""
     if no_auth and host not in LOOPBACK_HOSTS:
         return _refused(
             f"--no-auth serves only on a loopback --host ({', '.join(sorted(LOOPBACK_HOSTS))}): anyone who "
@@ -291,6 +293,7 @@ def http_main(
     import uvicorn
 
     from s3memory.mcp.connections import raise_open_file_limit, uvicorn_options, within_open_files
+    from s3memory.mcp.startup import unusable
 
     limits = EdgeLimits(max_body_bytes=body_bound(settings.limits.max_file_bytes))
     limits = within_open_files(limits, raise_open_file_limit())
@@ -299,6 +302,9 @@ def http_main(
         store = store_of(settings)
     except SettingsError as error:
         return _refused(str(error))
+    reason = unusable(settings) if check else None
+    if reason is not None:
+        return _refused(reason)
     memories = memories_of(store, settings)
     grants = settings.edge.grants
     app = http_app(

@@ -4,7 +4,8 @@ one who starts the server is trusted, as an application passing mounts is: ``doc
 
 The settings are the ``S3MEMORY_*`` variables, read as the Lambda functions and the operator commands
 read them (``settings.py``: the store, the key provider, the limits). Bad settings or a bad user id are
-refused before anything is served (exit 2), with a message that names neither a key nor the user id.
+refused before anything is served (exit 2), with a message that names neither a key nor the user id;
+so are settings the bucket or the KMS key do not answer to (``startup.py``), unless ``--no-check``.
 The server runs until its client closes standard input (exit 0). Nothing it logs names memory
 content, a path or the user.
 """
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from s3memory.core.paths import UserId
 from s3memory.mcp import EXIT_SERVED, EXIT_USAGE, store_of
+from s3memory.mcp.startup import unusable
 from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.memory import S3Memory
 from s3memory.mounts import mount_of_option, with_mounts
@@ -37,9 +39,10 @@ async def serve_stdio(server: Server[Any]) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def mcp_main(user_id: str, mount_options: Sequence[str] = ()) -> int:
+def mcp_main(user_id: str, mount_options: Sequence[str] = (), *, check: bool = True) -> int:
     """``s3memory mcp --user ID [--mount POINT=MEMORY[:MODE]]...``: serve ``user_id``'s memory on
-    stdio, with the shared memories ``mount_options`` name mounted in it; the exit status."""
+    stdio, with the shared memories ``mount_options`` name mounted in it, once the bucket and the key
+    answer (``startup.py``; not ``check``: at once); the exit status."""
     try:
         settings = Settings.from_env(os.environ)
     except SettingsError as error:
@@ -65,6 +68,10 @@ def mcp_main(user_id: str, mount_options: Sequence[str] = ()) -> int:
         memory = with_mounts(own, mounts)
     except ValueError as error:
         print(f"s3memory mcp: the mounts are refused: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    reason = unusable(settings) if check else None
+    if reason is not None:
+        print(f"s3memory mcp: {reason}", file=sys.stderr)
         return EXIT_USAGE
     # The SDK is imported once the settings and the user are known good: a refusal answers at once.
     import anyio

@@ -41,11 +41,11 @@ CALL_TIMEOUT_SECONDS = 60
 HTTP_START_SECONDS = 60
 
 
-def server_command(user: str, mounts: Sequence[str] = ()) -> list[str]:
+def server_command(user: str, mounts: Sequence[str] = (), options: Sequence[str] = ()) -> list[str]:
     """The command that serves ``user``'s memory on stdio (the ``s3memory`` script's entry), with
-    ``mounts`` (``POINT=MEMORY[:MODE]``) mounted in it."""
+    ``mounts`` (``POINT=MEMORY[:MODE]``) mounted in it and more ``options`` (``--no-check``...)."""
     mounted = [argument for mount in mounts for argument in ("--mount", mount)]
-    return [sys.executable, "-m", "s3memory.cli.main", "mcp", "--user", user, *mounted]
+    return [sys.executable, "-m", "s3memory.cli.main", "mcp", "--user", user, *mounted, *options]
 
 
 @contextlib.contextmanager
@@ -128,12 +128,13 @@ def mcp_server(
     *,
     mode: ConnectMode = "auto",
     mounts: Sequence[str] = (),
+    options: Sequence[str] = (),
 ) -> Iterator[McpClient]:
-    """``s3memory mcp --user USER`` (``--mount`` each of ``mounts``) with ``environment``
-    (``S3MEMORY_*``, AWS test credentials added) and a connected official client (``mode``: ``auto``
-    negotiates the newest protocol, ``legacy`` the initialize handshake); the server's standard error
-    is written to ``log``."""
-    command = server_command(user, mounts)
+    """``s3memory mcp --user USER`` (``--mount`` each of ``mounts``, and ``options``) with
+    ``environment`` (``S3MEMORY_*``, AWS test credentials added) and a connected official client
+    (``mode``: ``auto`` negotiates the newest protocol, ``legacy`` the initialize handshake); the
+    server's standard error is written to ``log``."""
+    command = server_command(user, mounts, options)
     parameters = StdioServerParameters(
         command=command[0],
         args=command[1:],
