@@ -180,6 +180,7 @@ SLOW_SUITES = {
     "test_mcp::test_two_servers_and_a_library_process_lose_no_update_and_see_each_others_writes": "mcp",
     "test_mcp::test_a_server_stops_when_its_client_dies": "mcp",
     "test_mcp::test_the_mcp_inspector_lists_the_tool_and_calls_it": "mcp",
+    "test_mcp_startup::test_claude_code_lists_the_server_failed_for_a_missing_bucket_and_connected_for_a_good_one": "mcp",
     "test_mcp_http::test_the_command_serves_over_http_until_stopped": "mcp",
     "test_mcp_http_limits::test_the_command_serves_within_the_limits": "mcp",
 }

@@ -53,7 +53,13 @@ HANDLERS = re.findall(
     r'handler\s*=\s*"(s3memory\.[\w.]+)"', (REPO_ROOT / "terraform" / "lambda.tf").read_text()
 )
 """The handler strings the functions are deployed with."""
-NOT_IN_THE_ZIP = ("s3memory/demo/", "s3memory/testing/", "s3memory/cli/", "s3memory/mcp/stdio.py")
+NOT_IN_THE_ZIP = (
+    "s3memory/demo/",
+    "s3memory/testing/",
+    "s3memory/cli/",
+    "s3memory/mcp/stdio.py",
+    "s3memory/mcp/env_file.py",
+)
 
 
 def load_tool() -> ModuleType:

@@ -11,7 +11,8 @@
    the python3.11 runtime is Amazon Linux 2 (glibc 2.26): newer manylinux wheels would not load there.
 2. Add from this checkout the files of the ``s3memory`` package that the handlers need, and only
    those (:data:`LAMBDA_PACKAGE_FILES`, an allow-list): ``s3memory demo``'s ``demo/``, the tests'
-   ``testing/``, ``s3memory mcp``'s stdio server and the operator command's modules are not on it.
+   ``testing/``, ``s3memory mcp``'s stdio server and env file, and the operator command's modules are
+   not on it.
 3. Write a deterministic zip: entries sorted, timestamps fixed (1980-01-01), modes fixed (0644), no
    ``__pycache__``/``*.pyc``, no ``bin/`` scripts. The same inputs give the same bytes.
 

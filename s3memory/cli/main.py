@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +28,7 @@ COMPLETION_EXAMPLES = (
 )
 MCP_EXAMPLES = (
     "s3memory mcp --user alice",
+    "s3memory mcp --env-file ~/s3memory-local.env --user alice",
     "s3memory mcp --user alice --mount /memories/team=team-acme",
     "s3memory mcp --transport http --host 0.0.0.0 --url https://memory.example.com/mcp",
 )
@@ -96,6 +98,15 @@ def _parser() -> argparse.ArgumentParser:
         help="http: serve --user's memory without tokens, only on a loopback --host",
     )
     mcp.add_argument(
+        "--env-file",
+        type=Path,
+        metavar="PATH",
+        help=(
+            "read the S3MEMORY_* and AWS_* settings from PATH (export NAME=VALUE lines, as local-s3 writes "
+            "them; mode 600), over those of the environment"
+        ),
+    )
+    mcp.add_argument(
         "--no-check",
         action="store_true",
         help="start without checking that the bucket and the KMS key answer (offline); the first call meets any problem",
@@ -139,7 +150,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _mcp(arguments: argparse.Namespace) -> int:
-    """``s3memory mcp``: on stdio for ``--user``, or over HTTP."""
+    """``s3memory mcp``: on stdio for ``--user``, or over HTTP; with the settings of ``--env-file``
+    over those of the environment."""
+    if arguments.env_file is not None:
+        from s3memory.mcp import env_file
+
+        try:
+            os.environ.update(env_file.read(arguments.env_file))
+        except env_file.EnvFileRefused as refusal:
+            print(f"s3memory mcp: --env-file {arguments.env_file}: {refusal}", file=sys.stderr)
+            return EXIT_USAGE
     if arguments.transport == "http" and arguments.mount:
         print(
             "s3memory mcp: --mount only on stdio: over HTTP, S3MEMORY_MOUNTS grants mounts by each "

@@ -6,7 +6,7 @@ importing it. ``tool.py`` is the tool itself, without the SDK: its name, input s
 the server's instructions (one call's answer is ``s3memory.answers``). ``server.py`` builds the SDK's server from two
 functions (the memory of a user, the user of a request: one set by ``--user`` on stdio, a verified token
 over HTTP); ``stdio.py`` serves it on standard input and output, ``http.py`` over streamable HTTP, each
-once ``startup.py`` found that the bucket and the KMS key answer.
+once ``startup.py`` found that the bucket and the KMS key answer; ``env_file.py`` reads ``--env-file``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ DEFAULT_MCP_PORT = 8000
 EXIT_SERVED = 0
 EXIT_USAGE = 2
 """The exit statuses of ``s3memory mcp``: served until its client or a signal ended it; refused before
-anything was served (a bad setting or option, or settings the bucket or the KMS key do not
+anything was served (a bad setting, option or env file, or settings the bucket or the KMS key do not
 answer to: ``startup.py``), with one line that names no key, token or user id."""
 MCP_REQUIREMENT = "mcp"
 """The distribution the ``mcp`` extra adds (its module has the same name)."""
