@@ -106,10 +106,11 @@ def test_wheel_metadata(wheel: Path) -> None:
 
 
 def package_sources() -> set[str]:
-    """The package's ``*.py`` and ``py.typed`` files in this checkout, by archive name."""
+    """The package's ``*.py``, ``py.typed`` and data files (the look-alike table and its licence) in
+    this checkout, by archive name."""
     return {
         path.relative_to(ROOT).as_posix()
-        for pattern in ("*.py", "py.typed")
+        for pattern in ("*.py", "py.typed", "*.tsv", "*-license.txt")
         for path in (ROOT / "s3memory").rglob(pattern)
         if "__pycache__" not in path.parts
     }
