@@ -100,9 +100,121 @@ def test_files_and_read(operations: Operations) -> None:
     ]
     assert [file.path for file in operations.files("alice", "/memories/empty.md")] == ["/memories/empty.md"]
     assert operations.read("alice", "/memories/projects/acme/todo.txt") == "ünïcödé ✓\n"
-    assert operations.files("bob") == []
     with pytest.raises(CommandError, match=r"^Error: The file /memories/missing.md does not exist\.$"):
         operations.read("alice", "/memories/missing.md")
+
+
+def nobody(user_id: str) -> str:
+    """What the operator commands say of a user or shared memory that does not exist."""
+    if user_id.startswith("shared/"):
+        return (
+            f"Error: The shared memory {user_id} does not exist in this store: `s3memory shared` lists its "
+            "shared memories (--bucket and --prefix choose the store)."
+        )
+    return (
+        f"Error: The user {user_id} does not exist in this store: `s3memory users` lists its users "
+        "(--bucket and --prefix choose the store)."
+    )
+
+
+class Requests:
+    """The operations and parameters of the requests one client sends."""
+
+    def __init__(self, client: Any) -> None:
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+        client.meta.events.register("provide-client-params.s3", self._record)
+
+    def _record(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        self.sent.append((model.name, dict(params)))
+
+
+@both_formats
+def test_a_user_that_does_not_exist_is_said_not_to_exist_and_an_empty_memory_is_not(
+    s3: Any, versioned: str, storage_format: int, tmp_path: Path
+) -> None:
+    """Issue 38, 4: a typo in ``--user`` looked like an empty memory (``ls`` printed ``(no files at
+    /memories)`` and exited 0; ``cat`` said the file did not exist). Each command that reads one
+    memory says the user does not exist (exit 1), for a name never used and for one erased (whose
+    emptied folder SeaweedFS still lists), with one listing of one key below the namespace and no
+    write; a user whose files were all deleted exists, and its memory is empty."""
+    operations = Operations(
+        Bucket(s3, versioned), LocalKeyProvider(MASTER_KEY), storage_format=storage_format
+    )
+    seed(operations, "alice")
+    seed(operations, "gone")
+    emptied = seed(operations, "emptied", {"/memories/a.md": "a\n"})
+    emptied.run({"command": "delete", "path": "/memories/a.md"})  # its access record stays
+    assert command(operations, "erase", "--user", "gone", "--yes")[0] == 0
+    assert list(operations.users()) == ["alice", "emptied"]  # not the erased user's empty folder
+    moment = datetime.now(UTC).isoformat()
+    before = snapshot(s3)
+    requests = Requests(s3)
+    for user in ("bob", "gone"):
+        for argv in (
+            ["ls", "--user", user],
+            ["ls", "--user", user, "/memories/projects"],
+            ["cat", "--user", user, "/memories/preferences.md"],
+            ["cat", "--user", user, "/memories"],
+            ["export", "--user", user, str(tmp_path / "out")],
+            ["history", "--user", user, "/memories/preferences.md"],
+            ["restore", "--user", user, "--as-of", moment, "--yes"],
+            ["restore", "--user", user, "/memories/preferences.md", "--version", "v", "--yes"],
+            ["verify", "--user", user],
+        ):
+            status, out, err = command(operations, *argv)
+            assert (status, out, err.splitlines()[0]) == (1, "", f"s3memory {argv[0]}: {nobody(user)}"), argv
+    assert snapshot(s3) == before and not (tmp_path / "out").exists()
+    assert not [name for name, _ in requests.sent if not name.startswith(("List", "Get", "Head"))]
+    namespace = operations.memory("bob").layout.namespace
+    looks = [(name, params["MaxKeys"]) for name, params in requests.sent if params.get("Prefix") == namespace]
+    assert looks == [  # one listing of one key each; history and restore: of versions
+        *[("ListObjectsV2", 1)] * 5,
+        ("ListObjectVersions", 1),
+        ("ListObjectVersions", 1),
+        ("ListObjectVersions", 1),
+        ("ListObjectsV2", 1000),  # verify's own listing of the namespace, which found nothing
+    ]
+    assert command(operations, "ls", "--user", "emptied")[:2] == (0, "(no files at /memories)\n")
+    assert command(operations, "cat", "--user", "emptied", "/memories/a.md")[2].splitlines()[0] == (
+        "s3memory cat: Error: The file /memories/a.md does not exist."
+    )
+    status, out, _ = command(operations, "history", "--user", "emptied", "/memories/a.md")
+    assert (status, [line.split()[1] for line in out.splitlines()]) == (0, ["deleted", "written"])
+
+
+@pytest.mark.parametrize("storage_format", [2], ids=["format-2"])
+def test_a_shared_memory_that_does_not_exist_is_said_not_to_exist(operations: Operations, s3: Any) -> None:
+    seed(operations, "shared/team-acme", {"/memories/runbook.md": "r\n"})
+    before = snapshot(s3)
+    for argv in (
+        ["ls", "--user", "shared/team-acme"],
+        ["cat", "--user", "shared/team-acme", "/memories/runbook.md"],
+    ):
+        assert command(operations, *argv)[0] == 0
+    for argv in (
+        ["ls", "--user", "shared/team-acne"],
+        ["cat", "--user", "shared/team-acne", "/memories/runbook.md"],
+    ):
+        status, out, err = command(operations, *argv)
+        assert (status, out, err.splitlines()[0]) == (
+            1,
+            "",
+            f"s3memory {argv[0]}: {nobody('shared/team-acne')}",
+        )
+    assert snapshot(s3) == before
+
+
+def test_users_costs_a_listing_per_namespace_or_per_page_of_objects_whichever_is_fewer(s3: Any) -> None:
+    """``users`` lists without delimiter (a delimited listing names a folder SeaweedFS keeps once it is
+    empty), each page starting past the namespace its last key lies in: a user with many objects
+    costs one listing, not one per page of them (a listing of every key takes 5 pages here)."""
+    operations = Operations(Bucket(s3, BUCKET, page_size=3), LocalKeyProvider(MASTER_KEY), storage_format=1)
+    seed(operations, "ann", {f"/memories/{n}.md": "x\n" for n in range(7)})  # 8 objects with the record
+    for name in ("ann0", "ann-b", "bo"):  # "0" and "-" sort around "/", S3 and SeaweedFS differently
+        seed(operations, name, {"/memories/a.md": "x\n"})
+    requests = Requests(s3)
+    assert sorted(operations.users()) == ["ann", "ann-b", "ann0", "bo"]
+    assert [name for name, params in requests.sent if params["Prefix"] == "users/"] == ["ListObjectsV2"] * 3
 
 
 @both_formats
@@ -490,8 +602,9 @@ def test_a_memory_under_a_user_id_now_reserved_is_moved_by_the_operator(
     assert tree(tmp_path / "again") == tree(tmp_path / "moved") != {}
     assert command(operations, "erase", "--user", RESERVED, "--yes")[0] == 0
 
-    assert operations.files(RESERVED) == []  # SeaweedFS still lists its emptied folder as a user
-    assert [user for user in operations.users() if operations.files(user)] == ["alice", "probe-notes"]
+    with pytest.raises(CommandError, match=f"^Error: The user {RESERVED} does not exist in this store"):
+        operations.files(RESERVED)
+    assert list(operations.users()) == ["alice", "probe-notes"]  # SeaweedFS lists the emptied folder
     status, out, _ = command(operations, "verify", "--all")
     assert (status, out.splitlines()[-1].split(": ")[-1]) == (0, "no problem")
 

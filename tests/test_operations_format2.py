@@ -93,22 +93,33 @@ def test_a_store_without_a_store_key_has_no_users_and_reading_tools_write_nothin
     operations: Operations, s3: Any, tmp_path: Path
 ) -> None:
     assert list(operations.users()) == []
-    assert operations.files("nobody") == []
-    with pytest.raises(CommandError, match="does not exist"):
+    nobody = "^Error: The user nobody does not exist in this store: `s3memory users` lists its users"
+    with pytest.raises(CommandError, match=nobody):
+        operations.files("nobody")
+    with pytest.raises(CommandError, match=nobody):
         operations.read("nobody", "/memories/a.md")
+    with pytest.raises(CommandError, match=nobody):
+        operations.check_exists("nobody", through_time=True)
     assert operations.verify("nobody").checked == 0
-    assert operations.export("nobody", tmp_path).counts() == {
-        "written": 0,
-        "unchanged": 0,
-        "skipped": 0,
-        "refused": 0,
-    }
+    with pytest.raises(CommandError, match=nobody):
+        operations.export("nobody", tmp_path)
     assert operations.erase("nobody").left == 0
     report = expire(operations, 30, ["nobody"], now=time.time() + 31 * DAY)
     assert [(user.user_id, user.expired, user.skipped) for user in report.users] == [("nobody", [], None)]
     with pytest.raises(ValueError, match="user_id must not contain"):
         operations.files("../bob")
-    assert stored_keys(s3) == []  # not even a store key
+    for argv in (  # these named paths with a store key, which they made
+        ["history", "--user", "nobody", "/memories/a.md"],
+        ["restore", "--user", "nobody", "--as-of", "2026-01-01", "--yes"],
+        ["redact", "--user", "nobody", "/memories/a.md", "--version", "v", "--yes"],
+        ["verify", "--user", "nobody"],
+    ):
+        status, _, err = command(operations, *argv)
+        assert (status, err.splitlines()[0]) == (
+            1,
+            f"s3memory {argv[0]}: {nobody[1:]} (--bucket and --prefix choose the store).",
+        ), argv
+    assert stored_keys(s3) == []  # not even a store key, nor verify's probe of the server
 
 
 def test_the_store_id_and_prefix_must_be_those_the_memory_was_written_with(s3: Any) -> None:

@@ -234,9 +234,15 @@ def _transfer_report(transfer: Transfer, verb: str, written: str = "written") ->
 
 
 def _versions(console: Console, operations: Operations) -> MemoryVersions:
+    """The versions of ``--user``'s memory; ``CommandError`` on a format-2 store without a store key,
+    where no memory exists (and none is made)."""
+    from s3memory.ops.operations import no_such_memory
     from s3memory.ops.versions import MemoryVersions
 
-    return MemoryVersions(operations.memory(console.arguments.user))
+    memory = operations.existing_memory(console.arguments.user)
+    if memory is None:
+        raise CommandError(no_such_memory(console.arguments.user))
+    return MemoryVersions(memory)
 
 
 @command(
@@ -250,7 +256,10 @@ def history(console: Console, operations: Operations) -> Report:
     from s3memory.crypto import shown_author
 
     path = console.arguments.path
-    found = _versions(console, operations).history(path)
+    versions = _versions(console, operations)
+    found = versions.history(path)
+    if not found:
+        operations.check_exists(console.arguments.user, versions.memory, through_time=True)
     rows = [
         f"{v.modified.isoformat(timespec='seconds')}  {v.operation:<7}  {v.size:>9,}  {printable(v.version_id)}"
         + ("  (current)" if v.current else "")
@@ -303,9 +312,10 @@ def restore(console: Console, operations: Operations) -> Report:
     arguments = console.arguments
     if arguments.version is not None and arguments.path is None:
         raise CommandError("Error: restore --version needs the file's path.")
+    versions = _versions(console, operations)
+    operations.check_exists(arguments.user, versions.memory, through_time=True)
     what = arguments.path if arguments.version is not None else f"all of {arguments.user}'s memory"
     console.confirm(f"Restore {what}?")
-    versions = _versions(console, operations)
     if arguments.version is not None:
         outcome = versions.restore(arguments.path, arguments.version)
         return Report(
@@ -567,10 +577,14 @@ def _rotation_lines(report: RotationReport, operations: Operations) -> list[str]
     examples=("s3memory verify --all --json",),
 )
 def verify(console: Console, operations: Operations) -> Report:
-    server = operations.check_server()
+    from s3memory.ops.operations import no_such_memory
+
     users = chosen_users(console.arguments, operations, shared=True)
     with console.progress("object") as progress:
         reports = [operations.verify(user, progress=progress) for user in users]
+    if not console.arguments.all and not reports[0].checked:  # no object: no such memory, and no probe
+        raise CommandError(no_such_memory(console.arguments.user))
+    server = operations.check_server()
     answers = {} if server.enforced is None else server.enforced.answers
     server_problems = [
         f"server: does not enforce {condition} (it answered: {printable(answers.get(condition, ''))}), "

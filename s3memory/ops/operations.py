@@ -39,7 +39,7 @@ from s3memory.core.paths import (
     validate_namespace,
 )
 from s3memory.crypto import KeyProvider, KMSKeyProvider, plaintext_size
-from s3memory.errors import CommandError, StorageError, with_fix
+from s3memory.errors import CommandError, StorageError, shown, with_fix
 from s3memory.formats.keyvault import KEYS_PREFIX, key_version
 from s3memory.formats.names import user_of_namespace
 from s3memory.formats.strategy import Format, numbered
@@ -97,6 +97,10 @@ class Transfer:
         return not self.skipped and not self.refused
 
 
+_PAST_NAMESPACE = "/\U0010ffff"
+"""After a namespace's name, a key past every key s3memory writes below it (``internal/``,
+``memories/``), in S3's order of UTF-8 bytes and in SeaweedFS's, which lists a folder's entries
+before its next sibling's (``ann/`` before ``ann-b/``)."""
 STUCK_AFTER_SECONDS = 15 * 60
 """A job record this old was left by a process that died: any command of the user would finish it."""
 RESERVED_MEMORY = (
@@ -270,8 +274,9 @@ class Operations:
             self._outside_other_stores = True
 
     def users(self) -> Iterator[str]:
-        """The user ids that have objects in the store, in the order of their UTF-8 bytes (format 1:
-        key order; format 2: every namespace decrypted first, then sorted). Names that are no user
+        """The user ids that have objects in the store (``_namespaces_in_use``: a folder with nothing
+        in it is no user), in the order of their UTF-8 bytes (format 1: the server's key order, which
+        is S3's; format 2: every namespace decrypted first, then sorted). Names that are no user
         id a memory could have, and format-2 namespaces that do not decrypt under the store key
         (planted by a bucket writer), are left out; a reserved id (``paths.RESERVED_USER_PREFIX``,
         a memory made before it was reserved) is listed, to be moved. A name where another store lies
@@ -305,20 +310,37 @@ class Operations:
         if key is None:
             return {}
         found: dict[str, str] = {}
-        for page in self.bucket.pages(self.prefix, delimiter=True):
-            for common in page.prefixes:
-                token = common[len(self.prefix) : -1]
-                name = user_of_namespace(key, token)
-                if name is not None:
-                    found[name] = token
+        for token in self._namespaces_in_use():
+            name = user_of_namespace(key, token)
+            if name is not None:
+                found[name] = token
         return found
 
     def _plain_users(self) -> Iterator[str]:
-        for page in self.bucket.pages(self.prefix, delimiter=True):
-            for common in page.prefixes:
-                user_id = common[len(self.prefix) : -1]
-                if usable_user_id(user_id, self.prefix):
-                    yield user_id
+        for user_id in self._namespaces_in_use():
+            if usable_user_id(user_id, self.prefix):
+                yield user_id
+
+    def _namespaces_in_use(self) -> Iterator[str]:
+        """The name of each namespace at the prefix that holds an object, in the server's key order.
+        Listed without delimiter, a page of 1,000 keys at a time, each page starting past the
+        namespace of the last key before it (``_PAST_NAMESPACE``): at most one request per namespace
+        named and one per 1,000 objects. A delimited listing would cost one per 1,000 namespaces, but
+        names a folder with nothing in it, which SeaweedFS lists once its objects are deleted (an
+        erased user)."""
+        start: str | None = None
+        previous: str | None = None
+        while True:
+            page = next(self.bucket.pages(self.prefix, start_after=start))
+            for listed in page.objects:
+                name, slash, _ = listed.key[len(self.prefix) :].partition("/")
+                if slash and name != previous:
+                    yield name
+                    previous = name
+            if not page.truncated or not page.objects:
+                return
+            name, slash, _ = page.objects[-1].key[len(self.prefix) :].partition("/")
+            start = self.prefix + name + (_PAST_NAMESPACE if slash else "")
 
     def store_key(self) -> bytes | None:
         """Format 2: the store key, or None while the store has none (never made here)."""
@@ -345,12 +367,32 @@ class Operations:
             return None
         return self.memory(user_id)
 
+    def check_exists(
+        self, user_id: str, memory: S3Memory | None = None, *, through_time: bool = False
+    ) -> None:
+        """Refuse (``CommandError``, naming ``s3memory users`` or ``s3memory shared``) a user or shared
+        memory that does not exist: no object lies below its namespace (``through_time``, for
+        history and restore: no version and no delete marker either), as ``users`` and ``shared``
+        tell. One listing of one key, never a write; a folder with nothing in it (SeaweedFS lists
+        one once its objects are deleted) is nothing. ``memory``: the user's, if built already (else
+        ``existing_memory``: on a format-2 store without a store key, no memory exists)."""
+        if memory is None:
+            memory = self.existing_memory(user_id)
+        if memory is not None:
+            namespace = memory.layout.namespace
+            if through_time and any(next(self.bucket.versions(namespace, max_keys=1))):
+                return
+            if not through_time and self.bucket.any_below(namespace):
+                return
+        raise CommandError(no_such_memory(user_id))
+
     def files(self, user_id: str, path: str = "/memories") -> list[StoredFile]:
-        """The user's files at or below ``path``, in path order (format 1: key order)."""
+        """The user's files at or below ``path``, in path order (format 1: key order);
+        ``CommandError`` if none is there and the user does not exist (``check_exists``)."""
         memory = self.existing_memory(user_id)
         below = memory_path(path)
         if memory is None:
-            return []
+            raise CommandError(no_such_memory(user_id))
         layout = memory.layout
         found: list[StoredFile] = []
         for page in self.bucket.pages(layout.directory_prefix(below)):
@@ -362,20 +404,23 @@ class Operations:
             exact = memory.files.read(below)
             if exact is not None:
                 found.append(StoredFile(below.text, len(exact.text.encode("utf-8"))))
+        if not found:
+            self.check_exists(user_id, memory)
         return sorted(found, key=lambda file: file.path)
 
     def read(self, user_id: str, path: str) -> str:
-        """The text of one file; ``CommandError`` when there is none."""
+        """The text of one file; ``CommandError`` when there is none, saying so of the user when the
+        user does not exist (``check_exists``)."""
         target = memory_path(path)
         memory = self.existing_memory(user_id)
         found = None if memory is None or target.is_root else memory.files.read(target)
         if found is not None:
             return found.text
-        if memory is not None and (target.is_root or self._holds_files_below(memory, target)):
-            raise CommandError(
-                f"Error: {path} is a directory, not a file: `s3memory ls` lists what it holds."
-            )
-        raise CommandError(f"Error: The file {path} does not exist.")
+        if memory is None or target.is_root or not self._holds_files_below(memory, target):
+            self.check_exists(user_id, memory)
+            if not target.is_root:
+                raise CommandError(f"Error: The file {path} does not exist.")
+        raise CommandError(f"Error: {path} is a directory, not a file: `s3memory ls` lists what it holds.")
 
     def _holds_files_below(self, memory: S3Memory, directory: MemoryPath) -> bool:
         """True if any file lies below ``directory`` (one listing of one key)."""
@@ -537,11 +582,12 @@ class Operations:
         and reported, and a different local file is left alone unless ``overwrite``. A stored file
         that cannot be read (one failing authentication), and one whose name the local file system
         refuses (too long, not in its encoding), is refused and reported with its fix, and the
-        export goes on; a failure of the store ends it."""
+        export goes on; a failure of the store ends it. A user who does not exist is refused
+        (``check_exists``), an empty memory exports nothing."""
         memory = self.existing_memory(user_id)
         transfer = Transfer()
         if memory is None:
-            return transfer
+            raise CommandError(no_such_memory(user_id))
         stored_files = self.files(user_id)
         progress.expect(len(stored_files))
         if not stored_files:
@@ -619,6 +665,16 @@ class Operations:
             except CommandError as error:
                 transfer.refused.append((local.path, error.message))
         return transfer
+
+
+def no_such_memory(user_id: str) -> str:
+    """Why a command on ``user_id`` (a user id, or ``shared/<name>``) found no memory, and where the
+    operator finds the names there are."""
+    if user_id.startswith(SHARED_PRINCIPAL):
+        what, listing = f"The shared memory {shown(user_id)}", "`s3memory shared` lists its shared memories"
+    else:
+        what, listing = f"The user {shown(user_id)}", "`s3memory users` lists its users"
+    return f"Error: {what} does not exist in this store: {listing} (--bucket and --prefix choose the store)."
 
 
 def _usable_shared(principal: str) -> bool:

@@ -612,10 +612,10 @@ class Bucket:
         page = next(self.pages(prefix, max_keys=1))
         return bool(page.objects)
 
-    def versions(self, prefix: str) -> Iterator[list[Version]]:
-        """ListObjectVersions pages below ``prefix``: every version and delete marker (on a bucket
-        without versioning, each object once, as version ``null``)."""
-        arguments: dict[str, Any] = {"Prefix": prefix, "MaxKeys": self.page_size}
+    def versions(self, prefix: str, *, max_keys: int | None = None) -> Iterator[list[Version]]:
+        """ListObjectVersions pages below ``prefix`` (of ``max_keys`` each, if given): every version
+        and delete marker (on a bucket without versioning, each object once, as version ``null``)."""
+        arguments: dict[str, Any] = {"Prefix": prefix, "MaxKeys": max_keys or self.page_size}
         while True:
             response = self._call("ListObjectVersions", **arguments)
             yield [
