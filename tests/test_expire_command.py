@@ -56,6 +56,10 @@ def test_bad_idle_days_are_refused_clearly_and_change_nothing(s3: Any) -> None:
     operations = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
     operations.memory("ann").run({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
     before = snapshot(s3)
-    status, _, err = run(operations, "expire", "--user", "ann", "--idle-days", "0", "--yes")
-    assert status == 1 and "idle_days must be a whole number of days from 1 to 3,650" in err
+    for days in ("0", "3651", "1.5", "30d"):  # a usage error: exit 2, after the usage
+        status, _, err = run(operations, "expire", "--user", "ann", "--idle-days", days, "--yes")
+        assert (status, err.splitlines()[-1]) == (
+            2,
+            f"s3memory expire: error: argument --idle-days: a whole number of days from 1 to 3,650, not '{days}'",
+        )
     assert snapshot(s3) == before

@@ -377,3 +377,164 @@ def test_verify_prints_a_planted_keys_escape_sequence_escaped(s3: Any) -> None:
         r"alice: foreign users/alice/internal/zz\x1b[31mRED\x1b[0m: an internal object s3memory does not write",
         "3 objects of 1 users checked: 1 problems",
     ]
+
+
+# -- exit status, errors as JSON, "did you mean", the audit line ---------------------------------------
+
+NOBODY = (
+    "Error: The user bob does not exist in this store: `s3memory users` lists its users (--bucket and "
+    "--prefix choose the store)."
+)
+"""What a command that reads one memory says of a user with no object in the store."""
+OTHER_COMMANDS = {"demo": [], "mcp": ["--user", "u"], "local-s3": [], "completion": ["bash"]}
+"""The commands that are no operator command, and the arguments each cannot do without."""
+
+
+@pytest.mark.parametrize("name", [*REQUIRED, *OTHER_COMMANDS])
+def test_a_command_line_that_cannot_work_exits_2_before_anything_is_read(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38, 7: usage errors exit 2, as ``docs/operator.md`` says, for every command: an option
+    it does not take and, where it takes ``--user``, a name no memory can have (it exited 1)."""
+    required = {**REQUIRED, **OTHER_COMMANDS}[name]
+    lines = [[name, *required, "--no-such-option"]]
+    if "--user" in required and name != "mcp":
+        lines.append([name, *("../u" if word == "u" else word for word in required)])
+    for argv in lines:
+        with pytest.raises(SystemExit) as exited:
+            cli.main(argv)
+        out, err = capsys.readouterr()
+        assert (exited.value.code, out, err.startswith(f"usage: s3memory {name} ")) == (2, "", True), argv
+        assert err.splitlines()[-1].startswith(f"s3memory {name}: error: "), argv
+
+
+def test_exit_status_is_0_done_1_refused_by_the_store_2_a_command_line_or_setting_that_cannot_work(
+    s3: Any, tmp_path: Path
+) -> None:
+    operations = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=2)
+    operations.memory("alice").run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
+    (tmp_path / "memories").mkdir()
+    (tmp_path / "memories" / "a.md").write_text("other\n")
+    (tmp_path / "memories" / "key.md").write_text("AKIA" + "IOSFODNN7EXAMPLE\n")  # the content guard
+    environ = {"S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64}
+    rows: list[tuple[Operations | None, list[str], int, str]] = [
+        (operations, ["cat", "--user", "alice", "/memories/a.md"], 0, "one\n"),
+        (operations, ["ls", "--user", "bob"], 1, f"s3memory ls: {NOBODY}"),
+        (operations, ["erase", "--user", "alice"], 1, "s3memory erase: not confirmed; nothing was changed"),
+        (
+            operations,
+            ["restore", "--user", "alice", "/memories/a.md", "--as-of", "2026-01-01"],
+            2,
+            "s3memory restore: --as-of puts back the whole memory: give no path\n",
+        ),
+        (
+            operations,
+            ["expire", "--user", "alice", "--idle-days", "0"],
+            2,
+            "s3memory expire: error: argument --idle-days: a whole number of days from 1 to 3,650, not '0'\n",
+        ),
+        (None, ["users"], 2, "s3memory users: S3MEMORY_BUCKET is required"),
+        (operations, ["import", "--user", "carol", str(tmp_path)], 1, "refused /memories/key.md"),  # writes
+    ]
+    before = snapshot(s3)
+    for given, argv, status, first in rows:
+        found, out, err = run(given, *argv, **environ)
+        assert found == status, argv
+        assert first in (out + err), argv
+        if argv[0] != "import":
+            assert snapshot(s3) == before, argv
+
+
+def test_with_json_an_error_is_one_json_object_on_stderr_with_the_fields_of_its_line(
+    s3: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38, 7: ``--json`` errors were plain text. Each is one JSON object on stderr (stdout holds a
+    report, and only a report), with the command, the message and the exit status: what the text line
+    says, ``s3memory COMMAND: message``."""
+    operations = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=2)
+    operations.memory("alice").run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
+    for argv, status, message in (
+        (["ls", "--user", "bob"], 1, NOBODY),
+        (["erase", "--user", "alice"], 1, "not confirmed; nothing was changed"),
+        (["restore", "--user", "alice", "--version", "v"], 2, "--version needs the file's path"),
+    ):
+        found, out, err = run(operations, *argv, "--json")
+        text = run(operations, *argv)[2].splitlines()[0]
+        assert (found, out, err.splitlines()[0]) == (
+            status,
+            "",
+            json.dumps({"command": argv[0], "error": message, "status": status}),
+        )
+        assert text == f"s3memory {argv[0]}: {message}"
+    found, out, err = run(None, "users", "--json", S3MEMORY_LOCAL_KEY=LOCAL_KEY_B64)
+    assert (found, out, json.loads(err.splitlines()[0])["status"]) == (2, "", 2)
+    for argv, command, message in (
+        (
+            ["ls", "--user", "../bob", "--json"],
+            "ls",
+            "argument --user: user_id must not contain '/', '\\' or control characters, nor be '.' or '..'",
+        ),
+        (["--json", "lss"], None, "argument COMMAND: invalid choice: 'lss': did you mean 'ls'?"),
+        (["--js", "users", "--bukcet", "b"], "users", "unrecognized option --bukcet: did you mean --bucket?"),
+    ):
+        with pytest.raises(SystemExit) as exited:
+            cli.main(argv)
+        assert (exited.value.code, capsys.readouterr()) == (
+            2,
+            ("", json.dumps({"command": command, "error": message, "status": 2}) + "\n"),
+        )
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["lss", "--user", "bob"],
+            "s3memory: error: argument COMMAND: invalid choice: 'lss': did you mean 'ls'?",
+        ),
+        (["ls", "--usr", "bob"], "s3memory ls: error: unrecognized option --usr: did you mean --user?"),
+        (["--bukcet", "b", "users"], "s3memory: error: unrecognized option --bukcet: did you mean --bucket?"),
+        (
+            ["users", "--bukcet=b"],
+            "s3memory users: error: unrecognized option --bukcet: did you mean --bucket?",
+        ),
+        (
+            ["erase", "--user", "bob", "--dryrun"],
+            "s3memory erase: error: unrecognized option --dryrun: did you mean --dry-run?",
+        ),
+        (
+            ["--storage-format", "22", "users"],
+            "s3memory: error: argument --storage-format: invalid choice: '22': did you mean '2'?",
+        ),
+        (
+            ["mcp", "--trasport", "http"],
+            "s3memory mcp: error: unrecognized option --trasport: did you mean --transport?",
+        ),
+        (
+            ["completion", "bsh"],
+            "s3memory completion: error: argument shell: invalid choice: 'bsh': did you mean 'bash'?",
+        ),
+    ],
+)
+def test_a_mistyped_command_option_or_choice_gets_did_you_mean_on_one_line(
+    argv: list[str], line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38, 7: ``difflib`` over the commands, the options of the command typed (or the global ones
+    before it) and an option's choices; the line alone, without the usage, and exit 2."""
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert (exited.value.code, capsys.readouterr()) == (2, ("", line + "\n"))
+
+
+def test_no_close_word_gets_the_usage_and_an_abbreviation_or_a_value_is_no_typo(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["ls", "--user", "bob", "--zzzzzz"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.startswith("usage: s3memory ls ")
+    assert err.splitlines()[-1] == "s3memory ls: error: unrecognized arguments: --zzzzzz"
+    assert cli._parser().parse_args(["ls", "--us", "bob"]).user == "bob"  # argparse takes it
+    with pytest.raises(SystemExit):
+        cli.main(["--bucket", "--usr", "users"])  # a value argparse refuses, not a mistyped option
+    assert "did you mean" not in capsys.readouterr().err

@@ -26,6 +26,7 @@ from s3memory.storage.bucket import Bucket
 
 from .conftest import STORAGE_FORMAT
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
+from .support.console import run as command
 from .support.faults import ProcessDeath, SimulatedCrash
 from .support.formats import both_formats, on_format_1
 
@@ -257,10 +258,10 @@ def test_the_commands(operations: Operations) -> None:
     ]
     assert operations.read("frank", "/memories/a.md") == "one\n"
     for as_of in ("yesterday", "1" * 5_000, "2026-13-01", "20261201"):  # "1" * 8: 1111-11-11 to Python
-        status, _, err = run("restore", "--user", "frank", "--as-of", as_of, "--yes")
-        assert status == 1 and err.splitlines()[0] == (
-            "s3memory restore: Error: --as-of must be an ISO 8601 time like 2026-12-01T09:00:00Z (a date, a "
-            f"time, a zone), got {shown(as_of)!r}."
+        status, _, err = command(operations, "restore", "--user", "frank", "--as-of", as_of, "--yes")
+        assert status == 2 and err.splitlines()[-1] == (  # a usage error, after the usage
+            "s3memory restore: error: argument --as-of: an ISO 8601 time like 2026-12-01T09:00:00Z (a date, a "
+            f"time, a zone), not {shown(as_of)!r}"
         )
     status, out, _ = run("redact", "--user", "frank", "/memories/a.md", "--version", old, "--yes")
     assert (status, out) == (0, f"removed {old}\n")
@@ -296,14 +297,27 @@ def test_a_restore_that_dies_half_way_is_finished_by_running_it_again(
 
 
 @pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["history", "--user", "ivy", "/memories/../x"], "would escape /memories"),
-        (["history", "--user", "../ivy", "/memories/a.md"], "s3memory history: "),
-        (["restore", "--user", "ivy", "--version", "v1", "--yes"], "restore --version needs the file's path"),
-        (["restore", "--user", "ivy", "/memories/a.md", "--version", "nope", "--yes"], "has no version nope"),
+    ("argv", "status", "message"),
+    [  # a command line that cannot work: 2; what the store holds refuses: 1
+        (
+            ["history", "--user", "ivy", "/memories/../x"],
+            2,
+            "argument path: Path /memories/../x would escape",
+        ),
+        (["history", "--user", "../ivy", "/memories/a.md"], 2, "s3memory history: error: argument --user: "),
+        (
+            ["restore", "--user", "ivy", "--version", "v1", "--yes"],
+            2,
+            "s3memory restore: --version needs the",
+        ),
+        (
+            ["restore", "--user", "ivy", "/memories/a.md", "--version", "nope", "--yes"],
+            1,
+            "has no version nope",
+        ),
         (  # no S3 server's id: refused before a request (helper-40: a 414 that said "try again")
             ["restore", "--user", "ivy", "/memories/a.md", "--version", "v" * 100_000, "--yes"],
+            1,
             "s3memory restore: Error: /memories/a.md has no version "
             + "v" * 200
             + "… (or it is a deletion): "
@@ -311,27 +325,31 @@ def test_a_restore_that_dies_half_way_is_finished_by_running_it_again(
         ),
         (
             ["restore", "--user", "ivy", "/memories/a.md", "--version", "a\x1b[2Jb", "--yes"],
+            1,
             "has no version a\\x1b[2Jb (or it is a deletion)",
         ),
-        (["redact", "--user", "ivy", "/memories/a.md", "--version", "nope", "--yes"], "nothing was changed"),
+        (
+            ["redact", "--user", "ivy", "/memories/a.md", "--version", "nope", "--yes"],
+            1,
+            "nothing was changed",
+        ),
         (
             ["redact", "--user", "ivy", "/etc/passwd", "--version", "v", "--yes"],
-            "Path must start with /memories",
+            2,
+            "s3memory redact: error: argument path: Path must start with /memories",
         ),
     ],
 )
 def test_bad_input_is_refused_clearly_and_changes_nothing(
-    operations: Operations, s3: Any, versioned: str, argv: list[str], message: str
+    operations: Operations, s3: Any, versioned: str, argv: list[str], status: int, message: str
 ) -> None:
     operations.memory("ivy").run({"command": "create", "path": "/memories/a.md", "file_text": "a\n"})
     before = sorted(
         (item["Key"], item["VersionId"])
         for item in s3.list_object_versions(Bucket=versioned).get("Versions", [])
     )
-    out, err = io.StringIO(), io.StringIO()
-    console = Console(_parser().parse_args(argv), environ={}, out=out, err=err, operations=operations)
-    assert console.run() == 1
-    assert message in err.getvalue()
+    refused, _, err = command(operations, *argv)
+    assert (refused, message in err) == (status, True), err
     after = sorted(
         (item["Key"], item["VersionId"])
         for item in s3.list_object_versions(Bucket=versioned).get("Versions", [])

@@ -13,7 +13,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from s3memory.cli.console import Argument, Console, Handler, OneOf, OperatorCommand, Report, printable
+from s3memory.cli.console import (
+    Argument,
+    Console,
+    Handler,
+    OneOf,
+    OperatorCommand,
+    Report,
+    printable,
+)
+from s3memory.core.paths import UserId, check_user_id, memory_path, owner_of
 from s3memory.errors import CommandError, shown
 
 if TYPE_CHECKING:
@@ -24,9 +33,39 @@ if TYPE_CHECKING:
 NO_QUESTION = "do not ask for confirmation"
 """The help of ``--yes`` for most commands that ask first."""
 
-USER = Argument("--user", required=True, help="the user id, or shared/NAME for a shared memory")
+
+def _argument(check: Callable[[str], object], text: str) -> str:
+    """``text``, refused (a usage error, exit 2) with the message ``check`` raises of it."""
+    try:
+        check(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    except CommandError as error:
+        raise argparse.ArgumentTypeError(error.message.removeprefix("Error: ")) from None
+    return text
+
+
+def memory_name(text: str) -> str:
+    """``--user``: a user id (a reserved one too: its memory is listed to be moved) or
+    ``shared/NAME``; refused naming why it can name no memory."""
+    return _argument(owner_of, text)
+
+
+def new_memory_name(text: str) -> str:
+    """``import --user``: ``memory_name``, but no reserved user id (import makes memories, and none is
+    made under such an id)."""
+    return _argument(lambda name: isinstance(owner_of(name), UserId) and check_user_id(name), text)
+
+
+def path_argument(text: str) -> str:
+    """A memory path argument, refused where the memory tool would refuse it."""
+    return _argument(memory_path, text)
+
+
+MEMORY_NAME_HELP = "the user id, or shared/NAME for a shared memory"
+USER = Argument("--user", required=True, type=memory_name, help=MEMORY_NAME_HELP)
 USER_OR_ALL = OneOf(
-    Argument("--user", help="the user id, or shared/NAME for a shared memory"),
+    Argument("--user", type=memory_name, help=MEMORY_NAME_HELP),
     Argument(
         "--all", action="store_true", help="every user in the store (rotate, verify: and every shared memory)"
     ),
@@ -41,6 +80,21 @@ def chosen_users(arguments: argparse.Namespace, operations: Operations, *, share
     if not arguments.all:
         return [arguments.user]
     return [*operations.users(), *(operations.shared_memories() if shared else ())]
+
+
+def idle_days(text: str) -> int:
+    """``--idle-days``: a whole number from 1 to ``expiry.MAX_IDLE_DAYS``; refused (exit 2) otherwise."""
+    from s3memory.ops.expiry import MAX_IDLE_DAYS
+
+    try:
+        days = int(text)
+    except ValueError:
+        days = 0
+    if not 1 <= days <= MAX_IDLE_DAYS:
+        raise argparse.ArgumentTypeError(
+            f"a whole number of days from 1 to {MAX_IDLE_DAYS:,}, not {shown(text)!r}"
+        )
+    return days
 
 
 def whom(arguments: argparse.Namespace) -> str:
@@ -58,11 +112,13 @@ def command(
     *arguments: Argument | OneOf,
     examples: tuple[str, ...],
     confirms: str | None = None,
+    misuse: Callable[[argparse.Namespace], str | None] = lambda _: None,
 ) -> Callable[[Handler], Handler]:
-    """Declare ``name`` with its handler (the function decorated) and the examples its help shows."""
+    """Declare ``name`` with its handler (the function decorated), the examples its help shows, and
+    what it refuses of its arguments together (``OperatorCommand.misuse``)."""
 
     def declare(handler: Handler) -> Handler:
-        COMMANDS.append(OperatorCommand(name, help, arguments, handler, confirms, examples))
+        COMMANDS.append(OperatorCommand(name, help, arguments, handler, confirms, examples, misuse))
         return handler
 
     return declare
@@ -137,7 +193,7 @@ def shared(console: Console, operations: Operations) -> Report:
     "ls",
     "a user's files and their sizes",
     USER,
-    Argument("path", nargs="?", default="/memories"),
+    Argument("path", nargs="?", default="/memories", type=path_argument),
     examples=("s3memory ls --user alice /memories/projects",),
 )
 def ls(console: Console, operations: Operations) -> Report:
@@ -155,7 +211,7 @@ def ls(console: Console, operations: Operations) -> Report:
     "cat",
     "a user's file, decrypted",
     USER,
-    Argument("path"),
+    Argument("path", type=path_argument),
     examples=("s3memory cat --user alice /memories/preferences.md",),
 )
 def cat(console: Console, operations: Operations) -> Report:
@@ -164,11 +220,11 @@ def cat(console: Console, operations: Operations) -> Report:
     return Report({"path": path, "text": text}, [text], {"bytes": len(text.encode("utf-8"))}, end="")
 
 
-def _transfer_arguments(overwrites: str) -> tuple[Argument, ...]:
+def _transfer_arguments(user: Argument, overwrites: str) -> tuple[Argument, ...]:
     """The arguments of a transfer between a user's memory and DIR/memories/... (export, import):
-    the user, the folder, and ``--overwrite``, which replaces ``overwrites``."""
+    the ``user``, the folder, and ``--overwrite``, which replaces ``overwrites``."""
     return (
-        USER,
+        user,
         Argument("directory", type=Path),
         Argument("--overwrite", action="store_true", help=f"replace {overwrites}"),
     )
@@ -177,7 +233,7 @@ def _transfer_arguments(overwrites: str) -> tuple[Argument, ...]:
 @command(
     "export",
     "write a user's memory as DIR/memories/... (the SDK's local layout)",
-    *_transfer_arguments("local files that differ"),
+    *_transfer_arguments(USER, "local files that differ"),
     examples=("s3memory export --user alice ./backup",),
 )
 def export(console: Console, operations: Operations) -> Report:
@@ -192,7 +248,10 @@ def export(console: Console, operations: Operations) -> Report:
 @command(
     "import",
     "load DIR/memories/... (what the SDK's local tool wrote)",
-    *_transfer_arguments("stored files whose text differs"),
+    *_transfer_arguments(
+        Argument("--user", required=True, type=new_memory_name, help=MEMORY_NAME_HELP),
+        "stored files whose text differs",
+    ),
     Argument("--dry-run", action="store_true", help="check every file, change nothing"),
     confirms="do not ask before overwriting",
     examples=("s3memory import --user shared/team-acme ./runbooks --dry-run",),
@@ -249,7 +308,7 @@ def _versions(console: Console, operations: Operations) -> MemoryVersions:
     "history",
     "every version of a file",
     USER,
-    Argument("path"),
+    Argument("path", type=path_argument),
     examples=("s3memory history --user alice /memories/preferences.md",),
 )
 def history(console: Console, operations: Operations) -> Report:
@@ -292,14 +351,46 @@ def history(console: Console, operations: Operations) -> Report:
     )
 
 
+def _restore_misuse(path: str | None, version: str | None) -> str | None:
+    """Why ``restore``'s path and ``--version`` cannot go together: a version is a file's, and
+    ``--as-of`` puts back the whole memory (a path with it was ignored)."""
+    if version is not None and path is None:
+        return "--version needs the file's path"
+    if version is None and path is not None:
+        return "--as-of puts back the whole memory: give no path"
+    return None
+
+
+_ISO_TIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)?(?:Z|[+-]\d{2}:\d{2})?"
+)
+"""A time as ``--as-of`` takes it: a date, with a time to the minute or the microsecond, and a zone."""
+
+
+def as_of_time(text: str) -> datetime:
+    """``--as-of``'s time (UTC unless it names a zone); refused (exit 2) naming the form it takes,
+    also for what Python's ISO parser would read as a surprising date (``11111111``: 1111-11-11)."""
+    from s3memory.storage.bucket import when
+
+    moment = None
+    if _ISO_TIME.fullmatch(text.strip()):
+        with contextlib.suppress(ValueError):
+            moment = when(text)
+    if moment is None:
+        raise argparse.ArgumentTypeError(
+            f"an ISO 8601 time like 2026-12-01T09:00:00Z (a date, a time, a zone), not {shown(text)!r}"
+        )
+    return moment
+
+
 @command(
     "restore",
     "a file's version, or the whole memory as it was at a time",
     USER,
-    Argument("path", nargs="?", help="the file (with --version)"),
+    Argument("path", nargs="?", type=path_argument, help="the file (with --version)"),
     OneOf(
         Argument("--version", help="the version id (from history)"),
-        Argument("--as-of", help="a time, ISO 8601 (UTC unless it names a zone)"),
+        Argument("--as-of", type=as_of_time, help="a time, ISO 8601 (UTC unless it names a zone)"),
         required=True,
     ),
     confirms=NO_QUESTION,
@@ -307,11 +398,10 @@ def history(console: Console, operations: Operations) -> Report:
         "s3memory restore --user alice --as-of 2026-12-01T09:00:00Z",
         "s3memory restore --user alice /memories/notes.md --version VERSION_ID",
     ),
+    misuse=lambda arguments: _restore_misuse(arguments.path, arguments.version),
 )
 def restore(console: Console, operations: Operations) -> Report:
     arguments = console.arguments
-    if arguments.version is not None and arguments.path is None:
-        raise CommandError("Error: restore --version needs the file's path.")
     versions = _versions(console, operations)
     operations.check_exists(arguments.user, versions.memory, through_time=True)
     what = arguments.path if arguments.version is not None else f"all of {arguments.user}'s memory"
@@ -323,9 +413,8 @@ def restore(console: Console, operations: Operations) -> Report:
             [f"{outcome} {printable(arguments.path)}"],
             {outcome: 1},
         )
-    moment = _as_of(arguments.as_of)
     with console.progress("file") as progress:
-        restored = versions.restore_as_of(moment, progress)
+        restored = versions.restore_as_of(arguments.as_of, progress)
     groups = {
         "written": restored.written,
         "deleted": restored.deleted,
@@ -345,34 +434,11 @@ def restore(console: Console, operations: Operations) -> Report:
     return Report(document, lines, counts, not restored.changed_meanwhile and not failed)
 
 
-_ISO_TIME = re.compile(
-    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)?(?:Z|[+-]\d{2}:\d{2})?"
-)
-"""A time as ``--as-of`` takes it: a date, with a time to the minute or the microsecond, and a zone."""
-
-
-def _as_of(text: str) -> datetime:
-    """``--as-of``'s time (UTC unless it names a zone); ``CommandError`` naming the form it takes,
-    also for what Python's ISO parser would read as a surprising date (``11111111``: 1111-11-11)."""
-    from s3memory.storage.bucket import when
-
-    moment = None
-    if _ISO_TIME.fullmatch(text.strip()):
-        with contextlib.suppress(ValueError):
-            moment = when(text)
-    if moment is None:
-        raise CommandError(
-            f"Error: --as-of must be an ISO 8601 time like 2026-12-01T09:00:00Z (a date, a time, a zone), "
-            f"got {shown(text)!r}."
-        )
-    return moment
-
-
 @command(
     "redact",
     "remove one stored version for good",
     USER,
-    Argument("path"),
+    Argument("path", type=path_argument),
     Argument("--version", required=True, help="the version id (from history)"),
     confirms=NO_QUESTION,
     examples=("s3memory redact --user alice /memories/notes.md --version VERSION_ID --yes",),
@@ -442,7 +508,7 @@ def erase(console: Console, operations: Operations) -> Report:
     "expire",
     "delete the files of users idle for N days (written before, and no command since)",
     USER_OR_ALL,
-    Argument("--idle-days", type=int, required=True, help="days without any command (1 to 3650)"),
+    Argument("--idle-days", type=idle_days, required=True, help="days without any command (1 to 3650)"),
     Argument("--dry-run", action="store_true", help="list what would go, change nothing"),
     confirms=NO_QUESTION,
     examples=("s3memory expire --all --idle-days 90 --dry-run",),

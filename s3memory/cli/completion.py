@@ -15,7 +15,7 @@ SHELLS = ("bash", "zsh")
 _FUNCTION = "_s3memory_complete"
 
 
-def _options(parser: argparse.ArgumentParser) -> tuple[list[str], list[str]]:
+def options_of(parser: argparse.ArgumentParser) -> tuple[list[str], list[str]]:
     """Every option string of ``parser``, and those that take a value."""
     every: list[str] = []
     valued: list[str] = []
@@ -28,7 +28,7 @@ def _options(parser: argparse.ArgumentParser) -> tuple[list[str], list[str]]:
     return every, valued
 
 
-def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+def commands_of(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     """The subcommands of ``parser``, by name, in the order ``--help`` lists them."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -42,12 +42,12 @@ def _words(words: list[str]) -> str:
 
 def bash_script(parser: argparse.ArgumentParser) -> str:
     """The bash completion script of ``parser`` (the ``s3memory`` command line)."""
-    commands = _commands(parser)
-    top, top_valued = _options(parser)
+    commands = commands_of(parser)
+    top, top_valued = options_of(parser)
     valued = set(top_valued)
     cases: list[str] = []
     for name, subparser in commands.items():
-        options, subvalued = _options(subparser)
+        options, subvalued = options_of(subparser)
         valued.update(subvalued)
         cases.append(f"        {name}) words={_words(options)} ;;")
     lines = [

@@ -5,11 +5,12 @@ and one audit line. The commands themselves are declared in ``cli.commands``.
 The audit line is JSON on stderr (not with ``--quiet``; appended to ``--audit-log FILE`` too): who ran
 the command (the local user), which command, which user's memory, and counts; never content or paths.
 Long commands draw a progress bar on stderr when it is a terminal (tqdm), not with ``--quiet``.
-Every path, key, user id or message a report or an error line prints that came from a folder, a
-bucket or a user goes through ``printable`` (control characters, escape sequences and surrogates
-escaped); ``cat`` prints the file's text as it is stored, and ``--json`` escapes through ``json.dumps``.
-``--profile`` and ``--region`` choose the AWS credentials and region of the clients. Exit status: 0 done, 1 a refusal or an
-incomplete transfer, 2 bad usage or settings.
+An error is one line on stderr, ``s3memory COMMAND: message``, or with ``--json`` one JSON object
+(``error_line``). Every path, key, user id or message a report or an error line prints that came
+from a folder, a bucket or a user goes through ``printable`` (control characters, escape sequences
+and surrogates escaped); ``cat`` prints the file's text as it is stored, and ``--json`` escapes
+through ``json.dumps``. ``--profile`` and ``--region`` choose the AWS credentials and region of the
+clients. Exit status: 0 done, 1 a refusal, a problem or an incomplete transfer, 2 bad usage or settings.
 """
 
 from __future__ import annotations
@@ -77,6 +78,18 @@ class Report:
     """What follows the last line: a newline, or nothing after a file's text printed as it is."""
 
 
+class UsageError(Exception):
+    """A command line that cannot work, whatever the store holds (exit 2); nothing was done."""
+
+
+def error_line(command: str | None, message: str, status: int, as_json: bool) -> str:
+    """An error as stderr shows it: ``s3memory COMMAND: message`` (``message`` made ``printable``),
+    or with ``as_json`` the same as one JSON object, ``{"command", "error", "status"}``."""
+    if as_json:
+        return json.dumps({"command": command, "error": message, "status": status}) + "\n"
+    return f"s3memory{'' if command is None else f' {command}'}: {printable(message)}\n"
+
+
 def printable(value: str) -> str:
     """``value`` (a path, a key, a user id or a message that came from a folder, a bucket or a user)
     as a report or an error line may print it: ``errors.escaped`` (no escape sequence reaches the
@@ -125,7 +138,9 @@ Handler = Callable[["Console", "Operations"], Report]
 @dataclasses.dataclass(frozen=True)
 class OperatorCommand:
     """One operator subcommand: its name, its help, its arguments, whether it asks before it changes
-    anything (``confirms``: the help of its ``--yes``), its handler, and examples of its use."""
+    anything (``confirms``: the help of its ``--yes``), its handler, examples of its use, and what
+    it refuses of its arguments together (``misuse``: why they cannot work, or None), before any
+    setting is read."""
 
     name: str
     help: str
@@ -133,6 +148,7 @@ class OperatorCommand:
     handler: Handler
     confirms: str | None = None
     examples: Sequence[str] = ()
+    misuse: Callable[[argparse.Namespace], str | None] = lambda _: None
 
     def add_to(self, commands: Any, common: argparse.ArgumentParser) -> None:
         """This command on ``commands`` (the subparsers), with the ``common`` options first and its
@@ -191,11 +207,12 @@ class Console:
                     log = stack.enter_context(_appended(self.arguments.audit_log))
                 except OSError as error:
                     cause = _NO_READER if error.errno == errno.ENXIO else error.strerror
-                    self.err.write(
-                        f"s3memory {command.name}: --audit-log cannot be written ({cause}): "
-                        "give a file this user may append to; nothing was done\n"
+                    return self._error(
+                        command.name,
+                        f"--audit-log cannot be written ({cause}): give a file this user may append to; "
+                        "nothing was done",
+                        EXIT_USAGE,
                     )
-                    return EXIT_USAGE
             return self._run(command, log)
 
     def _run(self, command: OperatorCommand, log: BinaryIO | None) -> int:
@@ -205,24 +222,28 @@ class Console:
         started = time.monotonic()
         counts: Mapping[str, int] = {}
         try:
+            problem = command.misuse(self.arguments)
+            if problem is not None:
+                raise UsageError(problem)
             operations = self._operations or self._operations_of(settings_from(self.arguments, self.environ))
             report = command.handler(self, operations)
             counts = report.counts
             self.out.write(render(report, self.arguments.json))
             status = EXIT_OK if report.complete else EXIT_INCOMPLETE
         except NotConfirmed:
-            self.err.write(f"s3memory {command.name}: not confirmed; nothing was changed\n")
-            status = EXIT_INCOMPLETE
-        except SettingsError as error:
-            self.err.write(f"s3memory {command.name}: {printable(str(error))}\n")
-            status = EXIT_USAGE
+            status = self._error(command.name, "not confirmed; nothing was changed", EXIT_INCOMPLETE)
+        except (SettingsError, UsageError) as error:
+            status = self._error(command.name, str(error), EXIT_USAGE)
         except (CommandError, StorageError) as error:
-            self.err.write(f"s3memory {command.name}: {printable(error.message)}\n")
-            status = EXIT_INCOMPLETE
+            status = self._error(command.name, error.message, EXIT_INCOMPLETE)
         except (ValueError, OSError) as error:
-            self.err.write(f"s3memory {command.name}: {printable(str(error))}\n")
-            status = EXIT_INCOMPLETE
+            status = self._error(command.name, str(error), EXIT_INCOMPLETE)
         return self._audit(command.name, status, counts, time.monotonic() - started, log)
+
+    def _error(self, command: str, message: str, status: int) -> int:
+        """``message`` on stderr (``error_line``: JSON with ``--json``); ``status``."""
+        self.err.write(error_line(command, message, status, self.arguments.json))
+        return status
 
     def _operations_of(self, settings: Settings) -> Operations:
         """The operations of ``settings``, through the clients of ``--profile`` and ``--region``
@@ -270,12 +291,12 @@ class Console:
             try:
                 log.write(line.encode("utf-8"))
             except OSError as error:
-                self.err.write(
-                    f"s3memory {command}: the audit line could not be appended to --audit-log "
-                    f"({error.strerror}); the command ran (status {status}), free the space or give "
-                    "another file\n"
+                return self._error(
+                    command,
+                    f"the audit line could not be appended to --audit-log ({error.strerror}); the command "
+                    f"ran (status {status}), free the space or give another file",
+                    EXIT_INCOMPLETE,
                 )
-                return EXIT_INCOMPLETE
         return status
 
     def confirm(self, question: str) -> None:

@@ -1,23 +1,76 @@
-"""The ``s3memory`` command. Importing this module is light: each subcommand loads its code when run."""
+"""The ``s3memory`` command. Importing this module is light: each subcommand loads its code when run.
+
+A command line it cannot take (an unknown command or option, a missing or malformed argument) ends
+with exit status 2 and one error on stderr: argparse's usage and ``s3memory CMD: error: why``, or
+with ``--json`` one JSON object (``console.error_line``). A word close to a command, an option of
+its command or a choice is named instead, on one line: ``did you mean --user?``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, NoReturn
 
 from s3memory._version import __version__
 from s3memory.cli.commands import GLOBAL_OPTIONS, add_commands, add_global_options
-from s3memory.cli.completion import SHELLS, completion_script
-from s3memory.cli.console import Console, examples
+from s3memory.cli.completion import SHELLS, commands_of, completion_script, options_of
+from s3memory.cli.console import Console, error_line, examples, printable
 from s3memory.demo import DEMO_INSTALL_HINT, LOCAL_S3_BUCKET, LOCAL_S3_ENV_FILE, missing_for_demo
 from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, MCP_INSTALL_HINT, missing_for_mcp
 from s3memory.settings import DEFAULT_MODEL
 
 EXIT_USAGE = 2
-"""No command, or ``demo`` or ``mcp`` without its extra installed."""
+"""A command line that cannot work, no command, or ``demo`` or ``mcp`` without its extra installed."""
+
+
+class Refusal(Exception):
+    """A command line ``parser`` refused, and why (``message``); ``close``: the message names the
+    choice closest to a mistyped one."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str, *, close: bool) -> None:
+        super().__init__(message)
+        self.parser = parser
+        self.message = message
+        self.close = close
+
+
+class Parser(argparse.ArgumentParser):
+    """``argparse``'s parser, whose refusals raise ``Refusal`` for ``main`` to print, and whose
+    refusal of a choice (a command, ``--storage-format``) names the closest one."""
+
+    _close = False
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """argparse's, but a command's parser refuses what it cannot take itself, so that its
+        refusal names the command and shows its usage."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras and not commands_of(self):
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+    def error(self, message: str) -> NoReturn:
+        raise Refusal(self, message, close=self._close)
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError:
+            close = difflib.get_close_matches(
+                str(value), [str(choice) for choice in action.choices or ()], n=1
+            )
+            if not close:
+                raise
+            self._close = True
+            raise argparse.ArgumentError(
+                action, f"invalid choice: {value!r}: did you mean {close[0]!r}?"
+            ) from None
 
 
 DEMO_EXAMPLES = ("s3memory demo", "ANTHROPIC_API_KEY=... s3memory demo --live")
@@ -35,7 +88,7 @@ MCP_EXAMPLES = (
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="s3memory",
         description="Claude's memory tool (memory_20250818) on Amazon S3, encrypted on the client.",
     )
@@ -207,15 +260,77 @@ def _given(arguments: argparse.Namespace, flag: str) -> bool:
     return getattr(arguments, flag.lstrip("-").replace("-", "_"), None) not in (None, False)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    arguments = parser.parse_args(argv)
+def _misspelt(
+    parser: argparse.ArgumentParser, words: Sequence[str]
+) -> tuple[argparse.ArgumentParser, str] | None:
+    """Why ``words`` were refused, if one of them names no option of its parser (``parser``'s before
+    the command, the command's after it) and is close to one: that parser, and ``unrecognized
+    option --usr: did you mean --user?``. A value of an option is no option, nor anything after
+    ``--``; an abbreviation argparse takes is no typo."""
+    commands = commands_of(parser)
+    current, value = parser, False
+    for word in words:
+        if word == "--":
+            return None
+        if value:
+            value = False
+        elif word.startswith("--"):
+            name = word.partition("=")[0]
+            every, valued = options_of(current)
+            known = [name] if name in every else [option for option in every if option.startswith(name)]
+            if not known:
+                close = difflib.get_close_matches(
+                    name, [option for option in every if option.startswith("--")], n=1
+                )
+                if close:
+                    return current, f"unrecognized option {name}: did you mean {close[0]}?"
+            value = "=" not in word and len(known) == 1 and known[0] in valued
+        elif word.startswith("-") and len(word) > 1:
+            value = word in options_of(current)[1]
+        elif current is parser:
+            if word not in commands:
+                return None
+            current = commands[word]
+    return None
+
+
+def _refused(parser: argparse.ArgumentParser, words: Sequence[str], refusal: Refusal) -> str:
+    """What stderr shows of ``refusal``: one JSON object with ``--json``, else argparse's usage and
+    error line (``printable``), or that line alone when it names a close option or choice."""
+    misspelt = _misspelt(parser, words)
+    where, message = misspelt or (refusal.parser, refusal.message)
+    if _asks_json(words):
+        return error_line(where.prog.partition(" ")[2] or None, message, EXIT_USAGE, as_json=True)
+    line = f"{where.prog}: error: {printable(message)}\n"
+    return line if misspelt or refusal.close else where.format_usage() + line
+
+
+def _asks_json(words: Sequence[str]) -> bool:
+    """True if ``--json`` (or an abbreviation argparse takes) is among ``words`` before ``--``."""
+    given = words[: words.index("--")] if "--" in words else words
+    return any(len(word) > 2 and "--json".startswith(word) for word in given)
+
+
+def _parsed(parser: argparse.ArgumentParser, words: list[str]) -> argparse.Namespace:
+    """``words`` parsed (``Refusal`` where they cannot work)."""
+    arguments = parser.parse_args(words)
     given = [option.names[0] for option in GLOBAL_OPTIONS if _given(arguments, option.names[0])]
     if arguments.command in ("demo", "mcp", "completion", "local-s3") and given:
         parser.error(
             f"{', '.join(given)}: options of the operator commands, not of {arguments.command} "
             "(which takes the S3MEMORY_* settings: docs/settings.md)"
         )
+    return arguments
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    try:
+        arguments = _parsed(parser, words)
+    except Refusal as refusal:
+        sys.stderr.write(_refused(parser, words, refusal))
+        raise SystemExit(EXIT_USAGE) from None
     if arguments.command == "local-s3":
         if _lacks_extra("local-s3", missing_for_demo(), DEMO_INSTALL_HINT, extra="demo"):
             return EXIT_USAGE

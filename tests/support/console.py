@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from s3memory.cli.console import Console
-from s3memory.cli.main import _parser
+from s3memory.cli.main import Refusal, _parser, _refused
 from s3memory.ops.operations import Operations
 
 
@@ -21,10 +21,15 @@ def run(
 ) -> tuple[int, str, str]:
     """``s3memory *argv`` over ``operations`` (or those ``environ`` names), the operator answering
     ``confirm`` when asked (or what ``confirm(question)`` returns): the exit status, standard output
-    and standard error."""
+    and standard error (a command line refused: 2, and what ``main`` prints of it)."""
     out, err = io.StringIO(), io.StringIO()
+    parser = _parser()
+    try:
+        arguments = parser.parse_args(list(argv))
+    except Refusal as refusal:
+        return 2, "", _refused(parser, argv, refusal)
     console = Console(
-        _parser().parse_args(list(argv)),
+        arguments,
         environ=environ,
         out=out,
         err=err,
@@ -35,7 +40,11 @@ def run(
 
 
 def audit(err: str) -> dict[str, Any]:
-    """The one audit record (a JSON line) among what a command wrote to standard error."""
-    (line,) = [line for line in err.splitlines() if line.startswith("{")]
-    record: dict[str, Any] = json.loads(line)
-    return record
+    """The one audit record (a JSON line, ``"event": "s3memory.operator"``) among what a command
+    wrote to standard error (which is no terminal here)."""
+    (record,) = [
+        json.loads(line)
+        for line in err.splitlines()
+        if line.startswith("{") and json.loads(line).get("event") == "s3memory.operator"
+    ]
+    return dict(record)
