@@ -538,3 +538,43 @@ def test_no_close_word_gets_the_usage_and_an_abbreviation_or_a_value_is_no_typo(
     with pytest.raises(SystemExit):
         cli.main(["--bucket", "--usr", "users"])  # a value argparse refuses, not a mistyped option
     assert "did you mean" not in capsys.readouterr().err
+
+
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal, as a person's stderr is."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_audit_line_goes_to_the_audit_log_and_to_stderr_only_when_no_person_reads_it(
+    s3: Any, tmp_path: Path
+) -> None:
+    """Issue 38, 7: on a terminal the audit line was noise unless ``-q``. It goes to ``--audit-log``
+    when given, and to stderr only when stderr is no terminal (a job's or a pipeline's log, kept)."""
+    operations = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=2)
+    operations.memory("alice").run({"command": "create", "path": "/memories/a.md", "file_text": "one\n"})
+    log = tmp_path / "audit.jsonl"
+
+    def run_on(err: io.StringIO, *argv: str) -> int:
+        arguments = cli._parser().parse_args(["users", *argv])
+        return Console(arguments, environ={}, out=io.StringIO(), err=err, operations=operations).run()
+
+    terminal, piped = Terminal(), io.StringIO()
+    assert run_on(terminal) == run_on(terminal, "--audit-log", str(log)) == run_on(piped) == 0
+    assert terminal.getvalue() == ""
+    (line,) = log.read_text().splitlines()
+    assert (
+        json.loads(line) | {"seconds": 0}
+        == json.loads(piped.getvalue()) | {"seconds": 0}
+        == {
+            "command": "users",
+            "event": "s3memory.operator",
+            "operator": console._operator(),
+            "seconds": 0,
+            "status": 0,
+            "user_id": None,
+            "users": 1,
+        }
+    )
+    assert run_on(terminal, "--json") == 0 and terminal.getvalue() == ""

@@ -140,7 +140,11 @@ GLOBAL_OPTIONS = (
     Argument("--region", help="the AWS region (default: AWS_DEFAULT_REGION, or the profile's)"),
     Argument("--json", action="store_true", help="machine-readable output"),
     Argument("--quiet", "-q", action="store_true", help="no audit line and no progress bar on stderr"),
-    Argument("--audit-log", metavar="FILE", help="append the audit line to FILE (as well as stderr)"),
+    Argument(
+        "--audit-log",
+        metavar="FILE",
+        help="append the audit line to FILE (stderr has it only when it is no terminal)",
+    ),
 )
 """The options of every operator command, taken before the command or after it (as the aws CLI,
 rclone and restic take theirs)."""

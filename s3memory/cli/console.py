@@ -2,8 +2,9 @@
 operator's confirmation, a progress bar, the command's report as text or ``--json``, the exit status
 and one audit line. The commands themselves are declared in ``cli.commands``.
 
-The audit line is JSON on stderr (not with ``--quiet``; appended to ``--audit-log FILE`` too): who ran
-the command (the local user), which command, which user's memory, and counts; never content or paths.
+The audit line is JSON: who ran the command (the local user), which command, which user's memory,
+and counts; never content or paths. It is appended to ``--audit-log FILE``, and written on stderr
+when stderr is no terminal (a job's, a pipeline's log) unless ``--quiet``: never where a person reads.
 Long commands draw a progress bar on stderr when it is a terminal (tqdm), not with ``--quiet``.
 An error is one line on stderr, ``s3memory COMMAND: message``, or with ``--json`` one JSON object
 (``error_line``). Every path, key, user id or message a report or an error line prints that came
@@ -273,8 +274,8 @@ class Console:
     def _audit(
         self, command: str, status: int, counts: Mapping[str, int], seconds: float, log: BinaryIO | None
     ) -> int:
-        """Write the audit line (on stderr unless quiet, and to ``log``); the command's exit status,
-        ``EXIT_INCOMPLETE`` when ``log`` could not take the line."""
+        """Write the audit line (to ``log``, and on stderr unless quiet or a terminal); the command's
+        exit status, ``EXIT_INCOMPLETE`` when ``log`` could not take the line."""
         record = {
             "event": "s3memory.operator",
             "operator": _operator(),
@@ -285,7 +286,7 @@ class Console:
             **counts,
         }
         line = json.dumps(record, sort_keys=True) + "\n"
-        if not self.arguments.quiet:
+        if not self.arguments.quiet and not self.err.isatty():
             self.err.write(line)
         if log is not None:
             try:
