@@ -217,6 +217,40 @@ def test_users_costs_a_listing_per_namespace_or_per_page_of_objects_whichever_is
     assert [name for name, params in requests.sent if params["Prefix"] == "users/"] == ["ListObjectsV2"] * 3
 
 
+def test_keys_a_bucket_writer_plants_past_the_namespace_mark_cannot_keep_users_listing(s3: Any) -> None:
+    """The review of issue 38: each page started at ``<namespace>/\U0010ffff``, so keys planted below a
+    namespace that sort after that mark (``carol/\U0010ffff00000``...) filled every page, the start
+    never moved, and ``users`` (every ``--all``, the expiry function) sent listings without end. A
+    page now starts past its last key where that lies beyond the mark: one listing per page of them."""
+    operations = Operations(Bucket(s3, BUCKET, page_size=3), LocalKeyProvider(MASTER_KEY), storage_format=1)
+    seed(operations, "carol", {"/memories/a.md": "x\n"})
+    seed(operations, "dave", {"/memories/a.md": "x\n"})
+    for number in range(7):
+        s3.put_object(Bucket=BUCKET, Key=f"users/carol/\U0010ffff{number:05}", Body=b"")
+    requests = Requests(s3)
+    assert sorted(operations.users()) == ["carol", "dave"]
+    listings = [name for name, params in requests.sent if params["Prefix"] == "users/"]
+    assert listings == ["ListObjectsV2"] * 4  # 2 + 7 + 2 keys, 3 a page
+
+
+def test_a_server_that_ignores_start_after_is_refused_not_listed_for_ever(s3: Any) -> None:
+    """A server that answers each listing from its start whatever ``StartAfter`` says (a lax one)
+    would give the same page for ever: ``users`` refuses it, naming the cause."""
+    operations = Operations(Bucket(s3, BUCKET, page_size=3), LocalKeyProvider(MASTER_KEY), storage_format=1)
+    seed(operations, "ann", {f"/memories/{n}.md": "x\n" for n in range(4)})
+    seed(operations, "bo", {"/memories/a.md": "x\n"})
+    s3.meta.events.register(
+        "before-parameter-build.s3.ListObjectsV2", lambda params, **_: params.pop("StartAfter", None)
+    )
+    with pytest.raises(StorageError) as refused:
+        list(operations.users())
+    assert refused.value.message == (
+        f"Error: The S3 server of {operations.bucket.where} listed the same keys again from a later start "
+        "(it ignores ListObjectsV2's StartAfter), so the users cannot be listed to the end. Use an S3 "
+        "server that honours it (docs/servers.md); nothing was changed."
+    )
+
+
 @both_formats
 def test_export_import_export_gives_identical_folders(
     operations: Operations, s3: Any, tmp_path: Path, storage_format: int

@@ -466,6 +466,8 @@ def test_with_json_an_error_is_one_json_object_on_stderr_with_the_fields_of_its_
             json.dumps({"command": argv[0], "error": message, "status": status}),
         )
         assert text == f"s3memory {argv[0]}: {message}"
+        # the audit line follows on stderr, a pipeline's: every line of it is one JSON object
+        assert [sorted(json.loads(line)) for line in err.splitlines()][1:] == [sorted(audit(err))]
     found, out, err = run(None, "users", "--json", S3MEMORY_LOCAL_KEY=LOCAL_KEY_B64)
     assert (found, out, json.loads(err.splitlines()[0])["status"]) == (2, "", 2)
     for argv, command, message in (

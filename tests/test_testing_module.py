@@ -12,6 +12,9 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any, cast
+
+from s3memory.testing.offline import MotoBucket
 
 from .support.applications import DEVELOPERS_SHELL, PLUGIN_CONFTEST, run_application_tests
 
@@ -200,3 +203,12 @@ def test_importing_it_needs_neither_pytest_nor_moto_nor_anthropic() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == ""
+
+
+def test_a_failing_tests_report_shows_no_master_key() -> None:
+    """The review of issue 38: pytest shows a failing test's fixture values, and ``MotoBucket``'s repr
+    printed its master key into CI logs."""
+    key = bytes(range(32))
+    shown = repr(MotoBucket(name="memory", client=cast("Any", None), master_key=key))
+    assert shown == "MotoBucket(name='memory', client=None)"
+    assert repr(key) not in shown and key.hex() not in shown

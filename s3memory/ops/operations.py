@@ -324,10 +324,11 @@ class Operations:
     def _namespaces_in_use(self) -> Iterator[str]:
         """The name of each namespace at the prefix that holds an object, in the server's key order.
         Listed without delimiter, a page of 1,000 keys at a time, each page starting past the
-        namespace of the last key before it (``_PAST_NAMESPACE``): at most one request per namespace
-        named and one per 1,000 objects. A delimited listing would cost one per 1,000 namespaces, but
-        names a folder with nothing in it, which SeaweedFS lists once its objects are deleted (an
-        erased user)."""
+        namespace of the last key before it (``_PAST_NAMESPACE``), or past that key itself where a
+        bucket writer planted keys beyond the mark: at most one request per namespace named and one
+        per 1,000 objects. A delimited listing would cost one per 1,000 namespaces, but names a
+        folder with nothing in it, which SeaweedFS lists once its objects are deleted (an erased
+        user). A server that answers the same page again (it ignores ``StartAfter``) is refused."""
         start: str | None = None
         previous: str | None = None
         while True:
@@ -339,8 +340,16 @@ class Operations:
                     previous = name
             if not page.truncated or not page.objects:
                 return
-            name, slash, _ = page.objects[-1].key[len(self.prefix) :].partition("/")
-            start = self.prefix + name + (_PAST_NAMESPACE if slash else "")
+            last = page.objects[-1].key
+            name, slash, _ = last[len(self.prefix) :].partition("/")
+            after = max(self.prefix + name + (_PAST_NAMESPACE if slash else ""), last)
+            if start is not None and after <= start:
+                raise StorageError(
+                    f"Error: The S3 server of {self.bucket.where} listed the same keys again from a later "
+                    "start (it ignores ListObjectsV2's StartAfter), so the users cannot be listed to the "
+                    "end. Use an S3 server that honours it (docs/servers.md); nothing was changed."
+                )
+            start = after
 
     def store_key(self) -> bytes | None:
         """Format 2: the store key, or None while the store has none (never made here)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Unpack
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class MotoBucket:
 
     name: str
     client: S3Client
-    master_key: bytes
+    master_key: bytes = field(repr=False)
 
     @property
     def key_provider(self) -> LocalKeyProvider:
