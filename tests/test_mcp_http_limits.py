@@ -11,6 +11,7 @@ of connections, are measured by ``python -m bench.edge_load`` (``docs/mcp.md``).
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import resource
 import selectors
@@ -43,8 +44,17 @@ BUCKET = "mcp-http-limits-test-memory"
 WAIT_SECONDS = 30.0
 """How long a test waits for an answer or a close the server owes: far beyond any deadline here."""
 SHORT = replace(DEFAULT_LIMITS, header_seconds=1.0, body_seconds=1.0)
-HELD = replace(DEFAULT_LIMITS, header_seconds=60.0, body_seconds=60.0)
-"""Deadlines no test reaches: what a test holds stays held."""
+HELD = replace(
+    DEFAULT_LIMITS, header_seconds=60.0, body_seconds=60.0, send_seconds=60.0, max_ahead_bytes=1 << 30
+)
+"""Deadlines and a bound on what is sent ahead that no test reaches: what a test holds stays held."""
+ASKED = 1000
+"""Requests of the resource's metadata (about 80 bytes, each answered in about 330) sent at once
+(pipelined) by a client that does not read the answers: they fill every buffer on the way, the
+server's own too."""
+VIEWS = 30
+"""Views of a 16,000-character file sent at once (pipelined) by a client that does not read them:
+the same."""
 
 LATE_HEAD = {
     "error_description": "Error: The request's headers did not arrive in time. Send the request again."
@@ -134,6 +144,46 @@ def call(url: str, token: str, arguments: dict[str, Any]) -> tuple[int, dict[str
         return parsed(until_closed(connection))
 
 
+def never_reading(url: str, requests: bytes) -> socket.socket:
+    """A connection that sends ``requests`` at once (pipelined) and reads none of the answers until
+    the test does: its receive buffer the smallest the system allows and its segments small, as over
+    a network (on loopback the server's send buffer would start at megabytes), so what the server
+    sends soon stops being taken. Returned once the server has begun to answer."""
+    parts = urllib.parse.urlsplit(url)
+    assert parts.hostname is not None and parts.port is not None
+    connection = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+    connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 536)
+    connection.settimeout(WAIT_SECONDS)
+    connection.connect((parts.hostname, parts.port))
+    connection.sendall(requests)
+    with selectors.DefaultSelector() as answering:
+        answering.register(connection, selectors.EVENT_READ)
+        assert answering.select(WAIT_SECONDS), "the server did not begin to answer"
+    return connection
+
+
+def until_reset(connection: socket.socket) -> None:
+    """Wait, reading nothing, until the server resets ``connection`` (a failure if it does not)."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while connection.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) != errno.ECONNRESET:
+        assert time.monotonic() < deadline, "the server kept the connection"
+        time.sleep(0.05)
+
+
+def metadata_requests(url: str, count: int) -> bytes:
+    """``count`` requests of the protected resource's metadata: no token needed."""
+    netloc = urllib.parse.urlsplit(url).netloc
+    return (
+        f"GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: {netloc}\r\n\r\n".encode() * count
+    )
+
+
+def answers(received: bytes) -> int:
+    """How many answers ``200`` are in ``received``."""
+    return received.count(b"HTTP/1.1 200 OK\r\n")
+
+
 def held_body(url: str, token: str, size: int, short_by: int = 10) -> socket.socket:
     """A connection whose request declares a body of ``size`` bytes and sends all but ``short_by``."""
     connection = connect(url)
@@ -212,6 +262,32 @@ def test_beyond_the_connection_cap_the_connection_waiting_longest_for_its_head_i
             rest = head(url, issuer.token("bob"), content_length=len(body), connection="close")
             connection.sendall(rest.removeprefix(b"POST /mcp HTTP/1.1\r\n") + body)
             assert parsed(until_closed(connection))[0] == 200
+
+
+def test_beyond_the_connection_cap_a_connection_whose_client_does_not_read_is_closed_first(
+    environment: dict[str, str], issuer: Issuer
+) -> None:
+    """Connections a stranger fills with answers it does not read wait on their client as a stalled
+    head does: beyond the cap the longest waiting is closed (at once, its answers dropped), so that a
+    new connection is served."""
+    limits = replace(HELD, max_connections=3, keep_alive_seconds=1)
+    with server(environment, limits) as url:
+        readers = [never_reading(url, metadata_requests(url, ASKED)) for _ in range(limits.max_connections)]
+        # Until the server stops writing to a reader, each is answered and a newcomer is closed (408).
+        until(200, lambda: call(url, issuer.token("bob"), view("/memories")))
+        cut = sorted(answers(until_closed(reader)) for reader in readers)
+    assert cut[0] < ASKED  # closed before it had all its answers
+    assert cut[1:] == [ASKED, ASKED]  # the others, read at last, were answered in full
+
+
+def test_a_client_that_sends_too_much_ahead_of_its_answers_is_cut_off(environment: dict[str, str]) -> None:
+    """What a pipelining client sends ahead of the request answered is held only up to the bound."""
+    limits = replace(HELD, max_ahead_bytes=DEFAULT_LIMITS.max_ahead_bytes)
+    with server(environment, limits) as url, connect(url) as connection:
+        requests = metadata_requests(url, ASKED)
+        assert len(requests) > 4 * limits.max_ahead_bytes
+        connection.sendall(requests)
+        assert answers(until_closed(connection)) < ASKED
 
 
 # -- E2: bodies that are too large or never end, and one user holding the server -------------------
@@ -318,6 +394,27 @@ def test_beyond_the_process_cap_of_requests_in_flight_a_request_is_503(
         for connection in held:
             connection.close()
         until(200, lambda: call(url, issuer.token("carol"), view("/memories")))
+
+
+def test_a_client_that_does_not_read_its_answers_is_cut_off_after_the_send_deadline(
+    environment: dict[str, str], issuer: Issuer
+) -> None:
+    """One user's connections pipelining views and reading none of the answers hold its requests in
+    flight (each the one its answer waits on) only until the send deadline: then they are closed and
+    the user is served again."""
+    limits = replace(HELD, max_in_flight_per_user=2, send_seconds=1.0)
+    alice = issuer.token("alice")
+    path = f"{directory()}/long.txt"
+    answer(library(environment, "alice"), {"command": "create", "path": path, "file_text": "x" * 16000})
+    body = json.dumps(tools_call(view(path))).encode()
+    with server(environment, limits) as url:
+        viewing = head(url, alice, content_length=len(body)) + body
+        readers = [never_reading(url, viewing * VIEWS) for _ in range(limits.max_in_flight_per_user)]
+        for reader in readers:
+            until_reset(reader)
+        until(200, lambda: call(url, alice, view("/memories")))  # 429 until both are freed
+        cut = [answers(until_closed(reader)) for reader in readers]
+    assert max(cut) < VIEWS
 
 
 def test_an_answer_given_before_the_body_was_read_closes_the_connection(

@@ -12,8 +12,9 @@
   handed to the SDK only once whole.
 
 Refusals are a short JSON body (``error_description``) with ``Connection: close``, ``Retry-After``
-where waiting helps; they name no setting. The connections themselves (the head's deadline, the cap
-on open connections, the open-file limit) are uvicorn's, in ``connections.py``.
+where waiting helps; they name no setting. The connections themselves (the head's deadline, the send
+deadline, the bound on what is sent ahead, the cap on open connections, the open-file limit) are
+uvicorn's, in ``connections.py``.
 """
 
 from __future__ import annotations
@@ -71,9 +72,17 @@ class EdgeLimits:
     """A request's body must be whole within this of its admission; else ``408``, closed."""
     max_body_bytes: int = body_bound(DEFAULT_MAX_FILE_BYTES)
     """The largest body (``body_bound`` of the largest file); a larger one is ``413``, never buffered."""
+    send_seconds: float = 30.0
+    """What the server sent must be taken by the client within this of the server's socket buffer
+    filling; else the connection is closed at once, without an answer (the request it was answering
+    ends, its place in flight freed)."""
+    max_ahead_bytes: int = 16 * 1024
+    """What a client may send ahead of the request being answered (HTTP pipelining) that the server
+    holds; beyond it the connection is closed at once, without an answer."""
     max_connections: int = 4096
-    """Open connections; beyond it the one waiting longest for its head is closed (``408``). At
-    start-up, at most three quarters of the open-file limit."""
+    """Open connections; beyond it the one waiting longest on its client, for a head (``408``) or to
+    take what was sent (closed at once), is closed. At start-up, at most three quarters of the
+    open-file limit."""
     max_in_flight: int = 64
     """Requests admitted (their token verified) and not yet answered, all users together; beyond it
     ``503``."""
