@@ -8,7 +8,11 @@ key, a loopback token issuer, ``tests/support/issuer.py``). An attacker process 
 - ``--half-open`` connections (2,000) that send half a request head and wait, each opened again
   as soon as the server closes it (no token needed);
 - ``--stalled`` connections (200) with alice's token, each declaring a 4 MiB body and sending all
-  of it but 10 bytes, each opened again as soon as it is answered or closed.
+  of it but 10 bytes, each opened again as soon as it is answered or closed;
+- ``--slow-readers`` connections (50) that send, at once, as many requests for the protected
+  resource's metadata as the server holds ahead (no token needed) and never read the answers (a
+  receive buffer of 1 KiB and 536-byte segments, as a client across a network), each opened again as
+  soon as the server closes it.
 
 Meanwhile bob's ``tools/call`` (a ``view`` of a file, a connection of its own each time) is timed
 twice a second, and the server's resident memory (``VmRSS``) and open descriptors are sampled four
@@ -34,6 +38,7 @@ import json
 import multiprocessing
 import os
 import signal
+import socket
 import statistics
 import threading
 import time
@@ -54,12 +59,19 @@ CALL_TIMEOUT_SECONDS = 30.0
 START_TIMEOUT_SECONDS = 60.0
 PROTOCOL_VERSION = "2025-06-18"
 PR_SET_PDEATHSIG = 1
+TCP_ESTABLISHED = 1
 
-# The attacker's counters (a shared array of the attacker's writing, read by the bench).
-HALF_OPEN_HELD, BODIES_HELD, ANSWERED_408, ANSWERED_413, ANSWERED_429, ANSWERED_503, UNANSWERED = range(7)
-COUNTERS = ("half_open_held", "bodies_held", "408", "413", "429", "503", "unanswered")
+# The attacker's counters (a shared array of the attacker's writing, read by the bench): the
+# connections it holds, then what it was answered.
+HALF_OPEN_HELD, BODIES_HELD, READERS_HELD = HELD = range(3)
+ANSWERED_408, ANSWERED_413, ANSWERED_429, ANSWERED_503, UNANSWERED, READERS_CLOSED = range(3, 9)
+COUNTERS = (
+    *("half_open_held", "bodies_held", "readers_held"),
+    *("408", "413", "429", "503", "unanswered", "readers_closed"),
+)
 """``unanswered``: closed with nothing the attacker could read. A refusal sent while the attacker is
-still sending its body is lost: a close with unread data resets the connection."""
+still sending its body is lost: a close with unread data resets the connection. ``readers_closed``:
+slow readers the server closed."""
 STATUSES = {b"408": ANSWERED_408, b"413": ANSWERED_413, b"429": ANSWERED_429, b"503": ANSWERED_503}
 
 
@@ -119,8 +131,49 @@ async def _stalled(port: int, head: bytes, body: bytes, counters: SynchronizedAr
             writer.close()
 
 
+def _metadata_requests(port: int) -> bytes:
+    """As many requests of the resource's metadata as the server holds ahead of the one it answers
+    (nine tenths of its bound), pipelined."""
+    from s3memory.mcp.limits import DEFAULT_LIMITS
+
+    one = f"GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+    return one * (DEFAULT_LIMITS.max_ahead_bytes * 9 // 10 // len(one))
+
+
+async def _slow_reader(port: int, requests: bytes, counters: SynchronizedArray[int]) -> None:
+    """One connection that sends ``requests`` and never reads the answers, opened again whenever the
+    server closes it (seen, without reading, in the connection's TCP state)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        reader = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        reader.setblocking(False)
+        reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+        reader.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 536)
+        try:
+            await loop.sock_connect(reader, ("127.0.0.1", port))
+            await loop.sock_sendall(reader, requests)
+        except OSError:
+            reader.close()
+            await asyncio.sleep(0.1)
+            continue
+        counters[READERS_HELD] += 1
+        try:
+            while reader.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] == TCP_ESTABLISHED:
+                await asyncio.sleep(1)
+            counters[READERS_CLOSED] += 1
+        finally:
+            counters[READERS_HELD] -= 1
+            reader.close()
+
+
 async def _attack(
-    port: int, token: str, half_open: int, stalled: int, body_bytes: int, counters: SynchronizedArray[int]
+    port: int,
+    token: str,
+    half_open: int,
+    stalled: int,
+    slow_readers: int,
+    body_bytes: int,
+    counters: SynchronizedArray[int],
 ) -> None:
     parent = os.getppid()
     head = (
@@ -131,6 +184,8 @@ async def _attack(
     body = b" " * (body_bytes - 10)
     tasks = [asyncio.create_task(_half_open(port, counters)) for _ in range(half_open)]
     tasks += [asyncio.create_task(_stalled(port, head, body, counters)) for _ in range(stalled)]
+    requests = _metadata_requests(port)
+    tasks += [asyncio.create_task(_slow_reader(port, requests, counters)) for _ in range(slow_readers)]
     while os.getppid() == parent:  # the bench stops the attacker with SIGTERM, or dies
         await asyncio.sleep(1)
     for task in tasks:
@@ -138,13 +193,19 @@ async def _attack(
 
 
 def attack(
-    port: int, token: str, half_open: int, stalled: int, body_bytes: int, counters: SynchronizedArray[int]
+    port: int,
+    token: str,
+    half_open: int,
+    stalled: int,
+    slow_readers: int,
+    body_bytes: int,
+    counters: SynchronizedArray[int],
 ) -> None:
     """The attacker process: connections held against ``port`` until it is terminated."""
     from s3memory.mcp.connections import raise_open_file_limit
 
     raise_open_file_limit()
-    asyncio.run(_attack(port, token, half_open, stalled, body_bytes, counters))
+    asyncio.run(_attack(port, token, half_open, stalled, slow_readers, body_bytes, counters))
 
 
 # -- what the bench measures ------------------------------------------------------------------------
@@ -229,7 +290,7 @@ def _measure(
 ) -> None:
     """Probe and sample for ``seconds``: calls on this thread, samples on another."""
     stop = threading.Event()
-    held_most = {"half_open_held": 0, "bodies_held": 0}
+    held_most = dict.fromkeys(COUNTERS[: len(HELD)], 0)
 
     def sample() -> None:
         while not stop.is_set():
@@ -238,8 +299,8 @@ def _measure(
                 phase.rss_mib.append(rss)
                 phase.descriptors.append(fds)
             if counters is not None:
-                held_most["half_open_held"] = max(held_most["half_open_held"], counters[HALF_OPEN_HELD])
-                held_most["bodies_held"] = max(held_most["bodies_held"], counters[BODIES_HELD])
+                for index in HELD:
+                    held_most[COUNTERS[index]] = max(held_most[COUNTERS[index]], counters[index])
             stop.wait(SAMPLE_EVERY_SECONDS)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -260,7 +321,7 @@ def _measure(
     if counters is not None:
         phase.attacker = {
             **{f"most_{name}": value for name, value in held_most.items()},
-            **{name: counters[index] for index, name in enumerate(COUNTERS) if index > BODIES_HELD},
+            **{name: counters[index] for index, name in enumerate(COUNTERS) if index not in HELD},
         }
 
 
@@ -279,6 +340,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.edge_load", description=__doc__.split("\n\n")[0])
     parser.add_argument("--half-open", type=int, default=2000)
     parser.add_argument("--stalled", type=int, default=200)
+    parser.add_argument("--slow-readers", type=int, default=50)
     parser.add_argument("--body-mib", type=float, default=4.0)
     parser.add_argument("--seconds", type=float, default=60.0, help="how long the attack lasts")
     parser.add_argument("--idle-seconds", type=float, default=10.0, help="before, and after each attack")
@@ -296,7 +358,7 @@ def _attacked(phase: Phase, options: argparse.Namespace, port: int, pid: int, to
     body_bytes = int(options.body_mib * MIB)
     attacker = spawning.Process(
         target=attack,
-        args=(port, token, options.half_open, options.stalled, body_bytes, counters),
+        args=(port, token, options.half_open, options.stalled, options.slow_readers, body_bytes, counters),
         daemon=True,
     )
     attacker.start()
