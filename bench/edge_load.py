@@ -166,46 +166,40 @@ async def _slow_reader(port: int, requests: bytes, counters: SynchronizedArray[i
             reader.close()
 
 
-async def _attack(
-    port: int,
-    token: str,
-    half_open: int,
-    stalled: int,
-    slow_readers: int,
-    body_bytes: int,
-    counters: SynchronizedArray[int],
-) -> None:
+@dataclass(frozen=True)
+class Crowd:
+    """The attacker's connections: how many of each kind, and the stalled bodies' size."""
+
+    half_open: int
+    stalled: int
+    slow_readers: int
+    body_bytes: int
+
+
+async def _attack(port: int, token: str, crowd: Crowd, counters: SynchronizedArray[int]) -> None:
     parent = os.getppid()
     head = (
         f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
         f"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
-        f"Content-Length: {body_bytes}\r\n\r\n"
+        f"Content-Length: {crowd.body_bytes}\r\n\r\n"
     ).encode()
-    body = b" " * (body_bytes - 10)
-    tasks = [asyncio.create_task(_half_open(port, counters)) for _ in range(half_open)]
-    tasks += [asyncio.create_task(_stalled(port, head, body, counters)) for _ in range(stalled)]
+    body = b" " * (crowd.body_bytes - 10)
     requests = _metadata_requests(port)
-    tasks += [asyncio.create_task(_slow_reader(port, requests, counters)) for _ in range(slow_readers)]
+    tasks = [asyncio.create_task(_half_open(port, counters)) for _ in range(crowd.half_open)]
+    tasks += [asyncio.create_task(_stalled(port, head, body, counters)) for _ in range(crowd.stalled)]
+    tasks += [asyncio.create_task(_slow_reader(port, requests, counters)) for _ in range(crowd.slow_readers)]
     while os.getppid() == parent:  # the bench stops the attacker with SIGTERM, or dies
         await asyncio.sleep(1)
     for task in tasks:
         task.cancel()
 
 
-def attack(
-    port: int,
-    token: str,
-    half_open: int,
-    stalled: int,
-    slow_readers: int,
-    body_bytes: int,
-    counters: SynchronizedArray[int],
-) -> None:
+def attack(port: int, token: str, crowd: Crowd, counters: SynchronizedArray[int]) -> None:
     """The attacker process: connections held against ``port`` until it is terminated."""
     from s3memory.mcp.connections import raise_open_file_limit
 
     raise_open_file_limit()
-    asyncio.run(_attack(port, token, half_open, stalled, slow_readers, body_bytes, counters))
+    asyncio.run(_attack(port, token, crowd, counters))
 
 
 # -- what the bench measures ------------------------------------------------------------------------
@@ -355,12 +349,8 @@ def _attacked(phase: Phase, options: argparse.Namespace, port: int, pid: int, to
     """Measure ``phase`` while an attacker process holds its connections with ``token``."""
     spawning = multiprocessing.get_context("spawn")
     counters: SynchronizedArray[int] = spawning.Array("q", len(COUNTERS), lock=False)
-    body_bytes = int(options.body_mib * MIB)
-    attacker = spawning.Process(
-        target=attack,
-        args=(port, token, options.half_open, options.stalled, options.slow_readers, body_bytes, counters),
-        daemon=True,
-    )
+    crowd = Crowd(options.half_open, options.stalled, options.slow_readers, int(options.body_mib * MIB))
+    attacker = spawning.Process(target=attack, args=(port, token, crowd, counters), daemon=True)
     attacker.start()
     try:
         _measure(phase, options.seconds, pid, call, counters)
