@@ -424,8 +424,8 @@ class Settings:
 
     def make_s3_client(self, *, quick: bool = False) -> S3Client:
         """An S3 client with our standard client settings (see ``s3memory.clients``; ``quick``: one
-        attempt, bounded); ``SettingsError`` where botocore cannot build one from the region or the
-        endpoint it is given."""
+        attempt, bounded); ``SettingsError`` naming what botocore refused where it cannot build one
+        (a profile, a region, an endpoint)."""
         from botocore.exceptions import BotoCoreError
 
         from s3memory.clients import make_s3_client
@@ -434,6 +434,6 @@ class Settings:
             return make_s3_client(endpoint_url=self.endpoint_url, quick=quick)
         except (BotoCoreError, ValueError) as error:  # botocore's words name the value, never a secret
             raise SettingsError(
-                f"no S3 client could be built ({error}): check AWS_DEFAULT_REGION (AWS_REGION) and "
-                f"{ENDPOINT_URL}"
+                f"the S3 client could not be built ({type(error).__name__}): {error} (check AWS_PROFILE, "
+                f"AWS_DEFAULT_REGION and {ENDPOINT_URL})"
             ) from None

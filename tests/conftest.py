@@ -212,6 +212,7 @@ FORMAT_SUITES = frozenset(
         "test_lambda_ric",
         "test_operations",
         "test_versions",
+        "test_scripted_claude",
     }
 )
 """The modules whose memories take ``STORAGE_FORMAT`` (``make_memory``, ``memory_tool``,

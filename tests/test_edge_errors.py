@@ -248,7 +248,7 @@ def test_a_region_botocore_cannot_take_is_a_setting_that_changed_nothing(
     assert told == UNAVAILABLE.format("req-edge-region")
     (line,) = diagnoses(caplog, "req-edge-region")
     assert line.startswith(
-        "s3memory: request req-edge-region failed (SettingsError): no S3 client could be built ("
+        "s3memory: request req-edge-region failed (SettingsError): the S3 client could not be built ("
     )
     assert "eu west 1!" in line and "AWS_DEFAULT_REGION" in line and "S3MEMORY_ENDPOINT_URL" in line
 

@@ -860,5 +860,5 @@ def test_an_aws_profile_botocore_cannot_use_is_refused_in_one_line_before_anythi
         "",
         "s3memory mcp: the S3 client could not be built (ProfileNotFound): "
         "The config profile (no-such-profile) could not be found "
-        "(check AWS_PROFILE and AWS_DEFAULT_REGION in the server's environment)\n",
+        "(check AWS_PROFILE, AWS_DEFAULT_REGION and S3MEMORY_ENDPOINT_URL)\n",
     )

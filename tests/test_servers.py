@@ -451,6 +451,8 @@ def test_the_probes_clean_up_deletes_only_objects_that_are_exactly_a_probes(
     user named ``s3memory.probe-notes`` lost every file to a routine ``verify``. Only an object named
     as a probe's in whole, directly at the prefix, and carrying that probe's metadata goes; each
     candidate costs one HeadObject, and the look one listing page."""
+    if SERVED[backend] is None:
+        pytest.skip("a server refused has no users")
     left = cut_short(new_client)
     provider = LocalKeyProvider(MASTER_KEY)
     operations = Operations(Bucket(s3, BUCKET), provider, storage_format=1)

@@ -12,11 +12,6 @@ once ``startup.py`` found that the bucket and the KMS key answer; ``env_file.py`
 from __future__ import annotations
 
 from importlib.util import find_spec
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from s3memory.settings import Settings
-    from s3memory.store import Store
 
 MCP_INSTALL_HINT = "pip install -e '.[mcp]' in the s3memory checkout (or its wheel with [mcp])"
 DEFAULT_MCP_HOST = "127.0.0.1"
@@ -34,19 +29,3 @@ MCP_REQUIREMENT = "mcp"
 def missing_for_mcp() -> list[str]:
     """The requirements of the ``mcp`` extra whose modules cannot be found, without importing any."""
     return [] if find_spec(MCP_REQUIREMENT) is not None else [MCP_REQUIREMENT]
-
-
-def store_of(settings: Settings) -> Store:
-    """The store ``settings`` name; an AWS setting botocore refuses (a profile, a region) is a
-    ``SettingsError`` that names it, not a traceback."""
-    from botocore.exceptions import BotoCoreError
-
-    from s3memory.settings import SettingsError
-
-    try:
-        return settings.make_store()
-    except (BotoCoreError, ValueError) as error:
-        raise SettingsError(
-            f"the S3 client could not be built ({type(error).__name__}): {error} "
-            "(check AWS_PROFILE and AWS_DEFAULT_REGION in the server's environment)"
-        ) from None

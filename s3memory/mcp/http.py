@@ -39,7 +39,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from s3memory.core.paths import UserId
-from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, EXIT_SERVED, EXIT_USAGE, store_of
+from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, EXIT_SERVED, EXIT_USAGE
 from s3memory.mcp.limits import DEFAULT_LIMITS, Admission, EdgeGuard, EdgeLimits, body_bound
 from s3memory.mcp.server import build_server
 from s3memory.mcp.tool import MCP_ACTOR
@@ -299,7 +299,7 @@ def http_main(
     limits = within_open_files(limits, raise_open_file_limit())
     verifier = None if tokens is None or no_auth else TokenVerifier(tokens)
     try:
-        store = store_of(settings)
+        store = settings.make_store()
     except SettingsError as error:
         return _refused(str(error))
     reason = unusable(settings) if check else None

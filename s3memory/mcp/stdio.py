@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from s3memory.core.paths import UserId
-from s3memory.mcp import EXIT_SERVED, EXIT_USAGE, store_of
+from s3memory.mcp import EXIT_SERVED, EXIT_USAGE
 from s3memory.mcp.startup import unusable
 from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.memory import S3Memory
@@ -59,7 +59,7 @@ def mcp_main(user_id: str, mount_options: Sequence[str] = (), *, check: bool = T
         print(f"s3memory mcp: a --mount is refused: {error}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        store = store_of(settings)
+        store = settings.make_store()
     except SettingsError as error:
         print(f"s3memory mcp: {error}", file=sys.stderr)
         return EXIT_USAGE
