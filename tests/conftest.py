@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import boto3
 import pytest
 from botocore.config import Config
+from hypothesis import settings
 from moto import mock_aws
 from moto.s3.responses import S3Response
 
@@ -61,6 +62,12 @@ ToolT = TypeVar("ToolT", S3MemoryTool, AsyncS3MemoryTool)
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+
+# Under mutmut (`make mutation`, which sets MUTANT_UNDER_TEST) a property test draws the same examples in
+# every run, so a mutant is killed or survives the same way each time; no database, no deadline.
+settings.register_profile("mutation", derandomize=True, database=None, deadline=None)
+if "MUTANT_UNDER_TEST" in os.environ:
+    settings.load_profile("mutation")
 
 install_condition_checks()  # before ``atomic_moto_writes`` wraps moto: a check and its write are one
 _server_report: dict[str, Any] = {}
