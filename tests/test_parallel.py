@@ -5,6 +5,7 @@ clock, so no test depends on how fast this machine is."""
 from __future__ import annotations
 
 import contextvars
+import os
 import threading
 from collections.abc import Callable
 
@@ -121,3 +122,19 @@ def test_calls_run_in_the_callers_context_and_one_item_runs_inline() -> None:
     seen.clear()
     parallel(lambda _item: seen.append((name.get(), threading.current_thread().name)), [1])
     assert seen == [("caller", threading.current_thread().name)]
+
+
+def test_a_process_forked_after_the_pool_was_used_gets_a_pool_of_its_own() -> None:
+    """A server that forks its workers after the library has sent a side request (gunicorn's
+    ``--preload``, a ``fork`` multiprocessing pool, mutmut) gives each child a pool whose threads did
+    not survive the fork: before, a side request there waited forever."""
+    assert concurrency.side(lambda: "parent").result(timeout=WAIT) == "parent"
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through its exit status
+        try:
+            answered = concurrency.side(lambda: "child").result(timeout=5)
+        except BaseException:
+            os._exit(3)
+        os._exit(0 if answered == "child" else 4)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -42,6 +43,17 @@ def _shared_pool() -> ThreadPoolExecutor:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=PARALLEL_REQUESTS, thread_name_prefix="s3memory")
         return _pool
+
+
+def _forget_pool_in_child() -> None:
+    """In a forked child: the parent's workers did not come along (a task given to its pool would wait
+    forever), and its lock may have been held; the child makes its own of both when first asked."""
+    global _pool, _pool_lock
+    _pool = None
+    _pool_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool_in_child)
 
 
 @contextlib.contextmanager
