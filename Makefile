@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PEER_STAMP := bench/.venv-peer/.installed
 CHECKOV_STAMP := .venv-checkov/.installed
 
-.PHONY: venv demo test test-all test-format1 lint format bench bench-quick lambda-zip soak edge-soak
+.PHONY: venv demo test test-all test-format1 lint format bench bench-quick lambda-zip soak edge-soak mutation mutation-sample
 
 # The extra S3 servers of the tests' matrix (s3rver from npm, LocalStack's S3 from PyPI): docs/servers.md.
 include tests/servers/servers.mk
@@ -72,6 +72,20 @@ soak: $(STAMP)
 # (bench/edge_load.py, docs/mcp.md); about 3 minutes; e.g. EDGE_SOAK_ARGS="--rounds 1 --json /tmp/edge.json".
 edge-soak: $(STAMP)
 	$(PY) -m bench.edge_load $(EDGE_SOAK_ARGS)
+
+MUTATION_STAMP := $(VENV)/.mutation-installed
+$(MUTATION_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet --constraint constraints.txt --editable '.[mutation]'
+	touch $(MUTATION_STAMP)
+
+# Every mutant of the core modules (tools/mutation.py; the scores are in docs/development.md): each one
+# killed by a test or listed with its reason in mutation/survivors/; run it before changing a core module.
+mutation: $(MUTATION_STAMP)
+	$(PY) tools/mutation.py $(MUTATION_ARGS)
+
+# What CI runs: 100 mutants drawn at random; a failure prints its --seed, e.g. MUTATION_ARGS="--seed 7".
+mutation-sample: $(MUTATION_STAMP)
+	$(PY) tools/mutation.py --sample 100 $(MUTATION_ARGS)
 
 lambda-zip: $(STAMP)
 	$(PY) tools/build_lambda_zip.py --output dist/lambda.zip

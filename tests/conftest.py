@@ -10,6 +10,7 @@ run. Either way ``BUCKET`` exists and is empty when the test starts.
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import threading
 import time
@@ -68,6 +69,23 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 settings.register_profile("mutation", derandomize=True, database=None, deadline=None)
 if "MUTANT_UNDER_TEST" in os.environ:
     settings.load_profile("mutation")
+MUTANT_WAIT_SECONDS = 60
+"""Under mutmut, a test still running after this long is a mutant that made it wait (a lock never
+released, a future never answered): the process ends with status 1, which mutmut counts as killed.
+mutmut's own limit counts CPU time, which a waiting process does not spend."""
+
+
+@pytest.fixture(autouse=True)
+def _mutant_may_not_wait() -> Iterator[None]:
+    if "MUTANT_UNDER_TEST" not in os.environ:
+        yield
+        return
+    faulthandler.dump_traceback_later(MUTANT_WAIT_SECONDS, exit=True)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
 
 install_condition_checks()  # before ``atomic_moto_writes`` wraps moto: a check and its write are one
 _server_report: dict[str, Any] = {}
