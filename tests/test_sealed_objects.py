@@ -18,10 +18,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from s3memory.crypto import (
     HEADER_BYTES,
-    HEADER_METADATA,
-    MAGIC,
     OVERHEAD,
-    PLACE_METADATA,
     SEALED_VERSION_BYTES,
     DataKeySource,
     KeyOwner,
@@ -37,6 +34,10 @@ from s3memory.errors import IntegrityError, ObjectRefused
 from .support.bucket import MASTER_KEY
 from .support.ciphers import NoVault
 
+MAGIC = b"S3ME"
+HEADER_METADATA = "s3memory-header"
+PLACE_METADATA = "s3memory-place"
+"""The documented magic and metadata names (docs/format.md, docs/format-v2.md), not the module's."""
 PATH = "/memories/notes.md"
 NAME = "jobs/1.json"
 STORE = "s3memory-store-a"
