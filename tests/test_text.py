@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+from typing import Any
+
 import pytest
+from anthropic.lib.tools import ToolError
+from anthropic.tools import BetaLocalFilesystemMemoryTool
 from hypothesis import given
 from hypothesis import strategies as st
 
 from s3memory.core.listing import listed_past, render_listing, tree_from
 from s3memory.core.text import (
+    MAX_LINES,
     VIEW_CHARACTER_CAP,
     Edit,
+    cut_to_cap,
     edit_snippet,
     human_size,
     insert_at,
@@ -21,6 +29,29 @@ from s3memory.core.text import (
 from s3memory.errors import CommandError
 
 _TEXT = st.text(alphabet=st.sampled_from(["a", "b", "\n", "\r", " ", "é"]), max_size=60)
+_HEADER = "Here's the content of /memories/x with line numbers:"
+_SNIPPET = "The memory file has been edited. Here is the snippet showing the change (with line numbers):"
+
+
+def _sdk(content: str, command: dict[str, Any]) -> tuple[str, str]:
+    """The SDK's local tool on ``/memories/x`` holding ``content``: its answer (or refusal) to
+    ``command`` and the file's text after it. The contract defers to it where it is silent."""
+    with tempfile.TemporaryDirectory() as base:
+        local = BetaLocalFilesystemMemoryTool(base_path=base)
+        target = Path(local.memory_root, "x")
+        target.write_bytes(content.encode("utf-8"))
+        try:
+            answer = local.call({**command, "path": "/memories/x"})
+        except ToolError as error:
+            answer = error.content
+        assert isinstance(answer, str)
+        return answer, target.read_bytes().decode("utf-8")
+
+
+def _refusal(call: Any, *args: Any) -> str:
+    with pytest.raises(CommandError) as raised:
+        call(*args)
+    return str(raised.value)
 
 
 @pytest.mark.parametrize(
@@ -247,3 +278,189 @@ def test_a_cut_listing_keeps_the_directorys_own_entries_before_any_below() -> No
     assert rows[:3] == ["4.0K\t/memories", "4.0K\t/memories/big/", "10B\t/memories/big/00000-" + "x" * 40]
     assert rows[-3:-1] == ["4.0K\t/memories/small/", "7B\t/memories/zz.md"]
     assert rows[-1].startswith("[Listing cut near 16,000 characters: ")
+
+
+@pytest.mark.parametrize("text", ["X", "X\n", "X\n\n", "\nX", "\nX\n", "X\r\n", " X \r", "a\nX"])
+@pytest.mark.parametrize(("content", "line"), [("a\nb\n", 0), ("a\nb\n", 1), ("a\nb", 2), ("", 0)])
+def test_insert_writes_the_file_the_sdks_insert_writes(content: str, line: int, text: str) -> None:
+    edit = insert_at("/memories/x", content, line, text)
+    assert edit.text == _sdk(content, {"command": "insert", "insert_line": line, "insert_text": text})[1]
+    assert edit.text[edit.start : edit.end] == text.rstrip("\n") + "\n"
+
+
+def test_insert_keeps_every_character_but_the_final_newlines() -> None:
+    assert insert_at("/memories/x", "a\n", 1, "tail X \r\n\n").text == "a\ntail X \r\n"
+    assert insert_at("/memories/x", "a", 0, "\n\nX").text == "\n\nX\na\n"
+
+
+@pytest.mark.parametrize(("line", "lines"), [(-1, 2), (3, 2), (1, 0)])
+def test_insert_line_outside_the_file_is_refused_with_the_contracts_words(line: int, lines: int) -> None:
+    content = "a\r\nb\n"[: 4 * lines]
+    assert _refusal(insert_at, "/memories/x", content, line, "X") == (
+        f"Error: Invalid `insert_line` parameter: {line}. "
+        f"It should be within the range of lines of the file: [0, {lines}]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "old", "lines"),
+    [
+        ("\nab\nab\n", "ab", "2, 3"),  # a file that starts with a line break
+        ("ab ab\n\nab", "ab", "1, 1, 3"),  # cannot overlap itself
+        ("aba\nababa\n", "aba", "1, 2, 2"),  # overlaps itself, no short period
+        ("aaa\n\naaa", "aa", "1, 1, 3, 3"),  # runs with a short period
+        ("\n\na\na\na\nb\na\na", "a\na", "3, 4, 7"),  # runs across lines
+        ("b\n" + "a" * 50, "a", ", ".join(["2"] * 50)),
+    ],
+)
+def test_multiple_occurrences_name_the_line_of_each_as_the_sdk_does(
+    content: str, old: str, lines: str
+) -> None:
+    message = (
+        f"No replacement was performed. Multiple occurrences of old_str `{old}` in lines: {lines}. "
+        "Please ensure it is unique"
+    )
+    assert _refusal(replace_unique, "/memories/x", content, old, "new") == message
+    assert _sdk(content, {"command": "str_replace", "old_str": old, "new_str": "new"})[0] == message
+
+
+@given(st.text(alphabet="ab\n", max_size=200), st.text(alphabet="ab\n", min_size=1, max_size=4))
+def test_a_refused_str_replace_answers_what_the_sdk_answers(content: str, old: str) -> None:
+    """Where the SDK refuses too (no occurrence, or several that do not overlap); past 50, ours counts
+    the rest."""
+    if content.count(old) == 1:
+        return
+    sdk = _sdk(content, {"command": "str_replace", "old_str": old, "new_str": "new"})[0]
+    head, listed, tail = sdk.partition(" in lines: ")
+    if listed:
+        numbers, _, tail = tail.partition(". ")
+        rest = len(numbers.split(", ")) - 50
+        more = f" (and {rest:,} more occurrences)" if rest > 0 else ""
+        sdk = f"{head}{listed}{', '.join(numbers.split(', ')[:50])}{more}. {tail}"
+    assert _refusal(replace_unique, "/memories/x", content, old, "new") == sdk
+
+
+@pytest.mark.parametrize(
+    ("content", "old", "lines"),
+    [
+        ("a\n" * 51, "a", range(1, 51)),  # cannot overlap itself
+        ("a" * 52, "aa", [1] * 50),  # one run with a short period
+        ("\n" + "aba_" * 51, "aba", [2] * 50),  # overlaps itself, no short period
+    ],
+)
+def test_past_fifty_occurrences_the_rest_are_counted(content: str, old: str, lines: list[int]) -> None:
+    listed = ", ".join(map(str, lines))
+    assert _refusal(replace_unique, "/memories/x", content, old, "") == (
+        f"No replacement was performed. Multiple occurrences of old_str `{old}` in lines: "
+        f"{listed} (and 1 more occurrences). Please ensure it is unique"
+    )
+    fifty = content[: content.rfind(old) + len(old) - 1]
+    assert _refusal(replace_unique, "/memories/x", fifty, old, "") == (
+        f"No replacement was performed. Multiple occurrences of old_str `{old}` in lines: "
+        f"{listed}. Please ensure it is unique"
+    )
+
+
+def test_an_old_str_over_500_characters_is_quoted_in_part() -> None:
+    assert _refusal(replace_unique, "/memories/x", "b", "a" * 500, "") == (
+        f"No replacement was performed, old_str `{'a' * 500}` did not appear verbatim in /memories/x."
+    )
+    assert _refusal(replace_unique, "/memories/x", "b", "a" * 501, "") == (
+        f"No replacement was performed, old_str `{'a' * 500}…` (the first 500 of its 501 characters) "
+        "did not appear verbatim in /memories/x."
+    )
+    assert _refusal(replace_unique, "/memories/x", "b", "", "") == "Error: `old_str` must not be empty."
+
+
+@pytest.mark.parametrize(
+    ("content", "old", "new"),
+    [
+        ("\n1\n2\n3\n4\n5\n6\n", "4", "four"),  # a file that starts with a line break
+        ("\n\n\nx\nz", "x", "y"),
+        ("1\n2\n3\n4\n5\n6\n7\n", "1", "one"),
+        ("1\n2\n3\n4\n5\n6\n7\n", "5\n6", "five\nsix"),
+    ],
+)
+def test_the_snippet_of_a_one_line_change_away_from_the_end_is_the_sdks(
+    content: str, old: str, new: str
+) -> None:
+    """The SDK's snippet shows an extra empty line for a final newline; away from the end, ours is its."""
+    answer = edit_snippet(replace_unique("/memories/x", content, old, new))
+    assert answer == _sdk(content, {"command": "str_replace", "old_str": old, "new_str": new})[0]
+
+
+def test_a_view_of_exactly_the_cap_is_whole_and_one_more_character_is_cut() -> None:
+    rows = ["a" * 7966, "b" * 7966]  # header 52 + 2 * (1 + 7 + 7966) = 16,000
+    whole = "\n".join([_HEADER, *(f"{n:>6}\t{row}" for n, row in enumerate(rows, start=1))])
+    assert len(whole) == VIEW_CHARACTER_CAP
+    assert render_file("/memories/x", "\n".join(rows), None) == whole
+    note = (
+        "[Output cut near 16,000 characters: lines 1-1 of {} shown. Use view_range [2, -1] to see the rest.]"
+    )
+    longer = "\n".join([rows[0], rows[1] + "b"])
+    assert render_file("/memories/x", longer, None) == f"{_HEADER}\n     1\t{rows[0]}\n{note.format(2)}"
+    assert render_file("/memories/x", "\n".join([*rows, "c"]), None) == (
+        f"{_HEADER}\n     1\t{rows[0]}\n{note.format(3)}"
+    )
+
+
+def test_cut_to_cap_keeps_rows_and_their_note_to_exactly_the_cap() -> None:
+    def note(kept: int) -> str:
+        return f"[{kept}]"
+
+    header, first, second = "h" * 100, "r" * 7000, "s" * 8894  # with "[2]": 16,000 characters
+    assert len("\n".join([header, first, second, "[2]"])) == VIEW_CHARACTER_CAP
+    assert cut_to_cap(header, [first, second], note, cut=True) == "\n".join([header, first, second, "[2]"])
+    assert cut_to_cap(header, [first, second + "s"], note, cut=True) == "\n".join([header, first, "[1]"])
+    assert cut_to_cap(header, [first, second + "ssss"], note) == "\n".join([header, first, second + "ssss"])
+    assert cut_to_cap(header, [first, second + "sssss"], note) == "\n".join([header, first, "[1]"])
+    assert cut_to_cap(header, [first, second + "ss"], note, "e") == "\n".join(
+        [header, first, second + "ss", "e"]
+    )
+    assert cut_to_cap(header, [first, second + "sss"], note, "e") == "\n".join([header, first, "[1]", "e"])
+
+
+@pytest.mark.parametrize(
+    ("content", "view_range", "problem", "valid"),
+    [
+        ("", [1, -1], "start 1 is past the end of the file", "none (the file is empty)"),
+        ("", [0, -1], "start must be at least 1", "none (the file is empty)"),
+        ("a\nb\n", [3, 3], "start 3 is past the end of the file", "[1, 2]"),
+        ("a\nb\n", [0, 1], "start must be at least 1", "[1, 2]"),
+        ("a\nb\n", [2, 1], "end must be -1 or not less than start", "[1, 2]"),
+        ("a\nb\n", [1, -2], "end must be -1 or not less than start", "[1, 2]"),
+        ("a\nb", [2, 0], "end must be -1 or not less than start", "[1, 2]"),
+    ],
+)
+def test_a_view_range_outside_the_file_is_refused_naming_the_valid_lines(
+    content: str, view_range: list[int], problem: str, valid: str
+) -> None:
+    """The contract asks for the valid range and gives no words (the SDK clamps): these are ours."""
+    lines = len(split_lines(content))
+    assert _refusal(render_file, "/memories/x", content, view_range) == (
+        f"Error: Invalid `view_range` {view_range} for /memories/x: {problem}. The file has {lines} lines; "
+        f"valid line numbers: {valid}. Use [start, end], or [start, -1] to read to the end."
+    )
+
+
+@pytest.mark.parametrize(
+    ("view_range", "rows"),
+    [([1, 1], [1]), ([2, 3], [2, 3]), ([3, 9], [3]), ([3, -1], [3]), ([1, 3], [1, 2, 3])],
+)
+def test_a_view_range_inside_the_file_shows_those_lines(view_range: list[int], rows: list[int]) -> None:
+    assert render_file("/memories/x", "l1\nl2\nl3\n", view_range) == "\n".join(
+        [_HEADER, *(f"{n:>6}\tl{n}" for n in rows)]
+    )
+
+
+def test_a_file_of_999999_lines_is_shown_and_one_more_line_is_refused() -> None:
+    """999,999 line breaks are 999,999 lines (the SDK, counting the empty tail, refuses them)."""
+    assert MAX_LINES == 999_999
+    assert render_file("/memories/x", "\n" * 999_999, [999_998, -1]) == f"{_HEADER}\n999998\t\n999999\t"
+    assert render_file("/memories/x", "\n" * 999_999, None).endswith(
+        "\n  1979\t\n[Output cut near 16,000 characters: lines 1-1979 of 999999 shown. "
+        "Use view_range [1980, -1] to see the rest.]"
+    )
+    refusal = "File /memories/x exceeds maximum line limit of 999,999 lines."
+    assert _refusal(render_file, "/memories/x", "\n" * 999_999 + "x", None) == refusal
+    assert _sdk("\n" * 999_999 + "x", {"command": "view"})[0] == refusal
