@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from s3memory.core.text import (
     MAX_LINES,
     VIEW_CHARACTER_CAP,
     Edit,
+    Occurrences,
     cut_to_cap,
     edit_snippet,
     human_size,
@@ -152,6 +154,12 @@ def test_snippet_covers_a_multiline_replacement_with_context() -> None:
             "4",
             "four",
             ["     2\t2", "     3\t3", "     4\tfour", "     5\t5", "     6\t6"],
+        ),
+        (  # the change ends one character into its last line
+            "1\n2\n3\n4\n5\n6\n7\n8\n9\n",
+            "5\n6",
+            "five\nX",
+            ["     3\t3", "     4\t4", "     5\tfive", "     6\tX", "     7\t7", "     8\t8"],
         ),
     ],
 )
@@ -464,3 +472,61 @@ def test_a_file_of_999999_lines_is_shown_and_one_more_line_is_refused() -> None:
     refusal = "File /memories/x exceeds maximum line limit of 999,999 lines."
     assert _refusal(render_file, "/memories/x", "\n" * 999_999 + "x", None) == refusal
     assert _sdk("\n" * 999_999 + "x", {"command": "view"})[0] == refusal
+
+
+def _every_occurrence(content: str, old: str) -> Occurrences:
+    positions = [index for index in range(len(content)) if content.startswith(old, index)]
+    lines = tuple(content.count("\n", 0, position) + 1 for position in positions[:50])
+    return Occurrences(len(positions), positions[0] if positions else -1, lines)
+
+
+@pytest.mark.parametrize(
+    "old", ["aa", "aaaaa", "abab", "ababababa", "a\na\n", "aabaa", "abaab", "abcab", "aaab", "abaaba", "aab"]
+)
+def test_occurrences_in_runs_of_every_length_ending_every_way(old: str) -> None:
+    """Runs of the pattern's period, 0 to 130 long, end at the end of the text or at each character
+    that breaks them; the count, the first and the lines are those of a search at every position."""
+    period = next(p for p in range(1, len(old) + 1) if old[p:] == old[: len(old) - p])
+    for length in [*range(40), 63, 64, 65, 66, 127, 128, 129, 130]:
+        run = (old[:period] * (length // period + 1))[:length]
+        for end in ["", "c", "a", "b", "\n", old, "c" + old]:
+            for start in ["", "\n", "b", "c" + old[:-1]]:
+                content = start + run + end
+                assert occurrences(content, old) == _every_occurrence(content, old), (start, run, end)
+
+
+def test_a_cut_snippet_names_the_view_range_of_the_rest_of_it() -> None:
+    new = "\n".join(f"{n:03d}" + "y" * 96 for n in range(300))
+    shown = edit_snippet(replace_unique("/memories/x", "a\nb\nc\nd\ne\nf\n", "c", new))
+    rows = shown.split("\n")
+    assert rows[1:3] == ["     1\ta", "     2\tb"]
+    assert rows[-2] == f"{len(rows) - 2:>6}\t{len(rows) - 5:03d}" + "y" * 96
+    assert rows[-1] == (
+        f"[Output cut near 16,000 characters: lines 1-{len(rows) - 2} of 305 shown. "
+        f"Use view_range [{len(rows) - 1}, 304] to see the rest.]"
+    )
+
+
+@pytest.mark.parametrize(("view_range", "rest"), [([1, -1], "-1"), ([2, 300], "300"), ([3, 900], "400")])
+def test_a_cut_view_names_the_view_range_of_the_rest_of_the_range(view_range: list[int], rest: str) -> None:
+    content = "".join(f"{n:03d}" + "z" * 96 + "\n" for n in range(1, 401))
+    rows = render_file("/memories/x", content, view_range).split("\n")
+    first, last = view_range[0], view_range[0] + len(rows) - 3
+    assert rows[1] == f"{first:>6}\t{first:03d}" + "z" * 96
+    assert rows[-2] == f"{last:>6}\t{last:03d}" + "z" * 96
+    assert rows[-1] == (
+        f"[Output cut near 16,000 characters: lines {first}-{last} of 400 shown. "
+        f"Use view_range [{last + 1}, {rest}] to see the rest.]"
+    )
+
+
+def test_a_view_draws_rows_only_until_the_answer_passes_the_cap() -> None:
+    drawn: list[int] = []
+
+    def rows() -> Iterator[str]:
+        for number in range(1_000):
+            drawn.append(number)
+            yield "r" * 99
+
+    assert cut_to_cap("h", rows(), str) == "\n".join(["h", *["r" * 99] * 159, "159"])
+    assert len(drawn) == 160  # the 160th row passes the cap: 1 + 160 * 100 characters
