@@ -187,6 +187,11 @@ def test_snippet_of_an_edit(content: str, old: str, new: str, rows: list[str]) -
         (1024**2 - 1, "1.0M"),
         (int(1.2 * 1024**2), "1.2M"),
         (3 * 1024**3, "3.0G"),
+        (1023 * 1024**3, "1023G"),
+        (1023 * 1024**3 + 1, "1.0T"),
+        (int(1.5 * 1024**4), "1.5T"),
+        (1024**5 - 1, "1024T"),
+        (5 * 1024**5 + 1, "5121T"),
     ],
 )
 def test_sizes_read_like_du_h(size: int, shown: str) -> None:

@@ -305,12 +305,11 @@ def human_size(size: int) -> str:
     """A size the way ``du -h`` prints it, rounded up: ``512B``, ``1.5K``, ``4.0K``, ``12K``, ``1.2M``."""
     if size < 1024:
         return f"{size}B"
-    for power, unit in enumerate("KMGT", start=1):
-        divisor = 1024**power
-        tenths = -(-size * 10 // divisor)
-        if tenths < 100:
-            return f"{tenths // 10}.{tenths % 10}{unit}"
-        whole = -(-size // divisor)
-        if whole < 1024 or unit == "T":
-            return f"{whole}{unit}"
-    raise AssertionError("unreachable")
+    power = 1
+    while power < 4 and -(-size // 1024**power) >= 1024:
+        power += 1
+    divisor, unit = 1024**power, "KMGT"[power - 1]
+    tenths = -(-size * 10 // divisor)
+    if tenths < 100:
+        return f"{tenths // 10}.{tenths % 10}{unit}"
+    return f"{-(-size // divisor)}{unit}"
