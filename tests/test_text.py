@@ -486,7 +486,21 @@ def _every_occurrence(content: str, old: str) -> Occurrences:
 
 
 @pytest.mark.parametrize(
-    "old", ["aa", "aaaaa", "abab", "ababababa", "a\na\n", "aabaa", "abaab", "abcab", "aaab", "abaaba", "aab"]
+    "old",
+    [
+        "aa",
+        "aaaaa",
+        "abab",
+        "ababababa",
+        "a\na\n",
+        "aabaa",
+        "abaab",
+        "abcab",
+        "aaab",
+        "abaaba",
+        "aab",
+        "aaaaba",
+    ],
 )
 def test_occurrences_in_runs_of_every_length_ending_every_way(old: str) -> None:
     """Runs of the pattern's period, 0 to 130 long, end at the end of the text or at each character
@@ -535,3 +549,8 @@ def test_a_view_draws_rows_only_until_the_answer_passes_the_cap() -> None:
 
     assert cut_to_cap("h", rows(), str) == "\n".join(["h", *["r" * 99] * 159, "159"])
     assert len(drawn) == 160  # the 160th row passes the cap: 1 + 160 * 100 characters
+
+
+def test_a_header_that_leaves_no_room_shows_the_first_row_empty() -> None:
+    header = "h" * VIEW_CHARACTER_CAP
+    assert cut_to_cap(header, ["row"], lambda kept: f"[{kept}]") == f"{header}\n\n[0]"

@@ -63,7 +63,7 @@ def cut_to_cap(
             break
     if length <= cap and not cut:
         return "\n".join([header, *taken, *ending])
-    order = sorted(range(len(taken)), key=rank) if rank is not None else range(len(taken))
+    order = sorted(range(len(taken)), key=rank)
     kept: list[int] = []
     length = len(header)
     for index in order:
@@ -132,7 +132,7 @@ def render_file(path: str, content: str, view_range: list[int] | None) -> str:
     if len(lines) > MAX_LINES:
         raise CommandError(f"File {path} exceeds maximum line limit of {MAX_LINES:,} lines.")
     selected, first = select_lines(path, lines, view_range)
-    rest_end = -1 if view_range is None or view_range[1] == -1 else min(view_range[1], len(lines))
+    rest_end = -1 if view_range is None else min(view_range[1], len(lines))
     header = f"Here's the content of {path} with line numbers:"
     return render_numbered(header, selected, first, rest_end, len(lines))
 
@@ -173,12 +173,7 @@ def _periodic_end(content: str, start: int, length: int, period: int) -> int:
     work is linear in the stretch."""
     end = start + length
     size = period
-    while True:
-        size = min(size, len(content) - end)
-        if size == 0:
-            return end
-        if not content.startswith(content[end - period : end - period + size], end):
-            break
+    while content.startswith(content[end - period : end - period + size], end):
         end += size
         size *= 2
     while size > 1:
@@ -213,8 +208,6 @@ def occurrences(content: str, old: str) -> Occurrences:
         counted = position
         listed.append(line)
 
-    if first == -1:
-        return Occurrences(0, -1, ())
     if old[0] not in old[1:] or old[-1] not in old[:-1]:
         position = first
         while position != -1 and len(listed) < LISTED_OCCURRENCES:
