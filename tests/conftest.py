@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import boto3
 import pytest
 from botocore.config import Config
-from hypothesis import settings
+from hypothesis import Phase, settings
 from moto import mock_aws
 from moto.s3.responses import S3Response
 
@@ -65,8 +65,11 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
 # Under mutmut (`make mutation`, which sets MUTANT_UNDER_TEST) a property test draws the same examples in
-# every run, so a mutant is killed or survives the same way each time; no database, no deadline.
-settings.register_profile("mutation", derandomize=True, database=None, deadline=None)
+# every run, so a mutant is killed or survives the same way each time; no database, no deadline, and no
+# shrinking (one failing example kills a mutant; shrinking it on moto took up to mutmut's time limit).
+settings.register_profile(
+    "mutation", derandomize=True, database=None, deadline=None, phases=(Phase.explicit, Phase.generate)
+)
 if "MUTANT_UNDER_TEST" in os.environ:
     settings.load_profile("mutation")
 MUTANT_WAIT_SECONDS = 60
