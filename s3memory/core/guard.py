@@ -47,15 +47,20 @@ FORMAT_RANGES: tuple[tuple[int, int], ...] = (
 )
 """The code points of Unicode category Cf (Unicode 14.0, Python 3.11's ``unicodedata``), as ranges."""
 
-_FORMAT = re.compile("[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in FORMAT_RANGES) + "]")
+
+def format_pattern() -> re.Pattern[str]:
+    """A pattern matching one format character (one of ``FORMAT_RANGES``)."""
+    return re.compile("[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in FORMAT_RANGES) + "]")
 
 
-def _format_characters(text: str, start: int = 0, end: int | None = None) -> list[int]:
-    """The positions of the format characters in ``text[start:end]``. None in ASCII text (every
-    one is U+00AD or above), which Python knows without a scan; else one pass of ``_FORMAT``."""
+def _format_characters(
+    text: str, pattern: re.Pattern[str], start: int = 0, end: int | None = None
+) -> list[int]:
+    """The positions of the format characters (matches of ``pattern``) in ``text[start:end]``. None in
+    ASCII text (every one is U+00AD or above), which Python knows without a scan; else one pass."""
     if text.isascii():
         return []
-    return [match.start() for match in _FORMAT.finditer(text, start, len(text) if end is None else end)]
+    return [match.start() for match in pattern.finditer(text, start, len(text) if end is None else end)]
 
 
 def luhn_valid(candidate: str) -> bool:
@@ -99,9 +104,6 @@ class Detector:
         return reached
 
 
-_KEY_LABEL = r"[A-Z0-9 ]{0,40}PRIVATE KEY-----"
-
-
 def _word_start(prefix: str, width: int, rest: str) -> re.Pattern[str]:
     r"""The pattern ``\b`` + ``prefix`` + ``rest``, where ``prefix`` matches ``width`` characters
     beginning with a word character, written so that ``re`` looks for the prefix first: the boundary
@@ -110,99 +112,82 @@ def _word_start(prefix: str, width: int, rest: str) -> re.Pattern[str]:
     return re.compile(f"{prefix}(?<!\\w.{{{width}}}){rest}")
 
 
-DEFAULT_DETECTORS: tuple[Detector, ...] = (
-    Detector("AWS access key id", _word_start("(?:AKIA|ASIA|ABIA|ACCA)", 4, r"[0-9A-Z]{16}\b")),
-    Detector(
-        "AWS secret access key",
-        re.compile(
-            r"(?i)aws.{0,24}?secret.{0,24}?[\"'=:\s]\s{0,32}+[\"']?+[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"
+def default_detectors() -> tuple[Detector, ...]:
+    """The default detectors, built at each call (``re`` keeps the compiled patterns)."""
+    key_label = r"[A-Z0-9 ]{0,40}PRIVATE KEY-----"
+    return (
+        Detector("AWS access key id", _word_start("(?:AKIA|ASIA|ABIA|ACCA)", 4, r"[0-9A-Z]{16}\b")),
+        Detector(
+            "AWS secret access key",
+            re.compile(
+                r"(?i)aws.{0,24}?secret.{0,24}?[\"'=:\s]\s{0,32}+[\"']?+[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"
+            ),
         ),
-    ),
-    Detector(
-        "private key block",
-        re.compile("-----BEGIN " + _KEY_LABEL),
-        until=re.compile("-----END " + _KEY_LABEL),
-    ),
-    Detector("Anthropic API key", _word_start("sk-ant-", 7, r"[A-Za-z0-9_\-]{20,}")),
-    Detector("OpenAI API key", _word_start("sk-", 3, r"(?:proj-)?[A-Za-z0-9]{20,}[A-Za-z0-9_\-]*")),
-    Detector(
-        "GitHub token", _word_start("g", 1, r"(?:h[pousr]_[A-Za-z0-9]{36,}|ithub_pat_[A-Za-z0-9_]{22,})")
-    ),
-    Detector("Slack token", _word_start("xox", 3, r"[abposr]-[A-Za-z0-9-]{10,}")),
-    Detector("Google API key", _word_start("AIza", 4, r"[0-9A-Za-z_\-]{35}")),
-    Detector("Stripe secret key", _word_start("[rs]k_live_", 8, r"[0-9A-Za-z]{16,}")),
-    # a digit not after a digit or '-' (the check behind the first digit lets ``re`` skip to digits)
-    Detector("payment card number", re.compile(r"\d(?<![\d-]\d)(?:[ -]?\d){12,18}(?![\d-])"), luhn_valid),
-)
+        Detector(
+            "private key block",
+            re.compile("-----BEGIN " + key_label),
+            until=re.compile("-----END " + key_label),
+        ),
+        Detector("Anthropic API key", _word_start("sk-ant-", 7, r"[A-Za-z0-9_\-]{20,}")),
+        Detector("OpenAI API key", _word_start("sk-", 3, r"(?:proj-)?[A-Za-z0-9]{20,}[A-Za-z0-9_\-]*")),
+        Detector(
+            "GitHub token", _word_start("g", 1, r"(?:h[pousr]_[A-Za-z0-9]{36,}|ithub_pat_[A-Za-z0-9_]{22,})")
+        ),
+        Detector("Slack token", _word_start("xox", 3, r"[abposr]-[A-Za-z0-9-]{10,}")),
+        Detector("Google API key", _word_start("AIza", 4, r"[0-9A-Za-z_\-]{35}")),
+        Detector("Stripe secret key", _word_start("[rs]k_live_", 8, r"[0-9A-Za-z]{16,}")),
+        # a digit not after a digit or '-' (the check behind the first digit lets ``re`` skip to digits)
+        Detector("payment card number", re.compile(r"\d(?<![\d-]\d)(?:[ -]?\d){12,18}(?![\d-])"), luhn_valid),
+    )
+
+
+DEFAULT_DETECTORS = default_detectors()
+"""The default detectors, as ``default_detectors()`` builds them."""
 
 _Finding = tuple[int, int, str]
 
 
-def _reach(text: str, position: int, direction: Literal[-1, 1]) -> int:
-    """The position ``EDIT_MARGIN`` characters from ``position`` (before it for -1, after it for 1),
-    format characters not counted; work linear in the distance."""
-    needed = EDIT_MARGIN
-    limit = 0 if direction < 0 else len(text)
-    while needed and position != limit:
-        step = max(limit, position - needed) if direction < 0 else min(limit, position + needed)
-        low, high = min(position, step), max(position, step)
-        needed -= high - low - len(_format_characters(text, low, high))
-        position = step
-    return position
-
-
-def _redacted(text: str, found: list[_Finding]) -> tuple[str, list[tuple[int, int, int, int]]]:
-    """``text`` with each finding (overlapping ones merged) replaced by ``[REDACTED <kind>]``, and each
-    replaced span as (start, end, new start, new end)."""
+def _redacted(text: str, found: list[_Finding]) -> str:
+    """``text`` with each finding replaced by ``[REDACTED <kind>]``: a finding that overlaps one
+    before it widens that one's marker (kinds in order of start, end, kind); touching ones get one each."""
     pieces: list[str] = []
-    replaced: list[tuple[int, int, int, int]] = []
     position = 0
-    length = 0
     for start, end, kind in sorted(found):
-        if start < position:
-            if end > position:
-                old_start, _, new_start, new_end = replaced[-1]
-                replaced[-1] = (old_start, end, new_start, new_end)
-                position = end
-            continue
-        pieces.append(text[position:start])
-        marker = f"[REDACTED {kind}]"
-        pieces.append(marker)
-        length += start - position
-        replaced.append((start, end, length, length + len(marker)))
-        length += len(marker)
-        position = end
+        if start >= position:
+            pieces += (text[position:start], f"[REDACTED {kind}]")
+        position = max(position, end)
     pieces.append(text[position:])
-    return "".join(pieces), replaced
-
-
-def _moved(position: int, replaced: list[tuple[int, int, int, int]], at_end: bool) -> int:
-    """Where ``position`` lands after redaction; inside a replaced span: its marker's start or end."""
-    shift = 0
-    for start, end, new_start, new_end in replaced:
-        if end <= position:
-            shift = new_end - end
-        elif start < position:
-            return new_end if at_end else new_start
-        else:
-            break
-    return position + shift
+    return "".join(pieces)
 
 
 class ContentGuard:
     """Runs before every write: ``screen`` for a whole new text (create), ``screen_edit`` for an edit.
 
-    ``mode="refuse"`` refuses the write with an error naming the kind of secret;
-    ``mode="redact"`` stores the text with each secret replaced by ``[REDACTED <kind>]``.
+    ``detectors`` default to ``default_detectors()``. ``mode="refuse"`` refuses the write with an error
+    naming the kind of secret; ``mode="redact"`` stores the text with each secret replaced by
+    ``[REDACTED <kind>]``.
     """
 
     def __init__(
-        self, detectors: Iterable[Detector] = DEFAULT_DETECTORS, mode: Literal["refuse", "redact"] = "refuse"
+        self, detectors: Iterable[Detector] | None = None, mode: Literal["refuse", "redact"] = "refuse"
     ) -> None:
         if mode not in ("refuse", "redact"):
             raise ValueError("ContentGuard mode must be 'refuse' or 'redact'")
-        self.detectors = tuple(detectors)
+        self.detectors = default_detectors() if detectors is None else tuple(detectors)
         self.mode = mode
+        self._format = format_pattern()
+
+    def _reach(self, text: str, position: int, direction: Literal[-1, 1]) -> int:
+        """The position ``EDIT_MARGIN`` characters from ``position`` (before it for -1, after it for 1),
+        format characters not counted, or the text's end; work linear in the distance."""
+        needed = EDIT_MARGIN
+        limit = 0 if direction < 0 else len(text)
+        while needed and position != limit:
+            step = max(limit, position - needed) if direction < 0 else min(limit, position + needed)
+            low, high = min(position, step), max(position, step)
+            needed -= high - low - len(_format_characters(text, self._format, low, high))
+            position = step
+        return position
 
     def _matches(self, text: str) -> list[_Finding]:
         return [
@@ -212,7 +197,7 @@ class ContentGuard:
     def _findings(self, text: str) -> list[_Finding]:
         """Every match in ``text`` and in ``text`` without its format characters, as spans of ``text``
         (a span found without them covers the format characters inside it)."""
-        removed = _format_characters(text)
+        removed = _format_characters(text, self._format)
         if not removed:
             return self._matches(text)
         # The kept character at index i of the stripped text sits at i + (removed characters before it).
@@ -223,7 +208,7 @@ class ContentGuard:
 
         return self._matches(text) + [
             (original(start), original(end - 1) + 1 if end > start else original(start), kind)
-            for start, end, kind in self._matches(_FORMAT.sub("", text))
+            for start, end, kind in self._matches(self._format.sub("", text))
         ]
 
     def _refusal(self, path: str, found: list[_Finding]) -> CommandError:
@@ -240,36 +225,41 @@ class ContentGuard:
             return text
         if self.mode == "refuse":
             raise self._refusal(path, found)
-        return _redacted(text, found)[0]
+        return _redacted(text, found)
 
     def screen_edit(self, path: str, edit: Edit) -> Edit:
         """The edit to store: unchanged, redacted (its span widened over the markers), or refused.
 
-        Screened: the window reaching ``EDIT_MARGIN`` characters (format characters not counted) past
-        each end of the written span, so the work is linear in the window, not in the file. A match
-        counts when it overlaps or touches the span (a default pattern looks at most one character
-        past its match). Why that is enough: if the text before the edit held no secret (every write
-        is screened), every secret in the edited text overlaps or touches the span, else it was there
-        before. A default match is at most 131 characters long (format characters aside), so the
-        window holds it whole; only a token's run can be longer, and then the token's prefix with the
-        shortest run it needs, itself a match, lies within 131 characters of the span, or the old text
-        held the token already (its redaction then ends at the window's end). A private key block is
-        redacted through its END line when that is within the window (a 4,096-bit RSA key block is
-        about 3,300 characters), else its BEGIN line alone, as ``screen`` does without an END line.
+        What counts is what ``screen`` would find in the edited text that overlaps or touches the span
+        the edit wrote (a default pattern looks at most one character past its match), found in a
+        window reaching ``EDIT_MARGIN`` characters (format characters not counted) past each end of
+        the span, so the work is linear in the window, not in the file. Why that is enough: if the
+        text before the edit held no secret (every write is screened), every secret in the edited text
+        overlaps or touches the span, else it was there before. A default match is at most 131
+        characters long (format characters aside), so the window holds it whole; only a token's run
+        can be longer, and then the token's prefix with the shortest run it needs, itself a match, lies
+        within 131 characters of the span, or the old text held the token already (its redaction then
+        ends at the window's end). A private key block is redacted through its END line when that is
+        within the window (a 4,096-bit RSA key block is about 3,300 characters), else its BEGIN line
+        alone, as ``screen`` does without an END line. Redacted, the span runs from the first of its
+        start and the findings' to the last of its end and theirs: every finding touches it, so
+        nothing before its start is replaced and nothing after its end.
         """
         text = edit.text
-        low, high = _reach(text, edit.start, -1), _reach(text, edit.end, 1)
-        window = text[low:high]
-        start, end = edit.start - low, edit.end - low
-        found = [finding for finding in self._findings(window) if finding[0] <= end and finding[1] >= start]
+        low, high = self._reach(text, edit.start, -1), self._reach(text, edit.end, 1)
+        found = [
+            (low + start, low + end, kind)
+            for start, end, kind in self._findings(text[low:high])
+            if low + start <= edit.end and low + end >= edit.start
+        ]
         if not found:
             return edit
         if self.mode == "refuse":
             raise self._refusal(path, found)
-        redacted, replaced = _redacted(window, found)
+        redacted = _redacted(text, found)
         return replace(
             edit,
-            text=text[:low] + redacted + text[high:],
-            start=low + min(_moved(start, replaced, at_end=False), replaced[0][2]),
-            end=low + max(_moved(end, replaced, at_end=True), replaced[-1][3]),
+            text=redacted,
+            start=min(edit.start, *(start for start, _, _ in found)),
+            end=max(edit.end, *(end for _, end, _ in found)) + len(redacted) - len(text),
         )
