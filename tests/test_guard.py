@@ -14,7 +14,14 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from s3memory.core.guard import DEFAULT_DETECTORS, EDIT_MARGIN, FORMAT_RANGES, ContentGuard, luhn_valid
+from s3memory.core.guard import (
+    EDIT_MARGIN,
+    FORMAT_RANGES,
+    ContentGuard,
+    Detector,
+    default_detectors,
+    luhn_valid,
+)
 from s3memory.core.text import Edit, edit_snippet, insert_at, replace_unique
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
@@ -92,7 +99,7 @@ def test_ordinary_text_and_numbers_pass(memory: S3Memory) -> None:
 
 def test_the_guard_can_be_configured_or_switched_off(make_memory: Callable[..., S3Memory]) -> None:
     only_cards = ContentGuard(
-        [detector for detector in DEFAULT_DETECTORS if detector.kind == "payment card number"]
+        [detector for detector in default_detectors() if detector.kind == "payment card number"]
     )
     relaxed = make_memory(content_guard=only_cards)
     relaxed.run({"command": "create", "path": "/memories/a.txt", "file_text": AWS_KEY_ID})
@@ -273,7 +280,7 @@ PIECES = (
 
 
 def test_the_default_patterns_are_written_for_speed_as_written_for_sense() -> None:
-    detectors = {detector.kind: detector.pattern for detector in DEFAULT_DETECTORS}
+    detectors = {detector.kind: detector.pattern for detector in default_detectors()}
     written = {kind: re.compile(pattern) for kind, pattern in AS_WRITTEN.items()}
     shuffled = random.Random(20250818)
     texts = ["".join(shuffled.choices(PIECES, k=shuffled.randint(1, 12))) for _ in range(20_000)]
@@ -291,7 +298,211 @@ def test_the_default_patterns_are_written_for_speed_as_written_for_sense() -> No
 
 @given(st.lists(st.sampled_from(PIECES), max_size=16).map("".join))
 def test_each_rewritten_pattern_finds_what_its_written_form_finds(text: str) -> None:
-    detectors = {detector.kind: detector.pattern for detector in DEFAULT_DETECTORS}
+    detectors = {detector.kind: detector.pattern for detector in default_detectors()}
     for kind, pattern in AS_WRITTEN.items():
         expected = [match.span() for match in re.finditer(pattern, text)]
         assert [match.span() for match in detectors[kind].finditer(text)] == expected
+
+
+# Each pattern's limits, at exactly N and N+1 (the detectors built in the test, as a guard builds them)
+
+
+def luhn_completed(payload: str) -> str:
+    """``payload`` and the check digit that makes it pass Luhn (computed here, not by the guard)."""
+    doubled = (sum(divmod(int(digit) * (2 - index % 2), 10)) for index, digit in enumerate(reversed(payload)))
+    return payload + str(-sum(doubled) % 10)
+
+
+def card(digits: int) -> str:
+    """A Luhn-valid number of ``digits`` digits."""
+    return luhn_completed(("4" + "1234567890" * 2)[: digits - 1])
+
+
+def grouped(number: str, separator: str) -> str:
+    return separator.join(number[index : index + 4] for index in range(0, len(number), 4))
+
+
+TOKEN_SAMPLES = {  # kind: (the shortest match, it one character short)
+    "Anthropic API key": ("sk-ant-" + "a_-Z9" * 4, "sk-ant-" + "a_-Z9" * 3 + "a_-Z"),
+    "OpenAI API key": ("sk-" + "aZ9" * 6 + "aZ", "sk-" + "aZ9" * 6 + "a"),
+    "GitHub token": ("ghp_" + "aZ9" * 12, "ghp_" + "aZ9" * 11 + "aZ"),
+    "Slack token": ("xoxb-" + "a-Z9" * 2 + "ab", "xoxb-" + "a-Z9" * 2 + "a"),
+    "Google API key": ("AIza" + "a_-Z9" * 7, "AIza" + "a_-Z9" * 6 + "a_-Z"),
+    "Stripe secret key": ("sk_live_" + "aZ9x" * 4, "sk_live_" + "aZ9x" * 3 + "aZ9"),
+    "AWS access key id": ("AKIA" + "Z9" * 8, "AKIA" + "Z9" * 7 + "Z"),
+}
+AWS_SECRET_KEY = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKE+"  # 40 characters
+
+BOUNDARIES: list[tuple[str, str, list[tuple[int, int]]]] = [
+    # AWS access key id: each prefix, 16 more of [0-9A-Z], a whole word
+    *[("AWS access key id", prefix + "Z9" * 8, [(0, 20)]) for prefix in ("AKIA", "ASIA", "ABIA", "ACCA")],
+    ("AWS access key id", "AKIB" + "Z9" * 8, []),
+    ("AWS access key id", "AKIA" + "Z9" * 8 + "Z", []),
+    ("AWS access key id", "AKIA" + "Z9" * 7 + "Zz", []),
+    ("AWS access key id", "AKIA" + "Z9" * 8 + "_", []),
+    ("AWS access key id", "-AKIA" + "Z9" * 8 + "-", [(1, 21)]),
+    # AWS secret access key: "aws", at most 24, "secret", at most 24, a separator, at most 32 spaces,
+    # a quote, 40 key characters and no 41st: at most 131 characters
+    (
+        "AWS secret access key",
+        "aws" + "x" * 24 + "secret" + "x" * 24 + "=" + " " * 32 + "'" + AWS_SECRET_KEY,
+        [(0, 131)],
+    ),
+    ("AWS secret access key", "aws" + "x" * 25 + "secret=" + AWS_SECRET_KEY, []),
+    ("AWS secret access key", "aws secret" + "x" * 25 + "=" + AWS_SECRET_KEY, []),
+    ("AWS secret access key", "aws secret=" + " " * 56 + AWS_SECRET_KEY, [(0, 107)]),
+    ("AWS secret access key", "aws secret=" + " " * 57 + AWS_SECRET_KEY, []),
+    ("AWS secret access key", "AWS_SECRET:" + AWS_SECRET_KEY + ".", [(0, 51)]),
+    *[("AWS secret access key", f"aws secret{sep}" + AWS_SECRET_KEY, [(0, 51)]) for sep in "\"'=: \t\n"],
+    ("AWS secret access key", "aws secret=" + AWS_SECRET_KEY[:39], []),
+    ("AWS secret access key", "aws secret=" + AWS_SECRET_KEY + "/", []),
+    ("AWS secret access key", 'aws secret="' + AWS_SECRET_KEY + '"', [(0, 52)]),
+    # private key block: a label of at most 40 of [A-Z0-9 ], through the first END line after it
+    ("private key block", "-----BEGIN " + "A" * 40 + "PRIVATE KEY-----", [(0, 67)]),
+    ("private key block", "-----BEGIN " + "A" * 41 + "PRIVATE KEY-----", []),
+    ("private key block", "-----BEGIN rsa PRIVATE KEY-----", []),
+    ("private key block", "-----END X PRIVATE KEY----------BEGIN X PRIVATE KEY-----", [(27, 56)]),
+    ("private key block", "-----BEGIN X PRIVATE KEY----------END X PRIVATE KEY-----", [(0, 56)]),
+    (
+        "private key block",
+        "-----BEGIN PRIVATE KEY-----a-----BEGIN PRIVATE KEY-----b-----END PRIVATE KEY-----c-----END PRIVATE KEY-----",
+        [(0, 81), (28, 81)],
+    ),
+    # cards: 13 to 19 digits, grouped by single spaces or dashes, not beside a digit or dash, Luhn-valid
+    *[("payment card number", card(digits), [(0, digits)]) for digits in range(13, 20)],
+    *[("payment card number", "a" + grouped(card(19), sep) + "a", [(1, 24)]) for sep in " -"],
+    ("payment card number", card(12), []),
+    ("payment card number", card(20), []),
+    ("payment card number", "-" + card(16), []),
+    ("payment card number", card(16) + "-", []),
+    ("payment card number", card(16)[:4] + "  " + card(16)[4:], []),
+    ("payment card number", card(16)[:-1] + str((int(card(16)[-1]) + 1) % 10), []),
+]
+for kind, (shortest, short) in TOKEN_SAMPLES.items():
+    BOUNDARIES += [
+        (kind, shortest, [(0, len(shortest))]),
+        (kind, short, []),
+        (kind, "-" + shortest + " ", [(1, len(shortest) + 1)]),
+        *[(kind, before + shortest, []) for before in ("x", "_", "9", "é", "٣")],
+    ]
+BOUNDARIES += [
+    ("Anthropic API key", "sk-ant-" + "a" * 30 + "-_x.", [(0, 40)]),
+    ("OpenAI API key", "sk-proj-" + "aZ9" * 7, [(0, 29)]),
+    ("OpenAI API key", "sk-" + "aZ9" * 7 + "_-x!", [(0, 27)]),
+    ("OpenAI API key", "sk-" + "aZ9" * 6 + "_" + "aZ9" * 6, []),
+    *[("GitHub token", f"gh{letter}_" + "aZ9" * 12, [(0, 40)]) for letter in "pousr"],
+    ("GitHub token", "ghx_" + "aZ9" * 12, []),
+    ("GitHub token", "github_pat_" + "a_Z9" * 5 + "aZ", [(0, 33)]),
+    ("GitHub token", "github_pat_" + "a_Z9" * 5 + "a", []),
+    *[("Slack token", f"xox{letter}-" + "a" * 10, [(0, 15)]) for letter in "abposr"],
+    ("Slack token", "xoxc-" + "a" * 10, []),
+    ("Google API key", "AIza" + "a" * 40, [(0, 39)]),
+    ("Stripe secret key", "rk_live_" + "aZ9x" * 5, [(0, 28)]),
+    ("Stripe secret key", "pk_live_" + "aZ9x" * 4, []),
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "spans"), BOUNDARIES)
+def test_each_default_pattern_matches_exactly_to_its_limits(
+    kind: str, text: str, spans: list[tuple[int, int]]
+) -> None:
+    detectors = {detector.kind: detector for detector in default_detectors()}
+    assert detectors[kind].spans(text) == spans
+
+
+def test_the_default_detectors_are_the_kinds_the_docs_name() -> None:
+    assert [detector.kind for detector in default_detectors()] == [
+        "AWS access key id",
+        "AWS secret access key",
+        "private key block",
+        "Anthropic API key",
+        "OpenAI API key",
+        "GitHub token",
+        "Slack token",
+        "Google API key",
+        "Stripe secret key",
+        "payment card number",
+    ]
+
+
+@pytest.mark.parametrize("digits", [12, 13, 19, 20])
+def test_luhn_takes_13_to_19_digits(digits: int) -> None:
+    assert luhn_valid(card(digits)) is (13 <= digits <= 19)
+    assert luhn_valid(grouped(card(digits), " ")) is (13 <= digits <= 19)
+
+
+@pytest.mark.parametrize("digits", range(13, 20))
+def test_a_card_of_each_length_the_detector_claims_is_refused(digits: int) -> None:
+    with pytest.raises(CommandError) as caught:
+        ContentGuard().screen("/memories/k.txt", f"pay {grouped(card(digits), ' ')} now")
+    assert caught.value.message == REFUSED_KEY.replace("AWS access key id", "payment card number")
+    assert (
+        ContentGuard().screen("/memories/k.txt", f"pay {card(digits)[:-1]} now")
+        == f"pay {card(digits)[:-1]} now"
+    )
+
+
+ALL_SECRETS = {
+    **{kind: shortest for kind, (shortest, _) in TOKEN_SAMPLES.items()},
+    "AWS secret access key": AWS_SECRET,
+    "private key block": PRIVATE_KEY,
+    "payment card number": CARD,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(ALL_SECRETS))
+def test_a_format_character_anywhere_inside_a_secret_of_each_kind_hides_nothing(kind: str) -> None:
+    secret = ALL_SECRETS[kind]
+    guard, redact = ContentGuard(), ContentGuard(mode="redact")
+    for cut in range(1, len(secret)):
+        hidden = f"note: {secret[:cut]}\u200b\u00ad{secret[cut:]} ."
+        with pytest.raises(CommandError) as caught:
+            guard.screen("/memories/k.txt", hidden)
+        assert caught.value.message == REFUSED_KEY.replace("AWS access key id", kind)
+        assert redact.screen("/memories/k.txt", hidden) == f"note: [REDACTED {kind}] ."
+
+
+def test_every_format_character_is_ignored_inside_a_secret() -> None:
+    guard = ContentGuard(mode="redact")
+    for low, high in FORMAT_RANGES:
+        for hidden in {chr(low), chr(high)}:
+            assert (
+                guard.screen("/memories/k.txt", f"{KEY_START}{hidden}{KEY_END}")
+                == "[REDACTED AWS access key id]"
+            )
+    assert guard.screen("/memories/k.txt", f"{KEY_START}\u00ac{KEY_END}") == f"{KEY_START}\u00ac{KEY_END}"
+
+
+# Findings that overlap, touch, or lie inside one another
+
+
+def marking(*words: str) -> ContentGuard:
+    """A redacting guard whose detector ``w`` finds each occurrence of the word ``w``."""
+    return ContentGuard([Detector(word, re.compile(re.escape(word))) for word in words], mode="redact")
+
+
+@pytest.mark.parametrize(
+    ("words", "text", "redacted"),
+    [
+        (("abc", "cde"), "<abcde>", "<[REDACTED abc]>"),
+        (("abc", "def"), "<abcdef>", "<[REDACTED abc][REDACTED def]>"),
+        (("abcdef", "cd", "zz"), "<abcdef> zz <cd>", "<[REDACTED abcdef]> [REDACTED zz] <[REDACTED cd]>"),
+        (("abcd", "ab", "bc", "de"), "<abcdef>", "<[REDACTED ab]f>"),
+        (("ab", "bc", "cd", "ef"), "<abcdef> <cd>", "<[REDACTED ab][REDACTED ef]> <[REDACTED cd]>"),
+        (("ab",), "abab", "[REDACTED ab][REDACTED ab]"),
+    ],
+)
+def test_overlapping_findings_share_a_marker_and_touching_ones_get_one_each(
+    words: tuple[str, ...], text: str, redacted: str
+) -> None:
+    assert marking(*words).screen("/memories/k.txt", text) == redacted
+
+
+def test_a_secret_found_both_with_and_without_its_format_characters_is_redacted_whole_and_later_ones_too() -> (
+    None
+):
+    token = ANTHROPIC_KEY[:30] + "\u200b" + ANTHROPIC_KEY[30:]
+    text = f"a {token} b {AWS_KEY_ID} c {CARD} d"
+    assert REDACT.screen("/memories/k.txt", text) == (
+        "a [REDACTED Anthropic API key] b [REDACTED AWS access key id] c [REDACTED payment card number] d"
+    )
