@@ -239,9 +239,10 @@ class ContentGuard:
         characters long (format characters aside), so the window holds it whole; only a token's run
         can be longer, and then the token's prefix with the shortest run it needs, itself a match, lies
         within 131 characters of the span, or the old text held the token already (its redaction then
-        ends at the window's end). A private key block is redacted through its END line when that is
-        within the window (a 4,096-bit RSA key block is about 3,300 characters), else its BEGIN line
-        alone, as ``screen`` does without an END line. Redacted, the span runs from the first of its
+        ends at the window's end); and digits grouped over more than the window are split into card
+        numbers from the window's start. A private key block is redacted through its END line when
+        that is within the window (a 4,096-bit RSA key block is about 3,300 characters), else its BEGIN
+        line alone, as ``screen`` does without an END line. Redacted, the span runs from the first of its
         start and the findings' to the last of its end and theirs: every finding touches it, so
         nothing before its start is replaced and nothing after its end.
         """
