@@ -52,7 +52,7 @@ REFUSED_KEY = (
 REFUSE, REDACT = ContentGuard(), ContentGuard(mode="redact")
 
 
-@pytest.mark.parametrize(("kind", "secret"), SECRETS.items())
+@pytest.mark.parametrize(("kind", "secret"), SECRETS.items(), ids=list(SECRETS))  # no "/" in an id (mutmut)
 def test_each_default_detector_refuses_and_names_the_kind_not_the_secret(
     memory: S3Memory, s3: Any, kind: str, secret: str
 ) -> None:
@@ -402,7 +402,11 @@ BOUNDARIES += [
 ]
 
 
-@pytest.mark.parametrize(("kind", "text", "spans"), BOUNDARIES)
+@pytest.mark.parametrize(
+    ("kind", "text", "spans"),
+    BOUNDARIES,
+    ids=[f"{kind} {index}" for index, (kind, _, _) in enumerate(BOUNDARIES)],
+)
 def test_each_default_pattern_matches_exactly_to_its_limits(
     kind: str, text: str, spans: list[tuple[int, int]]
 ) -> None:
