@@ -510,3 +510,30 @@ def test_a_secret_found_both_with_and_without_its_format_characters_is_redacted_
     assert REDACT.screen("/memories/k.txt", text) == (
         "a [REDACTED Anthropic API key] b [REDACTED AWS access key id] c [REDACTED payment card number] d"
     )
+
+
+def test_a_guard_in_no_known_mode_is_refused_by_name() -> None:
+    with pytest.raises(ValueError) as caught:
+        ContentGuard(mode="shout")  # type: ignore[arg-type]
+    assert str(caught.value) == "ContentGuard mode must be 'refuse' or 'redact'"
+
+
+def test_a_refusal_names_each_kind_found_once_in_order() -> None:
+    with pytest.raises(CommandError) as caught:
+        ContentGuard().screen("/memories/k.txt", f"{CARD} {AWS_KEY_ID} {CARD} {GITHUB_TOKEN}")
+    assert caught.value.message == REFUSED_KEY.replace(
+        "(AWS access key id)", "(AWS access key id, GitHub token, payment card number)"
+    )
+
+
+def test_format_characters_just_outside_a_hidden_secret_stay_outside_its_marker() -> None:
+    text = f"a \u200b{KEY_START}\u200d{KEY_END}\u2060 b"
+    assert (
+        ContentGuard(mode="redact").screen("/memories/k.txt", text)
+        == "a \u200b[REDACTED AWS access key id]\u2060 b"
+    )
+
+
+def test_an_empty_match_is_marked_where_it_was_found() -> None:
+    before_b = ContentGuard([Detector("empty", re.compile("(?=b)"))], mode="redact")
+    assert before_b.screen("/memories/k.txt", "a\u200bb") == "a\u200b[REDACTED empty]b"

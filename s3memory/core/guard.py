@@ -148,11 +148,11 @@ _Finding = tuple[int, int, str]
 
 
 def _redacted(text: str, found: list[_Finding]) -> str:
-    """``text`` with each finding replaced by ``[REDACTED <kind>]``: a finding that overlaps one
+    """``text`` with each finding (once) replaced by ``[REDACTED <kind>]``: a finding that overlaps one
     before it widens that one's marker (kinds in order of start, end, kind); touching ones get one each."""
     pieces: list[str] = []
     position = 0
-    for start, end, kind in sorted(found):
+    for start, end, kind in sorted(set(found)):
         if start >= position:
             pieces += (text[position:start], f"[REDACTED {kind}]")
         position = max(position, end)
@@ -177,13 +177,13 @@ class ContentGuard:
         self.mode = mode
         self._format = format_pattern()
 
-    def _reach(self, text: str, position: int, direction: Literal[-1, 1]) -> int:
-        """The position ``EDIT_MARGIN`` characters from ``position`` (before it for -1, after it for 1),
-        format characters not counted, or the text's end; work linear in the distance."""
+    def _reach(self, text: str, position: int, backward: bool) -> int:
+        """The position ``EDIT_MARGIN`` characters before (or after) ``position``, format characters not
+        counted, or the text's start (or end); work linear in the distance."""
         needed = EDIT_MARGIN
-        limit = 0 if direction < 0 else len(text)
+        limit = 0 if backward else len(text)
         while needed and position != limit:
-            step = max(limit, position - needed) if direction < 0 else min(limit, position + needed)
+            step = max(limit, position - needed) if backward else min(limit, position + needed)
             low, high = min(position, step), max(position, step)
             needed -= high - low - len(_format_characters(text, self._format, low, high))
             position = step
@@ -247,7 +247,7 @@ class ContentGuard:
         nothing before its start is replaced and nothing after its end.
         """
         text = edit.text
-        low, high = self._reach(text, edit.start, -1), self._reach(text, edit.end, 1)
+        low, high = self._reach(text, edit.start, backward=True), self._reach(text, edit.end, backward=False)
         found = [
             (low + start, low + end, kind)
             for start, end, kind in self._findings(text[low:high])
