@@ -65,15 +65,11 @@ def _format_characters(
 
 def luhn_valid(candidate: str) -> bool:
     """True if the digits of ``candidate`` (13 to 19 of them) pass the Luhn checksum."""
-    digits = [int(char) for char in candidate if char.isdigit()]
+    digits = [int(char) for char in reversed(candidate) if char.isdigit()]
     if not 13 <= len(digits) <= 19:
         return False
-    total = 0
-    for index, digit in enumerate(reversed(digits)):
-        if index % 2 == 1:
-            digit = digit * 2 - 9 if digit > 4 else digit * 2
-        total += digit
-    return total % 10 == 0
+    doubled = [digit * 2 - 9 if digit > 4 else digit * 2 for digit in digits[1::2]]
+    return (sum(digits[::2]) + sum(doubled)) % 10 == 0
 
 
 @dataclass(frozen=True)
@@ -119,9 +115,7 @@ def default_detectors() -> tuple[Detector, ...]:
         Detector("AWS access key id", _word_start("(?:AKIA|ASIA|ABIA|ACCA)", 4, r"[0-9A-Z]{16}\b")),
         Detector(
             "AWS secret access key",
-            re.compile(
-                r"(?i)aws.{0,24}?secret.{0,24}?[\"'=:\s]\s{0,32}+[\"']?+[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])"
-            ),
+            re.compile(r"(?i)aws.{0,24}?secret.{0,24}?[\"'=:\s]\s{0,32}+[\"']?+[a-z0-9/+]{40}(?![a-z0-9/+])"),
         ),
         Detector(
             "private key block",
@@ -177,14 +171,13 @@ class ContentGuard:
         self.mode = mode
         self._format = format_pattern()
 
-    def _reach(self, text: str, position: int, backward: bool) -> int:
-        """The position ``EDIT_MARGIN`` characters before (or after) ``position``, format characters not
-        counted, or the text's start (or end); work linear in the distance."""
+    def _reach(self, text: str, position: int, direction: Literal[-1, 1]) -> int:
+        """The position ``EDIT_MARGIN`` characters from ``position`` (before it for -1, after it for 1),
+        format characters not counted, or the text's start (or end); work linear in the distance."""
         needed = EDIT_MARGIN
-        limit = 0 if backward else len(text)
-        while needed and position != limit:
-            step = max(limit, position - needed) if backward else min(limit, position + needed)
-            low, high = min(position, step), max(position, step)
+        while needed and 0 <= position + direction <= len(text):
+            step = min(max(position + direction * needed, 0), len(text))
+            low, high = sorted((position, step))
             needed -= high - low - len(_format_characters(text, self._format, low, high))
             position = step
         return position
@@ -247,7 +240,7 @@ class ContentGuard:
         nothing before its start is replaced and nothing after its end.
         """
         text = edit.text
-        low, high = self._reach(text, edit.start, backward=True), self._reach(text, edit.end, backward=False)
+        low, high = self._reach(text, edit.start, -1), self._reach(text, edit.end, 1)
         found = [
             (low + start, low + end, kind)
             for start, end, kind in self._findings(text[low:high])
