@@ -129,6 +129,22 @@ def test_a_key_block_is_redacted_through_its_end_line_only_within_the_window(hid
             assert stored == Edit(marker + body + END + "\nnext\n", 0, len(marker))
 
 
+def test_the_window_reaches_the_texts_start_and_end_exactly() -> None:
+    # A first step of EDIT_MARGIN characters lands one short of the text's start (or end), one of
+    # them a format character: the window takes one step more.
+    for extra, seen in ((0, True), (1, False)):
+        old = "ghp_\u200b" + "a" * (EDIT_MARGIN - 4 + extra) + " ."
+        edit = written(old, len(old) - 2, len(old) - 2, "b")
+        if seen:
+            assert refused(edit) == refusal("GitHub token")
+        else:
+            assert REFUSE.screen_edit(PATH, edit) is edit
+    marker = "[REDACTED GitHub token]"
+    for extra, left in ((0, ""), (1, "a")):
+        edit = written(".=\u200b" + "a" * (EDIT_MARGIN + extra), 1, 2, "ghp_")
+        assert REDACT.screen_edit(PATH, edit) == Edit(f".{marker}{left}", 1, 1 + len(marker))
+
+
 # The redacted edit's span: the union of what it wrote and what it touched
 
 
