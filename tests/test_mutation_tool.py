@@ -127,3 +127,15 @@ def test_a_malformed_entry_stops_the_run_naming_the_file_and_the_entry(
     assert str(stopped.value).startswith(
         "mutation/survivors/s3memory.core.text.toml: survivor 2 needs function, removed, added"
     )
+
+
+def test_a_module_mutmut_does_not_mutate_is_refused_before_anything_is_touched(
+    tool: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        tool.main(["--module", "s3memory/core/nope.py"])
+    assert stopped.value.code == 2
+    assert (
+        "--module s3memory/core/nope.py is not one of [tool.mutmut]'s only_mutate: s3memory/core/text.py"
+        in (capsys.readouterr().err)
+    )

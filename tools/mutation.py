@@ -59,9 +59,18 @@ class Mutant:
 
 
 def modules() -> list[str]:
-    """The modules ``[tool.mutmut]`` mutates, as paths from the repository's root."""
+    """The modules ``[tool.mutmut]`` mutates, as paths from the repository's root (``--module`` picks)."""
     config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["mutmut"]
     return list(config["only_mutate"])
+
+
+_chosen: list[str] = []
+"""The modules of this run (``--module``); all of :func:`modules` if none are named."""
+
+
+def chosen() -> list[str]:
+    """The modules this run mutates and reports."""
+    return _chosen or modules()
 
 
 def dotted(module: str) -> str:
@@ -142,7 +151,7 @@ def verdicts(names: Iterable[str] | None = None) -> list[Mutant]:
 
     wanted = None if names is None else set(names)
     found: list[Mutant] = []
-    for module in modules():
+    for module in chosen():
         data = SourceFileMutationData(path=Path(module))
         data.load()
         for name, exit_code in sorted(data.exit_code_by_key.items()):
@@ -162,7 +171,7 @@ def report(mutants: list[Mutant], whole: bool, diff: Callable[[Mutant], str] = d
     """The score table and the survivors that are not listed; True if nothing needs a person."""
     rows = ["| module | mutants | killed | listed | left | killed or listed |", "|---|--:|--:|--:|--:|--:|"]
     problems: list[str] = []
-    for module in modules():
+    for module in chosen():
         reviewed = listed(module)
         matched: set[Change] = set()
         own = [mutant for mutant in mutants if mutant.module == module]
@@ -196,10 +205,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, metavar="N", help="run N mutants drawn at random")
     parser.add_argument("--seed", type=int, help="the sample's seed (default: drawn, and printed)")
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2, metavar="K")
+    parser.add_argument(
+        "--module",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="only this module (repeatable), e.g. s3memory/core/text.py",
+    )
     parser.add_argument("--report", type=Path, metavar="FILE", help="also write the score table here")
     arguments = parser.parse_args(argv)
     if arguments.sample is not None and arguments.sample < 1:
         parser.error("--sample takes a positive number of mutants")
+    unknown = [module for module in arguments.module if module not in modules()]
+    if unknown:
+        parser.error(
+            f"--module {unknown[0]} is not one of [tool.mutmut]'s only_mutate: {', '.join(modules())}"
+        )
+    _chosen[:] = arguments.module
     os.chdir(REPO_ROOT)
     shutil.rmtree(MUTANTS, ignore_errors=True)  # a verdict mutmut kept would outlive the tests it came from
     MUTANTS.mkdir()
@@ -210,7 +232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed = arguments.seed if arguments.seed is not None else random.SystemRandom().randrange(2**32)
         names = sorted(random.Random(seed).sample(everything, min(arguments.sample, len(everything))))
         print(f"sample: {len(names)} of {len(everything)} mutants, --seed {seed}", flush=True)
-    mutmut(names or [], arguments.max_children)
+    patterns = [f"{dotted(module)}.*" for module in arguments.module]
+    mutmut(names or patterns, arguments.max_children)
     table, clean = report(verdicts(names), whole=names is None)
     print(table)
     if arguments.report is not None:
