@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from s3memory.core import paths
 from s3memory.core.confusables import DEFAULT_IGNORABLE
 from s3memory.core.paths import (
     DRAWN_BLANK,
     KeyLayout,
+    SharedName,
+    UserId,
     check_memory_path,
     check_new_name,
+    check_owner,
+    check_user_id,
     memory_path,
+    owner_of,
     shown_name,
     shown_path,
     validate_namespace,
@@ -22,6 +29,14 @@ from s3memory.core.paths import (
 from s3memory.errors import CommandError, shown
 
 LAYOUT = KeyLayout(validate_namespace("alice", "users/"))
+
+
+@pytest.fixture(autouse=True)
+def checked_afresh() -> Iterator[None]:
+    """Each test's paths checked, not answered from the checks an earlier test remembered: so its
+    verdict is its own, and mutation testing sees every test that runs the checks."""
+    paths._remembered_check.cache_clear()
+    yield
 
 
 @pytest.mark.parametrize(
@@ -251,25 +266,156 @@ def test_names_are_shown_with_what_is_unseen_escaped_as_json_writes_it(
     assert memory_path(f"/memories/{name}/").quoted == f"/memories/{shown_as}/"
 
 
+NOT_A_STRING = "user_id must be a non-empty string"
+SEPARATOR = "user_id must not contain '/', '\\' or control characters, nor be '.' or '..'"
+TOO_LONG = "user_id must be at most 256 bytes of UTF-8"
+RESERVED = (
+    "user_id must not begin with 's3memory.', which names the store's own objects; choose another user id"
+)
+PREFIX = "prefix must be empty or plain segments each ending in '/', like 'users/'"
+
+
+@pytest.mark.parametrize(
+    ("user_id", "message"),
+    [
+        ("", NOT_A_STRING),
+        (7, NOT_A_STRING),
+        (None, NOT_A_STRING),
+        (b"alice", NOT_A_STRING),
+        (".", SEPARATOR),
+        ("..", SEPARATOR),
+        ("a/b", SEPARATOR),
+        ("/", SEPARATOR),
+        ("a\\b", SEPARATOR),
+        ("\\", SEPARATOR),
+        ("a\x00", SEPARATOR),
+        ("tab\there", SEPARATOR),
+        ("\x7f", SEPARATOR),
+        ("a\ud800", SEPARATOR),  # a lone surrogate: no UTF-8 key holds it
+        ("\udfffb", SEPARATOR),
+        ("\uff0e", SEPARATOR),  # '.' after NFKC, as the path policy refuses it (FULLWIDTH FULL STOP)
+        ("\uff0e\uff0e", SEPARATOR),
+        ("\u2025", SEPARATOR),  # TWO DOT LEADER: '..' after NFKC
+        ("\ufe52", SEPARATOR),  # SMALL FULL STOP
+        ("x" * 257, TOO_LONG),
+        ("\u00e9" * 128 + "x", TOO_LONG),
+        ("\U0001f642" * 64 + "x", TOO_LONG),
+        ("s3memory.", RESERVED),
+        ("s3memory.notes", RESERVED),
+    ],
+)
+def test_user_ids_that_could_change_the_prefix_are_refused_naming_the_rule(
+    user_id: object, message: str
+) -> None:
+    for check in (lambda: validate_namespace(user_id, "users/"), lambda: UserId(user_id)):
+        with pytest.raises(ValueError) as refused:
+            check()
+        assert str(refused.value) == message
+
+
 @pytest.mark.parametrize(
     "user_id",
-    ["", ".", "..", "a/b", "/", "a\\b", "\\", "a\x00", "tab\there", "\uff0e\uff0e", "x" * 300, 7, None],
+    [
+        "a",
+        "x" * 256,
+        "\u00e9" * 128,
+        "\U0001f642" * 64,
+        "a.",
+        ".a",
+        "...",
+        "a..b",
+        "\u3002",
+        "s3memory",
+        "S3MEMORY.x",
+    ],
 )
-def test_user_ids_that_could_change_the_prefix_are_refused(user_id: object) -> None:
-    with pytest.raises(ValueError, match="user_id"):
-        validate_namespace(user_id, "users/")
+def test_user_ids_up_to_256_bytes_that_keep_the_prefix_are_taken(user_id: str) -> None:
+    assert validate_namespace(user_id, "users/") == f"users/{user_id}/"
+    made = UserId(user_id)
+    assert made == user_id and not made.reserved
 
 
-@pytest.mark.parametrize("prefix", ["users", "/users/", "users//", "../", "a/../", "a\\b/", "a\x00/", 3])
+def test_an_operator_names_a_reserved_user_id_and_nothing_else_the_rules_refuse() -> None:
+    for name in ("s3memory.", "s3memory.notes"):
+        for owner in (UserId.named_by_operator(name), owner_of(name)):
+            assert isinstance(owner, UserId) and owner == name and owner.reserved
+        assert check_user_id(name, reserved=True) == name
+    for name, message in (
+        ("a/b", SEPARATOR),
+        ("\uff0e", SEPARATOR),
+        ("x" * 257, TOO_LONG),
+        ("", NOT_A_STRING),
+    ):
+        for refuse in (UserId.named_by_operator, owner_of):
+            with pytest.raises(ValueError) as refused:
+                refuse(name)
+            assert str(refused.value) == message
+    user = UserId("alice")
+    assert UserId(user) is user and UserId.named_by_operator(user) is user and owner_of(user) is user
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "users",
+        "/users/",
+        "users//",
+        "../",
+        "a/../",
+        "a/./",
+        "\uff0e/",
+        "a\\b/",
+        "a\x00/",
+        "a\ud800/",
+        "/",
+        3,
+        None,
+    ],
+)
 def test_bad_prefixes_are_refused(prefix: object) -> None:
-    with pytest.raises(ValueError, match="prefix"):
+    with pytest.raises(ValueError) as refused:
         validate_namespace("alice", prefix)
+    assert str(refused.value) == ("prefix must be a string" if not isinstance(prefix, str) else PREFIX)
+    with pytest.raises(ValueError) as refused_too:
+        check_owner("alice", prefix)
+    assert str(refused_too.value) == str(refused.value)
 
 
 def test_good_namespaces() -> None:
     assert validate_namespace("alice", "users/") == "users/alice/"
     assert validate_namespace("alice@example.com", "") == "alice@example.com/"
     assert validate_namespace("a.b", "tenants/acme/") == "tenants/acme/a.b/"
+    assert validate_namespace("a", ".a/b../") == ".a/b../a/"
+    assert check_owner("alice", "users/") == "alice"
+
+
+SHARED_NAME = (
+    "a shared memory's name must be 1 to 63 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit"
+)
+
+
+@pytest.mark.parametrize(
+    "name", ["", "a" * 64, "-a", ".a", "_a", "Team", "a b", "a/b", "\u00e9", "a\n", 7, None]
+)
+def test_a_shared_name_outside_its_alphabet_or_over_63_is_refused(name: object) -> None:
+    with pytest.raises(ValueError) as refused:
+        SharedName(name)
+    assert str(refused.value) == SHARED_NAME
+    if isinstance(name, str):
+        with pytest.raises(ValueError) as refused_too:
+            owner_of(f"shared/{name}")
+        assert str(refused_too.value) == SHARED_NAME
+
+
+@pytest.mark.parametrize("name", ["a", "0", "a" * 63, "team-acme", "a.b_c-9", "9-"])
+def test_a_shared_name_of_1_to_63_is_taken_and_its_principal_is_no_users(name: str) -> None:
+    shared = SharedName(name)
+    assert shared == name and SharedName(shared) is shared
+    assert shared.principal == f"shared/{name}"
+    owner = owner_of(f"shared/{name}")
+    assert isinstance(owner, SharedName) and owner == name and owner_of(shared) is shared
+    with pytest.raises(ValueError, match="must not contain '/'"):
+        UserId(shared.principal)
 
 
 _PATH_ALPHABET = st.sampled_from(

@@ -90,6 +90,12 @@ def check_memory_path(path: str) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=8192)
 def _remembered_check(path: str) -> tuple[tuple[str, ...], str | None]:
+    """``_check``, its answers remembered (a function of its own, so that mutation testing, which
+    mutates no decorated function, measures the checks)."""
+    return _check(path)
+
+
+def _check(path: str) -> tuple[tuple[str, ...], str | None]:
     """The segments of a path of key length and its first invisible character (``_invisible``) in
     any percent-decoded form (None for none), or a refusal (not a clean-up) of: paths
     outside ``/memories`` and ``.``/``..`` segments in any percent-encoded or NFKC-normalised
@@ -274,7 +280,7 @@ def check_user_id(user_id: object, *, reserved: bool = False) -> str:
         raise ValueError("user_id must be a non-empty string")
     if "/" in user_id or "\\" in user_id or _dot_segment(user_id) or _has_control_character(user_id):
         raise ValueError("user_id must not contain '/', '\\' or control characters, nor be '.' or '..'")
-    if len(user_id.encode("utf-8", errors="surrogatepass")) > 256:
+    if len(user_id.encode("utf-8")) > 256:
         raise ValueError("user_id must be at most 256 bytes of UTF-8")
     if not reserved and user_id.startswith(RESERVED_USER_PREFIX):
         raise ValueError(RESERVED_USER_ID)
