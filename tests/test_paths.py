@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Iterator
 
 import pytest
@@ -13,7 +14,9 @@ from s3memory.core import paths
 from s3memory.core.confusables import DEFAULT_IGNORABLE
 from s3memory.core.paths import (
     DRAWN_BLANK,
+    ROOT,
     KeyLayout,
+    MemoryPath,
     SharedName,
     UserId,
     check_memory_path,
@@ -447,3 +450,184 @@ def test_arbitrary_text_is_a_valid_path_or_a_clear_refusal(text: str) -> None:
         assert error.message.startswith(("Error: The path ", "Error: Path /memories/"))
         return
     assert all(segment not in ("", ".", "..") for segment in segments)
+
+
+def test_the_first_invisible_character_of_the_path_as_sent_is_named_before_a_decoded_ones() -> None:
+    for path, character in (
+        ("/memories/a%E2%80%8Bb\u2060", "U+2060 WORD JOINER"),  # sent, though U+200B comes first decoded
+        ("/memories/a%E2%80%8Bb%E2%81%A0", "U+200B ZERO WIDTH SPACE"),
+        ("/memories/a\u0600b", "U+0600 ARABIC NUMBER SIGN"),  # a format character, not default-ignorable
+        ("/memories/a\ufffbb", "U+FFFB INTERLINEAR ANNOTATION TERMINATOR"),
+    ):
+        with pytest.raises(CommandError) as caught:
+            check_new_name(memory_path(path))
+        assert caught.value.message == (
+            f"Error: The path {shown(path)} is not allowed: a name may not hold {character}, an invisible "
+            "character with which one name can pass for another; use a name without it."
+        )
+
+
+def test_fifteen_layers_of_percent_encoding_are_decoded_and_sixteen_are_too_many() -> None:
+    assert check_memory_path("/memories/%" + "25" * 14 + "41") == ("%" + "25" * 14 + "41",)
+    with pytest.raises(CommandError, match="would escape /memories directory"):
+        check_memory_path("/memories/%" + "25" * 14 + "2e")
+    for path in ("/memories/%" + "25" * 15 + "41", "/memories/%" + "25" * 15 + "2e"):
+        with pytest.raises(CommandError) as caught:
+            check_memory_path(path)
+        assert (
+            caught.value.message
+            == f"Error: The path {path} is not allowed: too many layers of percent-encoding."
+        )
+
+
+def test_nfkc_keeps_every_dot_slash_and_backslash_so_its_form_holds_every_dot_segment() -> None:
+    """Why the checks look at the NFKC form alone: no character decomposes to '.', '/' or '\\' followed
+    by more, so none composes with the character after it and each stays where it was."""
+    starts = {
+        hex(code)
+        for code in range(0x110000)
+        if len(decomposed := unicodedata.normalize("NFD", chr(code))) > 1 and decomposed[0] in "./\\"
+    }
+    assert starts == set()
+    for text in ("a/../b\u0338", "..\u0301/x", "\\\u0338", "./\u20d2"):
+        assert [char for char in unicodedata.normalize("NFKC", text) if char in "./\\"] == [
+            char for char in text if char in "./\\"
+        ]
+
+
+class Tokens:
+    """Private names for a test: each segment's token is ``t-`` and its reverse; ``bad`` maps to none."""
+
+    def tokens(self, segments: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple("t-" + segment[::-1] for segment in segments)
+
+    def segments(self, tokens: tuple[str, ...]) -> tuple[str, ...] | None:
+        if not all(token.startswith("t-") for token in tokens):
+            return None
+        return tuple(token[2:][::-1] for token in tokens)
+
+
+def test_a_key_too_long_is_refused_naming_the_path_and_with_private_names_the_fix() -> None:
+    private = KeyLayout("users/alice/", Tokens())
+    room = 1024 - len("users/alice/memories/")
+    longest = private.file_key(memory_path("/memories/ab/" + "c" * (room - 7)))
+    assert longest == "users/alice/memories/t-ba/t-" + "c" * (room - 7) and len(longest) == 1024
+    plain = "Error: The path {} is too long: its storage key would exceed 1024 bytes (prefixes included)."
+    for layout, name, extra in (
+        (LAYOUT, "a" * (room + 1), ""),
+        (LAYOUT, "\u00e9" * (room // 2 + 1), ""),
+        (
+            private,
+            "a" * (room - 1),
+            " With private names each name is stored encrypted, about 1.6 times its length and at least 52 "
+            "characters, so use fewer or shorter names.",
+        ),
+    ):
+        with pytest.raises(CommandError) as caught:
+            layout.file_key(memory_path(f"/memories/{name}"))
+        assert caught.value.message == plain.format(shown(f"/memories/{name}")) + extra
+    with pytest.raises(CommandError) as quoted:
+        LAYOUT.file_key(memory_path("/memories/a\u200b" + "b" * room + "/"))
+    assert quoted.value.message == plain.format(shown("/memories/a\\u200b" + "b" * room + "/"))
+
+
+def test_the_root_has_no_file_key_and_its_directory_prefix_is_the_memories_prefix() -> None:
+    for text in ("/memories", "/memories/"):
+        with pytest.raises(CommandError) as caught:
+            LAYOUT.file_key(memory_path(text))
+        assert caught.value.message == f"Error: {text} is the memory root directory, not a file."
+        assert LAYOUT.directory_prefix(memory_path(text)) == "users/alice/memories/"
+    assert (
+        LAYOUT.memories_prefix == "users/alice/memories/"
+        and LAYOUT.internal_prefix == "users/alice/internal/"
+    )
+
+
+def test_private_names_map_keys_to_paths_and_back_and_a_token_of_no_name_to_none() -> None:
+    layout = KeyLayout("users/alice/", Tokens())
+    path = memory_path("/memories/ab/cd.md")
+    assert layout.file_key(path) == "users/alice/memories/t-ba/t-dm.dc"
+    assert layout.directory_prefix(path) == "users/alice/memories/t-ba/t-dm.dc/"
+    found = layout.path_of_key("users/alice/memories/t-ba/t-dm.dc")
+    assert found == path and found is not None and found.text == "/memories/ab/cd.md"
+    for key in (
+        "users/alice/memories/t-ba/bad",
+        "users/alice/memories/t-ba/t-",
+        "users/alice/memories/t-../t-x",
+        "users/alice/memorie/t-ba",
+        "users/alice/internal/t-ba",
+    ):
+        assert layout.path_of_key(key) is None, key
+
+
+def test_a_key_maps_back_to_a_file_path_only() -> None:
+    found = LAYOUT.path_of_key("users/alice/memories/a")
+    assert found is not None and found.text == "/memories/a" and found.segments == ("a",)
+    for key in (
+        "users/alice/memories/",
+        "users/alice/memories",
+        "users/alice/memories//",
+        "users/alice/memoriesa",
+    ):
+        assert LAYOUT.path_of_key(key) is None, key
+
+
+def test_a_memory_path_names_its_ancestors_and_joins_keeping_its_mount_and_lookalike() -> None:
+    path = MemoryPath("/memories/team/a/b/c.md", ("a", "b", "c.md"), ("team",), lookalike=True)
+    ancestors = path.ancestors()
+    assert [(p.text, p.segments, p.mount, p.lookalike) for p in ancestors] == [
+        ("/memories/team/a", ("a",), ("team",), True),
+        ("/memories/team/a/b", ("a", "b"), ("team",), True),
+    ]
+    assert memory_path("/memories/a").ancestors() == [] and ROOT.ancestors() == []
+    joined = ancestors[0].joined(("x", "y"))
+    assert (joined.text, joined.segments, joined.mount, joined.lookalike) == (
+        "/memories/team/a/x/y",
+        ("a", "x", "y"),
+        ("team",),
+        True,
+    )
+    assert path.is_within(ancestors[0]) and path.is_within(path) and path.is_within(ROOT)
+    assert not ancestors[0].is_within(path) and not memory_path("/memories/ab").is_within(
+        memory_path("/memories/a")
+    )
+    assert path.relative_to(ancestors[0]) == ("b", "c.md") and path.relative_to(ROOT) == path.segments
+    assert path.canonical == "/memories/a/b/c.md" and ROOT.canonical == "/memories"
+    assert ROOT.is_root and memory_path("/memories/").is_root and not path.is_root
+
+
+@pytest.mark.parametrize(
+    ("path", "shown_as", "quoted"),
+    [
+        (MemoryPath("/memories/a/", ("a",)), "/memories/a", "/memories/a/"),
+        (MemoryPath("/memories/a", ("a",)), "/memories/a", "/memories/a"),
+        (MemoryPath("/memories/a\u200b", ("a\u200b",)), "/memories/a\\u200b", "/memories/a\\u200b"),
+        (MemoryPath("/memories/a\u200b/", ("a\u200b",)), "/memories/a\\u200b", "/memories/a\\u200b/"),
+        (MemoryPath("/memories/t/b", ("b",), ("t",)), "/memories/t/b", "/memories/t/b"),
+        (
+            MemoryPath("/memories/t/b", ("t", "b"), lookalike=True),
+            "/memories/\\u0074/b",
+            "/memories/\\u0074/b",
+        ),
+        (MemoryPath("/memories/t/", ("t",), lookalike=True), "/memories/\\u0074", "/memories/\\u0074/"),
+    ],
+)
+def test_a_path_is_shown_and_quoted_as_answers_show_it(path: MemoryPath, shown_as: str, quoted: str) -> None:
+    assert path.shown == shown_as
+    assert path.quoted == quoted
+
+
+def test_shown_path_escapes_the_first_name_whole_only_for_a_lookalike() -> None:
+    assert shown_path("/memories/a/b", ("t",)) == "/memories/t/a/b"
+    assert shown_path("/memories/a/b", ("t",), lookalike=True) == "/memories/\\u0074/a/b"
+    assert shown_path("/memories/a/b", (), lookalike=True) == "/memories/\\u0061/b"
+    assert shown_path("/memories", (), lookalike=True) == shown_path("/memories", ()) == "/memories"
+    assert shown_path("/memories/a\u00a0", ()) == "/memories/a\\u00a0"
+
+
+@pytest.mark.parametrize(
+    "code", [0x00, 0x7F, 0xE000, 0xFFFD, 0xFFFF, 0x10000, 0x103FF, 0x10400, 0x1F642, 0x10FFFF]
+)
+def test_a_name_escaped_whole_is_what_json_writes_on_both_sides_of_the_bmp(code: int) -> None:
+    assert shown_name(chr(code), whole=True) == json.dumps(chr(code))[1:-1]
+    assert json.loads(f'"{shown_name(chr(code), whole=True)}"') == chr(code)

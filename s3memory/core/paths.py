@@ -100,7 +100,9 @@ def _check(path: str) -> tuple[tuple[str, ...], str | None]:
     any percent-decoded form (None for none), or a refusal (not a clean-up) of: paths
     outside ``/memories`` and ``.``/``..`` segments in any percent-encoded or NFKC-normalised
     spelling (in the SDK's words, our reason after), backslashes, control characters, empty segments
-    and percent-encoded separators."""
+    and percent-encoded separators. NFKC keeps each '.', '/' and '\\' of a form where it was
+    (``test_nfkc_keeps_every_dot_slash_and_backslash_so_its_form_holds_every_dot_segment``), so the
+    NFKC form alone is searched for them."""
     invisible: str | None = None
     if path != MEMORY_ROOT and not path.startswith(MEMORY_ROOT + "/"):
         raise CommandError(
@@ -118,9 +120,9 @@ def _check(path: str) -> tuple[tuple[str, ...], str | None]:
         if invisible is None and ("Cf" in categories or _UNSEEN.search(form)):
             invisible = next(filter(_invisible, form))
         nfkc = unicodedata.normalize("NFKC", form)
-        if "\\" in form or "\\" in nfkc:
+        if "\\" in nfkc:
             raise _refusal(path, "backslashes are refused")
-        if any(_dot_segment(segment) for segment in nfkc.split("/") + form.split("/")):
+        if any(_dot_segment(segment) for segment in nfkc.split("/")):
             raise CommandError(
                 f"Error: Path {shown(path)} would escape {MEMORY_ROOT} directory "
                 "('.' and '..' segments are refused, also percent-encoded or as look-alike characters)"
