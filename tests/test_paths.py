@@ -207,6 +207,7 @@ def test_keys_map_back_to_paths_and_invalid_keys_to_none() -> None:
         ("/memories/a/\u2800", "U+2800 BRAILLE PATTERN BLANK"),
         ("/memories/team\U0001d159", "U+1D159 MUSICAL SYMBOL NULL NOTEHEAD"),
         ("/memories/pl\u17b4an\u200b.md", "U+17B4 KHMER VOWEL INHERENT AQ"),  # the first one
+        ("/memories/a\u2065b", "U+2065"),  # reserved: no name yet
     ],
 )
 def test_an_invisible_character_is_refused_in_a_new_name_but_reaches_a_stored_one(

@@ -146,7 +146,7 @@ def check_new_name(path: MemoryPath) -> MemoryPath:
     command reaches a file stored under such a name (``docs/library.md``)."""
     character = _remembered_check(path.text)[1]
     if character is not None:
-        named = " ".join(filter(None, (f"U+{ord(character):04X}", unicodedata.name(character, ""))))
+        named = f"U+{ord(character):04X} {unicodedata.name(character, '')}".rstrip()
         raise _refusal(
             path.text,
             f"a name may not hold {named}, an invisible character with which one name can pass for "
