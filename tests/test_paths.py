@@ -632,3 +632,14 @@ def test_shown_path_escapes_the_first_name_whole_only_for_a_lookalike() -> None:
 def test_a_name_escaped_whole_is_what_json_writes_on_both_sides_of_the_bmp(code: int) -> None:
     assert shown_name(chr(code), whole=True) == json.dumps(chr(code))[1:-1]
     assert json.loads(f'"{shown_name(chr(code), whole=True)}"') == chr(code)
+
+
+def test_a_path_that_is_no_string_is_refused_naming_its_field() -> None:
+    for value, field, named in (
+        (7, None, "path"),
+        (None, "old_path", "old_path"),
+        (b"/memories", "path", "path"),
+    ):
+        with pytest.raises(CommandError) as caught:
+            memory_path(value) if field is None else memory_path(value, field)
+        assert caught.value.message == f"Error: `{named}` must be a string starting with /memories."

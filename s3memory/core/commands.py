@@ -64,14 +64,12 @@ class _Fields:
         self.command = command
         self.raw = raw
 
-    def value(self, name: str, required: bool) -> object:
-        if name not in self.raw or self.raw[name] is None:
-            if required:
-                raise CommandError(
-                    f"Error: Missing required parameter `{name}` for command `{self.command}`."
-                )
-            return None
-        return self.raw[name]
+    def required(self, name: str) -> object:
+        """The field ``name``, refused where it is missing or null."""
+        value = self.raw.get(name)
+        if value is None:
+            raise CommandError(f"Error: Missing required parameter `{name}` for command `{self.command}`.")
+        return value
 
     def _wrong_type(self, name: str, expected: str, value: object) -> CommandError:
         return CommandError(
@@ -80,16 +78,14 @@ class _Fields:
         )
 
     def path(self, name: str = "path") -> MemoryPath:
-        return memory_path(self.value(name, required=True), name)
+        return memory_path(self.required(name), name)
 
-    def text(self, name: str, required: bool = True) -> str | None:
-        value = self.value(name, required)
-        if value is None:
-            return None
+    def text(self, name: str, value: object) -> str:
+        """``value`` (the field ``name``) as a string UTF-8 can encode (no lone surrogate)."""
         if not isinstance(value, str):
             raise self._wrong_type(name, "a string", value)
         try:
-            value.encode("utf-8")
+            value.encode()
         except UnicodeEncodeError:
             raise CommandError(
                 f"Error: Parameter `{name}` of command `{self.command}` is not a valid UTF-8 text file: "
@@ -98,9 +94,12 @@ class _Fields:
         return value
 
     def required_text(self, name: str) -> str:
-        value = self.text(name)
-        assert value is not None
-        return value
+        return self.text(name, self.required(name))
+
+    def optional_text(self, name: str) -> str:
+        """The text of the field ``name``, empty where it is missing or null."""
+        value = self.raw.get(name)
+        return "" if value is None else self.text(name, value)
 
     def integer(self, name: str, value: object) -> int:
         """``value`` (the field ``name`` or an item of it) as an integer of at most 100 digits."""
@@ -111,7 +110,7 @@ class _Fields:
         return value
 
     def view_range(self) -> list[int] | None:
-        value = self.value("view_range", required=False)
+        value = self.raw.get("view_range")
         if value is None:
             return None
         if not isinstance(value, list | tuple) or len(value) != 2:
@@ -140,10 +139,10 @@ def parse_command(raw: object) -> Command:
     if command == "create":
         return Create(check_new_name(fields.path()), fields.required_text("file_text"))
     if command == "str_replace":
-        return StrReplace(fields.path(), fields.required_text("old_str"), fields.text("new_str", False) or "")
+        return StrReplace(fields.path(), fields.required_text("old_str"), fields.optional_text("new_str"))
     if command == "insert":
         path = fields.path()
-        line = fields.integer("insert_line", fields.value("insert_line", required=True))
+        line = fields.integer("insert_line", fields.required("insert_line"))
         return Insert(path, line, fields.required_text("insert_text"))
     if command == "delete":
         return Delete(fields.path())

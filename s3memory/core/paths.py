@@ -43,7 +43,8 @@ def _invisible(char: str) -> bool:
 
 
 def _dot_segment(segment: str) -> bool:
-    return segment in (".", "..") or unicodedata.normalize("NFKC", segment) in (".", "..")
+    """True for ``.`` and ``..``, also as NFKC look-alikes (``\uff0e``, ``\u2025``...)."""
+    return unicodedata.normalize("NFKC", segment) in (".", "..")
 
 
 def _decoded_forms(path: str) -> list[str]:
@@ -130,7 +131,7 @@ def _check(path: str) -> tuple[tuple[str, ...], str | None]:
     relative = path[len(MEMORY_ROOT) :]
     if relative.endswith("/"):
         relative = relative[:-1]
-    segments = tuple(relative.split("/")[1:]) if relative else ()
+    segments = tuple(relative.split("/")[1:])  # () for the root, whose relative is ""
     if any(segment == "" for segment in segments):
         raise _refusal(path, "empty path segments ('//') are refused")
     return segments, invisible
