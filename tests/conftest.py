@@ -26,6 +26,7 @@ from moto import mock_aws
 from moto.s3.responses import S3Response
 
 from s3memory.clients import make_s3_client
+from s3memory.core import paths
 from s3memory.core.paths import MEMORY_ROOT, memory_path
 from s3memory.crypto import KeyProvider, LocalKeyProvider
 from s3memory.demo.embedded_s3 import moto_server
@@ -80,9 +81,12 @@ mutmut's own limit counts CPU time, which a waiting process does not spend."""
 
 @pytest.fixture(autouse=True)
 def _mutant_may_not_wait() -> Iterator[None]:
+    """Under mutmut: the test ends its process if it waits too long, and checks its paths afresh (mutmut
+    forks each mutant from a process whose tests filled the path cache with the unmutated answers)."""
     if "MUTANT_UNDER_TEST" not in os.environ:
         yield
         return
+    paths._remembered_check.cache_clear()
     faulthandler.dump_traceback_later(MUTANT_WAIT_SECONDS, exit=True)
     try:
         yield

@@ -15,11 +15,6 @@ from s3memory.core.commands import Create, Delete, Insert, Rename, StrReplace, V
 from s3memory.core.paths import memory_path
 from s3memory.errors import CommandError
 
-from . import test_paths
-
-checked_afresh = test_paths.checked_afresh
-"""Each test checks its paths afresh (``test_paths.checked_afresh``)."""
-
 VALID = "Valid commands: view, create, str_replace, insert, delete, rename."
 FIELDS: dict[str, dict[str, Any]] = {
     "view": {"path": "/memories/a"},

@@ -22,11 +22,7 @@ from s3memory.ops.operations import Operations
 from s3memory.storage.bucket import Bucket
 from s3memory.store import Store
 
-from . import test_paths
 from .support.bucket import BUCKET, snapshot
-
-checked_afresh = test_paths.checked_afresh
-"""Each test checks its paths afresh (``test_paths.checked_afresh``)."""
 
 TEAM = "team-acme"
 FORMAT_CHARACTERS = {

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from s3memory.core import paths
 from s3memory.core.confusables import DEFAULT_IGNORABLE
 from s3memory.core.paths import (
     DRAWN_BLANK,
@@ -32,14 +30,6 @@ from s3memory.core.paths import (
 from s3memory.errors import CommandError, shown
 
 LAYOUT = KeyLayout(validate_namespace("alice", "users/"))
-
-
-@pytest.fixture(autouse=True)
-def checked_afresh() -> Iterator[None]:
-    """Each test's paths checked, not answered from the checks an earlier test remembered: so its
-    verdict is its own, and mutation testing sees every test that runs the checks."""
-    paths._remembered_check.cache_clear()
-    yield
 
 
 @pytest.mark.parametrize(
