@@ -3,20 +3,25 @@ from every key at once would: same rows, same order, same cut."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
+import boto3
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from bench.metrics import RequestCounter
 from s3memory.core.listing import Tree, render_listing
 from s3memory.core.paths import memory_path
-from s3memory.crypto import LocalKeyProvider, plaintext_size
+from s3memory.crypto import OVERHEAD, LocalKeyProvider, plaintext_size
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from s3memory.storage.bucket import Bucket
 
 from .conftest import STORAGE_FORMAT, key_of, prefix_of
 from .support.bucket import BUCKET, MASTER_KEY, empty_bucket, stored_keys
+from .support.listings import ShortListings
 
 CUT_NOTE_END = "rows shown. View a subdirectory to see the rest.]"
 
@@ -95,20 +100,36 @@ _PATHS = st.lists(
 @given(
     paths=_PATHS,
     page_size=st.integers(min_value=1, max_value=9),
+    server_page=st.one_of(st.none(), st.integers(min_value=1, max_value=9)),
     view=st.sampled_from(["/memories", "/memories/notes", "/memories/a"]),
 )
 @example(
-    paths=["notes x", "notes-x", "notes.md", "notes/a"], page_size=1, view="/memories"
+    paths=["notes x", "notes-x", "notes.md", "notes/a"], page_size=1, server_page=None, view="/memories"
 )  # two pages held back by `notes`
-@example(paths=[f"{'y' * 400}{number}" for number in range(41)], page_size=3, view="/memories")  # a cut
+@example(
+    paths=[f"{'y' * 400}{number}" for number in range(41)], page_size=3, server_page=None, view="/memories"
+)  # a cut
 def test_a_view_listed_in_pieces_answers_what_a_view_of_everything_would(
-    s3: Any, paths: list[str], page_size: int, view: str
+    s3: Any, paths: list[str], page_size: int, server_page: int | None, view: str
 ) -> None:
+    """``page_size`` is what the view asks a page to hold; a ``server_page`` server answers at most
+    that many entries a page and shows a common prefix again where a resumed listing starts inside
+    it (``support/listings.py``)."""
+    if server_page is None:
+        view_of_everything_at_once(s3, s3, paths, page_size, view)
+        return
+    client = boto3.client("s3", region_name="us-east-1")
+    with ShortListings(client, server_page):
+        view_of_everything_at_once(s3, client, paths, page_size, view)
+
+
+def view_of_everything_at_once(s3: Any, client: Any, paths: list[str], page_size: int, view: str) -> None:
+    """Asserts that the view of ``paths`` by a memory of ``client`` is the view of every key at once."""
     # a path cannot be both a file and a directory: drop files that another path lies below
     files = [path for path in paths if not any(other.startswith(path + "/") for other in paths)]
     empty_bucket(s3)
     memory = S3Memory(
-        Bucket(s3, BUCKET, page_size=page_size),
+        Bucket(client, BUCKET, page_size=page_size),
         "alice",
         LocalKeyProvider(MASTER_KEY),
         storage_format=STORAGE_FORMAT,
@@ -124,3 +145,138 @@ def test_a_view_listed_in_pieces_answers_what_a_view_of_everything_would(
         assert answer.endswith(CUT_NOTE_END) and answer in views_found_first(s3, memory, view)
     else:
         assert answer == expected
+
+
+def short_pages(s3: Any, page: int, paths: list[str]) -> tuple[S3Memory, ShortListings, RequestCounter]:
+    """A format-1 memory (names in key order) holding ``paths`` (a file's size is its index), whose
+    server answers at most ``page`` entries a listing page and shows a common prefix again where a
+    resumed listing starts inside it (``support/listings.py``); its server, and a counter of its
+    requests from here on (placing the memory is not counted)."""
+    client = boto3.client("s3", region_name="us-east-1")
+    server = ShortListings(client, page)
+    memory = S3Memory(Bucket(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=1)
+    memory.resolve()
+    for index, path in enumerate(paths):
+        s3.put_object(Bucket=BUCKET, Key=key_of(memory, path), Body=b"\0" * (OVERHEAD + index))
+    server.asked.clear()
+    return memory, server, RequestCounter(client)
+
+
+def counted(requests: RequestCounter) -> Counter[str]:
+    """The requests counted by operation, but the access record's write; the counter reset."""
+    calls = requests.calls
+    requests.reset()
+    del calls["PutObject"]
+    return calls
+
+
+def probes(server: ShortListings) -> list[str]:
+    """The prefixes of the one-key listings (a probe for a directory) the server was asked for."""
+    return [asked["Prefix"] for asked in server.asked if asked["MaxKeys"] == 1]
+
+
+def test_a_level_resumed_inside_a_directory_that_shows_it_again_lists_it_once(s3: Any) -> None:
+    """AWS shows a common prefix again when a delimited listing starts after a key inside it;
+    ``b`` is given out once, so its level 2 is listed once."""
+    memory, server, requests = short_pages(
+        s3, 2, ["/memories/a", "/memories/b/1", "/memories/b/2", "/memories/c"]
+    )
+    answer = memory.run({"command": "view", "path": "/memories"})
+    assert answer == expected_view(s3, memory, "/memories")
+    assert server.repeated == [prefix_of(memory, "/memories/b")]
+    # the first page (a, b/1); level 1 after b/1 (b/ again, c); level 2 of b after b/1 (b/2)
+    assert counted(requests) == Counter(ListObjectsV2=3)
+
+
+def test_a_shorter_name_held_back_by_two_pages_is_probed_once(s3: Any) -> None:
+    """Keys ``notes x``, ``notes-x``, ``notes.md`` sort before ``notes/...``: a page that ends on one
+    of them holds ``notes`` back; when the next page does not get past it either, one one-key
+    listing tells whether ``notes/`` is a directory."""
+    paths = ["/memories/notes x", "/memories/notes-x", "/memories/notes.md", "/memories/notes/a"]
+    memory, server, requests = short_pages(s3, 1, paths)
+    answer = memory.run({"command": "view", "path": "/memories"})
+    assert answer == expected_view(s3, memory, "/memories")
+    assert probes(server) == [prefix_of(memory, "/memories/notes")]
+    # the first page, four of level 1 (the probe after the second), one of notes' level 2
+    assert counted(requests) == Counter(ListObjectsV2=6)
+
+
+def test_a_shorter_name_the_next_page_gets_past_is_not_probed(s3: Any) -> None:
+    memory, server, requests = short_pages(s3, 1, ["/memories/notes.md", "/memories/notes/a"])
+    answer = memory.run({"command": "view", "path": "/memories"})
+    assert answer == expected_view(s3, memory, "/memories")
+    assert probes(server) == []
+    assert counted(requests) == Counter(ListObjectsV2=3)  # the first page, level 1, notes' level 2
+
+
+def test_a_probe_that_finds_no_directory_shows_none(s3: Any) -> None:
+    memory, server, requests = short_pages(s3, 1, ["/memories/notes x", "/memories/notes-x", "/memories/z"])
+    answer = memory.run({"command": "view", "path": "/memories"})
+    assert answer == expected_view(s3, memory, "/memories")
+    assert "/memories/notes/" not in answer
+    assert probes(server) == [prefix_of(memory, "/memories/notes")]
+    assert counted(requests) == Counter(ListObjectsV2=4)  # the first page, two of level 1, the probe
+
+
+def test_a_hidden_name_held_back_is_not_probed(s3: Any) -> None:
+    memory, server, requests = short_pages(
+        s3, 1, ["/memories/.h x", "/memories/.h-x", "/memories/.h/a", "/memories/z"]
+    )
+    answer = memory.run({"command": "view", "path": "/memories"})
+    assert answer.splitlines()[1:] == ["4.0K\t/memories", "3B\t/memories/z"]
+    assert probes(server) == []
+    assert counted(requests) == Counter(ListObjectsV2=4)  # the first page, three of level 1
+
+
+def test_a_directory_seen_before_is_listed_once_when_its_first_page_holds_it_all(s3: Any) -> None:
+    """A path last seen as a directory is listed with its own key as the prefix: when the page gets
+    past the directory (``b0``), that page is its view."""
+    memory, _server, requests = short_pages(s3, 2, ["/memories/b/1", "/memories/b0", "/memories/b1"])
+    memory.run({"command": "view", "path": "/memories"})
+    requests.reset()
+    answer = memory.run({"command": "view", "path": "/memories/b"})
+    assert answer == expected_view(s3, memory, "/memories/b")
+    assert counted(requests) == Counter(ListObjectsV2=1)
+
+
+def test_a_directory_seen_before_that_its_first_page_stops_inside_is_listed_again(s3: Any) -> None:
+    memory, _server, requests = short_pages(s3, 2, ["/memories/b/1", "/memories/b/2", "/memories/b/3"])
+    memory.run({"command": "view", "path": "/memories"})
+    requests.reset()
+    answer = memory.run({"command": "view", "path": "/memories/b"})
+    assert answer == expected_view(s3, memory, "/memories/b")
+    # the page at the path's key (b/1, b/2), the directory's first page, the rest of its level 1
+    assert counted(requests) == Counter(ListObjectsV2=3)
+
+
+_LONG_NAME = "d" * 84  # a listing below /memories/ddd…d charges each key or common prefix 100 characters
+
+
+@pytest.mark.parametrize(
+    ("page", "after_the_first", "listings", "cut"),
+    [
+        (160, 160, 3, False),  # 16,000 charged after one page: within the cap, so the next page is listed
+        (161, 161, 2, True),  # 16,100: more than the answer could show, so no further page
+        (81, 162, 3, True),  # 8,100 after one page, 16,200 after two
+    ],
+)
+def test_a_level_lists_pages_only_while_the_keys_listed_could_be_shown(
+    s3: Any, page: int, after_the_first: int, listings: int, cut: bool
+) -> None:
+    """Hidden names show nothing, but each key or common prefix a page of a level holds is charged
+    the least row it could make (here 100 characters): a level lists no further page once those of
+    its pages listed could fill the 16,000-character view (helper-44)."""
+    hidden = page + after_the_first
+    directories = [
+        f"/memories/{_LONG_NAME}/.d{index:03d}/x" for index in range(page + 40)
+    ]  # 40 in the second page
+    files = [f"/memories/{_LONG_NAME}/.f{index:03d}" for index in range(hidden - len(directories))]
+    memory, _server, requests = short_pages(s3, page, [*directories, *files, f"/memories/{_LONG_NAME}/z"])
+    answer = memory.run({"command": "view", "path": f"/memories/{_LONG_NAME}"})
+    rows = [f"4.0K\t/memories/{_LONG_NAME}", *([] if cut else [f"{hidden}B\t/memories/{_LONG_NAME}/z"])]
+    assert answer.splitlines()[1:] == rows + (
+        ["[Listing cut near 16,000 characters: 1 rows shown. View a subdirectory to see the rest.]"]
+        if cut
+        else []
+    )
+    assert counted(requests) == Counter(GetObject=1, ListObjectsV2=listings)  # a file first, then the pages
