@@ -147,8 +147,10 @@ def view_of_everything_at_once(s3: Any, client: Any, paths: list[str], page_size
         assert answer == expected
 
 
-def short_pages(s3: Any, page: int, paths: list[str]) -> tuple[S3Memory, ShortListings, RequestCounter]:
-    """A format-1 memory (names in key order) holding ``paths`` (a file's size is its index), whose
+def short_pages(
+    s3: Any, page: int, paths: list[str], size: int | None = None
+) -> tuple[S3Memory, ShortListings, RequestCounter]:
+    """A format-1 memory (names in key order) holding ``paths`` (a file's size is ``size``, else its index), whose
     server answers at most ``page`` entries a listing page and shows a common prefix again where a
     resumed listing starts inside it (``support/listings.py``); its server, and a counter of its
     requests from here on (placing the memory is not counted)."""
@@ -157,7 +159,11 @@ def short_pages(s3: Any, page: int, paths: list[str]) -> tuple[S3Memory, ShortLi
     memory = S3Memory(Bucket(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=1)
     memory.resolve()
     for index, path in enumerate(paths):
-        s3.put_object(Bucket=BUCKET, Key=key_of(memory, path), Body=b"\0" * (OVERHEAD + index))
+        s3.put_object(
+            Bucket=BUCKET,
+            Key=key_of(memory, path),
+            Body=b"\0" * (OVERHEAD + (index if size is None else size)),
+        )
     server.asked.clear()
     return memory, server, RequestCounter(client)
 
@@ -252,6 +258,7 @@ def test_a_directory_seen_before_that_its_first_page_stops_inside_is_listed_agai
 _LONG_NAME = "d" * 84  # a listing below /memories/ddd…d charges each key or common prefix 100 characters
 
 
+@pytest.mark.parametrize("level", [1, 2])
 @pytest.mark.parametrize(
     ("page", "after_the_first", "listings", "cut"),
     [
@@ -261,22 +268,61 @@ _LONG_NAME = "d" * 84  # a listing below /memories/ddd…d charges each key or c
     ],
 )
 def test_a_level_lists_pages_only_while_the_keys_listed_could_be_shown(
-    s3: Any, page: int, after_the_first: int, listings: int, cut: bool
+    s3: Any, level: int, page: int, after_the_first: int, listings: int, cut: bool
 ) -> None:
     """Hidden names show nothing, but each key or common prefix a page of a level holds is charged
     the least row it could make (here 100 characters): a level lists no further page once those of
-    its pages listed could fill the 16,000-character view (helper-44)."""
+    its pages listed could fill the 16,000-character view (helper-44). The directory is viewed
+    itself (its level 1), or as level 2 of /memories."""
+    directory = f"/memories/{_LONG_NAME}"
     hidden = page + after_the_first
-    directories = [
-        f"/memories/{_LONG_NAME}/.d{index:03d}/x" for index in range(page + 40)
-    ]  # 40 in the second page
-    files = [f"/memories/{_LONG_NAME}/.f{index:03d}" for index in range(hidden - len(directories))]
-    memory, _server, requests = short_pages(s3, page, [*directories, *files, f"/memories/{_LONG_NAME}/z"])
-    answer = memory.run({"command": "view", "path": f"/memories/{_LONG_NAME}"})
-    rows = [f"4.0K\t/memories/{_LONG_NAME}", *([] if cut else [f"{hidden}B\t/memories/{_LONG_NAME}/z"])]
-    assert answer.splitlines()[1:] == rows + (
-        ["[Listing cut near 16,000 characters: 1 rows shown. View a subdirectory to see the rest.]"]
-        if cut
-        else []
-    )
-    assert counted(requests) == Counter(GetObject=1, ListObjectsV2=listings)  # a file first, then the pages
+    directories = [f"{directory}/.d{index:03d}/x" for index in range(page + 40)]  # 40 in the second page
+    files = [f"{directory}/.f{index:03d}" for index in range(hidden - len(directories))]
+    memory, server, requests = short_pages(s3, page, [*directories, *files, f"{directory}/z"])
+    answer = memory.run({"command": "view", "path": directory if level == 1 else "/memories"})
+    rows = [f"4.0K\t{directory}"] if level == 1 else ["4.0K\t/memories", f"4.0K\t{directory}/"]
+    if cut:
+        rows.append(
+            f"[Listing cut near 16,000 characters: {len(rows)} rows shown. View a subdirectory to see the rest.]"
+        )
+    else:
+        rows.append(f"{hidden}B\t{directory}/z")
+    assert answer.splitlines()[1:] == rows
+    if level == 1:  # a file is looked for first, then the pages
+        assert counted(requests) == Counter(GetObject=1, ListObjectsV2=listings)
+    else:  # and level 1 of /memories after the first page: the directory again (AWS), nothing else
+        assert server.repeated == [prefix_of(memory, directory)]
+        assert counted(requests) == Counter(ListObjectsV2=listings + 1)
+
+
+def named(count: int, length: int, below: str = "", inside: str = "") -> list[str]:
+    """``count`` paths below /memories/``below``, each of a name of ``length`` characters (then ``inside``)."""
+    return [f"/memories/{below}{index:03d}{'n' * (length - 3)}{inside}" for index in range(count)]
+
+
+@pytest.mark.parametrize(
+    ("paths", "page", "listings"),
+    [
+        # files of rows of 100 characters with their newline: the first page gives out all but its
+        # last name (a later key may still be a directory of that name); the 160th row makes 16,000
+        (named(170, 86), 161, 2),
+        (named(170, 86), 162, 1),
+        # directories, of rows of 100 (their rows at level 2 are never reached): all of a page given out
+        (named(170, 83, inside="/x"), 160, 2),
+        (named(170, 83, inside="/x"), 161, 1),
+        # level 2 of e, after e's row of 18: rows of 100, then level 1 after the first page (e/ again)
+        (named(170, 84, below="e/"), 160, 3),
+        (named(170, 84, below="e/"), 161, 2),
+    ],
+)
+def test_a_cut_view_lists_until_the_rows_found_pass_the_cap(
+    s3: Any, paths: list[str], page: int, listings: int
+) -> None:
+    """Each entry given out adds the least row it could make; the view lists no further page once
+    those pass 16,000 characters (its answer is cut there anyway), and no sooner: here a row is
+    exactly its least (a one-character size), so one row more or less in the sum changes the count."""
+    memory, _server, requests = short_pages(s3, page, paths, size=1)
+    answer = memory.run({"command": "view", "path": "/memories"})
+    assert answer == expected_view(s3, memory, "/memories")
+    assert answer.endswith(CUT_NOTE_END)
+    assert counted(requests) == Counter(ListObjectsV2=listings)
