@@ -194,15 +194,16 @@ def test_a_level_resumed_inside_a_directory_that_shows_it_again_lists_it_once(s3
     assert counted(requests) == Counter(ListObjectsV2=3)
 
 
-def test_a_shorter_name_held_back_by_two_pages_is_probed_once(s3: Any) -> None:
+@pytest.mark.parametrize("name", ["notes", "n"])
+def test_a_shorter_name_held_back_by_two_pages_is_probed_once(s3: Any, name: str) -> None:
     """Keys ``notes x``, ``notes-x``, ``notes.md`` sort before ``notes/...``: a page that ends on one
     of them holds ``notes`` back; when the next page does not get past it either, one one-key
     listing tells whether ``notes/`` is a directory."""
-    paths = ["/memories/notes x", "/memories/notes-x", "/memories/notes.md", "/memories/notes/a"]
+    paths = [f"/memories/{name} x", f"/memories/{name}-x", f"/memories/{name}.md", f"/memories/{name}/a"]
     memory, server, requests = short_pages(s3, 1, paths)
     answer = memory.run({"command": "view", "path": "/memories"})
     assert answer == expected_view(s3, memory, "/memories")
-    assert probes(server) == [prefix_of(memory, "/memories/notes")]
+    assert probes(server) == [prefix_of(memory, f"/memories/{name}")]
     # the first page, four of level 1 (the probe after the second), one of notes' level 2
     assert counted(requests) == Counter(ListObjectsV2=6)
 
@@ -326,3 +327,45 @@ def test_a_cut_view_lists_until_the_rows_found_pass_the_cap(
     assert answer == expected_view(s3, memory, "/memories")
     assert answer.endswith(CUT_NOTE_END)
     assert counted(requests) == Counter(ListObjectsV2=listings)
+
+
+def test_a_key_of_no_memory_path_below_a_name_makes_no_directory(s3: Any) -> None:
+    """A key that maps to no memory path (here a backslash, which no memory path holds) shows
+    nothing, not even the directory it would lie in."""
+    memory, _server, requests = short_pages(s3, 2, ["/memories/a", "/memories/c"])
+    s3.put_object(Bucket=BUCKET, Key=prefix_of(memory, "/memories/b") + "x\\y", Body=b"\0" * OVERHEAD)
+    answer = memory.run({"command": "view", "path": "/memories"})
+    assert answer.splitlines()[1:] == ["4.0K\t/memories", "0B\t/memories/a", "1B\t/memories/c"]
+    assert counted(requests) == Counter(ListObjectsV2=2)  # the first page (a, b/x\y), then level 1
+
+
+def test_level_two_is_listed_only_from_where_the_first_page_stopped(s3: Any) -> None:
+    """The first page held all of ``a`` (not listed again), stopped inside ``b`` (listed from there)
+    and before ``c`` (listed from its start)."""
+    memory, _server, requests = short_pages(
+        s3, 2, ["/memories/a/1", "/memories/b/1", "/memories/b/2", "/memories/c/1"]
+    )
+    answer = memory.run({"command": "view", "path": "/memories"})
+    assert answer == expected_view(s3, memory, "/memories")
+    assert counted(requests) == Counter(ListObjectsV2=4)  # the first page, level 1, b's and c's level 2
+
+
+@pytest.mark.parametrize(
+    ("paths", "listings"),
+    [
+        (["/memories/b/1", "/memories/b0", "/memories/b1"], 1),  # the page at b's key got past b/
+        (["/memories/b/1", "/memories/b/2", "/memories/b/3"], 3),  # it stopped inside: b/ is listed
+    ],
+)
+def test_a_delete_of_a_directory_seen_before_lists_it_as_a_view_does(
+    s3: Any, paths: list[str], listings: int
+) -> None:
+    memory, server, _requests = short_pages(s3, 2, paths)
+    memory.run({"command": "view", "path": "/memories"})
+    server.asked.clear()
+    assert memory.run({"command": "delete", "path": "/memories/b"}).startswith(
+        "Successfully deleted /memories/b"
+    )
+    assert stored_keys(s3, prefix_of(memory)) == [key_of(memory, path) for path in paths if "/b/" not in path]
+    below = [asked for asked in server.asked if asked["Prefix"].startswith(prefix_of(memory))]
+    assert len(below) == listings
