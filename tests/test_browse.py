@@ -183,14 +183,15 @@ def probes(server: ShortListings) -> list[str]:
 
 def test_a_level_resumed_inside_a_directory_that_shows_it_again_lists_it_once(s3: Any) -> None:
     """AWS shows a common prefix again when a delimited listing starts after a key inside it;
-    ``b`` is given out once, so its level 2 is listed once."""
+    ``b`` is given out once, so its level 2 is listed once; level 1 is listed with a delimiter
+    from where the first page stopped (b/2 and b/3 would fill a page of their own)."""
     memory, server, requests = short_pages(
-        s3, 2, ["/memories/a", "/memories/b/1", "/memories/b/2", "/memories/c"]
+        s3, 2, ["/memories/a", "/memories/b/1", "/memories/b/2", "/memories/b/3", "/memories/c"]
     )
     answer = memory.run({"command": "view", "path": "/memories"})
     assert answer == expected_view(s3, memory, "/memories")
     assert server.repeated == [prefix_of(memory, "/memories/b")]
-    # the first page (a, b/1); level 1 after b/1 (b/ again, c); level 2 of b after b/1 (b/2)
+    # the first page (a, b/1); level 1 after b/1 (b/ again, c); level 2 of b after b/1 (b/2, b/3)
     assert counted(requests) == Counter(ListObjectsV2=3)
 
 
