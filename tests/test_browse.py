@@ -341,10 +341,10 @@ def test_a_key_of_no_memory_path_below_a_name_makes_no_directory(s3: Any) -> Non
 
 
 def test_level_two_is_listed_only_from_where_the_first_page_stopped(s3: Any) -> None:
-    """The first page held all of ``a`` (not listed again), stopped inside ``b`` (listed from there)
-    and before ``c`` (listed from its start)."""
+    """The first page held all of ``a`` (not listed again), stopped inside ``b`` (listed from there:
+    ``b/1/``, which only the first page shows) and before ``c`` (listed from its start)."""
     memory, _server, requests = short_pages(
-        s3, 2, ["/memories/a/1", "/memories/b/1", "/memories/b/2", "/memories/c/1"]
+        s3, 2, ["/memories/a/1", "/memories/b/1/x", "/memories/b/2", "/memories/c/1"]
     )
     answer = memory.run({"command": "view", "path": "/memories"})
     assert answer == expected_view(s3, memory, "/memories")
@@ -370,3 +370,25 @@ def test_a_delete_of_a_directory_seen_before_lists_it_as_a_view_does(
     assert stored_keys(s3, prefix_of(memory)) == [key_of(memory, path) for path in paths if "/b/" not in path]
     below = [asked for asked in server.asked if asked["Prefix"].startswith(prefix_of(memory))]
     assert len(below) == listings
+
+
+@pytest.mark.parametrize("page", [1, 1000])
+def test_a_directory_of_hidden_files_only_exists_and_shows_no_row(s3: Any, page: int) -> None:
+    """Hidden files below ``d`` (and a key of no memory path) show nothing, but ``d`` exists: its
+    view lists its own row, whether its first page held every key or not."""
+    memory, _server, requests = short_pages(s3, page, ["/memories/d/.h1", "/memories/d/.h2"])
+    s3.put_object(Bucket=BUCKET, Key=prefix_of(memory, "/memories/d") + "x\\y", Body=b"\0" * OVERHEAD)
+    answer = memory.run({"command": "view", "path": "/memories/d"})
+    assert answer.splitlines()[1:] == ["4.0K\t/memories/d"]
+    # a file is looked for first; then one page, or the first page and level 1 after it
+    assert counted(requests) == Counter(GetObject=1, ListObjectsV2=1 if page > 3 else 3)
+
+
+def test_a_directory_viewed_once_is_listed_first_the_next_time(s3: Any) -> None:
+    memory, _server, requests = short_pages(s3, 1000, ["/memories/d/e/f", "/memories/d/g"])
+    first = memory.run({"command": "view", "path": "/memories/d"})
+    assert counted(requests) == Counter(GetObject=1, ListObjectsV2=1)  # not known: a file looked for first
+    for path in ("/memories/d", "/memories/d/e"):  # then d and its directories are known
+        answer = memory.run({"command": "view", "path": path})
+        assert counted(requests) == Counter(ListObjectsV2=1)
+        assert answer == (first if path == "/memories/d" else expected_view(s3, memory, path))
