@@ -238,8 +238,10 @@ def test_a_hidden_name_held_back_is_not_probed(s3: Any) -> None:
 
 def test_a_directory_seen_before_is_listed_once_when_its_first_page_holds_it_all(s3: Any) -> None:
     """A path last seen as a directory is listed with its own key as the prefix: when the page gets
-    past the directory (``b0``), that page is its view."""
-    memory, _server, requests = short_pages(s3, 2, ["/memories/b/1", "/memories/b0", "/memories/b1"])
+    past the directory (its last key, ``b0``, is past it), that page is its view."""
+    memory, _server, requests = short_pages(
+        s3, 3, ["/memories/b/1", "/memories/b/2", "/memories/b0", "/memories/b1"]
+    )
     memory.run({"command": "view", "path": "/memories"})
     requests.reset()
     answer = memory.run({"command": "view", "path": "/memories/b"})
