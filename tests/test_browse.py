@@ -19,7 +19,7 @@ from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from s3memory.storage.bucket import Bucket
 
-from .conftest import STORAGE_FORMAT, key_of, prefix_of
+from .conftest import STORAGE_FORMAT, key_of, plant, prefix_of
 from .support.bucket import BUCKET, MASTER_KEY, empty_bucket, stored_keys
 from .support.listings import ShortListings
 
@@ -394,3 +394,31 @@ def test_a_directory_viewed_once_is_listed_first_the_next_time(s3: Any) -> None:
         answer = memory.run({"command": "view", "path": path})
         assert counted(requests) == Counter(ListObjectsV2=1)
         assert answer == (first if path == "/memories/d" else expected_view(s3, memory, path))
+
+
+def test_a_delete_of_a_directory_not_seen_before_looks_for_a_file_first_then_lists_it(s3: Any) -> None:
+    memory, server, requests = short_pages(s3, 2, ["/memories/b/1", "/memories/b/2", "/memories/b/3"])
+    assert memory.run({"command": "delete", "path": "/memories/b"}).startswith(
+        "Successfully deleted /memories/b"
+    )
+    assert stored_keys(s3, prefix_of(memory)) == []
+    below = [asked["Prefix"] for asked in server.asked if asked["Prefix"].startswith(prefix_of(memory))]
+    assert below == [prefix_of(memory, "/memories/b")] * 2  # its pages: b/1 and b/2, then b/3
+    assert requests.calls["HeadObject"] >= 1  # the file looked for first
+
+
+def test_a_file_written_where_a_directory_seen_before_was_emptied_is_found(s3: Any) -> None:
+    """A path last seen as a directory is listed first; when nothing lies below it any more, the
+    file is looked for, and one written there since the listing (by another process) is deleted."""
+    memory, _server, _requests = short_pages(s3, 2, ["/memories/b/1"])
+    memory.run({"command": "view", "path": "/memories"})
+    s3.delete_object(Bucket=BUCKET, Key=key_of(memory, "/memories/b/1"))
+    written: list[str] = []
+
+    def write_the_file(parsed: dict[str, Any], **_: Any) -> None:  # after the listing at b's key
+        if parsed.get("Prefix") == key_of(memory, "/memories/b") and not written:
+            written.append(plant(s3, memory, "/memories/b", "written meanwhile"))
+
+    memory.bucket.client.meta.events.register("after-call.s3.ListObjectsV2", write_the_file)
+    assert memory.run({"command": "delete", "path": "/memories/b"}) == "Successfully deleted /memories/b"
+    assert written and stored_keys(s3, prefix_of(memory)) == []
