@@ -422,3 +422,17 @@ def test_a_file_written_where_a_directory_seen_before_was_emptied_is_found(s3: A
     memory.bucket.client.meta.events.register("after-call.s3.ListObjectsV2", write_the_file)
     assert memory.run({"command": "delete", "path": "/memories/b"}) == "Successfully deleted /memories/b"
     assert written and stored_keys(s3, prefix_of(memory)) == []
+
+
+def test_names_settled_before_a_directory_are_given_out_only_after_the_next_page(s3: Any) -> None:
+    """The first page stops inside ``n/``: ``n`` is given out, but names after it (``n-000…``,
+    whose keys sort before ``n/``) only once the next page is listed; their rows (100 characters
+    each) pass the cap there, so the view costs the first page and one of level 1, no fewer."""
+    names = [f"/memories/n-{index:03d}{'n' * 81}" for index in range(170)]
+    memory, _server, requests = short_pages(
+        s3, 171, [*names, "/memories/n/x", "/memories/n/y", "/memories/z"], size=1
+    )
+    answer = memory.run({"command": "view", "path": "/memories"})
+    assert answer == expected_view(s3, memory, "/memories")
+    assert answer.endswith(CUT_NOTE_END)
+    assert counted(requests) == Counter(ListObjectsV2=2)
