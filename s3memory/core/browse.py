@@ -77,7 +77,7 @@ class Browser:
         file_first, below = self._listed_at(path)
         if file_first and (found := self._files.read(path)) is not None:
             return found, None
-        return None, self.tree(path, None if below is None else ListingPage(below, [], False))
+        return None, self.tree(path, None if below is None else ListingPage(below))
 
     def _listed_at(self, path: MemoryPath) -> tuple[bool, list[Listed] | None]:
         """One listing with ``path``'s own key as the prefix: whether a file is at the path (it
