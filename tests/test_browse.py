@@ -375,10 +375,10 @@ def test_a_delete_of_a_directory_seen_before_lists_it_as_a_view_does(
 
 
 @pytest.mark.parametrize("page", [1, 1000])
-def test_a_directory_of_hidden_files_only_exists_and_shows_no_row(s3: Any, page: int) -> None:
-    """Hidden files below ``d`` (and a key of no memory path) show nothing, but ``d`` exists: its
-    view lists its own row, whether its first page held every key or not."""
-    memory, _server, requests = short_pages(s3, page, ["/memories/d/.h1", "/memories/d/.h2"])
+def test_a_directory_of_hidden_entries_only_exists_and_shows_no_row(s3: Any, page: int) -> None:
+    """Files in a hidden directory below ``d`` (and a key of no memory path) show nothing, but ``d``
+    exists: its view lists its own row, whether its first page held every key or not."""
+    memory, _server, requests = short_pages(s3, page, ["/memories/d/.h/1", "/memories/d/.h/2"])
     s3.put_object(Bucket=BUCKET, Key=prefix_of(memory, "/memories/d") + "x\\y", Body=b"\0" * OVERHEAD)
     answer = memory.run({"command": "view", "path": "/memories/d"})
     assert answer.splitlines()[1:] == ["4.0K\t/memories/d"]
