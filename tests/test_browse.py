@@ -436,3 +436,10 @@ def test_names_settled_before_a_directory_are_given_out_only_after_the_next_page
     assert answer == expected_view(s3, memory, "/memories")
     assert answer.endswith(CUT_NOTE_END)
     assert counted(requests) == Counter(ListObjectsV2=2)
+
+
+def test_a_directory_whose_first_page_holds_no_memory_path_is_found_by_the_pages_after(s3: Any) -> None:
+    memory, _server, _requests = short_pages(s3, 1, ["/memories/d/z"])
+    s3.put_object(Bucket=BUCKET, Key=prefix_of(memory, "/memories/d") + "a\\b", Body=b"\0" * OVERHEAD)
+    answer = memory.run({"command": "view", "path": "/memories/d"})
+    assert answer.splitlines()[1:] == ["4.0K\t/memories/d", "0B\t/memories/d/z"]
