@@ -139,3 +139,15 @@ def test_a_module_mutmut_does_not_mutate_is_refused_before_anything_is_touched(
         "--module s3memory/core/nope.py is not one of [tool.mutmut]'s only_mutate: s3memory/core/text.py"
         in (capsys.readouterr().err)
     )
+
+
+def test_a_listed_survivor_that_timed_out_is_killed_and_not_out_of_date(
+    tool: ModuleType, tmp_path: Path
+) -> None:
+    """A `performance` mutant may make the tests slow enough for mutmut's limit on one machine and not on
+    another: either way the whole run passes."""
+    listing(tmp_path, ENTRY.replace('kind = "equivalent"', 'kind = "performance"'))
+    slow = tool.Mutant("s3memory.core.text.x_insert_at__mutmut_3", MODULE, "timeout")
+    table, clean = tool.report([slow], whole=True, diff=lambda mutant: DIFF)
+    assert clean
+    assert "| `s3memory/core/text.py` | 1 | 1 | 0 | 0 | 100.0% |" in table
