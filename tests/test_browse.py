@@ -226,6 +226,18 @@ def test_a_probe_that_finds_no_directory_shows_none(s3: Any) -> None:
     assert counted(requests) == Counter(ListObjectsV2=4)  # the first page, two of level 1, the probe
 
 
+def test_a_page_of_one_key_moves_the_listing_to_it(s3: Any) -> None:
+    """Level 1's pages hold one key each: ``notes x`` holds ``notes`` back once a page has reached it,
+    and the page after (``notes-x``) does not get past it, so ``notes`` is probed then."""
+    memory, server, requests = short_pages(
+        s3, 1, ["/memories/a", "/memories/notes x", "/memories/notes-x", "/memories/z"]
+    )
+    answer = memory.run({"command": "view", "path": "/memories"})
+    assert answer == expected_view(s3, memory, "/memories")
+    assert probes(server) == [prefix_of(memory, "/memories/notes")]
+    assert counted(requests) == Counter(ListObjectsV2=5)  # the first page, three of level 1, the probe
+
+
 def test_a_hidden_name_held_back_is_not_probed(s3: Any) -> None:
     memory, server, requests = short_pages(
         s3, 1, ["/memories/.h x", "/memories/.h-x", "/memories/.h/a", "/memories/z"]
@@ -317,6 +329,10 @@ def named(count: int, length: int, below: str = "", inside: str = "") -> list[st
         # level 2 of e, after e's row of 18: rows of 100, then level 1 after the first page (e/ again)
         (named(170, 84, below="e/"), 160, 3),
         (named(170, 84, below="e/"), 161, 2),
+        # level 2 of e, rows of 131: e's row and 122 of them make 16,000, not more, so the 123rd is
+        # listed (a page of level 2) when the first page held back the 123rd
+        (named(130, 115, below="e/"), 123, 3),
+        (named(130, 115, below="e/"), 124, 2),
     ],
 )
 def test_a_cut_view_lists_until_the_rows_found_pass_the_cap(
