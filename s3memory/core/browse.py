@@ -180,7 +180,8 @@ class Browser:
         probed: set[str] = set()
         for listed in seen:
             _note_key(path_of, entries, prefix, listed.key, listed.size)
-        pages = iter(()) if last is None else self._bucket.pages(prefix, delimiter=True, start_after=last)
+        # a generator: no request is sent unless the loop below asks it for a page
+        pages = self._bucket.pages(prefix, delimiter=True, start_after=last)
         held_back_by: str | None = None
         while last is not None:
             given_below, blocker = _settled_below(prefix, last, probed)
@@ -194,9 +195,7 @@ class Browser:
             if listing.spent:
                 listing.stopped = True  # keys the answer would have no room for, were they all shown
                 return
-            page = next(pages, None)
-            if page is None:
-                break
+            page = next(pages)  # pages end only with a page that is not truncated, which ends the loop
             listing.charge(page)
             # a server may show a name again (a common prefix the resumed listing started inside)
             for listed in page.objects:
