@@ -226,16 +226,22 @@ def test_a_probe_that_finds_no_directory_shows_none(s3: Any) -> None:
     assert counted(requests) == Counter(ListObjectsV2=4)  # the first page, two of level 1, the probe
 
 
-def test_a_page_of_one_key_moves_the_listing_to_it(s3: Any) -> None:
-    """Level 1's pages hold one key each: ``notes x`` holds ``notes`` back once a page has reached it,
-    and the page after (``notes-x``) does not get past it, so ``notes`` is probed then."""
-    memory, server, requests = short_pages(
-        s3, 1, ["/memories/a", "/memories/notes x", "/memories/notes-x", "/memories/z"]
-    )
+@pytest.mark.parametrize(
+    ("held", "listings"),
+    [
+        ("/memories/notes x", 5),  # the first page, three of level 1, the probe
+        ("/memories/notes x/1", 6),  # and the level 2 of `notes x`
+    ],
+)
+def test_a_page_of_one_key_moves_the_listing_to_it(s3: Any, held: str, listings: int) -> None:
+    """Level 1's pages hold one entry each: ``notes x`` (a key or a common prefix) holds ``notes``
+    back once a page has reached it, and the page after (``notes-x``) does not get past it, so
+    ``notes`` is probed then."""
+    memory, server, requests = short_pages(s3, 1, ["/memories/a", held, "/memories/notes-x", "/memories/z"])
     answer = memory.run({"command": "view", "path": "/memories"})
     assert answer == expected_view(s3, memory, "/memories")
     assert probes(server) == [prefix_of(memory, "/memories/notes")]
-    assert counted(requests) == Counter(ListObjectsV2=5)  # the first page, three of level 1, the probe
+    assert counted(requests) == Counter(ListObjectsV2=listings)
 
 
 def test_a_hidden_name_held_back_is_not_probed(s3: Any) -> None:
