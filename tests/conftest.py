@@ -80,7 +80,7 @@ mutmut's own limit counts CPU time, which a waiting process does not spend."""
 
 
 @pytest.fixture(autouse=True)
-def _mutant_may_not_wait() -> Iterator[None]:
+def _under_mutmut() -> Iterator[None]:
     """Under mutmut: the test ends its process if it waits too long, and checks its paths afresh (mutmut
     forks each mutant from a process whose tests filled the path cache with the unmutated answers)."""
     if "MUTANT_UNDER_TEST" not in os.environ:

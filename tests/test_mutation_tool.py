@@ -76,13 +76,13 @@ def test_a_listed_survivor_passes_and_an_unlisted_one_is_shown_with_its_diff(
     killed = tool.Mutant("s3memory.core.text.x_insert_at__mutmut_1", MODULE, "killed")
     timeout = tool.Mutant("s3memory.core.text.x_insert_at__mutmut_2", MODULE, "timeout")
 
-    table, clean = tool.report([survivor, killed, timeout], whole=True, diff=lambda mutant: DIFF)
+    table, clean = tool.report([survivor, killed, timeout], [MODULE], whole=True, diff=lambda mutant: DIFF)
     assert not clean
     assert "| `s3memory/core/text.py` | 3 | 2 | 0 | 1 | 66.7% |" in table
     assert f"{survivor.name}: survived\n{DIFF}" in table
 
     listing(tmp_path, ENTRY)
-    table, clean = tool.report([survivor, killed, timeout], whole=True, diff=lambda mutant: DIFF)
+    table, clean = tool.report([survivor, killed, timeout], [MODULE], whole=True, diff=lambda mutant: DIFF)
     assert clean
     assert "| `s3memory/core/text.py` | 3 | 2 | 1 | 0 | 100.0% |" in table
 
@@ -93,7 +93,7 @@ def test_a_mutant_no_test_ran_is_never_passed_by_a_listing(
 ) -> None:
     listing(tmp_path, ENTRY)
     mutant = tool.Mutant("s3memory.core.text.x_insert_at__mutmut_3", MODULE, status)
-    table, clean = tool.report([mutant], whole=False, diff=lambda mutant: DIFF)
+    table, clean = tool.report([mutant], [MODULE], whole=False, diff=lambda mutant: DIFF)
     assert not clean
     assert f"{mutant.name}: {status}" in table
 
@@ -103,10 +103,10 @@ def test_a_listed_survivor_that_no_longer_survives_fails_a_whole_run_only(
 ) -> None:
     listing(tmp_path, ENTRY)
     killed = tool.Mutant("s3memory.core.text.x_insert_at__mutmut_3", MODULE, "killed")
-    table, clean = tool.report([killed], whole=True, diff=lambda mutant: DIFF)
+    table, clean = tool.report([killed], [MODULE], whole=True, diff=lambda mutant: DIFF)
     assert not clean
     assert "lists a survivor that no longer survives (remove it): insert_at:" in table
-    assert tool.report([killed], whole=False, diff=lambda mutant: DIFF)[1]
+    assert tool.report([killed], [MODULE], whole=False, diff=lambda mutant: DIFF)[1]
 
 
 @pytest.mark.parametrize(
@@ -148,6 +148,6 @@ def test_a_listed_survivor_that_timed_out_is_killed_and_not_out_of_date(
     another: either way the whole run passes."""
     listing(tmp_path, ENTRY.replace('kind = "equivalent"', 'kind = "performance"'))
     slow = tool.Mutant("s3memory.core.text.x_insert_at__mutmut_3", MODULE, "timeout")
-    table, clean = tool.report([slow], whole=True, diff=lambda mutant: DIFF)
+    table, clean = tool.report([slow], [MODULE], whole=True, diff=lambda mutant: DIFF)
     assert clean
     assert "| `s3memory/core/text.py` | 1 | 1 | 0 | 0 | 100.0% |" in table

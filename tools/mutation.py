@@ -59,18 +59,9 @@ class Mutant:
 
 
 def modules() -> list[str]:
-    """The modules ``[tool.mutmut]`` mutates, as paths from the repository's root (``--module`` picks)."""
+    """The modules ``[tool.mutmut]`` mutates, as paths from the repository's root."""
     config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["mutmut"]
     return list(config["only_mutate"])
-
-
-_chosen: list[str] = []
-"""The modules of this run (``--module``); all of :func:`modules` if none are named."""
-
-
-def chosen() -> list[str]:
-    """The modules this run mutates and reports."""
-    return _chosen or modules()
 
 
 def dotted(module: str) -> str:
@@ -144,14 +135,15 @@ def generate(max_children: int) -> None:
         create_mutants(max_children)
 
 
-def verdicts(names: Iterable[str] | None = None) -> list[Mutant]:
-    """The mutants of ``mutants/``'s records with their verdicts (only ``names``, if given)."""
+def verdicts(chosen: list[str], names: Iterable[str] | None = None) -> list[Mutant]:
+    """The mutants of the ``chosen`` modules in ``mutants/``'s records, with their verdicts (only
+    ``names``, if given)."""
     from mutmut.mutation.data import SourceFileMutationData
     from mutmut.stats import status_by_exit_code
 
     wanted = None if names is None else set(names)
     found: list[Mutant] = []
-    for module in chosen():
+    for module in chosen:
         data = SourceFileMutationData(path=Path(module))
         data.load()
         for name, exit_code in sorted(data.exit_code_by_key.items()):
@@ -167,11 +159,14 @@ def diff_of(mutant: Mutant) -> str:
     return get_diff_for_mutant(mutant.name, path=Path(mutant.module))
 
 
-def report(mutants: list[Mutant], whole: bool, diff: Callable[[Mutant], str] = diff_of) -> tuple[str, bool]:
-    """The score table and the survivors that are not listed; True if nothing needs a person."""
+def report(
+    mutants: list[Mutant], chosen: list[str], whole: bool, diff: Callable[[Mutant], str] = diff_of
+) -> tuple[str, bool]:
+    """The score table of the ``chosen`` modules and the survivors that are not listed; True if nothing
+    needs a person."""
     rows = ["| module | mutants | killed | listed | left | killed or listed |", "|---|--:|--:|--:|--:|--:|"]
     problems: list[str] = []
-    for module in chosen():
+    for module in chosen:
         reviewed = listed(module)
         matched: set[Change] = set()
         own = [mutant for mutant in mutants if mutant.module == module]
@@ -225,20 +220,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(
             f"--module {unknown[0]} is not one of [tool.mutmut]'s only_mutate: {', '.join(modules())}"
         )
-    _chosen[:] = arguments.module
+    chosen = arguments.module or modules()
     os.chdir(REPO_ROOT)
     shutil.rmtree(MUTANTS, ignore_errors=True)  # a verdict mutmut kept would outlive the tests it came from
     MUTANTS.mkdir()
     names: list[str] | None = None
     if arguments.sample is not None:
         generate(arguments.max_children)
-        everything = [mutant.name for mutant in verdicts()]
+        everything = [mutant.name for mutant in verdicts(chosen)]
         seed = arguments.seed if arguments.seed is not None else random.SystemRandom().randrange(2**32)
         names = sorted(random.Random(seed).sample(everything, min(arguments.sample, len(everything))))
         print(f"sample: {len(names)} of {len(everything)} mutants, --seed {seed}", flush=True)
     patterns = [f"{dotted(module)}.*" for module in arguments.module]
     mutmut(names or patterns, arguments.max_children)
-    table, clean = report(verdicts(names), whole=names is None)
+    table, clean = report(verdicts(chosen, names), chosen, whole=names is None)
     print(table)
     if arguments.report is not None:
         arguments.report.write_text(table.split("\n\n")[0] + "\n", "utf-8")
