@@ -37,7 +37,7 @@ from s3memory.core.paths import UserId, memory_path
 from s3memory.mcp.connections import uvicorn_options
 from s3memory.mcp.http import http_app, memories_of, metadata_url
 from s3memory.mcp.limits import DEFAULT_LIMITS, EdgeLimits
-from s3memory.mcp.tool import MCP_ACTOR
+from s3memory.mcp.schema import MCP_ACTOR
 from s3memory.settings import Settings
 from s3memory.tokens import TokenVerifier
 

@@ -41,8 +41,8 @@ from starlette.routing import Route
 from s3memory.core.paths import UserId
 from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, EXIT_SERVED, EXIT_USAGE
 from s3memory.mcp.limits import DEFAULT_LIMITS, Admission, EdgeGuard, EdgeLimits, body_bound
+from s3memory.mcp.schema import MCP_ACTOR
 from s3memory.mcp.server import build_server
-from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.memories import Memories
 from s3memory.memory import S3Memory
 from s3memory.mounts import Caller, Grant, UserMemory, granted, with_mounts
