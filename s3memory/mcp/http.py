@@ -15,6 +15,14 @@ form suffixed with ``/mcp``.
 One ``S3Memory`` per user is shared by that user's requests, the least recently used dropped beyond
 ``memories.WARM_USERS``, as a warm Lambda container keeps them (``memories.Memories``). Unauthenticated serving (``--no-auth --user
 ID``) serves that one user, and only on a loopback host.
+
+Of the SDK's authentication, the gate takes what fits: a verified token becomes the SDK's
+``AccessToken`` of an ``AuthenticatedUser`` in the request's scope, and the SDK's ``AuthContextMiddleware``
+sets it where ``get_access_token()`` and the SDK's transport read the request's principal. The gate
+itself is our own: the SDK's verifier interface answers a token with a token or nothing, so it cannot
+answer 503 with ``Retry-After`` while the issuer's keys cannot be fetched, nor tell a missing token
+from a refused one, nor name the required scopes; and the SDK has no notion of mounts granted per
+claim (docs/mcp.md, "Why the gate is our own").
 """
 
 from __future__ import annotations
@@ -23,12 +31,14 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import anyio.to_thread
 from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, auth_context_var
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.routes import cors_middleware
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
@@ -47,7 +57,7 @@ from s3memory.memories import Memories
 from s3memory.memory import S3Memory
 from s3memory.mounts import Caller, Grant, UserMemory, granted, with_mounts
 from s3memory.settings import JWT_ISSUER, Settings, SettingsError, secure_url
-from s3memory.tokens import KeysUnavailable, TokenRefused, TokenVerifier
+from s3memory.tokens import KeysUnavailable, TokenRefused, TokenVerifier, Verified
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -61,18 +71,39 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 KEYS_RETRY_AFTER_SECONDS = 60
 """The ``Retry-After`` of a 503: the verifier fetches the issuer's keys again at most once a minute."""
 
-_request_caller: ContextVar[Caller | None] = ContextVar("s3memory_mcp_request_caller", default=None)
-
 MemoryOf = Callable[[Caller], UserMemory]
 """The memory of a caller the gate let in: the user's, with the mounts its token was granted."""
 
 
+class VerifiedUser(AuthenticatedUser):
+    """The SDK's user of a request whose token verified (its ``AccessToken``, which the SDK's
+    ``get_access_token()`` returns), and the caller the token makes: its subject, its mounts."""
+
+    def __init__(self, token: AccessToken, caller: Caller) -> None:
+        super().__init__(token)
+        self.caller = caller
+
+
+def access_token(authorization: str, verified: Verified, user: UserId) -> AccessToken:
+    """The SDK's ``AccessToken`` of a token that verified: the principal (``client_id``, ``iss``,
+    ``sub``) the SDK's transport compares, and the claims. ``scopes`` is empty: the verifier has
+    checked them (403), and nothing past the gate reads them."""
+    claims = verified.claims
+    return AccessToken(
+        token=authorization.split()[-1],  # verified: "Bearer <token>" or "<token>"
+        client_id=str(claims.get("client_id", claims.get("azp", ""))),
+        scopes=[],
+        subject=user,
+        claims=claims,
+    )
+
+
 def request_caller() -> Caller:
-    """Who the gate let in for the request being served."""
-    caller = _request_caller.get()
-    if caller is None:  # pragma: no cover - every request to /mcp passes a gate that sets it
+    """Who the gate let in for the request being served (the SDK's authenticated user of it)."""
+    user = auth_context_var.get()
+    if not isinstance(user, VerifiedUser):  # pragma: no cover - every request to /mcp passes the gate
         raise LookupError("the request has no verified user")
-    return caller
+    return user.caller
 
 
 def memories_of(store: Store, settings: Settings) -> MemoryOf:
@@ -111,7 +142,8 @@ async def _refuse(
 
 class TokenGate:
     """The ASGI app in front of ``/mcp``: lets a request through only with a verified bearer token,
-    as the token's subject, with the mounts its claims are ``grants``ed (``request_caller``)."""
+    as the token's subject, with the mounts its claims are ``grants``ed (``request_caller``). Our own,
+    not the SDK's ``RequireAuthMiddleware``: see the module's docstring."""
 
     def __init__(
         self, app: ASGIApp, verifier: TokenVerifier, resource: str, grants: tuple[Grant, ...] = ()
@@ -148,28 +180,11 @@ class TokenGate:
             await _refuse(send, 403, message)
             return
         caller = Caller(user, granted(self.grants, verified.claims, user, MCP_ACTOR))
-        await _as_caller(self.app, caller, scope, receive, send)
-
-
-class OneUser:
-    """The ASGI app in front of ``/mcp`` without authentication (``--no-auth``): every request is
-    ``user``'s. Served only on a loopback host."""
-
-    def __init__(self, app: ASGIApp, user: UserId) -> None:
-        self.app = app
-        self.user = user
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await _as_caller(self.app, Caller(self.user), scope, receive, send)
-
-
-async def _as_caller(app: ASGIApp, caller: Caller, scope: Scope, receive: Receive, send: Send) -> None:
-    # The SDK serves the request in tasks started from here: they see the caller set here.
-    token = _request_caller.set(caller)
-    try:
-        await app(scope, receive, send)
-    finally:
-        _request_caller.reset(token)
+        assert authorization is not None  # it verified
+        # Where Starlette's AuthenticationMiddleware puts it; the SDK's AuthContextMiddleware, inside,
+        # sets it for get_access_token() (the SDK serves the request in tasks that see it).
+        scope["user"] = VerifiedUser(access_token(authorization, verified, user), caller)
+        await self.app(scope, receive, send)
 
 
 def default_resource(host: str, port: int) -> str:
@@ -188,11 +203,16 @@ def http_app(
     limits: EdgeLimits | None = DEFAULT_LIMITS,
 ) -> Starlette:
     """The ASGI app: ``/mcp`` behind a ``TokenGate`` (``verifier``, the mounts of ``grants``) with the
-    protected-resource metadata of ``resource``, or, with ``user`` instead, behind ``OneUser``
+    protected-resource metadata of ``resource``, or, with ``user`` instead, every request ``user``'s
     without authentication (and without mounts). Every request within ``limits`` (``limits.py``;
     None: none but the SDK's, for a caller that bounds requests itself, as API Gateway does)."""
     if (verifier is None) == (user is None):
         raise ValueError("http_app serves with a token verifier, or one user without authentication")
+    one = None if user is None else Caller(user)
+
+    def caller() -> Caller:
+        return request_caller() if one is None else one
+
     security = None
     if host in LOOPBACK_HOSTS:
         # As the SDK's own apps on a loopback host: no page elsewhere may reach it (DNS rebinding).
@@ -202,7 +222,7 @@ def http_app(
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
         )
     manager = StreamableHTTPSessionManager(
-        build_server(lambda: memory_of(request_caller())),
+        build_server(lambda: memory_of(caller())),
         json_response=True,
         stateless=True,
         security_settings=security,
@@ -210,10 +230,10 @@ def http_app(
     )
     endpoint: ASGIApp = StreamableHTTPASGIApp(manager)
     if limits is not None:
-        endpoint = Admission(endpoint, limits, lambda: request_caller().user)
+        endpoint = Admission(endpoint, limits, lambda: caller().user)
     routes = []
     if verifier is not None:
-        endpoint = TokenGate(endpoint, verifier, resource, grants)
+        endpoint = TokenGate(AuthContextMiddleware(endpoint), verifier, resource, grants)
         check = verifier.check
         metadata = ProtectedResourceMetadata.model_validate(
             {
@@ -228,9 +248,6 @@ def http_app(
             [METADATA_PATH, METADATA_PATH + MCP_PATH, urlsplit(metadata_url(resource)).path]
         )
         routes += [Route(path, endpoint=document, methods=["GET", "OPTIONS"]) for path in paths]
-    else:
-        assert user is not None
-        endpoint = OneUser(endpoint, user)
     # Stateless and JSON: no stream to open with GET, no session to end with DELETE (405, as the
     # transport allows for both).
     routes.append(Route(MCP_PATH, endpoint=endpoint, methods=["POST"]))
