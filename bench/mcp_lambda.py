@@ -48,7 +48,7 @@ from .mcp_overhead import (
     pairs,
     store_environment,
 )
-from .metrics import Summary, paired_ratios, plain, quiet_gc
+from .metrics import Summary, paired_ratios, plain, print_alone, quiet_gc
 from .servers import Backend, fake_credentials, moto_backend
 from .tables import table
 from .workload import Tenant, note_text, s3memory_client
@@ -349,10 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     fake_credentials()
     with moto_backend() as backend:
         found = run(backend, plan.mcp_lambda_calls, plan.mcp_warmup, plan.mcp_lambda_cold_reps)
-    print("\n".join(mcp_lambda_lines(found)))
-    if options.json:
-        with open(options.json, "w", encoding="utf-8") as handle:
-            json.dump(found.as_dict(), handle, indent=1)
+    print_alone(mcp_lambda_lines(found), options.json, found.as_dict())
     return 0
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import statistics
 import threading
 import time
@@ -44,7 +43,7 @@ from s3memory.ops.operations import Operations
 from s3memory.ops.rotation import ROTATION_WAIT_SECONDS, RotationReport, rotate_waiting
 from s3memory.storage.bucket import Bucket
 
-from .metrics import RequestCounter, describe, quiet_gc
+from .metrics import RequestCounter, describe, print_alone, quiet_gc
 from .servers import REGION, Backend, fake_credentials, moto_backend, plain_client
 from .tables import table
 from .workload import note_text, s3memory_client
@@ -453,10 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     fake_credentials()
     with moto_backend() as backend:
         found = run(backend, options.users or plan.rotation_users)
-    print("\n".join(rotation_lines(found)))
-    if options.json:
-        with open(options.json, "w", encoding="utf-8") as handle:
-            json.dump(found.as_dict(), handle, indent=1)
+    print_alone(rotation_lines(found), options.json, found.as_dict())
     return 0
 
 
