@@ -16,13 +16,10 @@ One ``S3Memory`` per user is shared by that user's requests, the least recently 
 ``memories.WARM_USERS``, as a warm Lambda container keeps them (``memories.Memories``). Unauthenticated serving (``--no-auth --user
 ID``) serves that one user, and only on a loopback host.
 
-Of the SDK's authentication, the gate takes what fits: a verified token becomes the SDK's
-``AccessToken`` of an ``AuthenticatedUser`` in the request's scope, and the SDK's ``AuthContextMiddleware``
-sets it where ``get_access_token()`` and the SDK's transport read the request's principal. The gate
-itself is our own: the SDK's verifier interface answers a token with a token or nothing, so it cannot
-answer 503 with ``Retry-After`` while the issuer's keys cannot be fetched, nor tell a missing token
-from a refused one, nor name the required scopes; and the SDK has no notion of mounts granted per
-claim (docs/mcp.md, "Why the gate is our own").
+The verified token is carried the SDK's way (its ``AccessToken``, read by ``get_access_token()``); the
+gate is our own, because the SDK's verifier answers a token or nothing: its gate cannot answer 503 with
+``Retry-After`` while the issuer's keys cannot be fetched, nor grant mounts per claim (docs/mcp.md,
+"Why the gate is our own").
 """
 
 from __future__ import annotations
@@ -76,26 +73,18 @@ MemoryOf = Callable[[Caller], UserMemory]
 
 
 class VerifiedUser(AuthenticatedUser):
-    """The SDK's user of a request whose token verified (its ``AccessToken``, which the SDK's
-    ``get_access_token()`` returns), and the caller the token makes: its subject, its mounts."""
+    """The SDK's user of a request whose token verified: its ``AccessToken`` (the principal the SDK's
+    transport compares, and the claims; no scopes: the verifier checked them), and the caller the
+    token makes (its subject, its mounts)."""
 
-    def __init__(self, token: AccessToken, caller: Caller) -> None:
-        super().__init__(token)
+    def __init__(self, authorization: str, verified: Verified, caller: Caller) -> None:
+        claims = verified.claims
+        client = str(claims.get("client_id", claims.get("azp", "")))
+        token = authorization.split()[-1]  # verified: "Bearer <token>" or "<token>"
+        super().__init__(
+            AccessToken(token=token, client_id=client, scopes=[], subject=caller.user, claims=claims)
+        )
         self.caller = caller
-
-
-def access_token(authorization: str, verified: Verified, user: UserId) -> AccessToken:
-    """The SDK's ``AccessToken`` of a token that verified: the principal (``client_id``, ``iss``,
-    ``sub``) the SDK's transport compares, and the claims. ``scopes`` is empty: the verifier has
-    checked them (403), and nothing past the gate reads them."""
-    claims = verified.claims
-    return AccessToken(
-        token=authorization.split()[-1],  # verified: "Bearer <token>" or "<token>"
-        client_id=str(claims.get("client_id", claims.get("azp", ""))),
-        scopes=[],
-        subject=user,
-        claims=claims,
-    )
 
 
 def request_caller() -> Caller:
@@ -183,7 +172,7 @@ class TokenGate:
         assert authorization is not None  # it verified
         # Where Starlette's AuthenticationMiddleware puts it; the SDK's AuthContextMiddleware, inside,
         # sets it for get_access_token() (the SDK serves the request in tasks that see it).
-        scope["user"] = VerifiedUser(access_token(authorization, verified, user), caller)
+        scope["user"] = VerifiedUser(authorization, verified, caller)
         await self.app(scope, receive, send)
 
 
