@@ -32,6 +32,7 @@ from s3memory.errors import CommandError
 
 from .metrics import RequestCounter, Summary, describe, print_alone, quiet_gc
 from .servers import Backend, fake_credentials, moto_backend
+from .tables import table
 from .workload import Tenant, s3memory_client
 
 BUCKET = "bench-adversarial"
@@ -450,18 +451,93 @@ def run(backend: Backend, scale: Scale) -> list[Growth]:
     return found
 
 
+def _exponent(value: float | None) -> str:
+    return "\u2013" if value is None else f"n^{value:.2f}"
+
+
+def _span(values: list[int]) -> str:
+    return f"{values[0]:,}" if len(set(values)) == 1 else f"{values[0]:,} \u2192 {values[-1]:,}"
+
+
+def adversarial_lines(growths: list[Growth]) -> list[str]:
+    """Section 6 of ``latest.md``: a verdict per case, then every size measured."""
+    out = [
+        "## 6. Adversarial inputs: growth rates",
+        "",
+        "Each command on hostile inputs of growing size n (`bench/adversarial.py`). *CPU growth* is the "
+        "least-squares slope of log(CPU time) against log(n) over the sizes that ran: the bench process's "
+        "CPU (`time.process_time`, every thread; the S3 server is another process), median per size. At most "
+        f"n^{LINEAR_MAX:g} is linear, and so is any growth that stays under {CPU_FLOOR * 1000:g} ms at the "
+        "largest size (timer noise). Requests are exact; where they must not grow with data the answer does "
+        "not show, they are *flat* when the largest size sent no more than the size before it. Answers must "
+        f"stay within {ANSWER_MAX:,} characters (the view cap and its note). A size predicted to take "
+        "longer than the budget (from the third size on) is skipped with every larger one; the slope is then "
+        "fitted over the sizes that ran.",
+        "",
+    ]
+    if not growths:
+        return [*out, "Not measured in this run.", ""]
+    rows = []
+    for growth in growths:
+        points = growth.points
+        requests = _span([p.requests for p in points]) if points else "\u2013"
+        answers = _span([p.answer_chars for p in points]) if points else "\u2013"
+        rows.append(
+            [
+                growth.case,
+                growth.about,
+                f"{points[0].n:,}\u2013{points[-1].n:,} {growth.unit}" if points else "\u2013",
+                _exponent(growth.cpu_exponent),
+                "linear" if growth.linear else "**super-linear**",
+                f"{requests} ({_exponent(growth.request_exponent)})",
+                ("flat" if growth.requests_flat else "**grows**") if growth.bounded_requests else "",
+                f"{answers} ({_exponent(growth.answer_exponent)})",
+                ("bounded" if growth.answer_capped else "**unbounded**") if growth.bounded_answer else "",
+            ]
+        )
+    out += [f"**{growths[0].backend}**", ""]
+    out += table(
+        ["case", "input", "n", "CPU growth", "verdict", "requests", "verdict", "answer chars", "verdict"],
+        rows,
+    )
+    skipped = [g for g in growths if g.skipped]
+    if skipped:
+        out += [
+            f"- {g.case}: n = {', '.join(f'{n:,}' for n in g.skipped)} skipped ({g.skip_reason})."
+            for g in skipped
+        ] + [""]
+    out += ["Every size measured:", ""]
+    out += table(
+        ["case", "n", "CPU ms", "wall ms", "runs", "requests", "which", "answer chars", "answer"],
+        [
+            [
+                growth.case,
+                f"{p.n:,}",
+                p.cpu.ms(1),
+                p.wall.ms(1),
+                str(p.cpu.n),
+                str(p.requests),
+                p.breakdown,
+                f"{p.answer_chars:,}",
+                "refused" if p.refused else "done",
+            ]
+            for growth in growths
+            for p in growth.points
+        ],
+    )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run this section alone on a moto server of its own and print its part of ``latest.md``."""
     parser = argparse.ArgumentParser(prog="python -m bench.adversarial", description=main.__doc__)
     parser.add_argument("--quick", action="store_true", help="the small sizes of `python -m bench --quick`")
     parser.add_argument("--json", help="also write the results to this JSON file")
     arguments = parser.parse_args(argv)
-    from .report import adversarial_section  # report imports this module through results_model
-
     fake_credentials()
     with moto_backend() as backend:
         found = run(backend, SCALES["quick" if arguments.quick else "full"])
-    print_alone(adversarial_section(found), arguments.json, [growth.as_dict() for growth in found])
+    print_alone(adversarial_lines(found), arguments.json, [growth.as_dict() for growth in found])
     return 0
 
 

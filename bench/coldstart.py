@@ -28,6 +28,7 @@ from s3memory.crypto import PLACED_FORMAT
 
 from .metrics import Summary, paired_ratios
 from .servers import REPO, Backend
+from .tables import table
 from .workload import MASTER_KEY, PRIVATE_PREFIX, Tenant, note_text, s3memory_client
 
 BUCKET = "bench-coldstart"
@@ -190,3 +191,36 @@ def run(backend: Backend, reps: int) -> ColdStart:
         boto3_modules=int(reports["boto3"]["modules"]),
         import_anthropic=probe.stdout.strip() == "True",
     )
+
+
+def coldstart_lines(cold: ColdStart | None) -> list[str]:
+    """Section 4 of ``latest.md``: a new interpreter's first command against bare boto3's."""
+    out = ["## 4. Cold start", ""]
+    if cold is None:
+        out += ["Not measured in this run.", ""]
+    else:
+        out += [
+            f"A new interpreter serving its first command (`view /memories`, local key) through `{cold.entry}`, "
+            "against one importing boto3 and sending the same bare LIST; spawn to exit, alternating, "
+            f"{cold.ratio.n} of each. `anthropic` imported by the s3memory process: {cold.import_anthropic}.",
+            "",
+        ]
+        out += table(
+            ["process", "spawn to exit s", "import + first command s", "modules loaded"],
+            [
+                [
+                    "s3memory",
+                    cold.s3memory_process.seconds(3),
+                    cold.s3memory_in_process.seconds(3),
+                    str(cold.s3memory_modules),
+                ],
+                [
+                    "boto3 + LIST",
+                    cold.boto3_process.seconds(3),
+                    cold.boto3_in_process.seconds(3),
+                    str(cold.boto3_modules),
+                ],
+            ],
+        )
+        out += [f"Ratio s3memory / boto3 (spawn to exit, per pair): **{cold.ratio.ratio()}**.", ""]
+    return out

@@ -37,9 +37,20 @@ from s3memory.crypto import PLACED_FORMAT
 from s3memory.mcp import MCP_INSTALL_HINT, missing_for_mcp
 
 from .coldstart import child_environment, spawn
-from .mcp_overhead import BUCKET, USER, VIEWED, McpCommand, arguments, pairs, store_environment
-from .metrics import Summary, paired_ratios, plain, quiet_gc
+from .mcp_overhead import (
+    BUCKET,
+    USER,
+    VIEWED,
+    McpCommand,
+    arguments,
+    mcp_table,
+    not_run,
+    pairs,
+    store_environment,
+)
+from .metrics import Summary, paired_ratios, plain, print_alone, quiet_gc
 from .servers import Backend, fake_credentials, moto_backend
+from .tables import table
 from .workload import Tenant, note_text, s3memory_client
 
 PROTOCOL_VERSION = "2026-07-28"
@@ -263,10 +274,72 @@ def _cold(result: McpLambda, settings: dict[str, str], events: Events) -> None:
     )
 
 
+LAMBDA_ABOUT = (
+    "Both Lambda handlers in the bench process, with the same settings (the store above, a loopback "
+    "token issuer, `S3MEMORY_MCP_URL`); every request an API Gateway HTTP API event (payload 2.0) "
+    "with a bearer token that both functions verify. No Lambda service: the handlers are called "
+    "directly, the store is the moto endpoint above.",
+    "",
+    "- *Warm*: `mcp_function.handle` serving a JSON-RPC `tools/call` of the memory tool on "
+    "`ANY /mcp` (a new app and event loop per invocation) against `memory.handle` serving "
+    '`{"input": ...}` on `POST /memory`, sharing one warm runtime; the same commands, pairs and '
+    "alternation as above, each call timed around the handler. *Overhead* is MCP function minus "
+    "memory function per pair.",
+    "- *Cold*: a new interpreter (byte-code from a warm cache, as in section 4) that imports "
+    "`s3memory.aws_lambda`, looks the handler up as the Lambda runtime does (for `mcp_handler` that "
+    "imports `mcp_function` and the MCP SDK) and serves its first request, a `view file` (which "
+    "also builds the runtime and fetches the issuer's keys over loopback); timed from spawn to exit, "
+    "and inside the child. The two handlers alternate.",
+)
+"""What section 7's part on Lambda measures (``bench/mcp_lambda.py``)."""
+
+
+def mcp_lambda_lines(found: McpLambda | None) -> list[str]:
+    """Section 7's second part: the MCP function against the memory function, warm and cold."""
+    out = ["### On Lambda: the MCP function against the memory function", "", *LAMBDA_ABOUT, ""]
+    if found is None or found.skipped:
+        return out + not_run(found.skipped if found is not None else "")
+    out.append(
+        f"**{found.backend}**, storage format {found.storage_format}, local key; mcp {found.mcp_version}, "
+        f"`mcp-protocol-version: {found.protocol_version}`; {found.calls} pairs per command after "
+        f"{found.warmup} unmeasured; {found.cold_reps} cold start(s) of each handler.\n"
+    )
+    out += mcp_table(found.commands, "MCP function", "memory function")
+    out += table(
+        [
+            "cold start",
+            "process ms",
+            "import s3memory.aws_lambda ms",
+            "handler import ms",
+            "first request ms",
+            "modules",
+            "starts",
+        ],
+        [
+            [
+                f"`{cold.handler}`",
+                cold.process.ms(0),
+                cold.package_import.ms(0),
+                cold.handler_import.ms(1),
+                cold.first_request.ms(0),
+                str(cold.modules),
+                str(cold.process.n),
+            ]
+            for cold in found.cold
+        ],
+    )
+    out += [
+        f"Cold start, MCP function / memory function (process time, per pair): {found.cold_ratio.ratio()}. "
+        "*Handler import* for `mcp_handler` is the import of `s3memory.aws_lambda.mcp_function` with the "
+        "MCP SDK, which a Lambda container pays once, at init.",
+        "",
+    ]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run this part of section 7 alone on a moto server of its own and print its part of ``latest.md``."""
     from .plan import FULL, QUICK
-    from .report import mcp_lambda_lines  # report imports this module through results_model
 
     parser = argparse.ArgumentParser(prog="python -m bench.mcp_lambda", description=main.__doc__)
     parser.add_argument("--quick", action="store_true", help="the counts of `python -m bench --quick`")
@@ -276,10 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     fake_credentials()
     with moto_backend() as backend:
         found = run(backend, plan.mcp_lambda_calls, plan.mcp_warmup, plan.mcp_lambda_cold_reps)
-    print("\n".join(mcp_lambda_lines(found)))
-    if options.json:
-        with open(options.json, "w", encoding="utf-8") as handle:
-            json.dump(found.as_dict(), handle, indent=1)
+    print_alone(mcp_lambda_lines(found), options.json, found.as_dict())
     return 0
 
 

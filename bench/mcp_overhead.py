@@ -39,6 +39,7 @@ from s3memory.mcp import MCP_INSTALL_HINT, missing_for_mcp
 
 from .metrics import Summary, paired_ratios, quantile, quiet_gc
 from .servers import REGION, Backend
+from .tables import ms, table
 from .workload import MASTER_KEY, PRIVATE_PREFIX, Tenant, note_text, s3memory_client
 
 BUCKET = "bench-mcp"
@@ -270,3 +271,67 @@ async def _measure_with(result: McpOverhead, environment: dict[str, str], log: A
     result.commands = [
         McpCommand.of(command, samples[command][MCP], samples[command][LIBRARY]) for command in COMMANDS
     ]
+
+
+def mcp_stdio_lines(measured: McpOverhead | None) -> list[str]:
+    out = [
+        "## 7. The memory tool over MCP stdio",
+        "",
+        "What `s3memory mcp` adds to a call: one `s3memory mcp --user ID` server (a child process) with the "
+        "official `mcp` client over stdio in the bench process, against `S3Memory.run` in the bench "
+        "process on the same store and user, built from the same `S3MEMORY_*` settings; each call timed "
+        "from send to answer, the two back to back (alternating which goes first). *Overhead* is MCP "
+        "minus library per pair, *ratio* MCP / library per pair.",
+        "",
+    ]
+    if measured is None or measured.skipped:
+        return [*out, *not_run(measured.skipped if measured is not None else "")]
+    out += [
+        f"**{measured.backend}**, storage format {measured.storage_format}, local key; mcp "
+        f"{measured.mcp_version}, protocol {measured.protocol_version}; {measured.calls} pairs per "
+        f"command after {measured.warmup} unmeasured. `view file` views one note of 40 lines; `create` "
+        "writes a new note of 10 lines one directory deep on each call.",
+        "",
+    ]
+    out += mcp_table(measured.commands, "MCP", "library")
+    out += [
+        f"Server start-up (spawn until the client is connected): **{measured.startup.ms(0)} ms** over "
+        f"{measured.startup.n} start(s); the first call after it (a `view file`): "
+        f"{ms(measured.first_call, 1)} ms.",
+        "",
+    ]
+    return out
+
+
+def not_run(why: str) -> list[str]:
+    """What stands for a part of section 7 that did not run, ``why`` (its ``skipped``) or not measured."""
+    return [f"Skipped: {why}." if why else "Not measured in this run.", ""]
+
+
+def mcp_table(commands: list[McpCommand], mcp: str, other: str) -> list[str]:
+    """Per command: each side's median (IQR) and p90, the overhead and the ratio, per pair."""
+    return table(
+        [
+            "command",
+            f"{mcp} ms",
+            f"{mcp} p90 ms",
+            f"{other} ms",
+            f"{other} p90 ms",
+            "overhead ms/call",
+            f"{mcp} / {other}",
+            "pairs",
+        ],
+        [
+            [
+                c.command,
+                c.mcp.ms(2),
+                ms(c.mcp_p90, 2),
+                c.library.ms(2),
+                ms(c.library_p90, 2),
+                c.overhead.ms(2),
+                c.ratio.ratio(),
+                str(c.ratio.n),
+            ]
+            for c in commands
+        ],
+    )

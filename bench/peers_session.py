@@ -46,6 +46,7 @@ from .metrics import RequestCounter, Summary, describe, paired_ratios, print_alo
 from .plan import FULL, QUICK
 from .scaling import in_flight_held
 from .servers import REPO, Backend, fake_credentials, moto_backend, seaweed_backend
+from .tables import table
 from .workload import MASTER_KEY, Tenant, note_text, s3memory_client
 
 BUCKET = "bench-peers"
@@ -685,10 +686,134 @@ ENDPOINTS = ("moto", "moto+10ms", "seaweedfs", "seaweedfs+10ms")
 """The endpoints ``main`` can run the renames on."""
 
 
+def peers_lines(peers: list[PeerResult], renames: list[RenameComparison]) -> list[str]:
+    """Section 5 of ``latest.md``: the agent session per implementation, then the directory renames."""
+    out = [
+        "## 5. Peers on an agent session",
+        "",
+        "One conversation's worth of memory work, from the same 12 starting files in a fresh namespace each "
+        f"repetition ({len(SESSION)} commands: "
+        + ", ".join(f"{sum(1 for k, _ in SESSION if k == kind)} {kind}" for kind in KINDS)
+        + "). A kind's time is the mean over its commands in one session. *s3memory*: storage format 1; "
+        "*s3memory f2*: storage format 2 (private names; a rename copies on the server). *s3fs*: "
+        "`bench/peers/s3fs_memory.py`, what a user would write with s3fs + `cryptography`; *local (SDK)*: "
+        "`BetaLocalFilesystemMemoryTool` on local disk, the floor with no network.",
+        "",
+    ]
+    for peer in peers:
+        names = peer.implementations
+        ours = [name for name in (S3MEMORY, S3MEMORY_F2) if name in names]
+        ratios = {S3MEMORY: peer.ratio_s3fs, S3MEMORY_F2: peer.ratio_s3fs_f2}
+        totals = {S3MEMORY: peer.ratio_total, S3MEMORY_F2: peer.ratio_total_f2}
+        compared = [name for name in ours if S3FS in names and ratios[name]]
+        header = ["command", *[f"{name} ms" for name in names]]
+        header += [f"{name} / s3fs" for name in compared]
+        header += [f"requests {name}" for name in names if name != LOCAL]
+        rows = []
+        for kind in KINDS:
+            row = [kind, *[peer.seconds[name][kind].ms(1 if name != LOCAL else 2) for name in names]]
+            row += [ratios[name][kind].ratio() for name in compared]
+            row += [peer.requests[name][kind] for name in names if name != LOCAL]
+            rows.append(row)
+        total = ["whole session", *[peer.totals[name].ms(0 if name != LOCAL else 1) for name in names]]
+        total += [totals[name].ratio() if totals[name] is not None else "\u2013" for name in compared]
+        total += [str(peer.request_totals[name]) for name in names if name != LOCAL]
+        rows.append(total)
+        versions = ", ".join(f"{k} {v}" for k, v in peer.versions.items())
+        runs = peer.totals[names[0]].n
+        out += [f"**{peer.backend}** ({runs} sessions each{'; ' + versions if versions else ''})", ""]
+        out += table(header, rows)
+        if peer.failures:
+            out += [
+                "Commands that answered an error: "
+                + "; ".join(f"{name}: {', '.join(items)}" for name, items in peer.failures.items()),
+                "",
+            ]
+        if peer.skipped:
+            out += [peer.skipped, ""]
+        out += create_costs_lines(peer.create_costs)
+    if renames:
+        out += renames_lines(renames)
+    return out
+
+
+def create_costs_lines(costs: CreateCosts | None) -> list[str]:
+    """One line: what a create costs each S3 implementation, from creates in a row."""
+    if costs is None:
+        return []
+    made_of = "; ".join(f"{name} {costs.made_of(name)}" for name in costs.seconds)
+    runs = next(iter(costs.seconds.values())).n
+    return [
+        f"*create alone*, {CREATES} new notes in a row in a directory that exists "
+        f"({runs} run{'s' if runs != 1 else ''} each), "
+        f"per create: time, client + server CPU: {made_of}.",
+        "",
+    ]
+
+
+def renames_lines(renames: list[RenameComparison]) -> list[str]:
+    """The directory renames' table: time, requests and CPU per file of each implementation."""
+    out = [
+        "**Directory rename of N files**, alone: `/memories/a/batch` (ten subdirectories) moved to "
+        "`/memories/moved-0/batch`, then on to `moved-1` ..., every move a sample, the implementations one "
+        "after another in rotating order, in one bucket. s3memory format 1 reads and writes every file (GET + "
+        "PUT, sealed again for its new path); format 2 copies on the server (a CopyObject with a new "
+        "place record; a HEAD first only for a file this process did not read, write or copy itself: here "
+        "the unmeasured first move); s3fs copies on the server and deletes (`fs.copy(recursive=True)` + "
+        "`fs.rm(recursive=True)`, up to its batch of concurrent requests; s3memory keeps as many in flight "
+        "as `concurrency.in_flight` asks: 16, more where a round trip is long, up to 64). Each s3memory "
+        "rename also writes and removes its job record (crash safety). *CPU ms/file*: the client's process "
+        "(the bench's for s3memory, the s3fs worker's for s3fs) and the server's, per file moved; *CPU / "
+        "s3fs*: client + server CPU over s3fs's, per repetition.",
+        "",
+    ]
+    rows = []
+    notes = []
+    for renamed in renames:
+        if renamed.left_out:
+            notes.append(f"{renamed.backend}, {renamed.files:,} files: {renamed.left_out}.")
+        for name in renamed.implementations:
+            ratio = renamed.ratio_s3fs.get(name)
+            cpu_ratio = renamed.cpu_ratio_s3fs.get(name)
+            per_file = 1000 / renamed.files
+            rows.append(
+                [
+                    renamed.backend,
+                    f"{renamed.files:,}",
+                    name,
+                    renamed.seconds[name].ms(0),
+                    ratio.ratio() if ratio is not None else "",
+                    f"{renamed.requests[name]:,}",
+                    renamed.breakdown[name],
+                    f"{renamed.client_cpu[name].median * per_file:.2f}",
+                    f"{renamed.server_cpu[name].median * per_file:.2f}",
+                    cpu_ratio.ratio() if cpu_ratio is not None else "",
+                    str(renamed.seconds[name].n),
+                ]
+            )
+    out += table(
+        [
+            "endpoint",
+            "files",
+            "implementation",
+            "time ms",
+            "/ s3fs",
+            "requests",
+            "which",
+            "client CPU ms/file",
+            "server CPU ms/file",
+            "CPU / s3fs",
+            "runs",
+        ],
+        rows,
+    )
+    if notes:
+        out += [" ".join(notes), ""]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run section 5's directory renames alone, on endpoints of their own, and print their table."""
-    from .report import renames_lines  # report imports this module
-
     parser = argparse.ArgumentParser(prog="python -m bench.peers_session", description=main.__doc__)
     parser.add_argument("--quick", action="store_true", help="the sizes of `python -m bench --quick`")
     parser.add_argument(

@@ -7,13 +7,14 @@ command and its floor back to back, alternating which goes first; the ratio is t
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .metrics import RequestCounter, Summary, describe, paired_ratios, timed
 from .servers import REGION, Backend, plain_client
+from .tables import table
 from .workload import Tenant, note_text, s3memory_client
 
 BUCKET = "bench-commands"
@@ -404,3 +405,55 @@ def run_kms(backend: Backend, results: list[CommandResult]) -> KmsColdStart | No
         new_process_kms=describe(new_process_kms),
         new_process_s3=describe(new_process_s3),
     )
+
+
+def per_command_lines(commands: list[CommandResult], kms: dict[str, KmsColdStart]) -> list[str]:
+    """Section 1 of ``latest.md``: requests per command (local and KMS keys), then time against the floor."""
+    out = [
+        "## 1. Per command",
+        "",
+        "Requests of each command on a warm tool (one user, a small tree), with a local master key and with "
+        "KMS envelope keys (moto's KMS). The budget column is the issue's target.",
+        "",
+    ]
+    first_backend = commands[0].backend if commands else ""
+    rows = []
+    for command in commands:
+        if command.backend != first_backend:
+            continue
+        rows.append(
+            [
+                command.command,
+                str(command.requests),
+                command.breakdown,
+                f"≤ {command.budget}",
+                "\u2013" if command.kms_s3_requests is None else str(command.kms_s3_requests),
+                "\u2013" if command.kms_requests_warm is None else str(command.kms_requests_warm),
+            ]
+        )
+    out += table(
+        ["command", "S3 requests", "which", "budget", "S3 requests (KMS keys)", "KMS requests (warm)"], rows
+    )
+    for backend, cold in kms.items():
+        out += [
+            f"KMS on {backend}: the first command for a **new user** (a create) sends {cold.new_user_kms} and "
+            f"S3 {cold.new_user_s3}, of which a GET and a PUT (IfNoneMatch) are the wrapped key object. The "
+            f"first command of a **new process** for an existing user (a view) sends {cold.new_process_kms} and "
+            f"S3 {cold.new_process_s3} (the file and the wrapped key). Warm commands send no KMS request.",
+            "",
+        ]
+    out += [
+        "Wall time against the **floor**: the bare boto3 requests the command minimally needs, sent by the same "
+        "client on objects of the same size, measured back to back with the command.",
+        "",
+    ]
+    by_backend: dict[str, list[CommandResult]] = defaultdict(list)
+    for command in commands:
+        by_backend[command.backend].append(command)
+    for backend, measured in by_backend.items():
+        out += [f"**{backend}** ({measured[0].seconds.n} pairs per command)", ""]
+        out += table(
+            ["command", "floor", "s3memory ms", "floor ms", "s3memory / floor"],
+            [[c.command, c.floor, c.seconds.ms(), c.floor_seconds.ms(), c.ratio.ratio()] for c in measured],
+        )
+    return out

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import statistics
 import threading
 import time
@@ -44,8 +43,9 @@ from s3memory.ops.operations import Operations
 from s3memory.ops.rotation import ROTATION_WAIT_SECONDS, RotationReport, rotate_waiting
 from s3memory.storage.bucket import Bucket
 
-from .metrics import RequestCounter, describe, quiet_gc
+from .metrics import RequestCounter, describe, print_alone, quiet_gc
 from .servers import REGION, Backend, fake_credentials, moto_backend, plain_client
+from .tables import table
 from .workload import note_text, s3memory_client
 
 BUCKET = "bench-rotation"
@@ -313,10 +313,135 @@ def _clear_versions(admin: Any) -> None:
                 )
 
 
+def _duration(seconds: float) -> str:
+    """``12.3 s``, ``7.1 min``, ``23.4 h`` or ``4.9 days``."""
+    for unit, size in (("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= size * (2 if unit == "days" else 1):
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.1f} s"
+
+
+ROTATION_ABOUT = (
+    "What `s3memory rotate --all --wait` does (`bench/rotation.py`; alone: `python -m bench.rotation "
+    "[--quick]`), on a store of its own: N users in storage format 2 with envelope keys from the "
+    f"endpoint's KMS, {len(FILES)} small files each and their access record, written through the "
+    "product; a bucket with S3 versioning (as the Terraform module deploys it), rotated with "
+    "`--drop-history`. A new operator's process (its own clients, an empty key cache) lists the "
+    "memories, then `rotation.rotate_waiting` seals every memory again under a new key version (first "
+    "pass), waits once until no serving process can still seal with an old version "
+    f"(`ROTATION_WAIT_SECONDS` = {ROTATION_WAIT_SECONDS:.0f} s: the key cache and the clock margin), then "
+    "rotates each again (second pass: every file read again, each earlier S3 version read, the old "
+    "wrapped key removed).",
+    "",
+    "The wait is **injected, not slept**: the rotation's clock is the real one plus an offset, and its "
+    "`sleep` records the seconds asked for and moves the offset on by as much, so the second pass sees "
+    "the time it would see after a real wait and does all the work a real one does. *Work* is the wall "
+    "time measured (the listing and both passes); *projected* adds the waits asked for. Beside it, what "
+    "the command cost when it rotated one user at a time and waited for each: the same work and N "
+    "waits (computed, not run). Requests are the rotation's, S3 and KMS, counted on its clients.",
+)
+"""What section 8 measures (``bench/rotation.py``)."""
+
+
+def rotation_lines(found: FleetRotation | None) -> list[str]:
+    """Section 8 of ``latest.md``: ``rotate --all --wait`` on a store of N users."""
+    out = ["## 8. Key rotation at fleet scale", "", *ROTATION_ABOUT, ""]
+    if found is None:
+        return [*out, "Not measured in this run.", ""]
+    out += [f"**{found.backend}**, {found.users:,} users, {found.files:,} files", ""]
+    out += table(
+        [
+            "users",
+            "files",
+            "sealed again",
+            "records",
+            "old keys retired",
+            "complete",
+            "requests",
+            "per user",
+            "which",
+        ],
+        [
+            [
+                f"{found.users:,}",
+                f"{found.files:,}",
+                f"{found.reencrypted:,}",
+                f"{found.records:,}",
+                f"{found.retired:,}",
+                f"{found.complete:,} of {found.reports:,}",
+                f"{found.requests:,}",
+                f"{found.requests / found.users:.1f}" if found.users else "\u2013",
+                found.breakdown,
+            ]
+        ],
+    )
+    server = "\u2013" if found.server_cpu is None else f"{found.server_cpu:.1f}"
+    out += table(
+        [
+            "listing s",
+            "first pass s",
+            "second pass s",
+            "work s",
+            "work per user ms",
+            "bench CPU s",
+            "server CPU s",
+            "waits",
+            "waited s",
+            "projected",
+            "a wait per user",
+        ],
+        [
+            [
+                f"{found.list_seconds:.2f}",
+                f"{found.first_pass_seconds:.2f}",
+                f"{found.second_pass_seconds:.2f}",
+                f"{found.work_seconds:.2f}",
+                f"{found.work_seconds / found.users * 1000:.0f}" if found.users else "\u2013",
+                f"{found.bench_cpu:.1f}",
+                server,
+                str(len(found.waits)),
+                ", ".join(f"{wait:.0f}" for wait in found.waits) or "0",
+                _duration(found.projected_seconds),
+                _duration(found.per_user_wait_seconds),
+            ]
+        ],
+    )
+    if found.call_ms:
+        calls = {**found.s3_requests, **found.kms_requests}
+        out += [
+            "Where the work went: each operation's calls, from the client's call to its answer. A user's "
+            "files are read and written in parallel, so the sums exceed the wall time. On moto a listing "
+            "costs the server in proportion to the whole bucket: `ListObjectsV2` scans and sorts every key, "
+            "and `ListObjectVersions` copies every version of every object (bodies too) before it filters "
+            "by prefix, so the work per user grows with the store there; on S3 a listing is a round trip "
+            "by prefix.",
+            "",
+        ]
+        out += table(
+            ["operation", "requests", "median ms", "sum s"],
+            [
+                [
+                    name,
+                    f"{calls.get(name, 0):,}",
+                    f"{found.call_ms[name]:.1f}",
+                    f"{found.call_seconds[name]:.1f}",
+                ]
+                for name in sorted(found.call_seconds, key=lambda item: -found.call_seconds[item])
+            ],
+        )
+    out += [
+        f"`rotate --all --wait` on {found.users:,} users: {_duration(found.projected_seconds)}, of which "
+        f"{_duration(found.waited)} waiting and {_duration(found.work_seconds)} of work; one wait per user "
+        f"would have taken {_duration(found.per_user_wait_seconds)} "
+        f"({found.users:,} \u00d7 {ROTATION_WAIT_SECONDS:.0f} s).",
+        "",
+    ]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run section 8 alone on a moto server of its own and print its part of ``latest.md``."""
     from .plan import FULL, QUICK
-    from .report import rotation_lines
 
     parser = argparse.ArgumentParser(prog="python -m bench.rotation", description=main.__doc__)
     parser.add_argument("--quick", action="store_true", help="the size of `python -m bench --quick`")
@@ -327,10 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     fake_credentials()
     with moto_backend() as backend:
         found = run(backend, options.users or plan.rotation_users)
-    print("\n".join(rotation_lines(found)))
-    if options.json:
-        with open(options.json, "w", encoding="utf-8") as handle:
-            json.dump(found.as_dict(), handle, indent=1)
+    print_alone(rotation_lines(found), options.json, found.as_dict())
     return 0
 
 

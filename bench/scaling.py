@@ -31,8 +31,11 @@ from s3memory.crypto import FORMAT_VERSION, PLACED_FORMAT
 from .metrics import RequestCounter, Summary, describe, paired_ratios, quiet_gc, timed
 from .plan import BatchPlan
 from .servers import Backend
+from .tables import table
 from .workload import Tenant, note_text, s3memory_client
 
+FORMAT_VIEW_TARGET = 1.15
+"""``view /memories`` with private names: at most this much of format 1's time (issue 12)."""
 TOPICS = 10
 SUBS = 10
 
@@ -478,3 +481,173 @@ def run_batches(backend: Backend, plan: BatchPlan) -> tuple[list[BatchResult], l
                     )
         batches.tenant.clear()
     return results, speedups
+
+
+def scaling_lines(
+    views: list[ViewResult], format_views: list[FormatViews], batches: list[BatchResult]
+) -> list[str]:
+    """Section 2 of ``latest.md``: ``view /memories`` by tree, format 2 against 1, directory batches."""
+    out = [
+        "## 2. Scaling",
+        "",
+        "`view /memories` over trees of N objects. *flat-N*: N notes in ten directories, all within two "
+        "levels (all listed). *deep-H*: ten directories of ten subdirectories (the visible levels) with H "
+        "objects below level 2, which the listing never shows; the deep trees share one bucket.",
+        "",
+    ]
+    for backend in sorted({v.backend for v in views}):
+        shown = [v for v in views if v.backend == backend]
+        out += [f"**{backend}** ({shown[0].seconds.n} runs per tree)", ""]
+        out += table(
+            ["tree", "objects", "below level 2", "requests", "which", "time ms", "answer chars"],
+            [
+                [
+                    v.tree,
+                    f"{v.objects:,}",
+                    f"{v.below_level_2:,}",
+                    str(v.requests),
+                    v.breakdown,
+                    v.seconds.ms(0),
+                    f"{v.output_chars:,}",
+                ]
+                for v in shown
+            ],
+        )
+    if format_views:
+        out += [
+            "**Private names.** `view /memories` of one tree in storage format 1 (plain keys) and format 2 "
+            "(private names: every key segment an AES-SIV token that `view` decrypts), two users in one "
+            "bucket, measured pair by pair (alternating which goes first); the ratio is format 2 / format 1 "
+            f"per pair (target ≤ {FORMAT_VIEW_TARGET:.2f}\u00d7, the same requests). The tree: about one file "
+            "in 25 at the top level, the rest in directories of 20, all within two levels; the answer is "
+            "cut at the view cap in both. *Bench CPU* is this process's CPU time per view (the client: "
+            "botocore parsing the listing, and on format 2 the names' decryption).",
+            "",
+        ]
+        rows = []
+        for compared in format_views:
+            for side in (compared.format1, compared.format2):
+                rows.append(
+                    [
+                        compared.backend,
+                        f"{compared.files:,} ({compared.directories} directories, "
+                        f"{compared.top_level_files} top-level)",
+                        str(side.storage_format),
+                        str(side.requests),
+                        side.breakdown,
+                        side.seconds.ms(0),
+                        side.cpu_seconds.ms(1),
+                        f"{side.output_chars:,}",
+                        compared.ratio.ratio() if side is compared.format2 else "",
+                        str(compared.ratio.n) if side is compared.format2 else "",
+                    ]
+                )
+        out += table(
+            [
+                "endpoint",
+                "files",
+                "format",
+                "requests",
+                "which",
+                "time ms",
+                "bench CPU ms",
+                "answer chars",
+                "format 2 / format 1",
+                "pairs",
+            ],
+            rows,
+        )
+    out += [
+        "Directory `delete` and `rename` (to a path one directory deep) of N files, with s3memory's bounded "
+        "parallelism (`concurrency.in_flight`: 16 in flight, more where a round trip is long, up to 64; "
+        "threads sharing one client).",
+        "",
+    ]
+    rows = []
+    for batch in batches:
+        if batch.mode != "parallel":
+            continue
+        rows.append(
+            [
+                batch.backend,
+                batch.operation,
+                f"{batch.files:,}",
+                f"{batch.requests:,}",
+                f"{batch.budget:,}",
+                batch.breakdown,
+                batch.seconds.seconds(2),
+                per_request(batch.cpu_seconds.median, batch.requests),
+                per_request(batch.server_cpu_seconds.median, batch.requests),
+                str(batch.seconds.n),
+            ]
+        )
+    out += table(
+        [
+            "endpoint",
+            "operation",
+            "files",
+            "requests",
+            "budget",
+            "which",
+            "time s",
+            "bench CPU ms/request",
+            "server CPU ms/request",
+            "runs",
+        ],
+        rows,
+    )
+    return out
+
+
+def speedup_lines(speedups: list[Speedup]) -> list[str]:
+    """Section 3 of ``latest.md``: parallel batches against serial."""
+    out = [
+        "## 3. Parallel batches against serial",
+        "",
+        "The same command with both bounds of `s3memory.storage.concurrency.in_flight` at 1 (serial), "
+        "interleaved run by run with the default (16 in flight, up to 64 where a round trip is long). The speedup is serial/parallel per pair. On a loopback endpoint with no latency "
+        "both are bound by CPU (the bench, the server and anything else on 2 cores); the endpoint with an "
+        "added per-request delay shows what bounded parallelism buys against a real round trip. *CPU "
+        "ceiling* is serial time over the least time the parallel run's CPU work needs on this machine: the "
+        "bench's threads share one interpreter lock, moto's server has its own, and both share the cores "
+        "(the larger of bench CPU, server CPU, and their sum over the cores). A `+10ms` endpoint whose "
+        "delay is the clients' (SeaweedFS) models a real endpoint, whose own work does not share these "
+        "cores. A delete of up to 1,000 files is one `DeleteObjects` request in either mode, so delete is "
+        "also set against serial deletion without batches (*one request per file*: the same client lists "
+        "the directory and deletes each object in turn).",
+        "",
+    ]
+    out += table(
+        [
+            "endpoint",
+            "operation",
+            "files",
+            "serial is",
+            "serial s",
+            "parallel s",
+            "speedup",
+            "CPU ceiling",
+            "pairs",
+        ],
+        [
+            [
+                s.backend,
+                s.operation,
+                f"{s.files:,}",
+                s.baseline,
+                s.serial.seconds(2),
+                s.parallel.seconds(2),
+                s.speedup.ratio(1),
+                f"{s.cpu_ceiling:.1f}\u00d7",
+                str(s.speedup.n),
+            ]
+            for s in speedups
+        ],
+    )
+    return out
+
+
+def per_request(seconds: float, requests: int) -> str:
+    if math.isnan(seconds) or not requests:
+        return "\u2013"
+    return f"{seconds / requests * 1000:.2f}"

@@ -8,9 +8,8 @@ import json
 
 import pytest
 
-from bench.report import rotation_lines
 from bench.results_model import rotation_target
-from bench.rotation import FILES, FleetRotation, InjectedWait, run
+from bench.rotation import FILES, FleetRotation, InjectedWait, rotation_lines, run
 from bench.servers import Backend
 from s3memory.ops.rotation import ROTATION_WAIT_SECONDS
 

@@ -16,8 +16,8 @@ from mcp.shared.exceptions import MCPError
 
 from s3memory.aws_lambda import mcp_handler, runtime
 from s3memory.core.paths import memory_path
+from s3memory.mcp.schema import INSTRUCTIONS, MCP_ACTOR
 from s3memory.mcp.server import memory_tool
-from s3memory.mcp.tool import INSTRUCTIONS, MCP_ACTOR
 from s3memory.memory import S3Memory
 from s3memory.settings import Settings
 

@@ -32,8 +32,8 @@ import s3memory.mcp
 from s3memory.answers import answer
 from s3memory.cli import main as cli
 from s3memory.core.paths import SharedName, memory_path
+from s3memory.mcp.schema import INSTRUCTIONS, MCP_ACTOR
 from s3memory.mcp.server import COMMANDS_IN_FLIGHT, build_server
-from s3memory.mcp.tool import INSTRUCTIONS, MCP_ACTOR
 from s3memory.memory import S3Memory
 from s3memory.tool import S3MemoryTool
 

@@ -28,6 +28,8 @@ import uvicorn
 from anyio.from_thread import start_blocking_portal
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken, principal_components
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
@@ -37,7 +39,8 @@ from s3memory.core.paths import UserId, memory_path
 from s3memory.mcp.connections import uvicorn_options
 from s3memory.mcp.http import http_app, memories_of, metadata_url
 from s3memory.mcp.limits import DEFAULT_LIMITS, EdgeLimits
-from s3memory.mcp.tool import MCP_ACTOR
+from s3memory.mcp.schema import MCP_ACTOR
+from s3memory.mounts import Caller, UserMemory
 from s3memory.settings import Settings
 from s3memory.tokens import TokenVerifier
 
@@ -224,6 +227,32 @@ def test_a_token_for_bob_never_reads_alices_memory_nor_alices_bobs(alice: McpCli
         )
     assert "bob.txt" not in ok(alice, command="view", path=home)
     assert "alice.txt" not in ok(bob, command="view", path=home)
+
+
+def test_the_sdks_get_access_token_is_the_verified_token_while_a_command_runs(
+    store_environment: dict[str, str], issuer: Issuer
+) -> None:
+    """The gate hands the SDK the token it verified, where the SDK's own middleware would:
+    ``get_access_token()`` in the served call is that token, of its subject and issuer."""
+    settings = settings_of({**store_environment, **issuer.environ()})
+    assert settings.edge.tokens is not None
+    verifier = TokenVerifier(settings.edge.tokens)
+    memories = memories_of(settings.make_store(), settings)
+    seen: list[AccessToken | None] = []
+
+    def memory_of(caller: Caller) -> UserMemory:
+        seen.append(get_access_token())
+        return memories(caller)
+
+    def app_of(resource: str) -> Starlette:
+        return http_app(memory_of, host="127.0.0.1", resource=resource, verifier=verifier)
+
+    token = issuer.token("alice", client_id="claude")
+    with served(app_of) as url, connected(url, token) as client:
+        ok(client, command="view", path="/memories")
+    assert len(seen) == 1 and seen[0] is not None
+    assert (seen[0].token, principal_components(seen[0])) == (token, ("claude", issuer.url, "alice"))
+    assert get_access_token() is None  # only while the request is served
 
 
 def test_what_the_http_server_writes_the_library_reads_and_the_reverse(

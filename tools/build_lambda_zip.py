@@ -76,9 +76,9 @@ LAMBDA_PACKAGE_FILES = (
     "mcp/connections.py",
     "mcp/http.py",
     "mcp/limits.py",
+    "mcp/schema.py",
     "mcp/server.py",
     "mcp/startup.py",
-    "mcp/tool.py",
 )
 """What the handlers need of the package, relative to it: the modules that the three handlers
 (terraform/lambda.tf) import, directly or through one another, at import or later; and the package

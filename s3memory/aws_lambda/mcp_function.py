@@ -38,7 +38,7 @@ from s3memory.aws_lambda import record
 from s3memory.aws_lambda.events import Refused, body_text, command_name, is_http
 from s3memory.aws_lambda.runtime import Runtime, get_runtime
 from s3memory.mcp.http import http_app
-from s3memory.mcp.tool import MCP_ACTOR
+from s3memory.mcp.schema import MCP_ACTOR
 from s3memory.memory import S3Memory
 from s3memory.mounts import Caller, UserMemory
 from s3memory.settings import JWT_ISSUER, MCP_URL, SettingsError

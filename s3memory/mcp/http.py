@@ -15,6 +15,11 @@ form suffixed with ``/mcp``.
 One ``S3Memory`` per user is shared by that user's requests, the least recently used dropped beyond
 ``memories.WARM_USERS``, as a warm Lambda container keeps them (``memories.Memories``). Unauthenticated serving (``--no-auth --user
 ID``) serves that one user, and only on a loopback host.
+
+The verified token is carried the SDK's way (its ``AccessToken``, read by ``get_access_token()``); the
+gate is our own, because the SDK's verifier answers a token or nothing: its gate cannot answer 503 with
+``Retry-After`` while the issuer's keys cannot be fetched, nor grant mounts per claim (docs/mcp.md,
+"Why the gate is our own").
 """
 
 from __future__ import annotations
@@ -23,12 +28,14 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import anyio.to_thread
 from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, auth_context_var
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.routes import cors_middleware
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
@@ -41,13 +48,13 @@ from starlette.routing import Route
 from s3memory.core.paths import UserId
 from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, EXIT_SERVED, EXIT_USAGE
 from s3memory.mcp.limits import DEFAULT_LIMITS, Admission, EdgeGuard, EdgeLimits, body_bound
+from s3memory.mcp.schema import MCP_ACTOR
 from s3memory.mcp.server import build_server
-from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.memories import Memories
 from s3memory.memory import S3Memory
 from s3memory.mounts import Caller, Grant, UserMemory, granted, with_mounts
 from s3memory.settings import JWT_ISSUER, Settings, SettingsError, secure_url
-from s3memory.tokens import KeysUnavailable, TokenRefused, TokenVerifier
+from s3memory.tokens import KeysUnavailable, TokenRefused, TokenVerifier, Verified
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -61,18 +68,31 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 KEYS_RETRY_AFTER_SECONDS = 60
 """The ``Retry-After`` of a 503: the verifier fetches the issuer's keys again at most once a minute."""
 
-_request_caller: ContextVar[Caller | None] = ContextVar("s3memory_mcp_request_caller", default=None)
-
 MemoryOf = Callable[[Caller], UserMemory]
 """The memory of a caller the gate let in: the user's, with the mounts its token was granted."""
 
 
+class VerifiedUser(AuthenticatedUser):
+    """The SDK's user of a request whose token verified: its ``AccessToken`` (the principal the SDK's
+    transport compares, and the claims; no scopes: the verifier checked them), and the caller the
+    token makes (its subject, its mounts)."""
+
+    def __init__(self, authorization: str, verified: Verified, caller: Caller) -> None:
+        claims = verified.claims
+        client = str(claims.get("client_id", claims.get("azp", "")))
+        token = authorization.split()[-1]  # verified: "Bearer <token>" or "<token>"
+        super().__init__(
+            AccessToken(token=token, client_id=client, scopes=[], subject=caller.user, claims=claims)
+        )
+        self.caller = caller
+
+
 def request_caller() -> Caller:
-    """Who the gate let in for the request being served."""
-    caller = _request_caller.get()
-    if caller is None:  # pragma: no cover - every request to /mcp passes a gate that sets it
+    """Who the gate let in for the request being served (the SDK's authenticated user of it)."""
+    user = auth_context_var.get()
+    if not isinstance(user, VerifiedUser):  # pragma: no cover - every request to /mcp passes the gate
         raise LookupError("the request has no verified user")
-    return caller
+    return user.caller
 
 
 def memories_of(store: Store, settings: Settings) -> MemoryOf:
@@ -111,7 +131,8 @@ async def _refuse(
 
 class TokenGate:
     """The ASGI app in front of ``/mcp``: lets a request through only with a verified bearer token,
-    as the token's subject, with the mounts its claims are ``grants``ed (``request_caller``)."""
+    as the token's subject, with the mounts its claims are ``grants``ed (``request_caller``). Our own,
+    not the SDK's ``RequireAuthMiddleware``: see the module's docstring."""
 
     def __init__(
         self, app: ASGIApp, verifier: TokenVerifier, resource: str, grants: tuple[Grant, ...] = ()
@@ -148,28 +169,11 @@ class TokenGate:
             await _refuse(send, 403, message)
             return
         caller = Caller(user, granted(self.grants, verified.claims, user, MCP_ACTOR))
-        await _as_caller(self.app, caller, scope, receive, send)
-
-
-class OneUser:
-    """The ASGI app in front of ``/mcp`` without authentication (``--no-auth``): every request is
-    ``user``'s. Served only on a loopback host."""
-
-    def __init__(self, app: ASGIApp, user: UserId) -> None:
-        self.app = app
-        self.user = user
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await _as_caller(self.app, Caller(self.user), scope, receive, send)
-
-
-async def _as_caller(app: ASGIApp, caller: Caller, scope: Scope, receive: Receive, send: Send) -> None:
-    # The SDK serves the request in tasks started from here: they see the caller set here.
-    token = _request_caller.set(caller)
-    try:
-        await app(scope, receive, send)
-    finally:
-        _request_caller.reset(token)
+        assert authorization is not None  # it verified
+        # Where Starlette's AuthenticationMiddleware puts it; the SDK's AuthContextMiddleware, inside,
+        # sets it for get_access_token() (the SDK serves the request in tasks that see it).
+        scope["user"] = VerifiedUser(authorization, verified, caller)
+        await self.app(scope, receive, send)
 
 
 def default_resource(host: str, port: int) -> str:
@@ -188,11 +192,16 @@ def http_app(
     limits: EdgeLimits | None = DEFAULT_LIMITS,
 ) -> Starlette:
     """The ASGI app: ``/mcp`` behind a ``TokenGate`` (``verifier``, the mounts of ``grants``) with the
-    protected-resource metadata of ``resource``, or, with ``user`` instead, behind ``OneUser``
+    protected-resource metadata of ``resource``, or, with ``user`` instead, every request ``user``'s
     without authentication (and without mounts). Every request within ``limits`` (``limits.py``;
     None: none but the SDK's, for a caller that bounds requests itself, as API Gateway does)."""
     if (verifier is None) == (user is None):
         raise ValueError("http_app serves with a token verifier, or one user without authentication")
+    one = None if user is None else Caller(user)
+
+    def caller() -> Caller:
+        return request_caller() if one is None else one
+
     security = None
     if host in LOOPBACK_HOSTS:
         # As the SDK's own apps on a loopback host: no page elsewhere may reach it (DNS rebinding).
@@ -202,7 +211,7 @@ def http_app(
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
         )
     manager = StreamableHTTPSessionManager(
-        build_server(lambda: memory_of(request_caller())),
+        build_server(lambda: memory_of(caller())),
         json_response=True,
         stateless=True,
         security_settings=security,
@@ -210,10 +219,10 @@ def http_app(
     )
     endpoint: ASGIApp = StreamableHTTPASGIApp(manager)
     if limits is not None:
-        endpoint = Admission(endpoint, limits, lambda: request_caller().user)
+        endpoint = Admission(endpoint, limits, lambda: caller().user)
     routes = []
     if verifier is not None:
-        endpoint = TokenGate(endpoint, verifier, resource, grants)
+        endpoint = TokenGate(AuthContextMiddleware(endpoint), verifier, resource, grants)
         check = verifier.check
         metadata = ProtectedResourceMetadata.model_validate(
             {
@@ -228,9 +237,6 @@ def http_app(
             [METADATA_PATH, METADATA_PATH + MCP_PATH, urlsplit(metadata_url(resource)).path]
         )
         routes += [Route(path, endpoint=document, methods=["GET", "OPTIONS"]) for path in paths]
-    else:
-        assert user is not None
-        endpoint = OneUser(endpoint, user)
     # Stateless and JSON: no stream to open with GET, no session to end with DELETE (405, as the
     # transport allows for both).
     routes.append(Route(MCP_PATH, endpoint=endpoint, methods=["POST"]))

@@ -30,7 +30,7 @@ from s3memory._version import __version__
 from s3memory.answers import Answer, answered
 from s3memory.answers import remote as remote_caller
 from s3memory.errors import shown
-from s3memory.mcp.tool import ANNOTATIONS, INPUT_SCHEMA, INSTRUCTIONS, TOOL_DESCRIPTION, TOOL_NAME
+from s3memory.mcp.schema import ANNOTATIONS, INPUT_SCHEMA, INSTRUCTIONS, TOOL_DESCRIPTION, TOOL_NAME
 from s3memory.mounts import UserMemory
 
 SERVER_NAME = "s3memory"

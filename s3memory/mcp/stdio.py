@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from s3memory.core.paths import UserId
 from s3memory.mcp import EXIT_SERVED, EXIT_USAGE
+from s3memory.mcp.schema import MCP_ACTOR
 from s3memory.mcp.startup import unusable
-from s3memory.mcp.tool import MCP_ACTOR
 from s3memory.memory import S3Memory
 from s3memory.mounts import mount_of_option, with_mounts
 from s3memory.settings import Settings, SettingsError
