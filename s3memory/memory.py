@@ -66,7 +66,7 @@ __all__ = ["DEFAULT_GUARD", "DEFAULT_MAX_FILE_BYTES", "MemoryOptions", "Quota", 
 class MemoryOptions(StoreOptions, total=False):
     """The options of a memory, each declared here once: ``S3Memory(store_or_bucket, user_id,
     key_provider, **options)`` and the SDK adapters (``S3MemoryTool(bucket=..., user_id=...,
-    key_provider=..., **options)``), which hand them on; ``Settings.memory_options`` and
+    key_provider=..., **options)``), which hand them on; ``assembly.memory_options`` and
     ``Operations.memory_options`` give them. The store's (``StoreOptions``: ``prefix``,
     ``storage_format``, ``store_id``, ``weak_server``) go to the ``Store`` built over a bucket; the
     rest are the memory's own, their defaults ``S3Memory``'s."""
