@@ -26,6 +26,8 @@ read by that function (``aws_lambda/agent/config.py``, ``aws_lambda/expiry.py``,
 | ``S3MEMORY_JWT_ISSUER`` | the issuer whose tokens the HTTP edge verifies (https; http on loopback) |
 | ``S3MEMORY_JWT_AUDIENCE`` | comma-separated audiences; required with the issuer |
 | ``S3MEMORY_JWT_SCOPES`` | space-separated scopes; when set, a token needs at least one |
+| ``S3MEMORY_MOUNTS`` | the shared memories a verified token's claims mount (``mounts.grants_from_json``) |
+| ``S3MEMORY_MCP_URL`` | the public URL of the MCP function's ``/mcp`` route |
 
 Exactly one of ``S3MEMORY_KMS_KEY_ID`` and ``S3MEMORY_LOCAL_KEY`` must be set; the other two local key
 variables need ``S3MEMORY_LOCAL_KEY``. Empty values count
@@ -223,7 +225,8 @@ class Limits:
         return cls(quota, guard_mode, max_file_bytes)
 
     def memory_options(self) -> MemoryOptions:
-        """The options of ``S3Memory`` (and the SDK adapters) these limits set."""
+        """The options of ``S3Memory`` (and the SDK adapters) these limits set; the memory's default
+        guard is loaded when this is called, by what builds a memory."""
         from s3memory.core.guard import ContentGuard
         from s3memory.memory import DEFAULT_GUARD
 
@@ -304,7 +307,8 @@ class Edge:
 
 @dataclass(frozen=True)
 class Settings:
-    """Validated settings; equal settings build equal providers and clients (a usable cache key)."""
+    """Validated settings; equal settings build equal providers, clients and stores (``assembly``: a
+    usable cache key)."""
 
     bucket: str
     prefix: str = DEFAULT_PREFIX

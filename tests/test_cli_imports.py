@@ -25,7 +25,9 @@ def loaded_after(code: str) -> list[str]:
         f"    try:\n{body}\n    except SystemExit:\n        pass\n"
         f"print(json.dumps([name for name in {HEAVY!r} if name in sys.modules]))\n"
     )
-    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    ran = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
     return list(json.loads(ran.stdout))
 
 
