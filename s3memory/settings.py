@@ -367,8 +367,8 @@ class Settings:
 
         chosen = _choice(environ, STORAGE_FORMAT, STORAGE_FORMATS)
         storage_format: StorageFormat = "auto"
-        if chosen != storage_format:
-            from s3memory.formats.choice import checked_format  # the store's floor: loaded only here
+        if chosen != "auto":  # a number, which formats.choice checks (loaded with the store, only here)
+            from s3memory.formats.choice import checked_format
 
             storage_format = checked_format(int(chosen))
         store_id = _get(environ, STORE_ID)
