@@ -367,6 +367,7 @@ def _settled(pid: int, descriptors: int, seconds: float) -> None:
 
 
 def run(options: argparse.Namespace, log: Path) -> dict[str, Any]:
+    from s3memory.assembly import make_store
     from s3memory.core.paths import UserId
     from s3memory.mcp.connections import raise_open_file_limit
     from s3memory.memory import S3Memory
@@ -385,7 +386,7 @@ def run(options: argparse.Namespace, log: Path) -> dict[str, Any]:
         }
         settings = Settings.from_env(environment)
         path = "/memories/notes.md"
-        S3Memory(settings.make_store(), UserId("bob")).run(
+        S3Memory(make_store(settings), UserId("bob")).run(
             {"command": "create", "path": path, "file_text": "x\n"}
         )
         served = http_command(

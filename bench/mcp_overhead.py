@@ -3,7 +3,7 @@
 One ``s3memory mcp --user ID`` server (a child process: this interpreter, ``-m s3memory.cli.main``)
 with the ``S3MEMORY_*`` settings of a store on the bench's endpoint, and the official ``mcp`` client
 connected to it over stdio, in this process. Beside it, ``S3Memory.run`` here, on the same store,
-built from the same settings the same way (``Settings.make_store``, the settings' limits), for the
+built from the same settings the same way (``assembly.make_store``, the settings' limits), for the
 same user. Each sample is one call, timed from the client's send to its answer (``Client.call_tool``)
 or around ``S3Memory.run``; the two run back to back, alternating which goes first, and the overhead
 (MCP minus library) and the ratio (MCP / library) are taken pair by pair.
@@ -153,12 +153,13 @@ def store_environment(backend: Backend) -> dict[str, str]:
 
 def _library_memory(environment: dict[str, str]) -> Any:
     """``S3Memory`` built from the settings exactly as ``s3memory mcp`` builds its own."""
+    from s3memory.assembly import make_store
     from s3memory.core.paths import UserId
     from s3memory.memory import S3Memory
     from s3memory.settings import Settings
 
     settings = Settings.from_env(environment)
-    return S3Memory(settings.make_store(), UserId(USER), **settings.limits.memory_options())
+    return S3Memory(make_store(settings), UserId(USER), **settings.limits.memory_options())
 
 
 def run(backend: Backend, calls: int, warmup: int, starts: int) -> McpOverhead:

@@ -37,7 +37,7 @@ from s3memory.core.paths import (
     validate_namespace,
 )
 from s3memory.core.placement import Refusal, Survey, require_depth, require_file_path, write_new_file
-from s3memory.core.quota import Quota, Usage
+from s3memory.core.quota import DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT, Quota, Usage
 from s3memory.core.text import Edit, edit_snippet, insert_at, render_file, replace_unique
 from s3memory.crypto import (
     OVERHEAD,
@@ -56,9 +56,6 @@ from s3memory.storage.bucket import Bucket, ListingPage, PreconditionFailed
 from s3memory.storage.concurrency import side
 from s3memory.store import Store, StoreOptions, refuse_unknown
 
-DEFAULT_MAX_FILE_BYTES = 1024 * 1024
-MAX_FILE_BYTES_LIMIT = 4 * 1024 * 1024
-"""The largest file size limit a store may set (``S3MEMORY_MAX_FILE_BYTES``)."""
 DEFAULT_GUARD = ContentGuard()
 KEPT_SHOWN = 20
 """A partly done rename or delete names at most this many of the files it left in place."""
@@ -69,7 +66,7 @@ __all__ = ["DEFAULT_GUARD", "DEFAULT_MAX_FILE_BYTES", "MemoryOptions", "Quota", 
 class MemoryOptions(StoreOptions, total=False):
     """The options of a memory, each declared here once: ``S3Memory(store_or_bucket, user_id,
     key_provider, **options)`` and the SDK adapters (``S3MemoryTool(bucket=..., user_id=...,
-    key_provider=..., **options)``), which hand them on; ``Settings.memory_options`` and
+    key_provider=..., **options)``), which hand them on; ``assembly.memory_options`` and
     ``Operations.memory_options`` give them. The store's (``StoreOptions``: ``prefix``,
     ``storage_format``, ``store_id``, ``weak_server``) go to the ``Store`` built over a bucket; the
     rest are the memory's own, their defaults ``S3Memory``'s."""

@@ -1,5 +1,10 @@
-"""Settings from the environment: the one place that turns ``S3MEMORY_*`` variables into a key
-provider and an S3 client.
+"""Settings from the environment: the one place that reads the ``S3MEMORY_*`` variables every process
+shares (storage, keys, limits, who may name the user) and turns them into a validated, typed
+``Settings``. Parsing only: ``assembly`` builds the clients, the key provider, the store and the
+memories from the ``Settings``, so that importing this module loads neither botocore nor the crypto
+library (the command line's help and completion import it). Each Lambda function's own variables are
+read by that function (``aws_lambda/agent/config.py``, ``aws_lambda/expiry.py``,
+``aws_lambda/metrics.py``), with ``whole_number`` and ``SettingsError`` from here.
 
 | variable | meaning |
 | --- | --- |
@@ -21,6 +26,8 @@ provider and an S3 client.
 | ``S3MEMORY_JWT_ISSUER`` | the issuer whose tokens the HTTP edge verifies (https; http on loopback) |
 | ``S3MEMORY_JWT_AUDIENCE`` | comma-separated audiences; required with the issuer |
 | ``S3MEMORY_JWT_SCOPES`` | space-separated scopes; when set, a token needs at least one |
+| ``S3MEMORY_MOUNTS`` | the shared memories a verified token's claims mount (``mounts.grants_from_json``) |
+| ``S3MEMORY_MCP_URL`` | the public URL of the MCP function's ``/mcp`` route |
 
 Exactly one of ``S3MEMORY_KMS_KEY_ID`` and ``S3MEMORY_LOCAL_KEY`` must be set; the other two local key
 variables need ``S3MEMORY_LOCAL_KEY``. Empty values count
@@ -32,30 +39,19 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeVar
 from urllib.parse import urlsplit
 
-from s3memory.core.guard import ContentGuard
-from s3memory.core.paths import check_prefix
-from s3memory.core.quota import Quota
-from s3memory.crypto import DATA_KEY_BYTES, MAX_KEY_VERSION, KeyProvider, KMSKeyProvider, LocalKeyProvider
-from s3memory.formats.choice import AUTO_FORMAT, StorageFormat, checked_format
-from s3memory.memory import (
-    DEFAULT_GUARD,
-    DEFAULT_MAX_FILE_BYTES,
-    MAX_FILE_BYTES_LIMIT,
-    MemoryOptions,
-    S3Memory,
-)
-from s3memory.mounts import Grant, Mount, UserMemory, grants_from_json, with_mounts
-from s3memory.storage.bucket import Bucket
+from s3memory.core.paths import DEFAULT_PREFIX, check_prefix
+from s3memory.core.quota import DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT, Quota
 from s3memory.storage.conditions import REFUSE, SINGLE_WRITER, WeakServer, checked_weak_server
-from s3memory.store import DEFAULT_PREFIX, Store, StoreOptions
 
 if TYPE_CHECKING:
-    from mypy_boto3_s3 import S3Client
+    from s3memory.formats.choice import StorageFormat
+    from s3memory.memory import MemoryOptions
+    from s3memory.mounts import Grant
 
 BUCKET = "S3MEMORY_BUCKET"
 PREFIX = "S3MEMORY_PREFIX"
@@ -106,21 +102,35 @@ def _has_space_or_control(value: str) -> bool:
     return any(character.isspace() or not character.isprintable() for character in value)
 
 
-def _decode_local_key(value: str, name: str = LOCAL_KEY) -> bytes:
-    """The 32 bytes of a base64 master key; ``SettingsError`` naming where it was (``name``), never
-    its value."""
-    try:
-        key = base64.b64decode(value.strip(), validate=True)
-    except (binascii.Error, ValueError):
-        raise SettingsError(f"{name} is not valid base64") from None
-    if len(key) != DATA_KEY_BYTES:
-        raise SettingsError(
-            f"{name} must be the base64 of exactly {DATA_KEY_BYTES} bytes (it decodes to {len(key)})"
-        )
-    return key
+def _local_keys(environ: Mapping[str, str]) -> tuple[bytes | None, int, tuple[tuple[int, bytes], ...]]:
+    """The local master key (None without one), its version (default 1) and the earlier keys by
+    version, from the variables of a local master key; the crypto package's bounds are loaded only
+    where one of them is set."""
+    raw_key, raw_previous = _get(environ, LOCAL_KEY), _get(environ, PREVIOUS_LOCAL_KEYS)
+    if raw_key is None and raw_previous is None and _get(environ, LOCAL_KEY_VERSION) is None:
+        return None, 1, ()
+    from s3memory.crypto import DATA_KEY_BYTES, MAX_KEY_VERSION
+
+    local_key = None if raw_key is None else _decode_local_key(raw_key, LOCAL_KEY, DATA_KEY_BYTES)
+    version = whole_number(environ, LOCAL_KEY_VERSION, MAX_KEY_VERSION)
+    for name, value in ((LOCAL_KEY_VERSION, version), (PREVIOUS_LOCAL_KEYS, raw_previous)):
+        if value is not None and local_key is None:
+            raise SettingsError(f"{name} needs {LOCAL_KEY}: it belongs to a local master key")
+    version = version or 1
+    previous = (
+        ()
+        if raw_previous is None
+        else _previous_local_keys(raw_previous, version, MAX_KEY_VERSION, DATA_KEY_BYTES)
+    )
+    masters = [local_key, *(key for _, key in previous)]
+    if len(set(masters)) != len(masters):
+        raise SettingsError(f"{PREVIOUS_LOCAL_KEYS} repeats a master key: each version needs its own")
+    return local_key, version, previous
 
 
-def _previous_local_keys(text: str, current: int) -> tuple[tuple[int, bytes], ...]:
+def _previous_local_keys(
+    text: str, current: int, max_version: int, key_bytes: int
+) -> tuple[tuple[int, bytes], ...]:
     """``version:base64`` pairs separated by commas, each version once and none the current one."""
     pairs: dict[int, bytes] = {}
     for index, entry in enumerate((part.strip() for part in text.split(",") if part.strip()), start=1):
@@ -131,19 +141,31 @@ def _previous_local_keys(text: str, current: int) -> tuple[tuple[int, bytes], ..
             colon
             and version_text.isascii()
             and version_text.isdigit()
-            and len(version_text) <= len(str(MAX_KEY_VERSION))
-            and 1 <= int(version_text) <= MAX_KEY_VERSION
+            and len(version_text) <= len(str(max_version))
+            and 1 <= int(version_text) <= max_version
         ):
             raise SettingsError(
-                f"{where} must be VERSION:BASE64, VERSION a whole number from 1 to {MAX_KEY_VERSION:,}"
+                f"{where} must be VERSION:BASE64, VERSION a whole number from 1 to {max_version:,}"
             )
         version = int(version_text)
         if version == current or version in pairs:
             raise SettingsError(f"{where} repeats version {version} (the current key's version is {current})")
-        pairs[version] = _decode_local_key(encoded, where)
+        pairs[version] = _decode_local_key(encoded, where, key_bytes)
     if not pairs:
         raise SettingsError(f"{PREVIOUS_LOCAL_KEYS} holds no VERSION:BASE64 entry")
     return tuple(sorted(pairs.items()))
+
+
+def _decode_local_key(value: str, name: str, size: int) -> bytes:
+    """The ``size`` bytes of a base64 master key; ``SettingsError`` naming where it was (``name``),
+    never its value."""
+    try:
+        key = base64.b64decode(value.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        raise SettingsError(f"{name} is not valid base64") from None
+    if len(key) != size:
+        raise SettingsError(f"{name} must be the base64 of exactly {size} bytes (it decodes to {len(key)})")
+    return key
 
 
 def whole_number(environ: Mapping[str, str], name: str, high: int) -> int | None:
@@ -203,7 +225,11 @@ class Limits:
         return cls(quota, guard_mode, max_file_bytes)
 
     def memory_options(self) -> MemoryOptions:
-        """The options of ``S3Memory`` (and the SDK adapters) these limits set."""
+        """The options of ``S3Memory`` (and the SDK adapters) these limits set; the memory's default
+        guard is loaded when this is called, by what builds a memory."""
+        from s3memory.core.guard import ContentGuard
+        from s3memory.memory import DEFAULT_GUARD
+
         guard = {"refuse": DEFAULT_GUARD, "redact": ContentGuard(mode="redact"), "off": None}[self.guard_mode]
         return {"quota": self.quota, "content_guard": guard, "max_file_bytes": self.max_file_bytes}
 
@@ -266,10 +292,14 @@ class Edge:
                     "(http:// only on a loopback address)"
                 )
         text = _get(environ, MOUNTS)
-        try:
-            grants = () if text is None else grants_from_json(text)
-        except ValueError as error:
-            raise SettingsError(f"{MOUNTS} is refused: {error}") from None
+        grants: tuple[Grant, ...] = ()
+        if text is not None:
+            from s3memory.mounts import grants_from_json
+
+            try:
+                grants = grants_from_json(text)
+            except ValueError as error:
+                raise SettingsError(f"{MOUNTS} is refused: {error}") from None
         if grants and tokens is None:
             raise SettingsError(f"{MOUNTS} needs {JWT_ISSUER}: only a verified token's claims grant a mount")
         return cls(direct, tokens, mcp_url, grants)
@@ -277,7 +307,8 @@ class Edge:
 
 @dataclass(frozen=True)
 class Settings:
-    """Validated settings; equal settings build equal providers and clients (a usable cache key)."""
+    """Validated settings; equal settings build equal providers, clients and stores (``assembly``: a
+    usable cache key)."""
 
     bucket: str
     prefix: str = DEFAULT_PREFIX
@@ -289,7 +320,7 @@ class Settings:
     endpoint_url: str | None = None
     limits: Limits = field(default_factory=Limits)
     edge: Edge = field(default_factory=Edge)
-    storage_format: StorageFormat = AUTO_FORMAT
+    storage_format: StorageFormat = "auto"
     store_id: str | None = None
     weak_server: WeakServer = REFUSE
     """On a server that ignores PutObject or DeleteObject conditions: refuse, or serve one writer
@@ -332,20 +363,14 @@ class Settings:
             )
         if kms_key_id is not None and _has_space_or_control(kms_key_id):
             raise SettingsError(f"{KMS_KEY_ID} must be a KMS key id, ARN or alias, without spaces")
-        local_key = None if raw_local_key is None else _decode_local_key(raw_local_key)
-        local_key_version = whole_number(environ, LOCAL_KEY_VERSION, MAX_KEY_VERSION)
-        raw_previous = _get(environ, PREVIOUS_LOCAL_KEYS)
-        for name, value in ((LOCAL_KEY_VERSION, local_key_version), (PREVIOUS_LOCAL_KEYS, raw_previous)):
-            if value is not None and local_key is None:
-                raise SettingsError(f"{name} needs {LOCAL_KEY}: it belongs to a local master key")
-        local_key_version = local_key_version or 1
-        previous = () if raw_previous is None else _previous_local_keys(raw_previous, local_key_version)
-        masters = [local_key, *(key for _, key in previous)]
-        if len(set(masters)) != len(masters):
-            raise SettingsError(f"{PREVIOUS_LOCAL_KEYS} repeats a master key: each version needs its own")
+        local_key, local_key_version, previous = _local_keys(environ)
 
         chosen = _choice(environ, STORAGE_FORMAT, STORAGE_FORMATS)
-        storage_format = checked_format(AUTO_FORMAT if chosen == AUTO_FORMAT else int(chosen))
+        storage_format: StorageFormat = "auto"
+        if chosen != "auto":  # a number, which formats.choice checks (loaded with the store, only here)
+            from s3memory.formats.choice import checked_format
+
+            storage_format = checked_format(int(chosen))
         store_id = _get(environ, STORE_ID)
         if store_id is not None and (len(store_id) > 255 or not store_id.isprintable()):
             raise SettingsError(f"{STORE_ID} must be at most 255 printable characters")
@@ -372,68 +397,3 @@ class Settings:
             store_id=store_id,
             weak_server=weak_server,
         )
-
-    def store_options(self) -> StoreOptions:
-        """The options of the store these settings name (``make_store``)."""
-        return {
-            "prefix": self.prefix,
-            "storage_format": self.storage_format,
-            "store_id": self.store_id,
-            "weak_server": self.weak_server,
-        }
-
-    def memory_options(self) -> MemoryOptions:
-        """The options of an ``S3Memory`` over the bucket these settings set: where the memory
-        lives, in which format (``store_options``), and the limits."""
-        return {**self.store_options(), **self.limits.memory_options()}
-
-    def make_store(self, s3_client: S3Client | None = None, key_provider: KeyProvider | None = None) -> Store:
-        """The store these settings name (``store.Store``): the one place where the bucket,
-        prefix, storage format, store id and weak-server mode become a store, for the Lambda
-        handlers, the console and ``Operations``. ``s3_client`` and ``key_provider``: ones already
-        built from these settings, to share (the provider's cache keeps warm commands free of KMS
-        requests); built here when not given."""
-        return Store(
-            Bucket(s3_client or self.make_s3_client(), self.bucket),
-            key_provider or self.make_key_provider(),
-            **self.store_options(),
-        )
-
-    @property
-    def key_source(self) -> str:
-        """``"kms"`` or ``"local"``: which kind of key provider these settings build."""
-        return "kms" if self.kms_key_id is not None else "local"
-
-    def make_key_provider(self) -> KeyProvider:
-        """A ``KMSKeyProvider`` or a ``LocalKeyProvider``. Build it once and share it: the KMS
-        provider's cache of unwrapped keys is what keeps warm commands free of KMS requests."""
-        if self.kms_key_id is not None:
-            return KMSKeyProvider(self.kms_key_id)
-        if self.local_key is None:  # pragma: no cover - from_env guarantees one of the two
-            raise SettingsError(f"{KMS_KEY_ID} or {LOCAL_KEY} must be set")
-        return LocalKeyProvider(
-            self.local_key, version=self.local_key_version, previous=dict(self.previous_local_keys)
-        )
-
-    def memory(self, user_id: str, mounts: Sequence[Mount] = ()) -> UserMemory:
-        """``user_id``'s memory in the store these settings name, with their limits, and the shared
-        memories ``mounts`` names mounted in it; building it sends no request. Keep it: a process
-        serves every command of the user with one (its clients, its cache of keys)."""
-        own = S3Memory(self.make_store(), user_id, **self.limits.memory_options())
-        return with_mounts(own, mounts)
-
-    def make_s3_client(self, *, quick: bool = False) -> S3Client:
-        """An S3 client with our standard client settings (see ``s3memory.clients``; ``quick``: one
-        attempt, bounded); ``SettingsError`` naming what botocore refused where it cannot build one
-        (a profile, a region, an endpoint)."""
-        from botocore.exceptions import BotoCoreError
-
-        from s3memory.clients import make_s3_client
-
-        try:
-            return make_s3_client(endpoint_url=self.endpoint_url, quick=quick)
-        except (BotoCoreError, ValueError) as error:  # botocore's words name the value, never a secret
-            raise SettingsError(
-                f"the S3 client could not be built ({type(error).__name__}): {error} (check AWS_PROFILE, "
-                f"AWS_DEFAULT_REGION and {ENDPOINT_URL})"
-            ) from None

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypedDict, TypeVar, Unpack
 
-from s3memory.core.paths import KeyLayout
+from s3memory.core.paths import DEFAULT_PREFIX, KeyLayout
 from s3memory.crypto import KeyOwner, KeyProvider
 from s3memory.formats.choice import AUTO_FORMAT, StorageFormat, checked_format, look
 from s3memory.formats.store_keys import NONE_MISSING, Missing, store_identity, store_key, stored_store_key
@@ -40,9 +40,6 @@ from s3memory.storage.concurrency import quietly, side
 from s3memory.storage.conditions import REFUSE, Enforced, Gate, WeakServer, checked_weak_server
 
 __all__ = ["DEFAULT_PREFIX", "Resolution", "Store", "StoreOptions", "forget_stores", "reaching"]
-
-DEFAULT_PREFIX = "users/"
-"""The key prefix of the user namespaces when none is given (``S3MEMORY_PREFIX``'s default too)."""
 
 
 class StoreOptions(TypedDict, total=False):

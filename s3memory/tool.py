@@ -14,6 +14,7 @@ from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryT
 from anthropic.types.beta import BetaCacheControlEphemeralParam
 
 from s3memory.answers import answer as answered
+from s3memory.assembly import make_memory
 from s3memory.crypto import KeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import MemoryOptions, S3Memory
@@ -87,9 +88,9 @@ class _S3Configured:
         *,
         cache_control: BetaCacheControlEphemeralParam | None = None,
     ) -> Self:
-        """A tool over ``settings.memory(user_id, mounts)``: the store, key and limits of the settings
-        the command line and the Lambda functions read (``Settings.from_env``)."""
-        return cls.over(settings.memory(user_id, mounts), cache_control=cache_control)
+        """A tool over ``assembly.make_memory(settings, user_id, mounts)``: the store, key and limits
+        of the settings the command line and the Lambda functions read (``Settings.from_env``)."""
+        return cls.over(make_memory(settings, user_id, mounts), cache_control=cache_control)
 
     @classmethod
     def over(cls, memory: UserMemory, *, cache_control: BetaCacheControlEphemeralParam | None = None) -> Self:

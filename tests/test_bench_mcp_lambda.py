@@ -23,6 +23,7 @@ from bench.mcp_lambda import (
 )
 from bench.mcp_overhead import COMMANDS, USER, VIEWED, arguments, pairs
 from bench.report import mcp_section
+from s3memory.assembly import make_store
 from s3memory.aws_lambda import mcp_function, memory, runtime
 from s3memory.memory import S3Memory
 from s3memory.settings import Settings
@@ -44,7 +45,7 @@ def settings(local_env: Any) -> Iterator[dict[str, str]]:
 
 def library(environ: dict[str, str]) -> S3Memory:
     built = Settings.from_env(environ)
-    return S3Memory(built.make_store(), USER, **built.limits.memory_options())
+    return S3Memory(make_store(built), USER, **built.limits.memory_options())
 
 
 def served(side: str, environ: dict[str, str], tool_input: dict[str, Any], token: str | None = None) -> Any:

@@ -1,6 +1,6 @@
 """Each rule once (issue 22): a Lambda request's user id is checked once, where the request comes in
 (``events``), and the ``UserId`` it makes is taken as it is by the runtime, the memory and the
-store's placement; and one path leads from settings to a store (``Settings.make_store``), for the
+store's placement; and one path leads from settings to a store (``assembly.make_store``), for the
 Lambda runtime, the console's operations and ``Operations.from_settings``."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from s3memory import S3MemoryTool
+from s3memory import S3MemoryTool, assembly
 from s3memory.aws_lambda import memory_handler, runtime
 from s3memory.aws_lambda.agent.event import Invalid, parse_event
 from s3memory.cli.console import settings_from
@@ -62,8 +62,8 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 
 @pytest.fixture
 def made(monkeypatch: pytest.MonkeyPatch) -> list[Store]:
-    """Every store ``Settings.make_store`` makes, in order."""
-    return answers(monkeypatch, Settings, "make_store")
+    """Every store ``assembly.make_store`` makes, in order."""
+    return answers(monkeypatch, assembly, "Store")
 
 
 # -- the user id --------------------------------------------------------------------------------
@@ -180,7 +180,7 @@ def described(store: Store) -> tuple[object, ...]:
 
 def test_the_store_a_setting_names(s3: Any) -> None:
     provider = LocalKeyProvider(b"k" * 32)
-    store = Settings.from_env(STORE_ENVIRON).make_store(s3, provider)
+    store = assembly.make_store(Settings.from_env(STORE_ENVIRON), s3, provider)
     assert store.key_provider is provider and store.bucket.client is s3
     assert described(store)[:5] == (BUCKET, "tenants/acme/", 2, "replica-source", "single-writer")
 

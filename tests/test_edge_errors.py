@@ -30,6 +30,7 @@ from starlette.applications import Starlette
 
 from s3memory import clients
 from s3memory.answers import answer, answered, remote
+from s3memory.assembly import make_store
 from s3memory.aws_lambda import agent_handler, mcp_handler, memory_handler, runtime
 from s3memory.core.paths import UserId
 from s3memory.crypto import LocalKeyProvider
@@ -149,7 +150,7 @@ def test_the_mcp_server_over_http_tells_a_fixed_text_and_logs_the_diagnosis(
     """``s3memory mcp --transport http``'s app as ``http_main`` builds it (without a token: one user on
     loopback), served by uvicorn, called by the official client: a fresh request id per call."""
     settings = Settings.from_env(os.environ)
-    memories = memories_of(settings.make_store(), settings)
+    memories = memories_of(make_store(settings), settings)
 
     def app(url: str) -> Starlette:
         return http_app(memories, host="127.0.0.1", resource=url, user=UserId("alice"))

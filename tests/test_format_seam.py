@@ -188,6 +188,7 @@ LAYERS = (
         "s3memory.answers",
         "s3memory.memories",
         "s3memory.settings",
+        "s3memory.assembly",
         "s3memory.tokens",
         "s3memory.mounts",
     ),

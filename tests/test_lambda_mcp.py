@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from s3memory.assembly import make_store
 from s3memory.aws_lambda import mcp_handler, runtime
 from s3memory.core.paths import memory_path
 from s3memory.mcp.schema import INSTRUCTIONS, MCP_ACTOR
@@ -57,7 +58,7 @@ def library(user: str) -> S3Memory:
     import os
 
     settings = Settings.from_env(os.environ)
-    return S3Memory(settings.make_store(), user, **settings.limits.memory_options())
+    return S3Memory(make_store(settings), user, **settings.limits.memory_options())
 
 
 def mcp_event(body: object, token: str | None, **more: Any) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import boto3
 import pytest
 
 from s3memory import memories
+from s3memory.assembly import make_key_provider, make_s3_client
 from s3memory.aws_lambda import memory_handler, runtime
 from s3memory.core.job_records import JOB_PREFIX
 from s3memory.core.paths import memory_path
@@ -481,20 +482,15 @@ def test_both_keys_names_both_variables() -> None:
 
 def test_settings_defaults_and_providers() -> None:
     local = Settings.from_env({"S3MEMORY_BUCKET": BUCKET, "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64})
-    assert (local.bucket, local.prefix, local.endpoint_url, local.key_source) == (
-        BUCKET,
-        "users/",
-        None,
-        "local",
-    )
+    assert (local.bucket, local.prefix, local.endpoint_url) == (BUCKET, "users/", None)
     assert LOCAL_KEY_B64 not in repr(local) and "local_key" not in repr(local)
-    assert isinstance(local.make_key_provider(), LocalKeyProvider)
+    assert isinstance(make_key_provider(local), LocalKeyProvider)
     kms = Settings.from_env(
         {"S3MEMORY_BUCKET": BUCKET, "S3MEMORY_KMS_KEY_ID": "alias/m", "S3MEMORY_PREFIX": "tenants/prod/"}
     )
-    provider = kms.make_key_provider()
+    provider = make_key_provider(kms)
     assert isinstance(provider, KMSKeyProvider) and provider.key_id == "alias/m"
-    assert kms.prefix == "tenants/prod/" and kms.key_source == "kms"
+    assert kms.prefix == "tenants/prod/"
 
 
 def test_endpoint_url_reaches_the_s3_client() -> None:
@@ -505,7 +501,7 @@ def test_endpoint_url_reaches_the_s3_client() -> None:
             "S3MEMORY_ENDPOINT_URL": "http://127.0.0.1:9",
         }
     )
-    assert settings.make_s3_client().meta.endpoint_url == "http://127.0.0.1:9"
+    assert make_s3_client(settings).meta.endpoint_url == "http://127.0.0.1:9"
 
 
 @pytest.mark.parametrize(

@@ -658,12 +658,13 @@ CONTENDED = "kept changing under concurrent edits; the edit was not applied. Try
 LIBRARY_PROCESS = textwrap.dedent(
     """
     import json, sys
+    from s3memory.assembly import make_store
     from s3memory.errors import CommandError
     from s3memory.memory import S3Memory
     from s3memory.settings import Settings
     import os
     settings = Settings.from_env(os.environ)
-    memory = S3Memory(settings.make_store(), "alice", **settings.limits.memory_options())
+    memory = S3Memory(make_store(settings), "alice", **settings.limits.memory_options())
     path, edits = sys.argv[1], int(sys.argv[2])
     sys.stdin.readline()  # the start signal
     acknowledged = []

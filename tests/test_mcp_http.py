@@ -34,6 +34,7 @@ from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
 from s3memory.answers import answer
+from s3memory.assembly import make_store
 from s3memory.cli import main as cli
 from s3memory.core.paths import UserId, memory_path
 from s3memory.mcp.connections import uvicorn_options
@@ -88,7 +89,7 @@ def authenticated_app(
     settings = settings_of(environment)
     assert settings.edge.tokens is not None
     verifier = TokenVerifier(settings.edge.tokens)
-    memories = memories_of(settings.make_store(), settings)
+    memories = memories_of(make_store(settings), settings)
     return lambda resource: http_app(
         memories, host="127.0.0.1", resource=resource, verifier=verifier, limits=limits
     )
@@ -395,7 +396,7 @@ def test_a_token_whose_subject_is_a_reserved_user_id_is_403(server: str, issuer:
 
 def test_no_auth_serves_one_user_on_loopback_without_a_token(store_environment: dict[str, str]) -> None:
     settings = settings_of(store_environment)
-    memories = memories_of(settings.make_store(), settings)
+    memories = memories_of(make_store(settings), settings)
     home = directory()
 
     def app_of(resource: str) -> Starlette:
@@ -420,7 +421,7 @@ def test_on_loopback_a_web_pages_request_or_a_rebound_host_is_refused_and_runs_n
     ``Origin``, and a name it rebinds to 127.0.0.1 arrives as the ``Host``. On a loopback host the
     server takes only loopback ones (the MCP SDK's DNS-rebinding protection), before any command."""
     settings = settings_of(store_environment)
-    memories = memories_of(settings.make_store(), settings)
+    memories = memories_of(make_store(settings), settings)
     home = directory()
 
     def app_of(resource: str) -> Starlette:

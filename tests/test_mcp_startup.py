@@ -27,6 +27,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from s3memory.assembly import make_store
 from s3memory.clients import CHECK_SECONDS
 from s3memory.crypto import KMSKeyProvider
 from s3memory.demo.embedded_s3 import moto_server
@@ -275,7 +276,7 @@ def test_the_check_reads_one_key_and_asks_kms_for_a_dry_run_and_writes_nothing(
     kms = boto3.client("kms", endpoint_url=moto_endpoint_with_bucket, region_name=REGION)
     keys_before = kms.list_keys()["Keys"]
     assert unusable(settings) is None
-    store_identity = settings.make_store().identity
+    store_identity = make_store(settings).identity
     assert sent == [
         (
             "ListObjectsV2",

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from bench.metrics import RequestCounter
+from s3memory.assembly import memory_options
 from s3memory.aws_lambda import expiry as expiry_function
 from s3memory.aws_lambda import runtime as lambda_runtime
 from s3memory.cli.console import settings_from
@@ -180,7 +181,7 @@ def test_settings_and_flags_choose_the_format_and_store_id(s3: Any) -> None:
     assert (settings.storage_format, settings.store_id) == (2, "src")
     built = Operations.from_settings(settings, s3)
     assert (built.storage_format, built.store_id) == (2, "src")
-    assert built.memory_options() == settings.memory_options()
+    assert built.memory_options() == memory_options(settings)
     assert command(None, "users", "--store-id", "src", **environ)[:2] == (0, "alice\n")
     status, _, err = command(None, "users", **environ)  # the bucket's name: another store
     assert status == 1 and "Check that S3MEMORY_STORE_ID and S3MEMORY_PREFIX" in err
@@ -496,9 +497,9 @@ def test_the_tools_log_no_user_id_path_or_content(
 def test_settings_memory_options_are_the_operations(s3: Any) -> None:
     environ = {"S3MEMORY_BUCKET": BUCKET, "S3MEMORY_LOCAL_KEY": LOCAL_KEY_B64, "S3MEMORY_QUOTA_FILES": "3"}
     pinned = Settings.from_env({**environ, "S3MEMORY_STORAGE_FORMAT": "2"})
-    assert Operations.from_settings(pinned, s3).memory_options() == pinned.memory_options()
+    assert Operations.from_settings(pinned, s3).memory_options() == memory_options(pinned)
     auto = Settings.from_env(environ)  # each memory finds the format in the store, as operations do
-    assert auto.memory_options()["storage_format"] == "auto"
-    assert Operations.from_settings(auto, s3).memory_options() == auto.memory_options()
+    assert memory_options(auto)["storage_format"] == "auto"
+    assert Operations.from_settings(auto, s3).memory_options() == memory_options(auto)
     with pytest.raises(ValueError, match='storage_format must be 1, 2 or "auto"'):
         Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=3)

@@ -15,6 +15,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from s3memory.assembly import make_store, memory_options, store_options
 from s3memory.core.guard import ContentGuard
 from s3memory.crypto import LocalKeyProvider
 from s3memory.memory import S3Memory
@@ -112,25 +113,25 @@ def test_the_store_and_operations_take_the_stores_options() -> None:
 
 def test_the_settings_and_operations_give_every_option_a_setting_sets(client: Any) -> None:
     settings = Settings.from_env(ENVIRON)
-    options = settings.memory_options()
+    options = memory_options(settings)
     assert set(options) == MEMORY_OPTIONS - NOT_SETTINGS
-    assert set(settings.store_options()) == STORE_OPTIONS
-    assert settings.store_options() == {
+    assert set(store_options(settings)) == STORE_OPTIONS
+    assert store_options(settings) == {
         "prefix": "tenants/acme/",
         "storage_format": 2,
         "store_id": "replica-source",
         "weak_server": "single-writer",
     }
-    assert settings.make_store(client).options == settings.store_options()
+    assert make_store(settings, client).options == store_options(settings)
     given = Operations.from_settings(settings, client).memory_options()
     assert {**given, "content_guard": "redact"} == {**options, "content_guard": "redact"}
     assert guard_mode(given["content_guard"]) == guard_mode(options["content_guard"]) == "redact"
     memory = S3Memory(Bucket(client, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), **options)
-    assert store_of(memory).options == settings.store_options()
+    assert store_of(memory).options == store_options(settings)
     tool = S3MemoryTool(
         bucket=BUCKET, user_id="alice", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=client, **options
     )
-    assert store_of(tool.memory).options == settings.store_options()
+    assert store_of(tool.memory).options == store_options(settings)
     assert guard_mode(tool.memory.content_guard) == "redact"
 
 

@@ -21,6 +21,7 @@ from types import SimpleNamespace
 import pytest
 
 import s3memory
+from s3memory.assembly import make_memory
 from s3memory.aws_lambda import memory_handler, runtime
 from s3memory.cli import main as cli
 from s3memory.demo import LOCAL_S3_ENV_FILE
@@ -158,7 +159,7 @@ def test_the_python_snippet_runs_and_its_memory_is_in_s3(store_environment: dict
         assert ran.returncode == 0, ran.stderr
         assert api.remaining == 0 and {body["model"] for body in api.requests} == {"claude-sonnet-4-5"}
     assert "Noted: metric units." in ran.stdout
-    memory = Settings.from_env(store_environment).memory("alice")
+    memory = make_memory(Settings.from_env(store_environment), "alice")
     assert memory.run({"command": "view", "path": "/memories/preferences.md"}).endswith(
         "     1\t- metric units"
     )

@@ -8,6 +8,7 @@ import base64
 
 import pytest
 
+from s3memory.assembly import make_key_provider
 from s3memory.core.guard import ContentGuard
 from s3memory.core.quota import Quota
 from s3memory.crypto import (
@@ -216,10 +217,10 @@ def test_a_new_local_master_key_seals_and_the_previous_ones_still_open() -> None
     assert (new.local_key, new.local_key_version) == (NEW_KEY, 3)
     assert [version for version, _ in new.previous_local_keys] == [1, 2]
     assert NEW_KEY_B64 not in repr(new) and LOCAL_KEY_B64 not in repr(new)
-    provider = new.make_key_provider()
+    provider = make_key_provider(new)
     assert isinstance(provider, LocalKeyProvider)
     assert (provider.version, provider.previous_versions) == (3, [1, 2])
-    written_before = sealer(old.make_key_provider()).seal("/memories/a.md", b"kept")
+    written_before = sealer(make_key_provider(old)).seal("/memories/a.md", b"kept")
     assert sealer(provider).open("/memories/a.md", written_before) == b"kept"
     written_after = sealer(provider).seal("/memories/a.md", b"new")
     assert sealed_version(written_after) == 3

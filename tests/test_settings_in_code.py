@@ -9,6 +9,7 @@ import uuid
 import pytest
 
 from s3memory import Mount, MountedMemory, S3Memory, S3MemoryTool, Settings
+from s3memory.assembly import make_memory
 from s3memory.errors import CommandError
 from s3memory.ops.operations import Operations
 
@@ -35,7 +36,7 @@ def test_the_memory_the_tool_and_the_operator_api_from_this_processs_settings(
     settings = Settings.from_env()
     assert settings == Settings.from_env(dict(os.environ))
 
-    memory = settings.memory("alice")
+    memory = make_memory(settings, "alice")
     assert isinstance(memory, S3Memory)
     memory.run({"command": "create", "path": "/memories/a.md", "file_text": "from the settings\n"})
     with pytest.raises(CommandError, match="the memory quota allows 1 files"):  # the settings' limits
@@ -45,7 +46,7 @@ def test_the_memory_the_tool_and_the_operator_api_from_this_processs_settings(
     assert isinstance(tool, S3MemoryTool)
     assert tool.call({"command": "view", "path": "/memories/a.md"}).endswith("     1\tfrom the settings")
 
-    mounted = settings.memory("bob", [Mount("/memories/team", "team-acme")])
+    mounted = make_memory(settings, "bob", [Mount("/memories/team", "team-acme")])
     assert isinstance(mounted, MountedMemory)
     assert mounted.run({"command": "view", "path": "/memories"}).endswith(
         "[Read-only shared memory: /memories/team; writes there are refused.]"

@@ -33,6 +33,7 @@ import os
 import anthropic
 import boto3
 
+from s3memory import assembly
 from s3memory.clients import make_s3_client
 from s3memory.settings import Settings
 
@@ -80,7 +81,7 @@ def test_2_every_client_in_the_test_signs_with_dummy_keys_and_reaches_moto(s3mem
     keys = (
         signed_with(s3memory_bucket.client, listed)
         + signed_with(make_s3_client(), listed)
-        + signed_with(Settings.from_env().make_s3_client(), listed)
+        + signed_with(assembly.make_s3_client(Settings.from_env()), listed)
         + signed_with(boto3.client("s3"), listed)
     )
     assert len(keys) == 4 and USERS_KEY not in keys

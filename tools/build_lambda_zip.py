@@ -54,6 +54,7 @@ LAMBDA_PACKAGE_FILES = (
     "errors.py",
     "memory.py",
     "answers.py",
+    "assembly.py",
     "memories.py",
     "mounts.py",
     "settings.py",

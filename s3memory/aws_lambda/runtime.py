@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from s3memory.assembly import make_key_provider, make_s3_client, make_store
 from s3memory.aws_lambda import metrics
 from s3memory.core.paths import UserId
 from s3memory.crypto import KeyProvider, KMSKeyProvider
@@ -35,11 +36,11 @@ class Runtime:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.s3_client: S3Client = settings.make_s3_client()
-        self.key_provider: KeyProvider = settings.make_key_provider()
+        self.s3_client: S3Client = make_s3_client(settings)
+        self.key_provider: KeyProvider = make_key_provider(settings)
         tokens = settings.edge.tokens
         self.tokens = None if tokens is None else TokenVerifier(tokens)
-        self.store: Store = settings.make_store(self.s3_client, self.key_provider)
+        self.store: Store = make_store(settings, self.s3_client, self.key_provider)
         """The store every user's memory lives in, resolved by the first command."""
         options = settings.limits.memory_options()
         self.memory = Memories(lambda user: S3Memory(self.store, user, **options))

@@ -28,7 +28,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
-from s3memory.crypto import OPERATOR, validate_author
 from s3memory.errors import CommandError, StorageError, escaped
 from s3memory.ops.progress import Progress
 
@@ -336,6 +335,8 @@ class _Bar:
 
 def operator_actor() -> str:
     """The author named on what an operator command writes: ``operator:<local user>``."""
+    from s3memory.crypto import OPERATOR, validate_author
+
     try:
         return validate_author(f"{OPERATOR}:{_operator()}")
     except ValueError:

@@ -361,6 +361,10 @@ def check_owner(name: object, prefix: object) -> UserId | SharedName:
     return owner_of(name)
 
 
+DEFAULT_PREFIX = "users/"
+"""The key prefix of the user namespaces when none is given (``S3MEMORY_PREFIX``'s default too)."""
+
+
 def check_prefix(prefix: object) -> str:
     """``prefix``, refused (``ValueError``) unless it is empty or ``/``-separated plain segments
     each ending in ``/``."""

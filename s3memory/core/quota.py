@@ -1,4 +1,5 @@
-"""Per-user limits on the memory's size: the limits, and the usage a process tracks against them."""
+"""Per-user limits on the memory's size: the quota, the largest file's bounds, and the usage a process
+tracks against the quota."""
 
 from __future__ import annotations
 
@@ -9,6 +10,11 @@ from dataclasses import dataclass
 
 from s3memory.core.paths import MemoryPath
 from s3memory.errors import CommandError
+
+DEFAULT_MAX_FILE_BYTES = 1024 * 1024
+"""The largest file a memory takes unless told (``S3MEMORY_MAX_FILE_BYTES``'s default too)."""
+MAX_FILE_BYTES_LIMIT = 4 * 1024 * 1024
+"""The largest file size limit a store may set (``S3MEMORY_MAX_FILE_BYTES``)."""
 
 
 @dataclass(frozen=True)

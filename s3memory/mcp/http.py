@@ -45,6 +45,7 @@ from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
+from s3memory.assembly import make_store
 from s3memory.core.paths import UserId
 from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, EXIT_SERVED, EXIT_USAGE
 from s3memory.mcp.limits import DEFAULT_LIMITS, Admission, EdgeGuard, EdgeLimits, body_bound
@@ -305,7 +306,7 @@ def http_main(
     limits = within_open_files(limits, raise_open_file_limit())
     verifier = None if tokens is None or no_auth else TokenVerifier(tokens)
     try:
-        store = settings.make_store()
+        store = make_store(settings)
     except SettingsError as error:
         return _refused(str(error))
     reason = unusable(settings) if check else None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from s3memory.assembly import make_s3_client, make_store
 from s3memory.errors import StorageError
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 def unusable(settings: Settings) -> str | None:
     """Why ``settings`` cannot serve, in one line; None when the bucket and the key answer."""
-    store = settings.make_store(settings.make_s3_client(quick=True))
+    store = make_store(settings, make_s3_client(settings, quick=True))
     try:
         store.bucket.any_below(store.prefix)
         store.key_provider.check(store.identity)

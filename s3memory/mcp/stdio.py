@@ -3,7 +3,7 @@ shared memories each ``--mount POINT=MEMORY[:read_write]`` names mounted in that
 one who starts the server is trusted, as an application passing mounts is: ``docs/shared.md``).
 
 The settings are the ``S3MEMORY_*`` variables, read as the Lambda functions and the operator commands
-read them (``settings.py``: the store, the key provider, the limits). Bad settings or a bad user id are
+read them (``settings.py``; the store, the key provider and the limits built by ``assembly.py``). Bad settings or a bad user id are
 refused before anything is served (exit 2), with a message that names neither a key nor the user id;
 so are settings the bucket or the KMS key do not answer to (``startup.py``), unless ``--no-check``.
 The server runs until its client closes standard input (exit 0). Nothing it logs names memory
@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from s3memory.assembly import make_store
 from s3memory.core.paths import UserId
 from s3memory.mcp import EXIT_SERVED, EXIT_USAGE
 from s3memory.mcp.schema import MCP_ACTOR
@@ -59,7 +60,7 @@ def mcp_main(user_id: str, mount_options: Sequence[str] = (), *, check: bool = T
         print(f"s3memory mcp: a --mount is refused: {error}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        store = settings.make_store()
+        store = make_store(settings)
     except SettingsError as error:
         print(f"s3memory mcp: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -238,9 +238,11 @@ class Operations:
         actor: str | None = None,
     ) -> Operations:
         """Built from the same settings as the Lambda handlers (``S3MEMORY_*``): the store
-        (``Settings.make_store``) and the limits (``key_provider``: one already built from them,
+        (``assembly.make_store``) and the limits (``key_provider``: one already built from them,
         to share its cache)."""
-        return cls.over(settings.make_store(s3_client, key_provider), limits=settings.limits, actor=actor)
+        from s3memory.assembly import make_store
+
+        return cls.over(make_store(settings, s3_client, key_provider), limits=settings.limits, actor=actor)
 
     def check_server(self) -> ServerCheck:
         """Probe the server again (``verify``: a dozen requests on objects of the probe's own, which

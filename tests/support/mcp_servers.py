@@ -27,6 +27,7 @@ from mcp.client.stdio import stdio_client
 from mcp.server.lowlevel import Server
 from mcp.types import TextContent
 
+from s3memory.assembly import make_store
 from s3memory.memory import S3Memory
 from s3memory.settings import Settings
 
@@ -172,9 +173,9 @@ def store_environment_named(endpoint: str, bucket: str, name: str) -> dict[str, 
 
 def library(environment: Mapping[str, str], user: str) -> S3Memory:
     """``user``'s memory in the same store, through the library: built as the Lambda functions build
-    it from the same settings (``Settings.make_store`` and the limits)."""
+    it from the same settings (``assembly.make_store`` and the limits)."""
     settings = Settings.from_env({**AWS_TEST_ENVIRONMENT, **environment})
-    return S3Memory(settings.make_store(), user, **settings.limits.memory_options())
+    return S3Memory(make_store(settings), user, **settings.limits.memory_options())
 
 
 def directory() -> str:
