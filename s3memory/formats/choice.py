@@ -25,6 +25,7 @@ from s3memory.formats.store_keys import (
     stored_store_key,
     users_below,
 )
+from s3memory.formats.strategy import FORMAT_TWO
 from s3memory.storage.bucket import Bucket
 from s3memory.storage.conditions import Enforced
 
@@ -38,6 +39,12 @@ def checked_format(value: object) -> StorageFormat:
     if value == AUTO_FORMAT or (value in (FORMAT_VERSION, PLACED_FORMAT) and type(value) is int):
         return value  # type: ignore[return-value]
     raise ValueError(f'storage_format must be {FORMAT_VERSION}, {PLACED_FORMAT} or "{AUTO_FORMAT}"')
+
+
+def best_format(enforced: Enforced) -> int:
+    """The best storage format a server enforcing ``enforced`` can be served in: 2 where every
+    condition it needs holds (CopyObject's among them), else 1."""
+    return PLACED_FORMAT if not enforced.missing(FORMAT_TWO.server_needs) else FORMAT_VERSION
 
 
 def look(
@@ -62,7 +69,7 @@ def look(
         return PLACED_FORMAT, Missing(key=True), True
     if not users_below(bucket, prefix):
         enforced = checks()
-        if enforced is not None and enforced.best_format() == FORMAT_VERSION:
+        if enforced is not None and best_format(enforced) == FORMAT_VERSION:
             return FORMAT_VERSION, NONE_MISSING, True
         return PLACED_FORMAT, Missing(key=True, mark=True, anything=True), enforced is not None
     if stored_store_key(bucket, prefix, identity, provider) is not None:
