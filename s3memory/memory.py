@@ -627,7 +627,8 @@ def _placed(
     layout, key_owner = store.placement(owner.principal if isinstance(owner, SharedName) else owner)
     max_file_bytes, quota, clock = limits
     bucket, prefix = store.bucket, store.prefix
-    cipher = ObjectCipher(DataKeySource(store.key_provider, key_owner, KeyVault(bucket, layout)))
+    keys = DataKeySource(store.key_provider, key_owner, KeyVault(bucket, layout))
+    cipher = ObjectCipher(keys, resolution.format.object_format)
     usage = Usage(quota, lambda: files.measure())
     files = MemoryFiles(bucket, layout, cipher, resolution.format, max_file_bytes, usage, author)
     upgrade = (

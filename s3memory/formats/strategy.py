@@ -8,10 +8,11 @@ before their first command. ``docs/format-v2.md`` has the details.
 
 The format a store is served in is chosen once (``formats.choice`` under ``auto``, resolved by
 ``store.Store``); ``numbered`` turns its number into the strategy, and every other module asks
-the strategy. No module outside this one (and ``formats.choice``, the chooser) compares a format
-number: ``tests/test_format_seam.py`` fails on one. The object format's version byte, which
-``crypto`` writes and checks in each header, is the bytes on disk, not a decision made here: a key
-owner bound to a store seals format-2 objects.
+the strategy: what the server must enforce (``server_needs``), the object format ``crypto`` seals
+in (``object_format``, the version byte it writes and checks in each header), where a user's
+objects live. No module outside this one (and ``formats.choice``, the chooser) compares a format
+number, and none outside ``s3memory/formats`` indexes by one or picks one:
+``tests/test_format_seam.py`` fails on either.
 """
 
 from __future__ import annotations
@@ -24,7 +25,16 @@ from s3memory.core.files import ORIGIN_METADATA, MemoryFiles
 from s3memory.core.moves import Mover, RewriteMover, ServerCopyMover
 from s3memory.core.paths import KeyLayout, MemoryPath, SharedName, UserId, validate_namespace
 from s3memory.core.quota import Usage
-from s3memory.crypto import DataKeySource, KeyOwner, KeyProvider, ObjectCipher, Opened, Sealed
+from s3memory.crypto import (
+    FORMAT_1,
+    FORMAT_2,
+    DataKeySource,
+    KeyOwner,
+    KeyProvider,
+    ObjectCipher,
+    Opened,
+    Sealed,
+)
 from s3memory.formats.keyvault import KeyVault
 from s3memory.formats.names import NameCipher, namespace_of
 from s3memory.formats.upgrade import SettledUsers, Upgrade, born_in_format_2
@@ -47,6 +57,9 @@ class Format(ABC):
 
     storage_format: ClassVar[int]
     """The format's number, as settings, reports and ``S3Memory.storage_format`` give it."""
+    object_format: ClassVar[int]
+    """The object format its objects are sealed in (``crypto.ObjectCipher``): the version byte of
+    each object's header (``docs/format.md``, ``docs/format-v2.md``; frozen by ``tests/vectors``)."""
     server_needs: ClassVar[frozenset[str]]
     """The request conditions (``storage.conditions``) the S3 server must enforce for this format to
     keep every write it acknowledges: the store's gate refuses to serve it where one does not hold
@@ -130,7 +143,9 @@ class Format(ABC):
         if not self.moves_older_formats:
             return None
         layout, owner = FORMAT_ONE.placement(prefix, "", None, user_id)
-        cipher = ObjectCipher(DataKeySource(provider, owner, KeyVault(bucket, layout)))
+        cipher = ObjectCipher(
+            DataKeySource(provider, owner, KeyVault(bucket, layout)), FORMAT_ONE.object_format
+        )
         legacy = MemoryFiles(bucket, layout, cipher, FORMAT_ONE, max_file_bytes, Usage(None, lambda: (0, 0)))
         return Upgrade(legacy, FORMAT_ONE.mover, marked, files, clock, settled)
 
@@ -160,6 +175,7 @@ class FormatOne(Format):
     """Format 1: plain names, each file bound to its path and author inside its object."""
 
     storage_format = 1
+    object_format = FORMAT_1
     server_needs = frozenset({PUT_IF_NONE_MATCH, PUT_IF_MATCH, DELETE_IF_MATCH})
     places_files = False
     keeps_origins = True
@@ -195,6 +211,7 @@ class FormatTwo(Format):
     """Format 2: private names under the store key, files placed by records, moved on the server."""
 
     storage_format = 2
+    object_format = FORMAT_2
     server_needs = FormatOne.server_needs | {COPY_IF_NONE_MATCH, COPY_SOURCE_IF_MATCH, COPY_REPLACES_METADATA}
     """Format 1's, and CopyObject's conditions: a file moves by a copy made on the server."""
     places_files = True
