@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 from s3memory.core.files import ORIGIN_METADATA, MemoryFiles
+from s3memory.core.keyvault import KeyVault
 from s3memory.core.moves import Mover, RewriteMover, ServerCopyMover
 from s3memory.core.paths import KeyLayout, MemoryPath, SharedName, UserId, validate_namespace
 from s3memory.core.quota import Usage
@@ -35,7 +36,6 @@ from s3memory.crypto import (
     Opened,
     Sealed,
 )
-from s3memory.formats.keyvault import KeyVault
 from s3memory.formats.names import NameCipher, namespace_of
 from s3memory.formats.upgrade import SettledUsers, Upgrade, born_in_format_2
 from s3memory.storage.bucket import Bucket

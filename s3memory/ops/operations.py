@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
 
 from s3memory.core.job_records import JOB_PREFIX, QUARANTINE_PREFIX
+from s3memory.core.keyvault import KEYS_PREFIX, key_version
 from s3memory.core.last_used import ACCESS_NAME
 from s3memory.core.moves import MARK_PREFIX
 from s3memory.core.paths import (
@@ -40,7 +41,6 @@ from s3memory.core.paths import (
 )
 from s3memory.crypto import KeyProvider, KMSKeyProvider, plaintext_size
 from s3memory.errors import CommandError, StorageError, shown, with_fix
-from s3memory.formats.keyvault import KEYS_PREFIX, key_version
 from s3memory.formats.names import user_of_namespace
 from s3memory.formats.strategy import Format, numbered
 from s3memory.memory import MemoryOptions, S3Memory

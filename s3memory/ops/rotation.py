@@ -33,6 +33,7 @@ from datetime import datetime
 
 from s3memory.core.files import LOST, Lost, retried
 from s3memory.core.job_records import RECORD_MAX_BYTES, RECORD_PATH_PREFIX
+from s3memory.core.keyvault import KEYS_PREFIX, KeyVault
 from s3memory.core.paths import MemoryPath, check_owner
 from s3memory.crypto import (
     MAX_KEY_CACHE_SECONDS,
@@ -44,7 +45,6 @@ from s3memory.crypto import (
     sealed_version,
 )
 from s3memory.errors import CommandError, IntegrityError
-from s3memory.formats.keyvault import KEYS_PREFIX, KeyVault
 from s3memory.formats.store_keys import STORE_KEY_MAX_BYTES, STORE_KEY_NAME
 from s3memory.formats.strategy import FORMATS
 from s3memory.memory import S3Memory
