@@ -17,7 +17,7 @@ SEAM = {"formats/strategy.py", "formats/choice.py"}
 """The strategies, and the one module that chooses which format a store is served in (``auto``)."""
 FORMATS_PACKAGE = "formats/"
 """The storage formats' package: the only place a format number may index a table or be chosen."""
-FORMAT_CONSTANTS = {"FORMAT_1", "FORMAT_2", "FORMAT_VERSION", "PLACED_FORMAT"}
+FORMAT_CONSTANTS = {"FORMAT_1", "FORMAT_2"}
 HEADER_PARSING = ("crypto/_objects.py", "format_version")
 """crypto checks the version byte it reads from an object's header (a local named
 ``format_version``): that byte is the object format on disk, not a decision of the seam."""
@@ -78,11 +78,11 @@ def test_no_module_outside_the_seam_compares_a_format_number() -> None:
 
 def test_the_scan_finds_each_shape_of_format_comparison() -> None:
     shapes = [
-        "if files.cipher.format == FORMAT_VERSION: pass",
+        "if files.cipher.format == FORMAT_1: pass",
         "x = a if operations.storage_format != 1 else b",
         "ok = storage_format in (FORMAT_1, FORMAT_2)",
         "ok = 2 == self._format",
-        "ok = memory.format is PLACED_FORMAT",
+        "ok = memory.format is FORMAT_2",
     ]
     assert [format_comparisons(shape, "m.py") for shape in shapes] == [[1]] * len(shapes)
     assert format_comparisons("ok = format_version == FORMAT_2", "m.py") == [1]
@@ -176,7 +176,7 @@ def test_the_scan_finds_each_shape_of_format_number_used() -> None:
         "needs = NEEDS[FORMAT_2]",
         "def best_format(enforced):\n    return 2 if enforced.missing(needs) else 1",
         "def served(store):\n    return FORMAT_1",
-        "def look(store):\n    return PLACED_FORMAT, None, True",
+        "def look(store):\n    return FORMAT_2, None, True",
         "self.format = FORMAT_1 if owner.store is None else FORMAT_2",
         "object_format: int = 2 if bound else 1",
         "FORMAT_NEEDS: Mapping[int, frozenset[str]] = {1: ONE, 2: TWO}",

@@ -46,10 +46,6 @@ FORMAT_1 = 1
 """Format 1: a file bound to its user and path inside its object, under a key named by user id."""
 FORMAT_2 = 2
 """Format 2: content bound to its user and store, placed at its path by its metadata."""
-FORMAT_VERSION = FORMAT_1
-"""The former name of ``FORMAT_1``."""
-PLACED_FORMAT = FORMAT_2
-"""The former name of ``FORMAT_2``."""
 HEADER_METADATA = "s3memory-header"
 """Metadata of a format-2 file: its content header (URL-safe base64), so a rename can place a copy
 of it without reading the content."""
