@@ -32,11 +32,13 @@ from s3memory.crypto import (
     DataKeySource,
     KeyOwner,
     KeyProvider,
+    LocalKeyProvider,
     ObjectCipher,
     Opened,
     Sealed,
 )
 from s3memory.formats.names import NameCipher, namespace_of
+from s3memory.formats.store_keys import rewrap_store_key
 from s3memory.formats.upgrade import SettledUsers, Upgrade, born_in_format_2
 from s3memory.storage.bucket import Bucket
 from s3memory.storage.conditions import (
@@ -148,6 +150,16 @@ class Format(ABC):
         )
         legacy = MemoryFiles(bucket, layout, cipher, FORMAT_ONE, max_file_bytes, Usage(None, lambda: (0, 0)))
         return Upgrade(legacy, FORMAT_ONE.mover, marked, files, clock, settled)
+
+    def rewrap_store_key(
+        self, bucket: Bucket, prefix: str, identity: str, provider: LocalKeyProvider
+    ) -> None:
+        """Wrap the store key at ``prefix`` again under ``provider``'s current master key, if a
+        previous one wraps it (``store_keys.rewrap_store_key``: a local rotation's, so that dropping
+        the previous key locks no name out); nothing where the format has no store key
+        (``has_store_identity``)."""
+        if self.has_store_identity:
+            rewrap_store_key(bucket, prefix, identity, provider)
 
     def older_layouts(
         self,
