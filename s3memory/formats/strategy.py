@@ -40,15 +40,8 @@ from s3memory.crypto import (
 from s3memory.formats.names import NameCipher, namespace_of
 from s3memory.formats.store_keys import rewrap_store_key
 from s3memory.formats.upgrade import SettledUsers, Upgrade, born_in_format_2
+from s3memory.storage import conditions
 from s3memory.storage.bucket import Bucket
-from s3memory.storage.conditions import (
-    COPY_IF_NONE_MATCH,
-    COPY_REPLACES_METADATA,
-    COPY_SOURCE_IF_MATCH,
-    DELETE_IF_MATCH,
-    PUT_IF_MATCH,
-    PUT_IF_NONE_MATCH,
-)
 
 __all__ = ["FORMATS", "Format", "FormatOne", "FormatTwo", "numbered"]
 
@@ -188,7 +181,9 @@ class FormatOne(Format):
 
     storage_format = 1
     object_format = FORMAT_1
-    server_needs = frozenset({PUT_IF_NONE_MATCH, PUT_IF_MATCH, DELETE_IF_MATCH})
+    server_needs = frozenset(
+        {conditions.PUT_IF_NONE_MATCH, conditions.PUT_IF_MATCH, conditions.DELETE_IF_MATCH}
+    )
     places_files = False
     keeps_origins = True
     has_store_identity = False
@@ -224,7 +219,11 @@ class FormatTwo(Format):
 
     storage_format = 2
     object_format = FORMAT_2
-    server_needs = FormatOne.server_needs | {COPY_IF_NONE_MATCH, COPY_SOURCE_IF_MATCH, COPY_REPLACES_METADATA}
+    server_needs = FormatOne.server_needs | {
+        conditions.COPY_IF_NONE_MATCH,
+        conditions.COPY_SOURCE_IF_MATCH,
+        conditions.COPY_REPLACES_METADATA,
+    }
     """Format 1's, and CopyObject's conditions: a file moves by a copy made on the server."""
     places_files = True
     keeps_origins = False
