@@ -249,9 +249,9 @@ class Store:
             served, missing, sure = look(self.bucket, self.prefix, self.identity, self.key_provider, checks)
             if sure:
                 self._facts.served = served
-        needs = numbered(served)
+        strategy = numbered(served)
         self.bucket.gate = Gate(
-            self._enforced, needs.server_needs, needs.name, self.bucket.where, self.weak_server
+            self._enforced, strategy.server_needs, strategy.name, self.bucket.where, self.weak_server
         )
         return served, missing
 
