@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from s3memory.crypto import PLACED_FORMAT
+from s3memory.crypto import FORMAT_2
 
 from .metrics import Summary, paired_ratios
 from .servers import REPO, Backend
@@ -113,7 +113,7 @@ def _environment(backend: Backend, cache: str, memories: str) -> dict[str, str]:
     settings = {
         "S3MEMORY_BUCKET": BUCKET,
         "S3MEMORY_PREFIX": PRIVATE_PREFIX,
-        "S3MEMORY_STORAGE_FORMAT": str(PLACED_FORMAT),
+        "S3MEMORY_STORAGE_FORMAT": str(FORMAT_2),
         "S3MEMORY_LOCAL_KEY": base64.b64encode(MASTER_KEY).decode(),
         "S3MEMORY_ENDPOINT_URL": backend.endpoint_url,
         "BENCH_USER": USER,
@@ -146,7 +146,7 @@ def spawn(code: str, environment: dict[str, str]) -> tuple[float, dict[str, Any]
 
 def run(backend: Backend, reps: int) -> ColdStart:
     backend.create_bucket(BUCKET)
-    tenant = Tenant(backend, s3memory_client(backend), BUCKET, USER, storage_format=PLACED_FORMAT)
+    tenant = Tenant(backend, s3memory_client(backend), BUCKET, USER, storage_format=FORMAT_2)
     tenant.clear()
     tenant.seed({f"/memories/notes/n-{i}.md": note_text(i, 10) for i in range(20)})
     with tempfile.TemporaryDirectory(prefix="s3memory-bench-pycache-") as cache:

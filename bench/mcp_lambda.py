@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from s3memory.crypto import PLACED_FORMAT
+from s3memory.crypto import FORMAT_2
 from s3memory.mcp import MCP_INSTALL_HINT, missing_for_mcp
 
 from .coldstart import child_environment, spawn
@@ -182,7 +182,7 @@ class Events:
 
 
 def run(backend: Backend, calls: int, warmup: int, cold_reps: int) -> McpLambda:
-    result = McpLambda(backend.name, PLACED_FORMAT, calls, warmup, cold_reps)
+    result = McpLambda(backend.name, FORMAT_2, calls, warmup, cold_reps)
     missing = missing_for_mcp()
     if missing:
         result.skipped = f"the `mcp` extra is not installed ({MCP_INSTALL_HINT})"
@@ -193,7 +193,7 @@ def run(backend: Backend, calls: int, warmup: int, cold_reps: int) -> McpLambda:
     result.mcp_version = importlib.metadata.version("mcp")
     result.protocol_version = PROTOCOL_VERSION
     backend.create_bucket(BUCKET)
-    tenant = Tenant(backend, s3memory_client(backend), BUCKET, USER, storage_format=PLACED_FORMAT)
+    tenant = Tenant(backend, s3memory_client(backend), BUCKET, USER, storage_format=FORMAT_2)
     tenant.clear()
     tenant.seed({VIEWED: note_text(1, 40), "/memories/notes/other.md": note_text(2, 40)})
     runtime.reset()

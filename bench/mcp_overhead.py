@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from s3memory.crypto import PLACED_FORMAT
+from s3memory.crypto import FORMAT_2
 from s3memory.mcp import MCP_INSTALL_HINT, missing_for_mcp
 
 from .metrics import Summary, paired_ratios, quantile, quiet_gc
@@ -141,7 +141,7 @@ def store_environment(backend: Backend) -> dict[str, str]:
     return {
         "S3MEMORY_BUCKET": BUCKET,
         "S3MEMORY_PREFIX": PRIVATE_PREFIX,
-        "S3MEMORY_STORAGE_FORMAT": str(PLACED_FORMAT),
+        "S3MEMORY_STORAGE_FORMAT": str(FORMAT_2),
         "S3MEMORY_LOCAL_KEY": base64.b64encode(MASTER_KEY).decode(),
         "S3MEMORY_ENDPOINT_URL": backend.endpoint_url,
         "AWS_ACCESS_KEY_ID": os.environ.get("AWS_ACCESS_KEY_ID", "bench"),
@@ -163,7 +163,7 @@ def _library_memory(environment: dict[str, str]) -> Any:
 
 
 def run(backend: Backend, calls: int, warmup: int, starts: int) -> McpOverhead:
-    result = McpOverhead(backend.name, PLACED_FORMAT, calls, warmup)
+    result = McpOverhead(backend.name, FORMAT_2, calls, warmup)
     missing = missing_for_mcp()
     if missing:
         result.skipped = f"the `mcp` extra is not installed ({MCP_INSTALL_HINT})"
@@ -174,7 +174,7 @@ def run(backend: Backend, calls: int, warmup: int, starts: int) -> McpOverhead:
 
     result.mcp_version = importlib.metadata.version("mcp")
     backend.create_bucket(BUCKET)
-    tenant = Tenant(backend, s3memory_client(backend), BUCKET, USER, storage_format=PLACED_FORMAT)
+    tenant = Tenant(backend, s3memory_client(backend), BUCKET, USER, storage_format=FORMAT_2)
     tenant.clear()
     tenant.seed({VIEWED: note_text(1, 40), "/memories/notes/other.md": note_text(2, 40)})
     environment = store_environment(backend)

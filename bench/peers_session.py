@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from s3memory.crypto import FORMAT_VERSION, PLACED_FORMAT
+from s3memory.crypto import FORMAT_1, FORMAT_2
 
 from .metrics import RequestCounter, Summary, describe, paired_ratios, print_alone, quiet_gc
 from .plan import FULL, QUICK
@@ -57,7 +57,7 @@ S3MEMORY = "s3memory"
 S3MEMORY_F2 = "s3memory f2"
 S3FS = "s3fs"
 LOCAL = "local (SDK)"
-FORMATS = {S3MEMORY: FORMAT_VERSION, S3MEMORY_F2: PLACED_FORMAT}
+FORMATS = {S3MEMORY: FORMAT_1, S3MEMORY_F2: FORMAT_2}
 """The s3memory implementations and their storage formats (format 2: private names)."""
 
 SEED = {
@@ -517,10 +517,10 @@ def run_renames(
             measured: dict[str, tuple[int, int | None]] = {
                 name: (storage_format, None)
                 for name, storage_format in FORMATS.items()
-                if storage_format == PLACED_FORMAT or format1_files is None or files <= format1_files
+                if storage_format == FORMAT_2 or format1_files is None or files <= format1_files
             }
             if held is not None:
-                measured[held_name(held)] = (PLACED_FORMAT, held)
+                measured[held_name(held)] = (FORMAT_2, held)
             tenants = {
                 name: Tenant(backend, client, RENAME_BUCKET, f"{user}-{index}", storage_format=storage_format)
                 for index, (name, (storage_format, _)) in enumerate(measured.items())

@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from s3memory.crypto import PLACED_FORMAT, KMSKeyProvider
+from s3memory.crypto import FORMAT_2, KMSKeyProvider
 from s3memory.ops.operations import Operations
 from s3memory.ops.rotation import ROTATION_WAIT_SECONDS, RotationReport, rotate_waiting
 from s3memory.storage.bucket import Bucket
@@ -69,7 +69,7 @@ class FleetRotation:
 
     backend: str
     users: int
-    storage_format: int = PLACED_FORMAT
+    storage_format: int = FORMAT_2
     versioned: bool = True
     drop_history: bool = DROP_HISTORY
     files: int = 0
@@ -208,7 +208,7 @@ def operations_of(backend: Backend, key_id: str, s3: Any, kms: Any) -> Operation
         Bucket(s3, BUCKET),
         KMSKeyProvider(key_id, kms_client=kms),
         prefix=PREFIX,
-        storage_format=PLACED_FORMAT,
+        storage_format=FORMAT_2,
     )
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import s3memory.storage.concurrency as concurrency
-from s3memory.crypto import FORMAT_VERSION, PLACED_FORMAT
+from s3memory.crypto import FORMAT_1, FORMAT_2
 
 from .metrics import RequestCounter, Summary, describe, paired_ratios, quiet_gc, timed
 from .plan import BatchPlan
@@ -245,7 +245,7 @@ def run_format_views(backend: Backend, files: int, reps: int, warmup: int = 2) -
     tree, directories, top = named_tree(files)
     tenants = {
         storage_format: Tenant(backend, client, bucket, f"viewer-{files}", storage_format=storage_format)
-        for storage_format in (FORMAT_VERSION, PLACED_FORMAT)
+        for storage_format in (FORMAT_1, FORMAT_2)
     }
     for tenant in tenants.values():
         tenant.seed(tree)
@@ -286,10 +286,10 @@ def run_format_views(backend: Backend, files: int, reps: int, warmup: int = 2) -
         files=files,
         directories=directories,
         top_level_files=top,
-        format1=side(FORMAT_VERSION),
-        format2=side(PLACED_FORMAT),
-        ratio=paired_ratios(times[PLACED_FORMAT], times[FORMAT_VERSION]),
-        same_answer=answers[FORMAT_VERSION] == answers[PLACED_FORMAT],
+        format1=side(FORMAT_1),
+        format2=side(FORMAT_2),
+        ratio=paired_ratios(times[FORMAT_2], times[FORMAT_1]),
+        same_answer=answers[FORMAT_1] == answers[FORMAT_2],
     )
     backend.clear(bucket, "")
     return result

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from s3memory.core.paths import memory_path
-from s3memory.crypto import FORMAT_VERSION, PLACED_FORMAT, KeyProvider, LocalKeyProvider
+from s3memory.crypto import FORMAT_1, FORMAT_2, KeyProvider, LocalKeyProvider
 from s3memory.memory import S3Memory
 from s3memory.storage.bucket import Bucket
 
@@ -26,7 +26,7 @@ PREFIX = "users/"
 PRIVATE_PREFIX = "private/"
 """Format-2 tenants' store prefix (its store key lies at ``private/s3memory.storage.bucket-key``), so format-1
 and format-2 users can share a bucket without sharing a prefix."""
-FORMATS = {FORMAT_VERSION: PREFIX, PLACED_FORMAT: PRIVATE_PREFIX}
+FORMATS = {FORMAT_1: PREFIX, FORMAT_2: PRIVATE_PREFIX}
 _WORDS = [
     "prefers",
     "metric",
@@ -115,7 +115,7 @@ class Tenant:
         bucket: str,
         user_id: str,
         key_provider: KeyProvider | None = None,
-        storage_format: int = FORMAT_VERSION,
+        storage_format: int = FORMAT_1,
     ) -> None:
         self.backend = backend
         self.client = client

@@ -23,6 +23,7 @@ from s3memory.core.files import LOST, Found, Lost, MemoryFiles, retried
 from s3memory.core.guard import ContentGuard
 from s3memory.core.job_records import Source
 from s3memory.core.job_runner import Intent, JobRunner, Unsettled
+from s3memory.core.keyvault import KeyVault
 from s3memory.core.last_used import AccessRecord
 from s3memory.core.listing import Tree, render_listing
 from s3memory.core.moves import Origin, SourceChanged
@@ -49,7 +50,6 @@ from s3memory.crypto import (
     validate_author,
 )
 from s3memory.errors import CommandError, StorageRefusal, StoreMisconfigured
-from s3memory.formats.keyvault import KeyVault
 from s3memory.formats.strategy import Format
 from s3memory.formats.upgrade import Upgrade
 from s3memory.storage.bucket import Bucket, ListingPage, PreconditionFailed
@@ -624,7 +624,8 @@ def _placed(
     layout, key_owner = store.placement(owner.principal if isinstance(owner, SharedName) else owner)
     max_file_bytes, quota, clock = limits
     bucket, prefix = store.bucket, store.prefix
-    cipher = ObjectCipher(DataKeySource(store.key_provider, key_owner, KeyVault(bucket, layout)))
+    keys = DataKeySource(store.key_provider, key_owner, KeyVault(bucket, layout))
+    cipher = ObjectCipher(keys, resolution.format.object_format)
     usage = Usage(quota, lambda: files.measure())
     files = MemoryFiles(bucket, layout, cipher, resolution.format, max_file_bytes, usage, author)
     upgrade = (

@@ -246,7 +246,10 @@ class Store:
             served, missing, sure = look(self.bucket, self.prefix, self.identity, self.key_provider, checks)
             if sure:
                 self._facts.served = served
-        self.bucket.gate = Gate(self._enforced, served, self.bucket.where, self.weak_server)
+        strategy = numbered(served)
+        self.bucket.gate = Gate(
+            self._enforced, strategy.server_needs, strategy.name, self.bucket.where, self.weak_server
+        )
         return served, missing
 
     def _enforced(self) -> Enforced:

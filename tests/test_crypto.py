@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.metrics import RequestCounter
+from s3memory.core.keyvault import KeyVault
 from s3memory.core.paths import memory_path
 from s3memory.crypto import (
     HEADER_BYTES,
@@ -29,7 +30,6 @@ from s3memory.crypto import (
     sealed_version,
 )
 from s3memory.errors import CommandError, IntegrityError
-from s3memory.formats.keyvault import KeyVault
 from s3memory.memory import S3Memory
 
 from .conftest import STORAGE_FORMAT, format_1_only, key_of, store_objects

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from s3memory.crypto import (
+    FORMAT_1,
+    FORMAT_2,
     HEADER_BYTES,
     HEADER_METADATA,
     MAGIC,
@@ -67,7 +69,9 @@ def owner(user: str = "alice", store: str | None = STORE) -> KeyOwner:
 
 
 def cipher(user: str = "alice", store: str | None = STORE) -> ObjectCipher:
-    return ObjectCipher(DataKeySource(LocalKeyProvider(MASTER_KEY), owner(user, store), _Vault()))
+    """``user``'s cipher: format 2's bound to ``store``, format 1's without one."""
+    keys = DataKeySource(LocalKeyProvider(MASTER_KEY), owner(user, store), _Vault())
+    return ObjectCipher(keys, FORMAT_1 if store is None else FORMAT_2)
 
 
 def _b64(data: bytes) -> str:
@@ -257,8 +261,9 @@ def test_key_owners_name_a_format_2_user_to_kms_only_by_store_and_token() -> Non
 def test_a_format_2_kms_data_key_is_wrapped_under_the_store_and_token(kms: Any, key_id: str) -> None:
     vault = _Vault()
     source = DataKeySource(KMSKeyProvider(key_id, kms_client=kms), owner(), vault)
-    sealed = ObjectCipher(source).seal_placed_file(PATH, b"text", "ada")
-    assert ObjectCipher(source).open_placed_file(PATH, sealed.body, sealed.metadata) == Opened(b"text", "ada")
+    sealed = ObjectCipher(source, FORMAT_2).seal_placed_file(PATH, b"text", "ada")
+    opened = ObjectCipher(source, FORMAT_2).open_placed_file(PATH, sealed.body, sealed.metadata)
+    assert opened == Opened(b"text", "ada")
     blob = vault.keys[1][len(WRAPPED_KEY_MAGIC) :]
     context = {"s3memory:store": STORE, "s3memory:user": token("alice"), "s3memory:key_version": "1"}
     assert len(kms.decrypt(CiphertextBlob=blob, EncryptionContext=context)["Plaintext"]) == 32

@@ -1,6 +1,7 @@
 """The format seam (``s3memory/formats/strategy.py``): no module outside it compares a storage format's
-number, the package has no import cycle, and each layer imports only the layers below it. Both read the source (the AST), so they hold for code
-no test runs."""
+number, and none outside ``s3memory/formats`` uses one as an index or picks one; the package has no
+import cycle, and each layer imports only the layers below it. All read the source (the AST), so they
+hold for code no test runs."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from s3memory.formats.strategy import FORMATS, FormatOne, FormatTwo, numbered
 PACKAGE = Path(__file__).resolve().parents[1] / "s3memory"
 SEAM = {"formats/strategy.py", "formats/choice.py"}
 """The strategies, and the one module that chooses which format a store is served in (``auto``)."""
-FORMAT_CONSTANTS = {"FORMAT_1", "FORMAT_2", "FORMAT_VERSION", "PLACED_FORMAT"}
+FORMATS_PACKAGE = "formats/"
+"""The storage formats' package: the only place a format number may index a table or be chosen."""
+FORMAT_CONSTANTS = {"FORMAT_1", "FORMAT_2"}
 HEADER_PARSING = ("crypto/_objects.py", "format_version")
 """crypto checks the version byte it reads from an object's header (a local named
 ``format_version``): that byte is the object format on disk, not a decision of the seam."""
@@ -75,16 +78,119 @@ def test_no_module_outside_the_seam_compares_a_format_number() -> None:
 
 def test_the_scan_finds_each_shape_of_format_comparison() -> None:
     shapes = [
-        "if files.cipher.format == FORMAT_VERSION: pass",
+        "if files.cipher.format == FORMAT_1: pass",
         "x = a if operations.storage_format != 1 else b",
         "ok = storage_format in (FORMAT_1, FORMAT_2)",
         "ok = 2 == self._format",
-        "ok = memory.format is PLACED_FORMAT",
+        "ok = memory.format is FORMAT_2",
     ]
     assert [format_comparisons(shape, "m.py") for shape in shapes] == [[1]] * len(shapes)
     assert format_comparisons("ok = format_version == FORMAT_2", "m.py") == [1]
     assert format_comparisons("ok = format_version == FORMAT_2", HEADER_PARSING[0]) == []
     assert format_comparisons("ok = files.format.places_files and count == 1", "m.py") == []
+
+
+def _keyed_by_format(node: ast.expr) -> bool:
+    name = _name(node)
+    return name is not None and "format" in name.lower()
+
+
+def _format_numbers(node: ast.expr | None) -> bool:
+    """True if ``node`` is, or may be (a branch of a conditional, an item of a tuple), a format
+    constant or a number."""
+    if node is None:
+        return False
+    if isinstance(node, ast.IfExp):
+        return _format_numbers(node.body) or _format_numbers(node.orelse)
+    return any(_is_format_number(value) or _is_number(value) for value in _values(node))
+
+
+def _picked_constant(node: ast.expr | None) -> bool:
+    if isinstance(node, ast.IfExp):
+        return _picked_constant(node.body) or _picked_constant(node.orelse)
+    return node is not None and any(_is_format_number(value) for value in _values(node))
+
+
+def _indexes_by_format(node: ast.Subscript) -> bool:
+    index = node.slice
+    return (
+        _is_format_number(index)
+        or _names_a_format(index)
+        or (_is_number(index) and _keyed_by_format(node.value))
+    )
+
+
+def _picks_a_format(node: ast.Assign | ast.AnnAssign) -> bool:
+    """A conditional between format numbers given to something named a format, or a table named for
+    formats keyed by format numbers."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    if isinstance(node.value, ast.IfExp):
+        return _format_numbers(node.value) and any(_names_a_format(target) for target in targets)
+    if isinstance(node.value, ast.Dict):
+        keyed = any(_format_numbers(key) for key in node.value.keys)
+        return keyed and any(_keyed_by_format(target) for target in targets)
+    return False
+
+
+def format_numbers_used(source: str) -> list[int]:
+    """The lines of ``source`` that use a format number as an index (a format constant or something
+    named a format in a subscript, a number indexing something named for formats; a table named for
+    formats keyed by numbers) or choose one (a format constant returned; a number returned by a
+    function named for a format; a conditional between format numbers given to something named a
+    format)."""
+    tree = ast.parse(source)
+    lines = {
+        node.lineno
+        for function in ast.walk(tree)
+        if isinstance(function, ast.FunctionDef)
+        for node in ast.walk(function)
+        if isinstance(node, ast.Return)
+        and (
+            _picked_constant(node.value)
+            or ("format" in function.name.lower() and _format_numbers(node.value))
+        )
+    }
+    lines.update(
+        node.lineno
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.Subscript) and _indexes_by_format(node))
+        or (isinstance(node, ast.Assign | ast.AnnAssign) and _picks_a_format(node))
+    )
+    return sorted(lines)
+
+
+def test_no_module_outside_the_formats_uses_a_format_number_as_an_index_or_a_choice() -> None:
+    found = {
+        f"{module}:{line}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if not (module := path.relative_to(PACKAGE).as_posix()).startswith(FORMATS_PACKAGE)
+        for line in format_numbers_used(path.read_text())
+    }
+    assert found == set()
+
+
+def test_the_scan_finds_each_shape_of_format_number_used() -> None:
+    shapes = [
+        "missing = enforced.missing(FORMAT_NEEDS[2])",
+        "missing = enforced.missing(FORMAT_NEEDS[self._format])",
+        "needs = NEEDS[FORMAT_2]",
+        "def best_format(enforced):\n    return 2 if enforced.missing(needs) else 1",
+        "def served(store):\n    return FORMAT_1",
+        "def look(store):\n    return FORMAT_2, None, True",
+        "self.format = FORMAT_1 if owner.store is None else FORMAT_2",
+        "object_format: int = 2 if bound else 1",
+        "FORMAT_NEEDS: Mapping[int, frozenset[str]] = {1: ONE, 2: TWO}",
+    ]
+    assert [format_numbers_used(shape) for shape in shapes] == [[1], [1], [1], [2], [2], [2], [1], [1], [1]]
+    allowed = [
+        "needs = strategy.server_needs",
+        "def width(text):\n    return 2 if wide else 1",
+        "first = parts[1]",
+        "header = _HEADER.pack(MAGIC, self.format, version)",
+        "count = 2 if self.format.places_files else 1",
+        "WIDTHS = {1: 'narrow', 2: 'wide'}",
+    ]
+    assert [format_numbers_used(shape) for shape in allowed] == [[]] * len(allowed)
 
 
 def test_each_served_format_has_its_strategy_and_no_other_number_has_one() -> None:

@@ -90,10 +90,11 @@ def clean(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in ("NO_PROXY", "no_proxy"):
         monkeypatch.setenv(name, "127.0.0.1,localhost")
     lambda_runtime.reset()
-    credentials._reset_for_tests()
+    # a cold container: no API key read and no client built yet (the module's own restored after)
+    monkeypatch.setattr(credentials, "_secret_keys", {})
+    monkeypatch.setattr(credentials, "_cached_client", None)
     yield
     lambda_runtime.reset()
-    credentials._reset_for_tests()
 
 
 @pytest.fixture

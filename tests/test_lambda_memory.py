@@ -20,9 +20,9 @@ from s3memory import memories
 from s3memory.assembly import make_key_provider, make_s3_client
 from s3memory.aws_lambda import memory_handler, runtime
 from s3memory.core.job_records import JOB_PREFIX
+from s3memory.core.keyvault import KEYS_PREFIX
 from s3memory.core.paths import memory_path
 from s3memory.crypto import AUTHOR_METADATA, HEADER_METADATA, PLACE_METADATA, KMSKeyProvider, LocalKeyProvider
-from s3memory.formats.keyvault import KEYS_PREFIX
 from s3memory.settings import Settings, SettingsError
 
 from .conftest import STORAGE_FORMAT, key_of

@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from s3memory.crypto import (
+    FORMAT_2,
     HEADER_BYTES,
     OVERHEAD,
     SEALED_VERSION_BYTES,
@@ -65,7 +66,7 @@ class CountingSource(DataKeySource):
 
 
 def cipher(format_: int, user: str = "alice") -> ObjectCipher:
-    return ObjectCipher(DataKeySource(ROTATED, owner(format_, user), NoVault()))
+    return ObjectCipher(DataKeySource(ROTATED, owner(format_, user), NoVault()), format_)
 
 
 def data_key(format_: int, version: int = 2, user: str = "alice") -> bytes:
@@ -200,7 +201,8 @@ def test_a_placed_file_needs_a_whole_format_2_header_before_its_key_version_is_l
 def test_a_placed_file_asks_for_its_data_key_once() -> None:
     sealed = cipher(2).seal_placed_file(PATH, b"text", "ada")
     source = CountingSource(ROTATED, owner(2), NoVault())
-    assert ObjectCipher(source).open_placed_file(PATH, sealed.body, sealed.metadata) == Opened(b"text", "ada")
+    opened = ObjectCipher(source, FORMAT_2).open_placed_file(PATH, sealed.body, sealed.metadata)
+    assert opened == Opened(b"text", "ada")
     assert source.asked == 1
 
 
@@ -419,7 +421,7 @@ def test_placing_the_same_header_elsewhere_names_the_new_path_and_author() -> No
 
 
 def test_is_current_names_the_current_key_version_only() -> None:
-    old = ObjectCipher(DataKeySource(LocalKeyProvider(MASTER_KEY), owner(2), NoVault()))
+    old = ObjectCipher(DataKeySource(LocalKeyProvider(MASTER_KEY), owner(2), NoVault()), FORMAT_2)
     assert cipher(2).is_current(HEAD)
     assert not cipher(2).is_current(old.seal_placed_file(PATH, b"text", None).body[:HEADER_BYTES])
     assert not cipher(2).is_current(HEAD[:-1])

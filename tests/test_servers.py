@@ -27,7 +27,9 @@ from s3memory import S3MemoryTool
 from s3memory.core.paths import UserId, memory_path
 from s3memory.crypto import LocalKeyProvider
 from s3memory.errors import IntegrityError
+from s3memory.formats.choice import best_format
 from s3memory.formats.store_keys import MIGRATED_NAME, STORE_KEY_NAME, store_identity
+from s3memory.formats.strategy import FormatOne, FormatTwo
 from s3memory.memory import S3Memory
 from s3memory.ops import folders
 from s3memory.ops.operations import Operations
@@ -39,7 +41,6 @@ from s3memory.storage.conditions import (
     COPY_REPLACES_METADATA,
     COPY_SOURCE_IF_MATCH,
     DELETE_IF_MATCH,
-    FORMAT_NEEDS,
     PUT_IF_MATCH,
     PUT_IF_NONE_MATCH,
     Enforced,
@@ -205,7 +206,7 @@ def test_with_the_defaults_a_rename_onto_a_file_is_refused_on_every_server(s3: A
     assert answer == "Error: The destination /memories/notes.txt already exists"
     assert text_of(memory, "/memories/notes.txt").endswith("     1\tnotes")
     assert text_of(memory, "/memories/b.txt").endswith("     1\tb's")
-    assert memory.memory.storage_format == ENFORCED[backend].best_format() == (SERVED[backend] or 1)
+    assert memory.memory.storage_format == best_format(ENFORCED[backend]) == (SERVED[backend] or 1)
 
 
 def test_a_directory_rename_onto_files_keeps_them_on_every_server(s3: Any, backend: str) -> None:
@@ -235,7 +236,7 @@ def test_format_2_is_refused_on_a_server_that_ignores_copy_conditions(s3: Any, b
             "for a new store, which serves storage format 1 where copies are not conditional."
         )
     enforced = ENFORCED[backend]
-    for condition in enforced.missing(FORMAT_NEEDS[2]):
+    for condition in enforced.missing(FormatTwo.server_needs):
         assert f"{condition} (it answered: {enforced.answers[condition]})" in message
     assert stored_keys(s3) == [RECORD]  # no store key: what it found is all that was written
 
@@ -366,7 +367,7 @@ def test_a_record_that_does_not_open_is_not_trusted_and_is_replaced(
     memory.call(create("/memories/a.txt", "a\n"))
 
     assert counter.calls["CopyObject"] == 3  # probed again
-    assert memory.memory.storage_format == ENFORCED[backend].best_format()
+    assert memory.memory.storage_format == best_format(ENFORCED[backend])
     stored = s3.get_object(Bucket=BUCKET, Key=RECORD)["Body"].read()
     assert open_record(stored, IDENTITY, provider) == ENFORCED[backend]
 
@@ -416,7 +417,7 @@ def test_verify_probes_again_and_reports_a_server_that_changed(s3: Any, backend:
 
     assert check.enforced == ENFORCED[backend]
     assert check.changed == (backend != "seaweedfs")
-    assert check.missing == ENFORCED[backend].missing(FORMAT_NEEDS[1])
+    assert check.missing == ENFORCED[backend].missing(FormatOne.server_needs)
     stored = s3.get_object(Bucket=BUCKET, Key=RECORD)["Body"].read()
     assert open_record(stored, IDENTITY, provider) == ENFORCED[backend]
 

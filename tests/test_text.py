@@ -13,7 +13,7 @@ from anthropic.tools import BetaLocalFilesystemMemoryTool
 from hypothesis import given
 from hypothesis import strategies as st
 
-from s3memory.core.listing import listed_past, render_listing, tree_from
+from s3memory.core.listing import listed_past, render_listing
 from s3memory.core.text import (
     MAX_LINES,
     VIEW_CHARACTER_CAP,
@@ -29,6 +29,8 @@ from s3memory.core.text import (
     split_lines,
 )
 from s3memory.errors import CommandError
+
+from .support.trees import tree_from
 
 _TEXT = st.text(alphabet=st.sampled_from(["a", "b", "\n", "\r", " ", "é"]), max_size=60)
 _HEADER = "Here's the content of /memories/x with line numbers:"

@@ -568,7 +568,6 @@ def expire(console: Console, operations: Operations) -> Report:
 def rotate(console: Console, operations: Operations) -> Report:
     from s3memory.ops import rotation
 
-    rotation.refuse_unsupported(operations)  # before asking, and before any request
     arguments = console.arguments
     dropping = (
         " and remove old keys that earlier versions of files still need, making that history unreadable"

@@ -5,7 +5,7 @@ Pure functions, no I/O. S3 has no directories: a directory is a key prefix that 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from s3memory.core.paths import shown_name
@@ -128,12 +128,3 @@ def _cut_note(kept: int) -> str:
 def listed_past(last_key: str, prefix: str) -> bool:
     """True if a listing that reached ``last_key`` has seen every key that starts with ``prefix``."""
     return last_key > prefix and not last_key.startswith(prefix)
-
-
-def tree_from(files: Iterable[tuple[tuple[str, ...], int]], directories: Iterable[tuple[str, ...]]) -> Tree:
-    tree = Tree()
-    for relative, size in files:
-        tree.add_file(relative, size)
-    for relative in directories:
-        tree.add_directory(relative)
-    return tree

@@ -46,10 +46,6 @@ FORMAT_1 = 1
 """Format 1: a file bound to its user and path inside its object, under a key named by user id."""
 FORMAT_2 = 2
 """Format 2: content bound to its user and store, placed at its path by its metadata."""
-FORMAT_VERSION = FORMAT_1
-"""The former name of ``FORMAT_1``."""
-PLACED_FORMAT = FORMAT_2
-"""The former name of ``FORMAT_2``."""
 HEADER_METADATA = "s3memory-header"
 """Metadata of a format-2 file: its content header (URL-safe base64), so a rename can place a copy
 of it without reading the content."""
@@ -119,19 +115,19 @@ class Place:
 class ObjectCipher:
     """Seals and opens one user's objects with that user's data keys.
 
-    Its objects carry the object format its key owner implies (``format``: 1 for an owner of no
-    store, 2 for one bound to its store), and it opens only those. Format 1's files are bound to
-    their path in the associated data (``seal_bound_file``); format 2 binds a file's content to its
-    user and store only, and places it at its path by a sealed record in its metadata
-    (``seal_placed_file``, ``PLACE_METADATA``), so a copy made on the server with a new record
-    renames it. Which of the two a store's files take is the storage format's choice
-    (``formats/strategy.py``). Internal objects (job records, the access record) are bound to their name in
-    both formats.
+    Its objects carry the object format it is given (``format``, in each header), and it opens
+    only those: which one a store's objects take is the storage format's choice
+    (``Format.object_format``, ``formats/strategy.py``; format 2's key owner is bound to its store).
+    Format 1's files are bound to their path in the associated data (``seal_bound_file``); format 2
+    binds a file's content to its user and store only, and places it at its path by a sealed record
+    in its metadata (``seal_placed_file``, ``PLACE_METADATA``), so a copy made on the server with a
+    new record renames it. Internal objects (job records, the access record) are bound to their name
+    in both formats.
     """
 
-    def __init__(self, keys: DataKeySource) -> None:
+    def __init__(self, keys: DataKeySource, object_format: int) -> None:
         owner = keys.owner
-        self.format = FORMAT_1 if owner.store is None else FORMAT_2
+        self.format = object_format
         self._scope = (b"" if owner.store is None else length_prefixed(owner.store)) + length_prefixed(
             owner.user_id
         )

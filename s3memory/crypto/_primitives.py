@@ -9,7 +9,7 @@ NONCE_BYTES = 12
 TAG_BYTES = 16
 DATA_KEY_BYTES = 32
 MAX_KEY_VERSION = 999_999_999
-"""The highest key version: a wrapped key's name holds at most nine digits (``keyvault``)."""
+"""The highest key version: a wrapped key's name holds at most nine digits (``core.keyvault``)."""
 
 
 def key_version_named(digits: str) -> int | None:

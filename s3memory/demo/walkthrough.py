@@ -207,7 +207,6 @@ class Conversation:
     user_message: str
     final_text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
-    model_turns: int = 0
 
 
 @dataclass
@@ -278,7 +277,6 @@ def _converse(
         betas=BETAS,
     )
     for message in runner:
-        conversation.model_turns += 1
         texts = [
             block.text for block in message.content if isinstance(block, BetaTextBlock) and block.text.strip()
         ]

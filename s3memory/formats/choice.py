@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal, TypeAlias
 
-from s3memory.crypto import FORMAT_VERSION, PLACED_FORMAT, KeyProvider
+from s3memory.crypto import FORMAT_1, FORMAT_2, KeyProvider
 from s3memory.formats.store_keys import (
     MIGRATED_NAME,
     NONE_MISSING,
@@ -25,6 +25,7 @@ from s3memory.formats.store_keys import (
     stored_store_key,
     users_below,
 )
+from s3memory.formats.strategy import FORMAT_TWO
 from s3memory.storage.bucket import Bucket
 from s3memory.storage.conditions import Enforced
 
@@ -35,9 +36,15 @@ StorageFormat: TypeAlias = Literal[1, 2, "auto"]
 
 def checked_format(value: object) -> StorageFormat:
     """``value`` as a storage format setting; ``ValueError`` for anything but 1, 2 or ``"auto"``."""
-    if value == AUTO_FORMAT or (value in (FORMAT_VERSION, PLACED_FORMAT) and type(value) is int):
+    if value == AUTO_FORMAT or (value in (FORMAT_1, FORMAT_2) and type(value) is int):
         return value  # type: ignore[return-value]
-    raise ValueError(f'storage_format must be {FORMAT_VERSION}, {PLACED_FORMAT} or "{AUTO_FORMAT}"')
+    raise ValueError(f'storage_format must be {FORMAT_1}, {FORMAT_2} or "{AUTO_FORMAT}"')
+
+
+def best_format(enforced: Enforced) -> int:
+    """The best storage format a server enforcing ``enforced`` can be served in: 2 where every
+    condition it needs holds (CopyObject's among them), else 1."""
+    return FORMAT_2 if not enforced.missing(FORMAT_TWO.server_needs) else FORMAT_1
 
 
 def look(
@@ -57,16 +64,16 @@ def look(
     unless a key read after the listing finds one another process has just made, or a user of
     format 2 shows the key was lost."""
     if stored_store_key(bucket, prefix, identity, provider) is not None:
-        return PLACED_FORMAT, NONE_MISSING, True
+        return FORMAT_2, NONE_MISSING, True
     if bucket.exists(prefix + MIGRATED_NAME):
-        return PLACED_FORMAT, Missing(key=True), True
+        return FORMAT_2, Missing(key=True), True
     if not users_below(bucket, prefix):
         enforced = checks()
-        if enforced is not None and enforced.best_format() == FORMAT_VERSION:
-            return FORMAT_VERSION, NONE_MISSING, True
-        return PLACED_FORMAT, Missing(key=True, mark=True, anything=True), enforced is not None
+        if enforced is not None and best_format(enforced) == FORMAT_1:
+            return FORMAT_1, NONE_MISSING, True
+        return FORMAT_2, Missing(key=True, mark=True, anything=True), enforced is not None
     if stored_store_key(bucket, prefix, identity, provider) is not None:
-        return PLACED_FORMAT, NONE_MISSING, True
+        return FORMAT_2, NONE_MISSING, True
     if refuse_lost_key(bucket, prefix, identity, provider, marked=False) is not None:
-        return PLACED_FORMAT, NONE_MISSING, True
-    return FORMAT_VERSION, NONE_MISSING, True
+        return FORMAT_2, NONE_MISSING, True
+    return FORMAT_1, NONE_MISSING, True

@@ -1,4 +1,5 @@
-"""The store of format 2: its identity, and its store key (the root of private names).
+"""The store of format 2: its identity, and its store key (the root of private names), wrapped again
+by a rotation under a local master key (``rewrap_store_key``).
 
 A store is a key prefix in a bucket, named by a configured store id (by default the bucket's name:
 set it to the source's id to read a replica). Its identity, a digest of the id and the prefix, is
@@ -19,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from s3memory.core.files import LOST, Lost, retried
-from s3memory.crypto import KeyProvider
-from s3memory.errors import IntegrityError, StorageError
+from s3memory.crypto import STORE_KEY_MAGIC, KeyProvider, LocalKeyProvider
+from s3memory.errors import CommandError, IntegrityError, StorageError
 from s3memory.formats.names import namespace_shaped
 from s3memory.storage.bucket import Bucket, ConditionalConflict, PreconditionFailed
 from s3memory.storage.nesting import STORE_OBJECTS
@@ -146,6 +147,34 @@ def stored_store_key(bucket: Bucket, prefix: str, identity: str, provider: KeyPr
 def _learn(bucket: Bucket, prefix: str, identity: str, provider: KeyProvider, key: bytes) -> None:
     with _lock:
         _learned.setdefault(provider, {})[(bucket.bucket, prefix, identity)] = key
+
+
+def rewrap_store_key(bucket: Bucket, prefix: str, identity: str, provider: LocalKeyProvider) -> None:
+    """With a local master key (a rotation's): wrap the store key (the root of every private name) again
+    under the current master key if a previous one wraps it, so that dropping the previous key from
+    the settings locks no name out. One conditional write; the key itself stays as it is, so what
+    processes learned of it stays true."""
+    name = prefix + STORE_KEY_NAME
+    current = STORE_KEY_MAGIC + b"L" + struct.pack(">I", provider.version)
+
+    def attempt(_number: int) -> Lost | None:
+        stored = bucket.get(name, max_bytes=STORE_KEY_MAX_BYTES)
+        if stored is None or stored.body.startswith(current):
+            return None
+        wrapped = provider.wrap_store_key(identity, provider.open_store_key(identity, stored.body))
+        try:
+            bucket.put(name, wrapped, if_match=stored.etag)
+        except (PreconditionFailed, ConditionalConflict):
+            return LOST  # another rotation wrapped it (read next), or it was written meanwhile
+        return None
+
+    retried(
+        attempt,
+        lambda: CommandError(
+            "Error: The store key kept changing while it was wrapped again under the current local master "
+            "key; no file was sealed again. Run the rotation again."
+        ),
+    )
 
 
 def users_below(bucket: Bucket, prefix: str) -> bool:

@@ -8,10 +8,11 @@ before their first command. ``docs/format-v2.md`` has the details.
 
 The format a store is served in is chosen once (``formats.choice`` under ``auto``, resolved by
 ``store.Store``); ``numbered`` turns its number into the strategy, and every other module asks
-the strategy. No module outside this one (and ``formats.choice``, the chooser) compares a format
-number: ``tests/test_format_seam.py`` fails on one. The object format's version byte, which
-``crypto`` writes and checks in each header, is the bytes on disk, not a decision made here: a key
-owner bound to a store seals format-2 objects.
+the strategy: what the server must enforce (``server_needs``), the object format ``crypto`` seals
+in (``object_format``, the version byte it writes and checks in each header), where a user's
+objects live. No module outside this one (and ``formats.choice``, the chooser) compares a format
+number, and none outside ``s3memory/formats`` indexes by one or picks one:
+``tests/test_format_seam.py`` fails on either.
 """
 
 from __future__ import annotations
@@ -21,13 +22,25 @@ from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 from s3memory.core.files import ORIGIN_METADATA, MemoryFiles
+from s3memory.core.keyvault import KeyVault
 from s3memory.core.moves import Mover, RewriteMover, ServerCopyMover
-from s3memory.core.paths import KeyLayout, MemoryPath, validate_namespace
+from s3memory.core.paths import KeyLayout, MemoryPath, SharedName, UserId, validate_namespace
 from s3memory.core.quota import Usage
-from s3memory.crypto import DataKeySource, KeyOwner, KeyProvider, ObjectCipher, Opened, Sealed
-from s3memory.formats.keyvault import KeyVault
+from s3memory.crypto import (
+    FORMAT_1,
+    FORMAT_2,
+    DataKeySource,
+    KeyOwner,
+    KeyProvider,
+    LocalKeyProvider,
+    ObjectCipher,
+    Opened,
+    Sealed,
+)
 from s3memory.formats.names import NameCipher, namespace_of
-from s3memory.formats.upgrade import SettledUsers, Upgrade
+from s3memory.formats.store_keys import rewrap_store_key
+from s3memory.formats.upgrade import SettledUsers, Upgrade, born_in_format_2
+from s3memory.storage import conditions
 from s3memory.storage.bucket import Bucket
 
 __all__ = ["FORMATS", "Format", "FormatOne", "FormatTwo", "numbered"]
@@ -39,6 +52,14 @@ class Format(ABC):
 
     storage_format: ClassVar[int]
     """The format's number, as settings, reports and ``S3Memory.storage_format`` give it."""
+    object_format: ClassVar[int]
+    """The object format its objects are sealed in (``crypto.ObjectCipher``): the version byte of
+    each object's header (``docs/format.md``, ``docs/format-v2.md``; frozen by ``tests/vectors``)."""
+    server_needs: ClassVar[frozenset[str]]
+    """The request conditions (``storage.conditions``) the S3 server must enforce for this format to
+    keep every write it acknowledges: the store's gate refuses to serve it where one does not hold
+    (``docs/servers.md``). ``BATCH_DELETE_ETAGS`` is needed by neither format: without it, batches
+    become conditional deletes of one key each."""
     places_files: ClassVar[bool]
     """True if a file is placed at its path by a place record in its metadata (format 2), so a
     header read, written or copied there can be remembered as verified (``files.VerifiedHeaders``)."""
@@ -56,10 +77,19 @@ class Format(ABC):
     settles_after_rotation: ClassVar[bool]
     """True if a rotation lists the files again once every file is sealed anew, for copies made on
     the server meanwhile (format 2, ``rotation._settle``)."""
+    names_by_store_key: ClassVar[bool]
+    """True if a user's namespace is a token made with the store key (format 2), not the user id:
+    an operator finds the users by decrypting every namespace, and a store without a store key holds
+    no user yet (what only reads answers as for an empty store, and makes none)."""
     serves_shared_memories: ClassVar[bool]
     """True if a shared memory (``paths.SharedName``) can live here with its name as private as a
     user id: sealed into a namespace token no user's can equal (format 2). Format 1 would write
     the name in plain text, inside the namespace of a user called ``shared``."""
+
+    @property
+    def name(self) -> str:
+        """The format as refusals name it: ``storage format <number>``."""
+        return f"storage format {self.storage_format}"
 
     @abstractmethod
     def placement(
@@ -108,21 +138,59 @@ class Format(ABC):
         if not self.moves_older_formats:
             return None
         layout, owner = FORMAT_ONE.placement(prefix, "", None, user_id)
-        cipher = ObjectCipher(DataKeySource(provider, owner, KeyVault(bucket, layout)))
+        cipher = ObjectCipher(
+            DataKeySource(provider, owner, KeyVault(bucket, layout)), FORMAT_ONE.object_format
+        )
         legacy = MemoryFiles(bucket, layout, cipher, FORMAT_ONE, max_file_bytes, Usage(None, lambda: (0, 0)))
         return Upgrade(legacy, FORMAT_ONE.mover, marked, files, clock, settled)
+
+    def rewrap_store_key(
+        self, bucket: Bucket, prefix: str, identity: str, provider: LocalKeyProvider
+    ) -> None:
+        """Wrap the store key at ``prefix`` again under ``provider``'s current master key, if a
+        previous one wraps it (``store_keys.rewrap_store_key``: a local rotation's, so that dropping
+        the previous key locks no name out); nothing where the format has no store key
+        (``has_store_identity``)."""
+        if self.has_store_identity:
+            rewrap_store_key(bucket, prefix, identity, provider)
+
+    def older_layouts(
+        self,
+        bucket: Bucket,
+        prefix: str,
+        identity: str,
+        key: Callable[[], bytes | None],
+        owner: UserId | SharedName,
+    ) -> list[KeyLayout]:
+        """Where an older format may have left ``owner``'s objects below ``prefix`` (files not moved
+        yet, wrapped keys, history), which erasing the user removes too: none where this format
+        moves none (``moves_older_formats``); format 2: the user's format-1 namespace, unless the
+        store's mark authenticates (with the store key, ``key()``) as born in format 2 (a shared
+        memory has none)."""
+        if (
+            self.moves_older_formats
+            and not born_in_format_2(bucket, prefix, identity, key())
+            and isinstance(owner, UserId)
+        ):
+            return [FORMAT_ONE.placement(prefix, "", None, owner)[0]]
+        return []
 
 
 class FormatOne(Format):
     """Format 1: plain names, each file bound to its path and author inside its object."""
 
     storage_format = 1
+    object_format = FORMAT_1
+    server_needs = frozenset(
+        {conditions.PUT_IF_NONE_MATCH, conditions.PUT_IF_MATCH, conditions.DELETE_IF_MATCH}
+    )
     places_files = False
     keeps_origins = True
     has_store_identity = False
     names_outlive_data_keys = False
     moves_older_formats = False
     settles_after_rotation = False
+    names_by_store_key = False
     serves_shared_memories = False
 
     def placement(
@@ -150,12 +218,20 @@ class FormatTwo(Format):
     """Format 2: private names under the store key, files placed by records, moved on the server."""
 
     storage_format = 2
+    object_format = FORMAT_2
+    server_needs = FormatOne.server_needs | {
+        conditions.COPY_IF_NONE_MATCH,
+        conditions.COPY_SOURCE_IF_MATCH,
+        conditions.COPY_REPLACES_METADATA,
+    }
+    """Format 1's, and CopyObject's conditions: a file moves by a copy made on the server."""
     places_files = True
     keeps_origins = False
     has_store_identity = True
     names_outlive_data_keys = True
     moves_older_formats = True
     settles_after_rotation = True
+    names_by_store_key = True
     serves_shared_memories = True
 
     def placement(

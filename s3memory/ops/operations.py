@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
 
 from s3memory.core.job_records import JOB_PREFIX, QUARANTINE_PREFIX
+from s3memory.core.keyvault import KEYS_PREFIX, key_version
 from s3memory.core.last_used import ACCESS_NAME
 from s3memory.core.moves import MARK_PREFIX
 from s3memory.core.paths import (
@@ -40,21 +41,14 @@ from s3memory.core.paths import (
 )
 from s3memory.crypto import KeyProvider, KMSKeyProvider, plaintext_size
 from s3memory.errors import CommandError, StorageError, shown, with_fix
-from s3memory.formats.keyvault import KEYS_PREFIX, key_version
 from s3memory.formats.names import user_of_namespace
 from s3memory.formats.strategy import Format, numbered
-from s3memory.formats.upgrade import born_in_format_2
 from s3memory.memory import MemoryOptions, S3Memory
 from s3memory.ops import folders
 from s3memory.ops.progress import SILENT, Progress
 from s3memory.settings import Limits, Settings
 from s3memory.storage.bucket import AccessDenied, Bucket, Listed, Version
-from s3memory.storage.conditions import (
-    FORMAT_NEEDS,
-    LOOKED_FOR_IN_SINGLE_WRITER_MODE,
-    SINGLE_WRITER,
-    Enforced,
-)
+from s3memory.storage.conditions import LOOKED_FOR_IN_SINGLE_WRITER_MODE, SINGLE_WRITER, Enforced
 from s3memory.storage.nesting import check_no_store_at, check_not_nested
 from s3memory.storage.server_checks import probe_again
 from s3memory.store import Store, StoreOptions, reaching, refuse_unknown
@@ -217,11 +211,6 @@ class Operations:
         ``storage_format`` is."""
         return numbered(self.storage_format)
 
-    @property
-    def _identity(self) -> str | None:
-        """The store's identity where its format binds it into objects (format 2); else None."""
-        return self.store_identity if self.format.has_store_identity else None
-
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, *, actor: str | None = None) -> Operations:
         """Built from the ``S3MEMORY_*`` settings of ``environ`` (this process's when not given), as
@@ -254,7 +243,7 @@ class Operations:
             )
         except AccessDenied:
             return ServerCheck(None, None, [])
-        missing = found.missing(FORMAT_NEEDS[self.storage_format])
+        missing = found.missing(self.format.server_needs)
         if self.weak_server == SINGLE_WRITER:
             missing = [
                 condition for condition in missing if condition not in LOOKED_FOR_IN_SINGLE_WRITER_MODE
@@ -284,7 +273,7 @@ class Operations:
         a memory made before it was reserved) is listed, to be moved. A name where another store lies
         is listed (format 1: telling would cost a request per user), and every command on it refuses."""
         self.check_nesting()
-        if self._identity is None:
+        if not self.format.names_by_store_key:
             yield from self._plain_users()
             return
         yield from sorted(name for name in self._namespaces() if usable_user_id(name, self.prefix))
@@ -298,7 +287,7 @@ class Operations:
         """Each shared memory that has objects in the store (``shared/<name>``, in byte order) and the
         token of its namespace: what its keys and its data keys' KMS encryption context
         (``s3memory:user``, in CloudTrail) name it by. None on format 1."""
-        if self._identity is None:
+        if not self.format.serves_shared_memories:
             return {}
         self.check_nesting()
         found = self._namespaces()
@@ -374,7 +363,7 @@ class Operations:
         nothing. ``ValueError`` for an unusable user id, either way."""
         check_owner(user_id, self.prefix)
         self.check_nesting()
-        if self._identity is not None and self.store_key() is None:
+        if self.format.names_by_store_key and self.store_key() is None:
             return None
         return self.memory(user_id)
 
@@ -549,13 +538,9 @@ class Operations:
         erasure = Erasure(user_id, shredded=isinstance(self.key_provider, KMSKeyProvider))
         layouts: list[KeyLayout] = [] if memory is None else [memory.layout]
         owner = owner_of(user_id)
-        if (
-            self._identity is not None
-            and not born_in_format_2(self.bucket, self.prefix, self._identity, self.store_key())
-            and isinstance(owner, UserId)
-        ):  # and what format 1 left of a user: files not moved
-            # yet, keys, history (its listing names the user)
-            layouts.append(KeyLayout(validate_namespace(owner, self.prefix)))
+        layouts += self.format.older_layouts(
+            self.bucket, self.prefix, self.store_identity, self.store_key, owner
+        )
         for layout in layouts:
             prefixes = (layout.internal_prefix, layout.memories_prefix)
             keys = layout.key_of_internal(KEYS_PREFIX)

@@ -25,41 +25,34 @@ there, a pass must list every file as it reads it, sealed with no old version (`
 from __future__ import annotations
 
 import functools
-import struct
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 
-from s3memory.core.files import LOST, Lost, retried
+from s3memory.core.files import LOST, retried
 from s3memory.core.job_records import RECORD_MAX_BYTES, RECORD_PATH_PREFIX
+from s3memory.core.keyvault import KEYS_PREFIX, KeyVault
 from s3memory.core.paths import MemoryPath, check_owner
 from s3memory.crypto import (
     MAX_KEY_CACHE_SECONDS,
     MAX_KEY_VERSION,
     OVERHEAD,
-    STORE_KEY_MAGIC,
     KMSKeyProvider,
     LocalKeyProvider,
     sealed_version,
 )
 from s3memory.errors import CommandError, IntegrityError
-from s3memory.formats.keyvault import KEYS_PREFIX, KeyVault
-from s3memory.formats.store_keys import STORE_KEY_MAX_BYTES, STORE_KEY_NAME
-from s3memory.formats.strategy import FORMATS
 from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
 from s3memory.ops.progress import SILENT, Progress
+from s3memory.ops.wrapped_keys import StoredKey, remove_retired, stored_keys
 from s3memory.storage.bucket import (
-    DELETE_BATCH,
-    Bucket,
     ConditionalConflict,
     Listed,
     ObjectTooLarge,
     PreconditionFailed,
     StoredObject,
     Version,
-    when,
 )
 from s3memory.storage.concurrency import parallel
 from s3memory.storage.server_checks import rewrap_record
@@ -127,15 +120,6 @@ class RotationReport:
 
 
 @dataclass
-class _StoredKey:
-    """Every S3 version of one wrapped key, and when its current object was written (None when only
-    earlier versions or a delete marker are left)."""
-
-    versions: list[Version] = field(default_factory=list)
-    written: datetime | None = None
-
-
-@dataclass
 class _Sweep:
     """What the passes of one run learned. ``cleared``: the ETags of objects whose header names no old
     version, read again by no later pass (ETags name bytes: a copy made on the server has its
@@ -145,16 +129,6 @@ class _Sweep:
 
     cleared: set[str] = field(default_factory=set)
     unsettled: bool = False
-
-
-def refuse_unsupported(operations: Operations) -> None:
-    """Refuse (``CommandError``) a rotation this version cannot do: a store of a format it does not
-    know (formats 1 and 2 are rotated)."""
-    if operations.storage_format not in FORMATS:
-        raise CommandError(
-            f"Error: rotation of a format-{operations.storage_format} store is not supported yet; "
-            "nothing was changed."
-        )
 
 
 def rotate(
@@ -173,7 +147,6 @@ def rotate(
     ``history_dropped`` counts them). ``dry_run`` reads everything and changes nothing. ``now``
     (seconds since the epoch) stands for the operator's clock. On a format-2 store without a store
     key (nobody has written to it) the user has no data key, and nothing is written."""
-    refuse_unsupported(operations)
     provider = operations.key_provider
     if not isinstance(provider, LocalKeyProvider | KMSKeyProvider):
         check_owner(user_id, operations.prefix)
@@ -188,8 +161,9 @@ def rotate(
         report.current, report.old = provider.version, provider.previous_versions
         waited = True
         if report.old and not dry_run:
-            if memory.format.has_store_identity:
-                _rewrap_store_key(memory.bucket, operations.prefix, operations.store_identity, provider)
+            memory.format.rewrap_store_key(
+                memory.bucket, operations.prefix, operations.store_identity, provider
+            )
             rewrap_record(memory.bucket, operations.prefix, operations.store_identity, provider)
     elif isinstance(provider, KMSKeyProvider):
         if not _start(provider, memory, vault, report):
@@ -214,7 +188,7 @@ def rotate(
         else:
             report.kept_for_history = len(needs)
         if report.retired and isinstance(provider, KMSKeyProvider) and not dry_run:
-            _remove(memory.bucket, vault, report)
+            remove_retired(memory.bucket, vault, report.current, report.retired)
     return report
 
 
@@ -262,7 +236,7 @@ def _merged(first: RotationReport, second: RotationReport) -> RotationReport:
 def _start(provider: KMSKeyProvider, memory: S3Memory, vault: KeyVault, report: RotationReport) -> bool:
     """Find the user's stored versions and, unless a rotation is under way, create the next one (in a
     dry run: say so); fill ``current``, ``old`` and ``switched_at``. False: the user has no data key."""
-    stored = _stored_keys(memory.bucket, vault)
+    stored = stored_keys(memory.bucket, vault)
     if not stored:
         return False
     live = [version for version, key in stored.items() if key.written is not None]
@@ -292,53 +266,10 @@ def _start(provider: KMSKeyProvider, memory: S3Memory, vault: KeyVault, report: 
         written = None
         if not report.dry_run:
             provider.create(memory.key_owner, current + 1, vault)  # False: a concurrent rotation made it
-            written = _stored_keys(memory.bucket, vault).get(current + 1, _StoredKey()).written
+            written = stored_keys(memory.bucket, vault).get(current + 1, StoredKey()).written
     provider.forget(memory.key_owner, vault)
     report.switched_at = None if written is None else written.timestamp()
     return True
-
-
-def _rewrap_store_key(bucket: Bucket, prefix: str, identity: str, provider: LocalKeyProvider) -> None:
-    """Format 2 with a local master key: wrap the store key (the root of every private name) again
-    under the current master key if a previous one wraps it, so that dropping the previous key from
-    the settings locks no name out. One conditional write; the key itself stays as it is, so what
-    processes learned of it stays true."""
-    name = prefix + STORE_KEY_NAME
-    current = STORE_KEY_MAGIC + b"L" + struct.pack(">I", provider.version)
-
-    def attempt(_number: int) -> Lost | None:
-        stored = bucket.get(name, max_bytes=STORE_KEY_MAX_BYTES)
-        if stored is None or stored.body.startswith(current):
-            return None
-        wrapped = provider.wrap_store_key(identity, provider.open_store_key(identity, stored.body))
-        try:
-            bucket.put(name, wrapped, if_match=stored.etag)
-        except (PreconditionFailed, ConditionalConflict):
-            return LOST  # another rotation wrapped it (read next), or it was written meanwhile
-        return None
-
-    retried(
-        attempt,
-        lambda: CommandError(
-            "Error: The store key kept changing while it was wrapped again under the current local master "
-            "key; no file was sealed again. Run the rotation again."
-        ),
-    )
-
-
-def _stored_keys(bucket: Bucket, vault: KeyVault) -> dict[int, _StoredKey]:
-    """The user's wrapped keys by version, with every S3 version of each (one listing of versions)."""
-    found: dict[int, _StoredKey] = {}
-    for page in bucket.versions(vault.prefix):
-        for version in page:
-            number = vault.version_of(version.key)
-            if number is None:
-                continue
-            key = found.setdefault(number, _StoredKey())
-            key.versions.append(version)
-            if version.latest and not version.delete_marker:
-                key.written = when(version.modified)
-    return found
 
 
 def _seal_again(memory: S3Memory, report: RotationReport, sweep: _Sweep) -> None:
@@ -530,18 +461,3 @@ def _earlier_needs(memory: S3Memory, version: Version, path: MemoryPath, old: se
         if not _key_missing(memory, named):
             return set()
     return {named}
-
-
-def _remove(bucket: Bucket, vault: KeyVault, report: RotationReport) -> None:
-    """Remove every S3 version of the wrapped keys of the ``retired`` versions, once a last listing
-    shows the current version still stored and the newest."""
-    stored = _stored_keys(bucket, vault)
-    current = stored.get(report.current or 0)
-    if current is None or current.written is None or max(stored) != report.current:
-        raise CommandError(
-            "Error: This user's wrapped data keys changed while the rotation ran; no key was removed. "
-            "Run it again."
-        )
-    doomed = [version for number in report.retired for version in stored.get(number, _StoredKey()).versions]
-    for start in range(0, len(doomed), DELETE_BATCH):
-        bucket.delete_versions(doomed[start : start + DELETE_BATCH])

@@ -1,8 +1,9 @@
-"""The request conditions s3memory relies on, which of them a storage format needs, and the gate
-that lets an ``Bucket`` send a condition only where the server enforces it. Pure, no I/O.
+"""The request conditions s3memory relies on, and the gate that lets a ``Bucket`` send a condition
+only where the server enforces it. Pure, no I/O.
 
 What a server enforces is found by ``server_checks`` (a probe, once per store, recorded sealed).
-A format is served only where every condition it needs holds. Where a fast request lacks its
+A format is served only where every condition it needs holds (each format names them:
+``Format.server_needs``, ``formats/strategy.py``). Where a fast request lacks its
 condition but a slower one has it, the store takes the slower plan with the same guarantee: a
 ``DeleteObjects`` whose per-key ETags the server ignores becomes one conditional ``DeleteObject``
 per key. Where ``PutObject`` or ``DeleteObject`` conditions are missing, nothing is served unless
@@ -39,22 +40,6 @@ CONDITIONS = (
 )
 """Every condition the probe checks, in the order it checks them."""
 
-FORMAT_NEEDS: Mapping[int, frozenset[str]] = {
-    1: frozenset({PUT_IF_NONE_MATCH, PUT_IF_MATCH, DELETE_IF_MATCH}),
-    2: frozenset(
-        {
-            PUT_IF_NONE_MATCH,
-            PUT_IF_MATCH,
-            DELETE_IF_MATCH,
-            COPY_IF_NONE_MATCH,
-            COPY_SOURCE_IF_MATCH,
-            COPY_REPLACES_METADATA,
-        }
-    ),
-}
-"""What each storage format needs the server to enforce. ``BATCH_DELETE_ETAGS`` is needed by
-neither: without it, batches become conditional deletes of one key each."""
-
 LOOKED_FOR_IN_SINGLE_WRITER_MODE = frozenset({PUT_IF_NONE_MATCH, PUT_IF_MATCH, DELETE_IF_MATCH})
 """Conditions the single-writer mode replaces by a look (a ``HeadObject``) before the request."""
 
@@ -86,18 +71,15 @@ class Enforced:
         """The conditions of ``needed`` that do not hold, in the probe's order."""
         return [condition for condition in CONDITIONS if condition in needed and condition not in self.held]
 
-    def best_format(self) -> int:
-        """The best storage format this server can be served in (2 needs every copy condition)."""
-        return 2 if not self.missing(FORMAT_NEEDS[2]) else 1
-
 
 class ServerRefused(StorageError):
     """The S3 server does not enforce a condition the store's format needs; nothing was written."""
 
 
-def refusal(enforced: Enforced, storage_format: int, missing: list[str], where: str) -> ServerRefused:
-    """The refusal to serve ``storage_format`` at ``where`` (the bucket and endpoint) on a server
-    missing ``missing``: names each condition, what the server answered, and the fixes."""
+def refusal(enforced: Enforced, needed_by: str, missing: list[str], where: str) -> ServerRefused:
+    """The refusal to serve what needs ``missing`` (``needed_by``: a storage format, by name) at
+    ``where`` (the bucket and endpoint): names each condition, what the server answered, and the
+    fixes."""
     found = "; ".join(
         f"{condition} (it answered: {enforced.answers.get(condition, 'not checked')})"
         for condition in missing
@@ -115,25 +97,28 @@ def refusal(enforced: Enforced, storage_format: int, missing: list[str], where: 
             "write instead (docs/servers.md)."
         )
     return ServerRefused(
-        f"Error: The S3 server of {where} does not enforce {found}, which storage format "
-        f"{storage_format} needs to keep every write it acknowledges. Nothing was written. {fix}"
+        f"Error: The S3 server of {where} does not enforce {found}, which {needed_by} needs to keep every "
+        f"write it acknowledges. Nothing was written. {fix}"
     )
 
 
 class Gate:
     """What one store may send: learns once, on its first conditional request, what the server
-    enforces (``learn``), refuses there and then if the format it serves (``needed``) cannot be
-    served, and afterwards answers for each condition whether to send it or take the slower plan."""
+    enforces (``learn``), refuses there and then if a condition the format it serves needs
+    (``needed``, by ``needed_by``: the format's name) does not hold, and afterwards answers for each
+    condition whether to send it or take the slower plan."""
 
     def __init__(
         self,
         learn: Callable[[], Enforced],
-        storage_format: int,
+        needed: frozenset[str],
+        needed_by: str,
         where: str,
         weak_server: WeakServer = REFUSE,
     ) -> None:
         self._learn = learn
-        self._format = storage_format
+        self._needed = needed
+        self._needed_by = needed_by
         self._where = where
         self._weak = weak_server
         self._enforced: Enforced | None = None
@@ -145,11 +130,11 @@ class Gate:
         with self._lock:
             if self._enforced is None:
                 enforced = self._learn()
-                missing = enforced.missing(FORMAT_NEEDS[self._format])
+                missing = enforced.missing(self._needed)
                 if self._weak == SINGLE_WRITER:
                     missing = [c for c in missing if c not in LOOKED_FOR_IN_SINGLE_WRITER_MODE]
                 if missing:
-                    raise refusal(enforced, self._format, missing, self._where)
+                    raise refusal(enforced, self._needed_by, missing, self._where)
                 self._enforced = enforced
             return self._enforced
 

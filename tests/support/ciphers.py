@@ -3,7 +3,7 @@ a local provider derives its data keys and keeps no wrapped keys, so its vault i
 
 from __future__ import annotations
 
-from s3memory.crypto import DataKeySource, KeyOwner, KeyProvider, ObjectCipher
+from s3memory.crypto import FORMAT_1, FORMAT_2, DataKeySource, KeyOwner, KeyProvider, ObjectCipher
 
 
 class NoVault:
@@ -25,5 +25,9 @@ class NoVault:
 
 
 def local_cipher(provider: KeyProvider, owner: KeyOwner) -> ObjectCipher:
-    """The cipher of ``owner``'s objects under ``provider``'s data keys (a local provider's)."""
-    return ObjectCipher(DataKeySource(provider, owner, NoVault()))
+    """The cipher of ``owner``'s objects under ``provider``'s data keys (a local provider's), in the
+    object format of the storage format that makes such an owner: 2 for one bound to a store, else 1
+    (``Format.placement``, ``Format.object_format``)."""
+    return ObjectCipher(
+        DataKeySource(provider, owner, NoVault()), FORMAT_1 if owner.store is None else FORMAT_2
+    )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from s3memory.crypto import PLACED_FORMAT
+from s3memory.crypto import FORMAT_2
 
 FORMATS = (1, 2)
 
@@ -20,6 +20,6 @@ format 1 keeps (a rename's origin fingerprint), or whose crash points count form
 REFUSED_TOKEN = "a" * 52
 """The shape of a format-2 token (52 base32 characters) that opens under no key."""
 
-DEFAULT_FORMAT = PLACED_FORMAT
+DEFAULT_FORMAT = FORMAT_2
 """The format the library's default storage format setting (``auto``) gives a new store on a server
 that enforces the conditions format 2 needs (``store_format.py``): the tests' default."""

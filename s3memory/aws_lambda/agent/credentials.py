@@ -90,11 +90,3 @@ def anthropic_client(key: str, base_url: str | None) -> anthropic.Anthropic:
             )
             _cached_client = (identity, client)
         return _cached_client[1]
-
-
-def _reset_for_tests() -> None:
-    """Forget the cached API keys and client."""
-    global _cached_client
-    with _lock:
-        _secret_keys.clear()
-        _cached_client = None
