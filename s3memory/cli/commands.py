@@ -26,8 +26,10 @@ from s3memory.core.paths import UserId, check_user_id, memory_path, owner_of
 from s3memory.errors import CommandError, shown
 
 if TYPE_CHECKING:
-    from s3memory.ops.operations import Finding, Operations, Transfer
+    from s3memory.ops.operations import Operations
     from s3memory.ops.rotation import RotationReport
+    from s3memory.ops.transfer import Transfer
+    from s3memory.ops.verify import Finding
     from s3memory.ops.versions import MemoryVersions
 
 NO_QUESTION = "do not ask for confirmation"
@@ -299,7 +301,7 @@ def _transfer_report(transfer: Transfer, verb: str, written: str = "written") ->
 def _versions(console: Console, operations: Operations) -> MemoryVersions:
     """The versions of ``--user``'s memory; ``CommandError`` on a format-2 store without a store key,
     where no memory exists (and none is made)."""
-    from s3memory.ops.operations import no_such_memory
+    from s3memory.ops.context import no_such_memory
     from s3memory.ops.versions import MemoryVersions
 
     memory = operations.existing_memory(console.arguments.user)
@@ -647,7 +649,7 @@ def _rotation_lines(report: RotationReport, operations: Operations) -> list[str]
     examples=("s3memory verify --all --json",),
 )
 def verify(console: Console, operations: Operations) -> Report:
-    from s3memory.ops.operations import no_such_memory
+    from s3memory.ops.context import no_such_memory
 
     users = chosen_users(console.arguments, operations, shared=True)
     with console.progress("object") as progress:
