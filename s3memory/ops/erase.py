@@ -21,12 +21,60 @@ class Erasure:
     """What ``erase`` removed (or, in a dry run, would remove), and what is left after it."""
 
     user_id: str
+    dry_run: bool = False
     key_versions: int = 0
     other_versions: int = 0
     left: int = 0
-    shredded: bool = False
-    """Copies of the user's objects kept elsewhere can no longer be decrypted (the data keys existed
-    only wrapped, and every version of them is gone); False with a local master key."""
+    keys_wrapped_by_kms: bool = False
+    """The user's data keys existed only wrapped by KMS; False with a local master key, which opens
+    every copy kept elsewhere whatever is erased."""
+    names_outlive_data_keys: bool = False
+    """The store's format names files by tokens of the store key, which every user shares and which
+    stays (``formats.strategy``)."""
+
+    @property
+    def shredded(self) -> bool:
+        """Copies of the user's objects kept elsewhere can no longer be decrypted: the data keys
+        existed only wrapped, and the last listing found nothing left (what a serving process wrote
+        meanwhile, a new wrapped data key among it, is still there, and decrypts). Never in a dry run."""
+        return self.keys_wrapped_by_kms and not self.left and not self.dry_run
+
+    @property
+    def complete(self) -> bool:
+        """True if nothing is left."""
+        return not self.left
+
+    def counts(self) -> dict[str, int]:
+        return {"key_versions": self.key_versions, "other_versions": self.other_versions, "left": self.left}
+
+    def document(self) -> dict[str, object]:
+        """The erasure as ``--json`` prints it."""
+        return {"user_id": self.user_id, "dry_run": self.dry_run, **self.counts(), "shredded": self.shredded}
+
+    def lines(self) -> list[str]:
+        """The erasure as the operator reads it: what went (or would go), and after a real one what is
+        left and what copies kept elsewhere still reveal."""
+        verb = "would remove" if self.dry_run else "removed"
+        removed = f"{verb} {self.key_versions:,} wrapped key versions and {self.other_versions:,} other object versions"
+        if self.dry_run:
+            return [removed]
+        left = f"left: {self.left:,} object versions"
+        if self.left:
+            left += ": something is still writing to this user: stop serving it and run erase again"
+        return [removed, left, self._copies()]
+
+    def _copies(self) -> str:
+        """What copies kept elsewhere (a backup, a replica) still reveal."""
+        if self.shredded:
+            shredding = "copies kept elsewhere can no longer be decrypted: every version of the wrapped data keys is gone"
+            if self.names_outlive_data_keys:
+                shredding += (
+                    "; their private names (user id, paths) still decrypt with the store key, which stays"
+                )
+            return shredding
+        if self.keys_wrapped_by_kms:
+            return "copies kept elsewhere may still decrypt: a wrapped data key may be among what is left"
+        return "with a local master key, copies kept elsewhere stay readable with that key"
 
 
 class EraseTask(StoreContext):
@@ -49,7 +97,12 @@ class EraseTask(StoreContext):
         yet, its wrapped keys, earlier versions) goes too, unless the store's mark authenticates as
         born in format 2."""
         memory = self.existing_memory(user_id)
-        erasure = Erasure(user_id, shredded=isinstance(self.key_provider, KMSKeyProvider))
+        erasure = Erasure(
+            user_id,
+            dry_run,
+            keys_wrapped_by_kms=isinstance(self.key_provider, KMSKeyProvider),
+            names_outlive_data_keys=self.format.names_outlive_data_keys,
+        )
         layouts: list[KeyLayout] = [] if memory is None else [memory.layout]
         owner = owner_of(user_id)
         if (

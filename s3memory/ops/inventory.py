@@ -19,7 +19,7 @@ from s3memory.core.paths import (
     validate_namespace,
 )
 from s3memory.crypto import plaintext_size
-from s3memory.errors import CommandError, StorageError
+from s3memory.errors import CommandError, StorageError, escaped
 from s3memory.formats.names import user_of_namespace
 from s3memory.memory import S3Memory
 from s3memory.ops.context import StoreContext, no_such_memory
@@ -31,6 +31,61 @@ class StoredFile:
 
     path: str
     size: int
+
+
+@dataclass(frozen=True)
+class UserListing:
+    """``s3memory users``: the user ids in the store."""
+
+    users: list[str]
+    complete = True
+
+    def lines(self) -> list[str]:
+        return [escaped(user) for user in self.users] or ["(no users)"]
+
+    def document(self) -> dict[str, object]:
+        return {"users": self.users}
+
+    def counts(self) -> dict[str, int]:
+        return {"users": len(self.users)}
+
+
+@dataclass(frozen=True)
+class SharedListing:
+    """``s3memory shared``: each shared memory in the store (``shared/<name>``) and its namespace token."""
+
+    namespaces: dict[str, str]
+    complete = True
+
+    def lines(self) -> list[str]:
+        found = self.namespaces.items()
+        return [f"{escaped(name)}  {escaped(token)}" for name, token in found] or ["(no shared memories)"]
+
+    def document(self) -> dict[str, object]:
+        return {"shared": [{"memory": name, "namespace": token} for name, token in self.namespaces.items()]}
+
+    def counts(self) -> dict[str, int]:
+        return {"shared": len(self.namespaces)}
+
+
+@dataclass(frozen=True)
+class FileListing:
+    """``s3memory ls``: a user's files at or below ``path``, each with its size."""
+
+    path: str
+    files: list[StoredFile]
+    complete = True
+
+    def lines(self) -> list[str]:
+        return [f"{file.size:>10,}  {escaped(file.path)}" for file in self.files] or [
+            f"(no files at {escaped(self.path)})"
+        ]
+
+    def document(self) -> dict[str, object]:
+        return {"files": [{"path": file.path, "size": file.size} for file in self.files]}
+
+    def counts(self) -> dict[str, int]:
+        return {"files": len(self.files)}
 
 
 _PAST_NAMESPACE = "/\U0010ffff"

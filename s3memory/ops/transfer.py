@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from s3memory.core.paths import UserId, check_user_id, memory_path, owner_of
-from s3memory.errors import CommandError, StorageError, with_fix
+from s3memory.errors import CommandError, StorageError, escaped, with_fix
 from s3memory.ops import folders
 from s3memory.ops.context import no_such_memory
 from s3memory.ops.inventory import InventoryTask
@@ -24,8 +24,9 @@ from s3memory.ops.progress import SILENT, Progress
 
 @dataclass
 class Transfer:
-    """What an export or import did, file by file."""
+    """What an export or import did (or, an import's dry run, would do), file by file."""
 
+    dry_run: bool = False
     written: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
@@ -46,6 +47,27 @@ class Transfer:
     @property
     def complete(self) -> bool:
         return not self.skipped and not self.refused
+
+    def document(self) -> dict[str, object]:
+        """The transfer as ``--json`` prints it: the counts, and the paths of each kind."""
+        return {
+            **self.counts(),
+            "written_paths": self.written,
+            "unchanged_paths": self.unchanged,
+            "skipped_paths": [{"path": path, "reason": why} for path, why in self.skipped],
+            "refused_paths": [{"path": path, "reason": why} for path, why in self.refused],
+        }
+
+    def lines(self) -> list[str]:
+        """The transfer as the operator reads it: each file written (``would write``), skipped and
+        refused, with why, then the counts."""
+        verb, written = ("would write", "would be written") if self.dry_run else ("written", "written")
+        lines = [f"{verb} {escaped(path)}" for path in self.written]
+        lines += [f"skipped {escaped(path)}: {escaped(why)}" for path, why in self.skipped]
+        lines += [f"refused {escaped(path)}: {escaped(why)}" for path, why in self.refused]
+        named = {"written": written}
+        lines.append(", ".join(f"{count} {named.get(name, name)}" for name, count in self.counts().items()))
+        return lines
 
 
 class TransferTask(InventoryTask):
@@ -109,7 +131,7 @@ class TransferTask(InventoryTask):
         if isinstance(owner_of(user_id), UserId):
             check_user_id(user_id)
         memory = self.memory(user_id)
-        transfer = Transfer()
+        transfer = Transfer(dry_run)
         planned = (0, 0)
         """What the dry run's earlier files would add to the quota's usage: (bytes, files)."""
         for local in folders.walk(base, memory.files.max_file_bytes):  # one file in memory at a time

@@ -12,7 +12,7 @@ from s3memory.core.job_records import JOB_PREFIX, QUARANTINE_PREFIX
 from s3memory.core.last_used import ACCESS_NAME
 from s3memory.core.moves import MARK_PREFIX
 from s3memory.core.paths import RESERVED_USER_PREFIX, UserId, owner_of
-from s3memory.errors import CommandError
+from s3memory.errors import CommandError, escaped
 from s3memory.formats.keyvault import key_version
 from s3memory.memory import S3Memory
 from s3memory.ops.context import StoreContext
@@ -45,6 +45,14 @@ class Finding:
     detail: str
     problem: bool = True
 
+    def line(self, user_id: str) -> str:
+        """The finding as the operator reads it (``verify``, and the verification after ``migrate``):
+        the memory, the kind, the object's key (a bucket writer may have chosen it) and why."""
+        return f"{escaped(user_id)}: {self.kind} {escaped(self.key)}: {escaped(self.detail)}"
+
+    def document(self) -> dict[str, object]:
+        return {"kind": self.kind, "key": self.key, "detail": self.detail, "problem": self.problem}
+
 
 @dataclass
 class Verification:
@@ -73,6 +81,77 @@ class ServerCheck:
     def changed(self) -> bool:
         """True if the server no longer enforces what the record said (a record written since)."""
         return None not in (self.recorded, self.enforced) and self.recorded != self.enforced
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """What ``s3memory verify`` found: each memory's verification, and the server's check against what
+    storage format ``storage_format`` needs."""
+
+    verified: list[Verification]
+    server: ServerCheck
+    storage_format: int
+
+    def _server_problems(self) -> list[str]:
+        answers = {} if self.server.enforced is None else self.server.enforced.answers
+        problems = [
+            f"server: does not enforce {condition} (it answered: {escaped(answers.get(condition, ''))}), "
+            f"which storage format {self.storage_format} needs"
+            for condition in self.server.missing
+        ]
+        if self.server.changed:
+            problems.append(
+                "server: enforces other conditions than the store's record said; the record now says what it "
+                "enforces (restart the processes that serve the store, so that they learn it)"
+            )
+        return problems
+
+    def counts(self) -> dict[str, int]:
+        """The memories, the objects checked, and the problems (the server's among them)."""
+        problems = sum(len(report.problems) for report in self.verified) + len(self._server_problems())
+        checked = sum(report.checked for report in self.verified)
+        return {"users": len(self.verified), "checked": checked, "problems": problems}
+
+    @property
+    def complete(self) -> bool:
+        """True if no problem was found."""
+        return not self.counts()["problems"]
+
+    def lines(self) -> list[str]:
+        """The report as the operator reads it: the server's problems (or that it was not checked),
+        every finding, and the totals."""
+        unchecked = ["server: not checked (this role may not write the probe's objects)"]
+        lines = (
+            (unchecked if self.server.enforced is None else [])
+            + self._server_problems()
+            + [finding.line(report.user_id) for report in self.verified for finding in report.findings]
+        )
+        counts = self.counts()
+        problems = counts["problems"]
+        lines.append(
+            f"{counts['checked']:,} objects of {counts['users']:,} users checked: "
+            + (f"{problems:,} problems" if problems else "no problem")
+        )
+        return lines
+
+    def document(self) -> dict[str, object]:
+        """The report as ``--json`` prints it."""
+        return {
+            "users": [
+                {
+                    "user_id": report.user_id,
+                    "checked": report.checked,
+                    "findings": [finding.document() for finding in report.findings],
+                }
+                for report in self.verified
+            ],
+            "server": {
+                "enforced": None if self.server.enforced is None else sorted(self.server.enforced.held),
+                "missing": self.server.missing,
+                "changed": self.server.changed,
+            },
+            "problems": self.counts()["problems"],
+        }
 
 
 class VerifyTask(StoreContext):

@@ -1,18 +1,16 @@
 """The operator commands of ``s3memory``, each declared once: its name, help, arguments, whether it
 asks first, and a handler that makes one call into ``operations`` (or ``versions``, ``rotation``,
-``expiry``, ``ops.migrate``) and returns a ``Report``. ``console`` runs them."""
+``expiry``, ``ops.migrate``) and returns a ``Report``: the one the call's report renders of itself
+(``Report.of``), or for those four, the one ``reports`` renders. ``console`` runs them."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import dataclasses
-import re
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from s3memory.cli.arguments import as_of_time, idle_days, memory_name, new_memory_name, path_argument
 from s3memory.cli.console import (
     Argument,
     Console,
@@ -22,46 +20,21 @@ from s3memory.cli.console import (
     Report,
     printable,
 )
-from s3memory.core.paths import UserId, check_user_id, memory_path, owner_of
-from s3memory.errors import CommandError, shown
+from s3memory.cli.reports import (
+    expiry_report,
+    history_report,
+    migration_report,
+    restored_report,
+    rotation_report,
+)
+from s3memory.errors import CommandError
 
 if TYPE_CHECKING:
     from s3memory.ops.operations import Operations
-    from s3memory.ops.rotation import RotationReport
-    from s3memory.ops.transfer import Transfer
-    from s3memory.ops.verify import Finding
     from s3memory.ops.versions import MemoryVersions
 
 NO_QUESTION = "do not ask for confirmation"
 """The help of ``--yes`` for most commands that ask first."""
-
-
-def _argument(check: Callable[[str], object], text: str) -> str:
-    """``text``, refused (a usage error, exit 2) with the message ``check`` raises of it."""
-    try:
-        check(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    except CommandError as error:
-        raise argparse.ArgumentTypeError(error.message.removeprefix("Error: ")) from None
-    return text
-
-
-def memory_name(text: str) -> str:
-    """``--user``: a user id (a reserved one too: its memory is listed to be moved) or
-    ``shared/NAME``; refused naming why it can name no memory."""
-    return _argument(owner_of, text)
-
-
-def new_memory_name(text: str) -> str:
-    """``import --user``: ``memory_name``, but no reserved user id (import makes memories, and none is
-    made under such an id)."""
-    return _argument(lambda name: isinstance(owner_of(name), UserId) and check_user_id(name), text)
-
-
-def path_argument(text: str) -> str:
-    """A memory path argument, refused where the memory tool would refuse it."""
-    return _argument(memory_path, text)
 
 
 MEMORY_NAME_HELP = "the user id, or shared/NAME for a shared memory"
@@ -82,21 +55,6 @@ def chosen_users(arguments: argparse.Namespace, operations: Operations, *, share
     if not arguments.all:
         return [arguments.user]
     return [*operations.users(), *(operations.shared_memories() if shared else ())]
-
-
-def idle_days(text: str) -> int:
-    """``--idle-days``: a whole number from 1 to ``expiry.MAX_IDLE_DAYS``; refused (exit 2) otherwise."""
-    from s3memory.ops.expiry import MAX_IDLE_DAYS
-
-    try:
-        days = int(text)
-    except ValueError:
-        days = 0
-    if not 1 <= days <= MAX_IDLE_DAYS:
-        raise argparse.ArgumentTypeError(
-            f"a whole number of days from 1 to {MAX_IDLE_DAYS:,}, not {shown(text)!r}"
-        )
-    return days
 
 
 def whom(arguments: argparse.Namespace) -> str:
@@ -174,10 +132,9 @@ def add_commands(commands: Any) -> None:
 
 @command("users", "list the user ids in the store", examples=("s3memory users --bucket agent-memory",))
 def users(console: Console, operations: Operations) -> Report:
-    found = list(operations.users())
-    return Report(
-        {"users": found}, [printable(user) for user in found] or ["(no users)"], {"users": len(found)}
-    )
+    from s3memory.ops.inventory import UserListing
+
+    return Report.of(UserListing(list(operations.users())))
 
 
 @command(
@@ -186,13 +143,9 @@ def users(console: Console, operations: Operations) -> Report:
     examples=("s3memory shared --json",),
 )
 def shared(console: Console, operations: Operations) -> Report:
-    found = operations.shared_namespaces()
-    return Report(
-        {"shared": [{"memory": name, "namespace": token} for name, token in found.items()]},
-        [f"{printable(name)}  {printable(token)}" for name, token in found.items()]
-        or ["(no shared memories)"],
-        {"shared": len(found)},
-    )
+    from s3memory.ops.inventory import SharedListing
+
+    return Report.of(SharedListing(operations.shared_namespaces()))
 
 
 @command(
@@ -203,14 +156,10 @@ def shared(console: Console, operations: Operations) -> Report:
     examples=("s3memory ls --user alice /memories/projects",),
 )
 def ls(console: Console, operations: Operations) -> Report:
+    from s3memory.ops.inventory import FileListing
+
     path = console.arguments.path
-    files = operations.files(console.arguments.user, path)
-    return Report(
-        {"files": [{"path": file.path, "size": file.size} for file in files]},
-        [f"{file.size:>10,}  {printable(file.path)}" for file in files]
-        or [f"(no files at {printable(path)})"],
-        {"files": len(files)},
-    )
+    return Report.of(FileListing(path, operations.files(console.arguments.user, path)))
 
 
 @command(
@@ -248,7 +197,7 @@ def export(console: Console, operations: Operations) -> Report:
         transfer = operations.export(
             arguments.user, arguments.directory, overwrite=arguments.overwrite, progress=progress
         )
-    return _transfer_report(transfer, "written")
+    return Report.of(transfer)
 
 
 @command(
@@ -274,28 +223,7 @@ def import_folder(console: Console, operations: Operations) -> Report:
             dry_run=arguments.dry_run,
             progress=progress,
         )
-    if arguments.dry_run:
-        return _transfer_report(transfer, "would write", "would be written")
-    return _transfer_report(transfer, "written")
-
-
-def _transfer_report(transfer: Transfer, verb: str, written: str = "written") -> Report:
-    """What an export or an import wrote (each line ``verb`` and the path; the total ``written``),
-    skipped and refused, and its counts."""
-    lines = [f"{verb} {printable(path)}" for path in transfer.written]
-    lines += [f"skipped {printable(path)}: {printable(why)}" for path, why in transfer.skipped]
-    lines += [f"refused {printable(path)}: {printable(why)}" for path, why in transfer.refused]
-    counts = transfer.counts()
-    named = {"written": written}
-    lines.append(", ".join(f"{count} {named.get(name, name)}" for name, count in counts.items()))
-    document = {
-        **counts,
-        "written_paths": transfer.written,
-        "unchanged_paths": transfer.unchanged,
-        "skipped_paths": [{"path": path, "reason": why} for path, why in transfer.skipped],
-        "refused_paths": [{"path": path, "reason": why} for path, why in transfer.refused],
-    }
-    return Report(document, lines, counts, transfer.complete)
+    return Report.of(transfer)
 
 
 def _versions(console: Console, operations: Operations) -> MemoryVersions:
@@ -318,43 +246,12 @@ def _versions(console: Console, operations: Operations) -> MemoryVersions:
     examples=("s3memory history --user alice /memories/preferences.md",),
 )
 def history(console: Console, operations: Operations) -> Report:
-    from s3memory.crypto import shown_author
-
     path = console.arguments.path
     versions = _versions(console, operations)
     found = versions.history(path)
     if not found:
         operations.check_exists(console.arguments.user, versions.memory, through_time=True)
-    rows = [
-        f"{v.modified.isoformat(timespec='seconds')}  {v.operation:<7}  {v.size:>9,}  {printable(v.version_id)}"
-        + ("  (current)" if v.current else "")
-        + (f"  by {printable(shown_author(v.author))}" if v.author else "")
-        + (f"  renamed from {printable(v.renamed_from)}" if v.renamed_from else "")
-        + ("" if v.authentic else "  FAILED AUTHENTICATION (not written by s3memory for this file)")
-        for v in found
-    ]
-    document = {
-        "path": path,
-        "versions": [
-            {
-                "version_id": v.version_id,
-                "modified": v.modified.isoformat(),
-                "operation": v.operation,
-                "size": v.size,
-                "current": v.current,
-                "renamed_from": v.renamed_from,
-                "author": v.author,
-                "authentic": v.authentic,
-            }
-            for v in found
-        ],
-    }
-    return Report(
-        document,
-        rows or [f"(no versions of {printable(path)})"],
-        {"versions": len(found)},
-        all(v.authentic for v in found),
-    )
+    return history_report(path, found)
 
 
 def _restore_misuse(path: str | None, version: str | None) -> str | None:
@@ -365,28 +262,6 @@ def _restore_misuse(path: str | None, version: str | None) -> str | None:
     if version is None and path is not None:
         return "--as-of puts back the whole memory: give no path"
     return None
-
-
-_ISO_TIME = re.compile(
-    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)?(?:Z|[+-]\d{2}:\d{2})?"
-)
-"""A time as ``--as-of`` takes it: a date, with a time to the minute or the microsecond, and a zone."""
-
-
-def as_of_time(text: str) -> datetime:
-    """``--as-of``'s time (UTC unless it names a zone); refused (exit 2) naming the form it takes,
-    also for what Python's ISO parser would read as a surprising date (``11111111``: 1111-11-11)."""
-    from s3memory.storage.bucket import when
-
-    moment = None
-    if _ISO_TIME.fullmatch(text.strip()):
-        with contextlib.suppress(ValueError):
-            moment = when(text)
-    if moment is None:
-        raise argparse.ArgumentTypeError(
-            f"an ISO 8601 time like 2026-12-01T09:00:00Z (a date, a time, a zone), not {shown(text)!r}"
-        )
-    return moment
 
 
 @command(
@@ -421,23 +296,7 @@ def restore(console: Console, operations: Operations) -> Report:
         )
     with console.progress("file") as progress:
         restored = versions.restore_as_of(arguments.as_of, progress)
-    groups = {
-        "written": restored.written,
-        "deleted": restored.deleted,
-        "unchanged": restored.unchanged,
-        "changed_meanwhile": restored.changed_meanwhile,
-    }
-    lines = [
-        f"{name} {printable(path)}"
-        for name in ("written", "deleted", "changed_meanwhile")
-        for path in groups[name]
-    ]
-    failed = restored.failed_authentication
-    lines += [f"failed authentication {printable(path)}: {printable(why)}" for path, why in failed]
-    counts = {name: len(paths) for name, paths in groups.items()} | {"failed_authentication": len(failed)}
-    lines.append(", ".join(f"{count} {name.replace('_', ' ')}" for name, count in counts.items()))
-    document = {**groups, "failed_authentication": [{"path": path, "reason": why} for path, why in failed]}
-    return Report(document, lines, counts, not restored.changed_meanwhile and not failed)
+    return restored_report(restored)
 
 
 @command(
@@ -473,41 +332,7 @@ def erase(console: Console, operations: Operations) -> Report:
     console.confirm(f"Erase every object and version of user {arguments.user}, for good?")
     with console.progress("version") as progress:
         erasure = operations.erase(arguments.user, dry_run=arguments.dry_run, progress=progress)
-    verb = "would remove" if arguments.dry_run else "removed"
-    # Shredded only once the last listing found nothing: what a serving process wrote meanwhile
-    # (a new wrapped data key among it) is still there, and decrypts.
-    shredded = erasure.shredded and not erasure.left and not arguments.dry_run
-    left = f"left: {erasure.left:,} object versions"
-    if erasure.left:
-        left += ": something is still writing to this user: stop serving it and run erase again"
-    if shredded:
-        shredding = (
-            "copies kept elsewhere can no longer be decrypted: every version of the wrapped data keys is gone"
-        )
-        if operations.format.names_outlive_data_keys:
-            shredding += (
-                "; their private names (user id, paths) still decrypt with the store key, which stays"
-            )
-    elif erasure.shredded:
-        shredding = "copies kept elsewhere may still decrypt: a wrapped data key may be among what is left"
-    else:
-        shredding = "with a local master key, copies kept elsewhere stay readable with that key"
-    lines = [
-        f"{verb} {erasure.key_versions:,} wrapped key versions and {erasure.other_versions:,} other object versions",
-        *([] if arguments.dry_run else [left, shredding]),
-    ]
-    counts = {
-        "key_versions": erasure.key_versions,
-        "other_versions": erasure.other_versions,
-        "left": erasure.left,
-    }
-    document = {
-        "user_id": erasure.user_id,
-        "dry_run": arguments.dry_run,
-        **counts,
-        "shredded": shredded,
-    }
-    return Report(document, lines, counts, not erasure.left)
+    return Report.of(erasure)
 
 
 @command(
@@ -529,26 +354,7 @@ def expire(console: Console, operations: Operations) -> Report:
         report = expiry.expire(
             operations, arguments.idle_days, users, dry_run=arguments.dry_run, progress=progress
         )
-    verb = "would expire" if arguments.dry_run else "expired"
-    lines = [
-        f"{verb} {printable(user.user_id)} {printable(path)}"
-        for user in report.users
-        for path in user.expired
-    ]
-    lines += [
-        f"left {printable(user.user_id)}: {user.skipped}"
-        + (f" ({printable(user.error)})" if user.error else "")
-        for user in report.users
-        if user.skipped is not None
-    ]
-    totals = report.counts()
-    lines.append(
-        f"{totals['expired']:,} files {verb} of {totals['users']:,} users; kept: "
-        f"{totals['kept_recent']:,} written since the cutoff, {totals['kept_changed']:,} changed meanwhile, "
-        f"{totals['active']:,} users active; {totals['problems']:,} problems"
-    )
-    document = {**dataclasses.asdict(report), "counts": totals}
-    return Report(document, lines, totals, not report.problems and report.finished)
+    return expiry_report(report, arguments.dry_run)
 
 
 @command(
@@ -568,6 +374,7 @@ def expire(console: Console, operations: Operations) -> Report:
     examples=("s3memory rotate --all --wait",),
 )
 def rotate(console: Console, operations: Operations) -> Report:
+    from s3memory.crypto import KMSKeyProvider
     from s3memory.ops import rotation
 
     rotation.refuse_unsupported(operations)  # before asking, and before any request
@@ -596,50 +403,7 @@ def rotate(console: Console, operations: Operations) -> Report:
                     )
                 )
                 progress.advance()
-    counts: dict[str, int] = {}
-    for report in reports:
-        for name, count in report.counts().items():
-            counts[name] = counts.get(name, 0) + count
-    counts["users"] = len(reports)
-    lines = [line for report in reports for line in _rotation_lines(report, operations)]
-    document = {"users": [{**dataclasses.asdict(r), "complete": r.complete} for r in reports]}
-    return Report(document, lines or ["(no users)"], counts, all(report.complete for report in reports))
-
-
-def _rotation_lines(report: RotationReport, operations: Operations) -> list[str]:
-    """What a rotation of one user did, as the operator reads it."""
-    from s3memory.crypto import KMSKeyProvider
-
-    user = printable(report.user_id)
-    if report.current is None:
-        return [f"{user}: no data key yet, nothing to rotate"]
-    verb = "would seal" if report.dry_run else "sealed"
-    lines = [
-        f"{user}: key version {report.current}" + (" (created)" if report.created else ""),
-        f"{user}: {verb} {len(report.reencrypted):,} files and {len(report.records):,} records again",
-        *(f"{user}: left {printable(label)}: {printable(why)}" for label, why in report.left),
-    ]
-    kms = isinstance(operations.key_provider, KMSKeyProvider)
-    for version in report.retired:
-        if report.dry_run:
-            lines.append(f"{user}: once sealed again, nothing would need key version {version}")
-        elif kms:
-            lines.append(f"{user}: removed wrapped key v{version}")
-        else:
-            lines.append(
-                f"{user}: no object needs key version {version}: drop it from S3MEMORY_PREVIOUS_LOCAL_KEYS"
-            )
-    for version in sorted(set(report.old) - set(report.retired)) if report.kept_for_history else []:
-        lines.append(
-            f"{user}: key version {version} kept: {report.kept_for_history:,} earlier versions of files need "
-            "it (history, restore); it can go once noncurrent-version expiry removes them, or with --drop-history"
-        )
-    if report.history_dropped:
-        lines.append(f"{user}: {report.history_dropped:,} earlier versions of files are now unreadable")
-    if report.run_again_after is not None:
-        moment = datetime.fromtimestamp(report.run_again_after, UTC).isoformat(timespec="seconds")
-        lines.append(f"{user}: the old key can go once no process can still use it: run again after {moment}")
-    return lines
+    return rotation_report(reports, isinstance(operations.key_provider, KMSKeyProvider))
 
 
 @command(
@@ -650,63 +414,14 @@ def _rotation_lines(report: RotationReport, operations: Operations) -> list[str]
 )
 def verify(console: Console, operations: Operations) -> Report:
     from s3memory.ops.context import no_such_memory
+    from s3memory.ops.verify import VerifyReport
 
     users = chosen_users(console.arguments, operations, shared=True)
     with console.progress("object") as progress:
         reports = [operations.verify(user, progress=progress) for user in users]
     if not console.arguments.all and not reports[0].checked:  # no object: no such memory, and no probe
         raise CommandError(no_such_memory(console.arguments.user))
-    server = operations.check_server()
-    answers = {} if server.enforced is None else server.enforced.answers
-    server_problems = [
-        f"server: does not enforce {condition} (it answered: {printable(answers.get(condition, ''))}), "
-        f"which storage format {operations.storage_format} needs"
-        for condition in server.missing
-    ]
-    if server.changed:
-        server_problems.append(
-            "server: enforces other conditions than the store's record said; the record now says what it "
-            "enforces (restart the processes that serve the store, so that they learn it)"
-        )
-    problems = sum(len(report.problems) for report in reports) + len(server_problems)
-    checked = sum(report.checked for report in reports)
-    unchecked = ["server: not checked (this role may not write the probe's objects)"]
-    lines = (
-        (unchecked if server.enforced is None else [])
-        + server_problems
-        + [_finding_line(report.user_id, finding) for report in reports for finding in report.findings]
-    )
-    lines.append(
-        f"{checked:,} objects of {len(reports):,} users checked: "
-        + (f"{problems:,} problems" if problems else "no problem")
-    )
-    document = {
-        "users": [
-            {
-                "user_id": report.user_id,
-                "checked": report.checked,
-                "findings": [
-                    {"kind": f.kind, "key": f.key, "detail": f.detail, "problem": f.problem}
-                    for f in report.findings
-                ],
-            }
-            for report in reports
-        ],
-        "server": {
-            "enforced": None if server.enforced is None else sorted(server.enforced.held),
-            "missing": server.missing,
-            "changed": server.changed,
-        },
-        "problems": problems,
-    }
-    counts = {"users": len(reports), "checked": checked, "problems": problems}
-    return Report(document, lines, counts, not problems)
-
-
-def _finding_line(user_id: str, finding: Finding) -> str:
-    """One finding of ``verify`` (or of the verification after ``migrate``) as the operator reads it:
-    the user, the kind, the object's key (a bucket writer may have chosen it) and why."""
-    return f"{printable(user_id)}: {finding.kind} {printable(finding.key)}: {printable(finding.detail)}"
+    return Report.of(VerifyReport(reports, operations.check_server(), operations.storage_format))
 
 
 @command(
@@ -724,35 +439,4 @@ def migrate(console: Console, operations: Operations) -> Report:
     )
     with console.progress("user") as progress:
         report = migrate_store(operations, progress)
-    moved = report.moved.values()
-    problems = sum(len(verified.problems) for verified in report.verified.values())
-    counts = {
-        "users": len(report.moved),
-        "moved": sum(user.moved for user in moved),
-        "already": sum(user.already for user in moved),
-        "left": sum(len(user.left) for user in moved),
-        "problems": problems,
-    }
-    lines = [
-        f"{printable(user)}: left {printable(where)}: {printable(why)}"
-        for user, done in report.moved.items()
-        for where, why in done.left
-    ]
-    lines += [
-        _finding_line(user, finding)
-        for user, verified in report.verified.items()
-        for finding in verified.problems
-    ]
-    lines.append(
-        f"{counts['users']:,} users, {counts['moved']:,} files moved ({counts['already']:,} moved before), "
-        f"{counts['left']:,} left in format 1, {problems:,} problems; "
-        + ("the store is marked migrated" if report.marked else "run migrate again once they are resolved")
-    )
-    document = {
-        "users": {
-            user: {**dataclasses.asdict(done), "problems": len(report.verified[user].problems)}
-            for user, done in report.moved.items()
-        },
-        "marked": report.marked,
-    }
-    return Report(document, lines, counts, report.complete)
+    return migration_report(report)
