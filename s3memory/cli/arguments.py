@@ -1,5 +1,6 @@
-"""The types of the operator commands' arguments: each refuses (a usage error, exit 2) what cannot work
-whatever the store holds, with the reason."""
+"""The operator commands' arguments: their types, each refusing (a usage error, exit 2) what cannot work
+whatever the store holds, with the reason; the arguments several commands take; what they mean
+together (``--all`` or ``--user``; ``restore``'s path with ``--version``)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,15 @@ import contextlib
 import re
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from s3memory.cli.console import Argument, OneOf
 from s3memory.core.paths import UserId, check_user_id, memory_path, owner_of
 from s3memory.errors import CommandError, shown
+
+if TYPE_CHECKING:
+    from s3memory.ops.operations import Operations
 
 
 def _argument(check: Callable[[str], object], text: str) -> str:
@@ -76,3 +83,48 @@ def as_of_time(text: str) -> datetime:
             f"an ISO 8601 time like 2026-12-01T09:00:00Z (a date, a time, a zone), not {shown(text)!r}"
         )
     return moment
+
+
+MEMORY_NAME_HELP = "the user id, or shared/NAME for a shared memory"
+USER = Argument("--user", required=True, type=memory_name, help=MEMORY_NAME_HELP)
+USER_OR_ALL = OneOf(
+    Argument("--user", type=memory_name, help=MEMORY_NAME_HELP),
+    Argument(
+        "--all", action="store_true", help="every user in the store (rotate, verify: and every shared memory)"
+    ),
+    required=True,
+)
+"""``--user U`` or ``--all``, exactly one."""
+
+
+def chosen_users(arguments: argparse.Namespace, operations: Operations, *, shared: bool = False) -> list[str]:
+    """The memories of ``--all`` (every user in the store, and with ``shared`` every shared memory
+    too) or ``--user U``."""
+    if not arguments.all:
+        return [arguments.user]
+    return [*operations.users(), *(operations.shared_memories() if shared else ())]
+
+
+def whom(arguments: argparse.Namespace) -> str:
+    """``--all`` or ``--user U``, as a confirmation question names them."""
+    return "every user" if arguments.all else f"user {arguments.user}"
+
+
+def transfer_arguments(user: Argument, overwrites: str) -> tuple[Argument, ...]:
+    """The arguments of a transfer between a user's memory and DIR/memories/... (export, import):
+    the ``user``, the folder, and ``--overwrite``, which replaces ``overwrites``."""
+    return (
+        user,
+        Argument("directory", type=Path),
+        Argument("--overwrite", action="store_true", help=f"replace {overwrites}"),
+    )
+
+
+def restore_misuse(path: str | None, version: str | None) -> str | None:
+    """Why ``restore``'s path and ``--version`` cannot go together: a version is a file's, and
+    ``--as-of`` puts back the whole memory (a path with it was ignored)."""
+    if version is not None and path is None:
+        return "--version needs the file's path"
+    if version is None and path is not None:
+        return "--as-of puts back the whole memory: give no path"
+    return None

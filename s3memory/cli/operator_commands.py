@@ -7,10 +7,21 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from s3memory.cli.arguments import as_of_time, idle_days, memory_name, new_memory_name, path_argument
+from s3memory.cli.arguments import (
+    MEMORY_NAME_HELP,
+    USER,
+    USER_OR_ALL,
+    as_of_time,
+    chosen_users,
+    idle_days,
+    new_memory_name,
+    path_argument,
+    restore_misuse,
+    transfer_arguments,
+    whom,
+)
 from s3memory.cli.console import (
     Argument,
     Console,
@@ -35,31 +46,6 @@ if TYPE_CHECKING:
 
 NO_QUESTION = "do not ask for confirmation"
 """The help of ``--yes`` for most commands that ask first."""
-
-
-MEMORY_NAME_HELP = "the user id, or shared/NAME for a shared memory"
-USER = Argument("--user", required=True, type=memory_name, help=MEMORY_NAME_HELP)
-USER_OR_ALL = OneOf(
-    Argument("--user", type=memory_name, help=MEMORY_NAME_HELP),
-    Argument(
-        "--all", action="store_true", help="every user in the store (rotate, verify: and every shared memory)"
-    ),
-    required=True,
-)
-"""``--user U`` or ``--all``, exactly one."""
-
-
-def chosen_users(arguments: argparse.Namespace, operations: Operations, *, shared: bool = False) -> list[str]:
-    """The memories of ``--all`` (every user in the store, and with ``shared`` every shared memory
-    too) or ``--user U``."""
-    if not arguments.all:
-        return [arguments.user]
-    return [*operations.users(), *(operations.shared_memories() if shared else ())]
-
-
-def whom(arguments: argparse.Namespace) -> str:
-    """``--all`` or ``--user U``, as a confirmation question names them."""
-    return "every user" if arguments.all else f"user {arguments.user}"
 
 
 COMMANDS: list[OperatorCommand] = []
@@ -175,20 +161,10 @@ def cat(console: Console, operations: Operations) -> Report:
     return Report({"path": path, "text": text}, [text], {"bytes": len(text.encode("utf-8"))}, end="")
 
 
-def _transfer_arguments(user: Argument, overwrites: str) -> tuple[Argument, ...]:
-    """The arguments of a transfer between a user's memory and DIR/memories/... (export, import):
-    the ``user``, the folder, and ``--overwrite``, which replaces ``overwrites``."""
-    return (
-        user,
-        Argument("directory", type=Path),
-        Argument("--overwrite", action="store_true", help=f"replace {overwrites}"),
-    )
-
-
 @command(
     "export",
     "write a user's memory as DIR/memories/... (the SDK's local layout)",
-    *_transfer_arguments(USER, "local files that differ"),
+    *transfer_arguments(USER, "local files that differ"),
     examples=("s3memory export --user alice ./backup",),
 )
 def export(console: Console, operations: Operations) -> Report:
@@ -203,7 +179,7 @@ def export(console: Console, operations: Operations) -> Report:
 @command(
     "import",
     "load DIR/memories/... (what the SDK's local tool wrote)",
-    *_transfer_arguments(
+    *transfer_arguments(
         Argument("--user", required=True, type=new_memory_name, help=MEMORY_NAME_HELP),
         "stored files whose text differs",
     ),
@@ -254,16 +230,6 @@ def history(console: Console, operations: Operations) -> Report:
     return history_report(path, found)
 
 
-def _restore_misuse(path: str | None, version: str | None) -> str | None:
-    """Why ``restore``'s path and ``--version`` cannot go together: a version is a file's, and
-    ``--as-of`` puts back the whole memory (a path with it was ignored)."""
-    if version is not None and path is None:
-        return "--version needs the file's path"
-    if version is None and path is not None:
-        return "--as-of puts back the whole memory: give no path"
-    return None
-
-
 @command(
     "restore",
     "a file's version, or the whole memory as it was at a time",
@@ -279,7 +245,7 @@ def _restore_misuse(path: str | None, version: str | None) -> str | None:
         "s3memory restore --user alice --as-of 2026-12-01T09:00:00Z",
         "s3memory restore --user alice /memories/notes.md --version VERSION_ID",
     ),
-    misuse=lambda arguments: _restore_misuse(arguments.path, arguments.version),
+    misuse=lambda arguments: restore_misuse(arguments.path, arguments.version),
 )
 def restore(console: Console, operations: Operations) -> Report:
     arguments = console.arguments
