@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from s3memory.errors import CommandError
     from s3memory.memory import S3Memory
     from s3memory.mounts import Mount, MountedMemory
+    from s3memory.ops.operations import Operations
     from s3memory.settings import Settings
     from s3memory.storage.bucket import Bucket
     from s3memory.store import Store
@@ -31,6 +32,7 @@ __all__ = [
     "LocalKeyProvider",
     "Mount",
     "MountedMemory",
+    "Operations",
     "S3Memory",
     "S3MemoryTool",
     "Settings",
@@ -49,6 +51,7 @@ _HOMES = {
     "S3Memory": ".memory",
     "Mount": ".mounts",
     "MountedMemory": ".mounts",
+    "Operations": ".ops.operations",
     "SharedName": ".core.paths",
     "Settings": ".settings",
     "Bucket": ".storage.bucket",

@@ -157,3 +157,16 @@ def test_an_erase_a_serving_process_writes_into_claims_no_shredding_and_names_th
         "left: 0 object versions",
         "copies kept elsewhere can no longer be decrypted: every version of the wrapped data keys is gone",
     ]
+
+
+def test_erasure_says_shredded_only_once_nothing_is_left_and_never_in_a_dry_run(
+    s3: Any, versioned: str, kms: Any, key_id: str
+) -> None:
+    """``Erasure.shredded`` is decided once, in ``Erasure``, and the library's caller reads what the
+    command prints: a dry run shreds nothing, a finished erase under KMS shreds every copy."""
+    operations = Operations(Bucket(s3, versioned), KMSKeyProvider(key_id, kms_client=kms), storage_format=1)
+    history_for(operations, "erin")
+    dry = operations.erase("erin", dry_run=True)
+    assert (dry.key_versions, dry.shredded, dry.document()["shredded"]) == (1, False, False)
+    erased = operations.erase("erin")
+    assert (erased.left, erased.shredded, erased.document()["shredded"]) == (0, True, True)

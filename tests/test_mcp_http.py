@@ -238,7 +238,7 @@ def test_the_sdks_get_access_token_is_the_verified_token_while_a_command_runs(
     settings = settings_of({**store_environment, **issuer.environ()})
     assert settings.edge.tokens is not None
     verifier = TokenVerifier(settings.edge.tokens)
-    memories = memories_of(settings.make_store(), settings)
+    memories = memories_of(make_store(settings), settings)
     seen: list[AccessToken | None] = []
 
     def memory_of(caller: Caller) -> UserMemory:

@@ -15,8 +15,8 @@ import pytest
 
 from s3memory.cli import console
 from s3memory.cli import main as cli
-from s3memory.cli.commands import COMMANDS
 from s3memory.cli.console import Console, Report, settings_from
+from s3memory.cli.operator_commands import COMMANDS
 from s3memory.crypto import LocalKeyProvider
 from s3memory.ops.operations import Operations
 from s3memory.storage.bucket import Bucket

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from s3memory.cli.commands import COMMANDS
 from s3memory.cli.console import operator_actor
+from s3memory.cli.operator_commands import COMMANDS
 from s3memory.crypto import LocalKeyProvider
 from s3memory.formats.names import namespace_of
 from s3memory.memory import S3Memory

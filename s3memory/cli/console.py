@@ -1,6 +1,6 @@
 """How an operator command of ``s3memory`` runs: settings from ``S3MEMORY_*`` with flags over them, the
 operator's confirmation, a progress bar, the command's report as text or ``--json``, the exit status
-and one audit line. The commands themselves are declared in ``cli.commands``.
+and one audit line. The commands themselves are declared in ``cli.operator_commands``.
 
 The audit line is JSON: who ran the command (the local user), which command, which user's memory,
 and counts; never content or paths. It is appended to ``--audit-log FILE``, and written on stderr
@@ -26,7 +26,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, TextIO
 
 from s3memory.errors import CommandError, StorageError, escaped
 from s3memory.ops.progress import Progress
@@ -76,6 +76,27 @@ class Report:
     complete: bool = True
     end: str = "\n"
     """What follows the last line: a newline, or nothing after a file's text printed as it is."""
+
+    @classmethod
+    def of(cls, rendered: Rendered) -> Report:
+        """The report of ``rendered``, as it renders itself."""
+        return cls(rendered.document(), rendered.lines(), rendered.counts(), rendered.complete)
+
+
+class Rendered(Protocol):
+    """A report of ``ops`` that renders itself (``verify.VerifyReport``, ``erase.Erasure``,
+    ``transfer.Transfer``, the listings of ``inventory``): its ``--json`` document, its lines of text
+    (every name from a folder, a bucket or a user ``printable``), the counts of its audit line, and
+    whether it is complete."""
+
+    @property
+    def complete(self) -> bool: ...
+
+    def document(self) -> Mapping[str, object]: ...
+
+    def lines(self) -> Sequence[str]: ...
+
+    def counts(self) -> Mapping[str, int]: ...
 
 
 class UsageError(Exception):

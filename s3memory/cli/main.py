@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from s3memory._version import __version__
-from s3memory.cli.commands import GLOBAL_OPTIONS, add_commands, add_global_options
 from s3memory.cli.completion import SHELLS, commands_of, completion_script, options_of
 from s3memory.cli.console import Console, error_line, examples, printable
+from s3memory.cli.operator_commands import GLOBAL_OPTIONS, add_commands, add_global_options
 from s3memory.demo import DEMO_INSTALL_HINT, LOCAL_S3_BUCKET, LOCAL_S3_ENV_FILE, missing_for_demo
 from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, MCP_INSTALL_HINT, missing_for_mcp
 from s3memory.settings import DEFAULT_MODEL

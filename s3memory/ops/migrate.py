@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from s3memory.errors import CommandError
 from s3memory.formats.names import user_of_namespace
 from s3memory.formats.upgrade import UserMigration
-from s3memory.ops.operations import Operations, Verification, usable_user_id
+from s3memory.ops.inventory import usable_user_id
+from s3memory.ops.operations import Operations
 from s3memory.ops.progress import SILENT, Progress
+from s3memory.ops.verify import Verification
 
 
 @dataclass
