@@ -35,9 +35,10 @@ from s3memory.formats.store_keys import NONE_MISSING, Missing, store_identity, s
 from s3memory.formats.strategy import Format, numbered
 from s3memory.formats.upgrade import SettledUsers, fetch_mark, mark_migrated, migrated
 from s3memory.storage import server_checks
-from s3memory.storage.bucket import Bucket, RequestFailed
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.concurrency import quietly, side
 from s3memory.storage.conditions import REFUSE, Enforced, Gate, WeakServer, checked_weak_server
+from s3memory.storage.diagnosis import RequestFailed
 
 __all__ = ["DEFAULT_PREFIX", "Resolution", "Store", "StoreOptions", "forget_stores", "reaching"]
 

@@ -29,7 +29,8 @@ from s3memory.answers import answer
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
 from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
-from s3memory.storage.bucket import Bucket, RequestFailed, Version
+from s3memory.storage.bucket import Bucket, Version
+from s3memory.storage.diagnosis import RequestFailed
 
 from .support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY
 from .support.console import audit, run

@@ -46,7 +46,8 @@ from s3memory.mcp.http import http_app, memories_of
 from s3memory.mcp.server import build_server
 from s3memory.memory import S3Memory
 from s3memory.settings import Settings, SettingsError
-from s3memory.storage.bucket import AccessDenied, Bucket, RequestFailed
+from s3memory.storage.bucket import Bucket
+from s3memory.storage.diagnosis import AccessDenied, RequestFailed
 from s3memory.storage.nesting import NestedStore, check_no_store_at
 from s3memory.testing.scripted_claude import Reply, ScriptedClaude, Turn, last_tool_results
 

@@ -374,7 +374,7 @@ _ISO_TIME = re.compile(
 def as_of_time(text: str) -> datetime:
     """``--as-of``'s time (UTC unless it names a zone); refused (exit 2) naming the form it takes,
     also for what Python's ISO parser would read as a surprising date (``11111111``: 1111-11-11)."""
-    from s3memory.storage.bucket import when
+    from s3memory.core.timestamps import when
 
     moment = None
     if _ISO_TIME.fullmatch(text.strip()):

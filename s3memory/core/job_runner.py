@@ -37,8 +37,9 @@ from s3memory.core.job_records import (
 from s3memory.core.listing import listed_past
 from s3memory.core.moves import MARK_PREFIX, WITHDRAW_WINDOW_SECONDS, Copy, Movers, Origin, SourceChanged
 from s3memory.core.paths import MemoryPath, memory_path
+from s3memory.core.timestamps import when
 from s3memory.errors import CommandError, IntegrityError
-from s3memory.storage.bucket import Listed, ListingPage, ObjectTooLarge, PreconditionFailed, when
+from s3memory.storage.bucket import Listed, ListingPage, ObjectTooLarge, PreconditionFailed
 from s3memory.storage.concurrency import parallel, quietly, side
 
 MAX_AGE_SECONDS = 7 * 24 * 3600

@@ -48,13 +48,14 @@ from s3memory.memory import MemoryOptions, S3Memory
 from s3memory.ops import folders
 from s3memory.ops.progress import SILENT, Progress
 from s3memory.settings import Limits, Settings
-from s3memory.storage.bucket import AccessDenied, Bucket, Listed, Version
+from s3memory.storage.bucket import Bucket, Listed, Version
 from s3memory.storage.conditions import (
     FORMAT_NEEDS,
     LOOKED_FOR_IN_SINGLE_WRITER_MODE,
     SINGLE_WRITER,
     Enforced,
 )
+from s3memory.storage.diagnosis import AccessDenied
 from s3memory.storage.nesting import check_no_store_at, check_not_nested
 from s3memory.storage.server_checks import probe_again
 from s3memory.store import Store, StoreOptions, reaching, refuse_unknown

@@ -34,6 +34,7 @@ from datetime import datetime
 from s3memory.core.files import LOST, Lost, retried
 from s3memory.core.job_records import RECORD_MAX_BYTES, RECORD_PATH_PREFIX
 from s3memory.core.paths import MemoryPath, check_owner
+from s3memory.core.timestamps import when
 from s3memory.crypto import (
     MAX_KEY_CACHE_SECONDS,
     MAX_KEY_VERSION,
@@ -59,7 +60,6 @@ from s3memory.storage.bucket import (
     PreconditionFailed,
     StoredObject,
     Version,
-    when,
 )
 from s3memory.storage.concurrency import parallel
 from s3memory.storage.server_checks import rewrap_record

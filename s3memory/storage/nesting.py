@@ -14,8 +14,9 @@ protocol and its invariants are ``docs/operations.md`` "Stores inside stores".
 from __future__ import annotations
 
 from s3memory.errors import StoreMisconfigured, shown
-from s3memory.storage.bucket import AccessDenied, Bucket
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.concurrency import parallel
+from s3memory.storage.diagnosis import AccessDenied
 
 STORE_OBJECTS = "s3memory."
 """How the name of every object a store keeps of its own (directly below its prefix) begins."""

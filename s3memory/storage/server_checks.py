@@ -42,7 +42,6 @@ from s3memory.storage.bucket import (
     ConditionalConflict,
     ObjectTooLarge,
     PreconditionFailed,
-    RequestFailed,
 )
 from s3memory.storage.conditions import (
     BATCH_DELETE_ETAGS,
@@ -55,6 +54,7 @@ from s3memory.storage.conditions import (
     PUT_IF_NONE_MATCH,
     Enforced,
 )
+from s3memory.storage.diagnosis import RequestFailed
 from s3memory.storage.nesting import check_not_nested
 
 SERVER_RECORD_NAME = "s3memory.server"
