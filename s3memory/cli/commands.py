@@ -84,7 +84,7 @@ def chosen_users(arguments: argparse.Namespace, operations: Operations, *, share
 
 def idle_days(text: str) -> int:
     """``--idle-days``: a whole number from 1 to ``expiry.MAX_IDLE_DAYS``; refused (exit 2) otherwise."""
-    from s3memory.ops.expiry import MAX_IDLE_DAYS
+    from s3memory.ops.idle_expiry import MAX_IDLE_DAYS
 
     try:
         days = int(text)
@@ -518,7 +518,7 @@ def erase(console: Console, operations: Operations) -> Report:
     examples=("s3memory expire --all --idle-days 90 --dry-run",),
 )
 def expire(console: Console, operations: Operations) -> Report:
-    from s3memory.ops import expiry
+    from s3memory.ops import idle_expiry as expiry
 
     arguments = console.arguments
     console.confirm(f"Delete the files of {whom(arguments)} if idle for {arguments.idle_days} days?")

@@ -8,7 +8,7 @@ first command it answers has its answer, then once the first one answered at lea
 ``RECORD_EVERY_SECONDS`` after its last has: one unconditional PutObject, made by the command's own
 thread before the answer is returned, so no write of the record outlives the command that made it.
 A write that fails is logged (never the user, a path or content), fails no command, and the next
-command tries again. Idle expiry reads the record (``expiry.py``); the protocol and its invariants
+command tries again. Idle expiry reads the record (``ops/idle_expiry.py``); the protocol and its invariants
 are ``docs/expiry.md``.
 """
 
