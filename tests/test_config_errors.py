@@ -25,8 +25,8 @@ from botocore.exceptions import ClientError
 from moto.core.authorization import enable_iam_authentication
 
 from s3memory import clients
-from s3memory.answers import answer
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
+from s3memory.edge.answers import answer
 from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
 from s3memory.storage.bucket import Bucket, Version

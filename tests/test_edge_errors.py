@@ -29,10 +29,10 @@ from moto.core.authorization import enable_iam_authentication
 from starlette.applications import Starlette
 
 from s3memory import clients
-from s3memory.answers import answer, answered, remote
 from s3memory.aws_lambda import agent_handler, mcp_handler, memory_handler, runtime
 from s3memory.core.paths import UserId
 from s3memory.crypto import LocalKeyProvider
+from s3memory.edge.answers import answer, answered, remote
 from s3memory.errors import (
     CommandError,
     IntegrityError,

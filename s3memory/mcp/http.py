@@ -39,6 +39,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from s3memory.core.paths import UserId
+from s3memory.edge.tokens import KeysUnavailable, TokenRefused, TokenVerifier
 from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, EXIT_SERVED, EXIT_USAGE
 from s3memory.mcp.limits import DEFAULT_LIMITS, Admission, EdgeGuard, EdgeLimits, body_bound
 from s3memory.mcp.server import build_server
@@ -47,7 +48,6 @@ from s3memory.memories import Memories
 from s3memory.memory import S3Memory
 from s3memory.mounts import Caller, Grant, UserMemory, granted, with_mounts
 from s3memory.settings import JWT_ISSUER, Settings, SettingsError, secure_url
-from s3memory.tokens import KeysUnavailable, TokenRefused, TokenVerifier
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send

@@ -29,7 +29,8 @@ from typing import Any, NamedTuple
 
 from s3memory.settings import JWT_ISSUER, TokenCheck, secure_url
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("s3memory.tokens")
+"""Named as before the module moved to ``edge/``: a log filter on it keeps working."""
 
 FAMILIES = {"RSA": ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"), "EC": ("ES256", "ES384", "ES512")}
 """Accepted algorithms, by the key type (``kty``) that signs with them."""
