@@ -29,13 +29,13 @@ from s3memory.clients import make_s3_client
 from s3memory.core import paths
 from s3memory.core.paths import MEMORY_ROOT, memory_path
 from s3memory.crypto import KeyProvider, LocalKeyProvider
-from s3memory.demo.embedded_s3 import moto_server
 from s3memory.formats.store_keys import MIGRATED_NAME, STORE_KEY_NAME
 from s3memory.memory import S3Memory
 from s3memory.storage.bucket import Bucket
 from s3memory.storage.server_checks import SERVER_RECORD_NAME
 from s3memory.store import Store, forget_stores
 from s3memory.testing import conditions_honoured, install_condition_checks
+from s3memory.testing.embedded_s3 import moto_server
 from s3memory.testing.scripted_claude import ScriptedClaude
 from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
 

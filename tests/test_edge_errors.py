@@ -49,7 +49,8 @@ from s3memory.settings import Settings, SettingsError
 from s3memory.storage.bucket import Bucket
 from s3memory.storage.diagnosis import AccessDenied, RequestFailed
 from s3memory.storage.nesting import NestedStore, check_no_store_at
-from s3memory.testing.scripted_claude import Reply, ScriptedClaude, Turn, last_tool_results
+from s3memory.testing.script import Reply, Turn, last_tool_results
+from s3memory.testing.scripted_claude import ScriptedClaude
 
 from .support.api_gateway import MCP_URL
 from .support.bucket import BUCKET as SHARED_BUCKET

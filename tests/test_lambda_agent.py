@@ -24,7 +24,8 @@ from s3memory.aws_lambda import runtime as lambda_runtime
 from s3memory.aws_lambda.agent import conversation, credentials
 from s3memory.aws_lambda.agent import deadline as agent_deadline
 from s3memory.storage.concurrency import parallel, side
-from s3memory.testing.scripted_claude import Reply, ScriptedClaude, ScriptError, Turn, last_tool_results
+from s3memory.testing.script import Reply, Turn, last_tool_results
+from s3memory.testing.scripted_claude import ScriptedClaude, ScriptError
 
 from .conftest import STORAGE_FORMAT, key_of
 from .support.access import AccessRecordWrites
