@@ -30,6 +30,7 @@ from typing import TypedDict, TypeVar, Unpack
 
 from s3memory.core.paths import KeyLayout
 from s3memory.crypto import KeyOwner, KeyProvider
+from s3memory.errors import RequestFailed
 from s3memory.formats.choice import AUTO_FORMAT, StorageFormat, checked_format, look
 from s3memory.formats.store_keys import NONE_MISSING, Missing, store_identity, store_key, stored_store_key
 from s3memory.formats.strategy import Format, numbered
@@ -38,7 +39,6 @@ from s3memory.storage import server_checks
 from s3memory.storage.bucket import Bucket
 from s3memory.storage.concurrency import quietly, side
 from s3memory.storage.conditions import REFUSE, Enforced, Gate, WeakServer, checked_weak_server
-from s3memory.storage.diagnosis import RequestFailed
 
 __all__ = ["DEFAULT_PREFIX", "Resolution", "Store", "StoreOptions", "forget_stores", "reaching"]
 

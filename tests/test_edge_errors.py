@@ -34,9 +34,12 @@ from s3memory.core.paths import UserId
 from s3memory.crypto import LocalKeyProvider
 from s3memory.edge.answers import answer, answered, remote
 from s3memory.errors import (
+    AccessDenied,
     CommandError,
     IntegrityError,
+    NestedStore,
     ObjectRefused,
+    RequestFailed,
     StorageError,
     StorageRefusal,
     StoreMisconfigured,
@@ -47,8 +50,7 @@ from s3memory.mcp.server import build_server
 from s3memory.memory import S3Memory
 from s3memory.settings import Settings, SettingsError
 from s3memory.storage.bucket import Bucket
-from s3memory.storage.diagnosis import AccessDenied, RequestFailed
-from s3memory.storage.nesting import NestedStore, check_no_store_at
+from s3memory.storage.nesting import check_no_store_at
 from s3memory.testing.script import Reply, Turn, last_tool_results
 from s3memory.testing.scripted_claude import ScriptedClaude
 

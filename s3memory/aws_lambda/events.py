@@ -24,8 +24,8 @@ from typing import Any, TypeGuard
 from s3memory.core.commands import COMMANDS
 from s3memory.core.paths import UserId
 from s3memory.crypto import validate_served_author
-from s3memory.edge.tokens import KeysUnavailable, TokenRefused, TokenVerifier
-from s3memory.errors import type_name
+from s3memory.edge.tokens import TokenVerifier
+from s3memory.errors import KeysUnavailable, TokenRefused, type_name
 from s3memory.mounts import Grant, Mount, granted
 from s3memory.settings import DIRECT_INVOCATION, JWT_ISSUER, Edge, SettingsError
 

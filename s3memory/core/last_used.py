@@ -23,8 +23,7 @@ from dataclasses import dataclass
 
 from s3memory.core.files import MemoryFiles
 from s3memory.core.job_records import RECORD_PATH_PREFIX
-from s3memory.errors import IntegrityError
-from s3memory.storage.bucket import ObjectTooLarge
+from s3memory.errors import IntegrityError, ObjectTooLarge
 
 RECORD_EVERY_SECONDS = 3600
 """A memory object writes the record again on its first command this long after its last record."""

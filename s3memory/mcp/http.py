@@ -39,7 +39,8 @@ from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from s3memory.core.paths import UserId
-from s3memory.edge.tokens import KeysUnavailable, TokenRefused, TokenVerifier
+from s3memory.edge.tokens import TokenVerifier
+from s3memory.errors import KeysUnavailable, TokenRefused
 from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, EXIT_SERVED, EXIT_USAGE
 from s3memory.mcp.limits import DEFAULT_LIMITS, Admission, EdgeGuard, EdgeLimits, body_bound
 from s3memory.mcp.server import build_server

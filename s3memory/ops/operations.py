@@ -39,7 +39,7 @@ from s3memory.core.paths import (
     validate_namespace,
 )
 from s3memory.crypto import KeyProvider, KMSKeyProvider, plaintext_size
-from s3memory.errors import CommandError, StorageError, shown, with_fix
+from s3memory.errors import AccessDenied, CommandError, StorageError, shown, with_fix
 from s3memory.formats.keyvault import KEYS_PREFIX, key_version
 from s3memory.formats.names import user_of_namespace
 from s3memory.formats.strategy import Format, numbered
@@ -55,7 +55,6 @@ from s3memory.storage.conditions import (
     SINGLE_WRITER,
     Enforced,
 )
-from s3memory.storage.diagnosis import AccessDenied
 from s3memory.storage.nesting import check_no_store_at, check_not_nested
 from s3memory.storage.server_checks import probe_again
 from s3memory.store import Store, StoreOptions, reaching, refuse_unknown

@@ -44,23 +44,20 @@ from s3memory.crypto import (
     LocalKeyProvider,
     sealed_version,
 )
-from s3memory.errors import CommandError, IntegrityError
+from s3memory.errors import (
+    CommandError,
+    ConditionalConflict,
+    IntegrityError,
+    ObjectTooLarge,
+    PreconditionFailed,
+)
 from s3memory.formats.keyvault import KEYS_PREFIX, KeyVault
 from s3memory.formats.store_keys import STORE_KEY_MAX_BYTES, STORE_KEY_NAME
 from s3memory.formats.strategy import FORMATS
 from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
 from s3memory.ops.progress import SILENT, Progress
-from s3memory.storage.bucket import (
-    DELETE_BATCH,
-    Bucket,
-    ConditionalConflict,
-    Listed,
-    ObjectTooLarge,
-    PreconditionFailed,
-    StoredObject,
-    Version,
-)
+from s3memory.storage.bucket import DELETE_BATCH, Bucket, Listed, StoredObject, Version
 from s3memory.storage.concurrency import parallel
 from s3memory.storage.server_checks import rewrap_record
 

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from s3memory.errors import StorageError, aws_error_code
+from s3memory.errors import (
+    ConditionalConflict,
+    ObjectTooLarge,
+    PreconditionFailed,
+    StorageError,
+    aws_error_code,
+)
 from s3memory.storage import diagnosis
 from s3memory.storage.concurrency import holding, parallel
 from s3memory.storage.conditions import (
@@ -44,22 +50,6 @@ _CONFLICT = frozenset({"ConditionalRequestConflict", "409", "OperationAborted"})
 _SNAKE_CASE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
-class PreconditionFailed(Exception):
-    """A conditional write lost: the object exists (IfNoneMatch) or changed (IfMatch).
-
-    ``after_retry``: botocore had retried the request (its first answer was lost), so the winning
-    write may have been this one.
-    """
-
-    def __init__(self, key: str, *, after_retry: bool = False) -> None:
-        super().__init__(key)
-        self.after_retry = after_retry
-
-
-class ObjectTooLarge(StorageError):
-    """An object larger than s3memory writes there; it was not read."""
-
-
 @dataclass(frozen=True)
 class BatchDeleted:
     """What a conditional ``DeleteObjects`` left: keys kept because their ETag changed, and keys
@@ -68,10 +58,6 @@ class BatchDeleted:
 
     changed: list[str] = field(default_factory=list)
     gone: list[str] = field(default_factory=list)
-
-
-class ConditionalConflict(Exception):
-    """S3 answered 409 to a conditional write racing another one; retry."""
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from s3memory.errors import StorageError, aws_error_code
+from s3memory.errors import AccessDenied, RequestFailed, aws_error_code
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -57,26 +57,6 @@ _KMS_ACTIONS = {
 """What an operation needs of the bucket's KMS key on a bucket that encrypts with SSE-KMS (as the
 Terraform module's does)."""
 _REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]{1,2}")
-
-
-class RequestFailed(StorageError):
-    """An S3 request failed; ``code`` is the S3 error code (or the exception's class name);
-    ``explained``: the message names what is misconfigured and the fix; ``where``: the bucket it was
-    sent to, as the log names it (``described``; empty where unknown)."""
-
-    def __init__(self, message: str, code: str, *, explained: bool = False, where: str = "") -> None:
-        super().__init__(message)
-        self.code = code
-        self.explained = explained
-        self.where = where
-
-    @property
-    def diagnosis(self) -> str | None:
-        return f"{self.message} ({self.where})" if self.where else self.message
-
-
-class AccessDenied(RequestFailed):
-    """S3 refused the request to this role (403): what it asked about may exist or not."""
 
 
 def iam_action(operation: str, arguments: Mapping[str, Any] | None = None) -> str:

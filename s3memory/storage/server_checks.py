@@ -36,13 +36,15 @@ from s3memory.crypto import (
     KeyProvider,
     LocalKeyProvider,
 )
-from s3memory.errors import IntegrityError, StorageError
-from s3memory.storage.bucket import (
-    Bucket,
+from s3memory.errors import (
     ConditionalConflict,
+    IntegrityError,
     ObjectTooLarge,
     PreconditionFailed,
+    RequestFailed,
+    StorageError,
 )
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.conditions import (
     BATCH_DELETE_ETAGS,
     CONDITIONS,
@@ -54,7 +56,6 @@ from s3memory.storage.conditions import (
     PUT_IF_NONE_MATCH,
     Enforced,
 )
-from s3memory.storage.diagnosis import RequestFailed
 from s3memory.storage.nesting import check_not_nested
 
 SERVER_RECORD_NAME = "s3memory.server"
