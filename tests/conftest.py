@@ -134,7 +134,7 @@ def atomic_moto_writes() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def new_process_for_migration() -> None:
-    """What this process learned of stores (``deployment.forget_stores``: the format ``auto`` serves
+    """What this process learned of stores (``store.forget_stores``: the format ``auto`` serves
     each in, its mark, its users with no format-1 files, what its server enforces), forgotten for
     each test: each test's bucket is new. So the first format-2 memory of a test looks for
     format-1 users and marks the store, whatever ran before."""
