@@ -9,7 +9,7 @@ functions verify themselves.
 
 - **Warm**: ``s3memory.aws_lambda.mcp_function.handle`` served a JSON-RPC ``tools/call`` of the
   memory tool on ``ANY /mcp`` (stateless, JSON answers: a new app and event loop per invocation)
-  against ``s3memory.aws_lambda.memory.handle`` served ``{"input": {...}}`` on ``POST /memory``; both
+  against ``s3memory.aws_lambda.memory_function.handle`` served ``{"input": {...}}`` on ``POST /memory``; both
   given the settings as ``environ``, so they share one runtime (clients, key provider, the issuer's
   keys, the user's memory), as a function's container keeps its own. The commands, the pairing and
   the alternation are section 7's (``mcp_overhead.pairs``, ``mcp_overhead.arguments``), each call
@@ -210,11 +210,11 @@ def run(backend: Backend, calls: int, warmup: int, cold_reps: int) -> McpLambda:
 
 
 def _warm(result: McpLambda, settings: dict[str, str], events: Events) -> None:
-    from s3memory.aws_lambda import mcp_function, memory
+    from s3memory.aws_lambda import mcp_function, memory_function
 
     handlers: dict[str, Callable[..., dict[str, Any]]] = {
         MCP_FUNCTION: mcp_function.handle,
-        MEMORY_FUNCTION: memory.handle,
+        MEMORY_FUNCTION: memory_function.handle,
     }
 
     def invoke(side: str, tool_input: dict[str, Any]) -> tuple[float, str]:

@@ -1,9 +1,35 @@
-"""The exceptions of the core, and which of them are the operator's to mend.
+"""Every exception a caller of s3memory can meet, in one tree, and which are the operator's to mend.
 
-The tool adapters turn each into the SDK's ``ToolError``. Where the caller is the operator (the
-library, the command line, ``s3memory mcp`` on stdio) every message is answered whole. A network edge
-answers verbatim only the memory tool contract's refusals, and each of the operator's failures
-(``operators``) with a fixed text, its diagnosis in the log (``answers``).
+    Exception
+    ├── CommandError                the command was refused or failed; its message is the answer
+    │   ├── StorageError            S3 or KMS failed, or answered what cannot be trusted: the operator's
+    │   │   ├── StorageRefusal      ...that the caller mends alone
+    │   │   ├── RequestFailed       an S3 request failed (``storage.diagnosis``: the cause and the fix)
+    │   │   │   └── AccessDenied    S3 refused it to this role (403)
+    │   │   ├── ObjectTooLarge      a stored object larger than s3memory writes, left unread
+    │   │   └── ServerRefused       (``storage.conditions``) the server does not enforce a condition
+    │   ├── IntegrityError          a store object failed authentication: the operator's
+    │   │   ├── ObjectRefused       ...a memory file, named by its path: the caller's
+    │   │   └── RecordRefused       a job record that can never run
+    │   ├── StoreMisconfigured      the store cannot serve the command as set up: the operator's
+    │   │   └── NestedStore         stores inside stores
+    │   ├── FileTooLarge            a file would be larger than the size limit
+    │   └── Unsettled               (``core.job_runner``) a refusal an unfinished job may explain
+    ├── PreconditionFailed          a conditional write lost (412): handled where it was sent
+    ├── ConditionalConflict         S3 answered 409 to racing conditional writes: retried
+    ├── SourceChanged               a server-side copy's source changed or went: no copy made
+    ├── TokenRefused                an HTTP edge's bearer token proves no user (401, 403)
+    └── KeysUnavailable             the token issuer's signing keys could not be fetched (503)
+    ValueError
+    └── SettingsError               (``settings``) a setting is wrong, named
+        └── Misconfigured           (``aws_lambda.agent.config``) the agent function's settings
+
+Those named in brackets live in the module that raises them. What each edge answers for each:
+``docs/errors.md``. The tool adapters turn a ``CommandError`` into the SDK's ``ToolError``. Where
+the caller is the operator (the library, the command line, ``s3memory mcp`` on stdio) every message
+is answered whole. A network edge answers verbatim only the memory tool contract's refusals, and
+each of the operator's failures (``operators``) with a fixed text, its diagnosis in the log
+(``edge.answers``).
 """
 
 from __future__ import annotations
@@ -76,6 +102,78 @@ class StoreMisconfigured(CommandError):
     @property
     def diagnosis(self) -> str | None:
         return self._diagnosis
+
+
+class RequestFailed(StorageError):
+    """An S3 request failed; ``code`` is the S3 error code (or the exception's class name);
+    ``explained``: the message names what is misconfigured and the fix; ``where``: the bucket it was
+    sent to, as the log names it (``storage.diagnosis.described``; empty where unknown)."""
+
+    def __init__(self, message: str, code: str, *, explained: bool = False, where: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.explained = explained
+        self.where = where
+
+    @property
+    def diagnosis(self) -> str | None:
+        return f"{self.message} ({self.where})" if self.where else self.message
+
+
+class AccessDenied(RequestFailed):
+    """S3 refused the request to this role (403): what it asked about may exist or not."""
+
+
+class ObjectTooLarge(StorageError):
+    """An object larger than s3memory writes there; it was not read."""
+
+
+class RecordRefused(IntegrityError):
+    """A record that can never run: not in our format, or a plan that breaks the rules of
+    ``core.job_records``."""
+
+
+class NestedStore(StoreMisconfigured):
+    """Two stores of one bucket nest: one's prefix lies inside the other's. The message names a key
+    found there (on format 1, a user id and a path); the diagnosis names prefixes only."""
+
+
+class FileTooLarge(CommandError):
+    """A file would be larger than the size limit."""
+
+
+class PreconditionFailed(Exception):
+    """A conditional write lost: the object exists (IfNoneMatch) or changed (IfMatch).
+
+    ``after_retry``: botocore had retried the request (its first answer was lost), so the winning
+    write may have been this one.
+    """
+
+    def __init__(self, key: str, *, after_retry: bool = False) -> None:
+        super().__init__(key)
+        self.after_retry = after_retry
+
+
+class ConditionalConflict(Exception):
+    """S3 answered 409 to a conditional write racing another one; retry."""
+
+
+class SourceChanged(Exception):
+    """The source no longer has the ETag its copy was to be made from, or is gone, and nothing is
+    at the destination: no copy was made."""
+
+
+class TokenRefused(Exception):
+    """The token does not prove who the caller is: 401, or 403 for a valid token that may not pass."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class KeysUnavailable(Exception):
+    """The issuer's signing keys could not be fetched; the message says why, never a token."""
 
 
 def operators(error: BaseException) -> bool:

@@ -26,7 +26,7 @@ from s3memory.core.job_runner import Intent, JobRunner, Unsettled
 from s3memory.core.keyvault import KeyVault
 from s3memory.core.last_used import AccessRecord
 from s3memory.core.listing import Tree, render_listing
-from s3memory.core.moves import Origin, SourceChanged
+from s3memory.core.moves import Origin
 from s3memory.core.paths import (
     ROOT,
     KeyLayout,
@@ -49,10 +49,16 @@ from s3memory.crypto import (
     user_author,
     validate_author,
 )
-from s3memory.errors import CommandError, StorageRefusal, StoreMisconfigured
+from s3memory.errors import (
+    CommandError,
+    PreconditionFailed,
+    SourceChanged,
+    StorageRefusal,
+    StoreMisconfigured,
+)
 from s3memory.formats.strategy import Format
 from s3memory.formats.upgrade import Upgrade
-from s3memory.storage.bucket import Bucket, ListingPage, PreconditionFailed
+from s3memory.storage.bucket import Bucket, ListingPage
 from s3memory.storage.concurrency import side
 from s3memory.store import Store, StoreOptions, refuse_unknown
 

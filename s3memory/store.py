@@ -30,12 +30,13 @@ from typing import TypedDict, TypeVar, Unpack
 
 from s3memory.core.paths import DEFAULT_PREFIX, KeyLayout
 from s3memory.crypto import KeyOwner, KeyProvider
+from s3memory.errors import RequestFailed
 from s3memory.formats.choice import AUTO_FORMAT, StorageFormat, checked_format, look
 from s3memory.formats.store_keys import NONE_MISSING, Missing, store_identity, store_key, stored_store_key
 from s3memory.formats.strategy import Format, numbered
 from s3memory.formats.upgrade import SettledUsers, fetch_mark, mark_migrated, migrated
 from s3memory.storage import server_checks
-from s3memory.storage.bucket import Bucket, RequestFailed
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.concurrency import quietly, side
 from s3memory.storage.conditions import REFUSE, Enforced, Gate, WeakServer, checked_weak_server
 

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, Self, Unpack
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
 from anthropic.types.beta import BetaCacheControlEphemeralParam
 
-from s3memory.answers import answer as answered
 from s3memory.assembly import make_memory
 from s3memory.crypto import KeyProvider
+from s3memory.edge.answers import answer as answered
 from s3memory.errors import CommandError
 from s3memory.memory import MemoryOptions, S3Memory
 from s3memory.mounts import Mount, UserMemory, with_mounts

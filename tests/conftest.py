@@ -29,13 +29,13 @@ from s3memory.clients import make_s3_client
 from s3memory.core import paths
 from s3memory.core.paths import MEMORY_ROOT, memory_path
 from s3memory.crypto import KeyProvider, LocalKeyProvider
-from s3memory.demo.embedded_s3 import moto_server
 from s3memory.formats.store_keys import MIGRATED_NAME, STORE_KEY_NAME
 from s3memory.memory import S3Memory
 from s3memory.storage.bucket import Bucket
 from s3memory.storage.server_checks import SERVER_RECORD_NAME
 from s3memory.store import Store, forget_stores
 from s3memory.testing import conditions_honoured, install_condition_checks
+from s3memory.testing.embedded_s3 import moto_server
 from s3memory.testing.scripted_claude import ScriptedClaude
 from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
 
@@ -134,7 +134,7 @@ def atomic_moto_writes() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def new_process_for_migration() -> None:
-    """What this process learned of stores (``deployment.forget_stores``: the format ``auto`` serves
+    """What this process learned of stores (``store.forget_stores``: the format ``auto`` serves
     each in, its mark, its users with no format-1 files, what its server enforces), forgotten for
     each test: each test's bucket is new. So the first format-2 memory of a test looks for
     format-1 users and marks the store, whatever ran before."""

@@ -24,7 +24,7 @@ from bench.mcp_lambda import (
 from bench.mcp_overhead import COMMANDS, USER, VIEWED, arguments, pairs
 from bench.report import mcp_section
 from s3memory.assembly import make_store
-from s3memory.aws_lambda import mcp_function, memory, runtime
+from s3memory.aws_lambda import mcp_function, memory_function, runtime
 from s3memory.memory import S3Memory
 from s3memory.settings import Settings
 
@@ -49,7 +49,7 @@ def library(environ: dict[str, str]) -> S3Memory:
 
 
 def served(side: str, environ: dict[str, str], tool_input: dict[str, Any], token: str | None = None) -> Any:
-    handle = mcp_function.handle if side == MCP_FUNCTION else memory.handle
+    handle = mcp_function.handle if side == MCP_FUNCTION else memory_function.handle
     event = Events(token or environ["BENCH_TEST_TOKEN"]).of(side, tool_input)
     return handle(event, None, environ)
 

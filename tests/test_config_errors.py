@@ -25,11 +25,12 @@ from botocore.exceptions import ClientError
 from moto.core.authorization import enable_iam_authentication
 
 from s3memory import clients
-from s3memory.answers import answer
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
+from s3memory.edge.answers import answer
+from s3memory.errors import RequestFailed
 from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
-from s3memory.storage.bucket import Bucket, RequestFailed, Version
+from s3memory.storage.bucket import Bucket, Version
 
 from .support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY
 from .support.console import audit, run

@@ -14,7 +14,8 @@ import pytest
 
 from s3memory.cli.main import main
 from s3memory.demo import team, walkthrough
-from s3memory.testing.scripted_claude import API_KEY, Reply, ScriptedClaude, ToolResult
+from s3memory.testing.script import Reply, ToolResult
+from s3memory.testing.scripted_claude import API_KEY, ScriptedClaude
 
 ROOT = Path(__file__).resolve().parents[1]
 HEX_ROW = re.compile(r"^  [0-9a-f]{4}  ((?:[0-9a-f]{2} ){0,15}[0-9a-f]{2})\s+\|")

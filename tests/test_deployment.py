@@ -19,10 +19,11 @@ from bench.metrics import RequestCounter
 from s3memory.cli.console import Console
 from s3memory.cli.main import _parser
 from s3memory.crypto import LocalKeyProvider
+from s3memory.errors import RequestFailed
 from s3memory.formats.store_keys import MIGRATED_NAME, STORE_KEY_NAME
 from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
-from s3memory.storage.bucket import Bucket, RequestFailed
+from s3memory.storage.bucket import Bucket
 from s3memory.store import Store, forget_stores
 from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
 

@@ -29,15 +29,18 @@ from moto.core.authorization import enable_iam_authentication
 from starlette.applications import Starlette
 
 from s3memory import clients
-from s3memory.answers import answer, answered, remote
 from s3memory.assembly import make_store
 from s3memory.aws_lambda import agent_handler, mcp_handler, memory_handler, runtime
 from s3memory.core.paths import UserId
 from s3memory.crypto import LocalKeyProvider
+from s3memory.edge.answers import answer, answered, remote
 from s3memory.errors import (
+    AccessDenied,
     CommandError,
     IntegrityError,
+    NestedStore,
     ObjectRefused,
+    RequestFailed,
     StorageError,
     StorageRefusal,
     StoreMisconfigured,
@@ -47,9 +50,10 @@ from s3memory.mcp.http import http_app, memories_of
 from s3memory.mcp.server import build_server
 from s3memory.memory import S3Memory
 from s3memory.settings import Settings, SettingsError
-from s3memory.storage.bucket import AccessDenied, Bucket, RequestFailed
-from s3memory.storage.nesting import NestedStore, check_no_store_at
-from s3memory.testing.scripted_claude import Reply, ScriptedClaude, Turn, last_tool_results
+from s3memory.storage.bucket import Bucket
+from s3memory.storage.nesting import check_no_store_at
+from s3memory.testing.script import Reply, Turn, last_tool_results
+from s3memory.testing.scripted_claude import ScriptedClaude
 
 from .support.api_gateway import MCP_URL
 from .support.bucket import BUCKET as SHARED_BUCKET

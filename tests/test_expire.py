@@ -25,7 +25,7 @@ from s3memory.core.last_used import ACCESS_MAX_BYTES, RECORD_EVERY_SECONDS
 from s3memory.crypto import KeyProvider, KMSKeyProvider, LocalKeyProvider
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
-from s3memory.ops.expiry import (
+from s3memory.ops.idle_expiry import (
     ACTIVE,
     BATCH,
     NOT_AUTHENTIC,

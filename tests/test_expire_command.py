@@ -1,4 +1,4 @@
-"""``s3memory expire``: the command over ``expiry.expire`` (moto): it asks first, a dry run changes
+"""``s3memory expire``: the command over ``idle_expiry.expire`` (moto): it asks first, a dry run changes
 nothing, and the answer names what went and why the rest stayed."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from s3memory.crypto import LocalKeyProvider
 from s3memory.memory import S3Memory
-from s3memory.ops import expiry
+from s3memory.ops import idle_expiry
 from s3memory.ops.operations import Operations
 from s3memory.storage.bucket import Bucket
 
@@ -24,8 +24,8 @@ def test_expire_deletes_the_idle_users_files_and_says_why_the_others_stay(
 ) -> None:
     operations = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY), storage_format=1)
     operations.memory("ann").run({"command": "create", "path": "/memories/old.md", "file_text": "idle\n"})
-    two_days_later = time.time() + 2 * expiry.DAY_SECONDS
-    monkeypatch.setattr(expiry.time, "time", lambda: two_days_later)
+    two_days_later = time.time() + 2 * idle_expiry.DAY_SECONDS
+    monkeypatch.setattr(idle_expiry.time, "time", lambda: two_days_later)
     bob = S3Memory(
         operations.bucket, "bob", operations.key_provider, clock=lambda: two_days_later, storage_format=1
     )

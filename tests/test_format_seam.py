@@ -291,12 +291,11 @@ LAYERS = (
     ("s3memory.store",),
     (
         "s3memory.memory",
-        "s3memory.answers",
         "s3memory.memories",
         "s3memory.settings",
         "s3memory.assembly",
-        "s3memory.tokens",
         "s3memory.mounts",
+        "s3memory.edge",
     ),
     ("s3memory.ops",),
     (

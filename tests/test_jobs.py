@@ -15,10 +15,10 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from s3memory.core.job_records import PREVIOUS_RECORD_FORMAT, Job, RecordRefused, Source
+from s3memory.core.job_records import PREVIOUS_RECORD_FORMAT, Job, Source
 from s3memory.core.paths import KeyLayout, memory_path
 from s3memory.crypto import LocalKeyProvider
-from s3memory.errors import CommandError
+from s3memory.errors import CommandError, RecordRefused
 from s3memory.memory import S3Memory
 from s3memory.storage.bucket import Bucket
 

@@ -19,13 +19,13 @@ import pytest
 
 from bench.metrics import RequestCounter
 from s3memory.aws_lambda import agent as lambda_agent
-from s3memory.aws_lambda import memory as lambda_memory
-from s3memory.aws_lambda import memory_handler, metrics
+from s3memory.aws_lambda import memory_function, memory_handler, metrics
 from s3memory.aws_lambda import runtime as lambda_runtime
 from s3memory.aws_lambda.agent import conversation, credentials
 from s3memory.aws_lambda.agent import deadline as agent_deadline
 from s3memory.storage.concurrency import parallel, side
-from s3memory.testing.scripted_claude import Reply, ScriptedClaude, ScriptError, Turn, last_tool_results
+from s3memory.testing.script import Reply, Turn, last_tool_results
+from s3memory.testing.scripted_claude import ScriptedClaude, ScriptError
 
 from .conftest import STORAGE_FORMAT, key_of
 from .support.access import AccessRecordWrites
@@ -761,7 +761,7 @@ def test_concurrent_invocations_count_their_own_requests(
     def view(index: int) -> None:
         barrier.wait()
         request = {"user_id": f"u{index}", "input": {"command": "view", "path": "/memories/f.md"}}
-        lambda_memory.handle(request, None, quiet)
+        memory_function.handle(request, None, quiet)
 
     threads = [threading.Thread(target=view, args=(index,)) for index in range(8)]
     for thread in threads:
@@ -816,7 +816,7 @@ def test_agent_and_mcp_handlers_are_lazy_and_the_memory_handler_imports_neither(
     script = textwrap.dedent(
         """
         import json, sys
-        import s3memory.aws_lambda.memory
+        import s3memory.aws_lambda.memory_function
         import s3memory.aws_lambda as package
         def loaded():
             named = ("anthropic", "s3memory.aws_lambda.agent", "mcp", "s3memory.aws_lambda.mcp_function")

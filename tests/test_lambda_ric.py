@@ -33,7 +33,8 @@ from s3memory.aws_lambda import runtime as lambda_runtime_module
 from s3memory.core.last_used import ACCESS_NAME
 from s3memory.memory import S3Memory
 from s3memory.settings import Settings
-from s3memory.testing.scripted_claude import Reply, ScriptedClaude, last_tool_results
+from s3memory.testing.script import Reply, last_tool_results
+from s3memory.testing.scripted_claude import ScriptedClaude
 
 from .conftest import STORAGE_FORMAT, key_of
 from .support.issuer import http_event, loopback_issuer

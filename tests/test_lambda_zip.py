@@ -32,7 +32,8 @@ from typing import Any
 import pytest
 
 import s3memory
-from s3memory.testing.scripted_claude import Reply, ScriptedClaude, last_tool_results
+from s3memory.testing.script import Reply, last_tool_results
+from s3memory.testing.scripted_claude import ScriptedClaude
 
 from .support.issuer import http_event, loopback_issuer
 from .support.mcp_messages import INITIALIZE, MCP_HEADERS, tools_call

@@ -29,9 +29,9 @@ from anthropic.lib.tools import ToolError
 from mcp.shared.exceptions import MCPError
 
 import s3memory.mcp
-from s3memory.answers import answer
 from s3memory.cli import main as cli
 from s3memory.core.paths import SharedName, memory_path
+from s3memory.edge.answers import answer
 from s3memory.mcp.schema import INSTRUCTIONS, MCP_ACTOR
 from s3memory.mcp.server import COMMANDS_IN_FLIGHT, build_server
 from s3memory.memory import S3Memory

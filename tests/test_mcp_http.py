@@ -33,17 +33,17 @@ from mcp.server.auth.provider import AccessToken, principal_components
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
-from s3memory.answers import answer
 from s3memory.assembly import make_store
 from s3memory.cli import main as cli
 from s3memory.core.paths import UserId, memory_path
+from s3memory.edge.answers import answer
+from s3memory.edge.tokens import TokenVerifier
 from s3memory.mcp.connections import uvicorn_options
 from s3memory.mcp.http import http_app, memories_of, metadata_url
 from s3memory.mcp.limits import DEFAULT_LIMITS, EdgeLimits
 from s3memory.mcp.schema import MCP_ACTOR
 from s3memory.mounts import Caller, UserMemory
 from s3memory.settings import Settings
-from s3memory.tokens import TokenVerifier
 
 from .support.issuer import REFUSED_TOKENS, Issuer, loopback_issuer
 from .support.mcp_messages import INITIALIZE, tools_call

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from s3memory.answers import answer
+from s3memory.edge.answers import answer
 from s3memory.mcp.connections import raise_open_file_limit, within_open_files
 from s3memory.mcp.limits import DEFAULT_LIMITS, EdgeLimits, body_bound
 

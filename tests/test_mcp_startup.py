@@ -30,7 +30,6 @@ from botocore.stub import Stubber
 from s3memory.assembly import make_store
 from s3memory.clients import CHECK_SECONDS
 from s3memory.crypto import KMSKeyProvider
-from s3memory.demo.embedded_s3 import moto_server
 from s3memory.demo.guarded_s3 import Credentials
 from s3memory.demo.local_s3 import settings_text
 from s3memory.errors import StorageError
@@ -38,6 +37,7 @@ from s3memory.mcp import env_file
 from s3memory.mcp.env_file import EnvFileRefused
 from s3memory.mcp.startup import unusable
 from s3memory.settings import Settings
+from s3memory.testing.embedded_s3 import moto_server
 
 from .support.bucket import LOCAL_KEY_B64, MASTER_KEY
 from .support.local_s3 import LocalS3

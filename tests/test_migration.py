@@ -13,13 +13,13 @@ import pytest
 
 from s3memory.core.paths import memory_path
 from s3memory.crypto import LocalKeyProvider
-from s3memory.errors import CommandError, StorageError
+from s3memory.errors import CommandError, PreconditionFailed, StorageError
 from s3memory.formats import upgrade as migration
 from s3memory.formats.upgrade import BORN, MIGRATED_NAME, SETTLED, UserMigration
 from s3memory.memory import S3Memory
 from s3memory.ops.migrate import migrate_store
 from s3memory.ops.operations import Operations
-from s3memory.storage.bucket import Bucket, PreconditionFailed
+from s3memory.storage.bucket import Bucket
 from s3memory.store import forget_stores
 
 from .support import console

@@ -21,7 +21,7 @@ from s3memory.crypto import LocalKeyProvider, shown_author
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from s3memory.mounts import MAX_MOUNTS, MAX_POINT_NAME, READ_WRITE, Mount, MountedMemory
-from s3memory.ops import expiry
+from s3memory.ops import idle_expiry
 from s3memory.ops.operations import Operations
 from s3memory.storage.bucket import Bucket
 from s3memory.store import Store
@@ -486,6 +486,6 @@ def test_idle_expiry_of_every_user_leaves_shared_memories_alone(
     S3Memory(store, "alice").run({"command": "create", "path": "/memories/a.md", "file_text": "a"})
     operator = Operations(Bucket(s3, BUCKET), store.key_provider, storage_format=2)
     later = time.time() + 400 * 86_400
-    report = expiry.expire(operator, 30, list(operator.users()), now=later)
+    report = idle_expiry.expire(operator, 30, list(operator.users()), now=later)
     assert [user.user_id for user in report.users] == ["alice"]
     assert seeded.run({"command": "view", "path": "/memories/runbook.md"}).endswith("     2\tstep two")

@@ -16,12 +16,11 @@ from bench.metrics import RequestCounter
 from s3memory.core.files import VerifiedHeaders
 from s3memory.core.job_records import place_digest
 from s3memory.core.job_runner import MARK_MAX_AGE_SECONDS
-from s3memory.core.moves import MARK_PREFIX, WITHDRAW_WINDOW_SECONDS, ServerCopyMover, SourceChanged
+from s3memory.core.moves import MARK_PREFIX, WITHDRAW_WINDOW_SECONDS, ServerCopyMover
 from s3memory.core.paths import memory_path
 from s3memory.crypto import HEADER_BYTES, HEADER_METADATA, PLACE_METADATA, LocalKeyProvider, sealed_version
-from s3memory.errors import CommandError, IntegrityError
+from s3memory.errors import CommandError, IntegrityError, PreconditionFailed, SourceChanged
 from s3memory.memory import S3Memory
-from s3memory.storage.bucket import PreconditionFailed
 
 from .support.access import AccessRecordWrites
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, stored_keys

@@ -16,12 +16,12 @@ import pytest
 
 from bench.metrics import RequestCounter
 from s3memory.crypto import LocalKeyProvider
-from s3memory.errors import CommandError
+from s3memory.errors import CommandError, NestedStore
 from s3memory.memory import S3Memory
-from s3memory.ops.expiry import DAY_SECONDS, expire
+from s3memory.ops.idle_expiry import DAY_SECONDS, expire
 from s3memory.ops.operations import Operations
 from s3memory.storage.bucket import Bucket
-from s3memory.storage.nesting import NestedStore, check_not_nested, enclosing_prefixes
+from s3memory.storage.nesting import check_not_nested, enclosing_prefixes
 from s3memory.storage.server_checks import SERVER_RECORD_NAME
 
 from .support.bucket import BUCKET, MASTER_KEY, snapshot, stored_keys

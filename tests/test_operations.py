@@ -27,7 +27,7 @@ from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
 from s3memory.errors import CommandError, IntegrityError, StorageError
 from s3memory.memory import S3Memory
 from s3memory.ops import folders
-from s3memory.ops.expiry import DAY_SECONDS, expire
+from s3memory.ops.idle_expiry import DAY_SECONDS, expire
 from s3memory.ops.operations import Operations
 from s3memory.ops.versions import MemoryVersions
 from s3memory.settings import Limits

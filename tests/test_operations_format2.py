@@ -32,7 +32,7 @@ from s3memory.formats.store_keys import STORE_KEY_NAME, store_identity, stored_s
 from s3memory.formats.upgrade import MIGRATED_NAME
 from s3memory.memory import S3Memory
 from s3memory.ops import folders
-from s3memory.ops.expiry import ACTIVE, expire
+from s3memory.ops.idle_expiry import ACTIVE, expire
 from s3memory.ops.operations import Operations
 from s3memory.ops.versions import MemoryVersions
 from s3memory.settings import Limits, Settings

@@ -26,7 +26,8 @@ from s3memory.aws_lambda import memory_handler, runtime
 from s3memory.cli import main as cli
 from s3memory.demo import LOCAL_S3_ENV_FILE
 from s3memory.settings import Settings
-from s3memory.testing.scripted_claude import Reply, ScriptedClaude
+from s3memory.testing.script import Reply
+from s3memory.testing.scripted_claude import ScriptedClaude
 
 from .support.bucket import LOCAL_KEY_B64
 from .support.local_s3 import CHECKOUT, LocalS3

@@ -18,11 +18,12 @@ import pytest
 
 from s3memory.core.files import ORIGIN_METADATA
 from s3memory.core.paths import memory_path
+from s3memory.core.timestamps import when
 from s3memory.crypto import PLACE_METADATA, KMSKeyProvider, LocalKeyProvider
 from s3memory.ops import rotation
 from s3memory.ops.operations import Operations
 from s3memory.ops.rotation import ROTATION_WAIT_SECONDS, rotate
-from s3memory.storage.bucket import Bucket, when
+from s3memory.storage.bucket import Bucket
 
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot
 from .support.console import run as command

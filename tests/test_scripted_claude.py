@@ -14,15 +14,8 @@ import pytest
 from anthropic.lib.tools import BetaAbstractMemoryTool, ToolError
 from anthropic.types.beta import BetaTextBlock, BetaToolUseBlock
 
-from s3memory.testing.scripted_claude import (
-    API_KEY,
-    Reply,
-    ScriptedClaude,
-    ToolResult,
-    last_tool_results,
-    memory_call,
-    reply,
-)
+from s3memory.testing.script import Reply, ToolResult, last_tool_results, memory_call, reply
+from s3memory.testing.scripted_claude import API_KEY, ScriptedClaude
 from s3memory.tool import AsyncS3MemoryTool
 
 from .conftest import memory_tool

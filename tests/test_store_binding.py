@@ -17,11 +17,11 @@ from s3memory.core.files import WRITE_ATTEMPTS
 from s3memory.core.keyvault import KEYS_PREFIX
 from s3memory.core.paths import memory_path
 from s3memory.crypto import KeyProvider, KMSKeyProvider, LocalKeyProvider
-from s3memory.errors import IntegrityError, StorageError
+from s3memory.errors import IntegrityError, PreconditionFailed, StorageError
 from s3memory.formats import store_keys
 from s3memory.formats.store_keys import STORE_KEY_NAME
 from s3memory.memory import S3Memory
-from s3memory.storage.bucket import Bucket, PreconditionFailed
+from s3memory.storage.bucket import Bucket
 
 from .support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, empty_bucket, stored_keys
 from .support.roles import confined

@@ -12,7 +12,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from s3memory import testing
-from s3memory.storage.bucket import Bucket, PreconditionFailed
+from s3memory.errors import PreconditionFailed
+from s3memory.storage.bucket import Bucket
 from s3memory.testing import install_condition_checks
 
 from .support.backends import REGION

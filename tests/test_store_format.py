@@ -12,14 +12,14 @@ import pytest
 from bench.metrics import RequestCounter
 from s3memory.core import files
 from s3memory.crypto import LocalKeyProvider
-from s3memory.errors import IntegrityError
+from s3memory.errors import IntegrityError, PreconditionFailed
 from s3memory.formats.choice import checked_format
 from s3memory.formats.store_keys import MIGRATED_NAME, STORE_KEY_NAME, Missing, store_identity, store_key
 from s3memory.formats.upgrade import BORN
 from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
 from s3memory.settings import Settings, SettingsError
-from s3memory.storage.bucket import Bucket, PreconditionFailed
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.server_checks import SERVER_RECORD_NAME
 from s3memory.store import forget_stores
 

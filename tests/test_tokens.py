@@ -13,17 +13,16 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from s3memory import tokens as tokens_module
-from s3memory.settings import TokenCheck
-from s3memory.tokens import (
+from s3memory.edge import tokens as tokens_module
+from s3memory.edge.tokens import (
     KEYS_LIFETIME_SECONDS,
     KEYS_MAX_AGE_SECONDS,
     REFETCH_AFTER_SECONDS,
-    KeysUnavailable,
-    TokenRefused,
     TokenVerifier,
     fetch_url,
 )
+from s3memory.errors import KeysUnavailable, TokenRefused
+from s3memory.settings import TokenCheck
 
 from .support.issuer import AUDIENCE, Issuer, new_rsa_key
 

@@ -202,7 +202,7 @@ def test_an_unexpected_failure_is_logged_by_its_type_and_frames_never_its_messag
 ) -> None:
     from typing import cast
 
-    from s3memory.answers import Answer, answer
+    from s3memory.edge.answers import Answer, answer
     from s3memory.memory import S3Memory
 
     with caplog.at_level("ERROR", logger="s3memory"):

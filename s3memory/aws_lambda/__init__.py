@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from s3memory.aws_lambda.memory import memory_handler
+from s3memory.aws_lambda.memory_function import memory_handler
 
 if TYPE_CHECKING:
     from s3memory.aws_lambda.agent import agent_handler

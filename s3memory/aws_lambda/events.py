@@ -7,7 +7,7 @@
 - **API Gateway HTTP API, payload format 2.0** (any event with ``requestContext``): the body is
   ``{"input": {...}}`` (and an optional ``"actor"``) and the user is the ``sub`` of the bearer token,
   verified by the function
-  itself (``s3memory.tokens``), never anything else in the event.
+  itself (``s3memory.edge.tokens``), never anything else in the event.
 
 Every refusal is a ``Refused`` with an HTTP status and a clear message (a function misconfigured to
 serve the shape, a ``SettingsError``), raised before any storage request.
@@ -24,10 +24,10 @@ from typing import Any, TypeGuard
 from s3memory.core.commands import COMMANDS
 from s3memory.core.paths import UserId
 from s3memory.crypto import validate_served_author
-from s3memory.errors import type_name
+from s3memory.edge.tokens import TokenVerifier
+from s3memory.errors import KeysUnavailable, TokenRefused, type_name
 from s3memory.mounts import Grant, Mount, granted
 from s3memory.settings import DIRECT_INVOCATION, JWT_ISSUER, Edge, SettingsError
-from s3memory.tokens import KeysUnavailable, TokenRefused, TokenVerifier
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ The event is ignored but for an optional ``{"dry_run": true}``. Settings are the
 (required: a whole number from 1 to 3,650). A run begins at a user chosen at random and goes round
 the list of users; it stops ``STOP_MARGIN_MS`` before the Lambda deadline, so runs too short for
 every user still reach every user over time. The function only lists, reads and deletes
-(``expiry.py``): it writes no object, no access record, and finishes no job. It answers with counts
+(``ops/idle_expiry.py``): it writes no object, no access record, and finishes no job. It answers with counts
 only, and writes one invocation record (``record``) with the same counts and the metrics
 ``ExpiredFiles`` and ``ExpiryProblems``, never a user id or a path. It never raises.
 """
@@ -22,7 +22,7 @@ from typing import Any
 from s3memory.aws_lambda import metrics, record
 from s3memory.aws_lambda.runtime import get_runtime
 from s3memory.errors import CommandError, unexpected_failure
-from s3memory.ops.expiry import MAX_IDLE_DAYS, expire
+from s3memory.ops.idle_expiry import MAX_IDLE_DAYS, expire
 from s3memory.ops.operations import Operations
 from s3memory.settings import SettingsError, whole_number
 

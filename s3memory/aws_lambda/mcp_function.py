@@ -4,7 +4,7 @@ Lambda, behind the HTTP API: ``ANY /mcp`` with the JWT authorizer, and ``GET
 
 Each invocation is one HTTP request of MCP's streamable HTTP transport, stateless and with JSON
 responses, served by the ASGI app of ``s3memory mcp --transport http`` (``mcp/http.py``): the function
-verifies each request's bearer token itself (``s3memory.tokens``, against ``S3MEMORY_JWT_*``), as the
+verifies each request's bearer token itself (``s3memory.edge.tokens``, against ``S3MEMORY_JWT_*``), as the
 memory function does, so a forged event from a direct invoker is refused; the user is the token's
 subject, never a name in the request; a refusal is 401 with ``WWW-Authenticate`` and the
 protected-resource metadata of ``S3MEMORY_MCP_URL`` (the route's public URL) is served to anyone. An
@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from s3memory.answers import failed, remote
 from s3memory.aws_lambda import record
 from s3memory.aws_lambda.events import Refused, body_text, command_name, is_http
 from s3memory.aws_lambda.runtime import Runtime, get_runtime
+from s3memory.edge.answers import failed, remote
 from s3memory.mcp.http import http_app
 from s3memory.mcp.schema import MCP_ACTOR
 from s3memory.memory import S3Memory

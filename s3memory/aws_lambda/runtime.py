@@ -20,12 +20,12 @@ from s3memory.assembly import make_key_provider, make_s3_client, make_store
 from s3memory.aws_lambda import metrics
 from s3memory.core.paths import UserId
 from s3memory.crypto import KeyProvider, KMSKeyProvider
+from s3memory.edge.tokens import TokenVerifier
 from s3memory.memories import Memories
 from s3memory.memory import S3Memory
 from s3memory.mounts import Mount, UserMemory, with_mounts
 from s3memory.settings import Settings
 from s3memory.store import Store
-from s3memory.tokens import TokenVerifier
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -50,7 +50,7 @@ def path_argument(text: str) -> str:
 
 def idle_days(text: str) -> int:
     """``--idle-days``: a whole number from 1 to ``expiry.MAX_IDLE_DAYS``; refused (exit 2) otherwise."""
-    from s3memory.ops.expiry import MAX_IDLE_DAYS
+    from s3memory.ops.idle_expiry import MAX_IDLE_DAYS
 
     try:
         days = int(text)
@@ -72,7 +72,7 @@ _ISO_TIME = re.compile(
 def as_of_time(text: str) -> datetime:
     """``--as-of``'s time (UTC unless it names a zone); refused (exit 2) naming the form it takes,
     also for what Python's ISO parser would read as a surprising date (``11111111``: 1111-11-11)."""
-    from s3memory.storage.bucket import when
+    from s3memory.core.timestamps import when
 
     moment = None
     if _ISO_TIME.fullmatch(text.strip()):

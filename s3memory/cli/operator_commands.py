@@ -311,7 +311,7 @@ def erase(console: Console, operations: Operations) -> Report:
     examples=("s3memory expire --all --idle-days 90 --dry-run",),
 )
 def expire(console: Console, operations: Operations) -> Report:
-    from s3memory.ops import expiry
+    from s3memory.ops import idle_expiry as expiry
 
     arguments = console.arguments
     console.confirm(f"Delete the files of {whom(arguments)} if idle for {arguments.idle_days} days?")

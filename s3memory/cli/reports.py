@@ -1,5 +1,5 @@
 """The reports of ``history``, ``restore --as-of``, ``expire``, ``rotate`` and ``migrate`` as the
-operator reads them and as ``--json`` prints them. The reports of ``ops.versions``, ``ops.expiry``,
+operator reads them and as ``--json`` prints them. The reports of ``ops.versions``, ``ops.idle_expiry``,
 ``ops.rotation`` and ``ops.migrate`` do not render themselves yet (those of ``ops.inventory``,
 ``ops.verify``, ``ops.erase`` and ``ops.transfer`` do: ``console.Report.of``); until they do, this is
 where they are rendered, so that ``operator_commands`` only declares the commands."""
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from s3memory.cli.console import Report, printable
 
 if TYPE_CHECKING:
-    from s3memory.ops.expiry import ExpiryReport
+    from s3memory.ops.idle_expiry import ExpiryReport
     from s3memory.ops.migrate import StoreMigration
     from s3memory.ops.rotation import RotationReport
     from s3memory.ops.versions import FileVersion, Restored

@@ -22,16 +22,18 @@ from s3memory.core.job_records import MAX_SOURCES, Source, place_digest
 from s3memory.core.paths import KeyLayout, MemoryPath
 from s3memory.core.quota import Usage
 from s3memory.crypto import HEADER_BYTES, PLACE_METADATA, ObjectCipher, Opened, Sealed, plaintext_size
-from s3memory.errors import CommandError, IntegrityError, ObjectRefused, StorageError, StorageRefusal
-from s3memory.storage.bucket import (
-    DELETE_BATCH,
-    BatchDeleted,
-    Bucket,
+from s3memory.errors import (
+    CommandError,
     ConditionalConflict,
-    Listed,
+    FileTooLarge,
+    IntegrityError,
+    ObjectRefused,
     ObjectTooLarge,
     PreconditionFailed,
+    StorageError,
+    StorageRefusal,
 )
+from s3memory.storage.bucket import DELETE_BATCH, BatchDeleted, Bucket, Listed
 from s3memory.storage.concurrency import parallel
 
 ORIGIN_METADATA = "s3memory-origin"
@@ -182,10 +184,6 @@ def _entry(key: str, etag: str) -> bytes:
 def _unquoted(etag: str) -> str:
     """An ETag as a listing, a HEAD or a write's answer may spell it (quoted or not), unquoted."""
     return etag.strip('"')
-
-
-class FileTooLarge(CommandError):
-    """A file would be larger than the size limit."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from s3memory.core.paths import KeyLayout, MemoryPath, memory_path
-from s3memory.errors import CommandError, IntegrityError
+from s3memory.errors import CommandError, RecordRefused
 
 JOB_PREFIX = "jobs/"
 """Where pending records live, below the user's internal prefix."""
@@ -42,10 +42,6 @@ RECORD_MAX_BYTES = 32 * 1024 * 1024
 
 _NAME = re.compile(r"(?P<created>[0-9]{13})-(?P<nonce>[0-9a-f]{32})")
 JobKind = Literal["rename", "delete"]
-
-
-class RecordRefused(IntegrityError):
-    """A record that can never run: not in our format, or a plan that breaks the rules below."""
 
 
 def place_digest(place: str) -> str:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-from s3memory.core.files import FileTooLarge, MemoryFiles
+from s3memory.core.files import MemoryFiles
 from s3memory.core.job_records import (
     JOB_PREFIX,
     QUARANTINE_PREFIX,
@@ -29,16 +29,24 @@ from s3memory.core.job_records import (
     RECORD_PATH_PREFIX,
     Job,
     JobKind,
-    RecordRefused,
     Source,
     plan_problem,
     record_name_is_ours,
 )
 from s3memory.core.listing import listed_past
-from s3memory.core.moves import MARK_PREFIX, WITHDRAW_WINDOW_SECONDS, Copy, Movers, Origin, SourceChanged
+from s3memory.core.moves import MARK_PREFIX, WITHDRAW_WINDOW_SECONDS, Copy, Movers, Origin
 from s3memory.core.paths import MemoryPath, memory_path
-from s3memory.errors import CommandError, IntegrityError
-from s3memory.storage.bucket import Listed, ListingPage, ObjectTooLarge, PreconditionFailed, when
+from s3memory.core.timestamps import when
+from s3memory.errors import (
+    CommandError,
+    FileTooLarge,
+    IntegrityError,
+    ObjectTooLarge,
+    PreconditionFailed,
+    RecordRefused,
+    SourceChanged,
+)
+from s3memory.storage.bucket import Listed, ListingPage
 from s3memory.storage.concurrency import parallel, quietly, side
 
 MAX_AGE_SECONDS = 7 * 24 * 3600

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from s3memory.core.paths import KeyLayout
 from s3memory.crypto import key_version_named
-from s3memory.storage.bucket import Bucket, ConditionalConflict, PreconditionFailed
+from s3memory.errors import ConditionalConflict, PreconditionFailed
+from s3memory.storage.bucket import Bucket
 
 WRAPPED_KEY_MAX_BYTES = 64 * 1024
 KEYS_PREFIX = "keys/"

@@ -8,7 +8,7 @@ first command it answers has its answer, then once the first one answered at lea
 ``RECORD_EVERY_SECONDS`` after its last has: one unconditional PutObject, made by the command's own
 thread before the answer is returned, so no write of the record outlives the command that made it.
 A write that fails is logged (never the user, a path or content), fails no command, and the next
-command tries again. Idle expiry reads the record (``expiry.py``); the protocol and its invariants
+command tries again. Idle expiry reads the record (``ops/idle_expiry.py``); the protocol and its invariants
 are ``docs/expiry.md``.
 """
 
@@ -23,8 +23,7 @@ from dataclasses import dataclass
 
 from s3memory.core.files import MemoryFiles
 from s3memory.core.job_records import RECORD_PATH_PREFIX
-from s3memory.errors import IntegrityError
-from s3memory.storage.bucket import ObjectTooLarge
+from s3memory.errors import IntegrityError, ObjectTooLarge
 
 RECORD_EVERY_SECONDS = 3600
 """A memory object writes the record again on its first command this long after its last record."""

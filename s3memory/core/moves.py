@@ -25,8 +25,7 @@ from s3memory.core.files import LOST, Lost, MemoryFiles, conflicting_writes, ret
 from s3memory.core.job_records import place_digest
 from s3memory.core.paths import MemoryPath
 from s3memory.crypto import PLACE_METADATA
-from s3memory.errors import IntegrityError
-from s3memory.storage.bucket import ConditionalConflict, PreconditionFailed
+from s3memory.errors import ConditionalConflict, IntegrityError, PreconditionFailed, SourceChanged
 
 MARK_PREFIX = "relied/"
 """Below the user's internal prefix: the relied-on marks, one empty object per copy that a process
@@ -73,11 +72,6 @@ class Copy:
         """What tells this copy from any other object ever at its key: its place record (new with
         every write and copy), or in format 1 its ETag (every write seals anew)."""
         return self.place if self.place is not None else self.etag.strip('"')
-
-
-class SourceChanged(Exception):
-    """The source no longer has the ETag its copy was to be made from, or is gone, and nothing is
-    at the destination: no copy was made."""
 
 
 class Mover(ABC):

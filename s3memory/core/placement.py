@@ -14,8 +14,7 @@ from functools import partial
 from s3memory.core.files import MemoryFiles
 from s3memory.core.paths import MemoryPath
 from s3memory.crypto import Sealed
-from s3memory.errors import CommandError, StorageError, StorageRefusal
-from s3memory.storage.bucket import PreconditionFailed
+from s3memory.errors import CommandError, PreconditionFailed, StorageError, StorageRefusal
 from s3memory.storage.concurrency import quietly, side
 
 MAX_DEPTH = 16

@@ -2,8 +2,8 @@
 
 - :mod:`.walkthrough`: the demo's conversations and the look at the bucket (``demo_main``);
 - :mod:`.team`: its third conversation, a team's shared memory mounted read-only;
-- :mod:`.embedded_s3`: moto's S3 server on loopback (the tests use it too);
-- :mod:`.local_s3`: ``s3memory local-s3``, that server for operators, with the settings to reach it.
+- :mod:`.local_s3`: ``s3memory local-s3``, moto's S3 server on loopback (``s3memory.testing.embedded_s3``,
+  the tests' too) for operators, guarded (:mod:`.guarded_s3`), with the settings to reach it.
 
 They need the ``demo`` extra, which the core does not; the Lambda zip holds none of them. Importing
 this package is light: it only names what the demo needs beyond the core (:func:`missing_for_demo`).

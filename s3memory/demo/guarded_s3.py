@@ -60,6 +60,10 @@ class Credentials:
         letters, digits, ``-`` and ``_``: safe unquoted in a shell)."""
         return cls(secrets.token_hex(10).upper(), secrets.token_urlsafe(32))
 
+    def guard(self, application: WSGIApplication, host: str) -> WSGIApplication:
+        """``application`` answering only requests signed with these credentials (``Guard``)."""
+        return Guard(application, host=host, credentials=self)
+
 
 @dataclass(frozen=True)
 class Refusal:

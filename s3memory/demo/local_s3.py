@@ -1,6 +1,6 @@
 """``s3memory local-s3``: a local, versioned S3 for trying s3memory, and the settings to reach it.
 
-It serves moto's S3 on 127.0.0.1 (the demo's, ``embedded_s3``) with one versioned bucket, writes the
+It serves moto's S3 on 127.0.0.1 (the demo's, ``testing.embedded_s3``) with one versioned bucket, writes the
 settings another shell needs (the endpoint, the bucket, a new random local key, new random AWS
 credentials) to a new env file only this user may read, and prints how to load it, and how Claude
 Code and Claude Desktop start ``s3memory mcp`` on it (``mcp_recipes``: the paths whole, the settings
@@ -36,7 +36,7 @@ from s3memory.demo import LOCAL_S3_ENV_FILE
 from s3memory.demo.guarded_s3 import Credentials
 
 if TYPE_CHECKING:
-    from s3memory.demo.embedded_s3 import PortUnavailable
+    from s3memory.testing.embedded_s3 import PortUnavailable
 
 EXIT_SERVED = 0
 EXIT_USAGE = 2
@@ -217,7 +217,7 @@ def serve(
     """Serve until SIGINT, SIGTERM or SIGHUP (or ``stop``); the exit status. A refusal (see the
     module) is one line on ``err`` (stderr), with nothing started, written or deleted. ``program``
     runs s3memory in the MCP recipes (by default ``running_program``'s)."""
-    from s3memory.demo.embedded_s3 import PortUnavailable, moto_server
+    from s3memory.testing.embedded_s3 import PortUnavailable, moto_server
 
     err = sys.stderr if err is None else err
     stop = threading.Event() if stop is None else stop

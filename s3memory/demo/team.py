@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from s3memory.testing.scripted_claude import Reply, Turn, last_tool_results
+from s3memory.testing.script import Reply, Turn, last_tool_results
 
 if TYPE_CHECKING:
     from s3memory.crypto import KeyProvider

@@ -25,14 +25,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from s3memory.settings import DEFAULT_MODEL
 from s3memory.testing.offline import offline_aws_environment
-from s3memory.testing.scripted_claude import (
-    Reply,
-    ScriptedClaude,
-    ToolResult,
-    Turn,
-    last_tool_results,
-    tool_results,
-)
+from s3memory.testing.script import Reply, ToolResult, Turn, last_tool_results, tool_results
+from s3memory.testing.scripted_claude import ScriptedClaude
 
 if TYPE_CHECKING:
     from anthropic import Anthropic
@@ -416,8 +410,8 @@ def run_demo(out: TextIO, *, live: bool = False, model: str = DEFAULT_MODEL) -> 
 
     from s3memory.crypto import LocalKeyProvider
     from s3memory.demo import team
-    from s3memory.demo.embedded_s3 import moto_server
     from s3memory.storage.bucket import Bucket
+    from s3memory.testing.embedded_s3 import moto_server
 
     started = time.monotonic()
     printer = _Printer(out)

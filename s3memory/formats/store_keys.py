@@ -21,9 +21,15 @@ from dataclasses import dataclass
 
 from s3memory.core.files import LOST, Lost, retried
 from s3memory.crypto import STORE_KEY_MAGIC, KeyProvider, LocalKeyProvider
-from s3memory.errors import CommandError, IntegrityError, StorageError
+from s3memory.errors import (
+    CommandError,
+    ConditionalConflict,
+    IntegrityError,
+    PreconditionFailed,
+    StorageError,
+)
 from s3memory.formats.names import namespace_shaped
-from s3memory.storage.bucket import Bucket, ConditionalConflict, PreconditionFailed
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.nesting import STORE_OBJECTS
 
 STORE_KEY_NAME = "s3memory.storage.bucket-key"

@@ -28,10 +28,17 @@ from s3memory.core.job_runner import JobRunner
 from s3memory.core.last_used import AccessRecord
 from s3memory.core.moves import Movers, UpgradeMover
 from s3memory.core.paths import MemoryPath
-from s3memory.errors import CommandError, IntegrityError, StorageError, shown
+from s3memory.errors import (
+    CommandError,
+    IntegrityError,
+    ObjectTooLarge,
+    PreconditionFailed,
+    StorageError,
+    shown,
+)
 from s3memory.formats.names import user_of_namespace
 from s3memory.formats.store_keys import MIGRATED_NAME, NONE_MISSING, Missing
-from s3memory.storage.bucket import Bucket, Listed, ObjectTooLarge, PreconditionFailed
+from s3memory.storage.bucket import Bucket, Listed
 from s3memory.storage.concurrency import parallel
 
 BORN = b"born in format 2"

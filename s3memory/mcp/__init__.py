@@ -3,7 +3,7 @@ the Model Context Protocol), on the official ``mcp`` Python SDK (the ``mcp`` ext
 
 This package is light: it only says whether the extra is installed (:func:`missing_for_mcp`), without
 importing it. ``tool.py`` is the tool itself, without the SDK: its name, input schema, annotations and
-the server's instructions (one call's answer is ``s3memory.answers``). ``server.py`` builds the SDK's server from two
+the server's instructions (one call's answer is ``s3memory.edge.answers``). ``server.py`` builds the SDK's server from two
 functions (the memory of a user, the user of a request: one set by ``--user`` on stdio, a verified token
 over HTTP); ``stdio.py`` serves it on standard input and output, ``http.py`` over streamable HTTP, each
 once ``startup.py`` found that the bucket and the KMS key answer; ``env_file.py`` reads ``--env-file``.

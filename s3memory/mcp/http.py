@@ -3,7 +3,7 @@ stateless and with JSON responses (no session, no SSE stream), served by uvicorn
 bearer token verifies.
 
 Each request's ``Authorization`` token is verified before the SDK sees the request, exactly as the memory
-Lambda function verifies it (``s3memory/tokens.py``: the issuer's signing keys, the signature, ``iss``,
+Lambda function verifies it (``s3memory/edge/tokens.py``: the issuer's signing keys, the signature, ``iss``,
 ``exp``, an audience, a required scope, from the ``S3MEMORY_JWT_*`` settings), and the user is the
 token's subject checked as a ``UserId``, never a name in the request. Without a valid token the answer
 is 401 with ``WWW-Authenticate: Bearer resource_metadata="<url>"`` (and ``error="invalid_token"`` when a
@@ -47,6 +47,8 @@ from starlette.routing import Route
 
 from s3memory.assembly import make_store
 from s3memory.core.paths import UserId
+from s3memory.edge.tokens import TokenVerifier, Verified
+from s3memory.errors import KeysUnavailable, TokenRefused
 from s3memory.mcp import DEFAULT_MCP_HOST, DEFAULT_MCP_PORT, EXIT_SERVED, EXIT_USAGE
 from s3memory.mcp.limits import DEFAULT_LIMITS, Admission, EdgeGuard, EdgeLimits, body_bound
 from s3memory.mcp.schema import MCP_ACTOR
@@ -55,7 +57,6 @@ from s3memory.memories import Memories
 from s3memory.memory import S3Memory
 from s3memory.mounts import Caller, Grant, UserMemory, granted, with_mounts
 from s3memory.settings import JWT_ISSUER, Settings, SettingsError, secure_url
-from s3memory.tokens import KeysUnavailable, TokenRefused, TokenVerifier, Verified
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send

@@ -27,8 +27,8 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from s3memory._version import __version__
-from s3memory.answers import Answer, answered
-from s3memory.answers import remote as remote_caller
+from s3memory.edge.answers import Answer, answered
+from s3memory.edge.answers import remote as remote_caller
 from s3memory.errors import shown
 from s3memory.mcp.schema import ANNOTATIONS, INPUT_SCHEMA, INSTRUCTIONS, TOOL_DESCRIPTION, TOOL_NAME
 from s3memory.mounts import UserMemory

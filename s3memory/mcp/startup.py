@@ -12,7 +12,7 @@ and neither writes, creates or probes anything:
   region. A local master key was checked when the settings were read.
 
 The reason is the message the first command would have met, naming the setting and the fix
-(``Bucket.misconfigured``, the KMS provider's), never a key.
+(``storage.diagnosis.misconfigured``, the KMS provider's), never a key.
 """
 
 from __future__ import annotations

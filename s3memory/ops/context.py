@@ -84,7 +84,7 @@ class StoreContext:
         return {**self.store.options, **self.limits.memory_options()}
 
     def check_nesting(self) -> None:
-        """Refuse (``nesting.NestedStore``) a store whose prefix lies inside another store's; looked
+        """Refuse (``errors.NestedStore``) a store whose prefix lies inside another store's; looked
         at once (one listing per level of the prefix) before the first command that acts on users."""
         if not self._outside_other_stores:
             reaching(self.bucket, lambda: check_not_nested(self.bucket, self.prefix))

@@ -41,19 +41,18 @@ from s3memory.crypto import (
     LocalKeyProvider,
     sealed_version,
 )
-from s3memory.errors import CommandError, IntegrityError
+from s3memory.errors import (
+    CommandError,
+    ConditionalConflict,
+    IntegrityError,
+    ObjectTooLarge,
+    PreconditionFailed,
+)
 from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
 from s3memory.ops.progress import SILENT, Progress
 from s3memory.ops.wrapped_keys import StoredKey, remove_retired, stored_keys
-from s3memory.storage.bucket import (
-    ConditionalConflict,
-    Listed,
-    ObjectTooLarge,
-    PreconditionFailed,
-    StoredObject,
-    Version,
-)
+from s3memory.storage.bucket import Listed, StoredObject, Version
 from s3memory.storage.concurrency import parallel
 from s3memory.storage.server_checks import rewrap_record
 

@@ -13,11 +13,11 @@ from s3memory.core.keyvault import key_version
 from s3memory.core.last_used import ACCESS_NAME
 from s3memory.core.moves import MARK_PREFIX
 from s3memory.core.paths import RESERVED_USER_PREFIX, UserId, owner_of
-from s3memory.errors import CommandError, escaped
+from s3memory.errors import AccessDenied, CommandError, escaped
 from s3memory.memory import S3Memory
 from s3memory.ops.context import StoreContext
 from s3memory.ops.progress import SILENT, Progress
-from s3memory.storage.bucket import AccessDenied, Listed
+from s3memory.storage.bucket import Listed
 from s3memory.storage.conditions import (
     LOOKED_FOR_IN_SINGLE_WRITER_MODE,
     SINGLE_WRITER,

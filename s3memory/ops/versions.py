@@ -21,11 +21,12 @@ from datetime import datetime
 
 from s3memory.core.files import Found
 from s3memory.core.paths import MemoryPath, memory_path
+from s3memory.core.timestamps import when
 from s3memory.crypto import parsed_fingerprint, plaintext_size
-from s3memory.errors import CommandError, IntegrityError, shown, with_fix
+from s3memory.errors import CommandError, IntegrityError, PreconditionFailed, shown, with_fix
 from s3memory.memory import S3Memory
 from s3memory.ops.progress import SILENT, Progress
-from s3memory.storage.bucket import PreconditionFailed, Version, when
+from s3memory.storage.bucket import Version
 from s3memory.storage.concurrency import parallel
 
 

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from s3memory.core.keyvault import KeyVault
+from s3memory.core.timestamps import when
 from s3memory.errors import CommandError
-from s3memory.storage.bucket import DELETE_BATCH, Bucket, Version, when
+from s3memory.storage.bucket import DELETE_BATCH, Bucket, Version
 
 
 @dataclass

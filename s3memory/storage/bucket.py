@@ -10,15 +10,21 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from s3memory.errors import StorageError, aws_error_code
+from s3memory.errors import (
+    ConditionalConflict,
+    ObjectTooLarge,
+    PreconditionFailed,
+    StorageError,
+    aws_error_code,
+)
+from s3memory.storage import diagnosis
 from s3memory.storage.concurrency import holding, parallel
 from s3memory.storage.conditions import (
     BATCH_DELETE_ETAGS,
@@ -31,41 +37,17 @@ from s3memory.storage.conditions import (
     Gate,
     ServerRefused,
 )
+from s3memory.storage.diagnosis import NOT_FOUND
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-
-def when(text: str) -> datetime:
-    """A timestamp of S3 or of the operator (ISO 8601; UTC unless it names a zone)."""
-    moment = datetime.fromisoformat(text.strip().replace(" ", "T", 1))
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
 DELETE_BATCH = 1000
 """S3's limit of keys per DeleteObjects request."""
 
-_NOT_FOUND = frozenset({"NoSuchKey", "404", "NotFound", "NoSuchVersion"})
 _PRECONDITION_FAILED = frozenset({"PreconditionFailed", "412"})
 _CONFLICT = frozenset({"ConditionalRequestConflict", "409", "OperationAborted"})
-_DENIED = frozenset({"AccessDenied", "403", "Forbidden"})
 _SNAKE_CASE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-
-
-class PreconditionFailed(Exception):
-    """A conditional write lost: the object exists (IfNoneMatch) or changed (IfMatch).
-
-    ``after_retry``: botocore had retried the request (its first answer was lost), so the winning
-    write may have been this one.
-    """
-
-    def __init__(self, key: str, *, after_retry: bool = False) -> None:
-        super().__init__(key)
-        self.after_retry = after_retry
-
-
-class ObjectTooLarge(StorageError):
-    """An object larger than s3memory writes there; it was not read."""
 
 
 @dataclass(frozen=True)
@@ -76,10 +58,6 @@ class BatchDeleted:
 
     changed: list[str] = field(default_factory=list)
     gone: list[str] = field(default_factory=list)
-
-
-class ConditionalConflict(Exception):
-    """S3 answered 409 to a conditional write racing another one; retry."""
 
 
 @dataclass(frozen=True)
@@ -138,132 +116,6 @@ def _status(error: ClientError) -> int:
     return int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
 
 
-class RequestFailed(StorageError):
-    """An S3 request failed; ``code`` is the S3 error code (or the exception's class name);
-    ``explained``: the message names what is misconfigured and the fix; ``where``: the bucket it was
-    sent to, as the log names it (``Bucket.described``; empty where unknown)."""
-
-    def __init__(self, message: str, code: str, *, explained: bool = False, where: str = "") -> None:
-        super().__init__(message)
-        self.code = code
-        self.explained = explained
-        self.where = where
-
-    @property
-    def diagnosis(self) -> str | None:
-        return f"{self.message} ({self.where})" if self.where else self.message
-
-
-class AccessDenied(RequestFailed):
-    """S3 refused the request to this role (403): what it asked about may exist or not."""
-
-
-_NO_BUCKET = frozenset({"NoSuchBucket"})
-_UNREACHABLE = frozenset({"EndpointConnectionError", "ConnectTimeoutError"})
-_NO_CREDENTIALS = frozenset({"NoCredentialsError", "PartialCredentialsError"})
-_BAD_CREDENTIALS = frozenset(
-    {"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "TokenRefreshRequired"}
-)
-_OTHER_REGION = frozenset(
-    {"PermanentRedirect", "AuthorizationHeaderMalformed", "IllegalLocationConstraintException", "301"}
-)
-"""Refusals for a bucket in another region (``301``: a HEAD's, which has no body to name a code)."""
-_SKEWED_CLOCK = frozenset({"RequestTimeTooSkewed"})
-_IAM_ACTIONS = {
-    "ListObjectsV2": "s3:ListBucket",
-    "ListObjectVersions": "s3:ListBucketVersions",
-    "HeadObject": "s3:GetObject",
-    "CopyObject": "s3:GetObject and s3:PutObject",
-    "DeleteObjects": "s3:DeleteObject",
-}
-"""The IAM action an S3 operation needs, where it is not ``s3:`` and the operation's name."""
-_VERSION_ACTIONS = {
-    "GetObject": "s3:GetObjectVersion",
-    "HeadObject": "s3:GetObjectVersion",
-    "DeleteObject": "s3:DeleteObjectVersion",
-    "DeleteObjects": "s3:DeleteObjectVersion",
-}
-"""The IAM action of an operation on one version of an object (a ``VersionId`` in its arguments)."""
-_KMS_ACTIONS = {
-    "GetObject": "kms:Decrypt",
-    "PutObject": "kms:GenerateDataKey",
-    "CopyObject": "kms:Decrypt and kms:GenerateDataKey",
-}
-"""What an operation needs of the bucket's KMS key on a bucket that encrypts with SSE-KMS (as the
-Terraform module's does)."""
-_REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]{1,2}")
-
-
-def iam_action(operation: str, arguments: Mapping[str, Any] | None = None) -> str:
-    """The IAM action (or actions) ``operation`` needs with ``arguments``: ``s3:ListBucket`` for
-    ``ListObjectsV2``, ``s3:GetObjectVersion`` for a ``GetObject`` of one version..."""
-    arguments = arguments or {}
-    objects = arguments.get("Delete", {}).get("Objects", []) if operation == "DeleteObjects" else []
-    if operation in _VERSION_ACTIONS and (
-        arguments.get("VersionId")
-        or any(isinstance(item, dict) and item.get("VersionId") for item in objects)
-    ):
-        return _VERSION_ACTIONS[operation]
-    return _IAM_ACTIONS.get(operation, f"s3:{operation}")
-
-
-def denied_grant(operation: str, error: Exception, arguments: Mapping[str, Any] | None = None) -> str:
-    """What to grant a role that S3 denied ``operation``: the KMS action on the bucket's key where S3
-    says that is what was denied (its message names a ``kms:`` action), the IAM action where it names
-    an ``s3:`` one, else the IAM action with the KMS action beside it for an operation that needs one
-    on a bucket that encrypts with SSE-KMS. The message only chooses; it is never shown."""
-    kms = _KMS_ACTIONS.get(operation)
-    response = getattr(error, "response", None)
-    details = response.get("Error") if isinstance(response, dict) else None
-    message = details.get("Message") if isinstance(details, dict) else None
-    named = message.lower() if isinstance(message, str) else ""
-    if kms is not None and "kms:" in named:
-        return f"{kms} on the bucket's KMS key"
-    action = iam_action(operation, arguments)
-    if kms is None or "s3:" in named:
-        return action
-    return f"{action} (and {kms} on the bucket's KMS key, if it encrypts with one)"
-
-
-def bucket_region(error: Exception) -> str | None:
-    """The bucket's region as S3 names it in a refusal for another region (its ``x-amz-bucket-region``
-    header, or the ``Region`` of an ``AuthorizationHeaderMalformed``), if it does and it looks like one."""
-    response = getattr(error, "response", None)
-    if not isinstance(response, dict):
-        return None
-    headers = response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
-    details = response.get("Error", {})
-    region = (headers.get("x-amz-bucket-region") if isinstance(headers, dict) else None) or (
-        details.get("Region") if isinstance(details, dict) else None
-    )
-    return region if isinstance(region, str) and _REGION.fullmatch(region) else None
-
-
-def _failure(
-    operation: str,
-    error: Exception,
-    bucket: Bucket | None = None,
-    arguments: Mapping[str, Any] | None = None,
-) -> RequestFailed:
-    """The refusal of a failed request: its operation and code and, where the error says what is
-    misconfigured, the cause and the setting that fixes it (naming the bucket, the endpoint, the
-    region, the IAM action and where the credentials came from; never a key, a path or content)."""
-    code = aws_error_code(error)
-    cause = None if bucket is None else bucket.misconfigured(error, operation, arguments)
-    where = "" if bucket is None else bucket.described
-    # A request S3 refused did nothing; one that failed on the way may have been applied.
-    done = (
-        "Nothing was reported as done; try again."
-        if code in _UNREACHABLE or cause is None
-        else "Nothing was done."
-    )
-    if cause is None:
-        return RequestFailed(f"Error: S3 {operation} failed ({code}). {done}", code, where=where)
-    return RequestFailed(
-        f"Error: S3 {operation} failed ({code}): {cause} {done}", code, explained=True, where=where
-    )
-
-
 _CHANGES = frozenset({"PutObject", "CopyObject", "DeleteObject", "DeleteObjects"})
 """The operations that change a bucket (those s3memory sends)."""
 
@@ -314,83 +166,16 @@ class Bucket:
         """What the server is known to enforce (``conditions.Gate``), set by whoever serves a store
         in this bucket; None sends every condition as asked (the probe itself, and raw use)."""
 
-    def misconfigured(
-        self, error: Exception, operation: str, arguments: Mapping[str, Any] | None = None
-    ) -> str | None:
-        """What the failure ``error`` of ``operation`` (sent with ``arguments``) says is misconfigured,
-        and the fix; None for failures a retry may mend. Never the error's message, which may quote
-        request data."""
-        code = aws_error_code(error)
-        endpoint = getattr(self.client.meta, "endpoint_url", None) or "AWS S3"
-        region = getattr(self.client.meta, "region_name", None) or "none"
-        if code in _NO_BUCKET:
-            return (
-                f"bucket {self.bucket} does not exist at {endpoint}. Check S3MEMORY_BUCKET (--bucket) and "
-                "S3MEMORY_ENDPOINT_URL (--endpoint-url), or create the bucket."
-            )
-        if code in _NOT_FOUND and "Key" not in (arguments or {}):  # a request on the bucket, not an object
-            return (
-                f"{endpoint} answered 404 Not Found for bucket {self.bucket}: it is not an S3 endpoint, or "
-                "not one that serves this bucket. Check S3MEMORY_ENDPOINT_URL (--endpoint-url: the S3 "
-                "endpoint itself) and S3MEMORY_BUCKET (--bucket)."
-            )
-        if code in _UNREACHABLE:
-            return (
-                f"{self.where} could not be reached. Check S3MEMORY_ENDPOINT_URL (--endpoint-url), the "
-                "network, and that the server is running."
-            )
-        if code in _NO_CREDENTIALS:
-            return (
-                "no AWS credentials were found. Set AWS_PROFILE (--profile), or AWS_ACCESS_KEY_ID and "
-                "AWS_SECRET_ACCESS_KEY, or run with an IAM role."
-            )
-        if code in _BAD_CREDENTIALS:
-            return (
-                f"the AWS credentials ({self._credentials_source()}) were refused at {endpoint}: they are "
-                "wrong, expired or for another endpoint. Renew them, or choose others (AWS_PROFILE, --profile)."
-            )
-        if code in _OTHER_REGION:
-            found = bucket_region(error)
-            if found is None or found == region:
-                return (
-                    f"bucket {self.bucket} is in another region than the client's ({region}). Set "
-                    "AWS_DEFAULT_REGION (--region) to the bucket's region."
-                )
-            return (
-                f"bucket {self.bucket} is in region {found}, not in region {region}. Set AWS_DEFAULT_REGION "
-                f"(--region) to {found}."
-            )
-        if code in _SKEWED_CLOCK:
-            return (
-                f"the clock of this machine differs from the clock of {endpoint} by more than 15 minutes. "
-                "Set the system clock (NTP)."
-            )
-        if code in _DENIED:
-            return (
-                f"the AWS credentials ({self._credentials_source()}) may not {operation} in bucket "
-                f"{self.bucket} at {endpoint}. Grant {denied_grant(operation, error, arguments)} to the role "
-                "(docs/deploy.md, docs/real-s3.md), or choose other credentials (AWS_PROFILE, --profile)."
-            )
-        return None
-
-    def _credentials_source(self) -> str:
-        """Where the client's credentials came from, as botocore names it (never the keys)."""
-        signer = getattr(self.client, "_request_signer", None)
-        method = getattr(getattr(signer, "_credentials", None), "method", None)
-        return f"from {method}" if isinstance(method, str) and method else "from an unknown source"
-
     @property
     def where(self) -> str:
         """The bucket and the endpoint, as errors name them (never a key)."""
-        endpoint = getattr(getattr(self.client, "meta", None), "endpoint_url", None) or "AWS S3"
-        return f"bucket {self.bucket} at {endpoint}"
+        return diagnosis.where(self.client, self.bucket)
 
     @property
     def described(self) -> str:
         """The bucket, the endpoint, the region and where the credentials came from, as the log names
         them (never a key)."""
-        region = getattr(getattr(self.client, "meta", None), "region_name", None) or "none"
-        return f"{self.where}, region {region}, credentials {self._credentials_source()}"
+        return diagnosis.described(self.client, self.bucket)
 
     def _sends(self, condition: str) -> bool:
         """True if ``condition`` goes to the server; False where the store looks first instead."""
@@ -432,18 +217,13 @@ class Bucket:
                 raise PreconditionFailed(key, after_retry=_retried(error)) from None
             if code in _CONFLICT or _status(error) == 409:
                 raise ConditionalConflict(key) from None
-            if code in _NOT_FOUND and "Key" in arguments:
-                raise _Missing(_failure(operation, error), after_retry=_retried(error)) from None
-            if code in _DENIED:
-                failure = _failure(operation, error, self, arguments)
-                raise AccessDenied(
-                    failure.message, failure.code, explained=failure.explained, where=failure.where
-                ) from None
-            raise _failure(operation, error, self, arguments) from None
+            if code in NOT_FOUND and "Key" in arguments:
+                raise _Missing(diagnosis.failure(operation, error), after_retry=_retried(error)) from None
+            raise diagnosis.failure(operation, error, self.client, self.bucket, arguments) from None
         except BotoCoreError as error:
             if changes is not None:
                 changes.maybe = True
-            raise _failure(operation, error, self, arguments) from None
+            raise diagnosis.failure(operation, error, self.client, self.bucket, arguments) from None
         if changes is not None:
             changes.maybe = True
         return response
@@ -467,7 +247,7 @@ class Bucket:
         try:
             body = response["Body"].read()
         except BotoCoreError as error:
-            raise _failure("GetObject", error, self) from None
+            raise diagnosis.failure("GetObject", error, self.client, self.bucket) from None
         return StoredObject(body, response["ETag"], dict(response.get("Metadata", {})))
 
     def exists(self, key: str) -> bool:
@@ -651,7 +431,7 @@ class Bucket:
             return
         objects: list[Any] = [{"Key": version.key, "VersionId": version.version_id} for version in versions]
         response = self._call("DeleteObjects", Delete={"Objects": objects, "Quiet": True})
-        failed = [item for item in response.get("Errors", []) if item.get("Code") not in _NOT_FOUND]
+        failed = [item for item in response.get("Errors", []) if item.get("Code") not in NOT_FOUND]
         if failed:
             codes = sorted({str(item.get("Code", "Unknown")) for item in failed})
             raise StorageError(
@@ -675,7 +455,7 @@ class Bucket:
         ]
         response = self._call("DeleteObjects", Delete={"Objects": objects, "Quiet": True})
         errors = response.get("Errors", [])
-        failed = [item for item in errors if item.get("Code") not in _PRECONDITION_FAILED | _NOT_FOUND]
+        failed = [item for item in errors if item.get("Code") not in _PRECONDITION_FAILED | NOT_FOUND]
         if failed:
             codes = sorted({str(item.get("Code", "Unknown")) for item in failed})
             raise StorageError(
@@ -687,7 +467,7 @@ class Bucket:
             changed=[str(item.get("Key")) for item in errors if item.get("Code") in _PRECONDITION_FAILED],
             gone=[]
             if retried
-            else [str(item.get("Key")) for item in errors if item.get("Code") in _NOT_FOUND],
+            else [str(item.get("Key")) for item in errors if item.get("Code") in NOT_FOUND],
         )
 
     def _delete_each(self, items: Sequence[tuple[str, str | None]]) -> BatchDeleted:

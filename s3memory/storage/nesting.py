@@ -13,19 +13,14 @@ protocol and its invariants are ``docs/operations.md`` "Stores inside stores".
 
 from __future__ import annotations
 
-from s3memory.errors import StoreMisconfigured, shown
-from s3memory.storage.bucket import AccessDenied, Bucket
+from s3memory.errors import AccessDenied, NestedStore, shown
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.concurrency import parallel
 
 STORE_OBJECTS = "s3memory."
 """How the name of every object a store keeps of its own (directly below its prefix) begins."""
 PAGE = 1000
 """Keys (and common prefixes) one look at a prefix reads: the first page of its listing."""
-
-
-class NestedStore(StoreMisconfigured):
-    """Two stores of one bucket nest: one's prefix lies inside the other's. The message names a key
-    found there (on format 1, a user id and a path); the diagnosis names prefixes only."""
 
 
 def enclosing_prefixes(prefix: str) -> list[str]:

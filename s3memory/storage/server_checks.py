@@ -36,14 +36,15 @@ from s3memory.crypto import (
     KeyProvider,
     LocalKeyProvider,
 )
-from s3memory.errors import IntegrityError, StorageError
-from s3memory.storage.bucket import (
-    Bucket,
+from s3memory.errors import (
     ConditionalConflict,
+    IntegrityError,
     ObjectTooLarge,
     PreconditionFailed,
     RequestFailed,
+    StorageError,
 )
+from s3memory.storage.bucket import Bucket
 from s3memory.storage.conditions import (
     BATCH_DELETE_ETAGS,
     CONDITIONS,

@@ -26,15 +26,8 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 from s3memory.testing.offline import MotoBucket
-from s3memory.testing.scripted_claude import (
-    Reply,
-    ScriptedClaude,
-    ToolResult,
-    Turn,
-    last_tool_results,
-    memory_call,
-    reply,
-)
+from s3memory.testing.script import Reply, ToolResult, Turn, last_tool_results, memory_call, reply
+from s3memory.testing.scripted_claude import ScriptedClaude
 
 __all__ = [
     "MotoBucket",

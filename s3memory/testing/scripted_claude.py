@@ -6,7 +6,8 @@ wrote, for offline tests and the demo (``docs/testing.md``).
 offline; :meth:`ScriptedClaude.environment` points a client the application builds itself there.
 
 It answers ``POST /v1/messages`` (with or without the SDK's ``?beta=true``) with the JSON the real
-API returns, playing a *script*: one entry per assistant turn, consumed in order. An entry is
+API returns, playing a *script*: one entry per assistant turn, consumed in order. An entry (its words
+are ``script``'s) is
 
 - a ``str`` or :func:`reply`: a final text answer (``stop_reason: "end_turn"``);
 - :func:`memory_call`: one call of the memory tool (``stop_reason: "tool_use"``);
@@ -36,54 +37,27 @@ import itertools
 import json
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+from s3memory.testing.script import (
+    Reply,
+    ToolResult,
+    Turn,
+    last_tool_results,
+    tool_results,
+)
 
 if TYPE_CHECKING:
     from anthropic import Anthropic, AsyncAnthropic
 
 MESSAGES_PATH = "/v1/messages"
-DEFAULT_TOOL_NAME = "memory"
 API_KEY = "scripted-claude"
 """The key the stand-in's clients send: never a real one."""
 _MAX_BODY_BYTES = 32 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Reply:
-    """An assistant turn: optional text, then tool calls (none makes it a final answer)."""
-
-    text: str | None = None
-    tool_calls: Sequence[Mapping[str, Any]] = ()
-    tool_name: str = DEFAULT_TOOL_NAME
-
-
-Turn: TypeAlias = str | Reply | Sequence[Mapping[str, Any]] | Callable[[list[dict[str, Any]]], "Turn"]
-"""One scripted assistant turn (see the module docstring)."""
-
-
-def reply(text: str) -> Reply:
-    """A final answer: ``text`` and no tool call."""
-    return Reply(text=text)
-
-
-def memory_call(command: str, /, *, saying: str | None = None, **fields: Any) -> Reply:
-    """A turn that calls the memory tool once with ``{"command": command, **fields}``, after the
-    text ``saying`` if given: ``memory_call("view", path="/memories")``."""
-    return Reply(text=saying, tool_calls=[{"command": command, **fields}])
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    """One ``tool_result`` block of a request, with its content flattened to text."""
-
-    tool_use_id: str
-    text: str
-    is_error: bool
 
 
 class ScriptError(Exception):
@@ -108,38 +82,6 @@ class ScriptError(Exception):
         if self.error_code is not None:
             error["details"] = {"error_code": self.error_code}
         return {"type": "error", "error": error}
-
-
-def _block_text(content: object) -> str:
-    """The text of a ``tool_result`` content: a string, or the text blocks of a list joined by newlines."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            str(block.get("text", ""))
-            for block in content
-            if isinstance(block, dict) and block.get("type") == "text"
-        )
-    return ""
-
-
-def tool_results(message: Mapping[str, Any]) -> list[ToolResult]:
-    """The ``tool_result`` blocks of one message param, in order."""
-    content = message.get("content")
-    if not isinstance(content, list):
-        return []
-    return [
-        ToolResult(
-            str(block.get("tool_use_id", "")), _block_text(block.get("content")), bool(block.get("is_error"))
-        )
-        for block in content
-        if isinstance(block, dict) and block.get("type") == "tool_result"
-    ]
-
-
-def last_tool_results(messages: Sequence[Mapping[str, Any]]) -> list[ToolResult]:
-    """The ``tool_result`` blocks of the last message (the results of the previous turn's calls)."""
-    return tool_results(messages[-1]) if messages else []
 
 
 def _tool_use_ids(message: Mapping[str, Any]) -> list[str]:
@@ -502,14 +444,7 @@ def _handler_for(api: ScriptedClaude) -> type[BaseHTTPRequestHandler]:
 __all__ = [
     "API_KEY",
     "MESSAGES_PATH",
-    "Reply",
     "ScriptError",
     "ScriptedClaude",
-    "ToolResult",
-    "Turn",
     "check_tool_results_follow",
-    "last_tool_results",
-    "memory_call",
-    "reply",
-    "tool_results",
 ]

@@ -16,7 +16,6 @@ from typing import Any
 
 import anthropic
 
-from s3memory.answers import diagnose, failed, remote
 from s3memory.aws_lambda import metrics, record
 from s3memory.aws_lambda.agent.config import BASE_URL, AgentConfig, setting
 from s3memory.aws_lambda.agent.conversation import run
@@ -24,6 +23,7 @@ from s3memory.aws_lambda.agent.credentials import anthropic_client, api_key
 from s3memory.aws_lambda.agent.deadline import Deadline, NoTimeToRetry, current_deadline
 from s3memory.aws_lambda.agent.event import Invalid, parse_event
 from s3memory.aws_lambda.runtime import get_runtime
+from s3memory.edge.answers import diagnose, failed, remote
 from s3memory.errors import CommandError, shown
 from s3memory.settings import SettingsError
 from s3memory.tool import S3MemoryTool

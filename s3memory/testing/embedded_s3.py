@@ -1,7 +1,7 @@
-"""The demo's S3: moto's server in this process on a free loopback port (the tests use it too).
+"""moto's S3 server in this process on a free loopback port: the tests', the demo's and
+``s3memory local-s3``'s (``demo/local_s3.py``, which guards it: ``demo/guarded_s3.py``).
 
-Needs the ``demo`` extra (moto's S3 and Flask), imported when a server starts; ``s3memory local-s3``
-serves one for operators (``local_s3.py``).
+Needs moto's S3 and Flask (the ``demo`` extra), imported when a server starts.
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ import logging
 import socket
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from s3memory.demo.guarded_s3 import Credentials, Guard
 from s3memory.testing import conditions_honoured
 
 if TYPE_CHECKING:
@@ -22,6 +21,19 @@ if TYPE_CHECKING:
 HOST = "127.0.0.1"
 LISTEN_BACKLOG = 128
 """Connections the listening socket queues (werkzeug's own)."""
+
+
+class Operator(Protocol):
+    """Whom alone a server answers (``demo.guarded_s3.Credentials``): the keys its requests are signed
+    with, and the guard that refuses every other request to ``host``."""
+
+    @property
+    def access_key_id(self) -> str: ...
+
+    @property
+    def secret_access_key(self) -> str: ...
+
+    def guard(self, application: WSGIApplication, host: str) -> WSGIApplication: ...
 
 
 class PortUnavailable(Exception):
@@ -40,15 +52,15 @@ def moto_server(
     *,
     port: int = 0,
     versioned: bool = False,
-    credentials: Credentials | None = None,
+    credentials: Operator | None = None,
 ) -> Iterator[str]:
     """moto's threaded server on 127.0.0.1 (on ``port``; 0: a free one), with ``bucket`` created if
     one is named (with versioning on if ``versioned``); yields its endpoint URL and stops the server
     afterwards. werkzeug's request log, which names object keys, is silenced. While it runs, moto
     refuses what S3 refuses (``conditions_honoured``).
 
-    With ``credentials``, it answers only its operator (``guarded_s3.Guard``): requests for its own
-    address and port, from no web page, signed with these credentials. Without, it answers anyone
+    With ``credentials``, it answers only its operator (``credentials.guard``; ``s3memory local-s3``'s:
+    requests for its own address and port, from no web page, signed with these credentials). Without, it answers anyone
     and any signature, as moto does (the tests' clients sign with moto's dummy ``testing``).
 
     :class:`PortUnavailable` if ``port`` cannot be listened on (in use, or not this user's to use);
@@ -58,7 +70,7 @@ def moto_server(
 
 
 def _moto_server(
-    bucket: str | None, port: int, versioned: bool, credentials: Credentials | None
+    bucket: str | None, port: int, versioned: bool, credentials: Operator | None
 ) -> Iterator[str]:
     """The server ``ThreadedMotoServer`` runs, on a socket bound here first: moto's binds in its
     thread, where a port in use ends the thread (werkzeug prints and exits it) while ``start`` waits
@@ -79,7 +91,7 @@ def _moto_server(
     address = f"{HOST}:{listening.getsockname()[1]}"
     application: WSGIApplication = DomainDispatcherApplication(create_backend_app)
     if credentials is not None:
-        application = Guard(application, host=address, credentials=credentials)
+        application = credentials.guard(application, address)
     with listening:  # the server listens on a duplicate of it
         server = make_server(
             HOST,
@@ -94,13 +106,20 @@ def _moto_server(
     try:
         endpoint = f"http://{address}"
         if bucket is not None:
-            signer = credentials or Credentials("testing", "testing")
+            key_id, secret = (
+                ("testing", "testing")
+                if credentials is None
+                else (
+                    credentials.access_key_id,
+                    credentials.secret_access_key,
+                )
+            )
             client = boto3.client(
                 "s3",
                 endpoint_url=endpoint,
                 region_name="us-east-1",
-                aws_access_key_id=signer.access_key_id,
-                aws_secret_access_key=signer.secret_access_key,
+                aws_access_key_id=key_id,
+                aws_secret_access_key=secret,
             )
             client.create_bucket(Bucket=bucket)
             if versioned:

@@ -27,9 +27,11 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from s3memory.errors import KeysUnavailable, TokenRefused
 from s3memory.settings import JWT_ISSUER, TokenCheck, secure_url
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("s3memory.tokens")
+"""Named as before the module moved to ``edge/``: a log filter on it keeps working."""
 
 FAMILIES = {"RSA": ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"), "EC": ("ES256", "ES384", "ES512")}
 """Accepted algorithms, by the key type (``kty``) that signs with them."""
@@ -43,19 +45,6 @@ KEYS_MAX_AGE_SECONDS = 7200.0
 """Keys not refreshed for this long are not used (API Gateway keeps an issuer's keys two hours)."""
 
 Fetch = Callable[[str], bytes]
-
-
-class TokenRefused(Exception):
-    """The token does not prove who the caller is: 401, or 403 for a valid token that may not pass."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-class KeysUnavailable(Exception):
-    """The issuer's signing keys could not be fetched; the message says why, never a token."""
 
 
 class _SecureRedirects(urllib.request.HTTPRedirectHandler):

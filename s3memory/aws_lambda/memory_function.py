@@ -3,7 +3,7 @@
 Two event shapes (``events``): a direct invocation ``{"user_id": "alice", "input": {...}}``, served only
 where ``S3MEMORY_DIRECT_INVOCATION`` allows it, answers ``{"content": "<text>", "is_error": bool}``; an
 API Gateway HTTP API event (payload 2.0, body ``{"input": {...}}``), whose user is the subject of the
-bearer token the function verifies itself (``s3memory.tokens``), answers an HTTP response with that body: 200
+bearer token the function verifies itself (``s3memory.edge.tokens``), answers an HTTP response with that body: 200
 for every tool result (tool errors included), 400 for a malformed request, 401 without a valid token,
 403 for a token that may not pass or a refused direct event, 500 for a misconfigured function or an
 unexpected fault, 503 when the issuer's keys cannot be fetched.
@@ -27,11 +27,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from s3memory.answers import failed, remote
 from s3memory.aws_lambda import record
 from s3memory.aws_lambda.events import Refused, command_name, direct_request, http_request, is_http
 from s3memory.aws_lambda.runtime import get_runtime
 from s3memory.core.commands import parse_command
+from s3memory.edge.answers import failed, remote
 from s3memory.errors import CommandError
 from s3memory.settings import SettingsError
 from s3memory.storage.bucket import watching

@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 
 from s3memory.core.last_used import RECORD_EVERY_SECONDS
 from s3memory.core.paths import MemoryPath, check_owner
-from s3memory.errors import IntegrityError, StorageError
+from s3memory.core.timestamps import when
+from s3memory.errors import IntegrityError, PreconditionFailed, StorageError
 from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
 from s3memory.ops.progress import SILENT, Progress
-from s3memory.storage.bucket import Listed, PreconditionFailed, when
+from s3memory.storage.bucket import Listed
 from s3memory.storage.concurrency import PARALLEL_REQUESTS, parallel
 
 MAX_IDLE_DAYS = 3650
