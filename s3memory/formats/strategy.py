@@ -9,7 +9,7 @@ before their first command. ``docs/format-v2.md`` has the details.
 The format a store is served in is chosen once (``formats.choice`` under ``auto``, resolved by
 ``store.Store``); ``numbered`` turns its number into the strategy, and every other module asks
 the strategy. No module outside this one (and ``formats.choice``, the chooser) compares a format
-number: ``tests/test_format_seam.py`` fails on one. The object format's version byte, which
+number: ``tests/formats/test_format_seam.py`` fails on one. The object format's version byte, which
 ``crypto`` writes and checks in each header, is the bytes on disk, not a decision made here: a key
 owner bound to a store seals format-2 objects.
 """

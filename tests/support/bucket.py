@@ -25,7 +25,7 @@ other than its default: prefix, storage format, store id and weak server."""
 ALL_BACKENDS = ("moto", "seaweedfs")
 """The servers every suite that names its backends runs on."""
 SERVER_MATRIX = ("moto", "seaweedfs", "s3rver", "localstack")
-"""The servers ``tests/test_servers.py`` serves or refuses: ``ALL_BACKENDS`` and two more that
+"""The servers ``tests/storage/test_servers.py`` serves or refuses: ``ALL_BACKENDS`` and two more that
 enforce less (``docs/servers.md``)."""
 
 
