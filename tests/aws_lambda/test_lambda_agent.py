@@ -34,6 +34,8 @@ from tests.support.lambda_keys import new_store_keys, served
 from tests.support.processes import run_python_json
 from tests.support.records import diagnoses, invocation_records
 
+pytestmark = [pytest.mark.takes_format]
+
 API_KEY = "sk-ant-test-agent-key-0123456789"
 MISCONFIGURED = "Error: s3memory's agent is misconfigured; nothing was run. (request id req-agent-1)"
 PREFS_PATH = "/memories/preferences.md"

@@ -30,6 +30,8 @@ from tests.support.lambda_keys import new_store_keys, served, user_keys
 from tests.support.processes import run_python_json
 from tests.support.records import diagnoses, invocation_records
 
+pytestmark = [pytest.mark.takes_format]
+
 SETTINGS_VARIABLES = (
     "S3MEMORY_BUCKET",
     "S3MEMORY_PREFIX",

@@ -62,7 +62,12 @@ def _ric_missing() -> str | None:
 
 
 _MISSING = _ric_missing()
-pytestmark = pytest.mark.skipif(_MISSING is not None, reason=_MISSING or "")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.lambda_runtime,
+    pytest.mark.takes_format,
+    pytest.mark.skipif(_MISSING is not None, reason=_MISSING or ""),
+]
 
 
 @dataclass

@@ -14,6 +14,8 @@ from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from tests.core.test_guard import SECRETS
 
+pytestmark = [pytest.mark.takes_format]
+
 MIB = 1024 * 1024
 SIZE = 64 * 1024
 PRIVATE_KEY = SECRETS["private key block"]

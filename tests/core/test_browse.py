@@ -22,6 +22,8 @@ from tests.conftest import STORAGE_FORMAT, key_of, plant, prefix_of
 from tests.support.bucket import BUCKET, MASTER_KEY, empty_bucket, stored_keys
 from tests.support.listings import ShortListings
 
+pytestmark = [pytest.mark.takes_format]
+
 CUT_NOTE_END = "rows shown. View a subdirectory to see the rest.]"
 
 

@@ -19,6 +19,8 @@ from s3memory.memory import S3Memory
 from tests.conftest import prefix_of
 from tests.support.bucket import ALL_BACKENDS, BUCKET
 
+pytestmark = [pytest.mark.takes_format]
+
 BACKENDS = ALL_BACKENDS
 
 

@@ -27,6 +27,8 @@ from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from tests.support.bucket import snapshot
 
+pytestmark = [pytest.mark.takes_format]
+
 # Fake but well-formed secrets, assembled so that no scanner mistakes this file for a leak.
 AWS_KEY_ID = "AKIA" + "Z7QXEXAMPLE2FAKE"
 AWS_SECRET = "aws_secret_access_key = " + "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"

@@ -11,6 +11,8 @@ from s3memory.errors import CommandError
 from s3memory.memory import Quota, S3Memory
 from tests.support.bucket import snapshot
 
+pytestmark = [pytest.mark.takes_format]
+
 
 def test_file_count_quota(make_memory: Callable[..., S3Memory], s3: Any) -> None:
     memory = make_memory(quota=Quota(max_files=2))

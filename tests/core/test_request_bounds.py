@@ -17,6 +17,8 @@ from tests.conftest import STORAGE_FORMAT, key_of, prefix_of
 from tests.support.access import AccessRecordWrites
 from tests.support.bucket import ALL_BACKENDS, BUCKET, stored_keys
 
+pytestmark = [pytest.mark.takes_format]
+
 BACKENDS = ALL_BACKENDS
 
 

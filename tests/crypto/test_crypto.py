@@ -35,6 +35,8 @@ from tests.conftest import STORAGE_FORMAT, format_1_only, key_of, store_objects
 from tests.support.bucket import BUCKET, MASTER_KEY, snapshot, stored_keys
 from tests.support.ciphers import local_cipher
 
+pytestmark = [pytest.mark.takes_format]
+
 COLD_STORE_KEY = 0 if STORAGE_FORMAT == 1 else 1
 """On format 2 a process with a new key provider first reads and unwraps the store key (one
 GetObject, one KMS Decrypt: ``store_keys.py``) to name the user."""

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.slow, pytest.mark.terraform]
+
 ROOT = Path(__file__).resolve().parents[2]
 TERRAFORM = ROOT / "terraform"
 SKIP = re.compile(r"#checkov:skip=(CKV2?_[A-Z0-9_]+):(.*)")

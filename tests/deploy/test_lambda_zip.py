@@ -36,6 +36,8 @@ from s3memory.testing.scripted_claude import Reply, ScriptedClaude, last_tool_re
 from tests.support.issuer import http_event, loopback_issuer
 from tests.support.mcp_messages import INITIALIZE, MCP_HEADERS, tools_call
 
+pytestmark = [pytest.mark.slow, pytest.mark.packaging]
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOOL = REPO_ROOT / "tools" / "build_lambda_zip.py"
 BUILD_TIMEOUT_SECONDS = 900

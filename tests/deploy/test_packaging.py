@@ -28,6 +28,8 @@ from s3memory import demo
 from s3memory.cli import main as cli
 from s3memory.demo import walkthrough
 
+pytestmark = [pytest.mark.slow, pytest.mark.packaging]
+
 ROOT = Path(__file__).resolve().parents[2]
 BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE")
 PIP_TIMEOUT_SECONDS = 900

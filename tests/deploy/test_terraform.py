@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.slow, pytest.mark.terraform]
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MODULE_DIR = REPO_ROOT / "terraform"
 EXAMPLES = sorted(path.name for path in (MODULE_DIR / "examples").iterdir() if path.is_dir())

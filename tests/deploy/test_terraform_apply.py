@@ -117,6 +117,8 @@ from tests.support.issuer import AUDIENCE, Issuer, http_event, loopback_issuer, 
 from tests.support.mcp_messages import INITIALIZE, MCP_HEADERS
 from tests.support.mcp_messages import tools_call as mcp_call
 
+pytestmark = [pytest.mark.slow, pytest.mark.terraform]
+
 FIXTURE_ZIP = MODULE_DIR / "tests" / "fixtures" / "lambda.zip"
 COMMAND_TIMEOUT_SECONDS = 300
 SERVICES = (

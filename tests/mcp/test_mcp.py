@@ -4,7 +4,7 @@ The servers are processes of their own (``support/mcp_servers.py``) with the ``S
 pointed at moto's S3 server on 127.0.0.1, each module on a key prefix of its own; the library reads and
 writes the same store in this process. One server serves the module's quick tests. What takes longer
 (more servers beside a library process, a client dying, the MCP Inspector's CLI through npx) is
-``slow`` (``conftest.SLOW_SUITES``, kind ``mcp``).
+``slow`` (marked there, kind ``mcp``).
 """
 
 from __future__ import annotations
@@ -681,6 +681,8 @@ LIBRARY_PROCESS = textwrap.dedent(
 prints the lines it was told were inserted."""
 
 
+@pytest.mark.slow
+@pytest.mark.mcp
 def test_two_servers_and_a_library_process_lose_no_update_and_see_each_others_writes(
     alice: McpClient, store_environment: dict[str, str], server_logs: Path
 ) -> None:
@@ -754,6 +756,8 @@ CLIENT_THAT_DIES = textwrap.dedent(
 """A client that starts a server, says its pid and waits to be killed (its pipes then close)."""
 
 
+@pytest.mark.slow
+@pytest.mark.mcp
 def test_a_server_stops_when_its_client_dies(store_environment: dict[str, str]) -> None:
     client = subprocess.Popen(
         [sys.executable, "-c", CLIENT_THAT_DIES, *server_command("alice")],
@@ -824,6 +828,8 @@ def inspector(store_environment: dict[str, str], method: str, **tool_arguments: 
     return json.loads(out)
 
 
+@pytest.mark.slow
+@pytest.mark.mcp
 def test_the_mcp_inspector_lists_the_tool_and_calls_it(store_environment: dict[str, str]) -> None:
     (tool,) = inspector(store_environment, "tools/list")["tools"]
     assert tool["name"] == "memory" and tool["inputSchema"]["properties"]["command"]["enum"] == COMMANDS

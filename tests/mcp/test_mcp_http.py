@@ -4,7 +4,7 @@ user the subject of its verified bearer token, to the official ``mcp`` client.
 The servers run in this process (uvicorn on a thread, on a socket bound to a free port of 127.0.0.1)
 with the ``S3MEMORY_*`` settings pointed at moto's S3 server, trusting the loopback issuer
 (``support/issuer.py``) the Lambda tests use; the library reads and writes the same store. The command
-itself, served by a process of its own, is ``slow`` (``conftest.SLOW_SUITES``, kind ``mcp``).
+itself, served by a process of its own, is ``slow`` (marked there, kind ``mcp``).
 """
 
 from __future__ import annotations
@@ -511,6 +511,8 @@ def test_http_options_on_stdio_are_refused(
 # -- the command, in a process of its own (slow) ---------------------------------------------------
 
 
+@pytest.mark.slow
+@pytest.mark.mcp
 def test_the_command_serves_over_http_until_stopped(
     store_environment: dict[str, str], issuer: Issuer, tmp_path: Path
 ) -> None:

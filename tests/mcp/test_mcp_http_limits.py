@@ -451,6 +451,8 @@ def _lowered_open_files() -> None:  # pragma: no cover - runs in the child, befo
     resource.setrlimit(resource.RLIMIT_NOFILE, (512, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 
 
+@pytest.mark.slow
+@pytest.mark.mcp
 def test_the_command_serves_within_the_limits(environment: dict[str, str], tmp_path: Path) -> None:
     """The open-file limit raised, the body bound from ``S3MEMORY_MAX_FILE_BYTES``, a head's deadline."""
     settings = {**AWS_TEST_ENVIRONMENT, **environment, "S3MEMORY_MAX_FILE_BYTES": "1000", "PATH": ""}

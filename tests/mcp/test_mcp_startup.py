@@ -583,6 +583,8 @@ def claude(home: Path, *arguments: str) -> str:
     return ran.stdout
 
 
+@pytest.mark.slow
+@pytest.mark.mcp
 def test_claude_code_lists_the_server_failed_for_a_missing_bucket_and_connected_for_a_good_one() -> None:
     """The recipe of ``docs/mcp.md``: ``claude mcp add`` with ``--env-file``, the key left out of
     Claude Code's configuration. ``claude mcp list`` starts each server and reports it; the failed

@@ -25,6 +25,8 @@ from tests.support.bucket import ALL_BACKENDS, BUCKET
 from tests.support.memories import seed
 from tests.support.overlap import InFlightTogether
 
+pytestmark = [pytest.mark.takes_format]
+
 BACKENDS = ALL_BACKENDS
 
 

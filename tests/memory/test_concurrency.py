@@ -24,6 +24,8 @@ from tests.support.backends import SeaweedServer
 from tests.support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, temporary_bucket
 from tests.support.faults import held
 
+pytestmark = [pytest.mark.takes_format]
+
 BACKENDS = ALL_BACKENDS
 THREADS = 16
 

@@ -12,6 +12,8 @@ from s3memory.core.paths import memory_path
 from tests.conftest import STORAGE_FORMAT, key_of, keys_of, memory_tool, plant, prefix_of
 from tests.support.bucket import ALL_BACKENDS, snapshot, stored_keys
 
+pytestmark = [pytest.mark.takes_format]
+
 BACKENDS = ALL_BACKENDS
 MOTO_AS_SHIPPED = STORAGE_FORMAT == 1
 """On format 1, moto as shipped, no patch: s3memory finds out what it does not enforce

@@ -24,6 +24,8 @@ from tests.support.bucket import BUCKET, MASTER_KEY, stored_keys
 from tests.support.faults import ProcessDeath, SimulatedCrash
 from tests.support.memories import seed
 
+pytestmark = [pytest.mark.takes_format]
+
 
 def crash_during(command: dict[str, Any], operation: str, ordinal: int) -> ProcessDeath:
     """Run ``command`` in a fresh process that dies at the ``ordinal``-th ``operation`` request."""

@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from anthropic.lib.tools import ToolError
 from anthropic.tools import BetaLocalFilesystemMemoryTool
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +20,8 @@ from hypothesis import strategies as st
 from s3memory import S3MemoryTool
 from s3memory.crypto import LocalKeyProvider
 from tests.support.bucket import BUCKET, MASTER_KEY
+
+pytestmark = [pytest.mark.slow, pytest.mark.fuzz]
 
 MOTO_AS_SHIPPED = True
 """On moto as shipped, no patch: s3memory finds out what it does not enforce (``conftest.moto_semantics``)."""

@@ -25,7 +25,7 @@ from tests.support.bucket import BUCKET, MASTER_KEY, snapshot, stored_keys, temp
 from tests.support.faults import ALL, Fault, FaultPlan, FaultProxy, ProxyFault, SimulatedCrash
 from tests.support.memories import seed
 
-pytestmark = pytest.mark.usefixtures("no_back_off")
+pytestmark = [pytest.mark.takes_format, pytest.mark.usefixtures("no_back_off")]
 
 FILES = {f"/memories/project/part{index % 3}/note{index:02d}.md": f"note {index}\n" for index in range(12)}
 MOVED = {path.replace("/memories/project", "/memories/archive"): text for path, text in FILES.items()}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from anthropic.lib.tools import ToolError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -12,6 +13,8 @@ from hypothesis import strategies as st
 from s3memory import S3MemoryTool
 from tests.conftest import memory_tool
 from tests.support.bucket import snapshot
+
+pytestmark = [pytest.mark.takes_format]
 
 _NASTY_TEXT = st.one_of(
     st.text(max_size=40),
@@ -87,6 +90,8 @@ _INPUTS = st.one_of(
 )
 
 
+@pytest.mark.slow
+@pytest.mark.fuzz
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(_INPUTS, min_size=1, max_size=6))
 def test_any_input_is_answered_and_refusals_change_nothing(s3: Any, inputs: list[Any]) -> None:

@@ -26,6 +26,8 @@ from tests.support.bucket import ALL_BACKENDS, BUCKET, snapshot, stored_keys
 from tests.support.faults import Fault, ProcessDeath, SimulatedCrash, held, inject
 from tests.support.memories import seed
 
+pytestmark = [pytest.mark.takes_format]
+
 BACKENDS = ALL_BACKENDS
 Process = Callable[[], tuple[S3Memory, Any]]
 

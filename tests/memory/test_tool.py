@@ -18,6 +18,8 @@ from s3memory.crypto import LocalKeyProvider
 from tests.conftest import key_of, memory_tool, prefix_of, store_objects
 from tests.support.bucket import BUCKET, MASTER_KEY, stored_keys
 
+pytestmark = [pytest.mark.takes_format]
+
 
 def make_tool(s3: Any, **options: Any) -> S3MemoryTool:
     return memory_tool(s3, **options)

@@ -39,6 +39,8 @@ from tests.support.console import run as command
 from tests.support.faults import ProcessDeath, SimulatedCrash
 from tests.support.formats import REFUSED_TOKEN, both_formats, on_format_1
 
+pytestmark = [pytest.mark.takes_format]
+
 BACKENDS = ALL_BACKENDS
 AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
 FILES = {

@@ -29,6 +29,8 @@ from tests.support.console import run as command
 from tests.support.faults import ProcessDeath, SimulatedCrash
 from tests.support.formats import both_formats, on_format_1
 
+pytestmark = [pytest.mark.takes_format]
+
 BACKENDS = ALL_BACKENDS
 
 

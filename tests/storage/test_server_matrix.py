@@ -27,6 +27,8 @@ from tests.support.processes import run_python_json
 from tests.support.s3rver import S3rverServer
 from tests.support.s3rver import missing as s3rver_missing
 
+pytestmark = [pytest.mark.slow, pytest.mark.server_matrix]
+
 SERVERS = ("moto", "seaweedfs", "s3rver", "localstack")
 
 REFUSED = "412 PreconditionFailed"

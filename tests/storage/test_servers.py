@@ -57,10 +57,18 @@ from s3memory.storage.server_checks import (
     seal_record,
 )
 from s3memory.store import forget_stores
-from tests.support.bucket import BUCKET, MASTER_KEY, SERVER_MATRIX, stored_keys
+from tests.support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, SERVER_MATRIX, stored_keys
 from tests.support.faults import Fault, FaultPlan, SimulatedCrash
 
-BACKENDS = SERVER_MATRIX
+BACKENDS = (
+    *ALL_BACKENDS,
+    *(
+        pytest.param(name, marks=[pytest.mark.slow, pytest.mark.server_matrix])
+        for name in SERVER_MATRIX
+        if name not in ALL_BACKENDS
+    ),
+)
+"""``SERVER_MATRIX``: s3rver and LocalStack are slow (``make test-all``), each installed by ``make servers``."""
 MOTO_AS_SHIPPED = True
 """No patch: moto as its users get it."""
 

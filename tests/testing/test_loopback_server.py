@@ -31,7 +31,12 @@ sys.stdin.read()  # until it is killed
 """
 """Starts a server, prints its process group and directory, and waits."""
 
-SERVERS = [("backends", "SeaweedServer"), ("s3rver", "S3rverServer"), ("localstack", "LocalStackServer")]
+MATRIX_ONLY = [pytest.mark.slow, pytest.mark.server_matrix]
+SERVERS = [
+    ("backends", "SeaweedServer"),
+    pytest.param("s3rver", "S3rverServer", marks=MATRIX_ONLY),
+    pytest.param("localstack", "LocalStackServer", marks=MATRIX_ONLY),
+]
 
 
 def group_running(group: int) -> list[int]:

@@ -26,6 +26,8 @@ from s3memory.testing.scripted_claude import (
 from s3memory.tool import AsyncS3MemoryTool
 from tests.conftest import memory_tool
 
+pytestmark = [pytest.mark.takes_format]
+
 MODEL = "claude-sonnet-4-5"
 
 

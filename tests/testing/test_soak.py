@@ -215,6 +215,8 @@ def test_the_bucket_check_takes_only_the_store_key_and_mark_outside_namespaces(
 # -- the checker, on SeaweedFS -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
+@pytest.mark.soak
 @both_formats
 def test_without_faults_the_model_and_s3memory_agree(
     seaweedfs: SeaweedServer, endpoint: str, storage_format: int
@@ -233,6 +235,8 @@ def test_without_faults_the_model_and_s3memory_agree(
     assert report.violations == []
 
 
+@pytest.mark.slow
+@pytest.mark.soak
 @both_formats
 def test_the_checker_reports_a_lost_write_and_stray_objects(
     seaweedfs: SeaweedServer, endpoint: str, monkeypatch: pytest.MonkeyPatch, storage_format: int
@@ -286,6 +290,8 @@ def test_a_dead_process_sends_nothing_more(seaweedfs: SeaweedServer, endpoint: s
     assert found.ok  # CRASH_AFTER: the write landed before the process died
 
 
+@pytest.mark.slow
+@pytest.mark.soak
 @both_formats
 def test_a_short_soak_under_faults_finds_no_violation(
     seaweedfs: SeaweedServer, endpoint: str, storage_format: int
