@@ -14,6 +14,8 @@ from bench.rotation import FILES, FleetRotation, InjectedWait, run
 from bench.servers import Backend
 from s3memory.ops.rotation import ROTATION_WAIT_SECONDS
 
+pytestmark = [pytest.mark.slow, pytest.mark.bench]
+
 USERS = 3
 
 

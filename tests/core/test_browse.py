@@ -97,6 +97,8 @@ _PATHS = st.lists(
 )
 
 
+@pytest.mark.slow
+@pytest.mark.fuzz
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     paths=_PATHS,
@@ -281,6 +283,8 @@ def test_a_directory_seen_before_that_its_first_page_stops_inside_is_listed_agai
 _LONG_NAME = "d" * 84  # a listing below /memories/ddd…d charges each key or common prefix 100 characters
 
 
+@pytest.mark.slow
+@pytest.mark.scale
 @pytest.mark.parametrize("level", [1, 2])
 @pytest.mark.parametrize(
     ("page", "after_the_first", "listings", "cut"),
@@ -323,6 +327,8 @@ def named(count: int, length: int, below: str = "", inside: str = "") -> list[st
     return [f"/memories/{below}{index:03d}{'n' * (length - 3)}{inside}" for index in range(count)]
 
 
+@pytest.mark.slow
+@pytest.mark.scale
 @pytest.mark.parametrize(
     ("paths", "page", "listings"),
     [

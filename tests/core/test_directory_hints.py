@@ -17,11 +17,11 @@ from s3memory.core.paths import memory_path
 from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from tests.conftest import prefix_of
-from tests.support.bucket import ALL_BACKENDS, BUCKET
+from tests.support.bucket import BUCKET, SEAWEEDFS_SLOW
 
 pytestmark = [pytest.mark.takes_format]
 
-BACKENDS = ALL_BACKENDS
+BACKENDS = ("moto", SEAWEEDFS_SLOW)
 
 
 @pytest.fixture

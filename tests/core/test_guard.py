@@ -125,6 +125,8 @@ def test_luhn(number: str, valid: bool) -> None:
     assert luhn_valid(number) is valid
 
 
+@pytest.mark.slow
+@pytest.mark.fuzz
 @given(st.text(max_size=200))
 def test_redaction_leaves_no_detectable_secret(text: str) -> None:
     redacted = REDACT.screen("/memories/x", text + " " + GITHUB_TOKEN)

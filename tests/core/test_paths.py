@@ -421,6 +421,8 @@ _PATH_ALPHABET = st.sampled_from(
 )
 
 
+@pytest.mark.slow
+@pytest.mark.fuzz
 @settings(max_examples=3000)
 @given(st.lists(_PATH_ALPHABET, max_size=14).map("".join), st.booleans())
 def test_no_path_maps_outside_the_users_memories_prefix(tail: str, rooted: bool) -> None:
@@ -436,6 +438,8 @@ def test_no_path_maps_outside_the_users_memories_prefix(tail: str, rooted: bool)
     assert "\\" not in key and "\x00" not in key
 
 
+@pytest.mark.slow
+@pytest.mark.fuzz
 @settings(max_examples=500)
 @given(st.text())
 def test_arbitrary_text_is_a_valid_path_or_a_clear_refusal(text: str) -> None:

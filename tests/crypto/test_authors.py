@@ -27,10 +27,10 @@ from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
 from s3memory.ops.versions import MemoryVersions
 from s3memory.storage.bucket import Bucket
-from tests.support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot
+from tests.support.bucket import BUCKET, MASTER_KEY, SEAWEEDFS_SLOW, snapshot
 from tests.support.ciphers import local_cipher
 
-BACKENDS = ALL_BACKENDS
+BACKENDS = ("moto", SEAWEEDFS_SLOW)
 PATH = "/memories/notes.md"
 KEY = "users/alice/memories/notes.md"
 

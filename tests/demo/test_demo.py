@@ -16,6 +16,8 @@ from s3memory.cli.main import main
 from s3memory.demo import team, walkthrough
 from s3memory.testing.scripted_claude import API_KEY, Reply, ScriptedClaude, ToolResult
 
+pytestmark = [pytest.mark.slow, pytest.mark.processes]
+
 ROOT = Path(__file__).resolve().parents[2]
 HEX_ROW = re.compile(r"^  [0-9a-f]{4}  ((?:[0-9a-f]{2} ){0,15}[0-9a-f]{2})\s+\|")
 STORED_LINES = ["- Concise answers.", "- British English spelling and style.", "- Step 1 (schema): done."]

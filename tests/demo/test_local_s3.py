@@ -27,6 +27,8 @@ from s3memory.demo.local_s3 import STOP_SIGNALS, mcp_recipes, running_program, s
 from tests.support.local_s3 import LocalS3, in_another_shell
 from tests.support.loopback_server import ServerUnavailable
 
+pytestmark = [pytest.mark.slow, pytest.mark.processes]
+
 READY_SECONDS = 30
 
 

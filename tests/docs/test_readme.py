@@ -32,6 +32,8 @@ from tests.support.markdown import blocks_of, section, shell_commands
 from tests.support.terraform_example import example_settings
 from tests.support.terraform_example import recipe as deploy_recipe
 
+pytestmark = [pytest.mark.slow, pytest.mark.processes]
+
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BUCKET = "readme-snippets"

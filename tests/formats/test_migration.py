@@ -22,11 +22,11 @@ from s3memory.ops.operations import Operations
 from s3memory.storage.bucket import Bucket, PreconditionFailed
 from s3memory.store import forget_stores
 from tests.support import console
-from tests.support.bucket import ALL_BACKENDS, BUCKET, stored_keys
+from tests.support.bucket import BUCKET, SEAWEEDFS_SLOW, stored_keys
 from tests.support.marks import mark_of
 from tests.support.roles import confined
 
-BACKENDS = ALL_BACKENDS
+BACKENDS = ("moto", SEAWEEDFS_SLOW)
 FILES = {f"/memories/{'notes/' * (index % 3)}file{index:02d}.md": f"line {index}\n" for index in range(24)}
 
 
@@ -80,6 +80,8 @@ def test_a_format_1_memory_is_served_in_format_2_from_its_first_command(
     assert stored_keys(s3, v1.layout.memories_prefix) == []
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_a_user_is_looked_for_once_per_process(v1: S3Memory, make_memory: Callable[..., S3Memory]) -> None:
     memory = v2(make_memory)
     memory.run({"command": "view", "path": "/memories"})
@@ -93,6 +95,8 @@ def test_a_user_is_looked_for_once_per_process(v1: S3Memory, make_memory: Callab
     )
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_a_command_moves_a_bounded_number_of_files_and_the_next_goes_on(
     v1: S3Memory, make_memory: Callable[..., S3Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -124,6 +128,8 @@ def test_a_command_moves_a_bounded_number_of_files_and_the_next_goes_on(
     assert stored_keys(memory.bucket.client, v1.layout.namespace) == []  # the access record moved last
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_a_storage_failure_while_a_file_moves_fails_the_command_and_the_next_moves_it(
     v1: S3Memory, make_memory: Callable[..., S3Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -150,6 +156,8 @@ def test_a_storage_failure_while_a_file_moves_fails_the_command_and_the_next_mov
     assert stored_keys(memory.bucket.client, v1.layout.memories_prefix) == []
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_a_pending_format_1_rename_is_finished_before_the_move(
     v1: S3Memory, make_memory: Callable[..., S3Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -192,6 +200,8 @@ def test_a_move_that_dies_between_any_two_requests_is_finished_by_the_next_look(
     assert stored_keys(s3, v1.layout.memories_prefix) == []
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_concurrent_movers_and_commands_lose_nothing(
     v1: S3Memory, make_memory: Callable[..., S3Memory]
 ) -> None:
@@ -236,6 +246,8 @@ def test_concurrent_movers_and_commands_lose_nothing(
     assert stored_keys(movers[0].bucket.client, v1.layout.memories_prefix) == []
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_a_different_file_already_in_format_2_is_left_in_format_1_and_reported(
     v1: S3Memory, make_memory: Callable[..., S3Memory], s3: Any
 ) -> None:
@@ -254,6 +266,8 @@ def test_a_different_file_already_in_format_2_is_left_in_format_1_and_reported(
     assert memory.upgrade.pending()
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_a_copy_whose_source_changed_is_withdrawn_and_moved_again(
     v1: S3Memory, make_memory: Callable[..., S3Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -273,6 +287,8 @@ def test_a_copy_whose_source_changed_is_withdrawn_and_moved_again(
     assert memory.files.read(memory_path("/memories/file00.md")).text == "edited 0\n"  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_a_new_format_2_store_is_marked_migrated_at_birth_and_never_lists_a_user_id(
     make_memory: Callable[..., S3Memory], s3: Any
 ) -> None:
@@ -281,6 +297,8 @@ def test_a_new_format_2_store_is_marked_migrated_at_birth_and_never_lists_a_user
     assert memory.upgrade is not None and memory.upgrade._marked()
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_a_store_holding_format_1_users_is_not_marked(
     v1: S3Memory, make_memory: Callable[..., S3Memory], s3: Any
 ) -> None:
@@ -290,6 +308,8 @@ def test_a_store_holding_format_1_users_is_not_marked(
     assert memory.upgrade is not None and not memory.upgrade._marked()
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_moving_never_loses_a_file_the_delete_of_its_source_could_not_confirm(
     v1: S3Memory, make_memory: Callable[..., S3Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -336,6 +356,8 @@ def test_migrate_moves_every_user_verifies_them_and_marks_the_store(
     )
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_migrate_moves_a_user_whose_id_is_now_reserved_and_says_what_to_do(
     v1: S3Memory, local_keys: LocalKeyProvider, s3: Any
 ) -> None:
@@ -361,6 +383,8 @@ def test_migrate_moves_a_user_whose_id_is_now_reserved_and_says_what_to_do(
     assert operations.read("s3memory.notes", "/memories/n.md") == "n\n"
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_after_migrate_no_memory_of_the_process_looks_for_format_1_files_again(
     v1: S3Memory, make_memory: Callable[..., S3Memory], local_keys: LocalKeyProvider, s3: Any
 ) -> None:
@@ -382,6 +406,8 @@ def test_after_migrate_no_memory_of_the_process_looks_for_format_1_files_again(
     assert listed  # each listed its own format-2 namespace
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_migrate_reports_what_it_left_and_does_not_mark_the_store(
     v1: S3Memory, local_keys: LocalKeyProvider, s3: Any
 ) -> None:
@@ -401,6 +427,8 @@ def test_migrate_reports_what_it_left_and_does_not_mark_the_store(
     assert stored_keys(s3, f"users/{MIGRATED_NAME}") == []
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_migrate_refuses_a_format_1_store_setting(
     v1: S3Memory, local_keys: LocalKeyProvider, s3: Any
 ) -> None:
@@ -418,6 +446,8 @@ def test_migrate_refuses_a_format_1_store_setting(
         assert stored_keys(s3) == before
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_a_store_migrated_under_concurrent_use_loses_nothing_and_verifies_clean(
     v1: S3Memory, make_memory: Callable[..., S3Memory], local_keys: LocalKeyProvider, s3: Any
 ) -> None:
@@ -446,6 +476,8 @@ def test_a_store_migrated_under_concurrent_use_loses_nothing_and_verifies_clean(
     assert stored_keys(s3, v1.layout.memories_prefix) == []
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_a_path_too_long_for_private_names_stays_in_format_1_and_the_user_is_served(
     v1: S3Memory, make_memory: Callable[..., S3Memory], s3: Any
 ) -> None:
@@ -465,6 +497,8 @@ def test_a_path_too_long_for_private_names_stays_in_format_1_and_the_user_is_ser
     assert stored_keys(s3, v1.layout.memories_prefix) == [v1.layout.file_key(memory_path(long_path))]
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_erase_on_a_format_2_store_also_removes_what_format_1_left(
     v1: S3Memory,
     make_memory: Callable[..., S3Memory],
@@ -507,6 +541,8 @@ FORGED_MARKS = {
 }
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 @pytest.mark.parametrize("forged", FORGED_MARKS.values(), ids=FORGED_MARKS.keys())
 def test_erase_skips_what_format_1_left_only_on_a_store_whose_mark_authenticates_as_born(
     v1: S3Memory,
@@ -526,6 +562,8 @@ def test_erase_skips_what_format_1_left_only_on_a_store_whose_mark_authenticates
     assert stored_keys(s3, v1.layout.namespace) == []
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_erase_on_a_store_born_in_format_2_sends_no_request_naming_the_user(
     make_memory: Callable[..., S3Memory], local_keys: LocalKeyProvider, s3: Any
 ) -> None:
@@ -538,6 +576,8 @@ def test_erase_on_a_store_born_in_format_2_sends_no_request_naming_the_user(
     assert urls and not [url for url in urls if "jane" in url]
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_a_mark_that_does_not_authenticate_hides_no_format_1_file_from_commands(
     v1: S3Memory, make_memory: Callable[..., S3Memory], s3: Any
 ) -> None:
@@ -550,6 +590,8 @@ def test_a_mark_that_does_not_authenticate_hides_no_format_1_file_from_commands(
     assert stored_keys(s3, v1.layout.memories_prefix) == []
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_a_store_migrated_before_marks_were_sealed_serves_everyone_until_migrate_marks_it_again(
     v1: S3Memory, make_memory: Callable[..., S3Memory], local_keys: LocalKeyProvider, s3: Any
 ) -> None:
@@ -569,6 +611,8 @@ def test_a_store_migrated_before_marks_were_sealed_serves_everyone_until_migrate
     assert mark_of(s3) == SETTLED
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_a_store_born_before_marks_were_sealed_is_marked_again_but_not_as_born(
     make_memory: Callable[..., S3Memory], s3: Any
 ) -> None:
@@ -582,6 +626,8 @@ def test_a_store_born_before_marks_were_sealed_is_marked_again_but_not_as_born(
     assert mark_of(s3) == SETTLED
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_migrate_carries_an_access_time_a_dying_move_left_behind(
     v1: S3Memory, make_memory: Callable[..., S3Memory], local_keys: LocalKeyProvider, s3: Any
 ) -> None:
@@ -599,6 +645,8 @@ def test_migrate_carries_an_access_time_a_dying_move_left_behind(
     assert operations.memory("alice").access.read().at == last_access
 
 
+@pytest.mark.slow
+@pytest.mark.format_1
 def test_migrate_marks_an_empty_store_and_makes_its_key(local_keys: LocalKeyProvider, s3: Any) -> None:
     operations = Operations(Bucket(s3, BUCKET), local_keys, storage_format=2)
     assert run(operations, "migrate", "--yes")[0] == 0

@@ -21,11 +21,11 @@ from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from s3memory.mounts import READ_WRITE, Mount, MountedMemory
 from s3memory.storage.bucket import Bucket
-from tests.support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY
+from tests.support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY, SEAWEEDFS_SLOW
 from tests.support.issuer import Issuer, http_event, loopback_issuer
 from tests.support.records import invocation_records
 
-BACKENDS = ALL_BACKENDS
+BACKENDS = ("moto", SEAWEEDFS_SLOW)
 USER = "jane.doe@example.com"
 ACTOR = "agent-zeta"
 CLIENTS = "/memories/clients_quorx"

@@ -22,10 +22,10 @@ from s3memory.formats.keyvault import KEYS_PREFIX
 from s3memory.formats.store_keys import STORE_KEY_NAME
 from s3memory.memory import S3Memory
 from s3memory.storage.bucket import Bucket, PreconditionFailed
-from tests.support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, empty_bucket, stored_keys
+from tests.support.bucket import BUCKET, MASTER_KEY, SEAWEEDFS_SLOW, empty_bucket, stored_keys
 from tests.support.roles import confined
 
-BACKENDS = ALL_BACKENDS
+BACKENDS = ("moto", SEAWEEDFS_SLOW)
 REFUSED = (
     "Error: The stored object for /memories/a.md failed its integrity check (tampered, truncated, foreign, "
     "wrongly keyed or not encrypted); it was not read."

@@ -22,11 +22,11 @@ from s3memory.settings import Settings, SettingsError
 from s3memory.storage.bucket import Bucket, PreconditionFailed
 from s3memory.storage.server_checks import SERVER_RECORD_NAME
 from s3memory.store import forget_stores
-from tests.support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, stored_keys
+from tests.support.bucket import BUCKET, LOCAL_KEY_B64, MASTER_KEY, SEAWEEDFS_SLOW, stored_keys
 from tests.support.marks import mark_of
 from tests.support.overlap import InFlightTogether
 
-BACKENDS = ALL_BACKENDS
+BACKENDS = ("moto", SEAWEEDFS_SLOW)
 USER = "jane.doe@example.com"
 CREATE = {"command": "create", "path": "/memories/clients/acme.md", "file_text": "renewal in May\n"}
 VIEW = {"command": "view", "path": "/memories/clients/acme.md"}

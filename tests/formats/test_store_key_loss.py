@@ -23,10 +23,10 @@ from s3memory.storage.bucket import Bucket
 from s3memory.storage.server_checks import SERVER_RECORD_NAME
 from s3memory.store import forget_stores
 from tests.formats.test_store_format import FIRST_USE
-from tests.support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, stored_keys
+from tests.support.bucket import BUCKET, MASTER_KEY, SEAWEEDFS_SLOW, stored_keys
 from tests.support.marks import mark_of
 
-BACKENDS = ALL_BACKENDS
+BACKENDS = ("moto", SEAWEEDFS_SLOW)
 KEY = "users/" + STORE_KEY_NAME
 MARK = "users/" + MIGRATED_NAME
 FILES = {"/memories/notes.md": "renewal in May\n", "/memories/clients/acme.md": "call Ann\n"}

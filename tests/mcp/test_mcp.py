@@ -622,6 +622,8 @@ def test_a_server_with_a_bad_user_id_serves_nothing(store_environment: dict[str,
     )
 
 
+@pytest.mark.slow
+@pytest.mark.processes
 def test_neither_import_s3memory_nor_the_lambda_memory_path_imports_mcp() -> None:
     script = textwrap.dedent(
         f"""

@@ -230,7 +230,9 @@ def test_no_check_starts_without_asking_the_bucket(tmp_path: Path) -> None:
         assert [tool["name"] for tool in client.list_tools()] == ["memory"]
 
 
-@pytest.mark.parametrize("key", ["local", "kms"])
+@pytest.mark.parametrize(
+    "key", ["local", pytest.param("kms", marks=[pytest.mark.slow, pytest.mark.processes])]
+)
 def test_good_settings_start_and_serve(
     moto_endpoint_with_bucket: str, kms_key: str, tmp_path: Path, key: str
 ) -> None:
@@ -491,6 +493,8 @@ def test_a_fifo_a_directory_a_large_file_and_no_file_are_refused(tmp_path: Path)
 # -- --env-file: the command -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
+@pytest.mark.processes
 def test_the_command_serves_with_the_env_file_local_s3_writes(tmp_path: Path) -> None:
     """The settings come from the file alone (the environment's AWS credentials, the tests', are not
     local-s3's: the file's win), and the server starts after its check and serves."""

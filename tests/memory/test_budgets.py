@@ -21,13 +21,13 @@ from s3memory.crypto import KMSKeyProvider
 from s3memory.memory import S3Memory
 from s3memory.storage.bucket import Bucket
 from tests.conftest import STORAGE_FORMAT, keys_of
-from tests.support.bucket import ALL_BACKENDS, BUCKET
+from tests.support.bucket import BUCKET, SEAWEEDFS_SLOW
 from tests.support.memories import seed
 from tests.support.overlap import InFlightTogether
 
 pytestmark = [pytest.mark.takes_format]
 
-BACKENDS = ALL_BACKENDS
+BACKENDS = ("moto", SEAWEEDFS_SLOW)
 
 
 @pytest.fixture

@@ -21,12 +21,12 @@ from s3memory.memory import S3Memory
 from s3memory.storage.bucket import Bucket
 from tests.conftest import STORAGE_FORMAT
 from tests.support.backends import SeaweedServer
-from tests.support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, temporary_bucket
+from tests.support.bucket import BUCKET, MASTER_KEY, SEAWEEDFS_SLOW, temporary_bucket
 from tests.support.faults import held
 
 pytestmark = [pytest.mark.takes_format]
 
-BACKENDS = ALL_BACKENDS
+BACKENDS = ("moto", SEAWEEDFS_SLOW)
 THREADS = 16
 
 

@@ -10,11 +10,11 @@ from anthropic.lib.tools import ToolError
 from s3memory import S3MemoryTool
 from s3memory.core.paths import memory_path
 from tests.conftest import STORAGE_FORMAT, key_of, keys_of, memory_tool, plant, prefix_of
-from tests.support.bucket import ALL_BACKENDS, snapshot, stored_keys
+from tests.support.bucket import SEAWEEDFS_SLOW, snapshot, stored_keys
 
 pytestmark = [pytest.mark.takes_format]
 
-BACKENDS = ALL_BACKENDS
+BACKENDS = ("moto", SEAWEEDFS_SLOW)
 MOTO_AS_SHIPPED = STORAGE_FORMAT == 1
 """On format 1, moto as shipped, no patch: s3memory finds out what it does not enforce
 (``conftest.moto_semantics``). Format 2 needs the conditions moto as shipped ignores."""

@@ -24,6 +24,8 @@ from tests.support.bucket import BUCKET, MASTER_KEY, stored_keys
 from tests.support.faults import ProcessDeath, SimulatedCrash
 from tests.support.memories import seed
 
+EVERY_PHASE = [pytest.mark.slow, pytest.mark.every_phase]
+"""A crash point of a protocol beyond those ``make test`` keeps (the record, a copy, the batched delete)."""
 pytestmark = [pytest.mark.takes_format]
 
 
@@ -86,13 +88,13 @@ def no_jobs_left(s3: Any) -> bool:
 @pytest.mark.parametrize(
     ("operation", "ordinal"),
     [
-        ("ListObjectsV2", 2),
+        pytest.param("ListObjectsV2", 2, marks=EVERY_PHASE),
         ("PutObject", 1),
         ("PutObject", 2),
-        ("PutObject", 17),
-        ("GetObject", 9),
+        pytest.param("PutObject", 17, marks=EVERY_PHASE),
+        pytest.param("GetObject", 9, marks=EVERY_PHASE),
         ("DeleteObjects", 1),
-        ("DeleteObject", 1),
+        pytest.param("DeleteObject", 1, marks=EVERY_PHASE),
     ],
 )
 def test_directory_rename_survives_a_crash_at_every_phase(s3: Any, operation: str, ordinal: int) -> None:

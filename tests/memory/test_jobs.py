@@ -22,13 +22,13 @@ from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from s3memory.storage.bucket import Bucket
 from tests.conftest import STORAGE_FORMAT, key_of, prefix_of, rename_crash_point
-from tests.support.bucket import ALL_BACKENDS, BUCKET, snapshot, stored_keys
+from tests.support.bucket import BUCKET, SEAWEEDFS_SLOW, snapshot, stored_keys
 from tests.support.faults import Fault, ProcessDeath, SimulatedCrash, held, inject
 from tests.support.memories import seed
 
 pytestmark = [pytest.mark.takes_format]
 
-BACKENDS = ALL_BACKENDS
+BACKENDS = ("moto", SEAWEEDFS_SLOW)
 Process = Callable[[], tuple[S3Memory, Any]]
 
 

@@ -111,6 +111,8 @@ def test_unexpected_failures_are_tool_errors_too(s3: Any, monkeypatch: pytest.Mo
     )
 
 
+@pytest.mark.slow
+@pytest.mark.scale
 def test_clear_all_memory_removes_every_memory_file_in_batches(s3: Any) -> None:
     tool = make_tool(s3)
     for index in range(1_005):

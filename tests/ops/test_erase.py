@@ -15,13 +15,13 @@ from s3memory.cli.main import _parser
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
 from s3memory.ops.operations import Operations
 from s3memory.storage.bucket import Bucket, Version
-from tests.support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
+from tests.support.bucket import BUCKET, MASTER_KEY, SEAWEEDFS_SLOW
 from tests.support.console import audit
 from tests.support.console import run as command
 from tests.support.faults import ProcessDeath, SimulatedCrash
 from tests.support.versions import history_for
 
-BACKENDS = ALL_BACKENDS
+BACKENDS = ("moto", SEAWEEDFS_SLOW)
 
 
 def all_versions(s3: Any, bucket: str, prefix: str) -> list[tuple[str, bool]]:

@@ -38,12 +38,19 @@ from s3memory.ops.expiry import (
 from s3memory.ops.operations import Operations
 from s3memory.storage.bucket import Bucket
 from tests.support.access import AccessRecordWrites, is_access_record
-from tests.support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot, stored_keys
+from tests.support.bucket import (
+    BUCKET,
+    LOCAL_KEY_B64,
+    MASTER_KEY,
+    SEAWEEDFS_SLOW,
+    snapshot,
+    stored_keys,
+)
 from tests.support.faults import ALL, Fault, FaultPlan, ProcessDeath, SimulatedCrash
 from tests.support.processes import run_python_json
 from tests.support.records import invocation_records
 
-BACKENDS = ALL_BACKENDS
+BACKENDS = ("moto", SEAWEEDFS_SLOW)
 DAY = 24 * 3600
 IDLE_DAYS = 30
 KEYS = LocalKeyProvider(MASTER_KEY)
@@ -640,6 +647,8 @@ def test_the_function_refuses_bad_settings_by_name_and_changes_nothing(
     assert (entry.levelno, getattr(entry, "error_type", None)) == (logging.ERROR, "configuration")
 
 
+@pytest.mark.slow
+@pytest.mark.processes
 def test_the_function_does_not_import_anthropic() -> None:
     script = textwrap.dedent(
         f"""

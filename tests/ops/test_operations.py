@@ -33,7 +33,14 @@ from s3memory.ops.versions import MemoryVersions
 from s3memory.settings import Limits
 from s3memory.storage.bucket import Bucket
 from tests.conftest import STORAGE_FORMAT
-from tests.support.bucket import ALL_BACKENDS, BUCKET, LOCAL_KEY_B64, MASTER_KEY, snapshot, stored_keys
+from tests.support.bucket import (
+    BUCKET,
+    LOCAL_KEY_B64,
+    MASTER_KEY,
+    SEAWEEDFS_SLOW,
+    snapshot,
+    stored_keys,
+)
 from tests.support.console import audit
 from tests.support.console import run as command
 from tests.support.faults import ProcessDeath, SimulatedCrash
@@ -41,7 +48,7 @@ from tests.support.formats import REFUSED_TOKEN, both_formats, on_format_1
 
 pytestmark = [pytest.mark.takes_format]
 
-BACKENDS = ALL_BACKENDS
+BACKENDS = ("moto", SEAWEEDFS_SLOW)
 AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
 FILES = {
     "/memories/preferences.md": "# Preferences\n- metric units\n",

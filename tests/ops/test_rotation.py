@@ -34,7 +34,7 @@ from s3memory.settings import Limits
 from s3memory.storage.bucket import Bucket
 from tests.ops.test_versions import tick
 from tests.support import versions
-from tests.support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot
+from tests.support.bucket import BUCKET, MASTER_KEY, SEAWEEDFS_SLOW, snapshot
 from tests.support.faults import ProcessDeath, SimulatedCrash
 from tests.support.formats import both_formats
 from tests.support.rotation import (
@@ -52,7 +52,7 @@ from tests.support.rotation import (
 )
 from tests.support.versions import all_versions, everything, objects
 
-BACKENDS = ALL_BACKENDS
+BACKENDS = ("moto", SEAWEEDFS_SLOW)
 MEMORIES = "users/alice/memories/"
 """Format 1's plain keys, for the tests of format 1 alone."""
 KEYS = "users/alice/internal/keys/"

@@ -23,7 +23,7 @@ from s3memory.ops import rotation
 from s3memory.ops.operations import Operations
 from s3memory.ops.rotation import ROTATION_WAIT_SECONDS, rotate
 from s3memory.storage.bucket import Bucket, when
-from tests.support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot
+from tests.support.bucket import BUCKET, MASTER_KEY, SEAWEEDFS_SLOW, snapshot
 from tests.support.console import run as command
 from tests.support.rotation import (
     FILES,
@@ -37,7 +37,7 @@ from tests.support.rotation import (
 )
 from tests.support.versions import objects, sealed_with
 
-BACKENDS = ALL_BACKENDS
+BACKENDS = ("moto", SEAWEEDFS_SLOW)
 
 
 def local_operations(s3: Any, bucket: str, provider: LocalKeyProvider) -> Operations:

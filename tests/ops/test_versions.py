@@ -24,14 +24,14 @@ from s3memory.ops.rotation import rotate
 from s3memory.ops.versions import MemoryVersions
 from s3memory.storage.bucket import Bucket
 from tests.conftest import STORAGE_FORMAT
-from tests.support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY
+from tests.support.bucket import BUCKET, MASTER_KEY, SEAWEEDFS_SLOW
 from tests.support.console import run as command
 from tests.support.faults import ProcessDeath, SimulatedCrash
 from tests.support.formats import both_formats, on_format_1
 
 pytestmark = [pytest.mark.takes_format]
 
-BACKENDS = ALL_BACKENDS
+BACKENDS = ("moto", SEAWEEDFS_SLOW)
 
 
 @pytest.fixture

@@ -27,7 +27,14 @@ from s3memory.errors import CommandError
 from s3memory.memory import S3Memory
 from s3memory.storage.bucket import Bucket
 from tests.support.backends import REGION, SeaweedServer
-from tests.support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, snapshot, stored_keys, temporary_bucket
+from tests.support.bucket import (
+    BUCKET,
+    MASTER_KEY,
+    SEAWEEDFS_SLOW,
+    snapshot,
+    stored_keys,
+    temporary_bucket,
+)
 from tests.support.faults import (
     ALL,
     Fault,
@@ -39,7 +46,7 @@ from tests.support.faults import (
     s3_operation,
 )
 
-BACKENDS = ALL_BACKENDS
+BACKENDS = ("moto", SEAWEEDFS_SLOW)
 pytestmark = pytest.mark.usefixtures("no_back_off")
 
 
@@ -184,7 +191,7 @@ class Target:
     client: Callable[..., Any]
 
 
-@pytest.fixture(params=["moto-server", "seaweedfs"])
+@pytest.fixture(params=["moto-server", SEAWEEDFS_SLOW])
 def target(request: pytest.FixtureRequest) -> Iterator[Target]:
     """moto's threaded server or SeaweedFS, with a fresh bucket of its own."""
     bucket = f"proxy-{uuid.uuid4().hex[:12]}"

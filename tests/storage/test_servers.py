@@ -57,11 +57,12 @@ from s3memory.storage.server_checks import (
     seal_record,
 )
 from s3memory.store import forget_stores
-from tests.support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, SERVER_MATRIX, stored_keys
+from tests.support.bucket import ALL_BACKENDS, BUCKET, MASTER_KEY, SEAWEEDFS_SLOW, SERVER_MATRIX, stored_keys
 from tests.support.faults import Fault, FaultPlan, SimulatedCrash
 
 BACKENDS = (
-    *ALL_BACKENDS,
+    "moto",
+    SEAWEEDFS_SLOW,
     *(
         pytest.param(name, marks=[pytest.mark.slow, pytest.mark.server_matrix])
         for name in SERVER_MATRIX

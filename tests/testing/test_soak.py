@@ -217,6 +217,7 @@ def test_the_bucket_check_takes_only_the_store_key_and_mark_outside_namespaces(
 
 @pytest.mark.slow
 @pytest.mark.soak
+@pytest.mark.seaweedfs
 @both_formats
 def test_without_faults_the_model_and_s3memory_agree(
     seaweedfs: SeaweedServer, endpoint: str, storage_format: int
@@ -237,6 +238,7 @@ def test_without_faults_the_model_and_s3memory_agree(
 
 @pytest.mark.slow
 @pytest.mark.soak
+@pytest.mark.seaweedfs
 @both_formats
 def test_the_checker_reports_a_lost_write_and_stray_objects(
     seaweedfs: SeaweedServer, endpoint: str, monkeypatch: pytest.MonkeyPatch, storage_format: int
@@ -272,6 +274,8 @@ def test_the_checker_reports_a_lost_write_and_stray_objects(
     ]
 
 
+@pytest.mark.slow
+@pytest.mark.seaweedfs
 def test_a_dead_process_sends_nothing_more(seaweedfs: SeaweedServer, endpoint: str) -> None:
     config = soak.SoakConfig(seed=SEED)
     context = soak.SoakContext(endpoint, SOAK_BUCKET, seaweedfs.admin, config, soak.SoakReport(config))
@@ -292,6 +296,7 @@ def test_a_dead_process_sends_nothing_more(seaweedfs: SeaweedServer, endpoint: s
 
 @pytest.mark.slow
 @pytest.mark.soak
+@pytest.mark.seaweedfs
 @both_formats
 def test_a_short_soak_under_faults_finds_no_violation(
     seaweedfs: SeaweedServer, endpoint: str, storage_format: int
@@ -362,6 +367,8 @@ def died_after_recording(users: Users, user: str, old: str, new: str, copies: in
     )
 
 
+@pytest.mark.slow
+@pytest.mark.seaweedfs
 def test_two_processes_finishing_one_job_both_succeed(users: Users) -> None:
     users.run("f-two", create("/memories/d/a.md"))
     died_after_recording(users, "f-two", "/memories/d", "/memories/e")
@@ -385,6 +392,8 @@ def test_two_processes_finishing_one_job_both_succeed(users: Users) -> None:
     assert users.files("f-two") == ["/memories/e/a.md"]
 
 
+@pytest.mark.slow
+@pytest.mark.seaweedfs
 @pytest.mark.parametrize("delete_retried", [False, True], ids=["delete-answered", "delete-retried"])
 def test_a_slow_finisher_never_brings_back_a_file_deleted_after_its_job_ended(
     users: Users, delete_retried: bool
@@ -410,6 +419,8 @@ def test_a_slow_finisher_never_brings_back_a_file_deleted_after_its_job_ended(
     assert users.files(user) == []
 
 
+@pytest.mark.slow
+@pytest.mark.seaweedfs
 def test_view_of_the_root_never_shows_a_half_done_rename(users: Users) -> None:
     users.run("f-half", create("/memories/d/a.md"))
     users.run("f-half", create("/memories/d/b.md"))
@@ -427,6 +438,8 @@ def test_view_of_the_root_never_shows_a_half_done_rename(users: Users) -> None:
     assert ("4.0K\t/memories/d/" in rows) != ("4.0K\t/memories/e/" in rows), rows
 
 
+@pytest.mark.slow
+@pytest.mark.seaweedfs
 def test_a_file_rename_that_died_between_copy_and_delete_is_finished_by_its_retry(users: Users) -> None:
     """A single-file rename has no job record (`docs/storage.md`): a process dying between its copy and its
     delete leaves the file at both paths, and the retry of the rename converges."""
@@ -439,6 +452,8 @@ def test_a_file_rename_that_died_between_copy_and_delete_is_finished_by_its_retr
     assert users.files("f-both") == ["/memories/b.md"]
 
 
+@pytest.mark.slow
+@pytest.mark.seaweedfs
 @pytest.mark.parametrize("fault", [Fault.DROP_AFTER, Fault.CRASH_AFTER])
 def test_a_refused_create_leaves_no_file_below_a_file_but_a_dead_ones(users: Users, fault: Fault) -> None:
     """A write whose answer was lost is looked for and withdrawn; one whose process died before it
@@ -461,6 +476,8 @@ def test_a_refused_create_leaves_no_file_below_a_file_but_a_dead_ones(users: Use
     assert users.files(user) == ["/memories/f.md"]
 
 
+@pytest.mark.slow
+@pytest.mark.seaweedfs
 def test_a_file_rename_whose_delete_answer_was_lost_succeeds(users: Users) -> None:
     users.run("f-lost", create("/memories/a.md"))
     plan = FaultPlan().fail("DeleteObject", Fault.DROP_AFTER, call=1)
@@ -469,6 +486,8 @@ def test_a_file_rename_whose_delete_answer_was_lost_succeeds(users: Users) -> No
     assert users.run("f-lost", rename, plan) == "Successfully renamed /memories/a.md to /memories/b.md"
 
 
+@pytest.mark.slow
+@pytest.mark.seaweedfs
 def test_a_create_whose_answer_was_lost_onto_a_larger_file_says_it_exists(users: Users) -> None:
     users.run(
         "f-larger", {"command": "create", "path": "/memories/a.md", "file_text": "a longer text stored\n"}

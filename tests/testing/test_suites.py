@@ -30,6 +30,14 @@ KINDS = (
 SLOW_TOOLS = {"terraform": "terraform", "checkov": "terraform", "npx": "mcp"}
 """A program a test looks up with ``shutil.which`` that only a slow test of this kind may run."""
 
+SLOW_SERVERS = {
+    "seaweedfs": ("seaweedfs", "SEAWEEDFS_SLOW"),
+    "s3rver": ("server_matrix",),
+    "localstack": ("server_matrix",),
+}
+"""A server fixture of ``conftest.py`` only a slow test may start, with the marks (or the name of a
+``pytest.param`` of ``tests.support``) that say so."""
+
 
 def marks(node: ast.expr) -> set[str]:
     """The names of the ``pytest.mark.NAME`` (called or not) in ``node``: one mark or a list of them."""
@@ -93,7 +101,7 @@ def test_conftest_names_no_test_module() -> None:
 def test_every_kind_of_slow_test_is_marked_slow_with_it() -> None:
     unmarked = [
         f"{path.relative_to(TESTS)}: {sorted(group)}"
-        for path in MODULES
+        for path in [*MODULES, *sorted(TESTS.glob("support/*.py"))]
         for group in mark_groups(parsed(path))
         if group & KINDS and "slow" not in group
     ]
@@ -126,4 +134,26 @@ def test_every_module_that_runs_a_slow_tool_is_marked_with_its_kind() -> None:
             tool = getattr(node.args[0], "value", None)
             if tool in SLOW_TOOLS and not {"slow", SLOW_TOOLS[tool]} <= given:
                 unmarked.append(f"{path.relative_to(TESTS)}: {tool}")
+    assert unmarked == []
+
+
+def test_every_module_that_starts_a_slow_server_is_marked_with_its_kind() -> None:
+    unmarked = []
+    for path in MODULES:
+        tree = parsed(path)
+        said = set().union(*mark_groups(tree)) | {
+            node.id for node in ast.walk(tree) if isinstance(node, ast.Name)
+        }
+        requested = {
+            arg.arg for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) for arg in node.args.args
+        }
+        requested |= {
+            node.args[0].value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "getfixturevalue"
+            if node.args and isinstance(node.args[0], ast.Constant)
+        }
+        for server in sorted(requested & SLOW_SERVERS.keys()):
+            if not said & set(SLOW_SERVERS[server]):
+                unmarked.append(f"{path.relative_to(TESTS)}: {server}")
     assert unmarked == []
