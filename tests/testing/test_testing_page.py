@@ -10,7 +10,11 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.support.applications import DEVELOPERS_SHELL, PLUGIN_CONFTEST, run_application_tests
+
+pytestmark = [pytest.mark.slow, pytest.mark.processes]
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "testing.md"
