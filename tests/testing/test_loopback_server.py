@@ -33,7 +33,7 @@ sys.stdin.read()  # until it is killed
 
 MATRIX_ONLY = [pytest.mark.slow, pytest.mark.server_matrix]
 SERVERS = [
-    ("backends", "SeaweedServer"),
+    pytest.param("backends", "SeaweedServer", marks=[pytest.mark.slow, pytest.mark.seaweedfs]),
     pytest.param("s3rver", "S3rverServer", marks=MATRIX_ONLY),
     pytest.param("localstack", "LocalStackServer", marks=MATRIX_ONLY),
 ]
