@@ -2,10 +2,12 @@
 scripted Messages API. Helpers that are not fixtures live in ``support/``.
 
 S3 backends: every test gets in-process moto through ``s3``. A test module that sets
-``BACKENDS = ("moto", "seaweedfs")`` runs each of its tests once per backend: the ``backend``
+``BACKENDS = ("moto", SEAWEEDFS_SLOW)`` runs each of its tests once per backend: the ``backend``
 fixture is parametrized for it, and ``s3`` then yields a client of SeaweedFS (a real S3 server,
 started once per session by ``seaweedfs``; see ``support/backends.py``) for the ``seaweedfs``
-run. Either way ``BUCKET`` exists and is empty when the test starts.
+run, which is marked slow. Either way ``BUCKET`` exists and is empty when the test starts. How a
+test says it is slow or takes the storage format: ``docs/development.md``; this file names no test
+module.
 """
 
 from __future__ import annotations
