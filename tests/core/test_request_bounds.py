@@ -87,6 +87,8 @@ def test_a_cut_view_shows_every_entry_of_its_own_level_before_any_below(
         assert logs_shown == [f"19B\t{path}" for path in logs[: len(logs_shown)]]
 
 
+@pytest.mark.slow
+@pytest.mark.scale
 def test_a_view_lists_no_more_keys_than_its_answer_could_show_were_they_all_visible(
     make_memory: Callable[..., S3Memory], s3: Any
 ) -> None:
