@@ -21,8 +21,15 @@ $(DEMO_STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet --constraint constraints.txt --editable '.[demo]'
 	touch $(DEMO_STAMP)
 
-# The tests' and the bench's tools on top (mypy, ruff, SeaweedFS, the MCP SDK, matplotlib, ...).
-$(STAMP): $(DEMO_STAMP)
+TEST_STAMP := $(VENV)/.test-installed
+
+# What the fast suite needs on top (the `test` extra: pytest, SeaweedFS, the MCP SDK, PyJWT, ...).
+$(TEST_STAMP): $(DEMO_STAMP)
+	$(PY) -m pip install --quiet --constraint constraints.txt --editable '.[test]'
+	touch $(TEST_STAMP)
+
+# Every test's tools, the linters' and the bench's on top (moto's every service, mypy, ruff, matplotlib, ...).
+$(STAMP): $(TEST_STAMP)
 	$(PY) -m pip install --quiet --constraint constraints.txt --editable '.[dev,bench]'
 	touch $(STAMP)
 
@@ -38,11 +45,10 @@ $(CHECKOV_STAMP):
 	.venv-checkov/bin/python -m pip install --quiet checkov==3.3.30
 	touch $(CHECKOV_STAMP)
 
-# The fast suite: every test but those tests/conftest.py marks slow (its SLOW_SUITES: Terraform, packaging,
-# soak, fuzz, the Lambda runtime, the server matrix), on the library's default storage format (2), in
-# JOBS processes (pytest-xdist; each starts its own SeaweedFS, about 400 MiB; JOBS=0: one process).
+# The fast suite: every test not marked slow at the test (docs/development.md), on the library's default
+# storage format (2), in JOBS processes (pytest-xdist; JOBS=0: one process).
 JOBS ?= 2
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(PY) -m pytest -q -m "not slow" -n $(JOBS)
 
 # What CI runs: every test, then the suites whose memories take the storage format again on format 1.
@@ -50,7 +56,7 @@ test-all: $(STAMP) $(CHECKOV_STAMP) $(S3RVER_STAMP) $(LOCALSTACK_STAMP)
 	$(PY) -m pytest -q
 	$(MAKE) test-format1
 
-# The suites that take the storage format (tests/conftest.py's FORMAT_SUITES) on format 1 (plain names).
+# The test modules marked takes_format (their memories take the storage format) on format 1 (plain names).
 test-format1: $(STAMP)
 	S3MEMORY_TEST_STORAGE_FORMAT=1 $(PY) -m pytest -q -m takes_format
 

@@ -24,7 +24,7 @@
 # A store moving from format 1 (migrating_from_format_1) also needs the format-1 context, without
 # s3memory:store: each key user and the expiry role get Decrypt, only, under it (statements
 # "...Format1Migration").
-# tests/test_terraform.py compares this computation with store_identity over a set of ids.
+# tests/deploy/test_terraform.py compares this computation with store_identity over a set of ids.
 
 locals {
   store_id = var.store_id == "" ? var.bucket_name : var.store_id

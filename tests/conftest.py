@@ -2,10 +2,12 @@
 scripted Messages API. Helpers that are not fixtures live in ``support/``.
 
 S3 backends: every test gets in-process moto through ``s3``. A test module that sets
-``BACKENDS = ("moto", "seaweedfs")`` runs each of its tests once per backend: the ``backend``
+``BACKENDS = ("moto", SEAWEEDFS_SLOW)`` runs each of its tests once per backend: the ``backend``
 fixture is parametrized for it, and ``s3`` then yields a client of SeaweedFS (a real S3 server,
 started once per session by ``seaweedfs``; see ``support/backends.py``) for the ``seaweedfs``
-run. Either way ``BUCKET`` exists and is empty when the test starts.
+run, which is marked slow. Either way ``BUCKET`` exists and is empty when the test starts. How a
+test says it is slow or takes the storage format: ``docs/development.md``; this file names no test
+module.
 """
 
 from __future__ import annotations
@@ -42,7 +44,6 @@ from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
 from .support.backends import REGION, SeaweedServer
 from .support.backends import missing as seaweedfs_missing
 from .support.bucket import (
-    ALL_BACKENDS,
     BUCKET,
     LOCAL_KEY_B64,
     MASTER_KEY,
@@ -196,81 +197,6 @@ def session_s3(aws: None) -> Any:
     return boto3.client("s3", region_name="us-east-1")
 
 
-SLOW_SUITES = {
-    "test_terraform": "terraform",
-    "test_terraform_apply": "terraform",
-    "test_checkov": "terraform",
-    "test_packaging": "packaging",
-    "test_lambda_zip": "packaging",
-    "test_soak::test_without_faults_the_model_and_s3memory_agree": "soak",
-    "test_soak::test_the_checker_reports_a_lost_write_and_stray_objects": "soak",
-    "test_soak::test_a_short_soak_under_faults_finds_no_violation": "soak",
-    "test_hostile_input::test_any_input_is_answered_and_refusals_change_nothing": "fuzz",
-    "test_differential": "fuzz",
-    "test_lambda_ric": "lambda_runtime",
-    "test_server_matrix": "server_matrix",
-    "test_mcp::test_two_servers_and_a_library_process_lose_no_update_and_see_each_others_writes": "mcp",
-    "test_mcp::test_a_server_stops_when_its_client_dies": "mcp",
-    "test_mcp::test_the_mcp_inspector_lists_the_tool_and_calls_it": "mcp",
-    "test_mcp_startup::test_claude_code_lists_the_server_failed_for_a_missing_bucket_and_connected_for_a_good_one": "mcp",
-    "test_mcp_http::test_the_command_serves_over_http_until_stopped": "mcp",
-    "test_mcp_http_limits::test_the_command_serves_within_the_limits": "mcp",
-}
-"""The modules and tests (``module::test``) ``make test`` leaves out, each with its kind: a marker
-(``pyproject.toml``) that each of their tests carries beside ``slow``. ``make test`` runs
-``-m "not slow"``; ``make test-all`` (CI) runs everything. A test parametrized with a server of the
-matrix beyond ``ALL_BACKENDS`` (s3rver, LocalStack) is ``server_matrix`` and ``slow`` too, wherever
-it is."""
-
-FORMAT_SUITES = frozenset(
-    {
-        "test_contract",
-        "test_browse",
-        "test_tool",
-        "test_jobs",
-        "test_crash_safety",
-        "test_concurrency",
-        "test_directory_hints",
-        "test_request_bounds",
-        "test_bounded_work",
-        "test_guard_quota",
-        "test_guard",
-        "test_faults",
-        "test_crypto",
-        "test_budgets",
-        "test_hostile_input",
-        "test_lambda_memory",
-        "test_lambda_agent",
-        "test_lambda_ric",
-        "test_operations",
-        "test_versions",
-        "test_scripted_claude",
-    }
-)
-"""The modules whose memories take ``STORAGE_FORMAT`` (``make_memory``, ``memory_tool``,
-``local_env``): their tests carry the marker ``takes_format``, which ``make test-format1`` runs again
-on format 1 (``make test-all`` runs both). ``test_suites.py`` checks both tables."""
-
-_MATRIX_ONLY = frozenset(SERVER_MATRIX) - frozenset(ALL_BACKENDS)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the tests of ``SLOW_SUITES`` and ``FORMAT_SUITES``, and the tests on a server of the
-    matrix alone."""
-    for item in items:
-        module = item.module.__name__.rpartition(".")[2] if isinstance(item, pytest.Function) else ""
-        callspec = getattr(item, "callspec", None)
-        params = callspec.params.values() if callspec is not None else ()
-        kind = SLOW_SUITES.get(f"{module}::{getattr(item, 'originalname', '')}", SLOW_SUITES.get(module))
-        if kind is None and any(isinstance(value, str) and value in _MATRIX_ONLY for value in params):
-            kind = "server_matrix"
-        if kind is not None:
-            item.add_marker(kind)
-            item.add_marker("slow")
-        if module in FORMAT_SUITES:
-            item.add_marker("takes_format")
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Run a module's tests on each backend it names in ``BACKENDS`` (default: moto only)."""
     backends = getattr(metafunc.module, "BACKENDS", None)
@@ -404,7 +330,7 @@ def store(s3: Any, local_keys: LocalKeyProvider) -> Store:
 STORAGE_FORMAT = int(os.environ.get("S3MEMORY_TEST_STORAGE_FORMAT", DEFAULT_FORMAT))
 """The storage format of the memories ``make_memory`` makes unless a test names one: the format the
 library's default (``auto``) gives a new store, unless S3MEMORY_TEST_STORAGE_FORMAT names another
-(``make test-format1`` sets 1 for the suites that take it, ``FORMAT_SUITES``)."""
+(``make test-format1`` sets 1 for the modules that take it: marked ``takes_format``)."""
 
 
 def key_of(memory: S3Memory, path: str) -> str:

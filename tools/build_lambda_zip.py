@@ -88,7 +88,7 @@ LAMBDA_PACKAGE_FILES = (
 """What the handlers need of the package, relative to it: the modules that the three handlers
 (terraform/lambda.tf) import, directly or through one another, at import or later; and the package
 data (pyproject.toml's ``package-data``: ``py.typed``, the look-alike table and its licence).
-A name ending in ``/`` is a subpackage: every ``*.py`` below it. tests/test_lambda_zip.py fails when
+A name ending in ``/`` is a subpackage: every ``*.py`` below it. tests/deploy/test_lambda_zip.py fails when
 a module the handlers import is missing here, and when one is here that they do not import."""
 EXIT_REFUSED = 1
 EXIT_PIP_FAILED = 3

@@ -8,7 +8,7 @@ Unicode's file (760 kB, a line of comment for each mapping) takes 60 to 100 ms t
 (55 kB: for each character that has a prototype, the character, a tab and its prototype, one line
 each) loads in about 5 ms, once per process and only where mounts are (``s3memory/core/confusables.py``).
 It starts with the header of Unicode's file (its version, copyright and terms) and a line saying how
-it was derived. tests/test_confusables.py checks that the table is the one this writes.
+it was derived. tests/core/test_confusables.py checks that the table is the one this writes.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@
   authenticated with the object).
 
 Import from ``s3memory.crypto``, never from a private module. The bytes each format writes are
-pinned by the frozen vectors in ``tests/vectors`` (``tests/test_vectors.py``).
+pinned by the frozen vectors in ``tests/vectors`` (``tests/crypto/test_vectors.py``).
 """
 
 from s3memory.crypto._authors import (

@@ -12,7 +12,7 @@ the strategy: what the server must enforce (``server_needs``), the object format
 in (``object_format``, the version byte it writes and checks in each header), where a user's
 objects live. No module outside this one (and ``formats.choice``, the chooser) compares a format
 number, and none outside ``s3memory/formats`` indexes by one or picks one:
-``tests/test_format_seam.py`` fails on either.
+``tests/formats/test_format_seam.py`` fails on either.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 # agent and expiry functions nothing; every rule of the variable (s3memory.mounts: the point, the
 # memory, the mode, claim and value, one memory per point, at most 16 points) refuses what the
 # package refuses, at its boundaries; the preconditions need the HTTP API and storage format 2 and
-# keep the setting within its byte budget. tests/test_terraform.py feeds the module's encoding to
+# keep the setting within its byte budget. tests/deploy/test_terraform.py feeds the module's encoding to
 # s3memory.mounts.grants_from_json, and checks the point rules against the package's own.
 
 mock_provider "aws" {

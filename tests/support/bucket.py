@@ -8,6 +8,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
 BUCKET = "agent-memory"
 MASTER_KEY = bytes(range(32))
 LOCAL_KEY_B64 = base64.b64encode(MASTER_KEY).decode("ascii")
@@ -24,8 +26,11 @@ STORE_ENVIRON = {
 other than its default: prefix, storage format, store id and weak server."""
 ALL_BACKENDS = ("moto", "seaweedfs")
 """The servers every suite that names its backends runs on."""
+SEAWEEDFS_SLOW = pytest.param("seaweedfs", marks=[pytest.mark.slow, pytest.mark.seaweedfs])
+"""SeaweedFS as a backend of a test (``BACKENDS = ("moto", SEAWEEDFS_SLOW)``): slow, as each pytest-xdist
+worker starts its own server (about 400 MiB); ``make test`` runs the test on moto, ``make test-all`` on both."""
 SERVER_MATRIX = ("moto", "seaweedfs", "s3rver", "localstack")
-"""The servers ``tests/test_servers.py`` serves or refuses: ``ALL_BACKENDS`` and two more that
+"""The servers ``tests/storage/test_servers.py`` serves or refuses: ``ALL_BACKENDS`` and two more that
 enforce less (``docs/servers.md``)."""
 
 

@@ -8,10 +8,13 @@ import pytest
 
 from s3memory.crypto import FORMAT_2
 
-FORMATS = (1, 2)
-
-both_formats = pytest.mark.parametrize("storage_format", FORMATS, ids=[f"format-{n}" for n in FORMATS])
-"""Run the test once per storage format, as its ``storage_format`` argument."""
+both_formats = pytest.mark.parametrize(
+    "storage_format",
+    [pytest.param(1, marks=[pytest.mark.slow, pytest.mark.format_1]), 2],
+    ids=["format-1", "format-2"],
+)
+"""Run the test once per storage format, as its ``storage_format`` argument: format 1 is slow (``make test``
+runs the library's default format, 2; ``make test-all`` both)."""
 
 on_format_1 = pytest.mark.parametrize("storage_format", [1], ids=["format-1"])
 """Run the test on format 1 in every pass, as its ``storage_format`` argument: a test of what only

@@ -1,7 +1,7 @@
 """LocalStack's S3 (PyPI ``localstack-core``), run on the host without Docker, on 127.0.0.1.
 
 LocalStack is what many teams run to test against AWS locally; its S3 is its own implementation,
-which follows AWS's conditional writes only in part (see ``tests/test_server_matrix.py``). It runs
+which follows AWS's conditional writes only in part (see ``tests/storage/test_server_matrix.py``). It runs
 from a venv of its own, ``tests/servers/localstack/.venv`` (``make servers``, see
 ``tests/servers/servers.mk``), pinned by ``tests/servers/localstack/requirements.txt``:
 localstack-core 4.13.1, the last release whose code Python 3.11 can run. Only S3 is started, by

@@ -2,7 +2,7 @@
 
 Each probe makes its own keys (below a fresh prefix) in the buckets it is given and answers with a
 string: ``"ok"`` or ``"<HTTP status> <error code>"`` for the request under test, then what it left
-behind (``"; kept"``, ``"; replaced"``, ...). ``tests/test_server_matrix.py`` asserts these strings per
+behind (``"; kept"``, ``"; replaced"``, ...). ``tests/storage/test_server_matrix.py`` asserts these strings per
 server, so the README's server table can be read off the tests.
 
 Run as a script it prints the table for the servers it can start (moto in-process, as shipped, and

@@ -3,7 +3,7 @@ the random draws the inputs fix) and how to read them back (``read``).
 
 A vector file ``<name>.json`` holds ``inputs`` (bytes as hex, in the order the code draws random
 bytes under ``drawn``) and ``expected`` (what ``seal`` wrote when the vector was made). The files are
-frozen: ``tests/test_vectors.py`` checks that today's code reads each one back to its inputs and, where
+frozen: ``tests/crypto/test_vectors.py`` checks that today's code reads each one back to its inputs and, where
 the bytes are determined by the inputs, writes exactly the same bytes again.
 """
 
