@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from s3memory.core.last_used import RECORD_EVERY_SECONDS
 from s3memory.core.paths import MemoryPath, check_owner
 from s3memory.errors import IntegrityError, StorageError
-from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
 from s3memory.ops.progress import SILENT, Progress
+from s3memory.placed import PlacedMemory
 from s3memory.storage.bucket import Listed, PreconditionFailed, when
 from s3memory.storage.concurrency import PARALLEL_REQUESTS, parallel
 
@@ -138,7 +138,7 @@ def expire(
             progress.advance()
             continue
         try:
-            report.finished = _expire_user(memory, expiry, report, out_of_time)
+            report.finished = _expire_user(memory.placed, expiry, report, out_of_time)
         except IntegrityError:
             expiry.skipped = NOT_AUTHENTIC
         except StorageError as error:
@@ -152,7 +152,7 @@ def expire(
 
 
 def _expire_user(
-    memory: S3Memory, expiry: UserExpiry, report: ExpiryReport, out_of_time: Callable[[], bool]
+    memory: PlacedMemory, expiry: UserExpiry, report: ExpiryReport, out_of_time: Callable[[], bool]
 ) -> bool:
     """Expire one user's idle files into ``expiry``; False if it ran out of time. ``IntegrityError``
     when the access record is not authentic."""
@@ -191,7 +191,7 @@ def _expire_user(
     return True
 
 
-def _job_pending(memory: S3Memory) -> bool:
+def _job_pending(memory: PlacedMemory) -> bool:
     """True if a directory job of the user can still run (its files may be half moved). Records that
     never can are no reason to wait: the user's next command sets them aside."""
     return any(
@@ -209,7 +209,7 @@ def _written_before(listed: Listed, cutoff: float) -> bool:
         return False
 
 
-def _delete(memory: S3Memory, expiry: UserExpiry, path: MemoryPath, listed: Listed) -> None:
+def _delete(memory: PlacedMemory, expiry: UserExpiry, path: MemoryPath, listed: Listed) -> None:
     """Delete the file if it still has the listed ETag; else it changed meanwhile and stays."""
     try:
         memory.files.delete(listed.key, if_match=listed.etag)

@@ -45,8 +45,9 @@ from s3memory.formats.names import user_of_namespace
 from s3memory.formats.strategy import Format, numbered
 from s3memory.formats.upgrade import born_in_format_2
 from s3memory.memory import MemoryOptions, S3Memory
-from s3memory.ops import folders
+from s3memory.ops import folders, writes
 from s3memory.ops.progress import SILENT, Progress
+from s3memory.placed import PlacedMemory
 from s3memory.settings import Limits, Settings
 from s3memory.storage.bucket import AccessDenied, Bucket, Listed, Version
 from s3memory.storage.conditions import (
@@ -363,7 +364,7 @@ class Operations:
         self.check_nesting()
         options: MemoryOptions = {**self.limits.memory_options(), "actor": self.actor}
         memory = S3Memory(self.store, owner_of(user_id), **options)
-        check_no_store_at(self.bucket, memory.layout.namespace)
+        check_no_store_at(self.bucket, memory.placed.layout.namespace)
         return memory
 
     def existing_memory(self, user_id: str) -> S3Memory | None:
@@ -388,7 +389,7 @@ class Operations:
         if memory is None:
             memory = self.existing_memory(user_id)
         if memory is not None:
-            namespace = memory.layout.namespace
+            namespace = memory.placed.layout.namespace
             if through_time and any(next(self.bucket.versions(namespace, max_keys=1))):
                 return
             if not through_time and self.bucket.any_below(namespace):
@@ -402,7 +403,7 @@ class Operations:
         below = memory_path(path)
         if memory is None:
             raise CommandError(no_such_memory(user_id))
-        layout = memory.layout
+        layout = memory.placed.layout
         found: list[StoredFile] = []
         for page in self.bucket.pages(layout.directory_prefix(below)):
             for listed in page.objects:
@@ -410,7 +411,7 @@ class Operations:
                 if file is not None:
                     found.append(StoredFile(file.text, plaintext_size(listed.size)))
         if not found and not below.is_root:
-            exact = memory.files.read(below)
+            exact = memory.placed.files.read(below)
             if exact is not None:
                 found.append(StoredFile(below.text, len(exact.text.encode("utf-8"))))
         if not found:
@@ -422,16 +423,16 @@ class Operations:
         user does not exist (``check_exists``)."""
         target = memory_path(path)
         memory = self.existing_memory(user_id)
-        found = None if memory is None or target.is_root else memory.files.read(target)
+        found = None if memory is None or target.is_root else memory.placed.files.read(target)
         if found is not None:
             return found.text
-        if memory is None or target.is_root or not self._holds_files_below(memory, target):
+        if memory is None or target.is_root or not self._holds_files_below(memory.placed, target):
             self.check_exists(user_id, memory)
             if not target.is_root:
                 raise CommandError(f"Error: The file {path} does not exist.")
         raise CommandError(f"Error: {path} is a directory, not a file: `s3memory ls` lists what it holds.")
 
-    def _holds_files_below(self, memory: S3Memory, directory: MemoryPath) -> bool:
+    def _holds_files_below(self, memory: PlacedMemory, directory: MemoryPath) -> bool:
         """True if any file lies below ``directory`` (one listing of one key)."""
         prefix = memory.layout.directory_prefix(directory)
         page = next(self.bucket.pages(prefix, max_keys=1), None)
@@ -455,7 +456,7 @@ class Operations:
         report = Verification(user_id)
         if memory is None:
             return report
-        layout = memory.layout
+        layout = memory.placed.layout
         clock = time.time() if now is None else now
         owner = owner_of(user_id)
         key_versions: dict[int, str] = {}
@@ -463,7 +464,7 @@ class Operations:
             for listed in page.objects:
                 report.checked += 1
                 progress.advance()
-                finding = self._check(memory, listed, clock)
+                finding = self._check(memory.placed, listed, clock)
                 if finding is not None:
                     report.findings.append(finding)
                 version = key_version(listed.key.removeprefix(layout.internal_prefix))
@@ -484,7 +485,7 @@ class Operations:
             report.findings.append(Finding("reserved id", layout.namespace, RESERVED_MEMORY))
         return report
 
-    def _check(self, memory: S3Memory, listed: Listed, now: float) -> Finding | None:
+    def _check(self, memory: PlacedMemory, listed: Listed, now: float) -> Finding | None:
         layout, key = memory.layout, listed.key
         if key.startswith(layout.memories_prefix):
             path = layout.path_of_key(key)
@@ -545,7 +546,7 @@ class Operations:
         born in format 2."""
         memory = self.existing_memory(user_id)
         erasure = Erasure(user_id, shredded=isinstance(self.key_provider, KMSKeyProvider))
-        layouts: list[KeyLayout] = [] if memory is None else [memory.layout]
+        layouts: list[KeyLayout] = [] if memory is None else [memory.placed.layout]
         owner = owner_of(user_id)
         if (
             self._identity is not None
@@ -605,7 +606,7 @@ class Operations:
             for stored in stored_files:
                 progress.advance()
                 try:
-                    found = memory.files.read(memory_path(stored.path))
+                    found = memory.placed.files.read(memory_path(stored.path))
                     if found is None:
                         continue  # deleted since it was listed
                     written = target.put(stored.path, found.text.encode("utf-8"), overwrite=overwrite)
@@ -644,16 +645,16 @@ class Operations:
         transfer = Transfer()
         planned = (0, 0)
         """What the dry run's earlier files would add to the quota's usage: (bytes, files)."""
-        for local in folders.walk(base, memory.files.max_file_bytes):  # one file in memory at a time
+        for local in folders.walk(base, memory.placed.files.max_file_bytes):  # one file in memory at a time
             progress.advance()
             if local.problem == folders.TEMPORARY:
                 transfer.skipped.append((local.path, local.problem))
                 continue
             try:
                 target = memory_path(local.path)
-                memory.files.check_size(target, local.size)
+                memory.placed.files.check_size(target, local.size)
                 text = _text(local)
-                found = memory.files.read(target)
+                found = memory.placed.files.read(target)
                 if found is not None and found.text == text:
                     transfer.unchanged.append(local.path)
                     continue
@@ -661,7 +662,7 @@ class Operations:
                     transfer.skipped.append((local.path, "a file with other text is stored there"))
                     continue
                 if dry_run or found is not None:  # what create would refuse, before anything is deleted
-                    memory.check_create(target, text, planned, replacing=found is not None)
+                    writes.check_create(memory.placed, target, text, planned, replacing=found is not None)
                 if dry_run:
                     planned = (planned[0] + local.size, planned[1] + (found is None))
                     transfer.written.append(local.path)
@@ -669,7 +670,7 @@ class Operations:
                 if found is None:
                     memory.run({"command": "create", "path": local.path, "file_text": text})
                 else:  # one conditional write: the stored file is never gone meanwhile
-                    memory.answering(functools.partial(memory.overwrite, target, found, text))
+                    memory.answering(functools.partial(writes.overwrite, memory.placed, target, found, text))
                 transfer.written.append(local.path)
             except CommandError as error:
                 transfer.refused.append((local.path, error.message))

@@ -47,9 +47,9 @@ from s3memory.errors import CommandError, IntegrityError
 from s3memory.formats.keyvault import KEYS_PREFIX, KeyVault
 from s3memory.formats.store_keys import STORE_KEY_MAX_BYTES, STORE_KEY_NAME
 from s3memory.formats.strategy import FORMATS
-from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
 from s3memory.ops.progress import SILENT, Progress
+from s3memory.placed import PlacedMemory
 from s3memory.storage.bucket import (
     DELETE_BATCH,
     Bucket,
@@ -178,10 +178,11 @@ def rotate(
     if not isinstance(provider, LocalKeyProvider | KMSKeyProvider):
         check_owner(user_id, operations.prefix)
         raise ValueError("rotate needs a KMSKeyProvider or a LocalKeyProvider")
-    memory = operations.existing_memory(user_id)
+    existing = operations.existing_memory(user_id)
     report = RotationReport(user_id, dry_run)
-    if memory is None:
+    if existing is None:
         return report
+    memory = existing.placed
     vault = KeyVault(memory.bucket, memory.layout)
     started = time.time() if now is None else now
     if isinstance(provider, LocalKeyProvider):
@@ -259,7 +260,7 @@ def _merged(first: RotationReport, second: RotationReport) -> RotationReport:
     return second
 
 
-def _start(provider: KMSKeyProvider, memory: S3Memory, vault: KeyVault, report: RotationReport) -> bool:
+def _start(provider: KMSKeyProvider, memory: PlacedMemory, vault: KeyVault, report: RotationReport) -> bool:
     """Find the user's stored versions and, unless a rotation is under way, create the next one (in a
     dry run: say so); fill ``current``, ``old`` and ``switched_at``. False: the user has no data key."""
     stored = _stored_keys(memory.bucket, vault)
@@ -341,7 +342,7 @@ def _stored_keys(bucket: Bucket, vault: KeyVault) -> dict[int, _StoredKey]:
     return found
 
 
-def _seal_again(memory: S3Memory, report: RotationReport, sweep: _Sweep) -> None:
+def _seal_again(memory: PlacedMemory, report: RotationReport, sweep: _Sweep) -> None:
     """One pass over the user's namespace, a page at a time (its objects in parallel): seal again every
     memory file and every internal record sealed with an old version. Objects listed with an ETag
     ``sweep`` has cleared are not read again."""
@@ -367,7 +368,7 @@ def _seal_again(memory: S3Memory, report: RotationReport, sweep: _Sweep) -> None
     report.left.sort()
 
 
-def _settle(memory: S3Memory, report: RotationReport, sweep: _Sweep) -> None:
+def _settle(memory: PlacedMemory, report: RotationReport, sweep: _Sweep) -> None:
     """Format 2, before an old version is retired: pass again until a pass has read every file as it
     was listed (at most ``SWEEPS`` passes; the files cleared before are not read again). A rename
     copies a file's sealed bytes, old version and all, so a copy made while a pass ran may sit where
@@ -400,7 +401,12 @@ class _KeptChanging(Exception):
 
 
 def _file_once(
-    memory: S3Memory, path: MemoryPath, listed: Listed, old: set[int], report: RotationReport, sweep: _Sweep
+    memory: PlacedMemory,
+    path: MemoryPath,
+    listed: Listed,
+    old: set[int],
+    report: RotationReport,
+    sweep: _Sweep,
 ) -> bool:
     """Seal the file at ``path`` again, by the author its version names, if an ``old`` version
     sealed it; False if it changed meanwhile. ``sweep`` learns whether it was read as ``listed``."""
@@ -433,7 +439,9 @@ def _file_once(
     return True
 
 
-def _record_once(memory: S3Memory, name: str, old: set[int], report: RotationReport, sweep: _Sweep) -> bool:
+def _record_once(
+    memory: PlacedMemory, name: str, old: set[int], report: RotationReport, sweep: _Sweep
+) -> bool:
     """Seal the internal record ``name`` again (under its associated-data path, ``internal:`` and the
     name) if an ``old`` version sealed it; False if it changed meanwhile."""
     key = memory.layout.key_of_internal(name)
@@ -472,7 +480,7 @@ def _bare(etag: str) -> str:
 
 
 def _refused(
-    memory: S3Memory, label: str, stored: StoredObject, refused: CommandError, report: RotationReport
+    memory: PlacedMemory, label: str, stored: StoredObject, refused: CommandError, report: RotationReport
 ) -> None:
     """An object that names an old version and did not open: left (blocking the removal) when that
     version's key cannot be had, else not sealed by s3memory here (``verify`` reports it)."""
@@ -481,7 +489,7 @@ def _refused(
         report.left.append((label, refused.message))
 
 
-def _key_missing(memory: S3Memory, version: int) -> bool:
+def _key_missing(memory: PlacedMemory, version: int) -> bool:
     """True if the user's data key of ``version`` cannot be had (a KMS failure is raised)."""
     try:
         memory.files.cipher.check_key(version)
@@ -490,7 +498,7 @@ def _key_missing(memory: S3Memory, version: int) -> bool:
     return False
 
 
-def _history_needs(memory: S3Memory, report: RotationReport) -> list[set[int]]:
+def _history_needs(memory: PlacedMemory, report: RotationReport) -> list[set[int]]:
     """For each earlier S3 version of the user's files (noncurrent, or behind a delete marker) that
     needs an ``old`` version to be read, the versions it needs; none on a bucket that never had
     versioning. One listing of versions and a GET of each earlier version. A dry run also counts each
@@ -511,7 +519,7 @@ def _history_needs(memory: S3Memory, report: RotationReport) -> list[set[int]]:
     return [need for need in needs if need]
 
 
-def _earlier_needs(memory: S3Memory, version: Version, path: MemoryPath, old: set[int]) -> set[int]:
+def _earlier_needs(memory: PlacedMemory, version: Version, path: MemoryPath, old: set[int]) -> set[int]:
     """The ``old`` versions the earlier S3 version ``version`` of the file at ``path`` needs: the one
     its header names if it opens with it, or if that key cannot be had (so it cannot be told); every
     one if it is too large to tell; none if it names none or is not ours."""
