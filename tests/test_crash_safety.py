@@ -150,7 +150,9 @@ def test_view_of_the_root_finds_a_job_record_past_its_first_page(s3: Any) -> Non
     crash_during(
         {"command": "rename", "old_path": "/memories/project", "new_path": "/memories/moved"}, "PutObject", 3
     )
-    junk = [setup.placed.layout.key_of_internal(f"jobs/!{index:04d}") for index in range(PAGE)]  # before any record
+    junk = [
+        setup.placed.layout.key_of_internal(f"jobs/!{index:04d}") for index in range(PAGE)
+    ]  # before any record
     for key in junk:
         s3.put_object(Bucket=BUCKET, Key=key, Body=b"not a record")
     later, _ = fresh_memory()
@@ -159,7 +161,9 @@ def test_view_of_the_root_finds_a_job_record_past_its_first_page(s3: Any) -> Non
     assert "/memories/project" not in listing and "4.0K\t/memories/moved/" in listing
     for path, text in files.items():
         assert content(later, path.replace("/memories/project", "/memories/moved")) == text
-    assert stored_keys(s3, later.placed.layout.key_of_internal("jobs/")) == []  # junk can never run: set aside
+    assert (
+        stored_keys(s3, later.placed.layout.key_of_internal("jobs/")) == []
+    )  # junk can never run: set aside
     assert len(stored_keys(s3, later.placed.layout.key_of_internal("quarantine/"))) == len(junk)
 
 

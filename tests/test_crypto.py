@@ -297,7 +297,9 @@ def test_racing_first_use_creates_exactly_one_data_key(
         thread.join()
     assert errors == []
     reader = make_memory("newcomer", key_provider=KMSKeyProvider(key_id, kms_client=kms))
-    assert stored_keys(s3, reader.placed.layout.internal_prefix) == [reader.placed.layout.key_of_internal("keys/v1")]
+    assert stored_keys(s3, reader.placed.layout.internal_prefix) == [
+        reader.placed.layout.key_of_internal("keys/v1")
+    ]
     for index in range(writers):
         assert f"written by {index}" in reader.run({"command": "view", "path": f"/memories/w{index}.txt"})
 

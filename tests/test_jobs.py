@@ -545,7 +545,9 @@ def test_malformed_padding_is_refused_and_a_record_of_the_previous_format_still_
     with pytest.raises(RecordRefused):
         Job.decode(previous.name, json.dumps({**fields, "format": 3}).encode())  # the current one is
     key = memory.placed.layout.key_of_internal(previous.name)
-    s3.put_object(Bucket=BUCKET, Key=key, Body=memory.placed.files.cipher.seal(previous.record_path, unpadded))
+    s3.put_object(
+        Bucket=BUCKET, Key=key, Body=memory.placed.files.cipher.seal(previous.record_path, unpadded)
+    )
     later = process()[0]
     later.run({"command": "view", "path": "/memories"})
     assert (

@@ -122,7 +122,9 @@ def test_a_command_moves_a_bounded_number_of_files_and_the_next_goes_on(
     assert len(stored_keys(memory.store.bucket.client, v1.placed.layout.memories_prefix)) == len(FILES) - 20
     assert memory.run({"command": "view", "path": "/memories"}) == listing
     assert texts(memory) == FILES
-    assert stored_keys(memory.store.bucket.client, v1.placed.layout.namespace) == []  # the access record moved last
+    assert (
+        stored_keys(memory.store.bucket.client, v1.placed.layout.namespace) == []
+    )  # the access record moved last
 
 
 def test_a_storage_failure_while_a_file_moves_fails_the_command_and_the_next_moves_it(
@@ -157,7 +159,9 @@ def test_a_pending_format_1_rename_is_finished_before_the_move(
     old, new = memory_path("/memories/notes"), memory_path("/memories/archive")
     job = v1.placed.jobs.plan("rename", old, new, v1.placed.files.sources_below(old))
     with monkeypatch.context() as crash:
-        crash.setattr(v1.placed.files, "delete_all", lambda sources: (_ for _ in ()).throw(RuntimeError("crash")))
+        crash.setattr(
+            v1.placed.files, "delete_all", lambda sources: (_ for _ in ()).throw(RuntimeError("crash"))
+        )
         with pytest.raises(RuntimeError):
             v1.placed.jobs.run(job)  # copied, sources not deleted, record left
     memory = v2(make_memory)
@@ -389,7 +393,9 @@ def test_migrate_reports_what_it_left_and_does_not_mark_the_store(
     operations = Operations(Bucket(s3, BUCKET), local_keys, storage_format=2)
     alice = operations.memory("alice")
     path = memory_path("/memories/file00.md")
-    alice.placed.files.put_new(alice.placed.layout.file_key(path), alice.placed.files.encode(path, "written in format 2 first\n"))
+    alice.placed.files.put_new(
+        alice.placed.layout.file_key(path), alice.placed.files.encode(path, "written in format 2 first\n")
+    )
     status, out = run(operations, "migrate", "--yes")
     assert (status, out.splitlines()) == (
         1,
@@ -463,7 +469,9 @@ def test_a_path_too_long_for_private_names_stays_in_format_1_and_the_user_is_ser
     ]
     assert report.moved == len(FILES)
     assert memory.run({"command": "view", "path": "/memories/file00.md"}).endswith("line 0")
-    assert stored_keys(s3, v1.placed.layout.memories_prefix) == [v1.placed.layout.file_key(memory_path(long_path))]
+    assert stored_keys(s3, v1.placed.layout.memories_prefix) == [
+        v1.placed.layout.file_key(memory_path(long_path))
+    ]
 
 
 def test_erase_on_a_format_2_store_also_removes_what_format_1_left(
@@ -488,7 +496,11 @@ def test_erase_on_a_format_2_store_also_removes_what_format_1_left(
     bob.create(memory_path("/memories/bob.md"), "bob's\n")
     erasure = operations.erase("alice")
     assert erasure.left == 0 and erasure.other_versions >= len(FILES)
-    assert stored_keys(s3, v1.placed.layout.memories_prefix) == stored_keys(s3, v1.placed.layout.internal_prefix) == []
+    assert (
+        stored_keys(s3, v1.placed.layout.memories_prefix)
+        == stored_keys(s3, v1.placed.layout.internal_prefix)
+        == []
+    )
     assert operations.memory("alice").run({"command": "view", "path": "/memories"}).endswith("/memories")
     assert nested.run({"command": "view", "path": "/memories/nested.md"}).endswith("not alice's")
     assert bob.placed.files.read(memory_path("/memories/bob.md")) is not None

@@ -271,7 +271,9 @@ def test_a_known_source_edited_since_its_plan_is_looked_at_before_a_copy_is_reli
     finisher that made it can still withdraw it once it finds the source edited."""
     memory.create(memory_path("/memories/d/x.md"), "x\n")
     old = memory_path("/memories/d")
-    job = memory.placed.jobs.plan("rename", old, memory_path("/memories/e"), memory.placed.files.sources_below(old))
+    job = memory.placed.jobs.plan(
+        "rename", old, memory_path("/memories/e"), memory.placed.files.sources_below(old)
+    )
     other = make_memory(storage_format=2)
     finisher = ServerCopyMover(other.placed.files)
     origin = finisher.locate(memory_path("/memories/d/x.md"))
@@ -619,7 +621,10 @@ def test_a_writer_back_after_its_window_keeps_its_copy_and_marks_that_outlived_i
     the clock skew allowed, and keeps younger ones."""
     memory.create(memory_path("/memories/a.md"), "alpha\n")
     now = [time.time()]
-    writer, finisher = ServerCopyMover(memory.placed.files, lambda: now[0]), ServerCopyMover(memory.placed.files)
+    writer, finisher = (
+        ServerCopyMover(memory.placed.files, lambda: now[0]),
+        ServerCopyMover(memory.placed.files),
+    )
     target = memory_path("/memories/b.md")
     origin = writer.locate(memory_path("/memories/a.md"))
     assert origin is not None

@@ -205,7 +205,11 @@ def test_with_the_defaults_a_rename_onto_a_file_is_refused_on_every_server(s3: A
     assert answer == "Error: The destination /memories/notes.txt already exists"
     assert text_of(memory, "/memories/notes.txt").endswith("     1\tnotes")
     assert text_of(memory, "/memories/b.txt").endswith("     1\tb's")
-    assert memory.memory.placed.format.storage_format == ENFORCED[backend].best_format() == (SERVED[backend] or 1)
+    assert (
+        memory.memory.placed.format.storage_format
+        == ENFORCED[backend].best_format()
+        == (SERVED[backend] or 1)
+    )
 
 
 def test_a_directory_rename_onto_files_keeps_them_on_every_server(s3: Any, backend: str) -> None:

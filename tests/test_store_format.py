@@ -138,7 +138,10 @@ def test_auto_costs_a_store_of_format_2_no_request_more_than_format_2(s3: Any) -
     for setting in (2, "auto"):
         counter = RequestCounter(s3)
         provider = LocalKeyProvider(MASTER_KEY)  # a new process learns the store key anew
-        assert S3Memory(Bucket(s3, BUCKET), USER, provider, storage_format=setting).placed.format.storage_format == 2
+        assert (
+            S3Memory(Bucket(s3, BUCKET), USER, provider, storage_format=setting).placed.format.storage_format
+            == 2
+        )
         counted.append(counter.total)
 
     assert counted[0] == counted[1] > 0
