@@ -94,27 +94,7 @@ class S3Memory:
         **options: Unpack[MemoryOptions],
     ) -> None:
         refuse_unknown(options, MemoryOptions.__optional_keys__, "S3Memory")
-        # The store's options (None: not given), for the store built over a bucket.
-        given = {
-            name: value
-            for name, value in options.items()
-            if name in StoreOptions.__optional_keys__ and value is not None
-        }
-        if isinstance(store, Store):
-            if key_provider is not None or given:
-                raise ValueError(
-                    "key_provider, prefix, storage_format, store_id and weak_server are the Store's: "
-                    "give them to the Store, not to S3Memory"
-                )
-            self.store = store
-        else:
-            if key_provider is None:
-                raise ValueError("key_provider must be a KMSKeyProvider or LocalKeyProvider")
-            self.store = Store(
-                store,
-                key_provider,
-                **cast(StoreOptions, given),
-            )
+        self.store = _store(store, key_provider, options)
         """The store the memory lives in (``store.Store``), resolved by the first command."""
         self.limits = Limits(
             options.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES),
@@ -136,9 +116,8 @@ class S3Memory:
 
     @property
     def placed(self) -> PlacedMemory:
-        """The memory placed in its store, on first need (the store resolved first; ``StorageError``
-        or ``IntegrityError`` if it cannot be reached or served): what the commands stand on, and
-        what the operators' tasks take (``placed.PlacedMemory``)."""
+        """The memory placed in its store on first need (``StorageError`` or ``IntegrityError`` if the
+        store cannot be reached or served): what the commands stand on and operators' tasks take."""
         return self._place()
 
     def _place(self) -> PlacedMemory:
@@ -173,11 +152,9 @@ class S3Memory:
 
     def shared(self, name: SharedName, *, writes: bool, base: S3Memory | None = None) -> S3Memory:
         """The shared memory ``name`` in this user's store (``base``, a process's warm one, when
-        given; else one with this memory's file size limit, guard, clock and quota, its usage counted on
-        its own). When it
-        ``writes``, its writes are recorded as this user's (``crypto.user_author``: ``<user>/<actor>``
-        when an actor writes; ``ValueError`` for a user id too long for an author: such a user mounts
-        it read-only)."""
+        given; else one with this memory's limits, its usage counted on its own). When it ``writes``,
+        its writes are recorded as this user's (``crypto.user_author``: ``<user>/<actor>`` when an
+        actor writes; ``ValueError`` for a user id too long for an author: it mounts read-only)."""
         if isinstance(self._owner, SharedName):
             raise ValueError("a shared memory is mounted into a user's memory, not into another")
         author = None
@@ -391,6 +368,26 @@ class S3Memory:
         ]
         placed.files.delete_all([Source(item.key, "") for item in listed])
         return "All memory cleared"
+
+
+def _store(store: Store | Bucket, key_provider: KeyProvider | None, options: MemoryOptions) -> Store:
+    """``store``, or the store over the bucket ``store`` with ``key_provider`` and the store's
+    ``options`` (``ValueError`` for a store's setting given beside a ``Store``)."""
+    given = {  # the store's options (None: not given)
+        name: value
+        for name, value in options.items()
+        if name in StoreOptions.__optional_keys__ and value is not None
+    }
+    if isinstance(store, Store):
+        if key_provider is not None or given:
+            raise ValueError(
+                "key_provider, prefix, storage_format, store_id and weak_server are the Store's: "
+                "give them to the Store, not to S3Memory"
+            )
+        return store
+    if key_provider is None:
+        raise ValueError("key_provider must be a KMSKeyProvider or LocalKeyProvider")
+    return Store(store, key_provider, **cast(StoreOptions, given))
 
 
 def _author(actor: str | None) -> str | None:
