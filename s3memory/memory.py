@@ -5,8 +5,8 @@ refusal. Paths are validated before any request; building a memory sends none (t
 resolves its store, ``store.Store``, and places the user's memory in it: ``placed.PlacedMemory``).
 What the commands stand on lives beside this module: ``placed`` (the memory placed in its store),
 ``files`` (one user's encrypted objects), ``placement`` (where a new file may go), ``browse`` (what
-is at a path), ``quota``, ``job_runner`` (directory renames and deletes) and ``concurrency``
-(overlapping independent requests).
+is at a path), ``renames``, ``quota``, ``job_runner`` (directory renames and deletes) and
+``concurrency`` (overlapping independent requests).
 """
 
 from __future__ import annotations
