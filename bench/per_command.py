@@ -359,7 +359,7 @@ def run_kms(backend: Backend, results: list[CommandResult]) -> KmsColdStart | No
     provider = KMSKeyProvider(key_id, kms_client=kms)
     tenant = Tenant(backend, client, BUCKET, user, key_provider=provider)
     tenant.clear()
-    backend.clear(BUCKET, tenant.memory.layout.namespace)
+    backend.clear(BUCKET, tenant.memory.placed.layout.namespace)
 
     def first_command(t: Tenant) -> tuple[Counter[str], Counter[str]]:
         with s3_counter.window() as s3_seen, kms_counter.window() as kms_seen:

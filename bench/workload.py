@@ -138,25 +138,25 @@ class Tenant:
         """The store's first use, unmeasured: resolved, and what the server enforces found (its
         probe, about 15 requests once per store: ``docs/servers.md``)."""
         self.memory.resolve()
-        gate = self.memory.bucket.gate
+        gate = self.memory.store.bucket.gate
         if gate is not None:
             gate.enforced()
 
     def key(self, path: str) -> str:
-        return self.memory.layout.file_key(memory_path(path))
+        return self.memory.placed.layout.file_key(memory_path(path))
 
     def prefix(self, path: str) -> str:
-        return self.memory.layout.directory_prefix(memory_path(path))
+        return self.memory.placed.layout.directory_prefix(memory_path(path))
 
     def sealed(self, path: str, text: str) -> SeedObject:
         """The object ``create`` would store for ``path``: its key, body and metadata (the memory's
         own sealing; with the local master key it sends no request)."""
         parsed = memory_path(path)
-        sealed = self.memory.files.encode(parsed, text)
-        return self.memory.layout.file_key(parsed), sealed.body, dict(sealed.metadata)
+        sealed = self.memory.placed.files.encode(parsed, text)
+        return self.memory.placed.layout.file_key(parsed), sealed.body, dict(sealed.metadata)
 
     def seed(self, files: Mapping[str, str]) -> None:
         self.backend.seed(self.bucket, [self.sealed(path, text) for path, text in files.items()])
 
     def clear(self) -> None:
-        self.backend.clear(self.bucket, self.memory.layout.namespace)
+        self.backend.clear(self.bucket, self.memory.placed.layout.namespace)

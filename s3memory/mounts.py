@@ -285,7 +285,7 @@ class MountedMemory:
             return shared.run_command(View(inner, view_range))
         # No access record, no upgrade: a read-only mount writes nothing of its own.
         note = _note([self.mounts[name].point])
-        return shared.jobs.retried(lambda: shared.view(inner, view_range, note))
+        return shared.placed.jobs.retried(lambda: shared.view(inner, view_range, note))
 
     def _write(self, command: Create | StrReplace | Insert | Delete, path: MemoryPath) -> str:
         """A write in the memory ``path`` lies in (at a mount point, a directory: refused)."""

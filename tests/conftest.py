@@ -336,12 +336,12 @@ library's default (``auto``) gives a new store, unless S3MEMORY_TEST_STORAGE_FOR
 def key_of(memory: S3Memory, path: str) -> str:
     """The object key of the memory file at ``path`` in ``memory``'s format: the plain path below
     the user's namespace on format 1, a token per segment below the user's token on format 2."""
-    return memory.layout.file_key(memory_path(path))
+    return memory.placed.layout.file_key(memory_path(path))
 
 
 def prefix_of(memory: S3Memory, path: str = MEMORY_ROOT) -> str:
     """The key prefix of the directory ``path`` (default: the memory root) in ``memory``'s format."""
-    return memory.layout.directory_prefix(memory_path(path))
+    return memory.placed.layout.directory_prefix(memory_path(path))
 
 
 def keys_of(memory: S3Memory, paths: Iterable[str]) -> list[str]:
@@ -364,7 +364,7 @@ def plant(s3: Any, memory: S3Memory, path: str, text: str) -> str:
     """Write the file ``path`` straight to S3 (no checks, no listing), sealed as ``memory`` seals it
     (format 2: with its place record); its key."""
     key = key_of(memory, path)
-    sealed = memory.files.encode(memory_path(path), text)
+    sealed = memory.placed.files.encode(memory_path(path), text)
     s3.put_object(Bucket=BUCKET, Key=key, Body=sealed.body, Metadata=sealed.metadata)
     return key
 

@@ -1031,7 +1031,7 @@ class SoakContext:
                 storage_format=self.config.storage_format,
             )
             with self.lock:
-                found = self.layouts.setdefault(user, memory.layout)
+                found = self.layouts.setdefault(user, memory.placed.layout)
         return found
 
     def directory_prefix(self, user: str, directory: str) -> str:
@@ -1589,7 +1589,7 @@ class UserCheck:
         # object but a wrapped data key (KMS) and the user's access record is s3memory's own record
         # set aside (quarantined) or left behind.
         later = Process(soak, user)
-        later.memory.jobs.clock = lambda: time.time() + MARK_MAX_AGE_SECONDS + 60
+        later.memory.placed.jobs.clock = lambda: time.time() + MARK_MAX_AGE_SECONDS + 60
         if not later.run({"command": "view", "path": ROOT}).ok:
             self.report("locked-out", f"view {ROOT} from a later clock fails after the faults stopped")
         others = [

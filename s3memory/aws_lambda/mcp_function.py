@@ -39,7 +39,6 @@ from s3memory.aws_lambda.runtime import Runtime, get_runtime
 from s3memory.edge.answers import failed, remote
 from s3memory.mcp.http import http_app
 from s3memory.mcp.schema import MCP_ACTOR
-from s3memory.memory import S3Memory
 from s3memory.mounts import Caller, UserMemory
 from s3memory.settings import JWT_ISSUER, MCP_URL, SettingsError
 
@@ -123,15 +122,17 @@ class _Memories:
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
-        self.served: list[tuple[S3Memory, int]] = []
+        self.served: list[tuple[list[str], int]] = []
+        """The records each served memory has set aside, and how many it had before."""
 
     def __call__(self, caller: Caller) -> UserMemory:
         memory = self.runtime.memory(caller.user).acting_as(MCP_ACTOR)
-        self.served.append((memory, len(memory.jobs.set_aside)))
+        set_aside = memory.placed.jobs.set_aside
+        self.served.append((set_aside, len(set_aside)))
         return self.runtime.mounted(memory, caller.mounts)
 
     def set_aside(self) -> int:
-        return sum(len(memory.jobs.set_aside) - before for memory, before in self.served)
+        return sum(len(set_aside) - before for set_aside, before in self.served)
 
 
 def _serve_request(runtime: Runtime, scope: Scope, body: bytes, memories: _Memories) -> _Response:

@@ -59,11 +59,12 @@ class Runtime:
         access record has landed before its answer (``core/last_used.py``): nothing is left in
         flight when Lambda freezes the process. ``mounted`` mounts shared memories in it."""
         memory = self.memory(user_id).acting_as(actor)
-        before = len(memory.jobs.set_aside)
+        set_aside = memory.placed.jobs.set_aside
+        before = len(set_aside)
         try:
             yield memory
         finally:
-            fields["job_records_set_aside"] = len(memory.jobs.set_aside) - before
+            fields["job_records_set_aside"] = len(set_aside) - before
 
     def mounted(self, own: S3Memory, mounts: tuple[Mount, ...]) -> UserMemory:
         """``own`` with ``mounts`` mounted in it, each shared memory kept warm as a user's is."""

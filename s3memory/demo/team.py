@@ -53,7 +53,7 @@ def team_runbook(bucket: Bucket, key_provider: KeyProvider) -> str:
     from s3memory.memory import S3Memory
 
     team = S3Memory(bucket, SharedName(TEAM_MEMORY), key_provider)
-    found = team.files.read(memory_path("/memories/runbook.md"))
+    found = team.placed.files.read(memory_path("/memories/runbook.md"))
     return "" if found is None else found.text
 
 

@@ -348,7 +348,7 @@ def _show_at_rest(
 
     bucket = report.bucket
     tool = _make_tool(bucket, key_provider, endpoint)
-    layout = S3Memory(Bucket(plain, bucket), USER_ID, key_provider).layout
+    layout = S3Memory(Bucket(plain, bucket), USER_ID, key_provider).placed.layout
     printer.line()
     printer.line("=== At rest: the bucket read with plain boto3 (no s3memory, no key) ===")
     printer.line("Every object key, and (after '=') what it names, as only the key holder can tell:")

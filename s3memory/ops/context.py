@@ -102,7 +102,7 @@ class StoreContext:
         self.check_nesting()
         options: MemoryOptions = {**self.limits.memory_options(), "actor": self.actor}
         memory = S3Memory(self.store, owner_of(user_id), **options)
-        check_no_store_at(self.bucket, memory.layout.namespace)
+        check_no_store_at(self.bucket, memory.placed.layout.namespace)
         return memory
 
     def existing_memory(self, user_id: str) -> S3Memory | None:
@@ -127,7 +127,7 @@ class StoreContext:
         if memory is None:
             memory = self.existing_memory(user_id)
         if memory is not None:
-            namespace = memory.layout.namespace
+            namespace = memory.placed.layout.namespace
             if through_time and any(next(self.bucket.versions(namespace, max_keys=1))):
                 return
             if not through_time and self.bucket.any_below(namespace):

@@ -102,7 +102,7 @@ class EraseTask(StoreContext):
             keys_wrapped_by_kms=isinstance(self.key_provider, KMSKeyProvider),
             names_outlive_data_keys=self.format.names_outlive_data_keys,
         )
-        layouts: list[KeyLayout] = [] if memory is None else [memory.layout]
+        layouts: list[KeyLayout] = [] if memory is None else [memory.placed.layout]
         owner = owner_of(user_id)
         layouts += self.format.older_layouts(
             self.bucket, self.prefix, self.store_identity, self.store_key, owner

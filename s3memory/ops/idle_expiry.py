@@ -24,9 +24,9 @@ from s3memory.core.last_used import RECORD_EVERY_SECONDS
 from s3memory.core.paths import MemoryPath, check_owner
 from s3memory.core.timestamps import when
 from s3memory.errors import IntegrityError, PreconditionFailed, StorageError
-from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
 from s3memory.ops.progress import SILENT, Progress
+from s3memory.placed import PlacedMemory
 from s3memory.storage.bucket import Listed
 from s3memory.storage.concurrency import PARALLEL_REQUESTS, parallel
 
@@ -139,7 +139,7 @@ def expire(
             progress.advance()
             continue
         try:
-            report.finished = _expire_user(memory, expiry, report, out_of_time)
+            report.finished = _expire_user(memory.placed, expiry, report, out_of_time)
         except IntegrityError:
             expiry.skipped = NOT_AUTHENTIC
         except StorageError as error:
@@ -153,7 +153,7 @@ def expire(
 
 
 def _expire_user(
-    memory: S3Memory, expiry: UserExpiry, report: ExpiryReport, out_of_time: Callable[[], bool]
+    memory: PlacedMemory, expiry: UserExpiry, report: ExpiryReport, out_of_time: Callable[[], bool]
 ) -> bool:
     """Expire one user's idle files into ``expiry``; False if it ran out of time. ``IntegrityError``
     when the access record is not authentic."""
@@ -192,7 +192,7 @@ def _expire_user(
     return True
 
 
-def _job_pending(memory: S3Memory) -> bool:
+def _job_pending(memory: PlacedMemory) -> bool:
     """True if a directory job of the user can still run (its files may be half moved). Records that
     never can are no reason to wait: the user's next command sets them aside."""
     return any(
@@ -210,7 +210,7 @@ def _written_before(listed: Listed, cutoff: float) -> bool:
         return False
 
 
-def _delete(memory: S3Memory, expiry: UserExpiry, path: MemoryPath, listed: Listed) -> None:
+def _delete(memory: PlacedMemory, expiry: UserExpiry, path: MemoryPath, listed: Listed) -> None:
     """Delete the file if it still has the listed ETag; else it changed meanwhile and stays."""
     try:
         memory.files.delete(listed.key, if_match=listed.etag)

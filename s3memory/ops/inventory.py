@@ -182,7 +182,7 @@ class InventoryTask(StoreContext):
         below = memory_path(path)
         if memory is None:
             raise CommandError(no_such_memory(user_id))
-        layout = memory.layout
+        layout = memory.placed.layout
         found: list[StoredFile] = []
         for page in self.bucket.pages(layout.directory_prefix(below)):
             for listed in page.objects:
@@ -190,7 +190,7 @@ class InventoryTask(StoreContext):
                 if file is not None:
                     found.append(StoredFile(file.text, plaintext_size(listed.size)))
         if not found and not below.is_root:
-            exact = memory.files.read(below)
+            exact = memory.placed.files.read(below)
             if exact is not None:
                 found.append(StoredFile(below.text, len(exact.text.encode("utf-8"))))
         if not found:
@@ -202,7 +202,7 @@ class InventoryTask(StoreContext):
         user does not exist (``check_exists``)."""
         target = memory_path(path)
         memory = self.existing_memory(user_id)
-        found = None if memory is None or target.is_root else memory.files.read(target)
+        found = None if memory is None or target.is_root else memory.placed.files.read(target)
         if found is not None:
             return found.text
         if memory is None or target.is_root or not self._holds_files_below(memory, target):
@@ -213,7 +213,7 @@ class InventoryTask(StoreContext):
 
     def _holds_files_below(self, memory: S3Memory, directory: MemoryPath) -> bool:
         """True if any file lies below ``directory`` (one listing of one key)."""
-        prefix = memory.layout.directory_prefix(directory)
+        prefix = memory.placed.layout.directory_prefix(directory)
         page = next(self.bucket.pages(prefix, max_keys=1), None)
         return page is not None and bool(page.objects)
 

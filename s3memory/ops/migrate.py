@@ -67,14 +67,14 @@ def migrate_store(operations: Operations, progress: Progress = SILENT) -> StoreM
     users = format_1_users(operations)
     progress.expect(len(users))
     for user_id in users:
-        memory = operations.memory(user_id)
-        assert memory.upgrade is not None  # format 2
-        if not memory.upgrade.pending():  # moved already (some servers list emptied prefixes)
-            memory.upgrade.carry_access()  # unless a move died before it carried the access time
+        upgrade = operations.memory(user_id).placed.upgrade
+        assert upgrade is not None  # format 2
+        if not upgrade.pending():  # moved already (some servers list emptied prefixes)
+            upgrade.carry_access()  # unless a move died before it carried the access time
             progress.advance()
             continue
-        moved = memory.upgrade.run()
-        if not moved.left and memory.upgrade.pending():
+        moved = upgrade.run()
+        if not moved.left and upgrade.pending():
             moved.left.append(("/memories", "format-1 files appeared while it was moved; run migrate again"))
         report.moved[user_id] = moved
         report.verified[user_id] = operations.verify(user_id)

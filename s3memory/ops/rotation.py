@@ -48,10 +48,10 @@ from s3memory.errors import (
     ObjectTooLarge,
     PreconditionFailed,
 )
-from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
 from s3memory.ops.progress import SILENT, Progress
 from s3memory.ops.wrapped_keys import StoredKey, remove_retired, stored_keys
+from s3memory.placed import PlacedMemory
 from s3memory.storage.bucket import Listed, StoredObject, Version
 from s3memory.storage.concurrency import parallel
 from s3memory.storage.server_checks import rewrap_record
@@ -150,10 +150,11 @@ def rotate(
     if not isinstance(provider, LocalKeyProvider | KMSKeyProvider):
         check_owner(user_id, operations.prefix)
         raise ValueError("rotate needs a KMSKeyProvider or a LocalKeyProvider")
-    memory = operations.existing_memory(user_id)
+    existing = operations.existing_memory(user_id)
     report = RotationReport(user_id, dry_run)
-    if memory is None:
+    if existing is None:
         return report
+    memory = existing.placed
     vault = KeyVault(memory.bucket, memory.layout)
     started = time.time() if now is None else now
     if isinstance(provider, LocalKeyProvider):
@@ -232,7 +233,7 @@ def _merged(first: RotationReport, second: RotationReport) -> RotationReport:
     return second
 
 
-def _start(provider: KMSKeyProvider, memory: S3Memory, vault: KeyVault, report: RotationReport) -> bool:
+def _start(provider: KMSKeyProvider, memory: PlacedMemory, vault: KeyVault, report: RotationReport) -> bool:
     """Find the user's stored versions and, unless a rotation is under way, create the next one (in a
     dry run: say so); fill ``current``, ``old`` and ``switched_at``. False: the user has no data key."""
     stored = stored_keys(memory.bucket, vault)
@@ -271,7 +272,7 @@ def _start(provider: KMSKeyProvider, memory: S3Memory, vault: KeyVault, report: 
     return True
 
 
-def _seal_again(memory: S3Memory, report: RotationReport, sweep: _Sweep) -> None:
+def _seal_again(memory: PlacedMemory, report: RotationReport, sweep: _Sweep) -> None:
     """One pass over the user's namespace, a page at a time (its objects in parallel): seal again every
     memory file and every internal record sealed with an old version. Objects listed with an ETag
     ``sweep`` has cleared are not read again."""
@@ -297,7 +298,7 @@ def _seal_again(memory: S3Memory, report: RotationReport, sweep: _Sweep) -> None
     report.left.sort()
 
 
-def _settle(memory: S3Memory, report: RotationReport, sweep: _Sweep) -> None:
+def _settle(memory: PlacedMemory, report: RotationReport, sweep: _Sweep) -> None:
     """Format 2, before an old version is retired: pass again until a pass has read every file as it
     was listed (at most ``SWEEPS`` passes; the files cleared before are not read again). A rename
     copies a file's sealed bytes, old version and all, so a copy made while a pass ran may sit where
@@ -330,7 +331,12 @@ class _KeptChanging(Exception):
 
 
 def _file_once(
-    memory: S3Memory, path: MemoryPath, listed: Listed, old: set[int], report: RotationReport, sweep: _Sweep
+    memory: PlacedMemory,
+    path: MemoryPath,
+    listed: Listed,
+    old: set[int],
+    report: RotationReport,
+    sweep: _Sweep,
 ) -> bool:
     """Seal the file at ``path`` again, by the author its version names, if an ``old`` version
     sealed it; False if it changed meanwhile. ``sweep`` learns whether it was read as ``listed``."""
@@ -363,7 +369,9 @@ def _file_once(
     return True
 
 
-def _record_once(memory: S3Memory, name: str, old: set[int], report: RotationReport, sweep: _Sweep) -> bool:
+def _record_once(
+    memory: PlacedMemory, name: str, old: set[int], report: RotationReport, sweep: _Sweep
+) -> bool:
     """Seal the internal record ``name`` again (under its associated-data path, ``internal:`` and the
     name) if an ``old`` version sealed it; False if it changed meanwhile."""
     key = memory.layout.key_of_internal(name)
@@ -402,7 +410,7 @@ def _bare(etag: str) -> str:
 
 
 def _refused(
-    memory: S3Memory, label: str, stored: StoredObject, refused: CommandError, report: RotationReport
+    memory: PlacedMemory, label: str, stored: StoredObject, refused: CommandError, report: RotationReport
 ) -> None:
     """An object that names an old version and did not open: left (blocking the removal) when that
     version's key cannot be had, else not sealed by s3memory here (``verify`` reports it)."""
@@ -411,7 +419,7 @@ def _refused(
         report.left.append((label, refused.message))
 
 
-def _key_missing(memory: S3Memory, version: int) -> bool:
+def _key_missing(memory: PlacedMemory, version: int) -> bool:
     """True if the user's data key of ``version`` cannot be had (a KMS failure is raised)."""
     try:
         memory.files.cipher.check_key(version)
@@ -420,7 +428,7 @@ def _key_missing(memory: S3Memory, version: int) -> bool:
     return False
 
 
-def _history_needs(memory: S3Memory, report: RotationReport) -> list[set[int]]:
+def _history_needs(memory: PlacedMemory, report: RotationReport) -> list[set[int]]:
     """For each earlier S3 version of the user's files (noncurrent, or behind a delete marker) that
     needs an ``old`` version to be read, the versions it needs; none on a bucket that never had
     versioning. One listing of versions and a GET of each earlier version. A dry run also counts each
@@ -441,7 +449,7 @@ def _history_needs(memory: S3Memory, report: RotationReport) -> list[set[int]]:
     return [need for need in needs if need]
 
 
-def _earlier_needs(memory: S3Memory, version: Version, path: MemoryPath, old: set[int]) -> set[int]:
+def _earlier_needs(memory: PlacedMemory, version: Version, path: MemoryPath, old: set[int]) -> set[int]:
     """The ``old`` versions the earlier S3 version ``version`` of the file at ``path`` needs: the one
     its header names if it opens with it, or if that key cannot be had (so it cannot be told); every
     one if it is too large to tell; none if it names none or is not ours."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from s3memory.core.paths import UserId, check_user_id, memory_path, owner_of
 from s3memory.errors import CommandError, StorageError, escaped, with_fix
-from s3memory.ops import folders
+from s3memory.ops import folders, writes
 from s3memory.ops.context import no_such_memory
 from s3memory.ops.inventory import InventoryTask
 from s3memory.ops.progress import SILENT, Progress
@@ -95,7 +95,7 @@ class TransferTask(InventoryTask):
             for stored in stored_files:
                 progress.advance()
                 try:
-                    found = memory.files.read(memory_path(stored.path))
+                    found = memory.placed.files.read(memory_path(stored.path))
                     if found is None:
                         continue  # deleted since it was listed
                     written = target.put(stored.path, found.text.encode("utf-8"), overwrite=overwrite)
@@ -134,16 +134,16 @@ class TransferTask(InventoryTask):
         transfer = Transfer(dry_run)
         planned = (0, 0)
         """What the dry run's earlier files would add to the quota's usage: (bytes, files)."""
-        for local in folders.walk(base, memory.files.max_file_bytes):  # one file in memory at a time
+        for local in folders.walk(base, memory.placed.files.max_file_bytes):  # one file in memory at a time
             progress.advance()
             if local.problem == folders.TEMPORARY:
                 transfer.skipped.append((local.path, local.problem))
                 continue
             try:
                 target = memory_path(local.path)
-                memory.files.check_size(target, local.size)
+                memory.placed.files.check_size(target, local.size)
                 text = _text(local)
-                found = memory.files.read(target)
+                found = memory.placed.files.read(target)
                 if found is not None and found.text == text:
                     transfer.unchanged.append(local.path)
                     continue
@@ -151,7 +151,7 @@ class TransferTask(InventoryTask):
                     transfer.skipped.append((local.path, "a file with other text is stored there"))
                     continue
                 if dry_run or found is not None:  # what create would refuse, before anything is deleted
-                    memory.check_create(target, text, planned, replacing=found is not None)
+                    writes.check_create(memory.placed, target, text, planned, replacing=found is not None)
                 if dry_run:
                     planned = (planned[0] + local.size, planned[1] + (found is None))
                     transfer.written.append(local.path)
@@ -159,7 +159,7 @@ class TransferTask(InventoryTask):
                 if found is None:
                     memory.run({"command": "create", "path": local.path, "file_text": text})
                 else:  # one conditional write: the stored file is never gone meanwhile
-                    memory.answering(functools.partial(memory.overwrite, target, found, text))
+                    memory.answering(functools.partial(writes.overwrite, memory.placed, target, found, text))
                 transfer.written.append(local.path)
             except CommandError as error:
                 transfer.refused.append((local.path, error.message))

@@ -191,7 +191,7 @@ class VerifyTask(StoreContext):
         report = Verification(user_id)
         if memory is None:
             return report
-        layout = memory.layout
+        layout = memory.placed.layout
         clock = time.time() if now is None else now
         owner = owner_of(user_id)
         key_versions: dict[int, str] = {}
@@ -221,13 +221,13 @@ class VerifyTask(StoreContext):
         return report
 
     def _check(self, memory: S3Memory, listed: Listed, now: float) -> Finding | None:
-        layout, key = memory.layout, listed.key
+        layout, key = memory.placed.layout, listed.key
         if key.startswith(layout.memories_prefix):
             path = layout.path_of_key(key)
             if path is None:
                 return Finding("foreign", key, "a key that maps to no memory path")
             try:
-                memory.files.read(path)
+                memory.placed.files.read(path)
             except CommandError as error:
                 return Finding("unreadable", key, error.message)
             return None
@@ -235,7 +235,7 @@ class VerifyTask(StoreContext):
         if name is None:
             return Finding("foreign", key, "an object outside memories/ and internal/")
         if name.startswith(JOB_PREFIX):
-            judged = memory.jobs.judge(listed)
+            judged = memory.placed.jobs.judge(listed)
             if judged.problem is not None:
                 return Finding("bad job record", key, f"a job record that can never run: {judged.problem}")
             if judged.job is None:
@@ -250,7 +250,7 @@ class VerifyTask(StoreContext):
             return None  # a relied-on mark (docs/jobs.md): removed once it can no longer matter
         if name == ACCESS_NAME:
             try:
-                memory.access.read()
+                memory.placed.access.read()
             except CommandError as error:
                 return Finding("unreadable access record", key, error.message)
             return None
@@ -258,7 +258,7 @@ class VerifyTask(StoreContext):
         if version is None:
             return Finding("foreign", key, "an internal object s3memory does not write")
         try:
-            memory.files.cipher.check_key(version)
+            memory.placed.files.cipher.check_key(version)
         except CommandError as error:
             return Finding("unreadable key", key, error.message)
         return None

@@ -26,6 +26,7 @@ from s3memory.crypto import parsed_fingerprint, plaintext_size
 from s3memory.errors import CommandError, IntegrityError, PreconditionFailed, shown, with_fix
 from s3memory.memory import S3Memory
 from s3memory.ops.progress import SILENT, Progress
+from s3memory.placed import PlacedMemory
 from s3memory.storage.bucket import Version
 from s3memory.storage.concurrency import parallel
 
@@ -69,7 +70,8 @@ class MemoryVersions:
 
     def __init__(self, memory: S3Memory) -> None:
         self.memory = memory
-        self.bucket = memory.bucket
+        """The memory whose ``create`` restores a file that is gone (as the model's command)."""
+        self.bucket = memory.store.bucket
         status = self.bucket.versioning()
         if status is None:
             raise CommandError(
@@ -77,20 +79,25 @@ class MemoryVersions:
                 "earlier versions: history, restore and redact need it (the Terraform module enables it)."
             )
 
+    @property
+    def placed(self) -> PlacedMemory:
+        """The memory placed in its store: what the versions are read from and written to."""
+        return self.memory.placed
+
     def history(self, path: str) -> list[FileVersion]:
         """Every version of the file at ``path``, newest first (delete markers included). Each
         written version is read and authenticated (a GET each, in parallel): its author is
         trusted only once its content has opened with it."""
         target = memory_path(path)
-        versions = self._versions_of(self.memory.layout.file_key(target))
+        versions = self._versions_of(self.placed.layout.file_key(target))
         opened: dict[str, Found | None] = {}
 
         def read(version: Version) -> None:
             with contextlib.suppress(IntegrityError):  # not authentic: no author, no origin
-                opened[version.version_id] = self.memory.files.read(target, version.version_id)
+                opened[version.version_id] = self.placed.files.read(target, version.version_id)
 
         parallel(read, [version for version in versions if not version.delete_marker])
-        origins = _Origins(self.memory) if self.memory.format.keeps_origins else None
+        origins = _Origins(self.placed) if self.placed.format.keeps_origins else None
         return sorted(
             (self._described(target, version, opened, origins) for version in versions), key=_newest_first
         )
@@ -124,7 +131,7 @@ class MemoryVersions:
         """The text the file had in ``version_id``, authenticated for this user and path; an id no
         S3 server gives is refused before any request."""
         target = memory_path(path)
-        found = None if not _may_be_version_id(version_id) else self.memory.files.read(target, version_id)
+        found = None if not _may_be_version_id(version_id) else self.placed.files.read(target, version_id)
         if found is None:
             raise CommandError(
                 f"Error: {target.text} has no version {shown(version_id)} (or it is a deletion): "
@@ -138,7 +145,7 @@ class MemoryVersions:
         return self._put(memory_path(path), text)
 
     def _put(self, target: MemoryPath, text: str) -> str:
-        files = self.memory.files
+        files = self.placed.files
         current = files.read(target)
         if current is not None and current.text == text:
             return "unchanged"
@@ -155,7 +162,7 @@ class MemoryVersions:
         the order of their paths. A file whose current version or version at ``moment`` fails
         authentication is left as it is and reported (``failed_authentication``), and the restore
         goes on."""
-        layout = self.memory.layout
+        layout = self.placed.layout
         chosen: dict[str, Version | None] = {}
         for page in self.bucket.versions(layout.memories_prefix):
             for listed in page:
@@ -184,11 +191,11 @@ class MemoryVersions:
         return restored
 
     def _delete(self, target: MemoryPath, restored: Restored) -> None:
-        current = self.memory.files.read(target)
+        current = self.placed.files.read(target)
         if current is None:
             return
         try:
-            self.memory.files.delete(self.memory.layout.file_key(target), if_match=current.etag)
+            self.placed.files.delete(self.placed.layout.file_key(target), if_match=current.etag)
         except PreconditionFailed:
             restored.changed_meanwhile.append(target.text)
             return
@@ -197,7 +204,7 @@ class MemoryVersions:
     def redact(self, path: str, version_id: str) -> None:
         """Remove one version of the file for good (the current one too, if named)."""
         target = memory_path(path)
-        key = self.memory.layout.file_key(target)
+        key = self.placed.layout.file_key(target)
         if not any(version.version_id == version_id for version in self._versions_of(key)):
             raise CommandError(
                 f"Error: {target.text} has no version {shown(version_id)}; nothing was changed: "
@@ -214,7 +221,7 @@ class _Origins:
     listed once, on first need, and fingerprinted under each key version a fingerprint names (the
     metadata holds the fingerprint only, never the path)."""
 
-    def __init__(self, memory: S3Memory) -> None:
+    def __init__(self, memory: PlacedMemory) -> None:
         self._memory = memory
         self._paths: list[MemoryPath] | None = None
         self._by_version: dict[int, dict[str, str]] = {}

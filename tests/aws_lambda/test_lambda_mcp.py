@@ -114,7 +114,7 @@ def test_what_the_function_writes_the_library_reads_by_mcp_and_the_reverse(alice
     ok(alice, command="create", path="/memories/served.txt", file_text="from Lambda")
     mirror = library("alice")
     assert mirror.run({"command": "view", "path": "/memories/served.txt"}).endswith("     1\tfrom Lambda")
-    found = mirror.files.read(memory_path("/memories/served.txt"))
+    found = mirror.placed.files.read(memory_path("/memories/served.txt"))
     assert found is not None and found.author == MCP_ACTOR
     mirror.run({"command": "create", "path": "/memories/library.txt", "file_text": "from the library"})
     assert ok(alice, command="view", path="/memories/library.txt").endswith("     1\tfrom the library")

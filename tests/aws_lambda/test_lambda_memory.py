@@ -599,7 +599,7 @@ def test_kms_settings_share_one_provider_and_its_key_cache(monkeypatch: pytest.M
     assert viewed["is_error"] is False and SECRET in viewed["content"]
     assert runtime.get_runtime().key_provider is provider
     assert kms_calls == []  # warm: the shared provider's cache answered
-    wrapped_key = served("alice").layout.key_of_internal(f"{KEYS_PREFIX}v1")
+    wrapped_key = served("alice").placed.layout.key_of_internal(f"{KEYS_PREFIX}v1")
     assert stored_keys(s3) == sorted([*new_store_keys("alice", ["/memories/k.txt"]), wrapped_key])
 
 
@@ -637,7 +637,7 @@ def test_a_warm_container_lists_nothing_the_last_invocation_listed(
         return [prefix for operation, prefix in sent if operation == "ListObjectsV2"]
 
     first = listings("/memories/notes/b.md")
-    measured = served("alice").layout.memories_prefix  # the quota's measure
+    measured = served("alice").placed.layout.memories_prefix  # the quota's measure
     assert measured in first
     second = listings("/memories/notes/c.md")
     if warm:
@@ -711,7 +711,7 @@ def test_the_record_counts_job_records_set_aside(
     monkeypatch.setenv("S3MEMORY_METRICS", "off")
     caplog.set_level(logging.INFO, logger="s3memory")
     direct("alice", {"command": "create", "path": "/memories/a.md", "file_text": "a"})
-    layout = served("alice").layout
+    layout = served("alice").placed.layout
     for name in ("junk-1", "junk-2"):
         local_env.put_object(Bucket=BUCKET, Key=layout.key_of_internal(JOB_PREFIX + name), Body=b"planted")
     direct("alice", {"command": "view", "path": "/memories"})
@@ -812,7 +812,7 @@ def author_of(s3: Any, user_id: str, path: str) -> str | None:
     authentication), format 2 seals it in the place record, so the metadata shows none."""
     memory = served(user_id)
     metadata = s3.head_object(Bucket=BUCKET, Key=key_of(memory, path))["Metadata"]
-    found = memory.files.read(memory_path(path))
+    found = memory.placed.files.read(memory_path(path))
     assert found is not None
     if STORAGE_FORMAT == 1:
         assert metadata == ({} if found.author is None else {AUTHOR_METADATA: found.author})

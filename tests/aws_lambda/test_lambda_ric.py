@@ -376,11 +376,11 @@ def test_a_function_behind_the_http_api_under_the_runtime_client(moto_endpoint_w
         listed = s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
         return [item["Key"] for item in listed]
 
-    assert keys(served_memory(moto_endpoint_with_bucket, "victim").layout.namespace) == []
+    assert keys(served_memory(moto_endpoint_with_bucket, "victim").placed.layout.namespace) == []
     # under Lambda the access record lands before the answer: the process may be frozen after it
     user = served_memory(moto_endpoint_with_bucket, "http-user")
-    assert keys(user.layout.namespace) == sorted(
-        [user.layout.key_of_internal(ACCESS_NAME), key_of(user, "/memories/d.md")]
+    assert keys(user.placed.layout.namespace) == sorted(
+        [user.placed.layout.key_of_internal(ACCESS_NAME), key_of(user, "/memories/d.md")]
     )
 
 

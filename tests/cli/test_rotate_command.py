@@ -37,7 +37,7 @@ def rotated(s3: Any, storage_format: int) -> tuple[Operations, KeyLayout]:
         LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY}),
         storage_format=storage_format,
     )
-    return operator, memory.layout
+    return operator, memory.placed.layout
 
 
 @both_formats

@@ -33,7 +33,7 @@ def expected_view(s3: Any, memory: S3Memory, path: str) -> str:
     tree = Tree()
     for key in stored_keys(s3, prefix_of(memory, path)):
         size = s3.head_object(Bucket=BUCKET, Key=key)["ContentLength"]
-        stored = memory.layout.path_of_key(key)
+        stored = memory.placed.layout.path_of_key(key)
         assert stored is not None, key
         tree.add_file(stored.relative_to(directory), plaintext_size(size))
     return render_listing(path, directory.canonical, tree)
@@ -47,7 +47,7 @@ def views_found_first(s3: Any, memory: S3Memory, path: str) -> list[str]:
     directory = memory_path(path)
     levels: tuple[list[tuple[tuple[str, ...], int | None]], ...] = ([], [])  # (relative path, size or None)
     for key in stored_keys(s3, prefix_of(memory, path)):
-        stored = memory.layout.path_of_key(key)
+        stored = memory.placed.layout.path_of_key(key)
         assert stored is not None, key
         relative = stored.relative_to(directory)
         size = plaintext_size(s3.head_object(Bucket=BUCKET, Key=key)["ContentLength"])
@@ -448,7 +448,7 @@ def test_a_file_written_where_a_directory_seen_before_was_emptied_is_found(s3: A
         if parsed.get("Prefix") == key_of(memory, "/memories/b") and not written:
             written.append(plant(s3, memory, "/memories/b", "written meanwhile"))
 
-    memory.bucket.client.meta.events.register("after-call.s3.ListObjectsV2", write_the_file)
+    memory.store.bucket.client.meta.events.register("after-call.s3.ListObjectsV2", write_the_file)
     assert memory.run({"command": "delete", "path": "/memories/b"}) == "Successfully deleted /memories/b"
     assert written and stored_keys(s3, prefix_of(memory)) == []
 

@@ -35,7 +35,7 @@ def memory(make_memory: Callable[..., S3Memory]) -> S3Memory:
 
 
 def key(memory: S3Memory, path: str) -> str:
-    return memory.layout.file_key(memory_path(path))
+    return memory.placed.layout.file_key(memory_path(path))
 
 
 def overwrite(s3: Any, memory: S3Memory, target: str, source: str) -> None:
@@ -46,13 +46,13 @@ def overwrite(s3: Any, memory: S3Memory, target: str, source: str) -> None:
 
 
 def text_at(memory: S3Memory, path: str) -> str | None:
-    found = memory.files.read(memory_path(path))
+    found = memory.placed.files.read(memory_path(path))
     return None if found is None else found.text
 
 
 def marks(memory: S3Memory, s3: Any) -> list[str]:
     """The keys of the user's relied-on marks."""
-    return stored_keys(s3, memory.layout.key_of_internal(MARK_PREFIX))
+    return stored_keys(s3, memory.placed.layout.key_of_internal(MARK_PREFIX))
 
 
 @contextmanager
@@ -63,7 +63,7 @@ def sent(memory: S3Memory) -> Iterator[list[tuple[str, str]]]:
     def note(model: Any, params: dict[str, Any], **_: Any) -> None:
         requests.append((model.name, params.get("Key", "")))
 
-    events = memory.bucket.client.meta.events
+    events = memory.store.bucket.client.meta.events
     events.register("provide-client-params.s3", note)
     try:
         yield requests
@@ -75,8 +75,8 @@ def sent(memory: S3Memory) -> Iterator[list[tuple[str, str]]]:
 def requests_of(memory: S3Memory) -> Iterator[Any]:
     """The requests sent inside the block, by operation; the access record a command writes before
     its answer (at most one PUT) is not counted."""
-    counter = RequestCounter(memory.bucket.client)
-    records = AccessRecordWrites(memory.bucket.client)
+    counter = RequestCounter(memory.store.bucket.client)
+    records = AccessRecordWrites(memory.store.bucket.client)
     with counter.window() as seen:
         yield seen
     seen.subtract({"PutObject": records.count})
@@ -143,7 +143,7 @@ def test_a_file_rename_copies_on_the_server_and_names_who_moved_it(memory: S3Mem
         answer = mover.run({"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/b.md"})
     assert answer == "Successfully renamed /memories/a.md to /memories/b.md"
     assert +seen == {"HeadObject": 1, "CopyObject": 1, "DeleteObject": 1, "ListObjectsV2": 2}
-    moved = memory.files.read(memory_path("/memories/b.md"))
+    moved = memory.placed.files.read(memory_path("/memories/b.md"))
     assert moved is not None and (moved.text, moved.author) == ("alpha\n", "bob")
     assert text_at(memory, "/memories/a.md") is None
 
@@ -173,10 +173,10 @@ def test_a_source_the_bucket_writer_swapped_for_another_file_is_not_moved(memory
         "were left at their old paths: /memories/d/a.md"
     )
     assert text_at(memory, "/memories/e/b.md") == "beta\n"
-    assert memory.bucket.head(key(memory, "/memories/e/a.md")) is None
+    assert memory.store.bucket.head(key(memory, "/memories/e/a.md")) is None
     assert text_at(memory, "/memories/secret.md") == "secret\n"
     with pytest.raises(IntegrityError):
-        memory.files.read(memory_path("/memories/d/a.md"))
+        memory.placed.files.read(memory_path("/memories/d/a.md"))
 
 
 def test_a_bucket_writers_copy_of_a_known_object_to_a_source_key_is_looked_at_and_not_moved(
@@ -207,7 +207,7 @@ def test_a_bucket_writers_copy_of_a_known_object_to_a_source_key_is_looked_at_an
         "DeleteObject": 1,
     }
     assert text_at(memory, "/memories/e/b.md") == "beta\n"
-    assert memory.bucket.head(key(memory, "/memories/e/a.md")) is None
+    assert memory.store.bucket.head(key(memory, "/memories/e/a.md")) is None
     assert text_at(memory, "/memories/secret.md") == "secret\n"
 
 
@@ -223,19 +223,19 @@ def test_bytes_known_at_a_path_that_come_back_there_are_moved_as_a_restored_vers
     the other path's place record and leaves them. (The bytes are put back over the source, not
     after its delete: SeaweedFS may answer 404 to a HEAD of a key written again just after.)"""
     memory.create(memory_path("/memories/d/a.md"), "alpha\n")
-    origin = ServerCopyMover(memory.files).locate(memory_path("/memories/d/a.md"))
+    origin = ServerCopyMover(memory.placed.files).locate(memory_path("/memories/d/a.md"))
     assert origin is not None
-    assert ServerCopyMover(memory.files).place(origin, memory_path("/memories/e/a.md")) is not None
+    assert ServerCopyMover(memory.placed.files).place(origin, memory_path("/memories/e/a.md")) is not None
     overwrite(s3, memory, "/memories/d/a.md", "/memories/e/a.md")  # same bytes, /e's place record
     cold = make_memory(storage_format=2)
     with pytest.raises(CommandError, match=r"left at their old paths: /memories/d/a\.md$"):
         cold.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/f"})
-    assert cold.bucket.head(key(cold, "/memories/f/a.md")) is None
+    assert cold.store.bucket.head(key(cold, "/memories/f/a.md")) is None
     mover = memory.acting_as("bob")
     mover.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/g"})
-    moved = memory.files.read(memory_path("/memories/g/a.md"))
+    moved = memory.placed.files.read(memory_path("/memories/g/a.md"))
     assert moved is not None and (moved.text, moved.author) == ("alpha\n", "bob")
-    assert memory.bucket.head(key(memory, "/memories/d/a.md")) is None
+    assert memory.store.bucket.head(key(memory, "/memories/d/a.md")) is None
 
 
 def test_a_rename_that_copies_nothing_reports_what_it_kept_however_slow_its_record(
@@ -252,13 +252,13 @@ def test_a_rename_that_copies_nothing_reports_what_it_kept_however_slow_its_reco
     def slow_record(**_: Any) -> None:
         time.sleep(0.5)  # the HEAD of the swapped source and its refusal come first
 
-    cold.bucket.client.meta.events.register("before-send.s3.PutObject", slow_record)
+    cold.store.bucket.client.meta.events.register("before-send.s3.PutObject", slow_record)
     try:
         with pytest.raises(CommandError, match=r"left at their old paths: /memories/d/a\.md$"):
             cold.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
     finally:
-        cold.bucket.client.meta.events.unregister("before-send.s3.PutObject", slow_record)
-    assert cold.bucket.head(key(cold, "/memories/e/a.md")) is None
+        cold.store.bucket.client.meta.events.unregister("before-send.s3.PutObject", slow_record)
+    assert cold.store.bucket.head(key(cold, "/memories/e/a.md")) is None
 
 
 def test_a_known_source_edited_since_its_plan_is_looked_at_before_a_copy_is_relied_on(
@@ -269,18 +269,20 @@ def test_a_known_source_edited_since_its_plan_is_looked_at_before_a_copy_is_reli
     finisher that made it can still withdraw it once it finds the source edited."""
     memory.create(memory_path("/memories/d/x.md"), "x\n")
     old = memory_path("/memories/d")
-    job = memory.jobs.plan("rename", old, memory_path("/memories/e"), memory.files.sources_below(old))
+    job = memory.placed.jobs.plan(
+        "rename", old, memory_path("/memories/e"), memory.placed.files.sources_below(old)
+    )
     other = make_memory(storage_format=2)
-    finisher = ServerCopyMover(other.files)
+    finisher = ServerCopyMover(other.placed.files)
     origin = finisher.locate(memory_path("/memories/d/x.md"))
     assert origin is not None
     made = finisher.place(origin, memory_path("/memories/e/x.md"))  # another finisher's copy
     assert made is not None
     other.str_replace(memory_path("/memories/d/x.md"), "x", "edited")  # an edit since the plan
-    assert memory.jobs.run(job) == ["/memories/d/x.md"]  # kept
+    assert memory.placed.jobs.run(job) == ["/memories/d/x.md"]  # kept
     assert marks(memory, s3) == []
     finisher.withdraw(made)
-    assert memory.bucket.head(key(memory, "/memories/e/x.md")) is None
+    assert memory.store.bucket.head(key(memory, "/memories/e/x.md")) is None
     assert text_at(memory, "/memories/d/x.md") == "edited\n"
 
 
@@ -290,7 +292,7 @@ def test_what_a_process_knows_of_its_objects_is_what_it_verified_or_made(
     """Known: a read that opened the object at its path, a write of content placed at its path, a
     copy this process made. Not known: what a HEAD showed, an internal object, content written at
     a key its place record does not name, another memory's objects. Shared by a memory's twins."""
-    files, verified = memory.files, memory.files.verified
+    files, verified = memory.placed.files, memory.placed.files.verified
     a, b = key(memory, "/memories/a.md"), key(memory, "/memories/b.md")
 
     def etag(object_key: str) -> str:
@@ -304,19 +306,19 @@ def test_what_a_process_knows_of_its_objects_is_what_it_verified_or_made(
     memory.str_replace(memory_path("/memories/a.md"), "alpha", "omega")
     assert verified.get(a, etag(a)) not in (None, header)
     memory.acting_as("bob").rename(memory_path("/memories/a.md"), memory_path("/memories/b.md"))
-    assert memory.acting_as("carol").files.verified.get(b, etag(b)) is not None  # the copy
+    assert memory.acting_as("carol").placed.files.verified.get(b, etag(b)) is not None  # the copy
     other = make_memory(storage_format=2)
-    assert ServerCopyMover(other.files).locate(memory_path("/memories/b.md")) is not None
-    assert len(other.files.verified) == 0  # a HEAD teaches nothing
-    assert other.files.read(memory_path("/memories/b.md")) is not None
-    assert other.files.verified.get(b, etag(b)) == verified.get(b, etag(b))  # a read does
+    assert ServerCopyMover(other.placed.files).locate(memory_path("/memories/b.md")) is not None
+    assert len(other.placed.files.verified) == 0  # a HEAD teaches nothing
+    assert other.placed.files.read(memory_path("/memories/b.md")) is not None
+    assert other.placed.files.verified.get(b, etag(b)) == verified.get(b, etag(b))  # a read does
     misplaced = key(memory, "/memories/c.md")
     written = files.put_new(misplaced, files.encode(memory_path("/memories/elsewhere.md"), "c\n"))
     assert written is not None and verified.get(misplaced, written) is None
     format_1 = make_memory("bob", storage_format=1)
     format_1.create(memory_path("/memories/a.md"), "alpha\n")
-    assert format_1.files.read(memory_path("/memories/a.md")) is not None
-    assert len(format_1.files.verified) == 0  # format 1 renames read every file anyway
+    assert format_1.placed.files.read(memory_path("/memories/a.md")) is not None
+    assert len(format_1.placed.files.verified) == 0  # format 1 renames read every file anyway
 
 
 def header_of(known: VerifiedHeaders, object_key: str, etag: str) -> bytes | None:
@@ -359,7 +361,7 @@ def test_a_file_rename_of_a_swapped_source_is_refused_and_changes_nothing(memory
     overwrite(s3, memory, "/memories/a.md", "/memories/secret.md")
     with pytest.raises(IntegrityError):
         memory.run({"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/b.md"})
-    assert memory.bucket.head(key(memory, "/memories/b.md")) is None
+    assert memory.store.bucket.head(key(memory, "/memories/b.md")) is None
     assert text_at(memory, "/memories/secret.md") == "secret\n"
 
 
@@ -367,25 +369,25 @@ def test_a_copy_whose_answer_was_lost_is_known_as_ours(
     memory: S3Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     memory.create(memory_path("/memories/a.md"), "alpha\n")
-    mover = ServerCopyMover(memory.files)
-    copy_new = memory.bucket.copy_new
+    mover = ServerCopyMover(memory.placed.files)
+    copy_new = memory.store.bucket.copy_new
 
     def lost_answer(*args: Any, **kwargs: Any) -> str | None:
         copy_new(*args, **kwargs)
         raise PreconditionFailed(args[1], after_retry=True)  # the retry found our own copy there
 
-    monkeypatch.setattr(memory.bucket, "copy_new", lost_answer)
+    monkeypatch.setattr(memory.store.bucket, "copy_new", lost_answer)
     origin = mover.locate(memory_path("/memories/a.md"))
     assert origin is not None
     made = mover.place(origin, memory_path("/memories/b.md"))
     assert made is not None and made.path == memory_path("/memories/b.md")
-    assert made.etag == memory.bucket.head(key(memory, "/memories/b.md")).etag  # type: ignore[union-attr]
+    assert made.etag == memory.store.bucket.head(key(memory, "/memories/b.md")).etag  # type: ignore[union-attr]
     assert mover.place(origin, memory_path("/memories/b.md")) is None  # not after a retry: someone's
 
 
 def test_a_copy_refused_with_nothing_at_the_destination_means_the_source_changed(memory: S3Memory) -> None:
     memory.create(memory_path("/memories/a.md"), "alpha\n")
-    mover = ServerCopyMover(memory.files)
+    mover = ServerCopyMover(memory.placed.files)
     origin = mover.locate(memory_path("/memories/a.md"))
     assert origin is not None
     memory.str_replace(memory_path("/memories/a.md"), "alpha", "omega")
@@ -394,31 +396,31 @@ def test_a_copy_refused_with_nothing_at_the_destination_means_the_source_changed
     memory.delete(memory_path("/memories/a.md"))
     with pytest.raises(SourceChanged):
         mover.place(origin, memory_path("/memories/b.md"))
-    assert memory.bucket.head(key(memory, "/memories/b.md")) is None
+    assert memory.store.bucket.head(key(memory, "/memories/b.md")) is None
 
 
 def test_withdrawing_a_copy_spares_another_copy_with_the_same_bytes_and_etag(memory: S3Memory) -> None:
     """Two copies of one source have the same bytes, so the same ETag: an ETag condition alone
     cannot tell them apart. Withdrawing the first, already gone, must not remove the second."""
     memory.create(memory_path("/memories/a.md"), "alpha\n")
-    mover = ServerCopyMover(memory.files)
+    mover = ServerCopyMover(memory.placed.files)
     target = memory_path("/memories/b.md")
     origin = mover.locate(memory_path("/memories/a.md"))
     assert origin is not None
     first = mover.place(origin, target)
     assert first is not None
-    memory.bucket.delete(key(memory, "/memories/b.md"))
+    memory.store.bucket.delete(key(memory, "/memories/b.md"))
     second = mover.place(origin, target)
     assert second is not None and second.etag == first.etag and second.place != first.place
     mover.withdraw(first)
     assert text_at(memory, "/memories/b.md") == "alpha\n"
     mover.withdraw(second)
-    assert memory.bucket.head(key(memory, "/memories/b.md")) is None
+    assert memory.store.bucket.head(key(memory, "/memories/b.md")) is None
 
 
 def test_a_copy_another_process_relied_on_is_not_withdrawn(memory: S3Memory) -> None:
     memory.create(memory_path("/memories/a.md"), "alpha\n")
-    writer, finisher = ServerCopyMover(memory.files), ServerCopyMover(memory.files)
+    writer, finisher = ServerCopyMover(memory.placed.files), ServerCopyMover(memory.placed.files)
     target = memory_path("/memories/b.md")
     origin = writer.locate(memory_path("/memories/a.md"))
     assert origin is not None
@@ -435,12 +437,12 @@ def test_only_a_copy_of_the_same_content_placed_at_the_destination_is_accepted(
 ) -> None:
     memory.create(memory_path("/memories/a.md"), "alpha\n")
     memory.create(memory_path("/memories/b.md"), "alpha\n")  # the same text, another write
-    mover = ServerCopyMover(memory.files)
+    mover = ServerCopyMover(memory.placed.files)
     origin = mover.locate(memory_path("/memories/a.md"))
     assert origin is not None
     assert not mover.accept(origin, memory_path("/memories/b.md"))
     assert not mover.accept(origin, memory_path("/memories/c.md"))  # nothing there
-    memory.bucket.delete(key(memory, "/memories/b.md"))
+    memory.store.bucket.delete(key(memory, "/memories/b.md"))
     overwrite(s3, memory, "/memories/b.md", "/memories/a.md")  # keeps a.md's place record
     assert not mover.accept(origin, memory_path("/memories/b.md"))
     assert marks(memory, s3) == []
@@ -450,18 +452,18 @@ def test_the_copy_is_made_only_from_the_version_it_was_found_with(memory: S3Memo
     """The ETag found by the HEAD is the copy's ``CopySourceIfMatch``: an edit in between is
     never moved under the old version's check, and the rename of a file says so."""
     memory.create(memory_path("/memories/a.md"), "alpha\n")
-    mover = ServerCopyMover(memory.files)
+    mover = ServerCopyMover(memory.placed.files)
     origin = mover.locate(memory_path("/memories/a.md"))
     assert origin is not None
     memory.str_replace(memory_path("/memories/a.md"), "alpha", "omega")
-    memory.jobs.mover = _Stale(memory.files, origin)
+    memory.placed.jobs.mover = _Stale(memory.placed.files, origin)
     with pytest.raises(CommandError) as refused:
         memory.rename(memory_path("/memories/a.md"), memory_path("/memories/b.md"))
     assert refused.value.message == (
         "Error: /memories/a.md changed while it was being renamed; it was left where it is and nothing was renamed."
     )
     assert text_at(memory, "/memories/a.md") == "omega\n"
-    assert memory.bucket.head(key(memory, "/memories/b.md")) is None
+    assert memory.store.bucket.head(key(memory, "/memories/b.md")) is None
 
 
 class _Stale(ServerCopyMover):
@@ -507,7 +509,7 @@ def test_a_file_sealed_under_an_older_key_version_is_sealed_again_not_copied(
         ("/memories/e/y.md", "y\n"),
     ]:
         assert version_at(later, s3, path) == 2
-        moved = later.files.read(memory_path(path))
+        moved = later.placed.files.read(memory_path(path))
         assert moved is not None and (moved.text, moved.author) == (text, "bob")
     assert text_at(later, "/memories/a.md") is None and text_at(later, "/memories/d/x.md") is None
 
@@ -517,7 +519,7 @@ def test_a_copy_sealed_again_is_accepted_by_a_twin_only_while_its_source_is_unch
 ) -> None:
     memory.create(memory_path("/memories/a.md"), "alpha\n")
     later = rotated(memory, make_memory)
-    writer, twin = ServerCopyMover(later.files), ServerCopyMover(later.files)
+    writer, twin = ServerCopyMover(later.placed.files), ServerCopyMover(later.placed.files)
     origin = writer.locate(memory_path("/memories/a.md"))
     assert origin is not None
     assert writer.place(origin, memory_path("/memories/b.md")) is not None
@@ -532,21 +534,21 @@ def test_a_mark_names_one_copy_not_its_source_nor_another_copy_at_its_key(memory
     a marked file is not marked, nor is a later copy of the same source at the same key (the same
     bytes and ETag), so each can be withdrawn when its source changes under it."""
     memory.create(memory_path("/memories/a.md"), "alpha\n")
-    mover, other = ServerCopyMover(memory.files), ServerCopyMover(memory.files)
+    mover, other = ServerCopyMover(memory.placed.files), ServerCopyMover(memory.placed.files)
     target = memory_path("/memories/b.md")
     origin = mover.locate(memory_path("/memories/a.md"))
     assert origin is not None
     first = mover.place(origin, target)
     assert first is not None and other.accept(origin, target)
     assert marks(memory, s3) == [mover.mark_key(first)]
-    memory.bucket.delete(key(memory, "/memories/b.md"))
+    memory.store.bucket.delete(key(memory, "/memories/b.md"))
     second = mover.place(origin, target)
     assert (
         second is not None and second.etag == first.etag and mover.mark_key(second) != mover.mark_key(first)
     )
     mover.withdraw(second)
-    assert memory.bucket.head(key(memory, "/memories/b.md")) is None
-    copied = memory.jobs.mover.locate(memory_path("/memories/a.md"))
+    assert memory.store.bucket.head(key(memory, "/memories/b.md")) is None
+    copied = memory.placed.jobs.mover.locate(memory_path("/memories/a.md"))
     assert copied is not None
     onward = mover.place(copied, memory_path("/memories/c.md"))
     assert onward is not None and mover.mark_key(onward) not in marks(memory, s3)
@@ -557,25 +559,25 @@ def test_a_late_finisher_does_not_move_again_a_file_moved_back_after_the_job_end
     (where ETags digest the bytes): a finisher that finds the job's record gone moves nothing."""
     memory.create(memory_path("/memories/d/x.md"), "x\n")
     old, new = memory_path("/memories/d"), memory_path("/memories/e")
-    job = memory.jobs.plan("rename", old, new, memory.files.sources_below(old))
-    assert memory.jobs.run(job) == []  # a fast finisher ends it
+    job = memory.placed.jobs.plan("rename", old, new, memory.placed.files.sources_below(old))
+    assert memory.placed.jobs.run(job) == []  # a fast finisher ends it
     memory.rename(memory_path("/memories/e/x.md"), memory_path("/memories/d/x.md"))
-    assert [source.etag for source in memory.files.sources_below(old)] == [
+    assert [source.etag for source in memory.placed.files.sources_below(old)] == [
         source.etag for source in job.sources
     ]
-    assert memory.jobs.finish(job) == []  # the late finisher
+    assert memory.placed.jobs.finish(job) == []  # the late finisher
     assert text_at(memory, "/memories/d/x.md") == "x\n"
-    assert memory.bucket.head(key(memory, "/memories/e/x.md")) is None
+    assert memory.store.bucket.head(key(memory, "/memories/e/x.md")) is None
 
 
 def test_a_late_finisher_does_not_delete_a_file_moved_back_after_the_job_ended(memory: S3Memory) -> None:
     memory.create(memory_path("/memories/f/y.md"), "y\n")
     directory = memory_path("/memories/f")
-    job = memory.jobs.plan("delete", directory, None, memory.files.sources_below(directory))
+    job = memory.placed.jobs.plan("delete", directory, None, memory.placed.files.sources_below(directory))
     memory.rename(memory_path("/memories/f/y.md"), memory_path("/memories/t.md"))  # raced the record
-    assert memory.jobs.run(job) == []  # ends: nothing planned is left
+    assert memory.placed.jobs.run(job) == []  # ends: nothing planned is left
     memory.rename(memory_path("/memories/t.md"), memory_path("/memories/f/y.md"))
-    assert memory.jobs.finish(job) == []  # the late finisher
+    assert memory.placed.jobs.finish(job) == []  # the late finisher
     assert text_at(memory, "/memories/f/y.md") == "y\n"
 
 
@@ -587,7 +589,7 @@ def test_a_relied_on_copy_is_marked_by_an_object_of_its_own_and_its_writer_keeps
     is an empty object of its own under ``internal/relied/``, named by the copy's key and place
     record; the copy's writer finds it before withdrawing, keeps the copy and removes the mark."""
     memory.create(memory_path("/memories/a.md"), "alpha\n")
-    writer, finisher = ServerCopyMover(memory.files), ServerCopyMover(memory.files)
+    writer, finisher = ServerCopyMover(memory.placed.files), ServerCopyMover(memory.placed.files)
     target = memory_path("/memories/b.md")
     origin = writer.locate(memory_path("/memories/a.md"))
     assert origin is not None
@@ -617,7 +619,10 @@ def test_a_writer_back_after_its_window_keeps_its_copy_and_marks_that_outlived_i
     the clock skew allowed, and keeps younger ones."""
     memory.create(memory_path("/memories/a.md"), "alpha\n")
     now = [time.time()]
-    writer, finisher = ServerCopyMover(memory.files, lambda: now[0]), ServerCopyMover(memory.files)
+    writer, finisher = (
+        ServerCopyMover(memory.placed.files, lambda: now[0]),
+        ServerCopyMover(memory.placed.files),
+    )
     target = memory_path("/memories/b.md")
     origin = writer.locate(memory_path("/memories/a.md"))
     assert origin is not None
@@ -628,10 +633,10 @@ def test_a_writer_back_after_its_window_keeps_its_copy_and_marks_that_outlived_i
     assert text_at(memory, "/memories/b.md") == "alpha\n"
     assert finisher.accept(origin, target)
     (mark,) = marks(memory, s3)
-    memory.jobs.clock = lambda: time.time() + MARK_MAX_AGE_SECONDS - 60
+    memory.placed.jobs.clock = lambda: time.time() + MARK_MAX_AGE_SECONDS - 60
     memory.run({"command": "view", "path": "/memories"})
     assert marks(memory, s3) == [mark]
-    memory.jobs.clock = lambda: time.time() + MARK_MAX_AGE_SECONDS + 60
+    memory.placed.jobs.clock = lambda: time.time() + MARK_MAX_AGE_SECONDS + 60
     memory.run({"command": "view", "path": "/memories"})
     assert marks(memory, s3) == []
 
@@ -647,14 +652,14 @@ def test_a_replayed_rename_record_is_looked_at_even_by_a_process_that_knew_its_s
     nothing (it would have moved the file by what it knew)."""
     memory.create(memory_path("/memories/d/x.md"), "x\n")
     renamer, back = make_memory(storage_format=2), make_memory(storage_format=2)
-    jobs = memory.layout.key_of_internal("jobs/")
+    jobs = memory.placed.layout.key_of_internal("jobs/")
     records: dict[str, bytes] = {}
 
     def keep(params: dict[str, Any], **_: Any) -> None:
         if params["Key"].startswith(jobs):
             records[params["Key"]] = params["Body"]
 
-    events = renamer.bucket.client.meta.events
+    events = renamer.store.bucket.client.meta.events
     events.register("provide-client-params.s3.PutObject", keep)
     renamer.run({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"})
     events.unregister("provide-client-params.s3.PutObject", keep)
@@ -665,5 +670,5 @@ def test_a_replayed_rename_record_is_looked_at_even_by_a_process_that_knew_its_s
         memory.run({"command": "view", "path": "/memories"})
     assert seen["HeadObject"] == 2 and seen["CopyObject"] == 0  # the source, looked at; the record
     assert text_at(memory, "/memories/d/x.md") == "x\n"
-    assert memory.bucket.head(key(memory, "/memories/e/x.md")) is None
+    assert memory.store.bucket.head(key(memory, "/memories/e/x.md")) is None
     assert stored_keys(s3, jobs) == []

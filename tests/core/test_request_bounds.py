@@ -34,8 +34,8 @@ def put_raw(s3: Any, memory: S3Memory, paths: list[str], size: int = 120) -> Non
 def counted(memory: S3Memory, command: dict[str, Any]) -> tuple[str, int]:
     """The answer to ``command`` and the requests it made. The access record an answered command
     writes before its answer (at most one PUT) is not counted as the command's."""
-    requests = RequestCounter(memory.bucket.client)
-    records = AccessRecordWrites(memory.bucket.client)
+    requests = RequestCounter(memory.store.bucket.client)
+    records = AccessRecordWrites(memory.store.bucket.client)
     try:
         answer = memory.run(command)
     except CommandError as refused:
@@ -116,7 +116,7 @@ def rows_found_first(memory: S3Memory, s3: Any, answer: str) -> list[str]:
     shown = sorted({row.split("\t")[1].split("/")[2] for row in rows})
     found: list[str] = []
     for key in stored_keys(s3, prefix_of(memory)):
-        path = memory.layout.path_of_key(key)
+        path = memory.placed.layout.path_of_key(key)
         assert path is not None
         if path.segments[0] not in found:
             found.append(path.segments[0])
@@ -129,7 +129,7 @@ def test_a_view_of_a_deep_tree_costs_the_same_whatever_lies_below_level_two(
     make_memory: Callable[..., S3Memory], s3: Any, files: int
 ) -> None:
     memory = make_memory()
-    memory.bucket.page_size = 10  # a page of 10 keys stands for S3's 1,000: 1.5 and 3 pages of them
+    memory.store.bucket.page_size = 10  # a page of 10 keys stands for S3's 1,000: 1.5 and 3 pages of them
     put_raw(s3, memory, [f"/memories/project/a/b/c/f{index:05d}.md" for index in range(files)])
     answer, requests = counted(memory, {"command": "view", "path": "/memories"})
     assert requests == 3  # the namespace, then level 2 of project and the rest of level 1, delimited
@@ -142,8 +142,8 @@ def test_a_view_of_a_deep_tree_costs_the_same_whatever_lies_below_level_two(
 
 def test_a_deep_create_is_refused_before_any_request(make_memory: Callable[..., S3Memory], s3: Any) -> None:
     memory = make_memory()
-    assert memory.bucket.gate is not None
-    memory.bucket.gate.enforced()  # the store's first use (tests/formats/test_store_format.py::FIRST_USE)
+    assert memory.store.bucket.gate is not None
+    memory.store.bucket.gate.enforced()  # the store's first use (tests/formats/test_store_format.py::FIRST_USE)
     too_deep = "/memories/" + "/".join(f"d{level}" for level in range(MAX_DEPTH)) + "/f.md"
     answer, requests = counted(memory, {"command": "create", "path": too_deep, "file_text": "x"})
     assert requests == 0

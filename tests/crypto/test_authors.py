@@ -178,7 +178,10 @@ def test_acting_as_shares_what_the_process_learned_and_writes_as_the_actor(opera
     memory = _memory(operations, None)
     memory.run({"command": "create", "path": "/memories/d/a.md", "file_text": "a\n"})
     twin = memory.acting_as("ada")
-    assert twin.files.directories is memory.files.directories and twin.usage is memory.usage
+    assert (
+        twin.placed.files.directories is memory.placed.files.directories
+        and twin.placed.usage is memory.placed.usage
+    )
     assert memory.acting_as(None) is memory
     twin.run({"command": "create", "path": "/memories/d/b.md", "file_text": "b\n"})
     assert operations.bucket.metadata("users/alice/memories/d/b.md") == {AUTHOR_METADATA: "ada"}

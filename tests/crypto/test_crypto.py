@@ -222,7 +222,7 @@ def test_kms_envelope_stores_only_the_wrapped_key_with_a_context_naming_the_user
     memory.create(memory_path("/memories/a.txt"), SECRET)
     wrapped = s3.get_object(Bucket=BUCKET, Key="users/alice/internal/keys/v1")["Body"].read()
     assert wrapped.startswith(b"S3MK\x01")
-    data_key = provider.data_key(KeyOwner("alice"), 1, KeyVault(memory.bucket, memory.layout))
+    data_key = provider.data_key(KeyOwner("alice"), 1, KeyVault(memory.store.bucket, memory.placed.layout))
     assert data_key not in wrapped
     assert base64.b64encode(data_key) not in wrapped
     unwrapped = kms.decrypt(
@@ -268,7 +268,7 @@ def test_a_tampered_wrapped_key_is_a_clear_error(
     first = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms))
     first.create(memory_path("/memories/a.txt"), SECRET)
     s3.put_object(
-        Bucket=BUCKET, Key=first.layout.key_of_internal("keys/v1"), Body=b"S3MK\x01" + b"\x00" * 200
+        Bucket=BUCKET, Key=first.placed.layout.key_of_internal("keys/v1"), Body=b"S3MK\x01" + b"\x00" * 200
     )
     fresh = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms))
     with pytest.raises(CommandError, match=r"^Error: (KMS Decrypt failed|The user.s wrapped data key)"):
@@ -298,7 +298,9 @@ def test_racing_first_use_creates_exactly_one_data_key(
         thread.join()
     assert errors == []
     reader = make_memory("newcomer", key_provider=KMSKeyProvider(key_id, kms_client=kms))
-    assert stored_keys(s3, reader.layout.internal_prefix) == [reader.layout.key_of_internal("keys/v1")]
+    assert stored_keys(s3, reader.placed.layout.internal_prefix) == [
+        reader.placed.layout.key_of_internal("keys/v1")
+    ]
     for index in range(writers):
         assert f"written by {index}" in reader.run({"command": "view", "path": f"/memories/w{index}.txt"})
 
@@ -313,7 +315,7 @@ def test_a_memory_whose_keys_a_bucket_writer_removed_gets_no_new_key_and_is_whol
         memory_path("/memories/a.txt"), SECRET
     )
     writer = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms))
-    key = writer.layout.key_of_internal("keys/v1")
+    key = writer.placed.layout.key_of_internal("keys/v1")
     wrapped = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
     s3.delete_object(Bucket=BUCKET, Key=key)
     before = snapshot(s3)
@@ -332,7 +334,7 @@ def test_a_memory_whose_keys_a_bucket_writer_removed_gets_no_new_key_and_is_whol
     )
     reader = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms))
     for path, text in (("/memories/a.txt", SECRET), ("/memories/b.txt", "new")):
-        found = reader.files.read(memory_path(path))
+        found = reader.placed.files.read(memory_path(path))
         assert found is not None and found.text == text
 
 
@@ -377,9 +379,9 @@ def test_a_warm_process_learns_a_new_version_when_its_cache_lapses(
     now = [0.0]
     serving = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms, clock=lambda: now[0]))
     serving.create(memory_path("/memories/a.txt"), SECRET)
-    vault = KeyVault(serving.bucket, serving.layout)
-    assert KMSKeyProvider(key_id, kms_client=kms).create(serving.key_owner, 2, vault)
-    assert not KMSKeyProvider(key_id, kms_client=kms).create(serving.key_owner, 2, vault)  # one winner
+    vault = KeyVault(serving.store.bucket, serving.placed.layout)
+    assert KMSKeyProvider(key_id, kms_client=kms).create(serving.placed.key_owner, 2, vault)
+    assert not KMSKeyProvider(key_id, kms_client=kms).create(serving.placed.key_owner, 2, vault)  # one winner
 
     def version_of(name: str) -> int | None:
         key = key_of(serving, f"/memories/{name}")
@@ -402,7 +404,7 @@ def test_the_key_cache_lapses_by_the_wall_clock_too(
     serving = make_memory(key_provider=KMSKeyProvider(key_id, kms_client=kms, clock=lambda: frozen[0]))
     serving.create(memory_path("/memories/a.txt"), SECRET)
     assert KMSKeyProvider(key_id, kms_client=kms).create(
-        serving.key_owner, 2, KeyVault(serving.bucket, serving.layout)
+        serving.placed.key_owner, 2, KeyVault(serving.store.bucket, serving.placed.layout)
     )
     woke = time.time() + 301
     monkeypatch.setattr(time, "time", lambda: woke)  # the machine slept: only the wall clock moved

@@ -288,7 +288,7 @@ LAYERS = (
     ("s3memory.storage",),
     ("s3memory.core",),
     ("s3memory.formats",),
-    ("s3memory.store",),
+    ("s3memory.store", "s3memory.placed"),
     (
         "s3memory.memory",
         "s3memory.memories",

@@ -47,16 +47,16 @@ def v2(make_memory: Callable[..., S3Memory], user: str = "alice") -> S3Memory:
 def v2_with_legacy_delete(make_memory: Callable[..., S3Memory]) -> tuple[S3Memory, Callable[..., None]]:
     """A format-2 memory of alice, and the delete of her format-1 files, for a test to wrap."""
     memory = v2(make_memory)
-    assert memory.upgrade is not None
-    return memory, memory.upgrade._legacy.delete
+    assert memory.placed.upgrade is not None
+    return memory, memory.placed.upgrade._legacy.delete
 
 
 def texts(memory: S3Memory) -> dict[str, str]:
     found: dict[str, str] = {}
-    for key in stored_keys(memory.bucket.client, memory.layout.memories_prefix):
-        path = memory.layout.path_of_key(key)
+    for key in stored_keys(memory.store.bucket.client, memory.placed.layout.memories_prefix):
+        path = memory.placed.layout.path_of_key(key)
         assert path is not None
-        file = memory.files.read(path)
+        file = memory.placed.files.read(path)
         assert file is not None
         found[path.canonical] = file.text
     return found
@@ -66,18 +66,18 @@ def test_a_format_1_memory_is_served_in_format_2_from_its_first_command(
     v1: S3Memory, make_memory: Callable[..., S3Memory], s3: Any
 ) -> None:
     listing = v1.run({"command": "view", "path": "/memories"})
-    last_access = v1.access.read().at
+    last_access = v1.placed.access.read().at
     memory = v2(make_memory)
-    assert memory.upgrade is not None
-    memory.upgrade.ensure()  # what the first command does first
-    assert memory.access.read().at == last_access
-    assert stored_keys(s3, v1.layout.internal_prefix) == []  # the access record moved with the files
+    assert memory.placed.upgrade is not None
+    memory.placed.upgrade.ensure()  # what the first command does first
+    assert memory.placed.access.read().at == last_access
+    assert stored_keys(s3, v1.placed.layout.internal_prefix) == []  # the access record moved with the files
     assert stored_keys(s3, f"users/{MIGRATED_NAME}") == []  # a user was moved: the store is not marked
     assert memory.run({"command": "view", "path": "/memories"}) == listing
     assert texts(memory) == FILES
-    moved = memory.files.read(memory_path("/memories/file00.md"))
+    moved = memory.placed.files.read(memory_path("/memories/file00.md"))
     assert moved is not None and moved.author == "ada"  # who wrote it, as format 1 said
-    assert stored_keys(s3, v1.layout.memories_prefix) == []
+    assert stored_keys(s3, v1.placed.layout.memories_prefix) == []
 
 
 @pytest.mark.slow
@@ -87,7 +87,7 @@ def test_a_user_is_looked_for_once_per_process(v1: S3Memory, make_memory: Callab
     memory.run({"command": "view", "path": "/memories"})
     v1.create(memory_path("/memories/late.md"), "a format-1 writer that was not stopped\n")
     memory.run({"command": "view", "path": "/memories"})
-    assert memory.files.read(memory_path("/memories/late.md")) is None
+    assert memory.placed.files.read(memory_path("/memories/late.md")) is None
     later = v2(make_memory)  # a new process looks again
     assert later.run({"command": "view", "path": "/memories/late.md"}) == (
         "Here's the content of /memories/late.md with line numbers:\n"
@@ -105,7 +105,7 @@ def test_a_command_moves_a_bounded_number_of_files_and_the_next_goes_on(
     listing = v1.run({"command": "view", "path": "/memories"})
     monkeypatch.setattr(migration, "FILES_MOVED_PER_COMMAND", 10)
     memory = v2(make_memory)
-    memory.bucket.page_size = 10
+    memory.store.bucket.page_size = 10
     create = {"command": "create", "path": "/memories/new.md", "file_text": "new\n"}
 
     answers = []
@@ -121,11 +121,13 @@ def test_a_command_moves_a_bounded_number_of_files_and_the_next_goes_on(
         ]
         * 2
     )
-    assert memory.files.read(memory_path("/memories/new.md")) is None
-    assert len(stored_keys(memory.bucket.client, v1.layout.memories_prefix)) == len(FILES) - 20
+    assert memory.placed.files.read(memory_path("/memories/new.md")) is None
+    assert len(stored_keys(memory.store.bucket.client, v1.placed.layout.memories_prefix)) == len(FILES) - 20
     assert memory.run({"command": "view", "path": "/memories"}) == listing
     assert texts(memory) == FILES
-    assert stored_keys(memory.bucket.client, v1.layout.namespace) == []  # the access record moved last
+    assert (
+        stored_keys(memory.store.bucket.client, v1.placed.layout.namespace) == []
+    )  # the access record moved last
 
 
 @pytest.mark.slow
@@ -137,23 +139,23 @@ def test_a_storage_failure_while_a_file_moves_fails_the_command_and_the_next_mov
     fails (try again), the user is not taken as moved, and the next command moves the file."""
     listing = v1.run({"command": "view", "path": "/memories"})
     memory = v2(make_memory)
-    put_new = memory.files.put_new
+    put_new = memory.placed.files.put_new
 
     def failing(key: str, sealed: Any, origin: Any = None) -> str | None:
-        if memory.layout.path_of_key(key) == memory_path("/memories/file00.md"):
+        if memory.placed.layout.path_of_key(key) == memory_path("/memories/file00.md"):
             raise StorageError(
                 "Error: S3 PutObject failed (SlowDown). Nothing was reported as done; try again."
             )
         return put_new(key, sealed, origin)
 
-    monkeypatch.setattr(memory.files, "put_new", failing)
+    monkeypatch.setattr(memory.placed.files, "put_new", failing)
     with pytest.raises(StorageError, match="SlowDown"):
         memory.run({"command": "view", "path": "/memories"})
-    monkeypatch.setattr(memory.files, "put_new", put_new)
+    monkeypatch.setattr(memory.placed.files, "put_new", put_new)
 
     assert memory.run({"command": "view", "path": "/memories"}) == listing
     assert texts(memory) == FILES
-    assert stored_keys(memory.bucket.client, v1.layout.memories_prefix) == []
+    assert stored_keys(memory.store.bucket.client, v1.placed.layout.memories_prefix) == []
 
 
 @pytest.mark.slow
@@ -162,16 +164,18 @@ def test_a_pending_format_1_rename_is_finished_before_the_move(
     v1: S3Memory, make_memory: Callable[..., S3Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     old, new = memory_path("/memories/notes"), memory_path("/memories/archive")
-    job = v1.jobs.plan("rename", old, new, v1.files.sources_below(old))
+    job = v1.placed.jobs.plan("rename", old, new, v1.placed.files.sources_below(old))
     with monkeypatch.context() as crash:
-        crash.setattr(v1.files, "delete_all", lambda sources: (_ for _ in ()).throw(RuntimeError("crash")))
+        crash.setattr(
+            v1.placed.files, "delete_all", lambda sources: (_ for _ in ()).throw(RuntimeError("crash"))
+        )
         with pytest.raises(RuntimeError):
-            v1.jobs.run(job)  # copied, sources not deleted, record left
+            v1.placed.jobs.run(job)  # copied, sources not deleted, record left
     memory = v2(make_memory)
     expected = {path.replace("/memories/notes/", "/memories/archive/"): text for path, text in FILES.items()}
     assert memory.run({"command": "view", "path": "/memories/archive/file01.md"}).endswith("line 1")
     assert texts(memory) == expected
-    assert stored_keys(memory.bucket.client, v1.layout.memories_prefix) == []
+    assert stored_keys(memory.store.bucket.client, v1.placed.layout.memories_prefix) == []
 
 
 def test_a_move_that_dies_between_any_two_requests_is_finished_by_the_next_look(
@@ -187,17 +191,17 @@ def test_a_move_that_dies_between_any_two_requests_is_finished_by_the_next_look(
             raise RuntimeError("the process died")
         delete(key, if_match=if_match)
 
-    memory.upgrade._legacy.delete = dies_on_the_third  # type: ignore[method-assign]
+    memory.placed.upgrade._legacy.delete = dies_on_the_third  # type: ignore[method-assign]
     with pytest.raises(RuntimeError):
-        memory.upgrade.run()
-    left = len(stored_keys(s3, v1.layout.memories_prefix))
+        memory.placed.upgrade.run()
+    left = len(stored_keys(s3, v1.placed.layout.memories_prefix))
     assert 0 < left < len(FILES)
     again = v2(make_memory)
-    assert again.upgrade is not None
-    report = again.upgrade.run()
+    assert again.placed.upgrade is not None
+    report = again.placed.upgrade.run()
     assert report.clean and report.moved + report.already == left
     assert texts(again) == FILES
-    assert stored_keys(s3, v1.layout.memories_prefix) == []
+    assert stored_keys(s3, v1.placed.layout.memories_prefix) == []
 
 
 @pytest.mark.slow
@@ -211,8 +215,8 @@ def test_concurrent_movers_and_commands_lose_nothing(
 
     def move_then_edit(memory: S3Memory, index: int) -> None:
         try:
-            assert memory.upgrade is not None
-            reports.append(memory.upgrade.run())
+            assert memory.placed.upgrade is not None
+            reports.append(memory.placed.upgrade.run())
             memory.run(
                 {"command": "create", "path": f"/memories/new{index}.md", "file_text": f"new {index}\n"}
             )
@@ -243,7 +247,7 @@ def test_concurrent_movers_and_commands_lose_nothing(
     }
     assert texts(movers[0]) == expected
     assert all(report.clean for report in reports)
-    assert stored_keys(movers[0].bucket.client, v1.layout.memories_prefix) == []
+    assert stored_keys(movers[0].store.bucket.client, v1.placed.layout.memories_prefix) == []
 
 
 @pytest.mark.slow
@@ -252,18 +256,18 @@ def test_a_different_file_already_in_format_2_is_left_in_format_1_and_reported(
     v1: S3Memory, make_memory: Callable[..., S3Memory], s3: Any
 ) -> None:
     memory = v2(make_memory)
-    assert memory.upgrade is not None
-    memory.files.put_new(
-        memory.layout.file_key(memory_path("/memories/file00.md")),
-        memory.files.encode(memory_path("/memories/file00.md"), "other\n"),
+    assert memory.placed.upgrade is not None
+    memory.placed.files.put_new(
+        memory.placed.layout.file_key(memory_path("/memories/file00.md")),
+        memory.placed.files.encode(memory_path("/memories/file00.md"), "other\n"),
     )
-    report = memory.upgrade.run()
+    report = memory.placed.upgrade.run()
     assert report.left == [("/memories/file00.md", "a different file is at its path in format 2")]
     assert report.moved == len(FILES) - 1
-    assert stored_keys(s3, v1.layout.memories_prefix) == [
-        v1.layout.file_key(memory_path("/memories/file00.md"))
+    assert stored_keys(s3, v1.placed.layout.memories_prefix) == [
+        v1.placed.layout.file_key(memory_path("/memories/file00.md"))
     ]
-    assert memory.upgrade.pending()
+    assert memory.placed.upgrade.pending()
 
 
 @pytest.mark.slow
@@ -276,15 +280,15 @@ def test_a_copy_whose_source_changed_is_withdrawn_and_moved_again(
 
     def edit_first(key: str, *, if_match: str | None = None) -> None:
         nonlocal edited
-        if not edited and key == v1.layout.file_key(memory_path("/memories/file00.md")):
+        if not edited and key == v1.placed.layout.file_key(memory_path("/memories/file00.md")):
             edited = True
             v1.str_replace(memory_path("/memories/file00.md"), "line", "edited")  # a format-1 writer
         delete(key, if_match=if_match)
 
-    monkeypatch.setattr(memory.upgrade._legacy, "delete", edit_first)  # type: ignore[union-attr]
-    report = memory.upgrade.run()
+    monkeypatch.setattr(memory.placed.upgrade._legacy, "delete", edit_first)  # type: ignore[union-attr]
+    report = memory.placed.upgrade.run()
     assert edited and report.clean
-    assert memory.files.read(memory_path("/memories/file00.md")).text == "edited 0\n"  # type: ignore[union-attr]
+    assert memory.placed.files.read(memory_path("/memories/file00.md")).text == "edited 0\n"  # type: ignore[union-attr]
 
 
 @pytest.mark.slow
@@ -294,7 +298,7 @@ def test_a_new_format_2_store_is_marked_migrated_at_birth_and_never_lists_a_user
 ) -> None:
     memory = make_memory("alice", storage_format=2)
     assert mark_of(s3) == BORN
-    assert memory.upgrade is not None and memory.upgrade._marked()
+    assert memory.placed.upgrade is not None and memory.placed.upgrade._marked()
 
 
 @pytest.mark.slow
@@ -305,7 +309,7 @@ def test_a_store_holding_format_1_users_is_not_marked(
     memory = v2(make_memory)
     memory.run({"command": "view", "path": "/memories"})
     assert stored_keys(s3, f"users/{MIGRATED_NAME}") == []
-    assert memory.upgrade is not None and not memory.upgrade._marked()
+    assert memory.placed.upgrade is not None and not memory.placed.upgrade._marked()
 
 
 @pytest.mark.slow
@@ -320,8 +324,8 @@ def test_moving_never_loses_a_file_the_delete_of_its_source_could_not_confirm(
         delete(key, if_match=if_match)
         raise PreconditionFailed(key, after_retry=True)
 
-    monkeypatch.setattr(memory.upgrade._legacy, "delete", answer_lost)  # type: ignore[union-attr]
-    report = memory.upgrade.run()
+    monkeypatch.setattr(memory.placed.upgrade._legacy, "delete", answer_lost)  # type: ignore[union-attr]
+    report = memory.placed.upgrade.run()
     assert report.clean and report.moved == len(FILES)
     assert texts(memory) == FILES
 
@@ -348,7 +352,7 @@ def test_migrate_moves_every_user_verifies_them_and_marks_the_store(
     assert list(operations.users()) == ["alice", "bob"]
     assert operations.read("bob", "/memories/bob.md") == "bob's\n"
     assert texts(operations.memory("alice")) == FILES
-    assert stored_keys(s3, v1.layout.namespace) == stored_keys(s3, bob.layout.namespace) == []
+    assert stored_keys(s3, v1.placed.layout.namespace) == stored_keys(s3, bob.placed.layout.namespace) == []
     assert mark_of(s3) == SETTLED  # moved: not born
     assert run(operations, "migrate", "--yes") == (
         0,
@@ -368,7 +372,7 @@ def test_migrate_moves_a_user_whose_id_is_now_reserved_and_says_what_to_do(
     reserved.create(memory_path("/memories/n.md"), "n\n")
     operations = Operations(Bucket(s3, BUCKET), local_keys, storage_format=2)
     status, out = run(operations, "migrate", "--yes")
-    namespace = operations.memory("s3memory.notes").layout.namespace
+    namespace = operations.memory("s3memory.notes").placed.layout.namespace
     assert (status, out.splitlines()) == (
         1,
         [
@@ -379,7 +383,7 @@ def test_migrate_moves_a_user_whose_id_is_now_reserved_and_says_what_to_do(
             "migrated",
         ],
     )
-    assert stored_keys(s3, reserved.layout.namespace) == [] and mark_of(s3) == SETTLED
+    assert stored_keys(s3, reserved.placed.layout.namespace) == [] and mark_of(s3) == SETTLED
     assert operations.read("s3memory.notes", "/memories/n.md") == "n\n"
 
 
@@ -414,7 +418,9 @@ def test_migrate_reports_what_it_left_and_does_not_mark_the_store(
     operations = Operations(Bucket(s3, BUCKET), local_keys, storage_format=2)
     alice = operations.memory("alice")
     path = memory_path("/memories/file00.md")
-    alice.files.put_new(alice.layout.file_key(path), alice.files.encode(path, "written in format 2 first\n"))
+    alice.placed.files.put_new(
+        alice.placed.layout.file_key(path), alice.placed.files.encode(path, "written in format 2 first\n")
+    )
     status, out = run(operations, "migrate", "--yes")
     assert (status, out.splitlines()) == (
         1,
@@ -473,7 +479,7 @@ def test_a_store_migrated_under_concurrent_use_loses_nothing_and_verifies_clean(
         user.join()
     assert report.complete and not report.verified["alice"].problems
     assert texts(operations.memory("alice")) == {**FILES, **written}
-    assert stored_keys(s3, v1.layout.memories_prefix) == []
+    assert stored_keys(s3, v1.placed.layout.memories_prefix) == []
 
 
 @pytest.mark.slow
@@ -484,8 +490,8 @@ def test_a_path_too_long_for_private_names_stays_in_format_1_and_the_user_is_ser
     long_path = "/memories/" + "/".join(["a_fairly_long_directory_name_here"] * 12) + "/note.md"
     v1.create(memory_path(long_path), "deep\n")
     memory = v2(make_memory)
-    assert memory.upgrade is not None
-    report = memory.upgrade.run()
+    assert memory.placed.upgrade is not None
+    report = memory.placed.upgrade.run()
     assert report.left == [
         (
             long_path,
@@ -494,7 +500,9 @@ def test_a_path_too_long_for_private_names_stays_in_format_1_and_the_user_is_ser
     ]
     assert report.moved == len(FILES)
     assert memory.run({"command": "view", "path": "/memories/file00.md"}).endswith("line 0")
-    assert stored_keys(s3, v1.layout.memories_prefix) == [v1.layout.file_key(memory_path(long_path))]
+    assert stored_keys(s3, v1.placed.layout.memories_prefix) == [
+        v1.placed.layout.file_key(memory_path(long_path))
+    ]
 
 
 @pytest.mark.slow
@@ -511,11 +519,11 @@ def test_erase_on_a_format_2_store_also_removes_what_format_1_left(
     operations = Operations(Bucket(s3, BUCKET), local_keys, storage_format=2)
     nested = (
         S3Memory(  # made by a role that cannot list outside it (else refused: tests/storage/test_nesting.py)
-            Bucket(confined(new_client(), v1.layout.namespace), BUCKET),
+            Bucket(confined(new_client(), v1.placed.layout.namespace), BUCKET),
             "carol",
             local_keys,
             storage_format=2,
-            prefix=v1.layout.namespace,
+            prefix=v1.placed.layout.namespace,
         )
     )
     nested.create(memory_path("/memories/nested.md"), "not alice's\n")
@@ -523,10 +531,14 @@ def test_erase_on_a_format_2_store_also_removes_what_format_1_left(
     bob.create(memory_path("/memories/bob.md"), "bob's\n")
     erasure = operations.erase("alice")
     assert erasure.left == 0 and erasure.other_versions >= len(FILES)
-    assert stored_keys(s3, v1.layout.memories_prefix) == stored_keys(s3, v1.layout.internal_prefix) == []
+    assert (
+        stored_keys(s3, v1.placed.layout.memories_prefix)
+        == stored_keys(s3, v1.placed.layout.internal_prefix)
+        == []
+    )
     assert operations.memory("alice").run({"command": "view", "path": "/memories"}).endswith("/memories")
     assert nested.run({"command": "view", "path": "/memories/nested.md"}).endswith("not alice's")
-    assert bob.files.read(memory_path("/memories/bob.md")) is not None
+    assert bob.placed.files.read(memory_path("/memories/bob.md")) is not None
 
 
 def a_mark_of_another_store(make_memory: Callable[..., S3Memory], s3: Any) -> bytes:
@@ -559,7 +571,7 @@ def test_erase_skips_what_format_1_left_only_on_a_store_whose_mark_authenticates
     operations = Operations(Bucket(s3, BUCKET), local_keys, storage_format=2)
     erasure = operations.erase("alice")
     assert (erasure.other_versions, erasure.left) == (len(FILES) + 1, 0)  # the files, the access record
-    assert stored_keys(s3, v1.layout.namespace) == []
+    assert stored_keys(s3, v1.placed.layout.namespace) == []
 
 
 @pytest.mark.slow
@@ -587,7 +599,7 @@ def test_a_mark_that_does_not_authenticate_hides_no_format_1_file_from_commands(
     memory = v2(make_memory)
     assert memory.run({"command": "view", "path": "/memories/file00.md"}).endswith("line 0")
     assert texts(memory) == FILES
-    assert stored_keys(s3, v1.layout.memories_prefix) == []
+    assert stored_keys(s3, v1.placed.layout.memories_prefix) == []
 
 
 @pytest.mark.slow
@@ -605,7 +617,7 @@ def test_a_store_migrated_before_marks_were_sealed_serves_everyone_until_migrate
         forget_stores()  # a new process
         memory = v2(make_memory)
         assert memory.run({"command": "view", "path": "/memories/file00.md"}).endswith("line 0")
-        assert memory.upgrade is not None and not memory.upgrade._marked()
+        assert memory.placed.upgrade is not None and not memory.placed.upgrade._marked()
         assert mark_of(s3) is None and stored_keys(s3, f"users/{MIGRATED_NAME}") != []  # kept, not trusted
     assert run(operations, "migrate", "--yes")[0] == 0
     assert mark_of(s3) == SETTLED
@@ -622,7 +634,7 @@ def test_a_store_born_before_marks_were_sealed_is_marked_again_but_not_as_born(
     s3.put_object(Bucket=BUCKET, Key=f"users/{MIGRATED_NAME}", Body=BORN)
     forget_stores()  # a new process
     memory = v2(make_memory, "bob")
-    assert memory.upgrade is not None and memory.upgrade._marked()
+    assert memory.placed.upgrade is not None and memory.placed.upgrade._marked()
     assert mark_of(s3) == SETTLED
 
 
@@ -631,18 +643,18 @@ def test_a_store_born_before_marks_were_sealed_is_marked_again_but_not_as_born(
 def test_migrate_carries_an_access_time_a_dying_move_left_behind(
     v1: S3Memory, make_memory: Callable[..., S3Memory], local_keys: LocalKeyProvider, s3: Any
 ) -> None:
-    last_access = v1.access.read().at
+    last_access = v1.placed.access.read().at
     memory = v2(make_memory)
-    assert memory.upgrade is not None
-    carry = memory.upgrade.carry_access
-    memory.upgrade.carry_access = lambda: None  # type: ignore[method-assign]  # dies before carrying
-    memory.upgrade.run()
-    memory.upgrade.carry_access = carry  # type: ignore[method-assign]
-    assert stored_keys(s3, v1.layout.internal_prefix) != []
+    assert memory.placed.upgrade is not None
+    carry = memory.placed.upgrade.carry_access
+    memory.placed.upgrade.carry_access = lambda: None  # type: ignore[method-assign]  # dies before carrying
+    memory.placed.upgrade.run()
+    memory.placed.upgrade.carry_access = carry  # type: ignore[method-assign]
+    assert stored_keys(s3, v1.placed.layout.internal_prefix) != []
     operations = Operations(Bucket(s3, BUCKET), local_keys, storage_format=2)
     assert migrate_store(operations).complete
-    assert stored_keys(s3, v1.layout.internal_prefix) == []
-    assert operations.memory("alice").access.read().at == last_access
+    assert stored_keys(s3, v1.placed.layout.internal_prefix) == []
+    assert operations.memory("alice").placed.access.read().at == last_access
 
 
 @pytest.mark.slow

@@ -257,7 +257,7 @@ def test_kms_encryption_contexts_name_the_user_by_token_only(
     cold = S3Memory(Bucket(s3, BUCKET), USER, KMSKeyProvider(key_id, kms), storage_format=2)  # unwraps
     assert "owl-feather" in cold.run(SESSION[-1])
     assert {operation for operation, _ in contexts} == {"GenerateDataKey", "Decrypt"}
-    token = memory.key_owner.namespace
+    token = memory.placed.key_owner.namespace
     for _, context in contexts:
         assert set(context) == {"s3memory:store", "s3memory:user", "s3memory:key_version"}, context
         assert context["s3memory:user"] in ("store-key", "server-record", token), context
@@ -298,8 +298,8 @@ def test_a_session_through_a_read_write_mount_leaves_no_names_and_kms_sees_the_s
     ]:
         answer = mounted.run(command)
     assert answer.endswith(f"{team}/acme_merger_final.md"), answer
-    token = own.shared(SharedName(SHARED), writes=True).key_owner.namespace
-    assert token is not None and token != own.key_owner.namespace
+    token = own.shared(SharedName(SHARED), writes=True).placed.key_owner.namespace
+    assert token is not None and token != own.placed.key_owner.namespace
     assert {context["s3memory:user"] for _, context in contexts} >= {token}
     found = captured(s3, BUCKET, caplog)
     found["contexts"] = [repr(context) for _, context in contexts]

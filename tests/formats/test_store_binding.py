@@ -48,7 +48,7 @@ def other_bucket(s3: Any) -> Iterator[str]:
 
 
 def key(memory: S3Memory, path: str = "/memories/a.md") -> str:
-    return memory.layout.file_key(memory_path(path))
+    return memory.placed.layout.file_key(memory_path(path))
 
 
 def copy(s3: Any, source: str, target: str, *, source_bucket: str = BUCKET, bucket: str = BUCKET) -> None:
@@ -112,7 +112,7 @@ def test_a_store_nested_in_a_users_namespace_is_never_listed_or_deleted_by_that_
     v2: Callable[..., S3Memory], s3: Any, new_client: Callable[..., Any], local_keys: KeyProvider
 ) -> None:
     outer = v2("alice")
-    namespace = outer.layout.namespace  # the deepest overlap: inside alice's own namespace, made by a
+    namespace = outer.placed.layout.namespace  # the deepest overlap: inside alice's own namespace, made by a
     inner = S3Memory(  # role that cannot list outside it (else refused: tests/storage/test_nesting.py)
         Bucket(confined(new_client(), namespace), BUCKET),
         "alice",
@@ -122,13 +122,13 @@ def test_a_store_nested_in_a_users_namespace_is_never_listed_or_deleted_by_that_
     )
     seed(outer, "outer\n")
     seed(inner, "inner\n")
-    inner_keys = stored_keys(s3, inner.layout.namespace)
+    inner_keys = stored_keys(s3, inner.placed.layout.namespace)
     assert view(outer, "/memories") == (
         "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and "
         "node_modules:\n4.0K\t/memories\n6B\t/memories/a.md\n10B\t/memories/b.md"
     )
     assert outer.clear_all() == "All memory cleared"
-    assert set(inner_keys) <= set(stored_keys(s3, inner.layout.namespace))
+    assert set(inner_keys) <= set(stored_keys(s3, inner.placed.layout.namespace))
     assert view(inner) == "Here's the content of /memories/a.md with line numbers:\n     1\tinner"
 
 
@@ -178,11 +178,11 @@ def test_a_kms_wrapped_data_key_copied_to_another_user_is_refused(
     bob = S3Memory(Bucket(s3, BUCKET), "bob", provider, storage_format=2)
     seed(alice, "alice's\n")
     wrapped = f"{KEYS_PREFIX}v1"
-    copy(s3, alice.layout.key_of_internal(wrapped), bob.layout.key_of_internal(wrapped))
+    copy(s3, alice.placed.layout.key_of_internal(wrapped), bob.placed.layout.key_of_internal(wrapped))
     fresh = S3Memory(Bucket(s3, BUCKET), "bob", KMSKeyProvider(key_id, kms), storage_format=2)
     with pytest.raises(IntegrityError):  # KMS opens it only under alice's token: bob never uses her key
         fresh.create(memory_path("/memories/a.md"), "bob's\n")
-    assert stored_keys(s3, bob.layout.memories_prefix) == []
+    assert stored_keys(s3, bob.placed.layout.memories_prefix) == []
     copy(s3, f"users/{STORE_KEY_NAME}", f"team/{STORE_KEY_NAME}")
     with pytest.raises(IntegrityError):
         S3Memory(Bucket(s3, BUCKET), "alice", provider, prefix="team/", storage_format=2).resolve()

@@ -62,7 +62,7 @@ def test_a_new_store_is_served_in_format_2(s3: Any) -> None:
     fresh = memory(s3)
     fresh.run(CREATE)
 
-    assert fresh.storage_format == 2
+    assert fresh.placed.format.storage_format == 2
     assert not named_in_keys(s3)
     assert "users/" + STORE_KEY_NAME in stored_keys(s3)
 
@@ -73,7 +73,7 @@ def test_a_store_of_format_1_users_stays_in_format_1(s3: Any) -> None:
     served = memory(s3, "bob")
     served.run({"command": "create", "path": "/memories/b.md", "file_text": "bob's\n"})
 
-    assert served.storage_format == 1
+    assert served.placed.format.storage_format == 1
     assert "users/bob/memories/b.md" in stored_keys(s3)
     assert "users/" + STORE_KEY_NAME not in stored_keys(s3)
     assert (
@@ -86,7 +86,7 @@ def test_a_store_with_a_store_key_is_served_in_format_2_beside_format_1_users(s3
     memory(s3, "bob", storage_format=1).run(CREATE)
     memory(s3, storage_format=2).run(CREATE)
 
-    assert memory(s3, "carol").storage_format == 2
+    assert memory(s3, "carol").placed.format.storage_format == 2
     assert memory(s3, "bob").run(VIEW).endswith("     1\trenewal in May")  # moved on its first command
     assert not any(key.startswith("users/bob/memories/") for key in stored_keys(s3))
 
@@ -124,10 +124,10 @@ def test_a_new_process_reads_the_store_key_and_the_mark_together(s3: Any) -> Non
 
 def test_what_a_process_found_it_keeps(s3: Any) -> None:
     memory(s3, "bob", storage_format=1).run(CREATE)
-    assert memory(s3).storage_format == 1
+    assert memory(s3).placed.format.storage_format == 1
     memory(s3, "carol", storage_format=2).run(CREATE)  # an operator's process, set to format 2
 
-    assert memory(s3).storage_format == 1
+    assert memory(s3).placed.format.storage_format == 1
 
 
 def test_auto_costs_a_store_of_format_2_no_request_more_than_format_2(s3: Any) -> None:
@@ -137,7 +137,10 @@ def test_auto_costs_a_store_of_format_2_no_request_more_than_format_2(s3: Any) -
     for setting in (2, "auto"):
         counter = RequestCounter(s3)
         provider = LocalKeyProvider(MASTER_KEY)  # a new process learns the store key anew
-        assert S3Memory(Bucket(s3, BUCKET), USER, provider, storage_format=setting).storage_format == 2
+        assert (
+            S3Memory(Bucket(s3, BUCKET), USER, provider, storage_format=setting).placed.format.storage_format
+            == 2
+        )
         counted.append(counter.total)
 
     assert counted[0] == counted[1] > 0
@@ -153,7 +156,7 @@ def test_a_new_stores_first_memory_looks_once_then_makes_its_key_and_mark(s3: An
     counter = RequestCounter(s3)
     first = memory(s3, storage_format=setting)
 
-    assert first.storage_format == 2
+    assert first.placed.format.storage_format == 2
     mark = {"HeadObject": 1} if setting == "auto" else {"GetObject": 1}
     looked = Counter({"GetObject": 1, "ListObjectsV2": 1, "PutObject": 2}) + Counter(mark)
     assert counter.calls == looked + FIRST_USE
@@ -221,8 +224,8 @@ def test_a_store_key_made_while_auto_looks_makes_the_store_format_2(
     monkeypatch.setattr(bucket, "any_below", meanwhile)
     served = S3Memory(bucket, USER, LocalKeyProvider(MASTER_KEY))
 
-    assert served.storage_format == 2
-    assert served.layout.namespace != f"users/{USER}/"
+    assert served.placed.format.storage_format == 2
+    assert served.placed.layout.namespace != f"users/{USER}/"
 
 
 def test_a_store_key_that_vanished_after_its_write_lost_is_made_with_a_fresh_look(

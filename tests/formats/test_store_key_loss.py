@@ -134,14 +134,14 @@ def test_a_store_key_made_by_another_process_while_the_store_is_looked_at_is_use
     for lost in (KEY, MARK):
         s3.delete_object(Bucket=BUCKET, Key=lost)
     late = memory(s3, "bob", storage_format=2)
-    pages = late.bucket.pages
+    pages = late.store.bucket.pages
 
     def meanwhile(prefix: str, **options: Any) -> Any:
         if options.get("max_keys") == 1 and not stored_keys(s3, KEY):  # the look below a namespace
             s3.put_object(Bucket=BUCKET, Key=KEY, Body=wrapped)
         return pages(prefix, **options)
 
-    monkeypatch.setattr(late.bucket, "pages", meanwhile)
+    monkeypatch.setattr(late.store.bucket, "pages", meanwhile)
     late.resolve()
     assert late.store.stored_key() == first.store.stored_key()
 
@@ -194,7 +194,7 @@ def test_a_store_whose_users_were_all_erased_and_whose_key_is_gone_is_used_again
     again = memory(s3, "carol", storage_format=setting)
     write(again, {"/memories/a.md": "again\n"})
 
-    assert again.storage_format == 2
+    assert again.placed.format.storage_format == 2
     assert served(read(memory(s3, "carol", storage_format=setting), "/memories/a.md")) == "     1\tagain"
     assert mark_of(s3) == BORN
 

@@ -444,7 +444,7 @@ def test_what_the_server_writes_the_library_reads_and_the_reverse(
     assert through_the_library.run({"command": "view", "path": f"{home}/from-mcp.txt"}) == (
         f"Here's the content of {home}/from-mcp.txt with line numbers:\n     1\twritten over MCP"
     )
-    found = through_the_library.files.read(memory_path(f"{home}/from-mcp.txt"))
+    found = through_the_library.placed.files.read(memory_path(f"{home}/from-mcp.txt"))
     assert found is not None and found.author == MCP_ACTOR
 
     through_the_library.run({"command": "create", "path": f"{home}/from-library.txt", "file_text": "a\nb\n"})
@@ -493,7 +493,7 @@ def test_mounts_given_on_the_command_line_are_served_read_only_unless_told(
         .run({"command": "view", "path": "/memories/runbook.md"})
         .endswith("     1\tstep one")
     )
-    written = library(store_environment, notes).files.read(memory_path("/memories/a.md"))
+    written = library(store_environment, notes).placed.files.read(memory_path("/memories/a.md"))
     assert written is not None and written.author == f"{erin}/{MCP_ACTOR}"
     assert library(store_environment, erin).run({"command": "view", "path": "/memories"}) == (
         LISTING_HEADER.format("/memories") + "\n4.0K\t/memories"

@@ -262,7 +262,7 @@ def test_what_the_http_server_writes_the_library_reads_and_the_reverse(
     mirror = library(store_environment, "alice")
     ok(alice, command="create", path=f"{home}/served.txt", file_text="from HTTP")
     assert mirror.run({"command": "view", "path": f"{home}/served.txt"}).endswith("     1\tfrom HTTP")
-    found = mirror.files.read(memory_path(f"{home}/served.txt"))
+    found = mirror.placed.files.read(memory_path(f"{home}/served.txt"))
     assert found is not None and found.author == MCP_ACTOR
     mirror.run({"command": "create", "path": f"{home}/library.txt", "file_text": "from the library"})
     assert ok(alice, command="view", path=f"{home}/library.txt").endswith("     1\tfrom the library")

@@ -99,7 +99,7 @@ def test_directory_delete_and_rename_budgets(
     memory, s3_requests, kms_requests = kms_memory
     seed(memory, [f"/memories/big/sub{index % 3}/f{index}.txt" for index in range(files)])
     if not seen_before:  # a process that has never seen the directory reads the path first
-        memory = primed(make_memory(key_provider=memory.key_provider))
+        memory = primed(make_memory(key_provider=memory.store.key_provider))
     kms_requests.reset()
     rename = {"command": "rename", "old_path": "/memories/big", "new_path": "/memories/archive/big"}
     if STORAGE_FORMAT == 1:  # each file read and written again, and a HEAD of the job's record
@@ -164,7 +164,7 @@ def test_the_write_and_the_checks_of_a_command_are_in_flight_together(
         if not count:
             memory.run(command)
             continue
-        with InFlightTogether(memory.bucket.client, count, *operations) as together:
+        with InFlightTogether(memory.store.bucket.client, count, *operations) as together:
             memory.run(command)
         assert together.met, command
 
@@ -173,15 +173,15 @@ def test_view_cost_does_not_grow_below_level_two(
     kms_memory: tuple[S3Memory, RequestCounter, RequestCounter], s3: Any, backend: str
 ) -> None:
     memory, s3_requests, _ = kms_memory
-    memory.bucket.page_size = 10  # a page of 10 keys stands for S3's 1,000: more than a page, then two
+    memory.store.bucket.page_size = 10  # a page of 10 keys stands for S3's 1,000: more than a page, then two
     workers = 1 if backend == "moto" else 8  # in-process moto gains nothing from threads
 
     def deep(indices: range) -> list[str]:
         return [f"/memories/top/mid/deep/f{index:05d}" for index in indices]
 
-    put_raw(s3, memory.bucket.bucket, keys_of(memory, deep(range(11))), workers=workers)
+    put_raw(s3, memory.store.bucket.bucket, keys_of(memory, deep(range(11))), workers=workers)
     small = run(memory, s3_requests, {"command": "view", "path": "/memories"})
-    put_raw(s3, memory.bucket.bucket, keys_of(memory, deep(range(11, 22))), workers=workers)
+    put_raw(s3, memory.store.bucket.bucket, keys_of(memory, deep(range(11, 22))), workers=workers)
     large = run(memory, s3_requests, {"command": "view", "path": "/memories"})
     assert small == large
     assert large == 3  # the namespace's first page, then levels 1 and 2 with a delimiter

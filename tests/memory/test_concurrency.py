@@ -197,14 +197,14 @@ def test_a_file_and_a_file_below_it_created_at_once_can_both_stay_and_each_stays
     for memory in creators:
         memory.run({"command": "view", "path": "/memories"})  # the store found, what the server enforces
     paths = ["/memories/j", "/memories/j/x.md"]
-    file_key = creators[0].layout.file_key(memory_path(paths[0]))
+    file_key = creators[0].placed.layout.file_key(memory_path(paths[0]))
     # the check of each that could see the other's write: below /memories/j, and /memories/j itself
     checks = [("ListObjectsV2", "Prefix", file_key + "/"), ("HeadObject", "Key", file_key)]
     checked = [threading.Event(), threading.Event()]
     holds = []
     for memory, path, check, done in zip(creators, paths, checks, checked, strict=True):
-        client = memory.bucket.client
-        holds.append(held(client, "PutObject", memory.layout.file_key(memory_path(path))))
+        client = memory.store.bucket.client
+        holds.append(held(client, "PutObject", memory.placed.layout.file_key(memory_path(path))))
         answered(client, *check, done)
     answers = [""] * 2
 

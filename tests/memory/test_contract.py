@@ -31,7 +31,7 @@ def tool(s3: Any) -> S3MemoryTool:
 
 def stored_text(tool: S3MemoryTool, path: str) -> str | None:
     """The exact decrypted text stored at ``path``, every byte of it."""
-    found = tool.memory.files.read(memory_path(path))
+    found = tool.memory.placed.files.read(memory_path(path))
     return None if found is None else found.text
 
 

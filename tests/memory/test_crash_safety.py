@@ -70,7 +70,7 @@ def tree(count: int, base: str = "/memories/project") -> dict[str, str]:
 
 def raw_text(memory: S3Memory, path: str) -> str | None:
     """The file's text as stored, read without finishing pending jobs."""
-    found = memory.files.read(memory_path(path))
+    found = memory.placed.files.read(memory_path(path))
     return None if found is None else found.text
 
 
@@ -82,7 +82,7 @@ def assert_each_readable_at_old_or_new(files: dict[str, str], old: str, new: str
 
 
 def no_jobs_left(s3: Any) -> bool:
-    return stored_keys(s3, fresh_memory()[0].layout.key_of_internal("jobs/")) == []
+    return stored_keys(s3, fresh_memory()[0].placed.layout.key_of_internal("jobs/")) == []
 
 
 @pytest.mark.parametrize(
@@ -153,17 +153,21 @@ def test_view_of_the_root_finds_a_job_record_past_its_first_page(s3: Any) -> Non
     crash_during(
         {"command": "rename", "old_path": "/memories/project", "new_path": "/memories/moved"}, "PutObject", 3
     )
-    junk = [setup.layout.key_of_internal(f"jobs/!{index:04d}") for index in range(PAGE)]  # before any record
+    junk = [
+        setup.placed.layout.key_of_internal(f"jobs/!{index:04d}") for index in range(PAGE)
+    ]  # before any record
     for key in junk:
         s3.put_object(Bucket=BUCKET, Key=key, Body=b"not a record")
     later, _ = fresh_memory()
-    later.bucket.page_size = PAGE  # a page of 20 keys stands for S3's 1,000
+    later.store.bucket.page_size = PAGE  # a page of 20 keys stands for S3's 1,000
     listing = later.run({"command": "view", "path": "/memories"})
     assert "/memories/project" not in listing and "4.0K\t/memories/moved/" in listing
     for path, text in files.items():
         assert content(later, path.replace("/memories/project", "/memories/moved")) == text
-    assert stored_keys(s3, later.layout.key_of_internal("jobs/")) == []  # junk can never run: set aside
-    assert len(stored_keys(s3, later.layout.key_of_internal("quarantine/"))) == len(junk)
+    assert (
+        stored_keys(s3, later.placed.layout.key_of_internal("jobs/")) == []
+    )  # junk can never run: set aside
+    assert len(stored_keys(s3, later.placed.layout.key_of_internal("quarantine/"))) == len(junk)
 
 
 def test_a_missing_path_is_looked_for_after_pending_jobs_finish(s3: Any) -> None:

@@ -70,11 +70,11 @@ def _local_files(root: Path) -> dict[str, str]:
 def _s3_files(tool: S3MemoryTool) -> dict[str, str]:
     files: dict[str, str] = {}
     memory = tool.memory
-    for page in memory.bucket.pages(memory.layout.memories_prefix):
+    for page in memory.store.bucket.pages(memory.placed.layout.memories_prefix):
         for listed in page.objects:
-            path = memory.layout.path_of_key(listed.key)
+            path = memory.placed.layout.path_of_key(listed.key)
             assert path is not None
-            found = memory.files.read(path)
+            found = memory.placed.files.read(path)
             assert found is not None
             files[path.canonical] = found.text
     return files

@@ -50,7 +50,7 @@ def seeded(s3: Any, files: dict[str, str] = FILES) -> None:
 
 
 def text_at(path: str) -> str | None:
-    found = memory_with().files.read(memory_path(path))
+    found = memory_with().placed.files.read(memory_path(path))
     return None if found is None else found.text
 
 
@@ -149,7 +149,7 @@ def test_directory_rename_fails_loudly_then_converges(
         assert text in (text_at(path), text_at(path.replace("/memories/project", "/memories/archive")))
     assert memory_with().run(rename) == "Successfully renamed /memories/project to /memories/archive"
     assert_files(MOVED, s3)
-    assert stored_keys(s3, memory_with().layout.key_of_internal("jobs/")) == []
+    assert stored_keys(s3, memory_with().placed.layout.key_of_internal("jobs/")) == []
 
 
 @pytest.mark.parametrize(

@@ -46,7 +46,7 @@ def process(new_client: Callable[..., Any], local_keys: LocalKeyProvider) -> Pro
 @pytest.fixture
 def layout(process: Process) -> KeyLayout:
     """Where alice's objects live in this test's bucket (format 2: below her namespace token)."""
-    return process()[0].layout
+    return process()[0].placed.layout
 
 
 @pytest.fixture
@@ -74,7 +74,7 @@ def dies_during(process: Process, command: dict[str, Any], operation: str, ordin
 
 def text_at(memory: S3Memory, path: str) -> str | None:
     """The file's text as stored, read without finishing pending jobs."""
-    found = memory.files.read(memory_path(path))
+    found = memory.placed.files.read(memory_path(path))
     return None if found is None else found.text
 
 
@@ -205,8 +205,8 @@ def test_a_folder_marker_is_left_alone_and_locks_nobody_out(process: Process, s3
 
 def seal_record(memory: S3Memory, job: Job, s3: Any, name: str | None = None) -> str:
     """Store ``job``'s record as s3memory would (sealed with alice's key), at ``name`` if given."""
-    key = memory.layout.key_of_internal(name or job.name)
-    s3.put_object(Bucket=BUCKET, Key=key, Body=memory.files.cipher.seal(job.record_path, job.encode()))
+    key = memory.placed.layout.key_of_internal(name or job.name)
+    s3.put_object(Bucket=BUCKET, Key=key, Body=memory.placed.files.cipher.seal(job.record_path, job.encode()))
     return key
 
 
@@ -230,8 +230,8 @@ def test_a_record_that_can_never_run_is_set_aside(
     assert "4.0K\t/memories/notes/" in listing
     assert stored_keys(s3, jobs) == []
     assert len(stored_keys(s3, quarantine)) == 3
-    assert sorted(later.jobs.set_aside) == sorted(
-        key[len(memory.layout.internal_prefix) :] for key in planted
+    assert sorted(later.placed.jobs.set_aside) == sorted(
+        key[len(memory.placed.layout.internal_prefix) :] for key in planted
     )
     reasons = [record.getMessage() for record in caplog.records if "set aside" in record.getMessage()]
     assert len(reasons) == 3 and not any("/memories" in reason or "alice" in reason for reason in reasons)
@@ -270,7 +270,7 @@ def test_a_replayed_rename_record_does_not_move_a_directory_renamed_back(
     place record, which every copy makes anew; on format 1 every move seals anew (new ETags)."""
     seed(process()[0], NOTES)
     notes = memory_path("/memories/notes")
-    planned = process()[0].files.sources_below(notes)
+    planned = process()[0].placed.files.sources_below(notes)
     rename = {"command": "rename", "old_path": "/memories/notes", "new_path": "/memories/old"}
     dies_during(process, rename, "PutObject", 2)  # the record is stored, nothing is copied yet
     (record_key,) = stored_keys(s3, jobs)
@@ -278,7 +278,7 @@ def test_a_replayed_rename_record_does_not_move_a_directory_renamed_back(
     user = process()[0]
     user.run({"command": "view", "path": "/memories"})  # finishes the rename
     user.run({"command": "rename", "old_path": "/memories/old", "new_path": "/memories/notes"})
-    assert (user.files.sources_below(notes) == planned) == (STORAGE_FORMAT == 2)
+    assert (user.placed.files.sources_below(notes) == planned) == (STORAGE_FORMAT == 2)
     s3.put_object(Bucket=BUCKET, Key=record_key, Body=record)  # the replay
     later = process()[0]
     assert "/memories/old" not in later.run({"command": "view", "path": "/memories"})
@@ -300,7 +300,7 @@ def test_a_record_out_of_its_time_is_set_aside_not_run(
         2,
     )
     later = process()[0]
-    later.jobs.clock = lambda: time.time() + skew_days * 86_400
+    later.placed.jobs.clock = lambda: time.time() + skew_days * 86_400
     later.run({"command": "view", "path": "/memories"})
     assert text_at(later, "/memories/notes/a.md") == "alpha\n"
     assert text_at(later, "/memories/old/a.md") is None
@@ -483,9 +483,9 @@ def test_records_are_unique_and_bound_to_their_name(make_memory: Callable[..., S
     assert Job.decode(first.name, first.encode()) == first
     with pytest.raises(RecordRefused):
         Job.decode(second.name, first.encode())
-    sealed = memory.files.cipher.seal(first.record_path, first.encode())
+    sealed = memory.placed.files.cipher.seal(first.record_path, first.encode())
     with pytest.raises(CommandError, match="failed its integrity check"):
-        memory.files.cipher.open(second.record_path, sealed)
+        memory.placed.files.cipher.open(second.record_path, sealed)
 
 
 SOURCES = (Source("users/alice/memories/d/x.md", '"e1"'), Source("users/alice/memories/d/y.md", '"e2"'))
@@ -497,7 +497,7 @@ def test_a_records_size_shows_no_more_of_its_paths_than_their_names_do(
     """Finding 6 of issue 21: names show each path segment's length in 16-byte steps, and so does a
     sealed record's size: paths whose segments fall in the same steps give records of one size
     (whatever their bytes, quotes and non-ASCII included); a segment a step longer, a larger one."""
-    cipher = make_memory().files.cipher
+    cipher = make_memory().placed.files.cipher
 
     def size(old: str, new: str | None) -> int:
         job = Job.plan(
@@ -538,15 +538,17 @@ def test_malformed_padding_is_refused_and_a_record_of_the_previous_format_still_
         "kind": "rename",
         "old": previous.old,
         "new": previous.new,
-        "sources": [[source.key, source.etag] for source in memory.files.sources_below(notes)],
+        "sources": [[source.key, source.etag] for source in memory.placed.files.sources_below(notes)],
     }
     unpadded = json.dumps(fields).encode()
     with pytest.raises(RecordRefused):
         Job.decode(previous.name, unpadded + b"\x80")  # the previous format was never padded
     with pytest.raises(RecordRefused):
         Job.decode(previous.name, json.dumps({**fields, "format": 3}).encode())  # the current one is
-    key = memory.layout.key_of_internal(previous.name)
-    s3.put_object(Bucket=BUCKET, Key=key, Body=memory.files.cipher.seal(previous.record_path, unpadded))
+    key = memory.placed.layout.key_of_internal(previous.name)
+    s3.put_object(
+        Bucket=BUCKET, Key=key, Body=memory.placed.files.cipher.seal(previous.record_path, unpadded)
+    )
     later = process()[0]
     later.run({"command": "view", "path": "/memories"})
     assert (

@@ -142,12 +142,12 @@ def test_a_read_write_mount_is_shared_and_records_each_writer(store: Store, seed
         "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"
         "     1\tuse S3 + KMS"
     )
-    found = seeded.files.read(memory_path("/memories/decisions.md"))
+    found = seeded.placed.files.read(memory_path("/memories/decisions.md"))
     assert found is not None and found.text == "use S3 + KMS\n" and found.author == "bob/agent-7"
     alice.run(
         {"command": "insert", "path": "/memories/team/decisions.md", "insert_line": 0, "insert_text": "#"}
     )
-    found = seeded.files.read(memory_path("/memories/decisions.md"))
+    found = seeded.placed.files.read(memory_path("/memories/decisions.md"))
     assert found is not None and found.author == "alice"
     assert "decisions.md" not in S3Memory(store, "alice").run({"command": "view", "path": "/memories"})
 
@@ -173,7 +173,7 @@ def test_racing_writers_on_a_shared_file_lose_no_acknowledged_update(store: Stor
         thread.start()
     for thread in threads:
         thread.join()
-    found = seeded.files.read(memory_path("/memories/log.md"))
+    found = seeded.placed.files.read(memory_path("/memories/log.md"))
     assert found is not None and len(acknowledged) == 12
     assert sorted(found.text.splitlines()[1:]) == sorted(acknowledged)
 
@@ -327,7 +327,7 @@ def test_a_user_whose_id_is_no_authors_name_writes_as_its_id_in_base32(
     '=' and the base32 of its UTF-8, so it passes for neither an operator nor another user."""
     writer = MountedMemory(S3Memory(store, user, actor="mcp"), [Mount("/memories/team", TEAM, READ_WRITE)])
     writer.run({"command": "create", "path": "/memories/team/n.md", "file_text": "x\n"})
-    found = seeded.files.read(memory_path("/memories/n.md"))
+    found = seeded.placed.files.read(memory_path("/memories/n.md"))
     assert found is not None and found.author == f"={b32encode(user.encode()).decode().rstrip('=')}/mcp"
     assert shown_author(found.author) == f"{json.dumps(user)}/mcp"
 
@@ -418,7 +418,7 @@ def test_renames_at_the_root_or_into_a_read_only_mount_are_refused_as_such(
 def test_a_tampered_shared_file_is_refused_naming_the_path_the_user_sees(
     store: Store, seeded: S3Memory, s3: Any
 ) -> None:
-    key = seeded.layout.file_key(memory_path("/memories/runbook.md"))
+    key = seeded.placed.layout.file_key(memory_path("/memories/runbook.md"))
     body = bytearray(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
     body[-1] ^= 1
     metadata = s3.head_object(Bucket=BUCKET, Key=key)["Metadata"]

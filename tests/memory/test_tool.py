@@ -51,7 +51,7 @@ def test_a_tool_over_an_existing_memory_shares_it(s3: Any) -> None:
     first.call({"command": "create", "path": "/memories/a.md", "file_text": "shared"})
     assert "shared" in second.call({"command": "view", "path": "/memories/a.md"})
     assert "shared" in asyncio.run(async_tool.call({"command": "view", "path": "/memories/a.md"}))
-    layout = first.memory.layout
+    layout = first.memory.placed.layout
     assert stored_keys(s3) == sorted(  # one record
         [*store_objects(), layout.key_of_internal("access"), key_of(first.memory, "/memories/a.md")]
     )

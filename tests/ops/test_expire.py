@@ -186,8 +186,8 @@ def test_the_record_lands_before_the_answer_and_nothing_is_sent_once_mock_aws_ha
         SlowRecord(client)
         memory = S3Memory(Bucket(client, bucket), "kim", KEYS, storage_format=storage_format)
         answer = memory.run({"command": "view", "path": "/memories"})
-        at_the_answer = client.list_objects_v2(Bucket=bucket, Prefix=memory.access.key).get("KeyCount")
-        recorded = memory.access.read().at
+        at_the_answer = client.list_objects_v2(Bucket=bucket, Prefix=memory.placed.access.key).get("KeyCount")
+        recorded = memory.placed.access.read().at
         for item in client.list_objects_v2(Bucket=bucket).get("Contents", []):
             client.delete_object(Bucket=bucket, Key=item["Key"])
         client.delete_bucket(Bucket=bucket)
@@ -210,9 +210,9 @@ def test_a_command_answered_while_the_record_is_being_written_waits_for_it(s3: A
     first.start()
     assert slow.writing.wait(30)  # a deadlock guard, not a timing
     answers.append(memory.run(view))
-    at_the_answer = stored_keys(s3, memory.access.key)
+    at_the_answer = stored_keys(s3, memory.placed.access.key)
     first.join(30)
-    assert at_the_answer == [memory.access.key]
+    assert at_the_answer == [memory.placed.access.key]
     assert len(answers) == 2 and records.count == 1
 
 
@@ -227,14 +227,14 @@ def test_the_record_is_written_again_once_an_hour_and_after_a_failure(
         clock[0] = moment
         memory.run(view)
     assert requests.calls == {"ListObjectsV2": 4, "PutObject": 2}  # at the start, an hour later
-    assert memory.access.read().at == pytest.approx(start + RECORD_EVERY_SECONDS, abs=0.001)
+    assert memory.placed.access.read().at == pytest.approx(start + RECORD_EVERY_SECONDS, abs=0.001)
 
     failing_record().attach(s3)
     clock[0] = start + 3 * RECORD_EVERY_SECONDS
     assert memory.run(view).startswith("Here're the files")  # a record that fails fails no command
-    assert memory.access.read().at == pytest.approx(start + RECORD_EVERY_SECONDS, abs=0.001)
+    assert memory.placed.access.read().at == pytest.approx(start + RECORD_EVERY_SECONDS, abs=0.001)
     memory.run(view)  # so the next command writes it
-    assert memory.access.read().at == pytest.approx(start + 3 * RECORD_EVERY_SECONDS, abs=0.001)
+    assert memory.placed.access.read().at == pytest.approx(start + 3 * RECORD_EVERY_SECONDS, abs=0.001)
 
 
 def failing_record() -> FaultPlan:
@@ -275,7 +275,7 @@ def test_a_refused_command_writes_no_record(s3: Any) -> None:
 def test_copies_acting_as_another_author_share_the_record(s3: Any, start: float) -> None:
     memory = memory_of(s3, "jo", lambda: start)
     twin = memory.acting_as("session-7")
-    assert twin is not memory and twin.access is memory.access
+    assert twin is not memory and twin.placed.access is memory.placed.access
     requests = RequestCounter(s3)
     memory.run({"command": "view", "path": "/memories"})
     twin.run({"command": "view", "path": "/memories"})

@@ -26,7 +26,7 @@ from s3memory.core.paths import memory_path
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
 from s3memory.errors import CommandError, IntegrityError, StorageError
 from s3memory.memory import S3Memory
-from s3memory.ops import folders
+from s3memory.ops import folders, writes
 from s3memory.ops.idle_expiry import DAY_SECONDS, expire
 from s3memory.ops.operations import Operations
 from s3memory.ops.versions import MemoryVersions
@@ -173,7 +173,7 @@ def test_a_user_that_does_not_exist_is_said_not_to_exist_and_an_empty_memory_is_
             assert (status, out, err.splitlines()[0]) == (1, "", f"s3memory {argv[0]}: {nobody(user)}"), argv
     assert snapshot(s3) == before and not (tmp_path / "out").exists()
     assert not [name for name, _ in requests.sent if not name.startswith(("List", "Get", "Head"))]
-    namespace = operations.memory("bob").layout.namespace
+    namespace = operations.memory("bob").placed.layout.namespace
     looks = [(name, params["MaxKeys"]) for name, params in requests.sent if params.get("Prefix") == namespace]
     assert looks == [  # one listing of one key each; history and restore: of versions
         *[("ListObjectsV2", 1)] * 5,
@@ -377,12 +377,12 @@ def test_an_overwrite_is_one_conditional_write_that_a_racing_change_refuses(
     assert not {"DeleteObject", "DeleteObjects"} & set(requests.calls)  # the file is never gone
     memory = operations.memory("hank")
     target = memory_path("/memories/a.md")
-    found = memory.files.read(target)
+    found = memory.placed.files.read(target)
     assert found is not None
     memory.run({"command": "str_replace", "path": "/memories/a.md", "old_str": "local", "new_str": "theirs"})
     before = snapshot(s3)
     with pytest.raises(CommandError) as refused:
-        memory.overwrite(target, found, "mine\n")
+        writes.overwrite(memory.placed, target, found, "mine\n")
     assert refused.value.message == (
         "Error: /memories/a.md changed while it was being replaced; nothing was written. Try again."
     )
@@ -425,7 +425,7 @@ def test_an_export_refuses_a_file_that_fails_authentication_and_goes_on(
 ) -> None:
     seed(operations, "alice")
     tampered = "/memories/empty.md"  # the first in path order: every later file was never written
-    tamper(s3, BUCKET, operations.memory("alice").layout.file_key(memory_path(tampered)))
+    tamper(s3, BUCKET, operations.memory("alice").placed.layout.file_key(memory_path(tampered)))
     refused = FAILED_AUTHENTICATION.format(path=tampered)
     transfer = operations.export("alice", tmp_path)
     assert transfer.refused == [(tampered, refused)]
@@ -473,7 +473,7 @@ def test_a_restore_as_of_reports_a_file_that_fails_authentication_and_its_fix_wo
     time.sleep(1.1)
     for path in ("/memories/a.md", "/memories/b.md"):
         memory.run({"command": "str_replace", "path": path, "old_str": "before", "new_str": "after"})
-    tamper(s3, versioned, memory.layout.file_key(memory_path("/memories/a.md")))  # its current version
+    tamper(s3, versioned, memory.placed.layout.file_key(memory_path("/memories/a.md")))  # its current version
     versions = MemoryVersions(memory)
     restored = versions.restore_as_of(moment)  # it was "changed meanwhile", however often run again
     assert restored.failed_authentication == [
@@ -677,8 +677,8 @@ def seal_job(operations: Operations, user: str, kind: str, path: str, created: f
     """A job record as s3memory writes it, created at ``created`` (seconds)."""
     memory = operations.memory(user)
     job = Job.plan(kind, memory_path(path), None, (), created)  # type: ignore[arg-type]
-    key = memory.layout.key_of_internal(job.name)
-    memory.bucket.put(key, memory.files.cipher.seal(job.record_path, job.encode()))
+    key = memory.placed.layout.key_of_internal(job.name)
+    memory.store.bucket.put(key, memory.placed.files.cipher.seal(job.record_path, job.encode()))
     return key
 
 
@@ -690,7 +690,7 @@ def test_verify_finds_tampered_foreign_and_stuck_and_changes_nothing(
     seed(operations, "bob", {"/memories/bob.md": "bob's\n"})
     clean, _, _ = command(operations, "verify", "--user", "alice")
     assert clean == 0
-    alice, bob = operations.memory("alice").layout, operations.memory("bob").layout
+    alice, bob = operations.memory("alice").placed.layout, operations.memory("bob").placed.layout
     space = alice.namespace
     tampered = alice.file_key(memory_path("/memories/preferences.md"))
     tamper(s3, BUCKET, tampered)
@@ -779,7 +779,7 @@ def test_verify_finds_a_wrapped_key_kms_refuses(s3: Any, kms: Any, key_id: str, 
         provider = KMSKeyProvider(key_id, kms_client=kms)
         return Operations(Bucket(s3, BUCKET), provider, storage_format=storage_format)
 
-    layout = seed(operations(), "alice", {"/memories/a.md": "a\n"}).layout
+    layout = seed(operations(), "alice", {"/memories/a.md": "a\n"}).placed.layout
     assert list(operations().users()) == ["alice"]
     assert operations().verify("alice").problems == []
     wrapped = layout.key_of_internal("keys/v1")

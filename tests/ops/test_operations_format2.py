@@ -61,11 +61,11 @@ def operations(s3: Any) -> Operations:
 
 
 def key_of(operations: Operations, user: str, path: str) -> str:
-    return operations.memory(user).layout.file_key(memory_path(path))
+    return operations.memory(user).placed.layout.file_key(memory_path(path))
 
 
 def namespace(operations: Operations, user: str) -> str:
-    return operations.memory(user).layout.namespace
+    return operations.memory(user).placed.layout.namespace
 
 
 # -- users, ls, cat ---------------------------------------------------------------------------------
@@ -319,7 +319,7 @@ def test_history_of_a_renamed_file_follows_its_key(
     assert [v.operation for v in versions.history("/memories/old.md")] == ["deleted", "written"]
     key = key_of(versioned_operations, "gina", "/memories/new.md")
     metadata = s3.head_object(Bucket=versioned, Key=key)["Metadata"]
-    fingerprint = memory.files.cipher.fingerprint("/memories/old.md")
+    fingerprint = memory.placed.files.cipher.fingerprint("/memories/old.md")
     s3.copy_object(  # a format-1 origin, planted: format 2 reads none
         Bucket=versioned,
         Key=key,

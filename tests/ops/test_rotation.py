@@ -97,7 +97,7 @@ def test_a_kms_rotation_seals_everything_again_and_removes_the_old_key_only_when
 
     # the new key is wrapped under the owner's context: on format 2 the store-bound one (the store
     # identity and the user's token), which format 1's (the user id) does not open
-    owner = operations.memory("alice").key_owner
+    owner = operations.memory("alice").placed.key_owner
     wrapped = s3.get_object(Bucket=bucket, Key=layout.key_of_internal("keys/v2"))["Body"].read()
     blob = wrapped.removeprefix(WRAPPED_KEY_MAGIC)
     assert len(kms.decrypt(CiphertextBlob=blob, EncryptionContext=owner.kms_context(2))["Plaintext"]) == 32
@@ -574,7 +574,7 @@ def test_a_rename_copy_made_before_the_switch_is_accepted_after_it(
         assert s3.head_object(Bucket=versioned, Key=key)["Metadata"][ORIGIN_METADATA] == origins[key]
     reader = serving(s3, versioned, KMSKeyProvider(key_id, kms_client=kms), 1)
     for path in ("/memories/projects/plan.md", "/memories/projects/deep/todo.md"):
-        found = reader.files.read(memory_path(path.replace("/projects/", "/done/")))
+        found = reader.placed.files.read(memory_path(path.replace("/projects/", "/done/")))
         assert found is not None and (found.text, found.author) == (FILES[path][0], None)
 
 
@@ -582,9 +582,9 @@ def test_a_fingerprint_names_its_key_version_and_matches_only_its_path(s3: Any) 
     path, other = "/memories/a.md", "/memories/b.md"
     before = S3Memory(
         Bucket(s3, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=1
-    ).files.cipher
+    ).placed.files.cipher
     provider = LocalKeyProvider(NEW_MASTER_KEY, version=2, previous={1: MASTER_KEY})
-    after = S3Memory(Bucket(s3, BUCKET), "alice", provider, storage_format=1).files.cipher
+    after = S3Memory(Bucket(s3, BUCKET), "alice", provider, storage_format=1).placed.files.cipher
     made = before.fingerprint(path)
     version, digest = made.split(":")
     assert version == "1" and len(digest) == 32
@@ -604,7 +604,7 @@ def test_a_fingerprint_names_its_key_version_and_matches_only_its_path(s3: Any) 
         "\uff11:" + digest,
     ):
         assert not after.made_of(malformed, path), malformed
-    bob = S3Memory(Bucket(s3, BUCKET), "bob", provider, storage_format=1).files.cipher
+    bob = S3Memory(Bucket(s3, BUCKET), "bob", provider, storage_format=1).placed.files.cipher
     assert not bob.made_of(made, path)  # another user's keys
 
 
@@ -660,7 +660,7 @@ def test_a_job_recorded_during_the_pass_is_sealed_again_and_loses_nothing(
     assert sealed_with(s3, versioned, layout.key_of_internal("jobs/")) == {}
     for path, (text, _) in FILES.items():
         moved = path.replace("/memories/projects", "/memories/done")
-        found = reader.files.read(memory_path(path)) or reader.files.read(memory_path(moved))
+        found = reader.placed.files.read(memory_path(path)) or reader.placed.files.read(memory_path(moved))
         assert found is not None and found.text == text, listing
 
 

@@ -131,7 +131,7 @@ def test_the_settings_and_operations_give_every_option_a_setting_sets(client: An
         bucket=BUCKET, user_id="alice", key_provider=LocalKeyProvider(MASTER_KEY), s3_client=client, **options
     )
     assert store_of(tool.memory).options == store_options(settings)
-    assert guard_mode(tool.memory.content_guard) == "redact"
+    assert guard_mode(tool.memory.limits.content_guard) == "redact"
 
 
 def test_a_store_built_with_no_option_gives_each_its_default(client: Any) -> None:

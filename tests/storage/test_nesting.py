@@ -68,7 +68,7 @@ def test_the_commands_of_a_store_inside_another_stores_prefix_refuse_and_change_
     """Inside alice's namespace, a format-1 store would take her folders for users ``internal``
     and ``memories``, and erase them."""
     _outer, alice = outer_store(s3, storage_format)
-    namespace = alice.layout.namespace
+    namespace = alice.placed.layout.namespace
     inner = operations(s3, namespace, inner_format)
     before = snapshot(s3)
     shown = "users/" + (SERVER_RECORD if storage_format == 1 else "s3memory.migrated")
@@ -99,7 +99,7 @@ def test_no_command_acts_on_a_user_whose_namespace_holds_another_store(
     """A store made at alice's namespace (by a role that could not see the store around it) is
     not alice's: the outer store's commands on alice refuse, and it stays whole."""
     outer, alice = outer_store(s3, storage_format)
-    namespace = alice.layout.namespace
+    namespace = alice.placed.layout.namespace
     client = confined(new_client(), namespace)
     inner = S3Memory(
         Bucket(client, BUCKET), "bob", LocalKeyProvider(MASTER_KEY), prefix=namespace, storage_format=2
@@ -134,7 +134,7 @@ def test_erase_removes_the_users_folders_and_leaves_a_store_nested_deeper_alone(
     s3: Any, storage_format: int, new_client: Callable[..., Any]
 ) -> None:
     outer, alice = outer_store(s3, storage_format)
-    deeper = alice.layout.namespace + "team/"
+    deeper = alice.placed.layout.namespace + "team/"
     inner = S3Memory(
         Bucket(confined(new_client(), deeper), BUCKET),
         "bob",
@@ -146,7 +146,7 @@ def test_erase_removes_the_users_folders_and_leaves_a_store_nested_deeper_alone(
     inner_keys = stored_keys(s3, deeper)
     erasure = outer.erase("alice")
     assert (erasure.other_versions, erasure.left) == (2, 0)  # alice's file and access record
-    assert stored_keys(s3, alice.layout.namespace) == inner_keys
+    assert stored_keys(s3, alice.placed.layout.namespace) == inner_keys
     assert inner.run({"command": "view", "path": "/memories/b.md"}).endswith("1\tbob's")
 
 

@@ -214,7 +214,9 @@ def test_with_the_defaults_a_rename_onto_a_file_is_refused_on_every_server(s3: A
     assert answer == "Error: The destination /memories/notes.txt already exists"
     assert text_of(memory, "/memories/notes.txt").endswith("     1\tnotes")
     assert text_of(memory, "/memories/b.txt").endswith("     1\tb's")
-    assert memory.memory.storage_format == best_format(ENFORCED[backend]) == (SERVED[backend] or 1)
+    assert (
+        memory.memory.placed.format.storage_format == best_format(ENFORCED[backend]) == (SERVED[backend] or 1)
+    )
 
 
 def test_a_directory_rename_onto_files_keeps_them_on_every_server(s3: Any, backend: str) -> None:
@@ -315,7 +317,7 @@ def test_the_single_writer_mode_serves_such_a_server_with_the_contract_for_one_w
         {"command": "str_replace", "path": "/memories/notes.txt", "old_str": "notes", "new_str": "kept"}
     )
     assert text_of(memory, "/memories/notes.txt").endswith("     1\tkept")
-    assert memory.memory.storage_format == 1
+    assert memory.memory.placed.format.storage_format == 1
 
 
 def test_a_batch_delete_the_server_does_not_condition_becomes_conditional_deletes(
@@ -328,11 +330,11 @@ def test_a_batch_delete_the_server_does_not_condition_becomes_conditional_delete
     memory = S3Memory(Bucket(s3, BUCKET), "alice", LocalKeyProvider(MASTER_KEY), storage_format=1)
     memory.run(create("/memories/d/a.txt", "a\n"))
     memory.run(create("/memories/d/b.txt", "b\n"))
-    sources = memory.files.sources_below(memory_path("/memories/d"))
+    sources = memory.placed.files.sources_below(memory_path("/memories/d"))
     memory.run({"command": "str_replace", "path": "/memories/d/a.txt", "old_str": "a", "new_str": "edited"})
     counter = RequestCounter(s3)
 
-    left = memory.files.delete_all(sources)
+    left = memory.placed.files.delete_all(sources)
 
     expected = Counter(DeleteObject=2, HeadObject=1) if backend == "moto" else Counter(DeleteObjects=1)
     assert counter.calls == expected
@@ -375,7 +377,7 @@ def test_a_record_that_does_not_open_is_not_trusted_and_is_replaced(
     memory.call(create("/memories/a.txt", "a\n"))
 
     assert counter.calls["CopyObject"] == 3  # probed again
-    assert memory.memory.storage_format == best_format(ENFORCED[backend])
+    assert memory.memory.placed.format.storage_format == best_format(ENFORCED[backend])
     stored = s3.get_object(Bucket=BUCKET, Key=RECORD)["Body"].read()
     assert open_record(stored, IDENTITY, provider) == ENFORCED[backend]
 
@@ -598,7 +600,7 @@ def test_a_user_whose_id_begins_like_the_stores_own_objects_is_a_user(s3: Any, b
     )
     new_process()
 
-    assert tool(s3, "bob").memory.storage_format == 1
+    assert tool(s3, "bob").memory.placed.format.storage_format == 1
 
 
 def test_an_operator_import_into_a_new_store_takes_the_format_its_server_can_serve(
@@ -613,7 +615,7 @@ def test_an_operator_import_into_a_new_store_takes_the_format_its_server_can_ser
 
     assert operations.import_folder("alice", tmp_path).written == ["/memories/a.md"]
     new_process()
-    assert tool(s3).memory.storage_format == SERVED[backend]
+    assert tool(s3).memory.placed.format.storage_format == SERVED[backend]
 
 
 def test_verify_by_a_role_that_may_not_write_checks_no_server_and_writes_nothing(s3: Any) -> None:

@@ -22,7 +22,7 @@ def served(user_id: str) -> S3Memory:
 
 def access_key(user_id: str) -> str:
     """The key of ``user_id``'s access record."""
-    return served(user_id).layout.key_of_internal(ACCESS_NAME)
+    return served(user_id).placed.layout.key_of_internal(ACCESS_NAME)
 
 
 def user_keys(user_id: str, paths: Iterable[str]) -> list[str]:

@@ -34,7 +34,7 @@ def seed(operations: Operations, user: str = "alice") -> KeyLayout:
     memory = operations.memory(user)
     for path, (text, author) in FILES.items():
         memory.acting_as(author).run({"command": "create", "path": path, "file_text": text})
-    return memory.layout
+    return memory.placed.layout
 
 
 def later() -> float:
@@ -48,7 +48,7 @@ def contents(
     """Each file's text and author, read and authenticated through ``memory``."""
     found: dict[str, tuple[str, str | None]] = {}
     for path in files:
-        read = memory.files.read(memory_path(path))
+        read = memory.placed.files.read(memory_path(path))
         assert read is not None, path
         found[path] = (read.text, read.author)
     return found
