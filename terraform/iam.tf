@@ -227,7 +227,7 @@ locals {
           },
         ],
         statements.extra,
-        contains(local.dead_letter_functions, key) ? local.dead_letter_statements : [],
+        [for statement in local.dead_letter_statements : statement if contains(local.dead_letter_functions, key)],
         local.vpc_statements,
         local.xray_statements,
       )
