@@ -81,6 +81,11 @@ environment: the metadata on both routes without a token, 401 and 403 without a 
 scope, then an MCP `initialize` and a `tools/call` of the memory tool (a create, then a view) with
 the issuer's token; nothing readable in the keys or the objects.
 
+After each apply, an upgrade: the same state with the functions, their roles, policies and log
+groups (and the API's log group) at their former addresses, one resource per function
+(`aws_lambda_function.memory`, `aws_iam_role.agent[0]`, ...), plans exactly what the applied
+deployment plans, each of them moved by moved.tf to its for_each key, none destroyed or created.
+
 The module's default storage format is 2 (private names), and it tells every function so
 explicitly: the test reads `S3MEMORY_STORAGE_FORMAT = "2"` and `S3MEMORY_STORE_ID` (the bucket's
 name) back from all three functions, and the envelope-key statements of the key policy and of the
@@ -544,7 +549,10 @@ def check_logging_config_planned(apply_output: str, functions: int) -> None:
 
 # The resources that are one for_each over the functions (lambda.tf, iam.tf, logs.tf) and were one
 # resource per function before: the memory function's single, the others counted.
-FOR_EACH_TYPES = ("aws_lambda_function", "aws_iam_role", "aws_iam_role_policy", "aws_cloudwatch_log_group")
+FOR_EACH = {
+    (kind, "this")
+    for kind in ("aws_lambda_function", "aws_iam_role", "aws_iam_role_policy", "aws_cloudwatch_log_group")
+}
 
 
 def with_former_addresses(state: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
@@ -553,7 +561,10 @@ def with_former_addresses(state: dict[str, Any]) -> tuple[dict[str, Any], set[st
     resources: list[dict[str, Any]] = []
     former: set[str] = set()
     for resource in state["resources"]:
-        if resource.get("module") != "module.s3memory" or resource["type"] not in FOR_EACH_TYPES:
+        if (
+            resource.get("module") != "module.s3memory"
+            or (resource["type"], resource["name"]) not in FOR_EACH
+        ):
             resources.append(resource)
             continue
         for instance in resource["instances"]:
