@@ -46,7 +46,7 @@ resource "aws_apigatewayv2_integration" "memory" {
   api_id                 = aws_apigatewayv2_api.this[0].id
   integration_type       = "AWS_PROXY"
   integration_method     = "POST"
-  integration_uri        = aws_lambda_function.memory.invoke_arn
+  integration_uri        = aws_lambda_function.this["memory"].invoke_arn
   payload_format_version = "2.0"
   timeout_milliseconds   = min(30000, var.memory_function_timeout * 1000)
 }
@@ -77,7 +77,7 @@ resource "aws_apigatewayv2_stage" "default" {
   }
 
   access_log_settings {
-    destination_arn = aws_cloudwatch_log_group.api[0].arn
+    destination_arn = aws_cloudwatch_log_group.this["api"].arn
     format = jsonencode({
       requestId          = "$context.requestId"
       requestTime        = "$context.requestTime"
@@ -98,7 +98,7 @@ resource "aws_lambda_permission" "api_memory" {
 
   statement_id  = "AllowHttpApiInvokeMemory"
   action        = "lambda:InvokeFunction"
-  function_name = aws_lambda_function.memory.function_name
+  function_name = aws_lambda_function.this["memory"].function_name
   principal     = "apigateway.amazonaws.com"
   # Only this API's POST /memory route, on any stage.
   source_arn = "${aws_apigatewayv2_api.this[0].execution_arn}/*/POST/memory"
@@ -110,7 +110,7 @@ resource "aws_apigatewayv2_integration" "mcp" {
   api_id                 = aws_apigatewayv2_api.this[0].id
   integration_type       = "AWS_PROXY"
   integration_method     = "POST"
-  integration_uri        = aws_lambda_function.mcp[0].invoke_arn
+  integration_uri        = aws_lambda_function.this["mcp"].invoke_arn
   payload_format_version = "2.0"
   timeout_milliseconds   = min(30000, var.memory_function_timeout * 1000)
 }
@@ -143,7 +143,7 @@ resource "aws_lambda_permission" "api_mcp" {
 
   statement_id  = "AllowHttpApiInvokeMcp${each.key}"
   action        = "lambda:InvokeFunction"
-  function_name = aws_lambda_function.mcp[0].function_name
+  function_name = aws_lambda_function.this["mcp"].function_name
   principal     = "apigateway.amazonaws.com"
   # Only this API's MCP routes, on any stage: any method on /mcp, GET on the two metadata paths.
   source_arn = "${aws_apigatewayv2_api.this[0].execution_arn}/*/${each.value}"

@@ -34,11 +34,6 @@ locals {
   bucket_arn         = "arn:${local.partition}:s3:::${var.bucket_name}"
   memory_objects_arn = "${local.bucket_arn}/${var.memory_prefix}*"
 
-  memory_function_name = "${var.name_prefix}-memory"
-  agent_function_name  = "${var.name_prefix}-agent"
-  expiry_function_name = "${var.name_prefix}-expiry"
-  mcp_function_name    = "${var.name_prefix}-mcp"
-
   # The agent function, its role, policy and log group exist only when this is true: by default when
   # it has an Anthropic API key secret to read (var.create_agent_function).
   agent_enabled = var.create_agent_function != null ? var.create_agent_function : var.anthropic_api_key_secret_arn != null
@@ -53,21 +48,36 @@ locals {
   mcp_enabled = var.create_mcp_endpoint
   mcp_on_api  = var.create_mcp_endpoint && var.create_http_api
 
-  memory_log_group_name = "/aws/lambda/${local.memory_function_name}"
-  agent_log_group_name  = "/aws/lambda/${local.agent_function_name}"
-  expiry_log_group_name = "/aws/lambda/${local.expiry_function_name}"
-  mcp_log_group_name    = "/aws/lambda/${local.mcp_function_name}"
-  api_log_group_name    = "/aws/apigateway/${var.name_prefix}-http-api"
+  # Every function by its key, whether the variables create it. The key names the function
+  # (<name_prefix>-<key>), its role (<name>-lambda), its policy and its log group, and is the key of
+  # each of them in the for_each of lambda.tf, iam.tf and logs.tf. From the variables alone, so that
+  # every for_each over them is known at plan and the key policy can name the roles (kms.tf).
+  function_enabled = {
+    memory = true
+    agent  = local.agent_enabled
+    expiry = local.expiry_enabled
+    mcp    = local.mcp_enabled
+  }
+  # The order in which the key policy names the functions' roles and log groups.
+  function_keys  = ["memory", "agent", "expiry", "mcp"]
+  function_names = { for key in local.function_keys : key => "${var.name_prefix}-${key}" }
+  # The functions the module creates: their names by key.
+  functions = { for key, name in local.function_names : key => name if local.function_enabled[key] }
+
+  # The log groups: each function's, and the HTTP API's access log (with create_http_api).
+  log_group_names = merge(
+    { for key, name in local.function_names : key => "/aws/lambda/${name}" },
+    { api = "/aws/apigateway/${var.name_prefix}-http-api" },
+  )
+  log_groups = {
+    for key, name in local.log_group_names : key => name if lookup(local.function_enabled, key, var.create_http_api)
+  }
 
   # The schedule's role may invoke exactly this function (unqualified: no version or alias).
-  expiry_function_arn = "arn:${local.partition}:lambda:${local.region}:${local.account_id}:function:${local.expiry_function_name}"
+  expiry_function_arn = "arn:${local.partition}:lambda:${local.region}:${local.account_id}:function:${local.function_names.expiry}"
 
   log_group_arn_prefix    = "arn:${local.partition}:logs:${local.region}:${local.account_id}:log-group:"
-  memory_log_group_arn    = "${local.log_group_arn_prefix}${local.memory_log_group_name}"
-  agent_log_group_arn     = "${local.log_group_arn_prefix}${local.agent_log_group_name}"
-  expiry_log_group_arn    = "${local.log_group_arn_prefix}${local.expiry_log_group_name}"
-  mcp_log_group_arn       = "${local.log_group_arn_prefix}${local.mcp_log_group_name}"
-  api_log_group_arn       = "${local.log_group_arn_prefix}${local.api_log_group_name}"
+  log_group_arns          = { for key, name in local.log_group_names : key => "${local.log_group_arn_prefix}${name}" }
   s3_kms_via_service      = "s3.${local.region}.${local.dns_suffix}"
   secrets_kms_via_service = "secretsmanager.${local.region}.${local.dns_suffix}"
   # The roles' grants of the key through S3 (bucket SSE): on this bucket only.

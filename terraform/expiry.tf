@@ -12,9 +12,9 @@
 resource "aws_iam_role" "expiry_scheduler" {
   count = local.expiry_enabled ? 1 : 0
 
-  name                 = "${local.expiry_function_name}-scheduler"
+  name                 = "${local.function_names.expiry}-scheduler"
   path                 = var.iam_role_path
-  description          = "Role of the schedule that invokes the s3memory expiry function ${local.expiry_function_name}"
+  description          = "Role of the schedule that invokes the s3memory expiry function ${local.function_names.expiry}"
   assume_role_policy   = jsonencode(local.expiry_scheduler_assume_role_policy)
   permissions_boundary = var.iam_permissions_boundary_arn
   tags                 = local.tags
@@ -32,8 +32,8 @@ resource "aws_scheduler_schedule" "expiry" {
   #checkov:skip=CKV_AWS_297:The schedule's only payload is the constant input {}; a customer-managed key would need Scheduler and its role added to the memory key's policy for nothing secret.
   count = local.expiry_enabled ? 1 : 0
 
-  name                = local.expiry_function_name
-  description         = "s3memory: runs the expiry function ${local.expiry_function_name} (users idle for ${var.expiry_idle_days} days)"
+  name                = local.function_names.expiry
+  description         = "s3memory: runs the expiry function ${local.function_names.expiry} (users idle for ${var.expiry_idle_days} days)"
   schedule_expression = var.expiry_schedule_expression
 
   # Exactly at the scheduled time (UTC), no flexible window.
@@ -42,7 +42,7 @@ resource "aws_scheduler_schedule" "expiry" {
   }
 
   target {
-    arn      = aws_lambda_function.expiry[0].arn
+    arn      = aws_lambda_function.this["expiry"].arn
     role_arn = aws_iam_role.expiry_scheduler[0].arn
     input    = jsonencode({})
   }

@@ -17,43 +17,13 @@
 # memory_prefix and may only decrypt with the key; it writes nothing and touches no version. The
 # schedule that invokes it has its own role, in expiry.tf.
 
-resource "aws_iam_role" "memory" {
-  name                 = "${local.memory_function_name}-lambda"
+# The functions' execution roles, by the function's key (local.functions, data.tf).
+resource "aws_iam_role" "this" {
+  for_each = local.functions
+
+  name                 = "${each.value}-lambda"
   path                 = var.iam_role_path
-  description          = "Execution role of the s3memory memory function ${local.memory_function_name}"
-  assume_role_policy   = jsonencode(local.lambda_assume_role_policy)
-  permissions_boundary = var.iam_permissions_boundary_arn
-  tags                 = local.tags
-}
-
-resource "aws_iam_role" "agent" {
-  count = local.agent_enabled ? 1 : 0
-
-  name                 = "${local.agent_function_name}-lambda"
-  path                 = var.iam_role_path
-  description          = "Execution role of the s3memory agent function ${local.agent_function_name}"
-  assume_role_policy   = jsonencode(local.lambda_assume_role_policy)
-  permissions_boundary = var.iam_permissions_boundary_arn
-  tags                 = local.tags
-}
-
-resource "aws_iam_role" "mcp" {
-  count = local.mcp_enabled ? 1 : 0
-
-  name                 = "${local.mcp_function_name}-lambda"
-  path                 = var.iam_role_path
-  description          = "Execution role of the s3memory MCP function ${local.mcp_function_name}"
-  assume_role_policy   = jsonencode(local.lambda_assume_role_policy)
-  permissions_boundary = var.iam_permissions_boundary_arn
-  tags                 = local.tags
-}
-
-resource "aws_iam_role" "expiry" {
-  count = local.expiry_enabled ? 1 : 0
-
-  name                 = "${local.expiry_function_name}-lambda"
-  path                 = var.iam_role_path
-  description          = "Execution role of the s3memory expiry function ${local.expiry_function_name}"
+  description          = "Execution role of the s3memory ${each.key == "mcp" ? "MCP" : each.key} function ${each.value}"
   assume_role_policy   = jsonencode(local.lambda_assume_role_policy)
   permissions_boundary = var.iam_permissions_boundary_arn
   tags                 = local.tags
@@ -79,34 +49,12 @@ resource "aws_iam_role" "operator" {
   }
 }
 
-resource "aws_iam_role_policy" "memory" {
-  name   = "s3memory-memory-function"
-  role   = aws_iam_role.memory.id
-  policy = jsonencode(local.memory_role_policy)
-}
+resource "aws_iam_role_policy" "this" {
+  for_each = local.functions
 
-resource "aws_iam_role_policy" "agent" {
-  count = local.agent_enabled ? 1 : 0
-
-  name   = "s3memory-agent-function"
-  role   = aws_iam_role.agent[0].id
-  policy = jsonencode(local.agent_role_policy)
-}
-
-resource "aws_iam_role_policy" "mcp" {
-  count = local.mcp_enabled ? 1 : 0
-
-  name   = "s3memory-mcp-function"
-  role   = aws_iam_role.mcp[0].id
-  policy = jsonencode(local.mcp_role_policy)
-}
-
-resource "aws_iam_role_policy" "expiry" {
-  count = local.expiry_enabled ? 1 : 0
-
-  name   = "s3memory-expiry-function"
-  role   = aws_iam_role.expiry[0].id
-  policy = jsonencode(local.expiry_role_policy)
+  name   = "s3memory-${each.key}-function"
+  role   = aws_iam_role.this[each.key].id
+  policy = jsonencode(local.function_role_policies[each.key])
 }
 
 resource "aws_iam_role_policy" "operator" {
@@ -191,6 +139,17 @@ locals {
     )
   }
 
+  # Listing under the prefix, for every function that reads the store.
+  list_memory_prefix_statement = {
+    Sid      = "ListMemoryPrefix"
+    Effect   = "Allow"
+    Action   = "s3:ListBucket"
+    Resource = local.bucket_arn
+    Condition = {
+      StringLike = { "s3:prefix" = "${var.memory_prefix}*" }
+    }
+  }
+
   # What the memory, agent and MCP functions need to run s3memory against the bucket.
   memory_store_statements = concat(
     [
@@ -202,15 +161,7 @@ locals {
         Action   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
         Resource = local.memory_objects_arn
       },
-      {
-        Sid      = "ListMemoryPrefix"
-        Effect   = "Allow"
-        Action   = "s3:ListBucket"
-        Resource = local.bucket_arn
-        Condition = {
-          StringLike = { "s3:prefix" = "${var.memory_prefix}*" }
-        }
-      },
+      local.list_memory_prefix_statement,
     ],
     local.key_use_statements,
   )
@@ -259,131 +210,96 @@ locals {
     },
   ] : []
 
-  memory_role_policy = {
-    Version = "2012-10-17"
-    Statement = concat(
-      local.memory_store_statements,
-      [
-        {
-          Sid      = "OwnLogGroup"
-          Effect   = "Allow"
-          Action   = ["logs:CreateLogStream", "logs:PutLogEvents"]
-          Resource = "${local.memory_log_group_arn}:*"
-        },
-      ],
-      local.dead_letter_statements,
-      local.vpc_statements,
-      local.xray_statements,
-    )
+  # Each function's role policy: what it needs of the store (local.function_statements), its own log
+  # group, its extra statements (the agent's secret), then what it is given: the dead-letter target
+  # (the functions of local.dead_letter_functions, network.tf), the VPC and X-Ray.
+  function_role_policies = {
+    for key, statements in local.function_statements : key => {
+      Version = "2012-10-17"
+      Statement = concat(
+        statements.store,
+        [
+          {
+            Sid      = "OwnLogGroup"
+            Effect   = "Allow"
+            Action   = ["logs:CreateLogStream", "logs:PutLogEvents"]
+            Resource = "${local.log_group_arns[key]}:*"
+          },
+        ],
+        statements.extra,
+        [for statement in local.dead_letter_statements : statement if contains(local.dead_letter_functions, key)],
+        local.vpc_statements,
+        local.xray_statements,
+      )
+    }
   }
 
-  # The MCP function serves the memory tool as the memory function does: the same statements, its
-  # own log group.
-  mcp_role_policy = {
-    Version = "2012-10-17"
-    Statement = concat(
-      local.memory_store_statements,
-      [
-        {
-          Sid      = "OwnLogGroup"
-          Effect   = "Allow"
-          Action   = ["logs:CreateLogStream", "logs:PutLogEvents"]
-          Resource = "${local.mcp_log_group_arn}:*"
-        },
-      ],
-      local.vpc_statements,
-      local.xray_statements,
-    )
-  }
+  function_statements = {
+    # The memory function, and the MCP function, which serves the memory tool as it does.
+    memory = { store = local.memory_store_statements, extra = [] }
+    mcp    = { store = local.memory_store_statements, extra = [] }
 
-  # Idle expiry: find idle users and delete their memory (current versions only: on the versioned
-  # bucket a delete adds a delete marker). No PutObject, no version permission, and
-  # Decrypt without GenerateDataKey: it never writes, so it never needs a new data key.
-  expiry_role_policy = {
-    Version = "2012-10-17"
-    Statement = concat(
-      [
-        {
-          Sid      = "ListMemoryPrefix"
-          Effect   = "Allow"
-          Action   = "s3:ListBucket"
-          Resource = local.bucket_arn
-          Condition = {
-            StringLike = { "s3:prefix" = "${var.memory_prefix}*" }
-          }
-        },
-        {
-          Sid      = "ReadAndDeleteMemoryObjects"
-          Effect   = "Allow"
-          Action   = ["s3:GetObject", "s3:DeleteObject"]
-          Resource = local.memory_objects_arn
-        },
-        {
-          # A user's wrapped data key, unwrapped with the s3memory encryption context.
-          Sid       = "DecryptWithS3memoryContext"
-          Effect    = "Allow"
-          Action    = "kms:Decrypt"
-          Resource  = local.kms_key_arn
-          Condition = local.envelope_key_condition
-        },
-      ],
-      local.format_1_migration_statements,
-      [
-        {
-          # SSE-KMS of the objects it reads, through S3 for this bucket only.
-          Sid       = "DecryptViaS3"
-          Effect    = "Allow"
-          Action    = "kms:Decrypt"
-          Resource  = local.kms_key_arn
-          Condition = local.via_s3_condition
-        },
-        {
-          Sid      = "OwnLogGroup"
-          Effect   = "Allow"
-          Action   = ["logs:CreateLogStream", "logs:PutLogEvents"]
-          Resource = "${local.expiry_log_group_arn}:*"
-        },
-      ],
-      local.dead_letter_statements,
-      local.vpc_statements,
-      local.xray_statements,
-    )
-  }
+    # Idle expiry: find idle users and delete their memory (current versions only: on the versioned
+    # bucket a delete adds a delete marker). No PutObject, no version permission, and
+    # Decrypt without GenerateDataKey: it never writes, so it never needs a new data key.
+    expiry = {
+      store = concat(
+        [
+          local.list_memory_prefix_statement,
+          {
+            Sid      = "ReadAndDeleteMemoryObjects"
+            Effect   = "Allow"
+            Action   = ["s3:GetObject", "s3:DeleteObject"]
+            Resource = local.memory_objects_arn
+          },
+          {
+            # A user's wrapped data key, unwrapped with the s3memory encryption context.
+            Sid       = "DecryptWithS3memoryContext"
+            Effect    = "Allow"
+            Action    = "kms:Decrypt"
+            Resource  = local.kms_key_arn
+            Condition = local.envelope_key_condition
+          },
+        ],
+        local.format_1_migration_statements,
+        [
+          {
+            # SSE-KMS of the objects it reads, through S3 for this bucket only.
+            Sid       = "DecryptViaS3"
+            Effect    = "Allow"
+            Action    = "kms:Decrypt"
+            Resource  = local.kms_key_arn
+            Condition = local.via_s3_condition
+          },
+        ],
+      )
+      extra = []
+    }
 
-  agent_role_policy = {
-    Version = "2012-10-17"
-    Statement = concat(
-      local.memory_store_statements,
-      [
-        {
-          Sid      = "OwnLogGroup"
-          Effect   = "Allow"
-          Action   = ["logs:CreateLogStream", "logs:PutLogEvents"]
-          Resource = "${local.agent_log_group_arn}:*"
-        },
-      ],
-      var.anthropic_api_key_secret_arn == null ? [] : [
-        {
-          Sid      = "AnthropicApiKeySecret"
-          Effect   = "Allow"
-          Action   = "secretsmanager:GetSecretValue"
-          Resource = var.anthropic_api_key_secret_arn
-        },
-      ],
-      var.anthropic_api_key_secret_arn == null || var.anthropic_api_key_secret_kms_key_arn == null ? [] : [
-        {
-          Sid      = "AnthropicApiKeySecretDecrypt"
-          Effect   = "Allow"
-          Action   = "kms:Decrypt"
-          Resource = var.anthropic_api_key_secret_kms_key_arn
-          Condition = {
-            StringEquals = { "kms:ViaService" = local.secrets_kms_via_service }
-          }
-        },
-      ],
-      local.dead_letter_statements,
-      local.vpc_statements,
-      local.xray_statements,
-    )
+    # The agent: the memory function's statements, and the Anthropic API key secret when one is set.
+    agent = {
+      store = local.memory_store_statements
+      extra = concat(
+        var.anthropic_api_key_secret_arn == null ? [] : [
+          {
+            Sid      = "AnthropicApiKeySecret"
+            Effect   = "Allow"
+            Action   = "secretsmanager:GetSecretValue"
+            Resource = var.anthropic_api_key_secret_arn
+          },
+        ],
+        var.anthropic_api_key_secret_arn == null || var.anthropic_api_key_secret_kms_key_arn == null ? [] : [
+          {
+            Sid      = "AnthropicApiKeySecretDecrypt"
+            Effect   = "Allow"
+            Action   = "kms:Decrypt"
+            Resource = var.anthropic_api_key_secret_kms_key_arn
+            Condition = {
+              StringEquals = { "kms:ViaService" = local.secrets_kms_via_service }
+            }
+          },
+        ],
+      )
+    }
   }
 }

@@ -95,21 +95,16 @@ locals {
     "kms:UpdateKeyDescription",
   ]
 
+  # The roles of the functions that serve the memory (all but the expiry function's: below).
   kms_key_user_arns = concat(
-    [aws_iam_role.memory.arn],
-    aws_iam_role.agent[*].arn,
-    aws_iam_role.mcp[*].arn,
+    [for key in local.function_keys : aws_iam_role.this[key].arn if local.function_enabled[key] && key != "expiry"],
     aws_iam_role.operator[*].arn,
     var.additional_key_user_arns,
   )
 
-  kms_log_group_arns = concat(
-    [local.memory_log_group_arn],
-    local.agent_enabled ? [local.agent_log_group_arn] : [],
-    local.expiry_enabled ? [local.expiry_log_group_arn] : [],
-    local.mcp_enabled ? [local.mcp_log_group_arn] : [],
-    var.create_http_api ? [local.api_log_group_arn] : [],
-  )
+  kms_log_group_arns = [
+    for key in concat(local.function_keys, ["api"]) : local.log_group_arns[key] if contains(keys(local.log_groups), key)
+  ]
 
   # The module's key policy: administration, then the key's users.
   kms_key_policy = {
@@ -180,11 +175,11 @@ locals {
       },
     ],
     # The expiry function's role (when it exists) unwraps users' data keys; it never makes one.
-    flatten([for expiry_role_arn in aws_iam_role.expiry[*].arn : concat([
+    flatten([for key, role in aws_iam_role.this : concat([
       {
         Sid       = "ExpiryDecryptWithS3memoryContext"
         Effect    = "Allow"
-        Principal = { AWS = expiry_role_arn }
+        Principal = { AWS = role.arn }
         Action    = "kms:Decrypt"
         Resource  = "*"
         Condition = local.envelope_key_condition
@@ -193,7 +188,7 @@ locals {
       {
         Sid       = "ExpiryDecryptFormat1Migration"
         Effect    = "Allow"
-        Principal = { AWS = expiry_role_arn }
+        Principal = { AWS = role.arn }
         Action    = "kms:Decrypt"
         Resource  = "*"
         Condition = local.format_1_decrypt_condition
@@ -202,12 +197,12 @@ locals {
       {
         Sid       = "ExpiryDecryptViaS3"
         Effect    = "Allow"
-        Principal = { AWS = expiry_role_arn }
+        Principal = { AWS = role.arn }
         Action    = "kms:Decrypt"
         Resource  = "*"
         Condition = local.key_policy_via_s3_condition
       },
-    ])]),
+    ]) if key == "expiry"]),
     var.encrypt_log_groups ? [
       {
         Sid       = "CloudWatchLogsForModuleLogGroups"

@@ -103,26 +103,86 @@ locals {
   )
 }
 
-resource "aws_lambda_function" "memory" {
-  #checkov:skip=CKV_AWS_116:Opt-in through var.dead_letter_target_arn: meant to be invoked synchronously (API Gateway / Invoke API), where the caller receives errors; a DLQ only serves asynchronous invocations, and would hold the users' commands and file text.
-  #checkov:skip=CKV_AWS_117:Opt-in through var.vpc_subnet_ids: reaches S3 and KMS over public endpoints with IAM and TLS; a VPC adds endpoint or NAT cost without reducing exposure, unless the organisation requires one.
-  #checkov:skip=CKV_AWS_173:Environment variables hold no secrets (bucket, prefix, key ARN); encrypting them with a CMK adds nothing.
+# Each function's own settings, by its key (data.tf: local.functions are those the variables create);
+# the rest is the same for all, in the resource below.
+locals {
+  function_settings = {
+    memory = {
+      description          = "s3memory: executes Claude memory-tool commands against s3://${var.bucket_name}/${var.memory_prefix}"
+      handler              = "s3memory.aws_lambda.memory_handler"
+      timeout              = var.memory_function_timeout
+      memory_size          = var.memory_function_memory_size
+      reserved_concurrency = var.memory_function_reserved_concurrency
+      environment          = local.memory_environment
+    }
+    agent = {
+      description          = "s3memory: Claude agent with the memory tool on s3://${var.bucket_name}/${var.memory_prefix}"
+      handler              = "s3memory.aws_lambda.agent_handler"
+      timeout              = var.agent_function_timeout
+      memory_size          = var.agent_function_memory_size
+      reserved_concurrency = var.agent_function_reserved_concurrency
+      environment = merge(
+        local.common_environment,
+        { S3MEMORY_MODEL = var.agent_model },
+        var.anthropic_api_key_secret_arn == null ? {} : { ANTHROPIC_API_KEY_SECRET_ARN = var.anthropic_api_key_secret_arn },
+      )
+    }
+    # Only with expiry_idle_days (the number of days is in the description and the environment).
+    expiry = !local.expiry_enabled ? null : {
+      description = "s3memory: deletes the memory of users idle for ${var.expiry_idle_days} days from s3://${var.bucket_name} (never their keys)"
+      handler     = "s3memory.aws_lambda.expiry.handler"
+      timeout     = var.expiry_function_timeout
+      memory_size = 256
+      # One run at a time: a run still going when the next one is due is never overlapped (the next
+      # invocation waits in Lambda's asynchronous queue).
+      reserved_concurrency = 1
+      environment = merge(
+        local.storage_environment,
+        { S3MEMORY_EXPIRE_IDLE_DAYS = format("%d", var.expiry_idle_days) },
+      )
+    }
+    mcp = {
+      description = "s3memory: the memory tool for MCP clients on s3://${var.bucket_name}/${var.memory_prefix}"
+      handler     = "s3memory.aws_lambda.mcp_handler"
+      # A request is a memory command or less, as the memory function's; the integration's timeout
+      # (api.tf) follows the same variable.
+      timeout              = var.memory_function_timeout
+      memory_size          = var.mcp_function_memory_size
+      reserved_concurrency = var.mcp_function_reserved_concurrency
+      # The memory function's settings and token check; no S3MEMORY_DIRECT_INVOCATION: the MCP handler
+      # refuses every event that is not an API Gateway HTTP API event, whatever it says.
+      environment = merge(
+        local.common_environment,
+        local.memory_jwt_environment,
+        local.mounts_environment,
+        { S3MEMORY_MCP_URL = local.mcp_url },
+      )
+    }
+  }
+}
+
+resource "aws_lambda_function" "this" {
+  #checkov:skip=CKV_AWS_116:Opt-in through var.dead_letter_target_arn, for the memory, agent and expiry functions: the memory, agent and MCP functions are meant to be invoked synchronously (API Gateway / Invoke API), where the caller receives errors, and a DLQ only serves asynchronous invocations (and would hold the users' commands, file text and prompts); the expiry function is invoked by its own schedule with the input {}, a failed run's error is in its log group and the users it did not reach are still idle at the next run.
+  #checkov:skip=CKV_AWS_117:Opt-in through var.vpc_subnet_ids: the functions reach S3, KMS, the JWT issuer and the Anthropic API over public endpoints with IAM and TLS; a VPC adds endpoint or NAT cost without reducing exposure, unless the organisation requires one.
+  #checkov:skip=CKV_AWS_173:Environment variables hold no secrets (bucket, prefix, key ARN, issuer and public URLs, a number of days; the agent's API key is fetched from Secrets Manager by ARN at run time); encrypting them with a CMK adds nothing.
   #checkov:skip=CKV_AWS_272:Code signing is an organisation-level choice (signing profile); the zip is built and deployed by the same pipeline.
   #checkov:skip=CKV_AWS_50:X-Ray is opt-in via var.tracing_mode = "Active" because it needs wildcard xray permissions and costs money.
-  function_name                  = local.memory_function_name
-  description                    = "s3memory: executes Claude memory-tool commands against s3://${var.bucket_name}/${var.memory_prefix}"
-  role                           = aws_iam_role.memory.arn
-  handler                        = "s3memory.aws_lambda.memory_handler"
+  for_each = { for key, name in local.functions : key => merge(local.function_settings[key], { name = name }) }
+
+  function_name                  = each.value.name
+  description                    = each.value.description
+  role                           = aws_iam_role.this[each.key].arn
+  handler                        = each.value.handler
   runtime                        = var.lambda_runtime
   architectures                  = [var.lambda_architecture]
   filename                       = var.lambda_zip_path
   source_code_hash               = local.lambda_source_code_hash
-  timeout                        = var.memory_function_timeout
-  memory_size                    = var.memory_function_memory_size
-  reserved_concurrent_executions = var.memory_function_reserved_concurrency
+  timeout                        = each.value.timeout
+  memory_size                    = each.value.memory_size
+  reserved_concurrent_executions = each.value.reserved_concurrency
 
   environment {
-    variables = local.memory_environment
+    variables = each.value.environment
   }
 
   # One JSON record per invocation, written by Lambda's JSON formatter with the handler's fields
@@ -135,7 +195,7 @@ resource "aws_lambda_function" "memory" {
 
   # An asynchronous invocation's event, after Lambda's retries failed (network.tf).
   dynamic "dead_letter_config" {
-    for_each = local.dead_letter_enabled ? [var.dead_letter_target_arn] : []
+    for_each = local.dead_letter_enabled && contains(local.dead_letter_functions, each.key) ? [var.dead_letter_target_arn] : []
     content {
       target_arn = dead_letter_config.value
     }
@@ -156,102 +216,45 @@ resource "aws_lambda_function" "memory" {
   tags = local.tags
 
   # Inputs that only make sense together (variable validations cannot see each other before
-  # Terraform 1.9): checked here, on the one function that always exists.
+  # Terraform 1.9): checked on the memory function, the one function that always exists, so that
+  # each is refused once; and the MCP function's own.
   lifecycle {
     precondition {
-      condition     = var.create_kms_key == (var.kms_key_arn == null)
+      condition     = each.key != "memory" || var.create_kms_key == (var.kms_key_arn == null)
       error_message = "create_kms_key = false needs kms_key_arn (the ARN of your key); with create_kms_key = true (the default) the module creates the key, so leave kms_key_arn unset."
     }
     precondition {
-      condition     = length(var.vpc_subnet_ids) > 0 == length(var.vpc_security_group_ids) > 0
+      condition     = each.key != "memory" || length(var.vpc_subnet_ids) > 0 == length(var.vpc_security_group_ids) > 0
       error_message = "Set both vpc_subnet_ids and vpc_security_group_ids (every function in those subnets, with those security groups) or neither (no VPC)."
     }
-    # Shared memory mounts (S3MEMORY_MOUNTS, here and on the MCP function).
+    # Shared memory mounts (S3MEMORY_MOUNTS, on the memory and MCP functions).
     precondition {
-      condition     = length(var.shared_memory_mounts) == 0 || var.create_http_api
+      condition     = each.key != "memory" || length(var.shared_memory_mounts) == 0 || var.create_http_api
       error_message = "shared_memory_mounts needs create_http_api = true: a mount is granted only by the claims of a token the function verified itself (S3MEMORY_JWT_ISSUER), and only HTTP API events carry one. Set create_http_api = true (with jwt_issuer and jwt_audience), or shared_memory_mounts = []."
     }
     precondition {
-      condition     = length(var.shared_memory_mounts) == 0 || var.storage_format == 2
+      condition     = each.key != "memory" || length(var.shared_memory_mounts) == 0 || var.storage_format == 2
       error_message = "shared_memory_mounts needs storage_format = 2: shared memories exist only in format 2 (docs/shared.md; on format 1 their names would be in every key). Move the store to format 2 (storage_format = 2 with migrating_from_format_1 = true, then `s3memory migrate`; docs/format-v2.md), or set shared_memory_mounts = []."
     }
     precondition {
-      condition     = local.shared_memory_mounts_bytes <= local.shared_memory_mounts_budget
+      condition     = each.key != "memory" || local.shared_memory_mounts_bytes <= local.shared_memory_mounts_budget
       error_message = "shared_memory_mounts encodes to ${local.shared_memory_mounts_bytes} bytes of S3MEMORY_MOUNTS, over the module's budget of ${local.shared_memory_mounts_budget} bytes (Lambda allows 4 KB for all of a function's environment variables). Use fewer grants, or shorter claims, values, points and memory names."
     }
     precondition {
-      condition     = local.memory_environment_bytes <= 4096
+      condition     = each.key != "memory" || local.memory_environment_bytes <= 4096
       error_message = "The memory function's environment variables come to ${local.memory_environment_bytes} bytes, over Lambda's 4 KB (4,096 bytes) for all of them: shorten the longest settings (jwt_audience, jwt_authorization_scopes, shared_memory_mounts, store_id)."
+    }
+    precondition {
+      condition     = each.key != "mcp" || var.create_http_api
+      error_message = "create_mcp_endpoint = true needs create_http_api = true: the MCP endpoint is a route of the HTTP API, behind its JWT authorizer. Set create_http_api = true (with jwt_issuer and jwt_audience), or create_mcp_endpoint = false."
     }
   }
 
   # The role must be able to write logs (and the log group must exist with its retention) before
   # the first invocation, or Lambda would create an unmanaged group.
   depends_on = [
-    aws_iam_role_policy.memory,
-    aws_cloudwatch_log_group.memory,
-  ]
-}
-
-resource "aws_lambda_function" "agent" {
-  #checkov:skip=CKV_AWS_116:Opt-in through var.dead_letter_target_arn: meant to be invoked synchronously, where the caller receives errors; a DLQ only serves asynchronous invocations, and would hold the users' prompts.
-  #checkov:skip=CKV_AWS_117:Opt-in through var.vpc_subnet_ids: needs the public Anthropic API as well as S3, KMS and Secrets Manager; a VPC requires NAT for no reduction in exposure, unless the organisation requires one.
-  #checkov:skip=CKV_AWS_173:Environment variables hold no secrets (the API key is fetched from Secrets Manager by ARN at run time).
-  #checkov:skip=CKV_AWS_272:Code signing is an organisation-level choice (signing profile); the zip is built and deployed by the same pipeline.
-  #checkov:skip=CKV_AWS_50:X-Ray is opt-in via var.tracing_mode = "Active" because it needs wildcard xray permissions and costs money.
-  count = local.agent_enabled ? 1 : 0
-
-  function_name                  = local.agent_function_name
-  description                    = "s3memory: Claude agent with the memory tool on s3://${var.bucket_name}/${var.memory_prefix}"
-  role                           = aws_iam_role.agent[0].arn
-  handler                        = "s3memory.aws_lambda.agent_handler"
-  runtime                        = var.lambda_runtime
-  architectures                  = [var.lambda_architecture]
-  filename                       = var.lambda_zip_path
-  source_code_hash               = local.lambda_source_code_hash
-  timeout                        = var.agent_function_timeout
-  memory_size                    = var.agent_function_memory_size
-  reserved_concurrent_executions = var.agent_function_reserved_concurrency
-
-  environment {
-    variables = merge(
-      local.common_environment,
-      { S3MEMORY_MODEL = var.agent_model },
-      var.anthropic_api_key_secret_arn == null ? {} : { ANTHROPIC_API_KEY_SECRET_ARN = var.anthropic_api_key_secret_arn },
-    )
-  }
-
-  logging_config {
-    log_format            = "JSON"
-    application_log_level = var.log_level
-    system_log_level      = "WARN"
-  }
-
-  # An asynchronous invocation's event, after Lambda's retries failed (network.tf).
-  dynamic "dead_letter_config" {
-    for_each = local.dead_letter_enabled ? [var.dead_letter_target_arn] : []
-    content {
-      target_arn = dead_letter_config.value
-    }
-  }
-
-  dynamic "vpc_config" {
-    for_each = local.vpc_enabled ? [1] : []
-    content {
-      subnet_ids         = var.vpc_subnet_ids
-      security_group_ids = var.vpc_security_group_ids
-    }
-  }
-
-  tracing_config {
-    mode = var.tracing_mode
-  }
-
-  tags = local.tags
-
-  depends_on = [
-    aws_iam_role_policy.agent,
-    aws_cloudwatch_log_group.agent,
+    aws_iam_role_policy.this,
+    aws_cloudwatch_log_group.this,
   ]
 }
 
@@ -263,134 +266,4 @@ check "agent_has_an_api_key" {
     condition     = !local.agent_enabled || var.anthropic_api_key_secret_arn != null
     error_message = "create_agent_function = true without anthropic_api_key_secret_arn: the agent function has no Anthropic API key and every invocation will fail. Store the key in Secrets Manager and set anthropic_api_key_secret_arn, or leave create_agent_function unset (null) to create the function only with a secret."
   }
-}
-
-resource "aws_lambda_function" "expiry" {
-  #checkov:skip=CKV_AWS_116:Opt-in through var.dead_letter_target_arn: invoked asynchronously by its own schedule with the input {}; a failed run's error is in its log group, and the users it did not reach are still idle at the next run, so a DLQ only tells that a run failed.
-  #checkov:skip=CKV_AWS_117:Opt-in through var.vpc_subnet_ids: reaches S3 and KMS over public endpoints with IAM and TLS; a VPC adds endpoint or NAT cost without reducing exposure, unless the organisation requires one.
-  #checkov:skip=CKV_AWS_173:Environment variables hold no secrets (bucket, prefix, key ARN, a number of days); encrypting them with a CMK adds nothing.
-  #checkov:skip=CKV_AWS_272:Code signing is an organisation-level choice (signing profile); the zip is built and deployed by the same pipeline.
-  #checkov:skip=CKV_AWS_50:X-Ray is opt-in via var.tracing_mode = "Active" because it needs wildcard xray permissions and costs money.
-  count = local.expiry_enabled ? 1 : 0
-
-  function_name    = local.expiry_function_name
-  description      = "s3memory: deletes the memory of users idle for ${var.expiry_idle_days} days from s3://${var.bucket_name} (never their keys)"
-  role             = aws_iam_role.expiry[0].arn
-  handler          = "s3memory.aws_lambda.expiry.handler"
-  runtime          = var.lambda_runtime
-  architectures    = [var.lambda_architecture]
-  filename         = var.lambda_zip_path
-  source_code_hash = local.lambda_source_code_hash
-  timeout          = var.expiry_function_timeout
-  memory_size      = 256
-  # One run at a time: a run still going when the next one is due is never overlapped (the next
-  # invocation waits in Lambda's asynchronous queue).
-  reserved_concurrent_executions = 1
-
-  environment {
-    variables = merge(
-      local.storage_environment,
-      { S3MEMORY_EXPIRE_IDLE_DAYS = format("%d", var.expiry_idle_days) },
-    )
-  }
-
-  logging_config {
-    log_format            = "JSON"
-    application_log_level = var.log_level
-    system_log_level      = "WARN"
-  }
-
-  # An asynchronous invocation's event, after Lambda's retries failed (network.tf).
-  dynamic "dead_letter_config" {
-    for_each = local.dead_letter_enabled ? [var.dead_letter_target_arn] : []
-    content {
-      target_arn = dead_letter_config.value
-    }
-  }
-
-  dynamic "vpc_config" {
-    for_each = local.vpc_enabled ? [1] : []
-    content {
-      subnet_ids         = var.vpc_subnet_ids
-      security_group_ids = var.vpc_security_group_ids
-    }
-  }
-
-  tracing_config {
-    mode = var.tracing_mode
-  }
-
-  tags = local.tags
-
-  depends_on = [
-    aws_iam_role_policy.expiry,
-    aws_cloudwatch_log_group.expiry,
-  ]
-}
-
-resource "aws_lambda_function" "mcp" {
-  #checkov:skip=CKV_AWS_116:Invoked synchronously only (API Gateway); the client receives errors, so a DLQ would never be used.
-  #checkov:skip=CKV_AWS_117:Opt-in through var.vpc_subnet_ids: reaches S3, KMS and the JWT issuer over public endpoints with IAM and TLS; a VPC adds NAT/endpoint cost without reducing exposure, unless the organisation requires one.
-  #checkov:skip=CKV_AWS_173:Environment variables hold no secrets (bucket, prefix, key ARN, issuer and public URLs); encrypting them with a CMK adds nothing.
-  #checkov:skip=CKV_AWS_272:Code signing is an organisation-level choice (signing profile); the zip is built and deployed by the same pipeline.
-  #checkov:skip=CKV_AWS_50:X-Ray is opt-in via var.tracing_mode = "Active" because it needs wildcard xray permissions and costs money.
-  count = local.mcp_enabled ? 1 : 0
-
-  function_name    = local.mcp_function_name
-  description      = "s3memory: the memory tool for MCP clients on s3://${var.bucket_name}/${var.memory_prefix}"
-  role             = aws_iam_role.mcp[0].arn
-  handler          = "s3memory.aws_lambda.mcp_handler"
-  runtime          = var.lambda_runtime
-  architectures    = [var.lambda_architecture]
-  filename         = var.lambda_zip_path
-  source_code_hash = local.lambda_source_code_hash
-  # A request is a memory command or less, as the memory function's; the integration's timeout
-  # (api.tf) follows the same variable.
-  timeout                        = var.memory_function_timeout
-  memory_size                    = var.mcp_function_memory_size
-  reserved_concurrent_executions = var.mcp_function_reserved_concurrency
-
-  # The memory function's settings and token check; no S3MEMORY_DIRECT_INVOCATION: the MCP handler
-  # refuses every event that is not an API Gateway HTTP API event, whatever it says.
-  environment {
-    variables = merge(
-      local.common_environment,
-      local.memory_jwt_environment,
-      local.mounts_environment,
-      { S3MEMORY_MCP_URL = local.mcp_url },
-    )
-  }
-
-  # One JSON record per invocation at INFO, as the memory function's.
-  logging_config {
-    log_format            = "JSON"
-    application_log_level = var.log_level
-    system_log_level      = "WARN"
-  }
-
-  dynamic "vpc_config" {
-    for_each = local.vpc_enabled ? [1] : []
-    content {
-      subnet_ids         = var.vpc_subnet_ids
-      security_group_ids = var.vpc_security_group_ids
-    }
-  }
-
-  tracing_config {
-    mode = var.tracing_mode
-  }
-
-  tags = local.tags
-
-  lifecycle {
-    precondition {
-      condition     = var.create_http_api
-      error_message = "create_mcp_endpoint = true needs create_http_api = true: the MCP endpoint is a route of the HTTP API, behind its JWT authorizer. Set create_http_api = true (with jwt_issuer and jwt_audience), or create_mcp_endpoint = false."
-    }
-  }
-
-  depends_on = [
-    aws_iam_role_policy.mcp,
-    aws_cloudwatch_log_group.mcp,
-  ]
 }

@@ -16,7 +16,9 @@
 
 locals {
   dead_letter_enabled = var.dead_letter_target_arn != null
-  vpc_enabled         = length(var.vpc_subnet_ids) > 0
+  # The functions that get the target (and their roles the statements for it): not the MCP function.
+  dead_letter_functions = ["memory", "agent", "expiry"]
+  vpc_enabled           = length(var.vpc_subnet_ids) > 0
 
   # "sqs" or "sns": the service of the target's ARN.
   dead_letter_service = local.dead_letter_enabled ? split(":", var.dead_letter_target_arn)[2] : null

@@ -55,32 +55,32 @@ output "required_key_policy_statements" {
 
 output "memory_function_name" {
   description = "Name of the memory Lambda function."
-  value       = aws_lambda_function.memory.function_name
+  value       = aws_lambda_function.this["memory"].function_name
 }
 
 output "memory_function_arn" {
   description = "ARN of the memory Lambda function."
-  value       = aws_lambda_function.memory.arn
+  value       = aws_lambda_function.this["memory"].arn
 }
 
 output "agent_function_name" {
   description = "Name of the agent Lambda function; null without it (create_agent_function)."
-  value       = one(aws_lambda_function.agent[*].function_name)
+  value       = try(aws_lambda_function.this["agent"].function_name, null)
 }
 
 output "agent_function_arn" {
   description = "ARN of the agent Lambda function; null without it (create_agent_function)."
-  value       = one(aws_lambda_function.agent[*].arn)
+  value       = try(aws_lambda_function.this["agent"].arn, null)
 }
 
 output "memory_role_arn" {
   description = "ARN of the memory function's execution role."
-  value       = aws_iam_role.memory.arn
+  value       = aws_iam_role.this["memory"].arn
 }
 
 output "agent_role_arn" {
   description = "ARN of the agent function's execution role; null without the agent function."
-  value       = one(aws_iam_role.agent[*].arn)
+  value       = try(aws_iam_role.this["agent"].arn, null)
 }
 
 output "operator_role_arn" {
@@ -90,17 +90,17 @@ output "operator_role_arn" {
 
 output "expiry_function_name" {
   description = "Name of the expiry Lambda function that the schedule invokes; null when expiry_idle_days is null (expiry off)."
-  value       = one(aws_lambda_function.expiry[*].function_name)
+  value       = try(aws_lambda_function.this["expiry"].function_name, null)
 }
 
 output "log_group_names" {
   description = "CloudWatch log groups created by the module (the agent function's only with it, the expiry function's only with expiry_idle_days, the MCP function's only with create_mcp_endpoint, the API's only when create_http_api is true)."
   value = {
-    memory = aws_cloudwatch_log_group.memory.name
-    agent  = one(aws_cloudwatch_log_group.agent[*].name)
-    expiry = one(aws_cloudwatch_log_group.expiry[*].name)
-    mcp    = one(aws_cloudwatch_log_group.mcp[*].name)
-    api    = one(aws_cloudwatch_log_group.api[*].name)
+    memory = aws_cloudwatch_log_group.this["memory"].name
+    agent  = try(aws_cloudwatch_log_group.this["agent"].name, null)
+    expiry = try(aws_cloudwatch_log_group.this["expiry"].name, null)
+    mcp    = try(aws_cloudwatch_log_group.this["mcp"].name, null)
+    api    = try(aws_cloudwatch_log_group.this["api"].name, null)
   }
 }
 
@@ -121,10 +121,10 @@ output "mcp_url" {
 
 output "mcp_function_name" {
   description = "Name of the MCP Lambda function; null when create_mcp_endpoint is false."
-  value       = one(aws_lambda_function.mcp[*].function_name)
+  value       = try(aws_lambda_function.this["mcp"].function_name, null)
 }
 
 output "mcp_function_arn" {
   description = "ARN of the MCP Lambda function; null when create_mcp_endpoint is false."
-  value       = one(aws_lambda_function.mcp[*].arn)
+  value       = try(aws_lambda_function.this["mcp"].arn, null)
 }

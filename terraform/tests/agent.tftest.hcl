@@ -18,10 +18,10 @@ run "no_agent_function_without_a_secret" {
 
   assert {
     condition = (
-      length(aws_lambda_function.agent) == 0 &&
-      length(aws_iam_role.agent) == 0 &&
-      length(aws_iam_role_policy.agent) == 0 &&
-      length(aws_cloudwatch_log_group.agent) == 0
+      !contains(keys(aws_lambda_function.this), "agent") &&
+      !contains(keys(aws_iam_role.this), "agent") &&
+      !contains(keys(aws_iam_role_policy.this), "agent") &&
+      !contains(keys(aws_cloudwatch_log_group.this), "agent")
     )
     error_message = "Without anthropic_api_key_secret_arn (and create_agent_function unset) nothing of the agent function exists."
   }
@@ -61,11 +61,11 @@ run "created_with_a_secret" {
 
   assert {
     condition = (
-      length(aws_lambda_function.agent) == 1 &&
-      aws_lambda_function.agent[0].function_name == "s3memory-agent" &&
-      aws_lambda_function.agent[0].role == aws_iam_role.agent[0].arn &&
-      aws_lambda_function.agent[0].environment[0].variables["ANTHROPIC_API_KEY_SECRET_ARN"] == "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf" &&
-      aws_cloudwatch_log_group.agent[0].name == "/aws/lambda/s3memory-agent"
+      contains(keys(aws_lambda_function.this), "agent") &&
+      aws_lambda_function.this["agent"].function_name == "s3memory-agent" &&
+      aws_lambda_function.this["agent"].role == aws_iam_role.this["agent"].arn &&
+      aws_lambda_function.this["agent"].environment[0].variables["ANTHROPIC_API_KEY_SECRET_ARN"] == "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf" &&
+      aws_cloudwatch_log_group.this["agent"].name == "/aws/lambda/s3memory-agent"
     )
     error_message = "With a secret (create_agent_function unset) the agent function, its role and log group exist."
   }
@@ -99,15 +99,15 @@ run "off_even_with_a_secret" {
 
   assert {
     condition = (
-      length(aws_lambda_function.agent) == 0 && length(aws_iam_role.agent) == 0 &&
-      length(aws_iam_role_policy.agent) == 0 && length(aws_cloudwatch_log_group.agent) == 0 &&
+      !contains(keys(aws_lambda_function.this), "agent") && !contains(keys(aws_iam_role.this), "agent") &&
+      !contains(keys(aws_iam_role_policy.this), "agent") && !contains(keys(aws_cloudwatch_log_group.this), "agent") &&
       output.agent_function_arn == null
     )
     error_message = "create_agent_function = false creates nothing of the agent function, secret or not."
   }
 
   assert {
-    condition     = !strcontains(aws_iam_role_policy.memory.policy, "secretsmanager") && !strcontains(aws_kms_key.memory[0].policy, "agent")
+    condition     = !strcontains(aws_iam_role_policy.this["memory"].policy, "secretsmanager") && !strcontains(aws_kms_key.memory[0].policy, "agent")
     error_message = "Without the agent function no role may read the secret and the key policy names no agent."
   }
 }
@@ -124,9 +124,9 @@ run "on_without_a_secret_warns" {
 
   assert {
     condition = (
-      length(aws_lambda_function.agent) == 1 &&
-      !contains(keys(aws_lambda_function.agent[0].environment[0].variables), "ANTHROPIC_API_KEY_SECRET_ARN") &&
-      !strcontains(aws_iam_role_policy.agent[0].policy, "secretsmanager")
+      contains(keys(aws_lambda_function.this), "agent") &&
+      !contains(keys(aws_lambda_function.this["agent"].environment[0].variables), "ANTHROPIC_API_KEY_SECRET_ARN") &&
+      !strcontains(aws_iam_role_policy.this["agent"].policy, "secretsmanager")
     )
     error_message = "create_agent_function = true creates the function even without a secret (and grants no secret)."
   }

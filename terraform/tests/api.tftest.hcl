@@ -54,14 +54,14 @@ run "api_enabled" {
     condition = (
       aws_apigatewayv2_integration.memory[0].integration_type == "AWS_PROXY" &&
       aws_apigatewayv2_integration.memory[0].payload_format_version == "2.0" &&
-      aws_apigatewayv2_integration.memory[0].integration_uri == aws_lambda_function.memory.invoke_arn
+      aws_apigatewayv2_integration.memory[0].integration_uri == aws_lambda_function.this["memory"].invoke_arn
     )
     error_message = "The route must proxy to the memory function with payload format 2.0."
   }
 
   assert {
     condition = (
-      aws_lambda_permission.api_memory[0].function_name == aws_lambda_function.memory.function_name &&
+      aws_lambda_permission.api_memory[0].function_name == aws_lambda_function.this["memory"].function_name &&
       aws_lambda_permission.api_memory[0].principal == "apigateway.amazonaws.com" &&
       aws_lambda_permission.api_memory[0].source_arn == "arn:aws:execute-api:eu-west-1:123456789012:a1b2c3d4e5/*/POST/memory"
     )
@@ -69,7 +69,7 @@ run "api_enabled" {
   }
 
   assert {
-    condition     = aws_apigatewayv2_stage.default[0].name == "$default" && aws_apigatewayv2_stage.default[0].access_log_settings[0].destination_arn == aws_cloudwatch_log_group.api[0].arn
+    condition     = aws_apigatewayv2_stage.default[0].name == "$default" && aws_apigatewayv2_stage.default[0].access_log_settings[0].destination_arn == aws_cloudwatch_log_group.this["api"].arn
     error_message = "The default stage must write access logs to the module's API log group."
   }
 

@@ -121,18 +121,18 @@ run "functions" {
   command = plan
 
   assert {
-    condition     = aws_lambda_function.memory.handler == "s3memory.aws_lambda.memory_handler"
+    condition     = aws_lambda_function.this["memory"].handler == "s3memory.aws_lambda.memory_handler"
     error_message = "Wrong memory handler."
   }
 
   assert {
-    condition     = aws_lambda_function.agent[0].handler == "s3memory.aws_lambda.agent_handler"
+    condition     = aws_lambda_function.this["agent"].handler == "s3memory.aws_lambda.agent_handler"
     error_message = "Wrong agent handler."
   }
 
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0]] :
+      for fn in [aws_lambda_function.this["memory"], aws_lambda_function.this["agent"]] :
       fn.runtime == "python3.11" && fn.architectures == tolist(["x86_64"]) &&
       fn.source_code_hash == filebase64sha256("tests/fixtures/lambda.zip")
     ])
@@ -140,27 +140,27 @@ run "functions" {
   }
 
   assert {
-    condition     = aws_lambda_function.memory.timeout == 30 && aws_lambda_function.agent[0].timeout == 120
+    condition     = aws_lambda_function.this["memory"].timeout == 30 && aws_lambda_function.this["agent"].timeout == 120
     error_message = "Default timeouts are 30 s (memory) and 120 s (agent)."
   }
 
   assert {
     condition = (
-      aws_lambda_function.memory.environment[0].variables["S3MEMORY_BUCKET"] == "s3memory-test-bucket" &&
-      aws_lambda_function.memory.environment[0].variables["S3MEMORY_PREFIX"] == "users/" &&
-      aws_lambda_function.agent[0].environment[0].variables["S3MEMORY_MODEL"] == "claude-sonnet-4-5" &&
-      aws_lambda_function.agent[0].environment[0].variables["ANTHROPIC_API_KEY_SECRET_ARN"] == "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf" &&
-      !contains(keys(aws_lambda_function.memory.environment[0].variables), "S3MEMORY_MODEL")
+      aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_BUCKET"] == "s3memory-test-bucket" &&
+      aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_PREFIX"] == "users/" &&
+      aws_lambda_function.this["agent"].environment[0].variables["S3MEMORY_MODEL"] == "claude-sonnet-4-5" &&
+      aws_lambda_function.this["agent"].environment[0].variables["ANTHROPIC_API_KEY_SECRET_ARN"] == "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf" &&
+      !contains(keys(aws_lambda_function.this["memory"].environment[0].variables), "S3MEMORY_MODEL")
     )
     error_message = "Environment variables are wrong."
   }
 
   assert {
     condition = (
-      aws_cloudwatch_log_group.memory.name == "/aws/lambda/s3memory-memory" &&
-      aws_cloudwatch_log_group.agent[0].name == "/aws/lambda/s3memory-agent" &&
-      aws_cloudwatch_log_group.memory.retention_in_days == 30 &&
-      aws_cloudwatch_log_group.agent[0].retention_in_days == 30
+      aws_cloudwatch_log_group.this["memory"].name == "/aws/lambda/s3memory-memory" &&
+      aws_cloudwatch_log_group.this["agent"].name == "/aws/lambda/s3memory-agent" &&
+      aws_cloudwatch_log_group.this["memory"].retention_in_days == 30 &&
+      aws_cloudwatch_log_group.this["agent"].retention_in_days == 30
     )
     error_message = "Each function gets its own /aws/lambda/<name> log group with 30-day retention."
   }
@@ -175,7 +175,7 @@ run "api_absent_by_default" {
       length(aws_apigatewayv2_route.memory) == 0 &&
       length(aws_apigatewayv2_authorizer.jwt) == 0 &&
       length(aws_lambda_permission.api_memory) == 0 &&
-      length(aws_cloudwatch_log_group.api) == 0
+      !contains(keys(aws_cloudwatch_log_group.this), "api")
     )
     error_message = "No API resources may exist unless create_http_api is true."
   }
@@ -192,7 +192,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
+      for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy] :
       !strcontains(policy, "\"s3:*\"") && !strcontains(policy, "\"kms:*\"") && !strcontains(policy, "\"*\"")
     ])
     error_message = "No role policy may grant s3:*, kms:* or a wildcard action/resource (X-Ray is off by default)."
@@ -200,7 +200,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
+      for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy] :
       toset(flatten([
         for statement in jsondecode(policy).Statement : [
           for action in flatten([statement.Action]) : action if startswith(action, "s3:")
@@ -212,7 +212,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
+      for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy] :
       alltrue([for statement in jsondecode(policy).Statement : statement.Effect == "Allow" && !can(statement.NotAction) && !can(statement.NotResource)])
     ])
     error_message = "Role policies use plain Allow/Action/Resource statements (no NotAction/NotResource)."
@@ -220,7 +220,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue(flatten([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] : [
+      for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy] : [
         for statement in jsondecode(policy).Statement : statement.Resource == "arn:aws:s3:::s3memory-test-bucket/users/*"
         if startswith(flatten([statement.Action])[0], "s3:") && statement.Action != "s3:ListBucket"
       ]
@@ -230,7 +230,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
+      for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy] :
       length([
         for statement in jsondecode(policy).Statement : statement
         if statement.Action == "s3:ListBucket" &&
@@ -243,7 +243,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
+      for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy] :
       length([
         for statement in jsondecode(policy).Statement : statement
         if statement.Sid == "EnvelopeKeysWithS3memoryContext" &&
@@ -257,7 +257,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
+      for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy] :
       length([
         for statement in jsondecode(policy).Statement : statement
         if statement.Sid == "BucketSseViaS3" &&
@@ -270,7 +270,7 @@ run "least_privilege_iam" {
 
   assert {
     condition = alltrue(flatten([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] : [
+      for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy] : [
         for statement in jsondecode(policy).Statement : statement.Resource == "${aws_kms_key.memory[0].arn}"
         if startswith(flatten([statement.Action])[0], "kms:")
       ]
@@ -280,27 +280,27 @@ run "least_privilege_iam" {
 
   assert {
     condition = (
-      [for s in jsondecode(aws_iam_role_policy.memory.policy).Statement : s.Resource if s.Sid == "OwnLogGroup"] == ["arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/s3memory-memory:*"] &&
-      [for s in jsondecode(aws_iam_role_policy.agent[0].policy).Statement : s.Resource if s.Sid == "OwnLogGroup"] == ["arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/s3memory-agent:*"]
+      [for s in jsondecode(aws_iam_role_policy.this["memory"].policy).Statement : s.Resource if s.Sid == "OwnLogGroup"] == ["arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/s3memory-memory:*"] &&
+      [for s in jsondecode(aws_iam_role_policy.this["agent"].policy).Statement : s.Resource if s.Sid == "OwnLogGroup"] == ["arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/s3memory-agent:*"]
     )
     error_message = "Each role may only write to its own log group."
   }
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
+      for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy] :
       !strcontains(policy, "logs:CreateLogGroup")
-    ]) && !strcontains(aws_iam_role_policy.memory.policy, "secretsmanager")
+    ]) && !strcontains(aws_iam_role_policy.this["memory"].policy, "secretsmanager")
     error_message = "Only the agent role may read the secret; no role may create log groups."
   }
 
   assert {
-    condition     = jsondecode(aws_iam_role.memory.assume_role_policy).Statement[0].Principal.Service == "lambda.amazonaws.com"
+    condition     = jsondecode(aws_iam_role.this["memory"].assume_role_policy).Statement[0].Principal.Service == "lambda.amazonaws.com"
     error_message = "Only Lambda may assume the execution roles."
   }
 
   assert {
-    condition     = aws_lambda_function.memory.environment[0].variables["S3MEMORY_KMS_KEY_ID"] == aws_kms_key.memory[0].arn
+    condition     = aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_KMS_KEY_ID"] == aws_kms_key.memory[0].arn
     error_message = "S3MEMORY_KMS_KEY_ID must be the key ARN."
   }
 }
@@ -321,7 +321,7 @@ run "key_policy" {
     condition = length([
       for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement
       if statement.Sid == "EnvelopeKeysWithS3memoryContext" &&
-      try(toset(statement.Principal.AWS), null) == toset([aws_iam_role.memory.arn, aws_iam_role.agent[0].arn]) &&
+      try(toset(statement.Principal.AWS), null) == toset([aws_iam_role.this["memory"].arn, aws_iam_role.this["agent"].arn]) &&
       try(statement.Condition.Null["kms:EncryptionContext:s3memory:user"], null) == "false"
     ]) == 1
     error_message = "The key policy must let the two roles use the key only with the s3memory encryption context."
@@ -336,7 +336,7 @@ run "key_policy" {
   }
 
   assert {
-    condition     = aws_cloudwatch_log_group.memory.kms_key_id == aws_kms_key.memory[0].arn
+    condition     = aws_cloudwatch_log_group.this["memory"].kms_key_id == aws_kms_key.memory[0].arn
     error_message = "Log groups are encrypted with the module key by default."
   }
 }

@@ -43,8 +43,8 @@ run "existing_bucket_with_the_module_key" {
 
   assert {
     condition = (
-      aws_lambda_function.memory.environment[0].variables["S3MEMORY_BUCKET"] == "team-agent-memory" &&
-      aws_lambda_function.memory.environment[0].variables["S3MEMORY_STORE_ID"] == "team-agent-memory" &&
+      aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_BUCKET"] == "team-agent-memory" &&
+      aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_STORE_ID"] == "team-agent-memory" &&
       output.bucket_name == "team-agent-memory" &&
       output.bucket_arn == "arn:aws:s3:::team-agent-memory" &&
       output.store_id == "team-agent-memory"
@@ -54,9 +54,9 @@ run "existing_bucket_with_the_module_key" {
 
   assert {
     condition = (
-      [for s in jsondecode(aws_iam_role_policy.memory.policy).Statement : s.Resource if s.Sid == "MemoryObjects"] == ["arn:aws:s3:::team-agent-memory/users/*"] &&
-      [for s in jsondecode(aws_iam_role_policy.memory.policy).Statement : s.Resource if s.Sid == "ListMemoryPrefix"] == ["arn:aws:s3:::team-agent-memory"] &&
-      [for s in jsondecode(aws_iam_role_policy.memory.policy).Statement : s.Condition.StringLike["kms:EncryptionContext:aws:s3:arn"] if s.Sid == "BucketSseViaS3"] == [["arn:aws:s3:::team-agent-memory", "arn:aws:s3:::team-agent-memory/users/*"]]
+      [for s in jsondecode(aws_iam_role_policy.this["memory"].policy).Statement : s.Resource if s.Sid == "MemoryObjects"] == ["arn:aws:s3:::team-agent-memory/users/*"] &&
+      [for s in jsondecode(aws_iam_role_policy.this["memory"].policy).Statement : s.Resource if s.Sid == "ListMemoryPrefix"] == ["arn:aws:s3:::team-agent-memory"] &&
+      [for s in jsondecode(aws_iam_role_policy.this["memory"].policy).Statement : s.Condition.StringLike["kms:EncryptionContext:aws:s3:arn"] if s.Sid == "BucketSseViaS3"] == [["arn:aws:s3:::team-agent-memory", "arn:aws:s3:::team-agent-memory/users/*"]]
     )
     error_message = "The role's grants are the usual ones, on the existing bucket."
   }
@@ -103,8 +103,8 @@ run "module_bucket_with_an_existing_key" {
 
   assert {
     condition = (
-      aws_lambda_function.memory.environment[0].variables["S3MEMORY_KMS_KEY_ID"] == "arn:aws:kms:eu-west-1:123456789012:key/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee" &&
-      aws_cloudwatch_log_group.memory.kms_key_id == "arn:aws:kms:eu-west-1:123456789012:key/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee" &&
+      aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_KMS_KEY_ID"] == "arn:aws:kms:eu-west-1:123456789012:key/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee" &&
+      aws_cloudwatch_log_group.this["memory"].kms_key_id == "arn:aws:kms:eu-west-1:123456789012:key/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee" &&
       output.kms_key_arn == "arn:aws:kms:eu-west-1:123456789012:key/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee" &&
       output.kms_key_id == "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee" &&
       output.kms_key_alias == null
@@ -116,7 +116,7 @@ run "module_bucket_with_an_existing_key" {
   # (s3memory:store = the identity) included.
   assert {
     condition = [
-      for statement in jsondecode(aws_iam_role_policy.memory.policy).Statement : [statement.Resource, statement.Condition]
+      for statement in jsondecode(aws_iam_role_policy.this["memory"].policy).Statement : [statement.Resource, statement.Condition]
       if statement.Sid == "EnvelopeKeysWithS3memoryContext"
       ] == [["arn:aws:kms:eu-west-1:123456789012:key/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee", {
         Null         = { "kms:EncryptionContext:s3memory:user" = "false" }
@@ -161,24 +161,24 @@ run "both_existing_without_the_agent_function" {
     condition = (
       length(aws_s3_bucket.memory) == 0 && length(aws_s3_bucket_policy.memory) == 0 &&
       length(aws_kms_key.memory) == 0 && length(aws_kms_alias.memory) == 0 &&
-      length(aws_lambda_function.agent) == 0 && length(aws_iam_role.agent) == 0
+      !contains(keys(aws_lambda_function.this), "agent") && !contains(keys(aws_iam_role.this), "agent")
     )
     error_message = "Neither bucket nor key nor agent function is created."
   }
 
   assert {
     condition = (
-      aws_lambda_function.memory.environment[0].variables["S3MEMORY_BUCKET"] == "team-agent-memory" &&
-      aws_lambda_function.memory.environment[0].variables["S3MEMORY_KMS_KEY_ID"] == "arn:aws:kms:eu-west-1:123456789012:key/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee" &&
-      aws_lambda_function.expiry[0].environment[0].variables["S3MEMORY_BUCKET"] == "team-agent-memory"
+      aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_BUCKET"] == "team-agent-memory" &&
+      aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_KMS_KEY_ID"] == "arn:aws:kms:eu-west-1:123456789012:key/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee" &&
+      aws_lambda_function.this["expiry"].environment[0].variables["S3MEMORY_BUCKET"] == "team-agent-memory"
     )
     error_message = "The memory and expiry functions use the existing bucket and key."
   }
 
   assert {
     condition = (
-      [for s in jsondecode(aws_iam_role_policy.expiry[0].policy).Statement : s.Resource if s.Sid == "DecryptWithS3memoryContext"] == ["arn:aws:kms:eu-west-1:123456789012:key/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"] &&
-      [for s in jsondecode(aws_iam_role_policy.expiry[0].policy).Statement : s.Resource if s.Sid == "ReadAndDeleteMemoryObjects"] == ["arn:aws:s3:::team-agent-memory/users/*"]
+      [for s in jsondecode(aws_iam_role_policy.this["expiry"].policy).Statement : s.Resource if s.Sid == "DecryptWithS3memoryContext"] == ["arn:aws:kms:eu-west-1:123456789012:key/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"] &&
+      [for s in jsondecode(aws_iam_role_policy.this["expiry"].policy).Statement : s.Resource if s.Sid == "ReadAndDeleteMemoryObjects"] == ["arn:aws:s3:::team-agent-memory/users/*"]
     )
     error_message = "The expiry role is granted the existing key and bucket."
   }
@@ -219,7 +219,7 @@ run "refuses_no_key" {
     create_kms_key = false
   }
 
-  expect_failures = [aws_lambda_function.memory]
+  expect_failures = [aws_lambda_function.this["memory"]]
 }
 
 run "refuses_a_key_arn_beside_the_module_key" {
@@ -230,7 +230,7 @@ run "refuses_a_key_arn_beside_the_module_key" {
     kms_key_arn = "arn:aws:kms:eu-west-1:123456789012:key/aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
   }
 
-  expect_failures = [aws_lambda_function.memory]
+  expect_failures = [aws_lambda_function.this["memory"]]
 }
 
 run "refuses_bad_existing_names" {

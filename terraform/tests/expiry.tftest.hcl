@@ -69,13 +69,13 @@ run "off_by_default" {
 
   assert {
     condition = (
-      length(aws_lambda_function.expiry) == 0 &&
+      !contains(keys(aws_lambda_function.this), "expiry") &&
       length(aws_scheduler_schedule.expiry) == 0 &&
-      length(aws_iam_role.expiry) == 0 &&
-      length(aws_iam_role_policy.expiry) == 0 &&
+      !contains(keys(aws_iam_role.this), "expiry") &&
+      !contains(keys(aws_iam_role_policy.this), "expiry") &&
       length(aws_iam_role.expiry_scheduler) == 0 &&
       length(aws_iam_role_policy.expiry_scheduler) == 0 &&
-      length(aws_cloudwatch_log_group.expiry) == 0
+      !contains(keys(aws_cloudwatch_log_group.this), "expiry")
     )
     error_message = "Without expiry_idle_days there is no expiry function, schedule, role or log group."
   }
@@ -108,7 +108,7 @@ run "schedule_alone_creates_nothing" {
   }
 
   assert {
-    condition     = length(aws_lambda_function.expiry) == 0 && length(aws_scheduler_schedule.expiry) == 0
+    condition     = !contains(keys(aws_lambda_function.this), "expiry") && length(aws_scheduler_schedule.expiry) == 0
     error_message = "The schedule and timeout settings alone turn nothing on."
   }
 }
@@ -123,23 +123,23 @@ run "on_creates_the_function_schedule_and_roles" {
   # The function.
   assert {
     condition = (
-      aws_lambda_function.expiry[0].function_name == "s3memory-expiry" &&
-      aws_lambda_function.expiry[0].handler == "s3memory.aws_lambda.expiry.handler" &&
-      aws_lambda_function.expiry[0].role == aws_iam_role.expiry[0].arn &&
-      aws_lambda_function.expiry[0].runtime == aws_lambda_function.memory.runtime &&
-      aws_lambda_function.expiry[0].architectures == aws_lambda_function.memory.architectures &&
-      aws_lambda_function.expiry[0].filename == aws_lambda_function.memory.filename &&
-      aws_lambda_function.expiry[0].source_code_hash == aws_lambda_function.memory.source_code_hash &&
-      aws_lambda_function.expiry[0].timeout == 900 &&
-      aws_lambda_function.expiry[0].reserved_concurrent_executions == 1 &&
-      aws_lambda_function.expiry[0].tracing_config[0].mode == "PassThrough" &&
-      aws_lambda_function.expiry[0].tags["s3memory:module"] == "s3memory"
+      aws_lambda_function.this["expiry"].function_name == "s3memory-expiry" &&
+      aws_lambda_function.this["expiry"].handler == "s3memory.aws_lambda.expiry.handler" &&
+      aws_lambda_function.this["expiry"].role == aws_iam_role.this["expiry"].arn &&
+      aws_lambda_function.this["expiry"].runtime == aws_lambda_function.this["memory"].runtime &&
+      aws_lambda_function.this["expiry"].architectures == aws_lambda_function.this["memory"].architectures &&
+      aws_lambda_function.this["expiry"].filename == aws_lambda_function.this["memory"].filename &&
+      aws_lambda_function.this["expiry"].source_code_hash == aws_lambda_function.this["memory"].source_code_hash &&
+      aws_lambda_function.this["expiry"].timeout == 900 &&
+      aws_lambda_function.this["expiry"].reserved_concurrent_executions == 1 &&
+      aws_lambda_function.this["expiry"].tracing_config[0].mode == "PassThrough" &&
+      aws_lambda_function.this["expiry"].tags["s3memory:module"] == "s3memory"
     )
     error_message = "The expiry function: its handler, its role, the memory function's zip, runtime and architecture, 900 s, one run at a time."
   }
 
   assert {
-    condition = aws_lambda_function.expiry[0].environment[0].variables == tomap({
+    condition = aws_lambda_function.this["expiry"].environment[0].variables == tomap({
       S3MEMORY_BUCKET           = "s3memory-test-bucket"
       S3MEMORY_PREFIX           = "users/"
       S3MEMORY_KMS_KEY_ID       = aws_kms_key.memory[0].arn
@@ -152,18 +152,18 @@ run "on_creates_the_function_schedule_and_roles" {
 
   assert {
     condition = (
-      aws_lambda_function.expiry[0].logging_config[0].log_format == "JSON" &&
-      aws_lambda_function.expiry[0].logging_config[0].application_log_level == "INFO" &&
-      aws_lambda_function.expiry[0].logging_config[0].system_log_level == "WARN"
+      aws_lambda_function.this["expiry"].logging_config[0].log_format == "JSON" &&
+      aws_lambda_function.this["expiry"].logging_config[0].application_log_level == "INFO" &&
+      aws_lambda_function.this["expiry"].logging_config[0].system_log_level == "WARN"
     )
     error_message = "The expiry function logs as the others do (JSON, application INFO, system WARN)."
   }
 
   assert {
     condition = (
-      aws_cloudwatch_log_group.expiry[0].name == "/aws/lambda/s3memory-expiry" &&
-      aws_cloudwatch_log_group.expiry[0].retention_in_days == 30 &&
-      aws_cloudwatch_log_group.expiry[0].kms_key_id == aws_kms_key.memory[0].arn &&
+      aws_cloudwatch_log_group.this["expiry"].name == "/aws/lambda/s3memory-expiry" &&
+      aws_cloudwatch_log_group.this["expiry"].retention_in_days == 30 &&
+      aws_cloudwatch_log_group.this["expiry"].kms_key_id == aws_kms_key.memory[0].arn &&
       output.log_group_names.expiry == "/aws/lambda/s3memory-expiry"
     )
     error_message = "The expiry function has its own log group, with the others' retention and encryption."
@@ -177,22 +177,22 @@ run "on_creates_the_function_schedule_and_roles" {
   # Its role: assumed by Lambda, exactly the expiry policy.
   assert {
     condition = (
-      aws_iam_role.expiry[0].name == "s3memory-expiry-lambda" &&
-      aws_iam_role.expiry[0].path == "/" &&
-      jsondecode(aws_iam_role.expiry[0].assume_role_policy) == jsondecode(aws_iam_role.memory.assume_role_policy) &&
-      jsondecode(aws_iam_role.expiry[0].assume_role_policy).Statement[0].Principal.Service == "lambda.amazonaws.com"
+      aws_iam_role.this["expiry"].name == "s3memory-expiry-lambda" &&
+      aws_iam_role.this["expiry"].path == "/" &&
+      jsondecode(aws_iam_role.this["expiry"].assume_role_policy) == jsondecode(aws_iam_role.this["memory"].assume_role_policy) &&
+      jsondecode(aws_iam_role.this["expiry"].assume_role_policy).Statement[0].Principal.Service == "lambda.amazonaws.com"
     )
     error_message = "The expiry role is <name_prefix>-expiry-lambda, assumed by Lambda like the other execution roles."
   }
 
   assert {
-    condition     = jsondecode(aws_iam_role_policy.expiry[0].policy) == jsondecode(jsonencode(var.expected_expiry_role_policy))
+    condition     = jsondecode(aws_iam_role_policy.this["expiry"].policy) == jsondecode(jsonencode(var.expected_expiry_role_policy))
     error_message = "The expiry role's policy is exactly: list under the prefix, get and delete objects under it, Decrypt (s3memory context, or via S3 for this bucket), its own log group."
   }
 
   assert {
     condition = toset(flatten([
-      for statement in jsondecode(aws_iam_role_policy.expiry[0].policy).Statement : flatten([statement.Action])
+      for statement in jsondecode(aws_iam_role_policy.this["expiry"].policy).Statement : flatten([statement.Action])
       ])) == toset([
       "s3:ListBucket", "s3:GetObject", "s3:DeleteObject", "kms:Decrypt", "logs:CreateLogStream", "logs:PutLogEvents",
     ])
@@ -200,7 +200,7 @@ run "on_creates_the_function_schedule_and_roles" {
   }
 
   assert {
-    condition     = aws_iam_role_policy.expiry[0].role == aws_iam_role.expiry[0].id
+    condition     = aws_iam_role_policy.this["expiry"].role == aws_iam_role.this["expiry"].id
     error_message = "The expiry policy is the expiry role's inline policy."
   }
 
@@ -210,7 +210,7 @@ run "on_creates_the_function_schedule_and_roles" {
       aws_scheduler_schedule.expiry[0].name == "s3memory-expiry" &&
       aws_scheduler_schedule.expiry[0].schedule_expression == "rate(1 day)" &&
       aws_scheduler_schedule.expiry[0].flexible_time_window[0].mode == "OFF" &&
-      aws_scheduler_schedule.expiry[0].target[0].arn == aws_lambda_function.expiry[0].arn &&
+      aws_scheduler_schedule.expiry[0].target[0].arn == aws_lambda_function.this["expiry"].arn &&
       aws_scheduler_schedule.expiry[0].target[0].role_arn == aws_iam_role.expiry_scheduler[0].arn &&
       jsondecode(aws_scheduler_schedule.expiry[0].target[0].input) == {}
     )
@@ -246,7 +246,7 @@ run "on_creates_the_function_schedule_and_roles" {
   }
 
   assert {
-    condition     = jsondecode(aws_iam_role_policy.expiry_scheduler[0].policy).Statement[0].Resource == aws_lambda_function.expiry[0].arn
+    condition     = jsondecode(aws_iam_role_policy.expiry_scheduler[0].policy).Statement[0].Resource == aws_lambda_function.this["expiry"].arn
     error_message = "The ARN the schedule's role may invoke is the expiry function's."
   }
 
@@ -263,7 +263,7 @@ run "on_creates_the_function_schedule_and_roles" {
   assert {
     condition = {
       for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement.Sid => statement
-      if contains(flatten([try(statement.Principal.AWS, [])]), aws_iam_role.expiry[0].arn)
+      if contains(flatten([try(statement.Principal.AWS, [])]), aws_iam_role.this["expiry"].arn)
       } == jsondecode(jsonencode({
         ExpiryDecryptWithS3memoryContext = {
           Sid       = "ExpiryDecryptWithS3memoryContext"
@@ -297,7 +297,7 @@ run "on_creates_the_function_schedule_and_roles" {
   assert {
     condition = alltrue([
       for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
-      toset(flatten([statement.Principal.AWS])) == toset([aws_iam_role.memory.arn, aws_iam_role.agent[0].arn])
+      toset(flatten([statement.Principal.AWS])) == toset([aws_iam_role.this["memory"].arn, aws_iam_role.this["agent"].arn])
       if contains(["EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"], statement.Sid)
     ])
     error_message = "The key users with GenerateDataKey stay the two Lambda roles."
@@ -314,13 +314,13 @@ run "on_creates_the_function_schedule_and_roles" {
   # The serving roles are unchanged.
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] : !strcontains(policy, "expiry")
+      for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy] : !strcontains(policy, "expiry")
     ])
     error_message = "The serving roles' policies do not change with expiry on."
   }
 
   assert {
-    condition     = !contains(keys(aws_lambda_function.memory.environment[0].variables), "S3MEMORY_EXPIRE_IDLE_DAYS") && !contains(keys(aws_lambda_function.agent[0].environment[0].variables), "S3MEMORY_EXPIRE_IDLE_DAYS")
+    condition     = !contains(keys(aws_lambda_function.this["memory"].environment[0].variables), "S3MEMORY_EXPIRE_IDLE_DAYS") && !contains(keys(aws_lambda_function.this["agent"].environment[0].variables), "S3MEMORY_EXPIRE_IDLE_DAYS")
     error_message = "Only the expiry function gets S3MEMORY_EXPIRE_IDLE_DAYS."
   }
 }
@@ -345,14 +345,14 @@ run "options_follow_their_variables" {
 
   assert {
     condition = (
-      aws_lambda_function.expiry[0].function_name == "acme-memory-expiry" &&
-      aws_lambda_function.expiry[0].timeout == 300 &&
-      aws_lambda_function.expiry[0].runtime == "python3.12" &&
-      aws_lambda_function.expiry[0].architectures == tolist(["arm64"]) &&
-      aws_lambda_function.expiry[0].tracing_config[0].mode == "Active" &&
-      aws_lambda_function.expiry[0].logging_config[0].application_log_level == "DEBUG" &&
-      aws_lambda_function.expiry[0].environment[0].variables["S3MEMORY_EXPIRE_IDLE_DAYS"] == "3650" &&
-      aws_lambda_function.expiry[0].environment[0].variables["S3MEMORY_PREFIX"] == "tenants/prod/"
+      aws_lambda_function.this["expiry"].function_name == "acme-memory-expiry" &&
+      aws_lambda_function.this["expiry"].timeout == 300 &&
+      aws_lambda_function.this["expiry"].runtime == "python3.12" &&
+      aws_lambda_function.this["expiry"].architectures == tolist(["arm64"]) &&
+      aws_lambda_function.this["expiry"].tracing_config[0].mode == "Active" &&
+      aws_lambda_function.this["expiry"].logging_config[0].application_log_level == "DEBUG" &&
+      aws_lambda_function.this["expiry"].environment[0].variables["S3MEMORY_EXPIRE_IDLE_DAYS"] == "3650" &&
+      aws_lambda_function.this["expiry"].environment[0].variables["S3MEMORY_PREFIX"] == "tenants/prod/"
     )
     error_message = "Name, timeout, runtime, architecture, tracing, log level, days and prefix follow their variables."
   }
@@ -367,10 +367,10 @@ run "options_follow_their_variables" {
 
   assert {
     condition = alltrue([
-      for role in [aws_iam_role.expiry[0], aws_iam_role.expiry_scheduler[0]] :
+      for role in [aws_iam_role.this["expiry"], aws_iam_role.expiry_scheduler[0]] :
       role.path == "/service/s3memory/" && role.permissions_boundary == "arn:aws:iam::123456789012:policy/boundary"
       ]) && (
-      aws_iam_role.expiry[0].name == "acme-memory-expiry-lambda" &&
+      aws_iam_role.this["expiry"].name == "acme-memory-expiry-lambda" &&
       aws_iam_role.expiry_scheduler[0].name == "acme-memory-expiry-scheduler"
     )
     error_message = "Both expiry roles take the module's path and permissions boundary."
@@ -378,7 +378,7 @@ run "options_follow_their_variables" {
 
   assert {
     condition = {
-      for statement in jsondecode(aws_iam_role_policy.expiry[0].policy).Statement : statement.Sid => statement.Resource
+      for statement in jsondecode(aws_iam_role_policy.this["expiry"].policy).Statement : statement.Sid => statement.Resource
       if contains(["ListMemoryPrefix", "ReadAndDeleteMemoryObjects", "OwnLogGroup", "XRayWrite"], statement.Sid)
       } == {
       ListMemoryPrefix           = "arn:aws:s3:::s3memory-test-bucket"
@@ -395,7 +395,7 @@ run "options_follow_their_variables" {
   }
 
   assert {
-    condition     = aws_cloudwatch_log_group.expiry[0].name == "/aws/lambda/acme-memory-expiry" && aws_cloudwatch_log_group.expiry[0].kms_key_id == null
+    condition     = aws_cloudwatch_log_group.this["expiry"].name == "/aws/lambda/acme-memory-expiry" && aws_cloudwatch_log_group.this["expiry"].kms_key_id == null
     error_message = "The log group follows name_prefix and encrypt_log_groups."
   }
 }

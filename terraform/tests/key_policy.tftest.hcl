@@ -115,7 +115,7 @@ run "default_administrator_is_the_callers_role" {
     condition = length([
       for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement
       if statement.Sid == "EnvelopeKeysWithS3memoryContext" &&
-      try(toset(flatten([statement.Principal.AWS])), toset([])) == toset([aws_iam_role.memory.arn, aws_iam_role.agent[0].arn]) &&
+      try(toset(flatten([statement.Principal.AWS])), toset([])) == toset([aws_iam_role.this["memory"].arn, aws_iam_role.this["agent"].arn]) &&
       toset(flatten([statement.Action])) == toset(["kms:GenerateDataKey", "kms:Decrypt"])
     ]) == 1
     error_message = "Key use stays with the two roles (with the s3memory encryption context)."

@@ -17,10 +17,10 @@ run "off_by_default" {
 
   assert {
     condition = (
-      length(aws_lambda_function.mcp) == 0 &&
-      length(aws_iam_role.mcp) == 0 &&
-      length(aws_iam_role_policy.mcp) == 0 &&
-      length(aws_cloudwatch_log_group.mcp) == 0 &&
+      !contains(keys(aws_lambda_function.this), "mcp") &&
+      !contains(keys(aws_iam_role.this), "mcp") &&
+      !contains(keys(aws_iam_role_policy.this), "mcp") &&
+      !contains(keys(aws_cloudwatch_log_group.this), "mcp") &&
       length(aws_apigatewayv2_integration.mcp) == 0 &&
       length(aws_apigatewayv2_route.mcp) == 0 &&
       length(aws_apigatewayv2_route.mcp_metadata) == 0 &&
@@ -50,7 +50,7 @@ run "off_with_the_http_api" {
 
   assert {
     condition = (
-      length(aws_lambda_function.mcp) == 0 &&
+      !contains(keys(aws_lambda_function.this), "mcp") &&
       length(aws_apigatewayv2_integration.mcp) == 0 &&
       length(aws_apigatewayv2_route.mcp) == 0 &&
       length(aws_apigatewayv2_route.mcp_metadata) == 0 &&
@@ -85,27 +85,27 @@ run "on" {
   # its own role, memory size and reserved concurrency.
   assert {
     condition = (
-      aws_lambda_function.mcp[0].function_name == "s3memory-mcp" &&
-      aws_lambda_function.mcp[0].handler == "s3memory.aws_lambda.mcp_handler" &&
-      aws_lambda_function.mcp[0].role == aws_iam_role.mcp[0].arn &&
-      aws_lambda_function.mcp[0].runtime == aws_lambda_function.memory.runtime &&
-      aws_lambda_function.mcp[0].architectures == aws_lambda_function.memory.architectures &&
-      aws_lambda_function.mcp[0].filename == aws_lambda_function.memory.filename &&
-      aws_lambda_function.mcp[0].source_code_hash == aws_lambda_function.memory.source_code_hash &&
-      aws_lambda_function.mcp[0].timeout == 30 &&
-      aws_lambda_function.mcp[0].memory_size == 512 &&
-      aws_lambda_function.mcp[0].reserved_concurrent_executions == null &&
-      aws_lambda_function.mcp[0].tracing_config[0].mode == "PassThrough" &&
-      aws_lambda_function.mcp[0].tags["s3memory:module"] == "s3memory"
+      aws_lambda_function.this["mcp"].function_name == "s3memory-mcp" &&
+      aws_lambda_function.this["mcp"].handler == "s3memory.aws_lambda.mcp_handler" &&
+      aws_lambda_function.this["mcp"].role == aws_iam_role.this["mcp"].arn &&
+      aws_lambda_function.this["mcp"].runtime == aws_lambda_function.this["memory"].runtime &&
+      aws_lambda_function.this["mcp"].architectures == aws_lambda_function.this["memory"].architectures &&
+      aws_lambda_function.this["mcp"].filename == aws_lambda_function.this["memory"].filename &&
+      aws_lambda_function.this["mcp"].source_code_hash == aws_lambda_function.this["memory"].source_code_hash &&
+      aws_lambda_function.this["mcp"].timeout == 30 &&
+      aws_lambda_function.this["mcp"].memory_size == 512 &&
+      aws_lambda_function.this["mcp"].reserved_concurrent_executions == null &&
+      aws_lambda_function.this["mcp"].tracing_config[0].mode == "PassThrough" &&
+      aws_lambda_function.this["mcp"].tags["s3memory:module"] == "s3memory"
     )
     error_message = "The MCP function: its handler and role, the memory function's zip, runtime, architecture and timeout, 512 MB, unreserved."
   }
 
   assert {
     condition = (
-      aws_lambda_function.mcp[0].logging_config[0].log_format == "JSON" &&
-      aws_lambda_function.mcp[0].logging_config[0].application_log_level == "INFO" &&
-      aws_lambda_function.mcp[0].logging_config[0].system_log_level == "WARN"
+      aws_lambda_function.this["mcp"].logging_config[0].log_format == "JSON" &&
+      aws_lambda_function.this["mcp"].logging_config[0].application_log_level == "INFO" &&
+      aws_lambda_function.this["mcp"].logging_config[0].system_log_level == "WARN"
     )
     error_message = "The MCP function logs as the memory function does (JSON, application INFO, system WARN)."
   }
@@ -113,7 +113,7 @@ run "on" {
   # The memory function's environment (the store, the limits, the token check), without
   # S3MEMORY_DIRECT_INVOCATION, with the route's public URL.
   assert {
-    condition = aws_lambda_function.mcp[0].environment[0].variables == tomap({
+    condition = aws_lambda_function.this["mcp"].environment[0].variables == tomap({
       S3MEMORY_BUCKET         = "s3memory-test-bucket"
       S3MEMORY_PREFIX         = "users/"
       S3MEMORY_KMS_KEY_ID     = aws_kms_key.memory[0].arn
@@ -130,8 +130,8 @@ run "on" {
 
   assert {
     condition = (
-      { for name, value in aws_lambda_function.mcp[0].environment[0].variables : name => value if name != "S3MEMORY_MCP_URL" } ==
-      { for name, value in aws_lambda_function.memory.environment[0].variables : name => value if name != "S3MEMORY_DIRECT_INVOCATION" }
+      { for name, value in aws_lambda_function.this["mcp"].environment[0].variables : name => value if name != "S3MEMORY_MCP_URL" } ==
+      { for name, value in aws_lambda_function.this["memory"].environment[0].variables : name => value if name != "S3MEMORY_DIRECT_INVOCATION" }
     )
     error_message = "The MCP function's environment is the memory function's, but for S3MEMORY_DIRECT_INVOCATION and S3MEMORY_MCP_URL."
   }
@@ -170,7 +170,7 @@ run "on" {
       aws_apigatewayv2_integration.mcp[0].integration_type == "AWS_PROXY" &&
       aws_apigatewayv2_integration.mcp[0].integration_method == "POST" &&
       aws_apigatewayv2_integration.mcp[0].payload_format_version == "2.0" &&
-      aws_apigatewayv2_integration.mcp[0].integration_uri == aws_lambda_function.mcp[0].invoke_arn &&
+      aws_apigatewayv2_integration.mcp[0].integration_uri == aws_lambda_function.this["mcp"].invoke_arn &&
       aws_apigatewayv2_integration.mcp[0].integration_uri == "arn:aws:apigateway:eu-west-1:lambda:path/2015-03-31/functions/arn:aws:lambda:eu-west-1:123456789012:function:s3memory-mcp/invocations" &&
       aws_apigatewayv2_integration.mcp[0].timeout_milliseconds == aws_apigatewayv2_integration.memory[0].timeout_milliseconds
     )
@@ -187,7 +187,7 @@ run "on" {
       ]) &&
       alltrue([
         for permission in aws_lambda_permission.api_mcp :
-        permission.function_name == aws_lambda_function.mcp[0].function_name &&
+        permission.function_name == aws_lambda_function.this["mcp"].function_name &&
         permission.principal == "apigateway.amazonaws.com" &&
         permission.action == "lambda:InvokeFunction"
       ]) &&
@@ -199,9 +199,9 @@ run "on" {
   assert {
     condition = (
       aws_apigatewayv2_route.memory[0].route_key == "POST /memory" &&
-      aws_apigatewayv2_integration.memory[0].integration_uri == aws_lambda_function.memory.invoke_arn &&
+      aws_apigatewayv2_integration.memory[0].integration_uri == aws_lambda_function.this["memory"].invoke_arn &&
       aws_lambda_permission.api_memory[0].source_arn == "arn:aws:execute-api:eu-west-1:123456789012:a1b2c3d4e5/*/POST/memory" &&
-      aws_lambda_function.memory.environment[0].variables["S3MEMORY_DIRECT_INVOCATION"] == "refuse"
+      aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_DIRECT_INVOCATION"] == "refuse"
     )
     error_message = "The MCP endpoint leaves POST /memory and the memory function as they are."
   }
@@ -209,35 +209,35 @@ run "on" {
   # Its role: assumed by Lambda; the memory role's statements, but its own log group.
   assert {
     condition = (
-      aws_iam_role.mcp[0].name == "s3memory-mcp-lambda" &&
-      aws_iam_role.mcp[0].path == "/" &&
-      jsondecode(aws_iam_role.mcp[0].assume_role_policy) == jsondecode(aws_iam_role.memory.assume_role_policy) &&
-      aws_iam_role_policy.mcp[0].role == aws_iam_role.mcp[0].id
+      aws_iam_role.this["mcp"].name == "s3memory-mcp-lambda" &&
+      aws_iam_role.this["mcp"].path == "/" &&
+      jsondecode(aws_iam_role.this["mcp"].assume_role_policy) == jsondecode(aws_iam_role.this["memory"].assume_role_policy) &&
+      aws_iam_role_policy.this["mcp"].role == aws_iam_role.this["mcp"].id
     )
     error_message = "The MCP role is <name_prefix>-mcp-lambda, assumed by Lambda like the other execution roles, with its inline policy."
   }
 
   assert {
     condition = (
-      [for statement in jsondecode(aws_iam_role_policy.mcp[0].policy).Statement : statement if statement.Sid != "OwnLogGroup"] ==
-      [for statement in jsondecode(aws_iam_role_policy.memory.policy).Statement : statement if statement.Sid != "OwnLogGroup"] &&
-      length(jsondecode(aws_iam_role_policy.mcp[0].policy).Statement) == length(jsondecode(aws_iam_role_policy.memory.policy).Statement)
+      [for statement in jsondecode(aws_iam_role_policy.this["mcp"].policy).Statement : statement if statement.Sid != "OwnLogGroup"] ==
+      [for statement in jsondecode(aws_iam_role_policy.this["memory"].policy).Statement : statement if statement.Sid != "OwnLogGroup"] &&
+      length(jsondecode(aws_iam_role_policy.this["mcp"].policy).Statement) == length(jsondecode(aws_iam_role_policy.this["memory"].policy).Statement)
     )
     error_message = "The MCP role may do on the bucket and the key exactly what the memory role may."
   }
 
   assert {
     condition = [
-      for statement in jsondecode(aws_iam_role_policy.mcp[0].policy).Statement : statement.Resource if statement.Sid == "OwnLogGroup"
+      for statement in jsondecode(aws_iam_role_policy.this["mcp"].policy).Statement : statement.Resource if statement.Sid == "OwnLogGroup"
     ] == ["arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/s3memory-mcp:*"]
     error_message = "The MCP role writes only to its own log group."
   }
 
   assert {
     condition = (
-      aws_cloudwatch_log_group.mcp[0].name == "/aws/lambda/s3memory-mcp" &&
-      aws_cloudwatch_log_group.mcp[0].retention_in_days == aws_cloudwatch_log_group.memory.retention_in_days &&
-      aws_cloudwatch_log_group.mcp[0].kms_key_id == aws_kms_key.memory[0].arn &&
+      aws_cloudwatch_log_group.this["mcp"].name == "/aws/lambda/s3memory-mcp" &&
+      aws_cloudwatch_log_group.this["mcp"].retention_in_days == aws_cloudwatch_log_group.this["memory"].retention_in_days &&
+      aws_cloudwatch_log_group.this["mcp"].kms_key_id == aws_kms_key.memory[0].arn &&
       output.log_group_names.mcp == "/aws/lambda/s3memory-mcp"
     )
     error_message = "The MCP function has its own log group, with the others' retention and encryption."
@@ -296,7 +296,7 @@ run "custom_domain_and_sizes" {
 
   assert {
     condition = (
-      aws_lambda_function.mcp[0].environment[0].variables["S3MEMORY_MCP_URL"] == "https://memory.example.com/mcp" &&
+      aws_lambda_function.this["mcp"].environment[0].variables["S3MEMORY_MCP_URL"] == "https://memory.example.com/mcp" &&
       output.mcp_url == "https://memory.example.com/mcp"
     )
     error_message = "mcp_url, when set, is the function's S3MEMORY_MCP_URL and the mcp_url output."
@@ -304,9 +304,9 @@ run "custom_domain_and_sizes" {
 
   assert {
     condition = (
-      aws_lambda_function.mcp[0].memory_size == 1024 &&
-      aws_lambda_function.mcp[0].reserved_concurrent_executions == 3 &&
-      aws_lambda_function.mcp[0].timeout == 45 &&
+      aws_lambda_function.this["mcp"].memory_size == 1024 &&
+      aws_lambda_function.this["mcp"].reserved_concurrent_executions == 3 &&
+      aws_lambda_function.this["mcp"].timeout == 45 &&
       aws_apigatewayv2_integration.mcp[0].timeout_milliseconds == 30000
     )
     error_message = "The MCP function's memory size and reserved concurrency are its own variables; its timeout is the memory function's, the integration's at most API Gateway's 30 s."
@@ -332,7 +332,7 @@ run "disabled" {
   # null (the default, run "on") leaves the argument unset (the mocked provider plans null): the AWS
   # provider's default, -1, unreserved. 0 reserves nothing: the function is throttled.
   assert {
-    condition     = aws_lambda_function.mcp[0].reserved_concurrent_executions == 0
+    condition     = aws_lambda_function.this["mcp"].reserved_concurrent_executions == 0
     error_message = "mcp_function_reserved_concurrency = 0 disables the MCP function."
   }
 }
@@ -344,7 +344,7 @@ run "refused_without_the_http_api" {
     create_mcp_endpoint = true
   }
 
-  expect_failures = [aws_lambda_function.mcp]
+  expect_failures = [aws_lambda_function.this["mcp"]]
 }
 
 run "rejects_bad_mcp_settings" {

@@ -34,7 +34,7 @@ run "off_by_default" {
 
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0], aws_lambda_function.mcp[0], aws_lambda_function.expiry[0]] :
+      for fn in [aws_lambda_function.this["memory"], aws_lambda_function.this["agent"], aws_lambda_function.this["mcp"], aws_lambda_function.this["expiry"]] :
       !contains(keys(fn.environment[0].variables), "S3MEMORY_MOUNTS")
     ])
     error_message = "Without shared_memory_mounts no function has S3MEMORY_MOUNTS."
@@ -50,7 +50,7 @@ run "off_without_the_http_api" {
 
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0]] :
+      for fn in [aws_lambda_function.this["memory"], aws_lambda_function.this["agent"]] :
       !contains(keys(fn.environment[0].variables), "S3MEMORY_MOUNTS")
     ])
     error_message = "By default (no HTTP API) neither function has S3MEMORY_MOUNTS."
@@ -72,19 +72,19 @@ run "set" {
 
   # Terraform's jsonencode: keys sorted, no spaces; mode always present (read_only when left out).
   assert {
-    condition     = aws_lambda_function.memory.environment[0].variables["S3MEMORY_MOUNTS"] == "[{\"claim\":\"groups\",\"memory\":\"team-acme\",\"mode\":\"read_only\",\"point\":\"/memories/team\",\"value\":\"acme\"},{\"claim\":\"groups\",\"memory\":\"team-acme\",\"mode\":\"read_write\",\"point\":\"/memories/team\",\"value\":\"acme-curators\"},{\"claim\":\"scope\",\"memory\":\"runbooks\",\"mode\":\"read_only\",\"point\":\"/memories/runbooks\",\"value\":\"runbooks\"}]"
+    condition     = aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_MOUNTS"] == "[{\"claim\":\"groups\",\"memory\":\"team-acme\",\"mode\":\"read_only\",\"point\":\"/memories/team\",\"value\":\"acme\"},{\"claim\":\"groups\",\"memory\":\"team-acme\",\"mode\":\"read_write\",\"point\":\"/memories/team\",\"value\":\"acme-curators\"},{\"claim\":\"scope\",\"memory\":\"runbooks\",\"mode\":\"read_only\",\"point\":\"/memories/runbooks\",\"value\":\"runbooks\"}]"
     error_message = "The memory function's S3MEMORY_MOUNTS is not exactly the three grants, JSON-encoded."
   }
 
   assert {
-    condition     = aws_lambda_function.mcp[0].environment[0].variables["S3MEMORY_MOUNTS"] == aws_lambda_function.memory.environment[0].variables["S3MEMORY_MOUNTS"]
+    condition     = aws_lambda_function.this["mcp"].environment[0].variables["S3MEMORY_MOUNTS"] == aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_MOUNTS"]
     error_message = "The MCP function's S3MEMORY_MOUNTS is the memory function's."
   }
 
   assert {
     condition = (
-      !contains(keys(aws_lambda_function.agent[0].environment[0].variables), "S3MEMORY_MOUNTS") &&
-      !contains(keys(aws_lambda_function.expiry[0].environment[0].variables), "S3MEMORY_MOUNTS")
+      !contains(keys(aws_lambda_function.this["agent"].environment[0].variables), "S3MEMORY_MOUNTS") &&
+      !contains(keys(aws_lambda_function.this["expiry"].environment[0].variables), "S3MEMORY_MOUNTS")
     )
     error_message = "Neither the agent function (direct-invoked, no token) nor the expiry function gets S3MEMORY_MOUNTS."
   }
@@ -92,7 +92,7 @@ run "set" {
   # The setting needs S3MEMORY_JWT_ISSUER on the same function (settings.Edge.from_env).
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.mcp[0]] :
+      for fn in [aws_lambda_function.this["memory"], aws_lambda_function.this["mcp"]] :
       fn.environment[0].variables["S3MEMORY_JWT_ISSUER"] == "https://issuer.example.com"
     ])
     error_message = "Both functions with S3MEMORY_MOUNTS verify tokens (S3MEMORY_JWT_ISSUER)."
@@ -100,8 +100,8 @@ run "set" {
 
   assert {
     condition = (
-      { for name, value in aws_lambda_function.mcp[0].environment[0].variables : name => value if name != "S3MEMORY_MCP_URL" } ==
-      { for name, value in aws_lambda_function.memory.environment[0].variables : name => value if name != "S3MEMORY_DIRECT_INVOCATION" }
+      { for name, value in aws_lambda_function.this["mcp"].environment[0].variables : name => value if name != "S3MEMORY_MCP_URL" } ==
+      { for name, value in aws_lambda_function.this["memory"].environment[0].variables : name => value if name != "S3MEMORY_DIRECT_INVOCATION" }
     )
     error_message = "The MCP function's environment is still the memory function's, but for S3MEMORY_DIRECT_INVOCATION and S3MEMORY_MCP_URL."
   }
@@ -131,8 +131,8 @@ run "accepts_the_boundaries" {
 
   assert {
     condition = (
-      length(jsondecode(aws_lambda_function.memory.environment[0].variables["S3MEMORY_MOUNTS"])) == 16 &&
-      length(distinct([for grant in jsondecode(aws_lambda_function.memory.environment[0].variables["S3MEMORY_MOUNTS"]) : grant.point])) == 16
+      length(jsondecode(aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_MOUNTS"])) == 16 &&
+      length(distinct([for grant in jsondecode(aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_MOUNTS"]) : grant.point])) == 16
     )
     error_message = "16 grants at 16 points are accepted and all reach S3MEMORY_MOUNTS."
   }
@@ -492,7 +492,7 @@ run "refuses_mounts_without_the_http_api" {
     shared_memory_mounts = [var.good]
   }
 
-  expect_failures = [aws_lambda_function.memory]
+  expect_failures = [aws_lambda_function.this["memory"]]
 }
 
 run "refuses_mounts_on_storage_format_1" {
@@ -503,7 +503,7 @@ run "refuses_mounts_on_storage_format_1" {
     shared_memory_mounts = [var.good]
   }
 
-  expect_failures = [aws_lambda_function.memory]
+  expect_failures = [aws_lambda_function.this["memory"]]
 }
 
 # The budget counts bytes of UTF-8: 1,000 two-byte characters and 909 one-byte ones make a value
@@ -516,7 +516,7 @@ run "accepts_3000_bytes" {
   }
 
   assert {
-    condition     = length(aws_lambda_function.memory.environment[0].variables["S3MEMORY_MOUNTS"]) == 2000
+    condition     = length(aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_MOUNTS"]) == 2000
     error_message = "The setting of 3,000 bytes (2,000 characters) is accepted."
   }
 }
@@ -528,7 +528,7 @@ run "refuses_3001_bytes" {
     shared_memory_mounts = [merge(var.good, { point = "/memories/team", memory = "team", value = "${join("", [for i in range(1000) : "é"])}${join("", [for i in range(910) : "a"])}" })]
   }
 
-  expect_failures = [aws_lambda_function.memory]
+  expect_failures = [aws_lambda_function.this["memory"]]
 }
 
 # Lambda's 4 KB covers all of a function's variables: mounts within their budget and an audience of
@@ -541,7 +541,7 @@ run "refuses_an_environment_over_4_kb" {
     shared_memory_mounts = [merge(var.good, { point = "/memories/team", memory = "team", value = "${join("", [for i in range(1000) : "é"])}${join("", [for i in range(909) : "a"])}" })]
   }
 
-  expect_failures = [aws_lambda_function.memory]
+  expect_failures = [aws_lambda_function.this["memory"]]
 }
 
 run "accepts_the_same_mounts_with_a_short_audience" {
@@ -552,7 +552,7 @@ run "accepts_the_same_mounts_with_a_short_audience" {
   }
 
   assert {
-    condition     = length(aws_lambda_function.memory.environment[0].variables["S3MEMORY_MOUNTS"]) == 2000
+    condition     = length(aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_MOUNTS"]) == 2000
     error_message = "Mounts of 3,000 bytes with the tests' short audience fit in 4 KB."
   }
 }

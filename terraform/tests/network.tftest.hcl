@@ -26,7 +26,7 @@ run "off_by_default" {
 
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0], aws_lambda_function.expiry[0], aws_lambda_function.mcp[0]] :
+      for fn in [aws_lambda_function.this["memory"], aws_lambda_function.this["agent"], aws_lambda_function.this["expiry"], aws_lambda_function.this["mcp"]] :
       length(fn.dead_letter_config) == 0 && length(fn.vpc_config) == 0
     ])
     error_message = "No function has a dead-letter target or a VPC by default."
@@ -34,7 +34,7 @@ run "off_by_default" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.mcp[0].policy] :
+      for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy, aws_iam_role_policy.this["expiry"].policy, aws_iam_role_policy.this["mcp"].policy] :
       !strcontains(policy, "sqs:") && !strcontains(policy, "sns:") && !strcontains(policy, "ec2:")
     ])
     error_message = "No role may send to a queue or topic, or touch network interfaces, by default."
@@ -50,27 +50,27 @@ run "dead_letter_queue" {
 
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0], aws_lambda_function.expiry[0]] :
+      for fn in [aws_lambda_function.this["memory"], aws_lambda_function.this["agent"], aws_lambda_function.this["expiry"]] :
       [for config in fn.dead_letter_config : config.target_arn] == ["arn:aws:sqs:eu-west-1:123456789012:s3memory-dlq"]
-    ]) && length(aws_lambda_function.mcp[0].dead_letter_config) == 0
+    ]) && length(aws_lambda_function.this["mcp"].dead_letter_config) == 0
     error_message = "The memory, agent and expiry functions send failed asynchronous events to the queue; the MCP function (synchronous only) has none."
   }
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy, aws_iam_role_policy.expiry[0].policy] :
+      for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy, aws_iam_role_policy.this["expiry"].policy] :
       [for statement in jsondecode(policy).Statement : statement if statement.Sid == "DeadLetterTarget"] == [{
         Sid      = "DeadLetterTarget"
         Effect   = "Allow"
         Action   = "sqs:SendMessage"
         Resource = "arn:aws:sqs:eu-west-1:123456789012:s3memory-dlq"
       }]
-    ]) && !strcontains(aws_iam_role_policy.mcp[0].policy, "sqs:")
+    ]) && !strcontains(aws_iam_role_policy.this["mcp"].policy, "sqs:")
     error_message = "Their roles may sqs:SendMessage to exactly the queue, the MCP role not at all."
   }
 
   assert {
-    condition     = !strcontains(aws_iam_role_policy.memory.policy, "DeadLetterTargetKey")
+    condition     = !strcontains(aws_iam_role_policy.this["memory"].policy, "DeadLetterTargetKey")
     error_message = "Without dead_letter_kms_key_arn no key is granted for it."
   }
 }
@@ -85,7 +85,7 @@ run "dead_letter_topic_with_its_key" {
 
   assert {
     condition = [
-      for statement in jsondecode(aws_iam_role_policy.expiry[0].policy).Statement : statement
+      for statement in jsondecode(aws_iam_role_policy.this["expiry"].policy).Statement : statement
       if startswith(statement.Sid, "DeadLetter")
       ] == [
       {
@@ -106,7 +106,7 @@ run "dead_letter_topic_with_its_key" {
   }
 
   assert {
-    condition     = [for config in aws_lambda_function.memory.dead_letter_config : config.target_arn] == ["arn:aws:sns:eu-west-1:123456789012:s3memory-dead-letters"]
+    condition     = [for config in aws_lambda_function.this["memory"].dead_letter_config : config.target_arn] == ["arn:aws:sns:eu-west-1:123456789012:s3memory-dead-letters"]
     error_message = "The memory function's dead-letter target is the topic."
   }
 }
@@ -121,7 +121,7 @@ run "vpc" {
 
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0], aws_lambda_function.expiry[0], aws_lambda_function.mcp[0]] :
+      for fn in [aws_lambda_function.this["memory"], aws_lambda_function.this["agent"], aws_lambda_function.this["expiry"], aws_lambda_function.this["mcp"]] :
       [for config in fn.vpc_config : [toset(config.subnet_ids), toset(config.security_group_ids)]] == [[
         toset(["subnet-0123456789abcdef0", "subnet-89abcdef"]), toset(["sg-0123456789abcdef0"]),
       ]]
@@ -131,7 +131,7 @@ run "vpc" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.mcp[0].policy] :
+      for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy, aws_iam_role_policy.this["expiry"].policy, aws_iam_role_policy.this["mcp"].policy] :
       [for statement in jsondecode(policy).Statement : statement if startswith(statement.Sid, "Vpc")] == [
         {
           Sid      = "VpcNetworkInterfacesDescribe"
@@ -152,7 +152,7 @@ run "vpc" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.mcp[0].policy] :
+      for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy, aws_iam_role_policy.this["expiry"].policy, aws_iam_role_policy.this["mcp"].policy] :
       !strcontains(policy, "logs:CreateLogGroup")
     ])
     error_message = "The managed policy's logs:CreateLogGroup is not among them."
@@ -166,7 +166,7 @@ run "vpc_refuses_subnets_without_security_groups" {
     vpc_subnet_ids = ["subnet-0123456789abcdef0"]
   }
 
-  expect_failures = [aws_lambda_function.memory]
+  expect_failures = [aws_lambda_function.this["memory"]]
 }
 
 run "vpc_refuses_security_groups_without_subnets" {
@@ -176,7 +176,7 @@ run "vpc_refuses_security_groups_without_subnets" {
     vpc_security_group_ids = ["sg-0123456789abcdef0"]
   }
 
-  expect_failures = [aws_lambda_function.memory]
+  expect_failures = [aws_lambda_function.this["memory"]]
 }
 
 run "rejects_bad_dead_letter_and_vpc_settings" {

@@ -79,19 +79,19 @@ run "absent_by_default" {
   assert {
     condition = alltrue([
       for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
-      toset(flatten([statement.Principal.AWS])) == toset([aws_iam_role.memory.arn, aws_iam_role.agent[0].arn])
+      toset(flatten([statement.Principal.AWS])) == toset([aws_iam_role.this["memory"].arn, aws_iam_role.this["agent"].arn])
       if contains(["EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"], statement.Sid)
     ])
     error_message = "Without the operator role, the key users are the two Lambda roles only."
   }
 
   assert {
-    condition     = jsondecode(aws_iam_role_policy.memory.policy) == jsondecode(jsonencode(var.expected_memory_role_policy))
+    condition     = jsondecode(aws_iam_role_policy.this["memory"].policy) == jsondecode(jsonencode(var.expected_memory_role_policy))
     error_message = "The memory role's policy is exactly the serving policy."
   }
 
   assert {
-    condition     = !strcontains(aws_iam_role_policy.memory.policy, "operator") && !strcontains(aws_kms_key.memory[0].policy, "operator")
+    condition     = !strcontains(aws_iam_role_policy.this["memory"].policy, "operator") && !strcontains(aws_kms_key.memory[0].policy, "operator")
     error_message = "Nothing names an operator role that does not exist."
   }
 }
@@ -213,13 +213,13 @@ run "created_for_the_trusted_principals" {
 
   # The serving roles are unchanged.
   assert {
-    condition     = jsondecode(aws_iam_role_policy.memory.policy) == jsondecode(jsonencode(var.expected_memory_role_policy))
+    condition     = jsondecode(aws_iam_role_policy.this["memory"].policy) == jsondecode(jsonencode(var.expected_memory_role_policy))
     error_message = "The memory role's policy is exactly the serving policy, with or without the operator role."
   }
 
   assert {
     condition = alltrue(flatten([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] : [
+      for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy] : [
         for action in ["s3:ListBucketVersions", "s3:GetObjectVersion", "s3:DeleteObjectVersion", "s3:GetBucketVersioning"] :
         !strcontains(policy, action)
       ]
@@ -229,7 +229,7 @@ run "created_for_the_trusted_principals" {
 
   assert {
     condition = toset(flatten([
-      for statement in jsondecode(aws_iam_role_policy.agent[0].policy).Statement : flatten([statement.Action])
+      for statement in jsondecode(aws_iam_role_policy.this["agent"].policy).Statement : flatten([statement.Action])
       ])) == toset([
       "s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:ListBucket",
       "kms:GenerateDataKey", "kms:Decrypt", "logs:CreateLogStream", "logs:PutLogEvents",
@@ -242,7 +242,7 @@ run "created_for_the_trusted_principals" {
   assert {
     condition = alltrue([
       for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
-      toset(flatten([statement.Principal.AWS])) == toset([aws_iam_role.memory.arn, aws_iam_role.agent[0].arn, aws_iam_role.operator[0].arn])
+      toset(flatten([statement.Principal.AWS])) == toset([aws_iam_role.this["memory"].arn, aws_iam_role.this["agent"].arn, aws_iam_role.operator[0].arn])
       if contains(["EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"], statement.Sid)
     ]) && length([for statement in jsondecode(aws_kms_key.memory[0].policy).Statement : statement if contains(["EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"], statement.Sid)]) == 2
     error_message = "The key policy's use statements name the operator role next to the two Lambda roles."
@@ -314,7 +314,7 @@ run "options_follow_their_variables" {
   assert {
     condition = alltrue([
       for statement in jsondecode(aws_kms_key.memory[0].policy).Statement :
-      flatten([statement.Principal.AWS]) == [aws_iam_role.memory.arn, aws_iam_role.agent[0].arn, aws_iam_role.operator[0].arn, "arn:aws:iam::123456789012:role/reporting"]
+      flatten([statement.Principal.AWS]) == [aws_iam_role.this["memory"].arn, aws_iam_role.this["agent"].arn, aws_iam_role.operator[0].arn, "arn:aws:iam::123456789012:role/reporting"]
       if contains(["EnvelopeKeysWithS3memoryContext", "BucketSseViaS3"], statement.Sid)
     ])
     error_message = "The operator role is a key user next to additional_key_user_arns."

@@ -22,7 +22,7 @@ run "secret_grants_agent_only" {
 
   assert {
     condition = [
-      for statement in jsondecode(aws_iam_role_policy.agent[0].policy).Statement : statement.Resource
+      for statement in jsondecode(aws_iam_role_policy.this["agent"].policy).Statement : statement.Resource
       if statement.Action == "secretsmanager:GetSecretValue"
     ] == ["arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"]
     error_message = "The agent role may read exactly the configured secret."
@@ -30,7 +30,7 @@ run "secret_grants_agent_only" {
 
   assert {
     condition = length([
-      for statement in jsondecode(aws_iam_role_policy.agent[0].policy).Statement : statement
+      for statement in jsondecode(aws_iam_role_policy.this["agent"].policy).Statement : statement
       if statement.Sid == "AnthropicApiKeySecretDecrypt" &&
       statement.Resource == "arn:aws:kms:eu-west-1:123456789012:key/99999999-8888-7777-6666-555555555555" &&
       try(statement.Condition.StringEquals["kms:ViaService"], null) == "secretsmanager.eu-west-1.amazonaws.com"
@@ -39,17 +39,17 @@ run "secret_grants_agent_only" {
   }
 
   assert {
-    condition     = !strcontains(aws_iam_role_policy.memory.policy, "secretsmanager")
+    condition     = !strcontains(aws_iam_role_policy.this["memory"].policy, "secretsmanager")
     error_message = "The memory role must never read the secret."
   }
 
   assert {
-    condition     = aws_lambda_function.agent[0].environment[0].variables["ANTHROPIC_API_KEY_SECRET_ARN"] == "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"
+    condition     = aws_lambda_function.this["agent"].environment[0].variables["ANTHROPIC_API_KEY_SECRET_ARN"] == "arn:aws:secretsmanager:eu-west-1:123456789012:secret:anthropic-api-key-AbCdEf"
     error_message = "The agent function gets ANTHROPIC_API_KEY_SECRET_ARN."
   }
 
   assert {
-    condition     = !contains(keys(aws_lambda_function.memory.environment[0].variables), "ANTHROPIC_API_KEY_SECRET_ARN")
+    condition     = !contains(keys(aws_lambda_function.this["memory"].environment[0].variables), "ANTHROPIC_API_KEY_SECRET_ARN")
     error_message = "The memory function does not get the secret ARN."
   }
 }
@@ -62,7 +62,7 @@ run "prefix_scopes_iam" {
   }
 
   assert {
-    condition     = aws_lambda_function.memory.environment[0].variables["S3MEMORY_PREFIX"] == "tenants/prod/"
+    condition     = aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_PREFIX"] == "tenants/prod/"
     error_message = "S3MEMORY_PREFIX follows memory_prefix."
   }
 
@@ -118,29 +118,29 @@ run "custom_sizes_names_and_logs" {
 
   assert {
     condition = (
-      aws_lambda_function.memory.function_name == "team-a-memory" &&
-      aws_lambda_function.agent[0].function_name == "team-a-agent" &&
-      aws_iam_role.memory.name == "team-a-memory-lambda" &&
-      aws_cloudwatch_log_group.agent[0].name == "/aws/lambda/team-a-agent"
+      aws_lambda_function.this["memory"].function_name == "team-a-memory" &&
+      aws_lambda_function.this["agent"].function_name == "team-a-agent" &&
+      aws_iam_role.this["memory"].name == "team-a-memory-lambda" &&
+      aws_cloudwatch_log_group.this["agent"].name == "/aws/lambda/team-a-agent"
     )
     error_message = "Names follow name_prefix."
   }
 
   assert {
     condition = (
-      aws_lambda_function.memory.runtime == "python3.12" &&
-      aws_lambda_function.memory.timeout == 10 &&
-      aws_lambda_function.memory.memory_size == 512 &&
-      aws_lambda_function.agent[0].timeout == 300 &&
-      aws_lambda_function.agent[0].environment[0].variables["S3MEMORY_MODEL"] == "claude-opus-4-1"
+      aws_lambda_function.this["memory"].runtime == "python3.12" &&
+      aws_lambda_function.this["memory"].timeout == 10 &&
+      aws_lambda_function.this["memory"].memory_size == 512 &&
+      aws_lambda_function.this["agent"].timeout == 300 &&
+      aws_lambda_function.this["agent"].environment[0].variables["S3MEMORY_MODEL"] == "claude-opus-4-1"
     )
     error_message = "Function settings follow their variables."
   }
 
   assert {
     condition = (
-      aws_cloudwatch_log_group.memory.retention_in_days == 90 &&
-      aws_cloudwatch_log_group.memory.kms_key_id == null &&
+      aws_cloudwatch_log_group.this["memory"].retention_in_days == 90 &&
+      aws_cloudwatch_log_group.this["memory"].kms_key_id == null &&
       length([for s in local.kms_key_policy.Statement : s if s.Sid == "CloudWatchLogsForModuleLogGroups"]) == 0
     )
     error_message = "Retention follows the variable; log encryption can be turned off (and the key policy drops the logs grant)."
@@ -170,13 +170,13 @@ run "xray_active_adds_only_xray" {
   }
 
   assert {
-    condition     = aws_lambda_function.memory.tracing_config[0].mode == "Active"
+    condition     = aws_lambda_function.this["memory"].tracing_config[0].mode == "Active"
     error_message = "tracing_mode is applied."
   }
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy] :
+      for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy] :
       [for s in jsondecode(policy).Statement : s.Action if s.Resource == "*"] == [["xray:PutTraceSegments", "xray:PutTelemetryRecords"]]
     ])
     error_message = "Only the X-Ray write actions may have resource \"*\"."

@@ -18,7 +18,7 @@ run "defaults_keep_the_environment_minimal" {
   command = plan
 
   assert {
-    condition = toset(keys(aws_lambda_function.memory.environment[0].variables)) == toset([
+    condition = toset(keys(aws_lambda_function.this["memory"].environment[0].variables)) == toset([
       "S3MEMORY_BUCKET", "S3MEMORY_PREFIX", "S3MEMORY_KMS_KEY_ID", "S3MEMORY_STORAGE_FORMAT", "S3MEMORY_STORE_ID",
       "S3MEMORY_DIRECT_INVOCATION",
     ])
@@ -26,7 +26,7 @@ run "defaults_keep_the_environment_minimal" {
   }
 
   assert {
-    condition = toset(keys(aws_lambda_function.agent[0].environment[0].variables)) == toset([
+    condition = toset(keys(aws_lambda_function.this["agent"].environment[0].variables)) == toset([
       "S3MEMORY_BUCKET", "S3MEMORY_PREFIX", "S3MEMORY_KMS_KEY_ID", "S3MEMORY_STORAGE_FORMAT", "S3MEMORY_STORE_ID",
       "S3MEMORY_MODEL", "ANTHROPIC_API_KEY_SECRET_ARN",
     ])
@@ -34,13 +34,13 @@ run "defaults_keep_the_environment_minimal" {
   }
 
   assert {
-    condition     = aws_lambda_function.memory.environment[0].variables["S3MEMORY_DIRECT_INVOCATION"] == "allow"
+    condition     = aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_DIRECT_INVOCATION"] == "allow"
     error_message = "Without the HTTP API the memory function serves direct invocations."
   }
 
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0]] :
+      for fn in [aws_lambda_function.this["memory"], aws_lambda_function.this["agent"]] :
       fn.logging_config[0].log_format == "JSON" &&
       fn.logging_config[0].application_log_level == "INFO" &&
       fn.logging_config[0].system_log_level == "WARN"
@@ -50,8 +50,8 @@ run "defaults_keep_the_environment_minimal" {
 
   assert {
     condition = (
-      aws_lambda_function.memory.reserved_concurrent_executions == null &&
-      aws_lambda_function.agent[0].reserved_concurrent_executions == null
+      aws_lambda_function.this["memory"].reserved_concurrent_executions == null &&
+      aws_lambda_function.this["agent"].reserved_concurrent_executions == null
     )
     error_message = "Reserved concurrency is unset by default (the provider's -1: the account's unreserved pool), so apply works on accounts with a low concurrency limit."
   }
@@ -70,7 +70,7 @@ run "limits_and_guard_reach_both_functions" {
 
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0]] :
+      for fn in [aws_lambda_function.this["memory"], aws_lambda_function.this["agent"]] :
       fn.environment[0].variables["S3MEMORY_QUOTA_BYTES"] == "50000000000" &&
       fn.environment[0].variables["S3MEMORY_QUOTA_FILES"] == "200" &&
       fn.environment[0].variables["S3MEMORY_GUARD"] == "redact" &&
@@ -81,7 +81,7 @@ run "limits_and_guard_reach_both_functions" {
 
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0]] :
+      for fn in [aws_lambda_function.this["memory"], aws_lambda_function.this["agent"]] :
       fn.logging_config[0].application_log_level == "DEBUG"
     ])
     error_message = "log_level sets both functions' application log level."
@@ -101,7 +101,7 @@ run "smallest_limits_and_guard_off" {
 
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0]] :
+      for fn in [aws_lambda_function.this["memory"], aws_lambda_function.this["agent"]] :
       fn.environment[0].variables["S3MEMORY_QUOTA_BYTES"] == "1" &&
       fn.environment[0].variables["S3MEMORY_QUOTA_FILES"] == "1" &&
       fn.environment[0].variables["S3MEMORY_GUARD"] == "off" &&
@@ -123,10 +123,10 @@ run "http_api_fronted_function_refuses_direct_events_and_verifies_jwt" {
 
   assert {
     condition = (
-      aws_lambda_function.memory.environment[0].variables["S3MEMORY_DIRECT_INVOCATION"] == "refuse" &&
-      aws_lambda_function.memory.environment[0].variables["S3MEMORY_JWT_ISSUER"] == "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_EXAMPLE" &&
-      aws_lambda_function.memory.environment[0].variables["S3MEMORY_JWT_AUDIENCE"] == "client-a,client-b" &&
-      aws_lambda_function.memory.environment[0].variables["S3MEMORY_JWT_SCOPES"] == "memory/read memory/write"
+      aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_DIRECT_INVOCATION"] == "refuse" &&
+      aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_JWT_ISSUER"] == "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_EXAMPLE" &&
+      aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_JWT_AUDIENCE"] == "client-a,client-b" &&
+      aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_JWT_SCOPES"] == "memory/read memory/write"
     )
     error_message = "Behind the HTTP API the memory function refuses direct events and verifies the JWT itself (issuer, audiences, scopes)."
   }
@@ -138,7 +138,7 @@ run "http_api_fronted_function_refuses_direct_events_and_verifies_jwt" {
 
   assert {
     condition = length([
-      for name in keys(aws_lambda_function.agent[0].environment[0].variables) : name
+      for name in keys(aws_lambda_function.this["agent"].environment[0].variables) : name
       if startswith(name, "S3MEMORY_JWT_") || name == "S3MEMORY_DIRECT_INVOCATION"
     ]) == 0
     error_message = "The agent function gets no JWT or direct-invocation setting: it is not behind the API."
@@ -156,8 +156,8 @@ run "http_api_without_scopes" {
 
   assert {
     condition = (
-      aws_lambda_function.memory.environment[0].variables["S3MEMORY_JWT_AUDIENCE"] == "client-a" &&
-      !contains(keys(aws_lambda_function.memory.environment[0].variables), "S3MEMORY_JWT_SCOPES") &&
+      aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_JWT_AUDIENCE"] == "client-a" &&
+      !contains(keys(aws_lambda_function.this["memory"].environment[0].variables), "S3MEMORY_JWT_SCOPES") &&
       try(length(aws_apigatewayv2_route.memory[0].authorization_scopes), 0) == 0
     )
     error_message = "Without jwt_authorization_scopes neither the route nor the function requires a scope."
@@ -176,8 +176,8 @@ run "http_api_with_direct_invocation_allowed" {
 
   assert {
     condition = (
-      aws_lambda_function.memory.environment[0].variables["S3MEMORY_DIRECT_INVOCATION"] == "allow" &&
-      aws_lambda_function.memory.environment[0].variables["S3MEMORY_JWT_ISSUER"] == "https://issuer.example.com/"
+      aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_DIRECT_INVOCATION"] == "allow" &&
+      aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_JWT_ISSUER"] == "https://issuer.example.com/"
     )
     error_message = "memory_function_allow_direct_invocation = true serves direct events beside the API (HTTP events are still verified)."
   }
@@ -193,8 +193,8 @@ run "direct_invocation_refused_without_api" {
 
   assert {
     condition = (
-      aws_lambda_function.memory.environment[0].variables["S3MEMORY_DIRECT_INVOCATION"] == "refuse" &&
-      length([for name in keys(aws_lambda_function.memory.environment[0].variables) : name if startswith(name, "S3MEMORY_JWT_")]) == 0
+      aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_DIRECT_INVOCATION"] == "refuse" &&
+      length([for name in keys(aws_lambda_function.this["memory"].environment[0].variables) : name if startswith(name, "S3MEMORY_JWT_")]) == 0
     )
     error_message = "memory_function_allow_direct_invocation = false refuses direct events; without the API no JWT setting is passed."
   }
@@ -212,8 +212,8 @@ run "reserved_concurrency_zero_disables" {
 
   assert {
     condition = (
-      aws_lambda_function.memory.reserved_concurrent_executions == 0 &&
-      aws_lambda_function.agent[0].reserved_concurrent_executions == 0
+      aws_lambda_function.this["memory"].reserved_concurrent_executions == 0 &&
+      aws_lambda_function.this["agent"].reserved_concurrent_executions == 0
     )
     error_message = "0 reserves nothing and so disables the functions."
   }
@@ -229,8 +229,8 @@ run "reserved_concurrency_whole_number_reserves" {
 
   assert {
     condition = (
-      aws_lambda_function.memory.reserved_concurrent_executions == 100 &&
-      aws_lambda_function.agent[0].reserved_concurrent_executions == 10
+      aws_lambda_function.this["memory"].reserved_concurrent_executions == 100 &&
+      aws_lambda_function.this["agent"].reserved_concurrent_executions == 10
     )
     error_message = "A whole number is reserved (and the function's ceiling)."
   }

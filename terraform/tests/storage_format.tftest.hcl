@@ -34,7 +34,7 @@ run "format_2_by_default_tells_every_function_and_pins_the_identity" {
 
   assert {
     condition = [
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0], aws_lambda_function.expiry[0]] : {
+      for fn in [aws_lambda_function.this["memory"], aws_lambda_function.this["agent"], aws_lambda_function.this["expiry"]] : {
         for name, value in fn.environment[0].variables : name => value if contains(var.store_variables, name)
       }
       ] == [for _ in range(3) : {
@@ -63,7 +63,7 @@ run "format_2_by_default_tells_every_function_and_pins_the_identity" {
 
   assert {
     condition = alltrue(flatten([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
+      for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy, aws_iam_role_policy.this["expiry"].policy, aws_iam_role_policy.operator[0].policy] : [
         for statement in jsondecode(policy).Statement :
         statement.Condition == {
           Null         = { "kms:EncryptionContext:s3memory:user" = "false" }
@@ -77,7 +77,7 @@ run "format_2_by_default_tells_every_function_and_pins_the_identity" {
 
   assert {
     condition = length(flatten([
-      for policy in [aws_kms_key.memory[0].policy, aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
+      for policy in [aws_kms_key.memory[0].policy, aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy, aws_iam_role_policy.this["expiry"].policy, aws_iam_role_policy.operator[0].policy] : [
         for statement in jsondecode(policy).Statement : statement.Sid if contains(var.envelope_sids, statement.Sid)
       ]
     ])) == 6
@@ -102,7 +102,7 @@ run "format_2_by_default_tells_every_function_and_pins_the_identity" {
 
   assert {
     condition = length(flatten([
-      for policy in [aws_kms_key.memory[0].policy, aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
+      for policy in [aws_kms_key.memory[0].policy, aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy, aws_iam_role_policy.this["expiry"].policy, aws_iam_role_policy.operator[0].policy] : [
         for statement in jsondecode(policy).Statement : statement.Sid if endswith(statement.Sid, "Format1Migration")
       ]
     ])) == 0
@@ -119,7 +119,7 @@ run "format_1_tells_every_function_format_1_and_changes_no_condition" {
 
   assert {
     condition = [
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0], aws_lambda_function.expiry[0]] : {
+      for fn in [aws_lambda_function.this["memory"], aws_lambda_function.this["agent"], aws_lambda_function.this["expiry"]] : {
         for name, value in fn.environment[0].variables : name => value if contains(var.store_variables, name)
       }
       ] == [for _ in range(3) : {
@@ -139,7 +139,7 @@ run "format_1_tells_every_function_format_1_and_changes_no_condition" {
 
   assert {
     condition = [
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
+      for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy, aws_iam_role_policy.this["expiry"].policy, aws_iam_role_policy.operator[0].policy] : [
         for statement in jsondecode(policy).Statement : statement.Condition
         if contains(var.envelope_sids, statement.Sid)
       ]
@@ -148,7 +148,7 @@ run "format_1_tells_every_function_format_1_and_changes_no_condition" {
   }
 
   assert {
-    condition     = !strcontains(aws_kms_key.memory[0].policy, "s3memory:store") && alltrue([for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : !strcontains(policy, "s3memory:store")])
+    condition     = !strcontains(aws_kms_key.memory[0].policy, "s3memory:store") && alltrue([for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy, aws_iam_role_policy.this["expiry"].policy, aws_iam_role_policy.operator[0].policy] : !strcontains(policy, "s3memory:store")])
     error_message = "On format 1 no policy names s3memory:store."
   }
 
@@ -169,7 +169,7 @@ run "store_id_and_prefix_make_the_identity" {
 
   assert {
     condition = alltrue([
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0], aws_lambda_function.expiry[0]] :
+      for fn in [aws_lambda_function.this["memory"], aws_lambda_function.this["agent"], aws_lambda_function.this["expiry"]] :
       fn.environment[0].variables["S3MEMORY_STORE_ID"] == "source-bucket" &&
       fn.environment[0].variables["S3MEMORY_PREFIX"] == "tenants/prod/"
     ])
@@ -199,7 +199,7 @@ run "non_ascii_store_id_is_pinned_exactly" {
   }
 
   assert {
-    condition     = aws_lambda_function.memory.environment[0].variables["S3MEMORY_STORE_ID"] == "Магазин · 1"
+    condition     = aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_STORE_ID"] == "Магазин · 1"
     error_message = "The store id reaches the function as given."
   }
 }
@@ -214,7 +214,7 @@ run "store_id_on_format_1_is_passed_but_changes_no_condition" {
 
   assert {
     condition = [
-      for fn in [aws_lambda_function.memory, aws_lambda_function.agent[0], aws_lambda_function.expiry[0]] : {
+      for fn in [aws_lambda_function.this["memory"], aws_lambda_function.this["agent"], aws_lambda_function.this["expiry"]] : {
         for name, value in fn.environment[0].variables : name => value if contains(var.store_variables, name)
       }
       ] == [for _ in range(3) : {
@@ -266,7 +266,7 @@ run "identity_terraform_cannot_compute_requires_the_store_key_and_warns" {
 
   assert {
     condition = alltrue(flatten([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
+      for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy, aws_iam_role_policy.this["expiry"].policy, aws_iam_role_policy.operator[0].policy] : [
         for statement in jsondecode(policy).Statement :
         statement.Condition.Null["kms:EncryptionContext:s3memory:store"] == "false" &&
         statement.Condition.Null["kms:EncryptionContext:s3memory:user"] == "false"
@@ -472,7 +472,7 @@ run "migrating_from_format_1_adds_format_1_decrypt_only" {
 
   assert {
     condition = alltrue([
-      for policy in [aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] :
+      for policy in [aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy, aws_iam_role_policy.this["expiry"].policy, aws_iam_role_policy.operator[0].policy] :
       [for statement in jsondecode(policy).Statement : statement if statement.Sid == "DecryptFormat1Migration"] == [{
         Sid      = "DecryptFormat1Migration"
         Effect   = "Allow"
@@ -509,7 +509,7 @@ run "migrating_has_no_effect_on_format_1" {
 
   assert {
     condition = length(flatten([
-      for policy in [aws_kms_key.memory[0].policy, aws_iam_role_policy.memory.policy, aws_iam_role_policy.agent[0].policy, aws_iam_role_policy.expiry[0].policy, aws_iam_role_policy.operator[0].policy] : [
+      for policy in [aws_kms_key.memory[0].policy, aws_iam_role_policy.this["memory"].policy, aws_iam_role_policy.this["agent"].policy, aws_iam_role_policy.this["expiry"].policy, aws_iam_role_policy.operator[0].policy] : [
         for statement in jsondecode(policy).Statement : statement.Sid if endswith(statement.Sid, "Format1Migration")
       ]
     ])) == 0

@@ -217,7 +217,7 @@ run "accepts_valid_non_default_values" {
   }
 
   assert {
-    condition     = aws_iam_role.memory.path == "/service/s3memory/" && aws_iam_role.memory.permissions_boundary == "arn:aws:iam::123456789012:policy/boundary"
+    condition     = aws_iam_role.this["memory"].path == "/service/s3memory/" && aws_iam_role.this["memory"].permissions_boundary == "arn:aws:iam::123456789012:policy/boundary"
     error_message = "Role path and permissions boundary follow their variables."
   }
 }

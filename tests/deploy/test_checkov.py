@@ -18,24 +18,22 @@ ROOT = Path(__file__).resolve().parents[2]
 TERRAFORM = ROOT / "terraform"
 SKIP = re.compile(r"#checkov:skip=(CKV2?_[A-Z0-9_]+):(.*)")
 # Optional resources that the scan must reach (checkov renders every resource whatever its count):
-# the idle-expiry function, its schedule, their roles, policies and log group; the MCP endpoint's
-# function, role, policy and log group. checkov does drop a resource whose count it resolves to 0,
-# as the example's create_http_api = false makes the routes' by default: the MCP routes are required
-# in the scan with every optional feature (ALL_FEATURES), where the API is on.
+# idle expiry's schedule, its role and policy. checkov does drop a resource whose count it resolves
+# to 0, as the example's create_http_api = false makes the routes' by default: the MCP routes are
+# required in the scan with every optional feature (ALL_FEATURES), where the API is on.
 EXPIRY_RESOURCES = {
-    "aws_lambda_function.expiry",
     "aws_scheduler_schedule.expiry",
-    "aws_iam_role.expiry",
-    "aws_iam_role_policy.expiry",
     "aws_iam_role.expiry_scheduler",
     "aws_iam_role_policy.expiry_scheduler",
-    "aws_cloudwatch_log_group.expiry",
 }
-MCP_RESOURCES = {
-    "aws_lambda_function.mcp",
-    "aws_iam_role.mcp",
-    "aws_iam_role_policy.mcp",
-    "aws_cloudwatch_log_group.mcp",
+# The functions (the optional agent, expiry and MCP functions among them), their roles, policies and
+# log groups: one resource each, with for_each over the functions (lambda.tf), which checkov scans as
+# one block whatever the variables enable.
+FUNCTION_RESOURCES = {
+    "aws_lambda_function.this",
+    "aws_iam_role.this",
+    "aws_iam_role_policy.this",
+    "aws_cloudwatch_log_group.this",
 }
 # The bucket and the key, now counted (create_bucket, create_kms_key, both true by default): checkov
 # resolves their count to 1 and must keep scanning them. (It drops a resource whose count it resolves
@@ -116,8 +114,11 @@ def test_checkov_finds_no_failed_check(var_file: str | None) -> None:
         for check in item["results"].get(kind, [])
     }
     assert scanned >= EXPIRY_RESOURCES, sorted(EXPIRY_RESOURCES - scanned)
-    unindexed = {re.sub(r"\[\d+\]$", "", name) for name in scanned}  # a resolved count names mcp[0]
-    required = MCP_RESOURCES | BUCKET_AND_KEY_RESOURCES | (MCP_ROUTES if var_file == ALL_FEATURES else set())
+    # A resolved count names mcp[0], a resolved for_each this["mcp"].
+    unindexed = {re.sub(r'\[(\d+|"[^"]*")\]$', "", name) for name in scanned}
+    required = (
+        FUNCTION_RESOURCES | BUCKET_AND_KEY_RESOURCES | (MCP_ROUTES if var_file == ALL_FEATURES else set())
+    )
     assert unindexed >= required, sorted(required - unindexed)
     assert result.returncode == 0, result.stderr[-2000:]
 

@@ -616,16 +616,10 @@ def test_storage_format_reaches_every_function_and_the_grants(
     assignment = "" if FORMAT_CASES[case] is None else f"    storage_format = {storage_format}\n"
     environments = _expected_environments(storage_format)
     condition = json.dumps(_expected_envelope_condition(storage_format), sort_keys=True)
-    functions = {
-        "memory": "aws_lambda_function.memory",
-        "agent": "aws_lambda_function.agent[0]",
-        "expiry": "aws_lambda_function.expiry[0]",
-    }
+    functions = {kind: f'aws_lambda_function.this["{kind}"]' for kind in ("memory", "agent", "expiry")}
     policies = [
         "aws_kms_key.memory[0].policy",
-        "aws_iam_role_policy.memory.policy",
-        "aws_iam_role_policy.agent[0].policy",
-        "aws_iam_role_policy.expiry[0].policy",
+        *(f'aws_iam_role_policy.this["{kind}"].policy' for kind in ("memory", "agent", "expiry")),
         "aws_iam_role_policy.operator[0].policy",
     ]
     sids = "[" + ", ".join(f'"{sid}"' for sid in ENVELOPE_SIDS) + "]"
@@ -740,6 +734,10 @@ MOUNT_GRANTS = [
 ]
 
 
+MEMORY_FUNCTION = 'aws_lambda_function.this["memory"]'
+MCP_FUNCTION = 'aws_lambda_function.this["mcp"]'
+
+
 def _mount_functions_environment(result: subprocess.CompletedProcess[str]) -> dict[str, dict[str, str]]:
     """The known environment variables of the memory and MCP functions in the planned run's plan."""
     environments: dict[str, dict[str, str]] = {}
@@ -747,7 +745,7 @@ def _mount_functions_environment(result: subprocess.CompletedProcess[str]) -> di
         if '"test_plan"' not in line[:400]:
             continue
         for change in json.loads(line)["test_plan"]["resource_changes"]:
-            if change["address"] in ("aws_lambda_function.memory", "aws_lambda_function.mcp[0]"):
+            if change["address"] in (MEMORY_FUNCTION, MCP_FUNCTION):
                 environments[change["address"]] = change["change"]["after"]["environment"][0]["variables"]
     return environments
 
@@ -777,10 +775,10 @@ def test_the_modules_mounts_setting_is_what_the_package_reads(initialized_module
     )
     assert_ok(result, "terraform test of the mounts' encoding")
     environments = _mount_functions_environment(result)
-    assert sorted(environments) == ["aws_lambda_function.mcp[0]", "aws_lambda_function.memory"]
+    assert sorted(environments) == [MCP_FUNCTION, MEMORY_FUNCTION]
     settings = {address: environment.get("S3MEMORY_MOUNTS") for address, environment in environments.items()}
-    text = settings["aws_lambda_function.memory"]
-    assert text is not None and settings["aws_lambda_function.mcp[0]"] == text
+    text = settings[MEMORY_FUNCTION]
+    assert text is not None and settings[MCP_FUNCTION] == text
 
     received = [
         {key: unicodedata.normalize("NFC", value) for key, value in {"mode": "read_only", **grant}.items()}

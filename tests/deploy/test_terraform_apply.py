@@ -81,6 +81,11 @@ environment: the metadata on both routes without a token, 401 and 403 without a 
 scope, then an MCP `initialize` and a `tools/call` of the memory tool (a create, then a view) with
 the issuer's token; nothing readable in the keys or the objects.
 
+After each apply, an upgrade: the same state with the functions, their roles, policies and log
+groups (and the API's log group) at their former addresses, one resource per function
+(`aws_lambda_function.memory`, `aws_iam_role.agent[0]`, ...), plans exactly what the applied
+deployment plans, each of them moved by moved.tf to its for_each key, none destroyed or created.
+
 The module's default storage format is 2 (private names), and it tells every function so
 explicitly: the test reads `S3MEMORY_STORAGE_FORMAT = "2"` and `S3MEMORY_STORE_ID` (the bucket's
 name) back from all three functions, and the envelope-key statements of the key policy and of the
@@ -543,6 +548,72 @@ def check_logging_config_planned(apply_output: str, functions: int) -> None:
         assert settings == {"application_log_level": "INFO", "log_format": "JSON", "system_log_level": "WARN"}
 
 
+# The resources that are one for_each over the functions (lambda.tf, iam.tf, logs.tf) and were one
+# resource per function before: the memory function's single, the others counted.
+FOR_EACH = {
+    (kind, "this")
+    for kind in ("aws_lambda_function", "aws_iam_role", "aws_iam_role_policy", "aws_cloudwatch_log_group")
+}
+
+
+def with_former_addresses(state: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+    """``state`` as a deployment made before the for_each keeps it (``aws_lambda_function.memory``,
+    ``aws_lambda_function.agent[0]``, ...), and the instance addresses it moved away from."""
+    resources: list[dict[str, Any]] = []
+    former: set[str] = set()
+    for resource in state["resources"]:
+        if (
+            resource.get("module") != "module.s3memory"
+            or (resource["type"], resource["name"]) not in FOR_EACH
+        ):
+            resources.append(resource)
+            continue
+        for instance in resource["instances"]:
+            key = instance.pop("index_key")
+            single = {name: value for name, value in resource.items() if name not in ("each", "instances")}
+            if key == "memory":
+                resources.append({**single, "name": key, "instances": [instance]})
+                former.add(f"module.s3memory.{resource['type']}.{key}")
+            else:
+                resources.append(
+                    {**single, "name": key, "each": "list", "instances": [{"index_key": 0, **instance}]}
+                )
+                former.add(f"module.s3memory.{resource['type']}.{key}[0]")
+    return {**state, "serial": state["serial"] + 1, "resources": resources}, former
+
+
+def planned_changes(terraform: Terraform, root: Path) -> dict[str, dict[str, Any]]:
+    """Each resource's planned change (without refresh: against the state as it is), by address."""
+    assert_ok(terraform("plan", "-refresh=false", "-input=false", "-out=upgrade.tfplan"), "terraform plan")
+    shown = terraform("show", "-json", "upgrade.tfplan")
+    assert_ok(shown, "terraform show")
+    return {change["address"]: change for change in json.loads(shown.stdout)["resource_changes"]}
+
+
+def check_upgrade_only_moves(terraform: Terraform, root: Path, moved: int) -> None:
+    """A deployment made before the functions, roles, policies and log groups became one for_each
+    each plans what this one plans, each of those resources moved from its former address by
+    moved.tf (never destroyed and created again). moto leaves no logging_config in the state (see
+    the docstring), so both plans update the functions' logging_config: compared, not required empty."""
+    path = root / "terraform.tfstate"
+    current = path.read_text(encoding="utf-8")
+    expected = planned_changes(terraform, root)
+    state, former = with_former_addresses(json.loads(current))
+    assert len(former) == moved, sorted(former)
+    path.write_text(json.dumps(state), encoding="utf-8")
+    try:
+        upgrade = planned_changes(terraform, root)
+    finally:
+        path.write_text(current, encoding="utf-8")
+    assert {address: change["change"]["actions"] for address, change in upgrade.items()} == {
+        address: change["change"]["actions"] for address, change in expected.items()
+    }
+    assert all(change["change"]["actions"] in (["no-op"], ["update"]) for change in upgrade.values())
+    assert {change.get("previous_address") for change in upgrade.values()} - {None} == former
+    for address, change in upgrade.items():
+        assert change["change"]["after"] == expected[address]["change"]["after"], address
+
+
 def last_metrics(records: list[logging.LogRecord]) -> dict[str, Any]:
     """The fields of the invocation's record: its `extra` fields, which Lambda's JSON formatter writes
     top level, with the EMF block (`_aws`) and the metric values among them."""
@@ -705,6 +776,8 @@ def test_apply_use_destroy(
         check_expiry(outputs, moto_endpoint)
         check_logging_config_planned(applied.stdout, 3)  # memory, agent, expiry
         use_memory(outputs, environment, moto_endpoint, monkeypatch, caplog)
+        # The memory, agent and expiry functions, their roles, policies and log groups.
+        check_upgrade_only_moves(terraform, root, 12)
     finally:
         remove_every_version(moto_endpoint, bucket_name(suffix))
         # Without refresh: nothing changed behind terraform's back but the policy deleted above and
@@ -1040,6 +1113,8 @@ def test_apply_mcp_endpoint_use_destroy(
             found = check_mcp_applied(outputs, moto_endpoint, issuer.url)
             check_logging_config_planned(applied.stdout, 2)  # memory, mcp (no agent without a secret)
             use_mcp(outputs, found, issuer, certificate, moto_endpoint, monkeypatch)
+            # The memory and MCP functions, their roles, policies and log groups, and the API's log group.
+            check_upgrade_only_moves(terraform, root, 9)
         finally:
             remove_every_version(moto_endpoint, bucket_name(suffix))
             destroyed = terraform("destroy", "-auto-approve", "-input=false", "-refresh=false")

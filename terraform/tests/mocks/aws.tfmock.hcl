@@ -36,12 +36,12 @@ mock_data "aws_partition" {
 }
 
 override_resource {
-  target = aws_iam_role.memory
+  target = aws_iam_role.this["memory"]
   values = { arn = "arn:aws:iam::123456789012:role/s3memory-memory-lambda" }
 }
 
 override_resource {
-  target = aws_iam_role.agent
+  target = aws_iam_role.this["agent"]
   values = { arn = "arn:aws:iam::123456789012:role/s3memory-agent-lambda" }
 }
 
@@ -51,7 +51,7 @@ override_resource {
 }
 
 override_resource {
-  target = aws_iam_role.expiry
+  target = aws_iam_role.this["expiry"]
   values = { arn = "arn:aws:iam::123456789012:role/s3memory-expiry-lambda" }
 }
 
@@ -69,7 +69,7 @@ override_resource {
 }
 
 override_resource {
-  target = aws_lambda_function.memory
+  target = aws_lambda_function.this["memory"]
   values = {
     arn        = "arn:aws:lambda:eu-west-1:123456789012:function:s3memory-memory"
     invoke_arn = "arn:aws:apigateway:eu-west-1:lambda:path/2015-03-31/functions/arn:aws:lambda:eu-west-1:123456789012:function:s3memory-memory/invocations"
@@ -77,7 +77,7 @@ override_resource {
 }
 
 override_resource {
-  target = aws_lambda_function.agent
+  target = aws_lambda_function.this["agent"]
   values = {
     arn        = "arn:aws:lambda:eu-west-1:123456789012:function:s3memory-agent"
     invoke_arn = "arn:aws:apigateway:eu-west-1:lambda:path/2015-03-31/functions/arn:aws:lambda:eu-west-1:123456789012:function:s3memory-agent/invocations"
@@ -85,7 +85,7 @@ override_resource {
 }
 
 override_resource {
-  target = aws_lambda_function.expiry
+  target = aws_lambda_function.this["expiry"]
   values = {
     arn        = "arn:aws:lambda:eu-west-1:123456789012:function:s3memory-expiry"
     invoke_arn = "arn:aws:apigateway:eu-west-1:lambda:path/2015-03-31/functions/arn:aws:lambda:eu-west-1:123456789012:function:s3memory-expiry/invocations"
@@ -93,7 +93,7 @@ override_resource {
 }
 
 override_resource {
-  target = aws_cloudwatch_log_group.api
+  target = aws_cloudwatch_log_group.this["api"]
   values = { arn = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/apigateway/s3memory-http-api" }
 }
 
@@ -107,12 +107,12 @@ override_resource {
 }
 
 override_resource {
-  target = aws_iam_role.mcp
+  target = aws_iam_role.this["mcp"]
   values = { arn = "arn:aws:iam::123456789012:role/s3memory-mcp-lambda" }
 }
 
 override_resource {
-  target = aws_lambda_function.mcp
+  target = aws_lambda_function.this["mcp"]
   values = {
     arn        = "arn:aws:lambda:eu-west-1:123456789012:function:s3memory-mcp"
     invoke_arn = "arn:aws:apigateway:eu-west-1:lambda:path/2015-03-31/functions/arn:aws:lambda:eu-west-1:123456789012:function:s3memory-mcp/invocations"

@@ -9,12 +9,12 @@ mock_provider "aws" {
 
 # The roles' and the function's ARNs, which the provider validates where they are passed on.
 override_resource {
-  target = module.s3memory.aws_iam_role.memory
+  target = module.s3memory.aws_iam_role.this["memory"]
   values = { arn = "arn:aws:iam::123456789012:role/s3memory-memory-lambda" }
 }
 
 override_resource {
-  target = module.s3memory.aws_lambda_function.memory
+  target = module.s3memory.aws_lambda_function.this["memory"]
   values = {
     arn        = "arn:aws:lambda:eu-west-1:123456789012:function:s3memory-memory"
     invoke_arn = "arn:aws:apigateway:eu-west-1:lambda:path/2015-03-31/functions/arn:aws:lambda:eu-west-1:123456789012:function:s3memory-memory/invocations"
