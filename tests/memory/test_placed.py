@@ -16,8 +16,7 @@ from s3memory.memory import S3Memory
 from s3memory.placed import MemoryLimits, place
 from s3memory.storage.bucket import Bucket
 from s3memory.store import Store
-
-from .support.bucket import BUCKET
+from tests.support.bucket import BUCKET
 
 
 def test_by_writes_as_the_author_over_the_same_hints_usage_and_access_record(
