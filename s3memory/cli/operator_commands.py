@@ -226,7 +226,7 @@ def history(console: Console, operations: Operations) -> Report:
     versions = _versions(console, operations)
     found = versions.history(path)
     if not found:
-        operations.check_exists(console.arguments.user, versions.memory, through_time=True)
+        operations.check_exists(console.arguments.user, versions.placed, through_time=True)
     return history_report(path, found)
 
 
@@ -250,7 +250,7 @@ def history(console: Console, operations: Operations) -> Report:
 def restore(console: Console, operations: Operations) -> Report:
     arguments = console.arguments
     versions = _versions(console, operations)
-    operations.check_exists(arguments.user, versions.memory, through_time=True)
+    operations.check_exists(arguments.user, versions.placed, through_time=True)
     what = arguments.path if arguments.version is not None else f"all of {arguments.user}'s memory"
     console.confirm(f"Restore {what}?")
     if arguments.version is not None:

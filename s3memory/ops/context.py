@@ -17,6 +17,7 @@ from s3memory.crypto import KeyProvider
 from s3memory.errors import CommandError, shown
 from s3memory.formats.strategy import Format, numbered
 from s3memory.memory import MemoryOptions, S3Memory
+from s3memory.placed import PlacedMemory
 from s3memory.settings import Limits
 from s3memory.storage.bucket import Bucket
 from s3memory.storage.nesting import check_no_store_at, check_not_nested
@@ -115,8 +116,18 @@ class StoreContext:
             return None
         return self.memory(user_id)
 
+    def placed(self, user_id: str) -> PlacedMemory:
+        """The user's memory placed in the store (``memory``'s): what an operator task reads, writes
+        and deletes, with the model's commands left to ``memory``."""
+        return self.memory(user_id).placed
+
+    def existing_placed(self, user_id: str) -> PlacedMemory | None:
+        """``existing_memory``, placed in the store (None where no memory exists)."""
+        memory = self.existing_memory(user_id)
+        return None if memory is None else memory.placed
+
     def check_exists(
-        self, user_id: str, memory: S3Memory | None = None, *, through_time: bool = False
+        self, user_id: str, memory: PlacedMemory | None = None, *, through_time: bool = False
     ) -> None:
         """Refuse (``CommandError``, naming ``s3memory users`` or ``s3memory shared``) a user or shared
         memory that does not exist: no object lies below its namespace (``through_time``, for
@@ -125,9 +136,9 @@ class StoreContext:
         one once its objects are deleted) is nothing. ``memory``: the user's, if built already (else
         ``existing_memory``: on a format-2 store without a store key, no memory exists)."""
         if memory is None:
-            memory = self.existing_memory(user_id)
+            memory = self.existing_placed(user_id)
         if memory is not None:
-            namespace = memory.placed.layout.namespace
+            namespace = memory.layout.namespace
             if through_time and any(next(self.bucket.versions(namespace, max_keys=1))):
                 return
             if not through_time and self.bucket.any_below(namespace):

@@ -95,14 +95,14 @@ class EraseTask(StoreContext):
         key, which every user shares and which stays. What format 1 left of the user (files not moved
         yet, its wrapped keys, earlier versions) goes too, unless the store's mark authenticates as
         born in format 2."""
-        memory = self.existing_memory(user_id)
+        memory = self.existing_placed(user_id)
         erasure = Erasure(
             user_id,
             dry_run,
             keys_wrapped_by_kms=isinstance(self.key_provider, KMSKeyProvider),
             names_outlive_data_keys=self.format.names_outlive_data_keys,
         )
-        layouts: list[KeyLayout] = [] if memory is None else [memory.placed.layout]
+        layouts: list[KeyLayout] = [] if memory is None else [memory.layout]
         owner = owner_of(user_id)
         layouts += self.format.older_layouts(
             self.bucket, self.prefix, self.store_identity, self.store_key, owner

@@ -8,7 +8,7 @@ user's expiry. Nothing under ``internal/`` (wrapped keys, records) is ever delet
 writes nothing: it can run with list, read and delete rights only. The protocol and its invariants,
 each with its test, are ``docs/expiry.md``.
 
-Both storage formats are expired alike (``Operations.existing_memory`` builds each user's memory in
+Both storage formats are expired alike (``Operations.existing_placed`` places each user's memory in
 the store's format): on format 2 the files are found by decrypting their keys, and a key that
 decrypts to no path is left alone as on format 1.
 """
@@ -134,12 +134,12 @@ def expire(
             break
         expiry = UserExpiry(user_id)
         report.users.append(expiry)
-        memory = operations.existing_memory(user_id)  # a store key that fails ends the run
+        memory = operations.existing_placed(user_id)  # a store key that fails ends the run
         if memory is None:  # a format-2 store without a store key holds no memory
             progress.advance()
             continue
         try:
-            report.finished = _expire_user(memory.placed, expiry, report, out_of_time)
+            report.finished = _expire_user(memory, expiry, report, out_of_time)
         except IntegrityError:
             expiry.skipped = NOT_AUTHENTIC
         except StorageError as error:

@@ -21,8 +21,8 @@ from s3memory.core.paths import (
 from s3memory.crypto import plaintext_size
 from s3memory.errors import CommandError, StorageError, escaped
 from s3memory.formats.names import user_of_namespace
-from s3memory.memory import S3Memory
 from s3memory.ops.context import StoreContext, no_such_memory
+from s3memory.placed import PlacedMemory
 
 
 @dataclass(frozen=True)
@@ -178,11 +178,11 @@ class InventoryTask(StoreContext):
     def files(self, user_id: str, path: str = "/memories") -> list[StoredFile]:
         """The user's files at or below ``path``, in path order (format 1: key order);
         ``CommandError`` if none is there and the user does not exist (``check_exists``)."""
-        memory = self.existing_memory(user_id)
+        memory = self.existing_placed(user_id)
         below = memory_path(path)
         if memory is None:
             raise CommandError(no_such_memory(user_id))
-        layout = memory.placed.layout
+        layout = memory.layout
         found: list[StoredFile] = []
         for page in self.bucket.pages(layout.directory_prefix(below)):
             for listed in page.objects:
@@ -190,7 +190,7 @@ class InventoryTask(StoreContext):
                 if file is not None:
                     found.append(StoredFile(file.text, plaintext_size(listed.size)))
         if not found and not below.is_root:
-            exact = memory.placed.files.read(below)
+            exact = memory.files.read(below)
             if exact is not None:
                 found.append(StoredFile(below.text, len(exact.text.encode("utf-8"))))
         if not found:
@@ -201,8 +201,8 @@ class InventoryTask(StoreContext):
         """The text of one file; ``CommandError`` when there is none, saying so of the user when the
         user does not exist (``check_exists``)."""
         target = memory_path(path)
-        memory = self.existing_memory(user_id)
-        found = None if memory is None or target.is_root else memory.placed.files.read(target)
+        memory = self.existing_placed(user_id)
+        found = None if memory is None or target.is_root else memory.files.read(target)
         if found is not None:
             return found.text
         if memory is None or target.is_root or not self._holds_files_below(memory, target):
@@ -211,9 +211,9 @@ class InventoryTask(StoreContext):
                 raise CommandError(f"Error: The file {path} does not exist.")
         raise CommandError(f"Error: {path} is a directory, not a file: `s3memory ls` lists what it holds.")
 
-    def _holds_files_below(self, memory: S3Memory, directory: MemoryPath) -> bool:
+    def _holds_files_below(self, memory: PlacedMemory, directory: MemoryPath) -> bool:
         """True if any file lies below ``directory`` (one listing of one key)."""
-        prefix = memory.placed.layout.directory_prefix(directory)
+        prefix = memory.layout.directory_prefix(directory)
         page = next(self.bucket.pages(prefix, max_keys=1), None)
         return page is not None and bool(page.objects)
 

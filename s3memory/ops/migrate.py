@@ -67,7 +67,7 @@ def migrate_store(operations: Operations, progress: Progress = SILENT) -> StoreM
     users = format_1_users(operations)
     progress.expect(len(users))
     for user_id in users:
-        upgrade = operations.memory(user_id).placed.upgrade
+        upgrade = operations.placed(user_id).upgrade
         assert upgrade is not None  # format 2
         if not upgrade.pending():  # moved already (some servers list emptied prefixes)
             upgrade.carry_access()  # unless a move died before it carried the access time

@@ -150,11 +150,10 @@ def rotate(
     if not isinstance(provider, LocalKeyProvider | KMSKeyProvider):
         check_owner(user_id, operations.prefix)
         raise ValueError("rotate needs a KMSKeyProvider or a LocalKeyProvider")
-    existing = operations.existing_memory(user_id)
+    memory = operations.existing_placed(user_id)
     report = RotationReport(user_id, dry_run)
-    if existing is None:
+    if memory is None:
         return report
-    memory = existing.placed
     vault = KeyVault(memory.bucket, memory.layout)
     started = time.time() if now is None else now
     if isinstance(provider, LocalKeyProvider):

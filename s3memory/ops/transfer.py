@@ -83,7 +83,7 @@ class TransferTask(InventoryTask):
         refuses (too long, not in its encoding), is refused and reported with its fix, and the
         export goes on; a failure of the store ends it. A user who does not exist is refused
         (``check_exists``), an empty memory exports nothing."""
-        memory = self.existing_memory(user_id)
+        memory = self.existing_placed(user_id)
         transfer = Transfer()
         if memory is None:
             raise CommandError(no_such_memory(user_id))
@@ -95,7 +95,7 @@ class TransferTask(InventoryTask):
             for stored in stored_files:
                 progress.advance()
                 try:
-                    found = memory.placed.files.read(memory_path(stored.path))
+                    found = memory.files.read(memory_path(stored.path))
                     if found is None:
                         continue  # deleted since it was listed
                     written = target.put(stored.path, found.text.encode("utf-8"), overwrite=overwrite)
@@ -131,19 +131,20 @@ class TransferTask(InventoryTask):
         if isinstance(owner_of(user_id), UserId):
             check_user_id(user_id)
         memory = self.memory(user_id)
+        placed = memory.placed
         transfer = Transfer(dry_run)
         planned = (0, 0)
         """What the dry run's earlier files would add to the quota's usage: (bytes, files)."""
-        for local in folders.walk(base, memory.placed.files.max_file_bytes):  # one file in memory at a time
+        for local in folders.walk(base, placed.files.max_file_bytes):  # one file in memory at a time
             progress.advance()
             if local.problem == folders.TEMPORARY:
                 transfer.skipped.append((local.path, local.problem))
                 continue
             try:
                 target = memory_path(local.path)
-                memory.placed.files.check_size(target, local.size)
+                placed.files.check_size(target, local.size)
                 text = _text(local)
-                found = memory.placed.files.read(target)
+                found = placed.files.read(target)
                 if found is not None and found.text == text:
                     transfer.unchanged.append(local.path)
                     continue
@@ -151,7 +152,7 @@ class TransferTask(InventoryTask):
                     transfer.skipped.append((local.path, "a file with other text is stored there"))
                     continue
                 if dry_run or found is not None:  # what create would refuse, before anything is deleted
-                    writes.check_create(memory.placed, target, text, planned, replacing=found is not None)
+                    writes.check_create(placed, target, text, planned, replacing=found is not None)
                 if dry_run:
                     planned = (planned[0] + local.size, planned[1] + (found is None))
                     transfer.written.append(local.path)
@@ -159,7 +160,7 @@ class TransferTask(InventoryTask):
                 if found is None:
                     memory.run({"command": "create", "path": local.path, "file_text": text})
                 else:  # one conditional write: the stored file is never gone meanwhile
-                    memory.answering(functools.partial(writes.overwrite, memory.placed, target, found, text))
+                    memory.answering(functools.partial(writes.overwrite, placed, target, found, text))
                 transfer.written.append(local.path)
             except CommandError as error:
                 transfer.refused.append((local.path, error.message))

@@ -14,9 +14,9 @@ from s3memory.core.last_used import ACCESS_NAME
 from s3memory.core.moves import MARK_PREFIX
 from s3memory.core.paths import RESERVED_USER_PREFIX, UserId, owner_of
 from s3memory.errors import AccessDenied, CommandError, escaped
-from s3memory.memory import S3Memory
 from s3memory.ops.context import StoreContext
 from s3memory.ops.progress import SILENT, Progress
+from s3memory.placed import PlacedMemory
 from s3memory.storage.bucket import Listed
 from s3memory.storage.conditions import (
     LOOKED_FOR_IN_SINGLE_WRITER_MODE,
@@ -187,11 +187,11 @@ class VerifyTask(StoreContext):
         and a file whose place record fails (placed for another path, user or store, or altered)
         fails authentication like a tampered body.
         """
-        memory = self.existing_memory(user_id)
+        memory = self.existing_placed(user_id)
         report = Verification(user_id)
         if memory is None:
             return report
-        layout = memory.placed.layout
+        layout = memory.layout
         clock = time.time() if now is None else now
         owner = owner_of(user_id)
         key_versions: dict[int, str] = {}
@@ -220,14 +220,14 @@ class VerifyTask(StoreContext):
             report.findings.append(Finding("reserved id", layout.namespace, RESERVED_MEMORY))
         return report
 
-    def _check(self, memory: S3Memory, listed: Listed, now: float) -> Finding | None:
-        layout, key = memory.placed.layout, listed.key
+    def _check(self, memory: PlacedMemory, listed: Listed, now: float) -> Finding | None:
+        layout, key = memory.layout, listed.key
         if key.startswith(layout.memories_prefix):
             path = layout.path_of_key(key)
             if path is None:
                 return Finding("foreign", key, "a key that maps to no memory path")
             try:
-                memory.placed.files.read(path)
+                memory.files.read(path)
             except CommandError as error:
                 return Finding("unreadable", key, error.message)
             return None
@@ -235,7 +235,7 @@ class VerifyTask(StoreContext):
         if name is None:
             return Finding("foreign", key, "an object outside memories/ and internal/")
         if name.startswith(JOB_PREFIX):
-            judged = memory.placed.jobs.judge(listed)
+            judged = memory.jobs.judge(listed)
             if judged.problem is not None:
                 return Finding("bad job record", key, f"a job record that can never run: {judged.problem}")
             if judged.job is None:
@@ -250,7 +250,7 @@ class VerifyTask(StoreContext):
             return None  # a relied-on mark (docs/jobs.md): removed once it can no longer matter
         if name == ACCESS_NAME:
             try:
-                memory.placed.access.read()
+                memory.access.read()
             except CommandError as error:
                 return Finding("unreadable access record", key, error.message)
             return None
@@ -258,7 +258,7 @@ class VerifyTask(StoreContext):
         if version is None:
             return Finding("foreign", key, "an internal object s3memory does not write")
         try:
-            memory.placed.files.cipher.check_key(version)
+            memory.files.cipher.check_key(version)
         except CommandError as error:
             return Finding("unreadable key", key, error.message)
         return None
