@@ -51,7 +51,7 @@ class Format(ABC):
     a file is sealed, opened and moved, and what the operator's work does differently."""
 
     storage_format: ClassVar[int]
-    """The format's number, as settings, reports and ``S3Memory.storage_format`` give it."""
+    """The format's number, as settings and reports give it (``PlacedMemory.format.storage_format``)."""
     object_format: ClassVar[int]
     """The object format its objects are sealed in (``crypto.ObjectCipher``): the version byte of
     each object's header (``docs/format.md``, ``docs/format-v2.md``; frozen by ``tests/vectors``)."""

@@ -813,6 +813,8 @@ def test_metrics_can_be_turned_off(
 # -- imports ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
+@pytest.mark.processes
 def test_agent_and_mcp_handlers_are_lazy_and_the_memory_handler_imports_neither() -> None:
     script = textwrap.dedent(
         """

@@ -43,6 +43,8 @@ from tests.support.local_s3 import LocalS3
 from tests.support.mcp_messages import INITIALIZE
 from tests.support.mcp_servers import AWS_TEST_ENVIRONMENT, mcp_server, ok, server_command
 
+pytestmark = [pytest.mark.slow, pytest.mark.processes]
+
 BUCKET = "mcp-startup-memory"
 MISSING_BUCKET = "mcp-startup-no-such-bucket"
 REGION = "us-east-1"

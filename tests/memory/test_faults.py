@@ -268,6 +268,8 @@ def proxied(fault_proxy: FaultProxy) -> S3Memory:
     )
 
 
+@pytest.mark.slow
+@pytest.mark.every_phase
 @pytest.mark.parametrize(
     ("fault", "operation"),
     [

@@ -721,6 +721,8 @@ def test_rotate_waiting_does_the_whole_rotation_in_one_call(
     assert wrapped_keys(s3, versioned, layout) == ["keys/v2"]
 
 
+@pytest.mark.slow
+@pytest.mark.scale
 def test_rotating_many_memories_waits_once_for_all_of_them(
     s3: Any, versioned: str, kms: Any, key_id: str
 ) -> None:

@@ -14,6 +14,8 @@ import textwrap
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
+
 from s3memory.testing.offline import MotoBucket
 from tests.support.applications import DEVELOPERS_SHELL, PLUGIN_CONFTEST, run_application_tests
 
@@ -108,6 +110,8 @@ def test_4_after_the_environment_and_the_users_client_are_back():
 """
 
 
+@pytest.mark.slow
+@pytest.mark.processes
 def test_a_test_with_the_fixtures_never_sends_the_users_own_credentials(tmp_path: Path) -> None:
     """In a developer's shell (their keys, endpoint, settings, API key and proxy), every AWS client
     the test builds signs with dummy keys and reaches moto, ``Settings.from_env()`` names the test's
@@ -169,6 +173,8 @@ def test_without_either_moto_is_as_shipped():
 """
 
 
+@pytest.mark.slow
+@pytest.mark.processes
 def test_the_plugins_moto_refuses_what_s3_refuses_and_the_old_fixture_is_deprecated(tmp_path: Path) -> None:
     """``s3memory_bucket`` starts moto and refuses a copy onto a taken key, as S3 does;
     ``s3memory_bucket_as_shipped`` and a test with neither get moto as shipped. The old
