@@ -40,7 +40,8 @@ from typing import Any
 
 from s3memory.crypto import FORMAT_2, KMSKeyProvider
 from s3memory.ops.operations import Operations
-from s3memory.ops.rotation import ROTATION_WAIT_SECONDS, RotationReport, rotate_waiting
+from s3memory.ops.rotation import ROTATION_WAIT_SECONDS, rotate_waiting
+from s3memory.ops.rotation_report import RotationReport
 from s3memory.storage.bucket import Bucket
 
 from .metrics import RequestCounter, describe, print_alone, quiet_gc

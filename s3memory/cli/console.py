@@ -85,9 +85,10 @@ class Report:
 
 class Rendered(Protocol):
     """A report of ``ops`` that renders itself (``verify.VerifyReport``, ``erase.Erasure``,
-    ``transfer.Transfer``, the listings of ``inventory``): its ``--json`` document, its lines of text
-    (every name from a folder, a bucket or a user ``printable``), the counts of its audit line, and
-    whether it is complete."""
+    ``transfer.Transfer``, the listings of ``inventory``, ``versions.History`` and ``Restored``,
+    ``idle_expiry.ExpiryReport``, ``rotation_report.Rotations``, ``migrate.StoreMigration``): its
+    ``--json`` document, its lines of text (every name from a folder, a bucket or a user
+    ``printable``), the counts of its audit line, and whether it is complete."""
 
     @property
     def complete(self) -> bool: ...

@@ -1,7 +1,7 @@
 """The operator commands of ``s3memory``, each declared once: its name, help, arguments, whether it
 asks first, and a handler that makes one call into ``operations`` (or ``versions``, ``rotation``,
 ``expiry``, ``ops.migrate``) and returns a ``Report``: the one the call's report renders of itself
-(``Report.of``), or for those four, the one ``reports`` renders. ``console`` runs them."""
+(``Report.of``). ``console`` runs them."""
 
 from __future__ import annotations
 
@@ -30,13 +30,6 @@ from s3memory.cli.console import (
     OperatorCommand,
     Report,
     printable,
-)
-from s3memory.cli.reports import (
-    expiry_report,
-    history_report,
-    migration_report,
-    restored_report,
-    rotation_report,
 )
 from s3memory.errors import CommandError
 
@@ -222,12 +215,14 @@ def _versions(console: Console, operations: Operations) -> MemoryVersions:
     examples=("s3memory history --user alice /memories/preferences.md",),
 )
 def history(console: Console, operations: Operations) -> Report:
+    from s3memory.ops.versions import History
+
     path = console.arguments.path
     versions = _versions(console, operations)
     found = versions.history(path)
     if not found:
         operations.check_exists(console.arguments.user, versions.placed, through_time=True)
-    return history_report(path, found)
+    return Report.of(History(path, found))
 
 
 @command(
@@ -262,7 +257,7 @@ def restore(console: Console, operations: Operations) -> Report:
         )
     with console.progress("file") as progress:
         restored = versions.restore_as_of(arguments.as_of, progress)
-    return restored_report(restored)
+    return Report.of(restored)
 
 
 @command(
@@ -320,7 +315,7 @@ def expire(console: Console, operations: Operations) -> Report:
         report = expiry.expire(
             operations, arguments.idle_days, users, dry_run=arguments.dry_run, progress=progress
         )
-    return expiry_report(report, arguments.dry_run)
+    return Report.of(report)
 
 
 @command(
@@ -342,6 +337,7 @@ def expire(console: Console, operations: Operations) -> Report:
 def rotate(console: Console, operations: Operations) -> Report:
     from s3memory.crypto import KMSKeyProvider
     from s3memory.ops import rotation
+    from s3memory.ops.rotation_report import Rotations
 
     arguments = console.arguments
     dropping = (
@@ -368,7 +364,7 @@ def rotate(console: Console, operations: Operations) -> Report:
                     )
                 )
                 progress.advance()
-    return rotation_report(reports, isinstance(operations.key_provider, KMSKeyProvider))
+    return Report.of(Rotations(reports, isinstance(operations.key_provider, KMSKeyProvider)))
 
 
 @command(
@@ -404,4 +400,4 @@ def migrate(console: Console, operations: Operations) -> Report:
     )
     with console.progress("user") as progress:
         report = migrate_store(operations, progress)
-    return migration_report(report)
+    return Report.of(report)

@@ -18,12 +18,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from s3memory.core.last_used import RECORD_EVERY_SECONDS
 from s3memory.core.paths import MemoryPath, check_owner
 from s3memory.core.timestamps import when
-from s3memory.errors import IntegrityError, PreconditionFailed, StorageError
+from s3memory.errors import IntegrityError, PreconditionFailed, StorageError, escaped
 from s3memory.ops.operations import Operations
 from s3memory.ops.progress import SILENT, Progress
 from s3memory.placed import PlacedMemory
@@ -98,6 +98,34 @@ class ExpiryReport:
             "used_meanwhile": users(USED_MEANWHILE),
             "problems": len(self.problems),
         }
+
+    @property
+    def complete(self) -> bool:
+        """The run reached every user and found no problem."""
+        return not self.problems and self.finished
+
+    def lines(self) -> list[str]:
+        """What was deleted (or would be) of each user, what was left and why, and the totals."""
+        verb = "would expire" if self.dry_run else "expired"
+        lines = [
+            f"{verb} {escaped(user.user_id)} {escaped(path)}" for user in self.users for path in user.expired
+        ]
+        lines += [
+            f"left {escaped(user.user_id)}: {user.skipped}"
+            + (f" ({escaped(user.error)})" if user.error else "")
+            for user in self.users
+            if user.skipped is not None
+        ]
+        totals = self.counts()
+        lines.append(
+            f"{totals['expired']:,} files {verb} of {totals['users']:,} users; kept: "
+            f"{totals['kept_recent']:,} written since the cutoff, {totals['kept_changed']:,} changed meanwhile, "
+            f"{totals['active']:,} users active; {totals['problems']:,} problems"
+        )
+        return lines
+
+    def document(self) -> dict[str, object]:
+        return {**asdict(self), "counts": self.counts()}
 
 
 def expire(

@@ -8,9 +8,9 @@ first, and by both at once without loss. A run that stops is resumed by running 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
-from s3memory.errors import CommandError
+from s3memory.errors import CommandError, escaped
 from s3memory.formats.names import user_of_namespace
 from s3memory.formats.upgrade import UserMigration
 from s3memory.ops.inventory import usable_user_id
@@ -35,6 +35,42 @@ class StoreMigration:
             and all(report.clean for report in self.moved.values())
             and not any(report.problems for report in self.verified.values())
         )
+
+    def counts(self) -> dict[str, int]:
+        """The users, the files moved (now and before), left in format 1, and the problems verify found."""
+        moved = self.moved.values()
+        return {
+            "users": len(self.moved),
+            "moved": sum(user.moved for user in moved),
+            "already": sum(user.already for user in moved),
+            "left": sum(len(user.left) for user in moved),
+            "problems": sum(len(verified.problems) for verified in self.verified.values()),
+        }
+
+    def lines(self) -> list[str]:
+        """What was left in format 1 and why, what verify found, and the totals."""
+        lines = [
+            f"{escaped(user)}: left {escaped(where)}: {escaped(why)}"
+            for user, done in self.moved.items()
+            for where, why in done.left
+        ]
+        lines += [
+            finding.line(user) for user, verified in self.verified.items() for finding in verified.problems
+        ]
+        counts = self.counts()
+        lines.append(
+            f"{counts['users']:,} users, {counts['moved']:,} files moved ({counts['already']:,} moved before), "
+            f"{counts['left']:,} left in format 1, {counts['problems']:,} problems; "
+            + ("the store is marked migrated" if self.marked else "run migrate again once they are resolved")
+        )
+        return lines
+
+    def document(self) -> dict[str, object]:
+        users = {
+            user: {**asdict(done), "problems": len(self.verified[user].problems)}
+            for user, done in self.moved.items()
+        }
+        return {"users": users, "marked": self.marked}
 
 
 def format_1_users(operations: Operations) -> list[str]:

@@ -50,6 +50,7 @@ from s3memory.errors import (
 )
 from s3memory.ops.operations import Operations
 from s3memory.ops.progress import SILENT, Progress
+from s3memory.ops.rotation_report import RotationReport
 from s3memory.ops.wrapped_keys import StoredKey, remove_retired, stored_keys
 from s3memory.placed import PlacedMemory
 from s3memory.storage.bucket import Listed, StoredObject, Version
@@ -63,59 +64,6 @@ ROTATION_WAIT_SECONDS = MAX_KEY_CACHE_SECONDS + CLOCK_MARGIN_SECONDS
 """How long after the switch to a new version no serving process can still seal with an old one."""
 SWEEPS = 4
 """Format 2: the passes a run makes, at most, to find one that lists every file as it reads it."""
-
-
-@dataclass
-class RotationReport:
-    """What a rotation of one user's keys did (in a dry run: would do), and what is left."""
-
-    user_id: str
-    dry_run: bool = False
-    current: int | None = None
-    """The version the user's objects are sealed with from now on (None: the user has no data key)."""
-    created: bool = False
-    """This run created ``current`` (a KMS rotation starting)."""
-    old: list[int] = field(default_factory=list)
-    """The other versions: stored wrapped keys (KMS), or previous master keys (local)."""
-    reencrypted: list[str] = field(default_factory=list)
-    """Files sealed again under ``current``."""
-    left: list[tuple[str, str]] = field(default_factory=list)
-    """Objects still sealed with an old version (files by path, records as ``internal/<name>``), with
-    why: they hold the old versions back, and the next run tries them again."""
-    records: list[str] = field(default_factory=list)
-    """Internal records (job records, the access record) sealed again, by their names below
-    ``internal/``."""
-    retired: list[int] = field(default_factory=list)
-    """Old versions nothing needs any more (or, with ``drop_history``, nothing current). With KMS
-    their wrapped keys are removed, every S3 version of them; with a local master key, the operator
-    may drop them from the settings."""
-    kept_for_history: int = 0
-    """Earlier S3 versions of files (what ``history`` and ``restore`` read) sealed with an old version
-    that is therefore kept: it is retired once they are gone (noncurrent-version expiry), or by a run
-    with ``drop_history``."""
-    history_dropped: int = 0
-    """Earlier S3 versions of files sealed with a version retired by this run with ``drop_history``:
-    unreadable once its key is gone (KMS: removed now; local: once dropped from the settings)."""
-    switched_at: float | None = None
-    """When the user's objects began to be sealed with ``current`` (KMS; seconds since the epoch)."""
-    run_again_after: float | None = None
-    """When the old versions may be removed, if that time has not come: run again then."""
-
-    @property
-    def complete(self) -> bool:
-        """Nothing is sealed with an old version any more, and every old version is retired."""
-        return not self.left and sorted(self.retired) == self.old
-
-    def counts(self) -> dict[str, int]:
-        """The numbers of the report, for an audit line (no path, no key)."""
-        return {
-            "reencrypted": len(self.reencrypted),
-            "left": len(self.left),
-            "records": len(self.records),
-            "retired": len(self.retired),
-            "kept_for_history": self.kept_for_history,
-            "history_dropped": self.history_dropped,
-        }
 
 
 @dataclass

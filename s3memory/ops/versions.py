@@ -22,8 +22,8 @@ from datetime import datetime
 from s3memory.core.files import Found
 from s3memory.core.paths import MemoryPath, memory_path
 from s3memory.core.timestamps import when
-from s3memory.crypto import parsed_fingerprint, plaintext_size
-from s3memory.errors import CommandError, IntegrityError, PreconditionFailed, shown, with_fix
+from s3memory.crypto import parsed_fingerprint, plaintext_size, shown_author
+from s3memory.errors import CommandError, IntegrityError, PreconditionFailed, escaped, shown, with_fix
 from s3memory.memory import S3Memory
 from s3memory.ops.progress import SILENT, Progress
 from s3memory.placed import PlacedMemory
@@ -63,6 +63,89 @@ class Restored:
     failed_authentication: list[tuple[str, str]] = field(default_factory=list)
     """Files left as they are because a version to read (the current one, or the one to restore)
     failed authentication, each with the message (``with_fix``)."""
+
+    @property
+    def complete(self) -> bool:
+        """Every file restored or already as it was: none changed meanwhile, none failed authentication."""
+        return not self.changed_meanwhile and not self.failed_authentication
+
+    def _groups(self) -> dict[str, list[str]]:
+        return {
+            "written": self.written,
+            "deleted": self.deleted,
+            "unchanged": self.unchanged,
+            "changed_meanwhile": self.changed_meanwhile,
+        }
+
+    def counts(self) -> dict[str, int]:
+        """How many files of each outcome (no path)."""
+        counts = {name: len(paths) for name, paths in self._groups().items()}
+        return counts | {"failed_authentication": len(self.failed_authentication)}
+
+    def lines(self) -> list[str]:
+        """What was written, deleted, found changed meanwhile and found failing authentication, one
+        file a line, then the counts."""
+        groups = self._groups()
+        lines = [
+            f"{name} {escaped(path)}"
+            for name in ("written", "deleted", "changed_meanwhile")
+            for path in groups[name]
+        ]
+        lines += [
+            f"failed authentication {escaped(path)}: {escaped(why)}"
+            for path, why in self.failed_authentication
+        ]
+        lines.append(", ".join(f"{count} {name.replace('_', ' ')}" for name, count in self.counts().items()))
+        return lines
+
+    def document(self) -> dict[str, object]:
+        """The paths of each outcome, and each failing file with its reason."""
+        failed = [{"path": path, "reason": why} for path, why in self.failed_authentication]
+        return {**self._groups(), "failed_authentication": failed}
+
+
+@dataclass(frozen=True)
+class History:
+    """Every version of the file at ``path``, newest first (``MemoryVersions.history``)."""
+
+    path: str
+    versions: list[FileVersion]
+
+    @property
+    def complete(self) -> bool:
+        """Every version passed authentication."""
+        return all(version.authentic for version in self.versions)
+
+    def counts(self) -> dict[str, int]:
+        return {"versions": len(self.versions)}
+
+    def lines(self) -> list[str]:
+        """One version a line: when, what, its size and id, and whether it is current, who wrote it,
+        where it came from, or that it failed authentication."""
+        return [
+            f"{v.modified.isoformat(timespec='seconds')}  {v.operation:<7}  {v.size:>9,}  {escaped(v.version_id)}"
+            + ("  (current)" if v.current else "")
+            + (f"  by {escaped(shown_author(v.author))}" if v.author else "")
+            + (f"  renamed from {escaped(v.renamed_from)}" if v.renamed_from else "")
+            + ("" if v.authentic else "  FAILED AUTHENTICATION (not written by s3memory for this file)")
+            for v in self.versions
+        ] or [f"(no versions of {escaped(self.path)})"]
+
+    def document(self) -> dict[str, object]:
+        versions = [
+            {
+                "version_id": v.version_id,
+                "modified": v.modified.isoformat(),
+                "operation": v.operation,
+                "size": v.size,
+                "current": v.current,
+                "renamed_from": v.renamed_from,
+                "author": v.author,
+                "authentic": v.authentic,
+            }
+            for v in self.versions
+        ]
+        return {"path": self.path, "versions": versions}
 
 
 class MemoryVersions:

@@ -28,7 +28,8 @@ from s3memory.errors import CommandError
 from s3memory.formats.store_keys import STORE_KEY_NAME
 from s3memory.memory import S3Memory
 from s3memory.ops.operations import Operations
-from s3memory.ops.rotation import ROTATION_WAIT_SECONDS, RotationReport, rotate, rotate_waiting
+from s3memory.ops.rotation import ROTATION_WAIT_SECONDS, rotate, rotate_waiting
+from s3memory.ops.rotation_report import RotationReport
 from s3memory.ops.versions import MemoryVersions
 from s3memory.settings import Limits
 from s3memory.storage.bucket import Bucket
