@@ -694,7 +694,7 @@ def test_provider_constraint_allows_5_and_6() -> None:
         for name, text in sources.items()
         if "required_providers" in text
     }
-    apply_test = (REPO_ROOT / "tests" / "test_terraform_apply.py").read_text("utf-8")
+    apply_test = (REPO_ROOT / "tests" / "deploy" / "test_terraform_apply.py").read_text("utf-8")
     constraints["tests/deploy/test_terraform_apply.py"] = re.findall(r'version = (".*?")', apply_test)
     assert constraints == {name: [PROVIDER_CONSTRAINT] for name in constraints}, constraints
     assert {"versions.tf", *(f"examples/{example}/versions.tf" for example in EXAMPLES)} <= set(constraints)
