@@ -40,9 +40,6 @@ from s3memory.storage.bucket import Bucket, ListingPage
 from s3memory.storage.concurrency import side
 from s3memory.store import Store, StoreOptions, refuse_unknown
 
-KEPT_SHOWN = 20
-"""A partly done rename or delete names at most this many of the files it left in place."""
-
 __all__ = [
     "DEFAULT_GUARD",
     "DEFAULT_MAX_FILE_BYTES",
