@@ -294,11 +294,7 @@ class S3Memory:
             if found is None:
                 raise Unsettled(missing, path)
             edit, answer = change(found.text)
-            sealed = placed.files.encode(path, edit.text)
-            growth = len(sealed.body) - OVERHEAD - len(found.text.encode("utf-8"))
-            placed.usage.check(path, growth, 0)
-            if placed.files.replace(path, sealed, found.etag):
-                placed.usage.add(growth, 0)
+            if placed.write_over(path, placed.files.encode(path, edit.text), found):
                 return answer
             return LOST
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from s3memory.core.browse import Browser
-from s3memory.core.files import MemoryFiles
+from s3memory.core.files import Found, MemoryFiles
 from s3memory.core.guard import ContentGuard
 from s3memory.core.job_runner import JobRunner
 from s3memory.core.keyvault import KeyVault
@@ -22,7 +22,7 @@ from s3memory.core.last_used import AccessRecord
 from s3memory.core.paths import KeyLayout, MemoryPath, SharedName, UserId
 from s3memory.core.quota import DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT, Quota, Usage
 from s3memory.core.text import Edit
-from s3memory.crypto import DataKeySource, KeyOwner, ObjectCipher
+from s3memory.crypto import OVERHEAD, DataKeySource, KeyOwner, ObjectCipher, Sealed
 from s3memory.errors import StoreMisconfigured
 from s3memory.formats.strategy import Format
 from s3memory.formats.upgrade import Upgrade
@@ -88,6 +88,17 @@ class PlacedMemory:
         """The same memory, its writes recorded as ``author``'s (directory hints and usage shared)."""
         files = self.files.by(author)
         return replace(self, files=files, browser=Browser(files), jobs=self.jobs.over(files))
+
+    def write_over(self, path: MemoryPath, sealed: Sealed, found: Found) -> bool:
+        """Write ``sealed`` over the file at ``path`` in one request, conditional on the object
+        ``found`` was read from, its growth checked against the quota first (``CommandError``);
+        False, writing nothing, if the file changed since."""
+        growth = len(sealed.body) - OVERHEAD - len(found.text.encode("utf-8"))
+        self.usage.check(path, growth, 0)
+        if not self.files.replace(path, sealed, found.etag):
+            return False
+        self.usage.add(growth, 0)
+        return True
 
     def screen(self, path: MemoryPath, text: str) -> str:
         """``text`` to write at ``path`` once the content guard has screened it (``GuardRefusal``)."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 from s3memory.core.files import Found
 from s3memory.core.paths import MemoryPath, check_new_name
 from s3memory.core.placement import Survey, require_file_path
-from s3memory.crypto import OVERHEAD
 from s3memory.errors import CommandError
 from s3memory.placed import PlacedMemory
 
@@ -48,12 +47,8 @@ def overwrite(memory: PlacedMemory, path: MemoryPath, found: Found, file_text: s
     ``found`` was read from (an operator's import replacing a file): the checks of ``create``, the
     quota counted by the growth. Refused, writing nothing, if the file changed since."""
     memory.files.check_size(path, len(file_text.encode("utf-8")))
-    sealed = memory.files.encode(path, memory.screen(path, file_text))
-    growth = len(sealed.body) - OVERHEAD - len(found.text.encode("utf-8"))
-    memory.usage.check(path, growth, 0)
-    if not memory.files.replace(path, sealed, found.etag):
+    if not memory.write_over(path, memory.files.encode(path, memory.screen(path, file_text)), found):
         raise CommandError(
             f"Error: {path.quoted} changed while it was being replaced; nothing was written. Try again."
         )
-    memory.usage.add(growth, 0)
     return f"File {path.quoted} replaced"
