@@ -24,7 +24,7 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -197,7 +197,9 @@ class Entry:
     problem: str | None = None
 
 
-def entries(directory: int, path: str, depth: int = 0, excluded: str | None = None) -> Iterator[Entry]:
+def entries(
+    directory: int, path: str, depth: int = 0, excluded: str | None = None
+) -> Generator[Entry, None, None]:
     """Every entry below the open ``directory`` (memory path ``path``, ``depth`` levels below the root)
     but the directories it descends into and ``excluded`` (a name in ``directory`` itself), in sorted
     order, a directory's own entries before its subdirectories'; each directory opened from its
