@@ -37,6 +37,7 @@ from s3memory.ops.folders import (
     LINK,
     NOT_DIRECTORY,
     TEMPORARY,
+    TOO_LARGE,
     Entry,
     LeftAlone,
     directory_below,
@@ -60,6 +61,9 @@ SYNC_TEMPORARY_NAME = (
 )
 NOT_WRITABLE = (
     "this user may not write the file there (permission denied); change the permissions, then sync again"
+)
+NOT_REMOVABLE = (
+    "this user may not remove the file there (permission denied); change the permissions, then sync again"
 )
 CHANGED = "changed since it was last looked at"
 APPEARED = "an entry was made there since the folder was last looked at"
@@ -214,9 +218,9 @@ class SyncFolder:
             self._close(directory)
         if found is None:
             raise LocalChanged(GONE)
-        if found.problem is not None:
+        if found.problem is not None and found.problem != TOO_LARGE:
             raise LocalChanged(found.problem)
-        if found.stat != expected or found.data is None:
+        if found.stat != expected or found.data is None:  # larger than expected: changed
             raise LocalChanged(CHANGED)
         return found.data
 
@@ -262,7 +266,7 @@ class SyncFolder:
         """Remove the file at ``path`` if it is still the file ``expected``, then each directory it
         leaves empty, up to DIR (never DIR): True if removed, False if nothing is there.
         ``LocalChanged`` if another entry is there; ``LeftAlone`` where a link or no directory is in
-        the way."""
+        the way, or where this user may not remove it."""
         *parents, name = self._segments(path)
         try:
             directory = directory_below(self._root, parents, make=False, command="sync")
@@ -274,6 +278,8 @@ class SyncFolder:
             _check(directory, name, expected)
             os.unlink(name, dir_fd=directory)
             os.fsync(directory)
+        except PermissionError:
+            raise LeftAlone(NOT_REMOVABLE) from None
         finally:
             self._close(directory)
         self._remove_empty(parents)

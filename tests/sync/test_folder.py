@@ -6,6 +6,7 @@ UTF-8; and what a folder never synced must hold to be taken as a memory."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import socket
@@ -66,7 +67,9 @@ class Opens:
     """``os.open`` counted: the files (not directories) opened, by name; ``before`` runs just before
     the open of a file of its name (a swap between a listing and an open, made deterministic)."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, before: dict[str, Callable[[], None]] | None = None):
+    def __init__(
+        self, monkeypatch: pytest.MonkeyPatch, before: dict[str, Callable[[], None]] | None = None
+    ) -> None:
         self.files: list[str] = []
         self.before = before or {}
         real = os.open
@@ -87,7 +90,9 @@ class DuringRead:
     """``os.read`` wrapped: ``change`` runs once, before the first read of a file of ``size`` bytes
     (a file written to or swapped while it is read); every byte read is counted."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, changes: dict[int, Callable[[], None]] | None = None):
+    def __init__(
+        self, monkeypatch: pytest.MonkeyPatch, changes: dict[int, Callable[[], None]] | None = None
+    ) -> None:
         self.changes = changes or {}
         self.bytes = 0
         real = os.read
@@ -294,7 +299,9 @@ def test_a_file_grown_or_swapped_while_it_is_read_is_refused(
     (root / "grown.md").write_bytes(b"1")
     (root / "same.md").write_bytes(b"22")
     (root / "swapped.md").write_bytes(b"333")
+    (root / "unseen.md").write_bytes(b"4444")
     (tmp_path / "other.md").write_bytes(b"other\n")
+    (tmp_path / "new.md").write_bytes(b"new\n")
 
     def grow() -> None:
         with open(root / "grown.md", "ab") as handle:
@@ -303,11 +310,24 @@ def test_a_file_grown_or_swapped_while_it_is_read_is_refused(
     def swap() -> None:  # the name now names another file; the one open is read whole
         os.replace(tmp_path / "other.md", root / "swapped.md")
 
-    DuringRead(monkeypatch, {1: grow, 3: swap})
+    def swap_unseen() -> None:  # moved away, another put in its place: only its name tells
+        os.rename(root / "unseen.md", tmp_path / "away.md")
+        os.rename(tmp_path / "new.md", root / "unseen.md")
+
+    real_fstat = os.fstat
+    first: dict[int, os.stat_result] = {}
+
+    def unmoved(descriptor: int) -> os.stat_result:  # a file system whose renames move no change time
+        found = real_fstat(descriptor)
+        return first.setdefault(found.st_ino, found) if found.st_size == 4 else found
+
+    monkeypatch.setattr(os, "fstat", unmoved)
+    DuringRead(monkeypatch, {1: grow, 3: swap, 4: swap_unseen})
     found = scanned(folder)
     assert problems(found) == [
         ("/memories/grown.md", CHANGED_WHILE_READ),
         ("/memories/swapped.md", CHANGED_WHILE_READ),
+        ("/memories/unseen.md", CHANGED_WHILE_READ),
     ]
     assert CHANGED_WHILE_READ == "changed while it was read (written to, or swapped for another file)"
     assert texts(found) == {"/memories/same.md": b"22"}
@@ -315,6 +335,7 @@ def test_a_file_grown_or_swapped_while_it_is_read_is_refused(
         "/memories/grown.md": b"1 and more\n",
         "/memories/same.md": b"22",
         "/memories/swapped.md": b"other\n",
+        "/memories/unseen.md": b"new\n",
     }
 
 
@@ -385,6 +406,11 @@ def test_a_write_replaces_the_file_only_if_it_is_still_the_one_expected(folder: 
     with pytest.raises(LocalChanged) as stale:
         folder.read("/memories/a/b/new.md", current)
     assert stale.value.reason == CHANGED
+    with open(root / "a" / "b" / "new.md", "ab") as handle:
+        handle.write(b"grown\n")
+    with pytest.raises(LocalChanged) as grown:
+        folder.read("/memories/a/b/new.md", replaced)
+    assert grown.value.reason == CHANGED
 
 
 def test_a_change_made_between_the_bytes_written_and_the_rename_is_kept(
@@ -409,8 +435,12 @@ def test_a_change_made_between_the_bytes_written_and_the_rename_is_kept(
     assert sorted(path.name for path in root.iterdir()) == ["a.md"]
 
 
+def refused_to_this_user(*args: Any, **kwargs: Any) -> None:
+    raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+
+
 def test_a_delete_removes_only_the_file_expected_and_the_directories_it_leaves_empty(
-    folder: SyncFolder,
+    folder: SyncFolder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = folder.directory
     (root / "a" / "b" / "c").mkdir(parents=True)
@@ -423,6 +453,13 @@ def test_a_delete_removes_only_the_file_expected_and_the_directories_it_leaves_e
         folder.delete("/memories/y.md", seen)
     assert changed.value.reason == CHANGED
     assert (root / "y.md").read_bytes() == b"y, edited\n"
+    with monkeypatch.context() as denied:  # as the kernel refuses this user (the tests run as root)
+        denied.setattr(os, "unlink", refused_to_this_user)
+        with pytest.raises(folders.LeftAlone) as refused:
+            folder.delete("/memories/y.md", stat_of(root / "y.md"))
+    assert refused.value.reason == (
+        "this user may not remove the file there (permission denied); change the permissions, then sync again"
+    )
     assert folder.delete("/memories/a/b/c/x.md", stat_of(root / "a" / "b" / "c" / "x.md")) is True
     assert sorted(path.name for path in root.rglob("*")) == ["a", "kept.md", "y.md"]
     assert folder.delete("/memories/a/b/c/x.md", seen) is False  # already gone: a round re-run
@@ -553,7 +590,23 @@ def test_adoptable_takes_an_empty_or_memory_shaped_folder_and_names_what_else_st
     ]
 
 
-def test_a_name_the_local_file_system_refuses_is_named_with_the_fix(folder: SyncFolder) -> None:
+def test_a_write_this_user_may_not_make_or_a_name_the_local_file_system_refuses_is_named_with_the_fix(
+    folder: SyncFolder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = os.open
+
+    def denied(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if flags & os.O_CREAT:
+            refused_to_this_user()
+        return real(path, flags, *args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "open", denied)
+        with pytest.raises(folders.LeftAlone) as not_writable:
+            folder.write("/memories/a.md", b"x\n", None)
+    assert not_writable.value.reason == (
+        "this user may not write the file there (permission denied); change the permissions, then sync again"
+    )
     name = "n" * 300 + ".md"
     with pytest.raises(folders.NameRefused) as refused:
         folder.write(f"/memories/{name}", b"x\n", None)
