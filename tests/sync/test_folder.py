@@ -33,6 +33,7 @@ from s3memory.sync.folder import (
     LocalStat,
     SyncFolder,
 )
+from tests.support.hostile_files import grows_after_its_size_is_checked
 
 MiB = 1 << 20
 SECRET = b"the operator's secret\n"
@@ -277,16 +278,7 @@ def test_a_huge_sparse_file_is_refused_with_nothing_read_beyond_the_limit(
     assert problems(found) == [("/memories/huge.md", "larger than the size limit")]
     assert [entry.stat.size for entry in found if entry.stat is not None] == [5, 256 * MiB]
     assert reads.bytes == len(b"fine\n")  # its size is known from what was opened: none of it is read
-    real_fstat = os.fstat
-    lied = {"once": True}
-
-    def growing(descriptor: int) -> os.stat_result:  # the file grows after its size was checked
-        found = real_fstat(descriptor)
-        if found.st_size == 256 * MiB and lied.pop("once", False):
-            return os.stat_result((*found[:6], 10, *found[7:10]))
-        return found
-
-    monkeypatch.setattr(os, "fstat", growing)
+    grows_after_its_size_is_checked(monkeypatch, 256 * MiB)
     reads.bytes = 0
     assert problems(scanned(folder)) == [("/memories/huge.md", "larger than the size limit")]
     assert reads.bytes == LIMIT + 1 + len(b"fine\n")
