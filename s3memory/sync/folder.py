@@ -6,7 +6,9 @@ directory's handle without following a link, each file once (``O_NONBLOCK``: a F
 cannot block), at most the size limit plus one byte read. A file whose ``fstat`` changed between
 before and after its read, or whose name then names another entry, is refused as
 ``CHANGED_WHILE_READ``. A file whose stat (``LocalStat``) is the one the caller last saw is not
-opened at all.
+opened at all; a stat taken in the moments after a file's change (``SETTLING_NS``) is never trusted
+so (``UNSETTLED``), since a file changed again within one tick of the file system's clock keeps it,
+and a file sync writes is given a modification time that any later change moves.
 
 Writes and deletes are conditional on the entry at the name still being what the caller expects:
 a write makes a new file under a temporary name (``ops.folders.is_temporary``), flushes it to disk,
@@ -20,10 +22,12 @@ one window in which a change made by another process is replaced; ``docs/sync.md
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import os
 import stat
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,10 +75,21 @@ VERSION_CONTROL = "a version control directory (of a repository, not a memory)"
 _VERSION_CONTROL = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", ".jj"})
 
 
+SETTLING_NS = 2_000_000_000
+"""How long after its last change a file's stat may still not tell a later change apart: a file
+system's clock moves in ticks (a few ms; FAT's modification times in 2 s), so a file changed again in
+the tick it was looked at keeps its stat."""
+UNSETTLED = -1
+"""The change time of a ``LocalStat`` taken within ``SETTLING_NS`` of the file's last modification:
+no stat taken later equals it, so the next scan reads the file again (and, once it has settled,
+reports a stat that a later scan may trust)."""
+
+
 @dataclass(frozen=True)
 class LocalStat:
     """What tells a local file's versions apart without reading it: size, modification time,
-    inode and change time (which a write, a rename over it or a new hard link moves)."""
+    inode and change time (which a write, a rename over it or a new hard link moves; ``UNSETTLED``
+    where it could not yet tell)."""
 
     size: int
     mtime_ns: int
@@ -84,6 +99,13 @@ class LocalStat:
     @classmethod
     def of(cls, found: os.stat_result) -> LocalStat:
         return cls(found.st_size, found.st_mtime_ns, found.st_ino, found.st_ctime_ns)
+
+    def describes(self, found: LocalStat) -> bool:
+        """True if ``found`` (a stat taken now) is of the file this stat was taken of, unchanged: the
+        fields equal, the change time but where it is ``UNSETTLED``."""
+        return self == (
+            found if self.ctime_ns != UNSETTLED else dataclasses.replace(found, ctime_ns=UNSETTLED)
+        )
 
 
 @dataclass(frozen=True)
@@ -220,7 +242,7 @@ class SyncFolder:
             raise LocalChanged(GONE)
         if found.problem is not None and found.problem != TOO_LARGE:
             raise LocalChanged(found.problem)
-        if found.stat != expected or found.data is None:  # larger than expected: changed
+        if found.stat is None or not expected.describes(found.stat) or found.data is None:
             raise LocalChanged(CHANGED)
         return found.data
 
@@ -244,6 +266,8 @@ class SyncFolder:
                 remove_temporaries(directory)
 
             def durable_and_expected(descriptor: int) -> None:
+                now = _now()  # a later change moves its modification time past this one
+                os.utime(descriptor, ns=(now, now - SETTLING_NS))
                 os.fsync(descriptor)
                 _check(directory, name, expected)
 
@@ -365,7 +389,17 @@ def _looked_at(entry: Entry, baseline: LocalStat | None, max_bytes: int) -> Loca
     listed = LocalStat.of(entry.listed)
     if stat.S_ISREG(entry.listed.st_mode) and listed == baseline:
         return LocalEntry(entry.path, listed, unchanged=True)
-    return _read(entry.directory, entry.name, entry.path, entry.listed.st_mode, max_bytes)
+    found = _read(entry.directory, entry.name, entry.path, entry.listed.st_mode, max_bytes)
+    if found is None or found.stat is None or found.data is None:
+        return found
+    if _now() - found.stat.mtime_ns < SETTLING_NS:
+        return dataclasses.replace(found, stat=dataclasses.replace(found.stat, ctime_ns=UNSETTLED))
+    return found
+
+
+def _now() -> int:
+    """The time now, in ns since the epoch, as file times count it."""
+    return time.time_ns()
 
 
 def _read(directory: int, name: str, path: str, mode: int, max_bytes: int) -> LocalEntry | None:
@@ -411,7 +445,7 @@ def _check(directory: int, name: str, expected: LocalStat | None) -> None:
             raise LocalChanged(APPEARED)
     elif now is None:
         raise LocalChanged(GONE)
-    elif not stat.S_ISREG(now.st_mode) or LocalStat.of(now) != expected:
+    elif not stat.S_ISREG(now.st_mode) or not expected.describes(LocalStat.of(now)):
         raise LocalChanged(CHANGED)
 
 

@@ -6,11 +6,13 @@ UTF-8; and what a folder never synced must hold to be taken as a memory."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import hashlib
 import os
 import socket
 import stat
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,14 +21,17 @@ import pytest
 
 from s3memory.core.placement import MAX_DEPTH
 from s3memory.ops import folders
+from s3memory.sync import folder as sync_folder
 from s3memory.sync.folder import (
     APPEARED,
     CHANGED,
     CHANGED_WHILE_READ,
     KEPT_FOR_SYNC,
     NOT_TEXT,
+    SETTLING_NS,
     STATE_DIRECTORY,
     SYNC_TEMPORARY_NAME,
+    UNSETTLED,
     FolderRefused,
     LocalChanged,
     LocalEntry,
@@ -62,6 +67,16 @@ def texts(entries: list[LocalEntry]) -> dict[str, bytes | None]:
 
 def stat_of(path: Path) -> LocalStat:
     return LocalStat.of(os.lstat(path))
+
+
+def unsettled(path: Path) -> LocalStat:
+    """The stat of a file looked at within ``SETTLING_NS`` of its last change, as ``scan`` reports it."""
+    return dataclasses.replace(stat_of(path), ctime_ns=UNSETTLED)
+
+
+def later(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scans from now on run as if the files had settled (``SETTLING_NS`` after their last change)."""
+    monkeypatch.setattr(sync_folder, "_now", lambda: time.time_ns() + 10 * SETTLING_NS)
 
 
 class Opens:
@@ -124,12 +139,13 @@ def test_a_memory_folder_is_scanned_as_memory_paths_with_bytes_and_hashes(folder
             False,
         ),
     ]
-    assert [entry.stat for entry in found] == [stat_of(root / "a.md"), stat_of(root / "notes" / "b.md")]
+    assert [entry.stat for entry in found] == [unsettled(root / "a.md"), unsettled(root / "notes" / "b.md")]
 
 
 def test_a_file_unchanged_by_its_stat_is_never_opened(
     folder: SyncFolder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    later(monkeypatch)
     root = folder.directory
     (root / "d").mkdir()
     for name in ("a.md", "b.md", "d/c.md"):
@@ -152,6 +168,40 @@ def test_a_file_unchanged_by_its_stat_is_never_opened(
         "/memories/d/c.md": b"d/c.md\n",
     }
     assert opens.files == ["a.md", "b.md", "c.md"]
+
+
+def test_a_file_changed_within_the_settling_time_is_read_again_until_it_has_settled(
+    folder: SyncFolder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file changed again in the clock tick it was scanned in keeps its stat (size, times and
+    inode), as a file system whose clock has not moved gives it: the next scan still reads it."""
+    root = folder.directory
+    (root / "a.md").write_bytes(b"first\n")
+    [scanned_first] = scanned(folder)
+    assert scanned_first.stat == unsettled(root / "a.md")
+    assert folder.read("/memories/a.md", unsettled(root / "a.md")) == b"first\n"  # still the file expected
+    frozen = os.lstat(root / "a.md")
+    (root / "a.md").write_bytes(b"again\n")  # the same size, in the same tick
+    real_stat, real_fstat = os.stat, os.fstat
+
+    def unmoved_stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        return frozen if path == "a.md" else real_stat(path, *args, **kwargs)
+
+    def unmoved_fstat(descriptor: int) -> os.stat_result:
+        found = real_fstat(descriptor)
+        return frozen if found.st_ino == frozen.st_ino else found
+
+    monkeypatch.setattr(os, "stat", unmoved_stat)
+    monkeypatch.setattr(os, "fstat", unmoved_fstat)
+    baseline = {"/memories/a.md": unsettled(root / "a.md")}
+    assert [(entry.data, entry.unchanged) for entry in scanned(folder, baseline)] == [(b"again\n", False)]
+    monkeypatch.undo()
+    later(monkeypatch)
+    [settled] = scanned(folder, baseline)
+    assert settled.stat == stat_of(root / "a.md")  # settled: trusted from now on
+    opens = Opens(monkeypatch)
+    assert [entry.unchanged for entry in scanned(folder, {"/memories/a.md": settled.stat})] == [True]
+    assert opens.files == []
 
 
 def test_links_to_files_and_directories_are_reported_and_never_followed(
@@ -368,6 +418,7 @@ def test_a_write_replaces_the_file_only_if_it_is_still_the_one_expected(folder: 
     root = folder.directory
     written = folder.write("/memories/a/b/new.md", b"pulled\n", None)
     assert written == stat_of(root / "a" / "b" / "new.md")
+    assert written.mtime_ns <= time.time_ns() - SETTLING_NS  # a later change moves it: trusted at once
     assert (root / "a" / "b" / "new.md").read_bytes() == b"pulled\n"
     assert stat.S_IMODE(os.lstat(root / "a" / "b" / "new.md").st_mode) == 0o600
     assert stat.S_IMODE(os.lstat(root / "a").st_mode) == 0o700
