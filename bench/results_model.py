@@ -8,6 +8,8 @@ from typing import Any
 
 from .adversarial import ANSWER_MAX, LINEAR_MAX, Growth
 from .coldstart import ColdStart
+from .cost import CostCounts
+from .cpu_share import CpuShare
 from .mcp_lambda import McpLambda
 from .mcp_overhead import McpOverhead
 from .metrics import Summary
@@ -53,6 +55,10 @@ class Results:
     """Section 7 on Lambda: the MCP function against the memory function."""
     rotation: FleetRotation | None = None
     """Section 8: ``rotate --all --wait`` on a store of many users."""
+    cost: CostCounts | None = None
+    """Section 9: each command's requests, priced."""
+    cpu_shares: list[CpuShare] = field(default_factory=list)
+    """Section 10: the memory function on Lambda's CPU shares, per endpoint."""
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -76,6 +82,8 @@ class Results:
             "mcp": self.mcp.as_dict() if self.mcp else None,
             "mcp_lambda": self.mcp_lambda.as_dict() if self.mcp_lambda else None,
             "rotation": self.rotation.as_dict() if self.rotation else None,
+            "cost": self.cost.as_dict() if self.cost else None,
+            "cpu_shares": [item.as_dict() for item in self.cpu_shares],
             "targets": [target.__dict__ for target in evaluate(self)],
         }
 
