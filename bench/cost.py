@@ -297,15 +297,26 @@ def _breakdown(turn: Priced, measured: dict[int, tuple[str, dict[str, float]]]) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Count section 9's requests alone on a moto server of its own and print its part of ``latest.md``
-    (without section 10's durations: no dollars)."""
+    """Run sections 9 and 10 alone on a moto server of their own (10 ms per request unless
+    ``--latency-ms`` says otherwise): the requests counted, the CPU shares measured, both printed as
+    their parts of ``latest.md``."""
+    from . import cpu_share
+    from .plan import FULL, QUICK
+
     parser = argparse.ArgumentParser(prog="python -m bench.cost", description=main.__doc__)
+    parser.add_argument("--quick", action="store_true", help="the size of `python -m bench --quick`")
+    parser.add_argument("--latency-ms", type=float, default=10.0, help="added to every request by the server")
     parser.add_argument("--json", help="also write the results to this JSON file")
     options = parser.parse_args(argv)
+    plan = QUICK if options.quick else FULL
     fake_credentials()
-    with moto_backend() as backend:
+    with moto_backend(latency_ms=options.latency_ms) as backend:
         found = count(backend)
-    print_alone(cost_lines(found, []), options.json, found.as_dict())
+        shares = cpu_share.run(
+            backend, plan.cpu_share_rounds, plan.cpu_share_warmup, plan.cpu_share_cold, plan.cpu_share_renames
+        )
+    lines = [*cost_lines(found, [shares]), *cpu_share.cpu_share_lines([shares])]
+    print_alone(lines, options.json, {"cost": found.as_dict(), "cpu_shares": [shares.as_dict()]})
     return 0
 
 
