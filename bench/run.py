@@ -1,6 +1,6 @@
 """Runs the bench and writes ``latest.md``, ``latest.png`` and ``latest.json``.
 
-    python -m bench                 # full run, about 16 minutes on 2 cores (20 under load)
+    python -m bench                 # full run, about 22 minutes on 2 cores (26 under load)
     python -m bench --quick         # about a minute: every section, small sizes
     python -m bench --quick --out /tmp/bench-smoke
 
