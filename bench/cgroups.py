@@ -64,8 +64,15 @@ def unavailable(root: Path = ROOT) -> str:
     """Why no CPU quota group can be made here, or "" if one can."""
     if not (root / "cpu.cfs_quota_us").is_file():
         return f"no cgroup v1 cpu controller at {root} (cgroup v2 or no cgroup file system)"
-    if not os.access(root, os.W_OK):
-        return f"{root} is not writable (the CPU-share measurement needs root and a writable cgroup v1 cpu hierarchy)"
+    probe = root / f"{PREFIX}{os.getpid()}-probe"
+    try:
+        probe.mkdir()
+        probe.rmdir()
+    except OSError as error:
+        return (
+            f"no cgroup can be made under {root} ({error.strerror}): the CPU-share measurement needs root "
+            "and a writable cgroup v1 cpu hierarchy"
+        )
     return ""
 
 

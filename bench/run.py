@@ -168,6 +168,7 @@ class Runner:
         if found is not None:
             self.results.cpu_shares.append(found)
             if found.skipped:
+                self.results.notes.append(f"CPU quotas skipped on {backend.name}: {found.skipped}.")
                 _log(f"CPU quotas skipped on {backend.name}: {found.skipped}")
 
     def peers(self, backend: Backend, reps: int, peer_python: str | None) -> None:

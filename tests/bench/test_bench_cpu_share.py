@@ -65,6 +65,15 @@ def test_where_there_is_no_cgroup_v1_cpu_controller_it_says_so(tmp_path: Path) -
     )
 
 
+def test_where_no_group_can_be_made_it_says_why(tmp_path: Path) -> None:
+    (tmp_path / "cpu.cfs_quota_us").write_text("-1\n")
+    (tmp_path / f"{cgroups.PREFIX}{os.getpid()}-probe").write_text("in the way")  # mkdir fails here
+    assert cgroups.unavailable(tmp_path) == (
+        f"no cgroup can be made under {tmp_path} (File exists): the CPU-share measurement needs root and a "
+        "writable cgroup v1 cpu hierarchy"
+    )
+
+
 @needs_cgroups
 def test_a_command_runs_in_its_group_from_its_start_held_to_the_quota() -> None:
     with cgroups.QuotaGroup("test-quota", 0.1) as group:
