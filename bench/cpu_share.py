@@ -25,25 +25,23 @@ can be made (no cgroup v1 ``cpu`` hierarchy, not root) only *full* is measured a
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import json
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from s3memory.crypto import FORMAT_2
 
 from . import cgroups
-from .coldstart import S3MEMORY_CHILD, child_environment
+from .coldstart import S3MEMORY_CHILD, child_environment, spawn, store_settings
 from .cost_model import COMMANDS, MEMORY_SIZES, RENAME_DIR, RENAME_FILES, SEEDED, vcpu_share
 from .metrics import Summary, load_average, plain, print_alone
 from .servers import REPO, Backend, fake_credentials, moto_backend
 from .tables import table
-from .workload import MASTER_KEY, PRIVATE_PREFIX, Tenant, note_text, s3memory_client
+from .workload import Tenant, note_text, s3memory_client
 
 BUCKET = "bench-cpu-share"
 FULL = "full"
@@ -224,11 +222,7 @@ def run(
             tenant.seed({path: note_text(index, lines) for index, (path, lines) in enumerate(SEEDED.items())})
             tenants[share.label] = tenant
         settings = {
-            "S3MEMORY_BUCKET": BUCKET,
-            "S3MEMORY_PREFIX": PRIVATE_PREFIX,
-            "S3MEMORY_STORAGE_FORMAT": str(FORMAT_2),
-            "S3MEMORY_LOCAL_KEY": base64.b64encode(MASTER_KEY).decode(),
-            "S3MEMORY_ENDPOINT_URL": backend.endpoint_url,
+            **store_settings(backend, BUCKET),
             "S3MEMORY_DIRECT_INVOCATION": "allow",
             "BENCH_TAG": "w",
             "BENCH_PAUSE": str(period_us / 1e6),
@@ -300,23 +294,7 @@ def _cold(
     for number in range(reps):
         for share, group in _rotated(levels, number):
             environment = child_environment({**settings, "BENCH_USER": _user(share)}, cache)
-            command = [sys.executable, "-c", S3MEMORY_CHILD]
-            started = time.perf_counter()
-            finished = subprocess.run(
-                group.argv(command) if group else command,
-                env=environment,
-                cwd=tempfile.gettempdir(),
-                capture_output=True,
-                text=True,
-                timeout=300,
-                check=False,
-            )
-            elapsed = time.perf_counter() - started
-            report = (
-                json.loads(finished.stdout.strip().splitlines()[-1]) if finished.returncode == 0 else None
-            )
-            if report is None or report["failed"]:
-                raise RuntimeError(f"a cold CPU-share child failed: {finished.stderr.strip()[-2000:]}")
+            elapsed, report = spawn(S3MEMORY_CHILD, environment, group.argv if group else None)
             process[share.label].append(elapsed)
             inside[share.label].append(report["seconds"])
     for share, _ in levels:
