@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,27 +108,35 @@ def child_environment(settings: dict[str, str], cache: str) -> dict[str, str]:
     return {**environment, **settings, "PYTHONPYCACHEPREFIX": cache}
 
 
-def _environment(backend: Backend, cache: str, memories: str) -> dict[str, str]:
-    """The children's environment: the store's settings, and ``memories``, the key prefix of the
-    user's ``/memories`` that the baseline lists."""
-    settings = {
-        "S3MEMORY_BUCKET": BUCKET,
+def store_settings(backend: Backend, bucket: str) -> dict[str, str]:
+    """The ``S3MEMORY_*`` settings of a format-2 store in ``bucket`` on ``backend`` with the bench's
+    local key (at ``PRIVATE_PREFIX``, where the bench's format-2 tenants live)."""
+    return {
+        "S3MEMORY_BUCKET": bucket,
         "S3MEMORY_PREFIX": PRIVATE_PREFIX,
         "S3MEMORY_STORAGE_FORMAT": str(FORMAT_2),
         "S3MEMORY_LOCAL_KEY": base64.b64encode(MASTER_KEY).decode(),
         "S3MEMORY_ENDPOINT_URL": backend.endpoint_url,
-        "BENCH_USER": USER,
-        "BENCH_MEMORIES": memories,
     }
+
+
+def _environment(backend: Backend, cache: str, memories: str) -> dict[str, str]:
+    """The children's environment: the store's settings, and ``memories``, the key prefix of the
+    user's ``/memories`` that the baseline lists."""
+    settings = {**store_settings(backend, BUCKET), "BENCH_USER": USER, "BENCH_MEMORIES": memories}
     return child_environment(settings, cache)
 
 
-def spawn(code: str, environment: dict[str, str]) -> tuple[float, dict[str, Any]]:
-    """Runs ``python -c code``; the seconds from spawn to exit and the last line it printed (JSON,
-    whose ``failed`` must be false)."""
+def spawn(
+    code: str, environment: dict[str, str], enter: Callable[[list[str]], list[str]] | None = None
+) -> tuple[float, dict[str, Any]]:
+    """Runs ``python -c code`` (inside what ``enter`` wraps the command in, if given: a CPU quota
+    group's ``argv``); the seconds from spawn to exit and the last line it printed (JSON, whose
+    ``failed`` must be false)."""
+    command = [sys.executable, "-c", code]
     started = time.perf_counter()
     finished = subprocess.run(
-        [sys.executable, "-c", code],
+        enter(command) if enter else command,
         env=environment,
         cwd=tempfile.gettempdir(),
         capture_output=True,

@@ -1,4 +1,4 @@
-"""How much each section measures: the full run (~16 minutes on 2 cores, 20 under load) and ``--quick`` (~1 minute)."""
+"""How much each section measures: the full run (~22 minutes on 2 cores, 26 under load) and ``--quick`` (~1 minute)."""
 
 from __future__ import annotations
 
@@ -62,6 +62,13 @@ class Plan:
     """Cold starts of each Lambda handler (a new interpreter serving its first request)."""
     rotation_users: int = 200
     """Users of the store that ``rotate --all --wait`` rotates (section 8)."""
+    cpu_share_rounds: int = 12
+    """Rounds of the priced commands per CPU share, measured (section 10)."""
+    cpu_share_warmup: int = 2
+    cpu_share_cold: int = 5
+    """Cold starts per CPU share."""
+    cpu_share_renames: int = 2
+    """Directory renames per CPU share, measured after one unmeasured (none at 0)."""
 
 
 FULL = Plan(
@@ -114,6 +121,10 @@ FULL = Plan(
     mcp_lambda_calls=200,
     mcp_lambda_cold_reps=5,
     rotation_users=200,
+    cpu_share_rounds=12,
+    cpu_share_warmup=2,
+    cpu_share_cold=5,
+    cpu_share_renames=2,
 )
 
 QUICK = Plan(
@@ -165,4 +176,8 @@ QUICK = Plan(
     mcp_lambda_calls=20,
     mcp_lambda_cold_reps=2,
     rotation_users=10,
+    cpu_share_rounds=1,
+    cpu_share_warmup=1,
+    cpu_share_cold=1,
+    cpu_share_renames=0,
 )

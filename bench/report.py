@@ -1,10 +1,12 @@
 """``latest.md``: the run's header and its targets, then each section's part, which the section's
-module renders (``per_command_lines`` ... ``rotation_lines``); this module only assembles them."""
+module renders (``per_command_lines`` ... ``cpu_share_lines``); this module only assembles them."""
 
 from __future__ import annotations
 
 from .adversarial import adversarial_lines
 from .coldstart import coldstart_lines
+from .cost import cost_lines
+from .cpu_share import cpu_share_lines
 from .mcp_lambda import McpLambda, mcp_lambda_lines
 from .mcp_overhead import McpOverhead, mcp_stdio_lines
 from .peers_session import peers_lines
@@ -65,6 +67,8 @@ def render(results: Results) -> str:
     out += adversarial_lines(results.adversarial)
     out += mcp_section(results.mcp, results.mcp_lambda)
     out += rotation_lines(results.rotation)
+    out += cost_lines(results.cost, results.cpu_shares)
+    out += cpu_share_lines(results.cpu_shares)
     return "\n".join(out).rstrip() + "\n"
 
 

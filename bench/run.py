@@ -1,6 +1,6 @@
 """Runs the bench and writes ``latest.md``, ``latest.png`` and ``latest.json``.
 
-    python -m bench                 # full run, about 16 minutes on 2 cores (20 under load)
+    python -m bench                 # full run, about 22 minutes on 2 cores (26 under load)
     python -m bench --quick         # about a minute: every section, small sizes
     python -m bench --quick --out /tmp/bench-smoke
 
@@ -31,6 +31,8 @@ if __package__ in (None, ""):  # ``python bench/run.py``
 from . import (
     adversarial,
     coldstart,
+    cost,
+    cpu_share,
     mcp_lambda,
     mcp_overhead,
     peers_session,
@@ -151,6 +153,24 @@ class Runner:
         if found is not None:
             self.results.renames += found
 
+    def cpu_shares(self, backend: Backend) -> None:
+        plan = self.plan
+        found = self.section(
+            f"the memory function on Lambda's CPU shares on {backend.name}",
+            lambda: cpu_share.run(
+                backend,
+                plan.cpu_share_rounds,
+                plan.cpu_share_warmup,
+                plan.cpu_share_cold,
+                plan.cpu_share_renames,
+            ),
+        )
+        if found is not None:
+            self.results.cpu_shares.append(found)
+            if found.skipped:
+                self.results.notes.append(f"CPU quotas skipped on {backend.name}: {found.skipped}.")
+                _log(f"CPU quotas skipped on {backend.name}: {found.skipped}")
+
     def peers(self, backend: Backend, reps: int, peer_python: str | None) -> None:
         found = self.section(
             f"agent session on {backend.name}", lambda: peers_session.run(backend, reps, peer_python)
@@ -219,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
             f"rotate --all --wait on {plan.rotation_users} users",
             lambda: rotation.run(moto, plan.rotation_users),
         )
+        results.cost = runner.section("cost per command (requests counted)", lambda: cost.count(moto))
+        runner.cpu_shares(moto)
 
     if not arguments.no_latency and plan.latency_ms:
         with moto_backend(latency_ms=plan.latency_ms) as slow:
@@ -227,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
             runner.batches(slow, plan.latency_batches)
             runner.peers(slow, plan.latency_peer_reps, peer_python)
             runner.renames(slow, plan.latency_rename_sizes, peer_python)
+            runner.cpu_shares(slow)
 
     if seaweed_mode != "off":
         _log("starting SeaweedFS ...")
