@@ -12,7 +12,17 @@ from .mcp_lambda import McpLambda
 from .mcp_overhead import McpOverhead
 from .metrics import Summary
 from .peers_session import KINDS, S3FS, S3MEMORY, S3MEMORY_F2, SEED, PeerResult, RenameComparison
-from .per_command import TIME_TARGET, TIME_TARGETS, CommandResult, KmsColdStart
+from .per_command import (
+    CPU_TARGET,
+    CPU_TARGETS,
+    ONE_PUT,
+    TIME_TARGET,
+    TIME_TARGETS,
+    WRITE_CPU_TARGET,
+    WRITE_TIME_TARGET,
+    CommandResult,
+    KmsColdStart,
+)
 from .plan import Plan
 from .rotation import FleetRotation
 from .scaling import FORMAT_VIEW_TARGET, ONE_BY_ONE, BatchResult, FormatViews, Speedup, ViewResult
@@ -225,6 +235,7 @@ def evaluate(results: Results) -> list[Target]:
                 reported or _straddles(command.ratio, TIME_TARGET),
             )
         )
+    targets += _cpu_and_write_targets(results.commands)
     # Parallel batches.
     for speedup in results.speedups:
         # A delete of 1,000 files is one request in both of s3memory's modes: its serial baseline is
@@ -359,6 +370,52 @@ def _rename_target(
         _verdict(ratio.median < 1.0),
         _straddles(ratio, 1.0),
     )
+
+
+def _cpu_and_write_targets(commands: list[CommandResult]) -> list[Target]:
+    """Issue 42: the client CPU of view file and str_replace against their floors' (every endpoint),
+    and create against one conditional PUT: its client CPU (every endpoint) and its time where a
+    round trip is added (on loopback, CPU rules the time: reported there, not judged)."""
+    targets: list[Target] = []
+    for command in commands:
+        if command.command in CPU_TARGETS:
+            targets.append(
+                Target(
+                    f"client CPU vs floor: {command.command}",
+                    command.backend,
+                    f"{command.cpu_ratio.ratio()} ({command.cpu.median * 1000:.2f} against "
+                    f"{command.floor_cpu.median * 1000:.2f} ms)",
+                    f"≤ {CPU_TARGET:.2f}\u00d7",
+                    _verdict(command.cpu_ratio.median <= CPU_TARGET),
+                    _straddles(command.cpu_ratio, CPU_TARGET),
+                )
+            )
+        write = command.write
+        if write is None:
+            continue
+        targets.append(
+            Target(
+                f"client CPU vs one {ONE_PUT}: {command.command}",
+                command.backend,
+                f"{write.cpu_ratio.ratio()} ({command.cpu.median * 1000:.2f} against "
+                f"{write.cpu.median * 1000:.2f} ms)",
+                f"≤ {WRITE_CPU_TARGET:.2f}\u00d7",
+                _verdict(write.cpu_ratio.median <= WRITE_CPU_TARGET),
+                _straddles(write.cpu_ratio, WRITE_CPU_TARGET),
+            )
+        )
+        reported = _reported_create(command.command, command.backend, command.breakdown, f"one {ONE_PUT}")
+        targets.append(
+            Target(
+                f"time vs one {ONE_PUT}: {command.command}",
+                command.backend,
+                write.ratio.ratio(),
+                f"≤ {WRITE_TIME_TARGET:.2f}\u00d7",
+                REPORTED if reported else _verdict(write.ratio.median <= WRITE_TIME_TARGET),
+                reported or _straddles(write.ratio, WRITE_TIME_TARGET),
+            )
+        )
+    return targets
 
 
 def _cpu_bound(renamed: RenameComparison, cores: int) -> str:
