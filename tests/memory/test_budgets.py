@@ -254,6 +254,37 @@ def test_writes_send_their_bodies_at_once(s3: Any, backend: str, local_keys: Any
     assert expects["plain"] == [b"100-continue"]
 
 
+def test_our_clients_send_checksums_only_where_an_operation_requires_one(s3: Any, backend: str) -> None:
+    """botocore computes a CRC32 of every PutObject body and asks for a checksum on every GetObject
+    (checked as the body is read); AES-GCM authenticates each object, so the clients s3memory builds
+    send them only where S3 requires one (DeleteObjects), where a plain boto3 client sends both."""
+    ours, plain = ours_and_plain(s3, backend)
+    headers: dict[str, list[tuple[str, set[str]]]] = {"ours": [], "plain": []}
+    for name, client in (("ours", ours), ("plain", plain)):
+        client.meta.events.register(
+            "before-send.s3",
+            lambda request, name=name, **_: headers[name].append(
+                (
+                    request.method,
+                    {
+                        h.lower()
+                        for h in request.headers
+                        if h.lower().startswith(("x-amz-checksum", "x-amz-sdk-checksum"))
+                    },
+                )
+            ),
+        )
+        client.put_object(Bucket=BUCKET, Key=f"{name}-k", Body=b"x" * 100, IfNoneMatch="*")
+        client.get_object(Bucket=BUCKET, Key=f"{name}-k")["Body"].read()
+        client.delete_objects(Bucket=BUCKET, Delete={"Objects": [{"Key": f"{name}-k"}], "Quiet": True})
+    assert [(method, bool(sent)) for method, sent in headers["ours"]] == [
+        ("PUT", False),
+        ("GET", False),
+        ("POST", True),
+    ]
+    assert all(sent for _method, sent in headers["plain"])
+
+
 def test_our_clients_leave_response_timestamps_unparsed(s3: Any, backend: str) -> None:
     """botocore parses every timestamp of a response (each key of a listing page has one) at about
     70 µs each; s3memory reads none, so the clients it builds keep them as text."""
