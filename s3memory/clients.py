@@ -56,8 +56,15 @@ def _client(
         # the client's CPU per request (0.2 ms of a CopyObject's 2). s3memory's requests are typed
         # against the same models (mypy strict, the boto3 stubs), and S3 refuses a malformed one.
         parameter_validation=False,
-        **_checksums_when_required(Config),
     )
+    if "request_checksum_calculation" in Config.OPTION_DEFAULTS:  # botocore 1.36 and later
+        # botocore then computes a CRC32 of every PutObject body (over HTTPS as an ``aws-chunked``
+        # body with a trailer, which some S3-compatible servers refuse) and asks for and checks one
+        # on every GetObject. AES-GCM authenticates each object, TLS each request (over plain HTTP,
+        # SigV4 signs the body's SHA-256): checksums only where an operation requires one.
+        config = config.merge(
+            Config(request_checksum_calculation="when_required", response_checksum_validation="when_required")
+        )
     with _lock:
         session = _sessions.get(profile_name)
         if session is None:
@@ -69,20 +76,6 @@ def _client(
         return session.create_client(
             service, endpoint_url=endpoint_url, region_name=region_name, config=config
         )
-
-
-def _checksums_when_required(config: type) -> dict[str, str]:
-    """Config options that leave request and response checksums to the operations that require
-    them, where botocore has them (1.36 and later). botocore otherwise computes a CRC32 of every
-    PutObject body (over HTTPS as an ``aws-chunked`` body with a trailer, which some S3-compatible
-    servers refuse) and asks for and checks one on every GetObject; each object is authenticated
-    by AES-GCM, a request in transit by TLS (over plain HTTP, SigV4 signs the body's SHA-256)."""
-    options = {
-        "request_checksum_calculation": "when_required",
-        "response_checksum_validation": "when_required",
-    }
-    defaults: dict[str, object] = getattr(config, "OPTION_DEFAULTS", {})
-    return {name: value for name, value in options.items() if name in defaults}
 
 
 def _timestamp_text(value: str) -> str:
