@@ -10,13 +10,12 @@ process; the S3 server is another process). ``create`` is also set against one c
 
 from __future__ import annotations
 
-import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .metrics import RequestCounter, Summary, describe, paired_ratios, plain, quiet_gc
+from .metrics import RequestCounter, Summary, describe, paired_ratios, plain, timed_cpu
 from .servers import REGION, Backend, plain_client
 from .tables import table
 from .workload import Tenant, note_text, s3memory_client
@@ -324,15 +323,6 @@ def build_cases(tenant: Tenant, with_floor: bool = True) -> list[Case]:
             clear,
         ),
     ]
-
-
-def timed_cpu(function: Callable[[], object]) -> tuple[float, float]:
-    """Seconds and client CPU seconds (``time.process_time``: every thread) that one call takes,
-    with the collector paused."""
-    with quiet_gc():
-        cpu, started = time.process_time(), time.perf_counter()
-        function()
-        return time.perf_counter() - started, time.process_time() - cpu
 
 
 def _measure_case(case: Case, counter: RequestCounter, reps: int, warmup: int) -> dict[str, Any]:
