@@ -3,6 +3,9 @@
 The floor of a command is the bare boto3 requests it minimally needs, sent one after another by
 the same client, on objects of the same size, in the same run. Each repetition measures the
 command and its floor back to back, alternating which goes first; the ratio is taken per pair.
+Each arm's client CPU is measured with it (``time.process_time``: every thread of the bench
+process; the S3 server is another process). ``create`` is also set against one conditional PUT
+(issue 42: a create at the price of a write), measured in the same rotation.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .metrics import RequestCounter, Summary, describe, paired_ratios, timed
+from .metrics import RequestCounter, Summary, describe, paired_ratios, plain, timed_cpu
 from .servers import REGION, Backend, plain_client
 from .tables import table
 from .workload import Tenant, note_text, s3memory_client
@@ -21,6 +24,15 @@ BUCKET = "bench-commands"
 FLOOR = "floor/"
 TIME_TARGET = 1.15
 TIME_TARGETS = ("view file", "create", "str_replace")
+CPU_TARGET = 1.3
+"""A command's client CPU at most this much of its floor's (``CPU_TARGETS``)."""
+CPU_TARGETS = ("view file", "str_replace")
+WRITE_TIME_TARGET = 1.35
+"""``create`` at most this much of one conditional PUT's time where a round trip is added (issue 42)."""
+WRITE_CPU_TARGET = 2.0
+"""``create``'s client CPU at most this much of one conditional PUT's (issue 42)."""
+ONE_PUT = "PUT IfNoneMatch"
+"""What ``create`` is also set against: one conditional write of the same size, by the same client."""
 # README budgets, each within the issue's (view /memories and view dir ≤ 2).
 BUDGETS = {
     "view file": 1,
@@ -46,6 +58,13 @@ class CommandResult:
     seconds: Summary
     floor_seconds: Summary
     ratio: Summary
+    cpu: Summary
+    """The client's CPU per command (``time.process_time``)."""
+    floor_cpu: Summary
+    cpu_ratio: Summary
+    """Client CPU, command / floor, per pair."""
+    write: WriteComparison | None = None
+    """``create`` against one conditional PUT (None for the other commands)."""
     kms_s3_requests: int | None = None
     kms_requests_warm: int | None = None
     samples: dict[str, list[float]] = field(default_factory=dict, repr=False)
@@ -62,9 +81,24 @@ class CommandResult:
             "seconds": self.seconds.as_dict(),
             "floor_seconds": self.floor_seconds.as_dict(),
             "ratio": self.ratio.as_dict(),
+            "cpu": self.cpu.as_dict(),
+            "floor_cpu": self.floor_cpu.as_dict(),
+            "cpu_ratio": self.cpu_ratio.as_dict(),
+            "write": plain(self.write.__dict__) if self.write else None,
             "kms_s3_requests": self.kms_s3_requests,
             "kms_requests_warm": self.kms_requests_warm,
         }
+
+
+@dataclass(frozen=True)
+class WriteComparison:
+    """``create`` against one conditional PUT of the same size by the same client, per triple of
+    the rotation: its time and client CPU, and the ratios of the command's to them."""
+
+    seconds: Summary
+    cpu: Summary
+    ratio: Summary
+    cpu_ratio: Summary
 
 
 @dataclass
@@ -87,6 +121,8 @@ class Case:
     command: Callable[[int], object]
     floor: Callable[[int], object]
     cleanup: Callable[[], None]
+    one_write: Callable[[int], object] | None = None
+    """One conditional PUT, measured in the same rotation (``create`` only)."""
 
 
 def _seed_tree(tenant: Tenant) -> dict[str, str]:
@@ -158,6 +194,10 @@ def build_cases(tenant: Tenant, with_floor: bool = True) -> list[Case]:
         key = floor_key(f"new-{r}.md")
         client.put_object(Bucket=bucket, Key=key, Body=b"n" * sizes["new"], IfNoneMatch="*")
         return client.list_objects_v2(Bucket=bucket, Prefix=key + "/", MaxKeys=1)
+
+    def one_put(r: int) -> object:
+        key = floor_key(f"put-{r}.md")
+        return client.put_object(Bucket=bucket, Key=key, Body=b"n" * sizes["new"], IfNoneMatch="*")
 
     # str_replace / insert: floors edit an object of the same size with IfMatch
     def prepare_edit_floor(name: str, path: str) -> Callable[[int], None]:
@@ -256,7 +296,7 @@ def build_cases(tenant: Tenant, with_floor: bool = True) -> list[Case]:
             lambda r: list_prefix(root_prefix),
             clear,
         ),
-        Case("create", "PUT IfNoneMatch + LIST", nothing, create, create_floor, clear),
+        Case("create", "PUT IfNoneMatch + LIST", nothing, create, create_floor, clear, one_put),
         Case(
             "str_replace",
             "GET + PUT IfMatch",
@@ -286,27 +326,33 @@ def build_cases(tenant: Tenant, with_floor: bool = True) -> list[Case]:
 
 
 def _measure_case(case: Case, counter: RequestCounter, reps: int, warmup: int) -> dict[str, Any]:
-    times: list[float] = []
-    floors: list[float] = []
+    """``reps`` rotations of the command, its floor and (``create``) one conditional PUT, after
+    ``warmup`` unmeasured: each arm's time and CPU, the command's requests."""
+    arms: dict[str, Callable[[int], object]] = {"command": case.command, "floor": case.floor}
+    if case.one_write is not None:
+        arms["write"] = case.one_write
+    seconds: dict[str, list[float]] = {name: [] for name in arms}
+    cpu: dict[str, list[float]] = {name: [] for name in arms}
     counts: list[int] = []
     last: Counter[str] = Counter()
+    names = list(arms)
     for index in range(warmup + reps):
         case.prepare(index)
-        command_first = index % 2 == 0
-        floor_time = 0.0
-        if not command_first:
-            floor_time = timed(lambda index=index: case.floor(index))
-        with counter.window() as seen:
-            command_time = timed(lambda index=index: case.command(index))
-        if command_first:
-            floor_time = timed(lambda index=index: case.floor(index))
+        turn = index % len(names)
+        for name in names[turn:] + names[:turn]:  # each arm goes first in turn
+            if name == "command":
+                with counter.window() as seen:
+                    wall, spent = timed_cpu(lambda index=index: case.command(index))
+            else:
+                wall, spent = timed_cpu(lambda index=index, name=name: arms[name](index))
+            if index >= warmup:
+                seconds[name].append(wall)
+                cpu[name].append(spent)
         if index >= warmup:
-            times.append(command_time)
-            floors.append(floor_time)
             counts.append(sum(seen.values()))
             last = Counter(seen)
     case.cleanup()
-    return {"times": times, "floors": floors, "counts": counts, "last": last}
+    return {"seconds": seconds, "cpu": cpu, "counts": counts, "last": last}
 
 
 def run(backend: Backend, reps: int, warmup: int = 3) -> list[CommandResult]:
@@ -321,6 +367,7 @@ def run(backend: Backend, reps: int, warmup: int = 3) -> list[CommandResult]:
     for case in build_cases(tenant):
         measured = _measure_case(case, counter, reps, warmup)
         counts = sorted(measured["counts"])
+        seconds, cpu = measured["seconds"], measured["cpu"]
         results.append(
             CommandResult(
                 backend=backend.name,
@@ -330,14 +377,30 @@ def run(backend: Backend, reps: int, warmup: int = 3) -> list[CommandResult]:
                 requests_max=counts[-1],
                 breakdown=describe(measured["last"]),
                 budget=BUDGETS[case.name],
-                seconds=Summary.of(measured["times"]),
-                floor_seconds=Summary.of(measured["floors"]),
-                ratio=paired_ratios(measured["times"], measured["floors"]),
-                samples={"command": measured["times"], "floor": measured["floors"]},
+                seconds=Summary.of(seconds["command"]),
+                floor_seconds=Summary.of(seconds["floor"]),
+                ratio=paired_ratios(seconds["command"], seconds["floor"]),
+                cpu=Summary.of(cpu["command"]),
+                floor_cpu=Summary.of(cpu["floor"]),
+                cpu_ratio=paired_ratios(cpu["command"], cpu["floor"]),
+                write=_write_comparison(seconds, cpu),
+                samples={"command": seconds["command"], "floor": seconds["floor"]},
             )
         )
     tenant.clear()
     return results
+
+
+def _write_comparison(seconds: dict[str, list[float]], cpu: dict[str, list[float]]) -> WriteComparison | None:
+    """The command against one conditional PUT, where that arm was measured."""
+    if "write" not in seconds:
+        return None
+    return WriteComparison(
+        Summary.of(seconds["write"]),
+        Summary.of(cpu["write"]),
+        paired_ratios(seconds["command"], seconds["write"]),
+        paired_ratios(cpu["command"], cpu["write"]),
+    )
 
 
 def run_kms(backend: Backend, results: list[CommandResult]) -> KmsColdStart | None:
@@ -444,7 +507,9 @@ def per_command_lines(commands: list[CommandResult], kms: dict[str, KmsColdStart
         ]
     out += [
         "Wall time against the **floor**: the bare boto3 requests the command minimally needs, sent by the same "
-        "client on objects of the same size, measured back to back with the command.",
+        "client on objects of the same size, measured back to back with the command; the client's CPU of "
+        "each (`time.process_time`, every thread of the bench process; the server is another process). "
+        f"`create` is also set against one `{ONE_PUT}` of the same size (issue 42), in the same rotation.",
         "",
     ]
     by_backend: dict[str, list[CommandResult]] = defaultdict(list)
@@ -452,8 +517,26 @@ def per_command_lines(commands: list[CommandResult], kms: dict[str, KmsColdStart
         by_backend[command.backend].append(command)
     for backend, measured in by_backend.items():
         out += [f"**{backend}** ({measured[0].seconds.n} pairs per command)", ""]
+        rows = []
+        for c in measured:
+            against = [(c.floor, c.floor_seconds, c.ratio, c.floor_cpu, c.cpu_ratio)]
+            if c.write is not None:
+                w = c.write
+                against.append((f"one {ONE_PUT}", w.seconds, w.ratio, w.cpu, w.cpu_ratio))
+            for floor, floor_seconds, ratio, floor_cpu, cpu_ratio in against:
+                times = [c.seconds.ms(), floor_seconds.ms(), ratio.ratio()]
+                rows.append([c.command, floor, *times, c.cpu.ms(2), floor_cpu.ms(2), cpu_ratio.ratio()])
         out += table(
-            ["command", "floor", "s3memory ms", "floor ms", "s3memory / floor"],
-            [[c.command, c.floor, c.seconds.ms(), c.floor_seconds.ms(), c.ratio.ratio()] for c in measured],
+            [
+                "command",
+                "floor",
+                "s3memory ms",
+                "floor ms",
+                "s3memory / floor",
+                "client CPU ms",
+                "floor's CPU ms",
+                "CPU / floor",
+            ],
+            rows,
         )
     return out

@@ -1,8 +1,8 @@
 """Building AWS clients: the one place where client settings (retries, timeouts) are chosen.
 
 Clients built here keep response timestamps as text, send PutObject bodies without
-``Expect: 100-continue`` and leave the checking of request parameters to the type checker (all for
-speed; see below). A client passed in by the caller is used as it is.
+``Expect: 100-continue``, compute and check checksums only where an operation requires them, and
+leave the checking of request parameters to the type checker (all for speed; see below). A client passed in by the caller is used as it is.
 """
 
 from __future__ import annotations
@@ -57,6 +57,14 @@ def _client(
         # against the same models (mypy strict, the boto3 stubs), and S3 refuses a malformed one.
         parameter_validation=False,
     )
+    if "request_checksum_calculation" in Config.OPTION_DEFAULTS:  # botocore 1.36 and later
+        # botocore then computes a CRC32 of every PutObject body (over HTTPS as an ``aws-chunked``
+        # body with a trailer, which some S3-compatible servers refuse) and asks for and checks one
+        # on every GetObject. AES-GCM authenticates each object, TLS each request (over plain HTTP,
+        # SigV4 signs the body's SHA-256): checksums only where an operation requires one.
+        config = config.merge(
+            Config(request_checksum_calculation="when_required", response_checksum_validation="when_required")
+        )
     with _lock:
         session = _sessions.get(profile_name)
         if session is None:
