@@ -1,0 +1,340 @@
+"""What a synced folder keeps of its own in ``DIR/.s3memory-sync/``: the marker naming the store and the
+memory it belongs to, and the baseline the last round left, as a snapshot and an append-only journal
+(``docs/sync.md``).
+
+The marker names the store by its identity (``Store.identity``, a digest) and the owner by a
+fingerprint (``owner_fingerprint``: a digest of the id under the store's identity), never the user id
+in clear. The baseline changes after each file a round finishes: one JSON line appended to the
+journal by one ``write`` (a killed process loses no line it wrote; a power cut may lose the last
+ones, which the next round does again: every side effect is conditional). The snapshot is rewritten
+at the end of a round (``compact``), so the work stays linear. A last journal line cut short (no
+newline, or no JSON) is a write a kill interrupted: it is ignored and cut away. Every file is opened
+below the directory's handle without following a link; one process syncs a folder at a time
+(``lock``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hmac
+import json
+import os
+import stat
+from dataclasses import dataclass
+from types import TracebackType
+
+from s3memory.errors import CommandError
+from s3memory.sync.plan import BaselineEntry, LocalStat
+
+MARKER = "marker.json"
+SNAPSHOT = "baseline.json"
+JOURNAL = "journal.jsonl"
+LOCK = "lock"
+VERSION = 1
+"""The version of the files below; a newer one is refused."""
+FILE_MODE = 0o600
+_MARKER_MAX_BYTES = 4096
+_OWNER_LABEL = b"s3memory/sync/owner\x00"
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+_JOURNAL = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+_STATE_FIX = (
+    f"remove {SNAPSHOT} and {JOURNAL} from the folder's .s3memory-sync directory (the next round then "
+    "compares every file again and loses nothing), then sync again"
+)
+
+
+class FolderRefused(CommandError):
+    """A folder sync will not work on as it is (another memory's, another sync's, damaged state):
+    nothing was changed; the message names the cause and the fix."""
+
+
+def owner_fingerprint(store_identity: str, owner: str) -> str:
+    """The fingerprint that names ``owner`` (a user id, or ``shared/<name>``) in the marker of a
+    folder synced with it in the store of ``store_identity``: 64 hex digits of HMAC-SHA256 keyed by
+    the store's identity. It names the owner without saying who: one who guesses the id can check the
+    guess, no one can read it."""
+    return hmac.new(
+        store_identity.encode("utf-8"), _OWNER_LABEL + owner.encode("utf-8"), "sha256"
+    ).hexdigest()
+
+
+@dataclass(frozen=True)
+class Marker:
+    """The store (its identity), the owner (``owner_fingerprint``) and the storage format a folder
+    is synced with."""
+
+    store: str
+    owner: str
+    storage_format: int
+
+    def document(self) -> dict[str, object]:
+        return {
+            "s3memory_sync": VERSION,
+            "store": self.store,
+            "owner": self.owner,
+            "format": self.storage_format,
+        }
+
+
+class SyncState:
+    """``DIR/.s3memory-sync`` (``directory``: a handle of it, which the caller keeps and closes):
+    the marker, the baseline (``baseline``, as the last round left it and as this one changes it),
+    the journal. ``with``: locked for this process (``lock``), the journal closed at the end."""
+
+    def __init__(self, directory: int) -> None:
+        self._directory = directory
+        self._journal: int | None = None
+        self._lock: int | None = None
+        self.baseline: dict[str, BaselineEntry] = {}
+
+    def __enter__(self) -> SyncState:
+        self.lock()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        for descriptor in (self._journal, self._lock):
+            if descriptor is not None:
+                os.close(descriptor)
+        self._journal = self._lock = None
+
+    def lock(self) -> None:
+        """Hold the folder for this process until the state is closed; ``FolderRefused`` while
+        another process holds it."""
+        if self._lock is not None:
+            return
+        descriptor = os.open(LOCK, _APPEND, FILE_MODE, dir_fd=self._directory)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            os.close(descriptor)
+            if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise
+            raise FolderRefused(
+                "Error: Another s3memory sync is running on this folder; one sync a folder at a time. "
+                "Stop the other (or wait for its round to end), then sync again. Nothing was changed."
+            ) from None
+        self._lock = descriptor
+
+    # -- the marker ---------------------------------------------------------------------------------
+
+    def marker(self) -> Marker | None:
+        """The folder's marker, or None where it has none; ``FolderRefused`` for one that cannot be
+        read (not JSON, not a marker, or of a newer version)."""
+        data = self._read(MARKER, _MARKER_MAX_BYTES)
+        if data is None:
+            return None
+        try:
+            document = json.loads(data)
+        except ValueError:
+            document = None
+        version = document.get("s3memory_sync") if isinstance(document, dict) else None
+        if isinstance(version, int) and version > VERSION:
+            raise FolderRefused(
+                "Error: This folder's sync marker (.s3memory-sync/marker.json) was written by a newer "
+                "s3memory; sync it with that version. Nothing was changed."
+            )
+        if not isinstance(document, dict) or version != VERSION:
+            raise _damaged(MARKER)
+        store, owner, storage_format = document.get("store"), document.get("owner"), document.get("format")
+        if not (isinstance(store, str) and isinstance(owner, str) and isinstance(storage_format, int)):
+            raise _damaged(MARKER)
+        return Marker(store, owner, storage_format)
+
+    def check_marker(self, expected: Marker) -> bool:
+        """True if the folder's marker names ``expected``'s store and owner, False if it has none;
+        ``FolderRefused`` naming the cause and the fix when it names another store or another
+        memory (or cannot be read). A folder whose store moved to another format keeps its marker,
+        with the new format written."""
+        found = self.marker()
+        if found is None:
+            return False
+        if found.store != expected.store:
+            raise FolderRefused(
+                "Error: This folder is synced with another store (its .s3memory-sync/marker.json names "
+                "it): sync it with the bucket and prefix it belongs to, or give another folder. Nothing "
+                "was changed."
+            )
+        if found.owner != expected.owner:
+            raise FolderRefused(
+                "Error: This folder is synced with another memory in this store (its "
+                ".s3memory-sync/marker.json names another user's or shared memory): sync it with --user of the memory it "
+                "belongs to, or give another folder; one memory's folder is never merged into another's. "
+                "Nothing was changed."
+            )
+        if found.storage_format != expected.storage_format:
+            self.write_marker(expected)
+        return True
+
+    def write_marker(self, marker: Marker) -> None:
+        """Write the folder's marker (whole or not at all)."""
+        self._replace(MARKER, json.dumps(marker.document(), sort_keys=True).encode("ascii") + b"\n")
+
+    # -- the baseline -------------------------------------------------------------------------------
+
+    def load(self) -> dict[str, BaselineEntry]:
+        """The baseline the last round left (``baseline``, from now on): the snapshot, then each
+        journal line over it, a last line cut short by a kill ignored and cut away.
+        ``FolderRefused`` for a snapshot or an earlier line that cannot be read."""
+        snapshot = self._read(SNAPSHOT)
+        baseline: dict[str, BaselineEntry] = {}
+        if snapshot is not None:
+            try:
+                document = json.loads(snapshot)
+            except ValueError:
+                raise _damaged(SNAPSHOT) from None
+            files = document.get("files") if isinstance(document, dict) else None
+            if not isinstance(document, dict) or document.get("s3memory_sync") != VERSION:
+                raise _damaged(SNAPSHOT)
+            if not isinstance(files, dict):
+                raise _damaged(SNAPSHOT)
+            for path, fields in files.items():
+                baseline[path] = _entry(fields, SNAPSHOT)
+        if self._journal is not None:
+            os.close(self._journal)
+            self._journal = None
+        journal = os.open(JOURNAL, _JOURNAL, FILE_MODE, dir_fd=self._directory)
+        try:
+            _check_regular(journal, JOURNAL)
+        except FolderRefused:
+            os.close(journal)
+            raise
+        self._journal = journal
+        data = _read_all(self._journal)
+        *complete, _cut = data.split(b"\n")  # what follows the last newline: a line cut short
+        kept = 0
+        for number, line in enumerate(complete):
+            try:
+                path, entry = _change(line)
+            except FolderRefused:
+                if number == len(complete) - 1 and not _cut:
+                    break  # the last line, cut short before its newline was written: ignored
+                raise
+            if entry is None:
+                baseline.pop(path, None)
+            else:
+                baseline[path] = entry
+            kept += len(line) + 1
+        if kept != len(data):
+            os.ftruncate(self._journal, kept)
+        self.baseline = baseline
+        return baseline
+
+    def record(self, path: str, entry: BaselineEntry | None) -> None:
+        """Note that both sides now agree on ``path`` as ``entry`` (None: it is on neither): one line
+        appended to the journal in one write, and ``baseline`` changed."""
+        if self._journal is None:
+            raise RuntimeError("load() the state before recording")
+        fields = None if entry is None else [entry.sha256, entry.etag, *entry.stat]
+        line = json.dumps({"path": path, "entry": fields}).encode("ascii") + b"\n"
+        _write_all(self._journal, line)
+        if entry is None:
+            self.baseline.pop(path, None)
+        else:
+            self.baseline[path] = entry
+
+    def compact(self) -> None:
+        """Write ``baseline`` as the snapshot (whole, synced to disk) and empty the journal."""
+        if self._journal is None:
+            raise RuntimeError("load() the state before compacting")
+        files = {
+            path: [entry.sha256, entry.etag, *entry.stat] for path, entry in sorted(self.baseline.items())
+        }
+        self._replace(SNAPSHOT, json.dumps({"s3memory_sync": VERSION, "files": files}).encode("ascii"))
+        os.ftruncate(self._journal, 0)
+
+    # -- files ---------------------------------------------------------------------------------------
+
+    def _read(self, name: str, limit: int | None = None) -> bytes | None:
+        """The bytes of ``name`` (at most ``limit``: more is damage), or None where it is missing."""
+        try:
+            descriptor = os.open(name, _READ, dir_fd=self._directory)
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            if error.errno in (errno.ELOOP, errno.ENXIO):
+                raise _damaged(name) from None
+            raise
+        try:
+            _check_regular(descriptor, name)
+            data = _read_all(descriptor)
+        finally:
+            os.close(descriptor)
+        if limit is not None and len(data) > limit:
+            raise _damaged(name)
+        return data
+
+    def _replace(self, name: str, data: bytes) -> None:
+        """``name`` replaced by ``data`` whole: written to ``<name>.new``, synced, renamed over it."""
+        temporary = name + ".new"
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary, dir_fd=self._directory)
+        descriptor = os.open(temporary, _NEW | os.O_EXCL, FILE_MODE, dir_fd=self._directory)
+        try:
+            _write_all(descriptor, data)
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.rename(temporary, name, src_dir_fd=self._directory, dst_dir_fd=self._directory)
+        os.fsync(self._directory)
+
+
+def _entry(fields: object, name: str) -> BaselineEntry:
+    """A baseline entry as the state files keep it: ``[sha256, etag, size, mtime_ns, inode, ctime_ns]``."""
+    if (
+        isinstance(fields, list)
+        and len(fields) == 6
+        and all(isinstance(field, str) for field in fields[:2])
+        and all(isinstance(field, int) and not isinstance(field, bool) for field in fields[2:])
+    ):
+        return BaselineEntry(fields[0], fields[1], LocalStat(*fields[2:]))
+    raise _damaged(name)
+
+
+def _damaged(name: str) -> FolderRefused:
+    if name == MARKER:
+        return FolderRefused(
+            "Error: This folder's sync marker (.s3memory-sync/marker.json) cannot be read: it is damaged "
+            "or was replaced. Remove it only if the folder belongs to this memory (a first round then "
+            "takes the folder again), then sync again. Nothing was changed."
+        )
+    return FolderRefused(
+        f"Error: The state sync keeps of this folder (.s3memory-sync/{name}) cannot be read: it is "
+        f"damaged or was replaced. To go on, {_STATE_FIX}. Nothing was changed."
+    )
+
+
+def _change(line: bytes) -> tuple[str, BaselineEntry | None]:
+    """The path and the entry (None: forgotten) of a journal line; ``FolderRefused`` if it is none."""
+    try:
+        change = json.loads(line)
+    except ValueError:
+        raise _damaged(JOURNAL) from None
+    if not isinstance(change, dict) or not isinstance(change.get("path"), str) or "entry" not in change:
+        raise _damaged(JOURNAL)
+    fields = change["entry"]
+    return change["path"], None if fields is None else _entry(fields, JOURNAL)
+
+
+def _check_regular(descriptor: int, name: str) -> None:
+    """``FolderRefused`` unless ``descriptor`` is a regular file's (``name``'s)."""
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        raise _damaged(name)
+
+
+def _read_all(descriptor: int) -> bytes:
+    chunks = []
+    while chunk := os.read(descriptor, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
