@@ -297,7 +297,7 @@ LAYERS = (
         "s3memory.mounts",
         "s3memory.edge",
     ),
-    ("s3memory.ops",),
+    ("s3memory.ops", "s3memory.sync"),
     (
         "s3memory",
         "s3memory.tool",
