@@ -6,6 +6,7 @@ A path is ``/memories/...`` on both sides: ``DIR/notes.md`` is ``/memories/notes
 a path is the same as the baseline, changed, new (no baseline) or deleted (a baseline, no file);
 a path left alone on either side (a link, a special file, a name refused...) takes no action on
 either side, nor does anything below it: it never counts as a deletion of the other side's file.
+Which paths a side leaves alone is the caller's (the folder's scan, ``sync/folder.py``).
 """
 
 from __future__ import annotations
@@ -19,10 +20,6 @@ from typing import NamedTuple
 from s3memory.core.paths import MEMORY_ROOT, S3_MAX_KEY_BYTES, check_new_name, memory_path
 from s3memory.errors import CommandError, shown
 
-SYNC_DIRECTORY = ".s3memory-sync"
-"""The directory of DIR that is sync's own (its marker, its state): never synced, and a memory file
-below a name of it (``/memories/.s3memory-sync/...``) is left alone on both sides."""
-KEPT_NAME = "a name sync keeps for itself (.s3memory-sync)"
 GUARD_FILES = 8
 """A round deletes at most this many files unless allowed, when they are more than half the tree."""
 MACHINE_CHARACTERS = 32
@@ -124,25 +121,31 @@ class Action:
 
 @dataclass(frozen=True)
 class Plan:
-    """A round's actions (deletions first, then by path), the paths left alone (with why), and the
-    deletions the guard withheld with why (``guard``; None when it withheld none)."""
+    """A round's actions (deletions first, then by path), the paths left alone (with why), the
+    deletions the guard withheld with why (``guard``; None when it withheld none), and how many paths
+    are in step."""
 
     actions: tuple[Action, ...]
     left_alone: tuple[tuple[str, str], ...] = ()
     withheld: tuple[Action, ...] = ()
     guard: str | None = None
+    in_step: int = 0
+    """Paths the same on both sides as in the baseline: nothing to do."""
 
 
 def plan(baseline: Baseline, local: LocalSide, remote: RemoteSide, *, allow_deletes: bool = False) -> Plan:
     """What a round does to every path of ``baseline``, ``local`` and ``remote`` (the table in
     ``docs/sync.md``), the mass-delete guard applied unless ``allow_deletes`` (``guarded``). Work
     linear in the paths (each checked against the left-alone paths above it)."""
-    left_alone = {**_kept_remote(remote), **remote.left_alone, **local.left_alone}
+    left_alone = {**remote.left_alone, **local.left_alone}
     actions: list[Action] = []
+    in_step = 0
     for path in sorted(baseline.keys() | local.files.keys() | remote.files.keys()):
         if not _below_any(path, left_alone):
             action = decide(path, baseline.get(path), local.files.get(path), remote.files.get(path))
-            if action is not None:
+            if action is None:
+                in_step += 1
+            else:
                 actions.append(action)
     deletions = [action for action in actions if action.kind in DELETIONS]
     guard = None if allow_deletes else guarded(len(deletions), len(baseline))
@@ -154,6 +157,7 @@ def plan(baseline: Baseline, local: LocalSide, remote: RemoteSide, *, allow_dele
         tuple(sorted(left_alone.items())),
         tuple(deletions) if guard is not None else (),
         guard,
+        in_step,
     )
 
 
@@ -203,22 +207,6 @@ def guarded(deletions: int, baseline_files: int) -> str | None:
         f"(more than {GUARD_FILES} and more than half), as an unmounted disk, an emptied folder or a "
         "wiped memory would: none was deleted. If the deletions are meant, run again with --allow-deletes"
     )
-
-
-def _kept_remote(remote: RemoteSide) -> dict[str, str]:
-    """The memory's files that no folder takes: below ``SYNC_DIRECTORY``, or named as ``create``
-    would refuse (an invisible character: ``paths.check_new_name``)."""
-    kept: dict[str, str] = {}
-    for path in remote.files:
-        segments = path.split("/")
-        if len(segments) > 2 and segments[2] == SYNC_DIRECTORY:
-            kept[path] = KEPT_NAME
-            continue
-        try:
-            check_new_name(memory_path(path))
-        except CommandError as refused:
-            kept[path] = refused.message
-    return kept
 
 
 def _below_any(path: str, left_alone: Collection[str]) -> bool:

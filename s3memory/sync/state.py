@@ -9,15 +9,14 @@ journal by one ``write`` (a killed process loses no line it wrote; a power cut m
 ones, which the next round does again: every side effect is conditional). The snapshot is rewritten
 at the end of a round (``compact``), so the work stays linear. A last journal line cut short (no
 newline, or no JSON) is a write a kill interrupted: it is ignored and cut away. Every file is opened
-below the directory's handle without following a link; one process syncs a folder at a time
-(``lock``).
+below the directory's handle without following a link; the folder's side locks the directory
+(``folder.SyncFolder``), so one process syncs a folder at a time.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import hmac
 import json
 import os
@@ -31,7 +30,6 @@ from s3memory.sync.plan import BaselineEntry, LocalStat
 MARKER = "marker.json"
 SNAPSHOT = "baseline.json"
 JOURNAL = "journal.jsonl"
-LOCK = "lock"
 VERSION = 1
 """The version of the files below; a newer one is refused."""
 FILE_MODE = 0o600
@@ -81,45 +79,24 @@ class Marker:
 
 
 class SyncState:
-    """``DIR/.s3memory-sync`` (``directory``: a handle of it, which the caller keeps and closes):
-    the marker, the baseline (``baseline``, as the last round left it and as this one changes it),
-    the journal. ``with``: locked for this process (``lock``), the journal closed at the end."""
+    """``DIR/.s3memory-sync`` (``directory``: a handle of it, which the caller keeps, locks for its
+    process and closes: ``folder.SyncFolder``): the marker, the baseline (``baseline``, as the last
+    round left it and as this one changes it), the journal (closed at the end of ``with``)."""
 
     def __init__(self, directory: int) -> None:
         self._directory = directory
         self._journal: int | None = None
-        self._lock: int | None = None
         self.baseline: dict[str, BaselineEntry] = {}
 
     def __enter__(self) -> SyncState:
-        self.lock()
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        for descriptor in (self._journal, self._lock):
-            if descriptor is not None:
-                os.close(descriptor)
-        self._journal = self._lock = None
-
-    def lock(self) -> None:
-        """Hold the folder for this process until the state is closed; ``FolderRefused`` while
-        another process holds it."""
-        if self._lock is not None:
-            return
-        descriptor = os.open(LOCK, _APPEND, FILE_MODE, dir_fd=self._directory)
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as error:
-            os.close(descriptor)
-            if error.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise
-            raise FolderRefused(
-                "Error: Another s3memory sync is running on this folder; one sync a folder at a time. "
-                "Stop the other (or wait for its round to end), then sync again. Nothing was changed."
-            ) from None
-        self._lock = descriptor
+        if self._journal is not None:
+            os.close(self._journal)
+            self._journal = None
 
     # -- the marker ---------------------------------------------------------------------------------
 
