@@ -167,7 +167,7 @@ def decide(
     """The action at ``path`` for one cell of the table: the baseline's entry, the local file and the
     memory's (None: none); None where nothing is to be done."""
     local_changed = local is not None and (base is None or _changed(local, base))
-    remote_changed = remote is not None and (base is None or remote.etag != base.etag)
+    remote_changed = remote is not None and (base is None or not same_etag(remote.etag, base.etag))
     etag = None if remote is None else remote.etag
     stat = None if local is None else local.stat
     sha = None if local is None else local.sha256
@@ -194,6 +194,12 @@ def _changed(local: LocalVersion, base: BaselineEntry) -> bool:
     """True if the local file is not the baseline's: read, with other bytes (a file not read is the
     baseline's by its stat)."""
     return local.sha256 is not None and local.sha256 != base.sha256
+
+
+def same_etag(one: str, other: str) -> bool:
+    """True if two ETags name the same object, as a listing, a read or a write's answer spells them
+    (quoted or not)."""
+    return one.strip('"') == other.strip('"')
 
 
 def guarded(deletions: int, baseline_files: int) -> str | None:

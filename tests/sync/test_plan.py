@@ -85,6 +85,10 @@ def test_every_cell_without_a_baseline_takes_its_action(
     assert decide(PATH, None, local, remote) == expected
 
 
+def test_an_etag_quoted_or_not_is_the_same() -> None:
+    assert decide(PATH, BASE, LOCAL["same"], RemoteVersion("e1")) is None
+
+
 def test_the_table_covers_every_cell() -> None:
     assert set(WITH_BASELINE) == {(local, remote) for local in LOCAL for remote in REMOTE}
 
