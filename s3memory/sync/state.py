@@ -215,6 +215,12 @@ class SyncState:
         else:
             self.baseline[path] = entry
 
+    def reset(self) -> None:
+        """Forget the baseline (a folder taken again: the next plan compares every file) and write
+        that as the snapshot."""
+        self.baseline = {}
+        self.compact()
+
     def compact(self) -> None:
         """Write ``baseline`` as the snapshot (whole, synced to disk) and empty the journal."""
         if self._journal is None:

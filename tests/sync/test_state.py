@@ -121,6 +121,16 @@ def test_the_baseline_survives_as_snapshot_and_journal(directory: int, here: Pat
         assert state.load() == {"/memories/b": OTHER, "/memories/c\u00e9\n": ENTRY}
 
 
+def test_a_reset_forgets_the_baseline_on_disk_too(directory: int) -> None:
+    with SyncState(directory) as state:
+        state.load()
+        state.record("/memories/a", ENTRY)
+        state.reset()
+        assert state.baseline == {}
+    with SyncState(directory) as state:
+        assert state.load() == {}
+
+
 def test_each_record_is_one_line_in_the_journal_before_record_returns(directory: int, here: Path) -> None:
     with SyncState(directory) as state:
         state.load()
