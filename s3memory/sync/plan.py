@@ -15,10 +15,10 @@ import time
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import NamedTuple
 
 from s3memory.core.paths import MEMORY_ROOT, S3_MAX_KEY_BYTES, check_new_name, memory_path
 from s3memory.errors import CommandError, shown
+from s3memory.sync.folder import LocalStat
 
 GUARD_FILES = 8
 """A round deletes at most this many files unless allowed, when they are more than half the tree."""
@@ -26,15 +26,6 @@ MACHINE_CHARACTERS = 32
 """The most characters of the machine's name a conflict copy's name holds."""
 NAME_BYTES = 255
 """The longest name most local file systems take, in bytes."""
-
-
-class LocalStat(NamedTuple):
-    """A local file as ``stat`` shows it: a file whose four are unchanged is taken as unchanged unread."""
-
-    size: int
-    mtime_ns: int
-    inode: int
-    ctime_ns: int
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ import stat
 from dataclasses import dataclass
 from types import TracebackType
 
-from s3memory.errors import CommandError
-from s3memory.sync.plan import BaselineEntry, LocalStat
+from s3memory.sync.folder import FolderRefused, LocalStat
+from s3memory.sync.plan import BaselineEntry
 
 MARKER = "marker.json"
 SNAPSHOT = "baseline.json"
@@ -43,11 +43,6 @@ _STATE_FIX = (
     f"remove {SNAPSHOT} and {JOURNAL} from the folder's .s3memory-sync directory (the next round then "
     "compares every file again and loses nothing), then sync again"
 )
-
-
-class FolderRefused(CommandError):
-    """A folder sync will not work on as it is (another memory's, another sync's, damaged state):
-    nothing was changed; the message names the cause and the fix."""
 
 
 def owner_fingerprint(store_identity: str, owner: str) -> str:
@@ -113,8 +108,8 @@ class SyncState:
         version = document.get("s3memory_sync") if isinstance(document, dict) else None
         if isinstance(version, int) and version > VERSION:
             raise FolderRefused(
-                "Error: This folder's sync marker (.s3memory-sync/marker.json) was written by a newer "
-                "s3memory; sync it with that version. Nothing was changed."
+                "this folder's sync marker (.s3memory-sync/marker.json) was written by a newer s3memory: "
+                "sync it with that version; nothing was changed"
             )
         if not isinstance(document, dict) or version != VERSION:
             raise _damaged(MARKER)
@@ -133,16 +128,14 @@ class SyncState:
             return False
         if found.store != expected.store:
             raise FolderRefused(
-                "Error: This folder is synced with another store (its .s3memory-sync/marker.json names "
-                "it): sync it with the bucket and prefix it belongs to, or give another folder. Nothing "
-                "was changed."
+                "this folder is synced with another store (its .s3memory-sync/marker.json names it): sync "
+                "it with the bucket and prefix it belongs to, or give another folder; nothing was changed"
             )
         if found.owner != expected.owner:
             raise FolderRefused(
-                "Error: This folder is synced with another memory in this store (its "
-                ".s3memory-sync/marker.json names another user's or shared memory): sync it with --user of the memory it "
-                "belongs to, or give another folder; one memory's folder is never merged into another's. "
-                "Nothing was changed."
+                "this folder is synced with another memory of this store (its .s3memory-sync/marker.json "
+                "names another user or shared memory): sync it with the --user it belongs to, or give "
+                "another folder (one memory's folder is never merged into another's); nothing was changed"
             )
         if found.storage_format != expected.storage_format:
             self.write_marker(expected)
@@ -172,17 +165,9 @@ class SyncState:
                 raise _damaged(SNAPSHOT)
             for path, fields in files.items():
                 baseline[path] = _entry(fields, SNAPSHOT)
-        if self._journal is not None:
-            os.close(self._journal)
-            self._journal = None
-        journal = os.open(JOURNAL, _JOURNAL, FILE_MODE, dir_fd=self._directory)
-        try:
-            _check_regular(journal, JOURNAL)
-        except FolderRefused:
-            os.close(journal)
-            raise
-        self._journal = journal
-        data = _read_all(self._journal)
+        journal = self._opened_journal()
+        os.lseek(journal, 0, os.SEEK_SET)
+        data = _read_all(journal)
         *complete, _cut = data.split(b"\n")  # what follows the last newline: a line cut short
         kept = 0
         for number, line in enumerate(complete):
@@ -198,7 +183,7 @@ class SyncState:
                 baseline[path] = entry
             kept += len(line) + 1
         if kept != len(data):
-            os.ftruncate(self._journal, kept)
+            os.ftruncate(journal, kept)
         self.baseline = baseline
         return baseline
 
@@ -206,8 +191,8 @@ class SyncState:
         """Note that both sides now agree on ``path`` as ``entry`` (None: it is on neither): one line
         appended to the journal in one write, and ``baseline`` changed."""
         if self._journal is None:
-            raise RuntimeError("load() the state before recording")
-        fields = None if entry is None else [entry.sha256, entry.etag, *entry.stat]
+            raise RuntimeError("load() or reset() the state before recording")
+        fields = None if entry is None else _fields(entry)
         line = json.dumps({"path": path, "entry": fields}).encode("ascii") + b"\n"
         _write_all(self._journal, line)
         if entry is None:
@@ -216,18 +201,30 @@ class SyncState:
             self.baseline[path] = entry
 
     def reset(self) -> None:
-        """Forget the baseline (a folder taken again: the next plan compares every file) and write
-        that as the snapshot."""
+        """Forget the baseline, whatever the state held (a folder taken again: the next plan
+        compares every file), and write that as the snapshot."""
+        self._opened_journal()
         self.baseline = {}
         self.compact()
+
+    def _opened_journal(self) -> int:
+        """The journal's handle, opened (made if missing) on first need; ``FolderRefused`` for an
+        entry there that is no regular file."""
+        if self._journal is None:
+            journal = os.open(JOURNAL, _JOURNAL, FILE_MODE, dir_fd=self._directory)
+            try:
+                _check_regular(journal, JOURNAL)
+            except FolderRefused:
+                os.close(journal)
+                raise
+            self._journal = journal
+        return self._journal
 
     def compact(self) -> None:
         """Write ``baseline`` as the snapshot (whole, synced to disk) and empty the journal."""
         if self._journal is None:
-            raise RuntimeError("load() the state before compacting")
-        files = {
-            path: [entry.sha256, entry.etag, *entry.stat] for path, entry in sorted(self.baseline.items())
-        }
+            raise RuntimeError("load() or reset() the state before compacting")
+        files = {path: _fields(entry) for path, entry in sorted(self.baseline.items())}
         self._replace(SNAPSHOT, json.dumps({"s3memory_sync": VERSION, "files": files}).encode("ascii"))
         os.ftruncate(self._journal, 0)
 
@@ -267,8 +264,14 @@ class SyncState:
         os.fsync(self._directory)
 
 
+def _fields(entry: BaselineEntry) -> list[str | int]:
+    """``entry`` as the state files keep it: ``[sha256, etag, size, mtime_ns, inode, ctime_ns]``."""
+    stat = entry.stat
+    return [entry.sha256, entry.etag, stat.size, stat.mtime_ns, stat.inode, stat.ctime_ns]
+
+
 def _entry(fields: object, name: str) -> BaselineEntry:
-    """A baseline entry as the state files keep it: ``[sha256, etag, size, mtime_ns, inode, ctime_ns]``."""
+    """A baseline entry as the state files keep it (``_fields``)."""
     if (
         isinstance(fields, list)
         and len(fields) == 6
@@ -282,13 +285,13 @@ def _entry(fields: object, name: str) -> BaselineEntry:
 def _damaged(name: str) -> FolderRefused:
     if name == MARKER:
         return FolderRefused(
-            "Error: This folder's sync marker (.s3memory-sync/marker.json) cannot be read: it is damaged "
-            "or was replaced. Remove it only if the folder belongs to this memory (a first round then "
-            "takes the folder again), then sync again. Nothing was changed."
+            "this folder's sync marker (.s3memory-sync/marker.json) cannot be read: it is damaged or was "
+            "replaced. Remove it only if the folder belongs to this memory (a first round then takes the "
+            "folder again), then sync again; nothing was changed"
         )
     return FolderRefused(
-        f"Error: The state sync keeps of this folder (.s3memory-sync/{name}) cannot be read: it is "
-        f"damaged or was replaced. To go on, {_STATE_FIX}. Nothing was changed."
+        f"the state sync keeps of this folder (.s3memory-sync/{name}) cannot be read: it is damaged or "
+        f"was replaced. To go on, {_STATE_FIX}; nothing was changed"
     )
 
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from s3memory.sync.plan import BaselineEntry, LocalStat
-from s3memory.sync.state import JOURNAL, MARKER, SNAPSHOT, FolderRefused, Marker, SyncState, owner_fingerprint
+from s3memory.sync.folder import FolderRefused, LocalStat
+from s3memory.sync.plan import BaselineEntry
+from s3memory.sync.state import JOURNAL, MARKER, SNAPSHOT, Marker, SyncState, owner_fingerprint
 
 STORE = "0123456789abcdef0123456789abcdef"
 ENTRY = BaselineEntry("a" * 64, '"etag-1"', LocalStat(5, 1_000, 7, 2_000))
@@ -54,9 +55,9 @@ def test_a_folder_of_another_store_is_refused_naming_the_cause_and_the_fix(direc
         state.write_marker(Marker(STORE, owner_fingerprint(STORE, "alice"), 2))
         with pytest.raises(FolderRefused) as refused:
             state.check_marker(Marker("f" * 32, owner_fingerprint("f" * 32, "alice"), 2))
-    assert refused.value.message == (
-        "Error: This folder is synced with another store (its .s3memory-sync/marker.json names it): sync "
-        "it with the bucket and prefix it belongs to, or give another folder. Nothing was changed."
+    assert refused.value.reason == (
+        "this folder is synced with another store (its .s3memory-sync/marker.json names it): sync it with "
+        "the bucket and prefix it belongs to, or give another folder; nothing was changed"
     )
 
 
@@ -66,10 +67,10 @@ def test_a_folder_of_another_user_is_refused_naming_the_cause_and_the_fix(direct
         before = (here / MARKER).read_bytes()
         with pytest.raises(FolderRefused) as refused:
             state.check_marker(Marker(STORE, owner_fingerprint(STORE, "bob"), 2))
-    assert refused.value.message == (
-        "Error: This folder is synced with another memory in this store (its .s3memory-sync/marker.json "
-        "names another user's or shared memory): sync it with --user of the memory it belongs to, or give "
-        "another folder; one memory's folder is never merged into another's. Nothing was changed."
+    assert refused.value.reason == (
+        "this folder is synced with another memory of this store (its .s3memory-sync/marker.json names "
+        "another user or shared memory): sync it with the --user it belongs to, or give another folder "
+        "(one memory's folder is never merged into another's); nothing was changed"
     )
     assert (here / MARKER).read_bytes() == before
 
@@ -87,7 +88,7 @@ def test_a_store_moved_to_another_format_keeps_its_folder(directory: int) -> Non
     [
         (b"not json", "cannot be read: it is damaged or was replaced"),
         (b'{"s3memory_sync": 1, "store": 3}', "cannot be read: it is damaged or was replaced"),
-        (b'{"s3memory_sync": 2}', "was written by a newer s3memory; sync it with that version"),
+        (b'{"s3memory_sync": 2}', "was written by a newer s3memory: sync it with that version"),
         (b"{" + b" " * 5000 + b"}", "cannot be read: it is damaged or was replaced"),
     ],
 )
@@ -129,6 +130,16 @@ def test_a_reset_forgets_the_baseline_on_disk_too(directory: int) -> None:
         assert state.baseline == {}
     with SyncState(directory) as state:
         assert state.load() == {}
+
+
+def test_a_reset_needs_no_readable_state(directory: int, here: Path) -> None:
+    (here / SNAPSHOT).write_bytes(b"damaged")
+    (here / JOURNAL).write_bytes(b"garbage\ngarbage\n")
+    with SyncState(directory) as state:
+        state.reset()
+        state.record("/memories/a", ENTRY)
+    with SyncState(directory) as state:
+        assert state.load() == {"/memories/a": ENTRY}
 
 
 def test_each_record_is_one_line_in_the_journal_before_record_returns(directory: int, here: Path) -> None:
@@ -177,11 +188,11 @@ def test_a_damaged_journal_line_before_the_last_is_refused_with_the_fix(director
     path.write_bytes(b"garbage\n" + path.read_bytes())
     with SyncState(directory) as state, pytest.raises(FolderRefused) as refused:
         state.load()
-    assert refused.value.message == (
-        "Error: The state sync keeps of this folder (.s3memory-sync/journal.jsonl) cannot be read: it is "
-        "damaged or was replaced. To go on, remove baseline.json and journal.jsonl from the folder's "
-        ".s3memory-sync directory (the next round then compares every file again and loses nothing), "
-        "then sync again. Nothing was changed."
+    assert refused.value.reason == (
+        "the state sync keeps of this folder (.s3memory-sync/journal.jsonl) cannot be read: it is damaged "
+        "or was replaced. To go on, remove baseline.json and journal.jsonl from the folder's .s3memory-sync "
+        "directory (the next round then compares every file again and loses nothing), then sync again; "
+        "nothing was changed"
     )
 
 
