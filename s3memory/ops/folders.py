@@ -24,7 +24,7 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -122,20 +122,20 @@ class NameRefused(Exception):
         self.reason = reason
 
 
-def _name_refused(error: OSError, directory: str | None) -> NameRefused | None:
+def name_refused(error: OSError, directory: str | None, command: str = "export") -> NameRefused | None:
     """The ``NameRefused`` of ``error`` where it is the file system refusing a name (the file's own,
-    or with ``directory`` that directory's), else None."""
+    or with ``directory`` that directory's), else None; the fix ends in running ``command`` again."""
     cause = _NAME_REFUSED.get(error.errno or 0)
     if cause is None:
         return None
     if directory is None:
         return NameRefused(
             f"the local file system refuses its name ({cause}); rename the file with the memory tool's "
-            "`rename` command (`s3memory cat` shows its text meanwhile), then export again"
+            f"`rename` command (`s3memory cat` shows its text meanwhile), then {command} again"
         )
     return NameRefused(
         f"the local file system refuses the name of the directory {directory} ({cause}); rename that "
-        "directory with the memory tool's `rename` command, then export again"
+        f"directory with the memory tool's `rename` command, then {command} again"
     )
 
 
@@ -156,7 +156,7 @@ def _open_root(base: Path, *, make: bool = False) -> int:
     except (FileNotFoundError, NotADirectoryError):
         raise FileNotFoundError(f"{root} is not a directory (a memory folder holds memories/)") from None
     try:
-        return (_open_or_make if make else _open_directory)(above, MEMORIES)
+        return (open_or_make if make else open_directory)(above, MEMORIES)
     except (FileNotFoundError, NotADirectoryError):
         raise FileNotFoundError(
             f"{root} is not a directory (a memory folder holds memories/, a directory and no symbolic link)"
@@ -172,76 +172,115 @@ def walk(base: Path, max_bytes: int) -> Iterator[LocalFile]:
     left out. The work is linear in the folder: each entry is listed, checked and opened once."""
     root = _open_root(base)
     try:
-        yield from _entries(root, "/" + MEMORIES, 0, max_bytes)
+        for entry in entries(root, "/" + MEMORIES):
+            if entry.listed is None:
+                yield LocalFile(entry.path, 0, None, entry.problem)
+                continue
+            found = read_entry(entry.directory, entry.name, entry.listed.st_mode, max_bytes)
+            if found is not None:
+                yield LocalFile(entry.path, found.size, found.data, found.problem)
     finally:
         os.close(root)
 
 
-def _entries(directory: int, path: str, depth: int, max_bytes: int) -> Iterator[LocalFile]:
+@dataclass(frozen=True)
+class Entry:
+    """An entry ``entries`` found: its memory path, the handle of its directory and its name there
+    (the handle valid until the walk goes on), and what ``lstat`` found (``listed``), or (``listed``
+    None) why it is not walked: ``UNREADABLE``, ``TEMPORARY`` (an export's), ``TOO_DEEP``, or ``LINK``
+    or ``NOT_DIRECTORY`` where a directory was listed."""
+
+    path: str
+    directory: int
+    name: str
+    listed: os.stat_result | None
+    problem: str | None = None
+
+
+def entries(
+    directory: int, path: str, depth: int = 0, excluded: str | None = None
+) -> Generator[Entry, None, None]:
+    """Every entry below the open ``directory`` (memory path ``path``, ``depth`` levels below the root)
+    but the directories it descends into and ``excluded`` (a name in ``directory`` itself), in sorted
+    order, a directory's own entries before its subdirectories'; each directory opened from its
+    parent's handle without following a link. An entry gone since it was listed is left out."""
     subdirectories: list[str] = []
     for name in sorted(os.listdir(directory)):  # of an open handle: never denied
+        if name == excluded:
+            continue
         try:
-            mode = os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode
+            listed = os.stat(name, dir_fd=directory, follow_symlinks=False)
         except FileNotFoundError:
             continue
         except PermissionError:  # in a directory this user may list but not search
-            yield LocalFile(f"{path}/{name}", 0, None, UNREADABLE)
+            yield Entry(f"{path}/{name}", directory, name, None, UNREADABLE)
             continue
-        if stat.S_ISDIR(mode):
+        if stat.S_ISDIR(listed.st_mode):
             subdirectories.append(name)
             continue
         if is_temporary(name):
-            yield LocalFile(f"{path}/{name}", 0, None, TEMPORARY)
+            yield Entry(f"{path}/{name}", directory, name, None, TEMPORARY)
             continue
-        found = _file(directory, name, f"{path}/{name}", mode, max_bytes)
-        if found is not None:
-            yield found
+        yield Entry(f"{path}/{name}", directory, name, listed)
     for name in subdirectories:
         below = f"{path}/{name}"
         if depth + 1 >= MAX_DEPTH:
-            yield LocalFile(below, 0, None, TOO_DEEP)
+            yield Entry(below, directory, name, None, TOO_DEEP)
             continue
         try:
-            child = _open_directory(directory, name)
+            child = open_directory(directory, name)
         except (FileNotFoundError, NotADirectoryError):  # gone, or swapped since it was checked
-            kind = _kind(directory, name)
-            if kind is not None:
-                yield LocalFile(below, 0, None, kind)
+            found = kind(directory, name)
+            if found is not None:
+                yield Entry(below, directory, name, None, found)
             continue
         except PermissionError:
-            yield LocalFile(below, 0, None, UNREADABLE)
+            yield Entry(below, directory, name, None, UNREADABLE)
             continue
         try:
-            yield from _entries(child, below, depth + 1, max_bytes)
+            yield from entries(child, below, depth + 1)
         finally:
             os.close(child)
 
 
-def _file(directory: int, name: str, path: str, mode: int, max_bytes: int) -> LocalFile | None:
+@dataclass(frozen=True)
+class Read:
+    """What ``read_entry`` found: the file's bytes (``size`` of them) and its ``fstat`` before and
+    after they were read, or (``data`` None) why it has none, with its size where ``TOO_LARGE``."""
+
+    size: int
+    data: bytes | None
+    before: os.stat_result | None = None
+    after: os.stat_result | None = None
+    problem: str | None = None
+
+
+def read_entry(directory: int, name: str, mode: int, max_bytes: int) -> Read | None:
     """The entry ``name`` (``mode`` as listed), opened once without following a link and checked by
-    what was opened; None if it is gone."""
+    what was opened, at most ``max_bytes + 1`` bytes read; None if it is gone."""
     if not stat.S_ISREG(mode):
-        return LocalFile(path, 0, None, LINK if stat.S_ISLNK(mode) else SPECIAL)
-    descriptor = _open_file(directory, name)
+        return Read(0, None, problem=LINK if stat.S_ISLNK(mode) else SPECIAL)
+    descriptor = open_file(directory, name)
     if isinstance(descriptor, str):
-        return None if descriptor == GONE else LocalFile(path, 0, None, descriptor)
+        return None if descriptor == GONE else Read(0, None, problem=descriptor)
     try:
         opened = os.fstat(descriptor)
         if not stat.S_ISREG(opened.st_mode):
-            return LocalFile(path, 0, None, SPECIAL)
+            return Read(0, None, problem=SPECIAL)
         if opened.st_nlink > 1:
-            return LocalFile(path, 0, None, HARD_LINKED)
+            return Read(0, None, problem=HARD_LINKED)
         if opened.st_size > max_bytes:
-            return LocalFile(path, opened.st_size, None, TOO_LARGE)
-        data = _read_at_most(descriptor, max_bytes + 1)
+            return Read(opened.st_size, None, opened, problem=TOO_LARGE)
+        data = read_at_most(descriptor, max_bytes + 1)
+        now = os.fstat(descriptor)
         if len(data) > max_bytes:  # grew since it was checked: its size now
-            return LocalFile(path, max(os.fstat(descriptor).st_size, len(data)), None, TOO_LARGE)
-        return LocalFile(path, len(data), data)
+            return Read(max(now.st_size, len(data)), None, opened, now, TOO_LARGE)
+        return Read(len(data), data, opened, now)
     finally:
         os.close(descriptor)
 
 
-def _open_file(directory: int, name: str) -> int | str:
+def open_file(directory: int, name: str) -> int | str:
     """A descriptor of ``name`` opened for reading without following a link (and without blocking on
     a FIFO), or why it cannot be (``_OPEN_REFUSED``): ``GONE``, ``LINK`` or ``SPECIAL`` (swapped in
     since it was checked), or ``UNREADABLE``."""
@@ -254,12 +293,12 @@ def _open_file(directory: int, name: str) -> int | str:
         return refused
 
 
-def _open_directory(directory: int, name: str) -> int:
+def open_directory(directory: int, name: str) -> int:
     """A handle of the directory ``name``; ``NotADirectoryError`` for anything else, a link too."""
     return os.open(name, _DIRECTORY, dir_fd=directory)
 
 
-def _read_at_most(descriptor: int, limit: int) -> bytes:
+def read_at_most(descriptor: int, limit: int) -> bytes:
     """The first ``limit`` bytes of the open file, or all of it if it is shorter."""
     chunks: list[bytes] = []
     left = limit
@@ -272,7 +311,7 @@ def _read_at_most(descriptor: int, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _kind(directory: int, name: str) -> str | None:
+def kind(directory: int, name: str) -> str | None:
     """What the entry ``name`` is, when it is no directory: ``LINK`` or ``NOT_DIRECTORY``; None if
     it is gone."""
     try:
@@ -325,14 +364,14 @@ class Target:
                     return False
                 if not overwrite:
                     raise LeftAlone(occupied)
-            _replace(directory, name, data)
+            replace(directory, name, data)
             return True
         except IsADirectoryError:  # one swapped in since it was checked
             raise LeftAlone("a directory is there") from None
         except PermissionError:
             raise LeftAlone(NOT_WRITABLE) from None
         except OSError as error:
-            refused = _name_refused(error, None)
+            refused = name_refused(error, None)
             if refused is None:
                 raise
             raise refused from None
@@ -343,45 +382,55 @@ class Target:
     def _directory(self, parents: list[str]) -> int:
         """A handle of the directory ``parents`` below the root, each made where missing, and swept
         of temporary files the first time."""
-        directory = self._root
-        for depth, name in enumerate(parents):
-            where = "/".join(["", MEMORIES, *parents[: depth + 1]])
-            try:
-                child = _open_or_make(directory, name)
-            except NotADirectoryError:
-                raise LeftAlone(
-                    f"{where} is a symbolic link, which export never follows; remove it to export below it"
-                    if _kind(directory, name) == LINK
-                    else f"{where} is {NOT_DIRECTORY}; remove it to export below it"
-                ) from None
-            except PermissionError:
-                raise LeftAlone(
-                    f"{where} may not be read or made by this user (permission denied); change its "
-                    "permissions to export below it"
-                ) from None
-            except OSError as error:
-                refused = _name_refused(error, where)
-                if refused is None:
-                    raise
-                raise refused from None
-            finally:
-                if directory != self._root:
-                    os.close(directory)
-            directory = child
+        directory = directory_below(self._root, parents, make=True, command="export")
         if tuple(parents) not in self._swept:
             self._swept.add(tuple(parents))
-            _remove_temporaries(directory)
+            remove_temporaries(directory)
         return directory
 
 
-def _open_or_make(directory: int, name: str) -> int:
+def directory_below(root: int, parents: list[str], *, make: bool, command: str) -> int:
+    """A handle of the directory ``parents`` below the open ``root`` (``/memories``), each opened from
+    its parent's handle without following a link (``make``: made where missing, else
+    ``FileNotFoundError``); ``root`` itself for none. ``LeftAlone`` where a link or anything but a
+    directory is in the way or this user may not open or make one, ``NameRefused`` where the local file
+    system refuses a name (``_NAME_REFUSED``): each naming the fix, then running ``command`` again."""
+    directory = root
+    for depth, name in enumerate(parents):
+        where = "/".join(["", MEMORIES, *parents[: depth + 1]])
+        try:
+            child = (open_or_make if make else open_directory)(directory, name)
+        except NotADirectoryError:
+            raise LeftAlone(
+                f"{where} is a symbolic link, which {command} never follows; remove it to {command} below it"
+                if kind(directory, name) == LINK
+                else f"{where} is {NOT_DIRECTORY}; remove it to {command} below it"
+            ) from None
+        except PermissionError:
+            raise LeftAlone(
+                f"{where} may not be read or made by this user (permission denied); change its "
+                f"permissions to {command} below it"
+            ) from None
+        except OSError as error:
+            refused = name_refused(error, where, command)
+            if refused is None:
+                raise
+            raise refused from None
+        finally:
+            if directory != root:
+                os.close(directory)
+        directory = child
+    return directory
+
+
+def open_or_make(directory: int, name: str) -> int:
     """A handle of the directory ``name``, made (0700) if missing."""
     try:
-        return _open_directory(directory, name)
+        return open_directory(directory, name)
     except FileNotFoundError:
         with contextlib.suppress(FileExistsError):
             os.mkdir(name, DIRECTORY_MODE, dir_fd=directory)
-        return _open_directory(directory, name)
+        return open_directory(directory, name)
 
 
 def _occupied(mode: int) -> str:
@@ -393,7 +442,7 @@ def _occupied(mode: int) -> str:
 def _difference(directory: int, name: str, data: bytes) -> str | None:
     """None if ``name`` is a regular file of exactly ``data`` (at most ``len(data) + 1`` bytes read);
     else why export leaves it alone (without ``overwrite``)."""
-    descriptor = _open_file(directory, name)
+    descriptor = open_file(directory, name)
     if descriptor == UNREADABLE:
         return "a local file this user may not read is there (permission denied)"
     if isinstance(descriptor, str):  # gone, or swapped since it was checked
@@ -403,14 +452,14 @@ def _difference(directory: int, name: str, data: bytes) -> str | None:
         same = (
             stat.S_ISREG(opened.st_mode)
             and opened.st_size == len(data)
-            and _read_at_most(descriptor, len(data) + 1) == data
+            and read_at_most(descriptor, len(data) + 1) == data
         )
     finally:
         os.close(descriptor)
     return None if same else "a different local file is there"
 
 
-def _remove_temporaries(directory: int) -> None:
+def remove_temporaries(directory: int) -> None:
     """Remove from ``directory`` the temporary files an export cut off left (``is_temporary``): the
     names themselves, never a directory, never what a link points to."""
     for name in os.listdir(directory):
@@ -419,19 +468,27 @@ def _remove_temporaries(directory: int) -> None:
                 os.unlink(name, dir_fd=directory)
 
 
-def _replace(directory: int, name: str, data: bytes) -> None:
-    """A new file of ``data`` (0600), renamed over ``name`` in ``directory``; ``LeftAlone`` if the
-    new file is removed before it is renamed."""
+def replace(
+    directory: int, name: str, data: bytes, before: Callable[[int], None] | None = None
+) -> os.stat_result:
+    """A new file of ``data`` (0600) under a temporary name (``is_temporary``), renamed over ``name``
+    in ``directory`` once ``before`` (given the new file's descriptor, its bytes written) returns: an
+    exception of ``before`` leaves ``name`` as it was. The new file's ``fstat``; ``LeftAlone`` if it is
+    removed before it is renamed."""
     temporary = _temporary_name()
     descriptor = os.open(temporary, _NEW_FILE, FILE_MODE, dir_fd=directory)
     try:
         with os.fdopen(descriptor, "wb") as handle:
             os.fchmod(handle.fileno(), FILE_MODE)
             handle.write(data)
-        try:
-            os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
-        except FileNotFoundError:
-            raise LeftAlone(LOST_TEMPORARY) from None
+            handle.flush()
+            if before is not None:
+                before(handle.fileno())
+            try:
+                os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
+            except FileNotFoundError:
+                raise LeftAlone(LOST_TEMPORARY) from None
+            return os.fstat(handle.fileno())
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary, dir_fd=directory)

@@ -27,6 +27,7 @@ from s3memory.storage.bucket import Bucket
 from tests.support.bucket import BUCKET, MASTER_KEY
 from tests.support.console import run as command
 from tests.support.formats import both_formats
+from tests.support.hostile_files import grows_after_its_size_is_checked
 
 KEYS = "ssh-ed25519 AAAA the user's key\n"
 SECRET = "the operator's secret\n"
@@ -280,7 +281,7 @@ def test_import_reads_at_most_the_size_limit_plus_one_byte(
     with open(root / "huge.md", "wb") as sparse:
         sparse.truncate(256 * MiB)  # a sparse file: no disk, all zero bytes
     read = {"bytes": 0}
-    real_read, real_fstat = os.read, os.fstat
+    real_read = os.read
 
     def counted(descriptor: int, count: int) -> bytes:
         chunk = real_read(descriptor, count)
@@ -293,15 +294,7 @@ def test_import_reads_at_most_the_size_limit_plus_one_byte(
         honest = operations.import_folder("alice", tmp_path)
         honest_peak = tracemalloc.get_traced_memory()[1]
         honest_read = read["bytes"]
-        lied = {"once": True}
-
-        def growing(descriptor: int) -> os.stat_result:  # the file grows after its size was checked
-            found = real_fstat(descriptor)
-            if found.st_size == 256 * MiB and lied.pop("once", False):
-                return os.stat_result((*found[:6], 10, *found[7:10]))
-            return found
-
-        monkeypatch.setattr(os, "fstat", growing)
+        grows_after_its_size_is_checked(monkeypatch, 256 * MiB)
         tracemalloc.reset_peak()
         read["bytes"] = 0
         grown = operations.import_folder("bob", tmp_path)
