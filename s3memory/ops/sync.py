@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from s3memory.core.paths import UserId, check_user_id, owner_of
 from s3memory.crypto import validate_author
@@ -63,43 +64,42 @@ class FolderSync:
             )
 
 
+class SyncOptions(TypedDict, total=False):
+    """How a folder is synced (``SyncTask.syncing``)."""
+
+    machine: str | None
+    """This machine's name in conflict copies and authors (default: the host name)."""
+    allow_deletes: bool
+    """Lift the mass-delete guard (``plan.guarded``)."""
+    adopt: bool
+    """Take a folder never synced even where it holds what a memory cannot (left alone)."""
+    rehash: bool
+    """Read every local file, its stat unchanged too."""
+
+
 class SyncTask(StoreContext):
     """Sync a folder with a memory of the store."""
 
-    def syncing(
-        self,
-        user_id: str,
-        directory: Path,
-        *,
-        machine: str | None = None,
-        allow_deletes: bool = False,
-        adopt: bool = False,
-        rehash: bool = False,
-    ) -> FolderSync:
+    def syncing(self, user_id: str, directory: Path, **options: Unpack[SyncOptions]) -> FolderSync:
         """``directory`` kept the same as ``user_id``'s memory (``shared/NAME``: a shared memory),
-        made on the first round where there is none, as import makes one; ``machine`` (default: the
-        host name) names this machine in conflict copies and authors. The memory is placed now
-        (the store resolved on first need). A reserved user id (``paths.RESERVED_USER_PREFIX``) is
-        refused (``ValueError``)."""
+        made on the first round where there is none, as import makes one (``SyncOptions``). The
+        memory is placed now (the store resolved on first need). A reserved user id
+        (``paths.RESERVED_USER_PREFIX``) is refused (``ValueError``)."""
         if isinstance(owner_of(user_id), UserId):
             check_user_id(user_id)
-        machine = socket.gethostname() if machine is None else machine
+        machine = options.get("machine") or socket.gethostname()
         memory = self.placed(user_id).by(sync_author(machine))
-        return FolderSync(memory, directory, machine, allow_deletes, adopt, rehash)
+        return FolderSync(
+            memory,
+            directory,
+            machine,
+            options.get("allow_deletes", False),
+            options.get("adopt", False),
+            options.get("rehash", False),
+        )
 
     def sync(
-        self,
-        user_id: str,
-        directory: Path,
-        *,
-        machine: str | None = None,
-        allow_deletes: bool = False,
-        adopt: bool = False,
-        rehash: bool = False,
-        progress: Progress = SILENT,
+        self, user_id: str, directory: Path, *, progress: Progress = SILENT, **options: Unpack[SyncOptions]
     ) -> SyncReport:
         """One round between ``directory`` and ``user_id``'s memory (``syncing``): what it did."""
-        syncing = self.syncing(
-            user_id, directory, machine=machine, allow_deletes=allow_deletes, adopt=adopt, rehash=rehash
-        )
-        return syncing.round(progress)
+        return self.syncing(user_id, directory, **options).round(progress)

@@ -49,6 +49,14 @@ def converged(operations: Operations, *folders: Path) -> dict[str, bytes]:
     return synced.converged(operations, USER, *folders)
 
 
+def started(operations: Operations, laptop: Path, desktop: Path, **files: str) -> None:
+    """``files`` (name: text) made on the laptop, then synced to the memory and the desktop."""
+    for name, text in files.items():
+        write(laptop, name, text)
+    sync(operations, laptop, "laptop")
+    sync(operations, desktop, "desktop")
+
+
 @pytest.fixture
 def laptop(tmp_path: Path) -> Path:
     return tmp_path / "laptop"
@@ -84,9 +92,7 @@ def test_two_folders_synced_in_turns_converge_byte_for_byte(
 def test_an_edit_on_one_reaches_the_other_and_names_sync_and_the_machine_as_author(
     operations: Operations, laptop: Path, desktop: Path
 ) -> None:
-    write(laptop, "notes.md", "one\n")
-    sync(operations, laptop, "laptop")
-    sync(operations, desktop, "desktop")
+    started(operations, laptop, desktop, **{"notes.md": "one\n"})
     write(desktop, "notes.md", "one\ntwo\n")
     assert sync(operations, desktop, "desktop").pushed == ["/memories/notes.md"]
     assert sync(operations, laptop, "laptop").pulled == ["/memories/notes.md"]
@@ -98,9 +104,7 @@ def test_an_edit_on_one_reaches_the_other_and_names_sync_and_the_machine_as_auth
 def test_a_conflict_keeps_both_texts_on_both_sides(
     operations: Operations, laptop: Path, desktop: Path
 ) -> None:
-    write(laptop, "notes.md", "base\n")
-    sync(operations, laptop, "laptop")
-    sync(operations, desktop, "desktop")
+    started(operations, laptop, desktop, **{"notes.md": "base\n"})
     write(laptop, "notes.md", "laptop's\n")
     write(desktop, "notes.md", "desktop's\n")
     os.utime(desktop / "notes.md", ns=(0, 1_765_000_000 * 10**9))
@@ -128,10 +132,7 @@ def test_the_same_file_new_on_both_sides_is_one_file(
 def test_a_deletion_reaches_the_other_side_and_the_memory_and_is_restorable(
     operations: Operations, laptop: Path, desktop: Path
 ) -> None:
-    write(laptop, "keep.md", "keep\n")
-    write(laptop, "dir/gone.md", "gone\n")
-    sync(operations, laptop, "laptop")
-    sync(operations, desktop, "desktop")
+    started(operations, laptop, desktop, **{"keep.md": "keep\n", "dir/gone.md": "gone\n"})
     (laptop / "dir" / "gone.md").unlink()
     assert sync(operations, laptop, "laptop").deleted_remote == ["/memories/dir/gone.md"]
     assert sync(operations, desktop, "desktop").deleted_local == ["/memories/dir/gone.md"]
@@ -149,9 +150,7 @@ def test_a_deletion_reaches_the_other_side_and_the_memory_and_is_restorable(
 def test_a_local_edit_of_a_file_deleted_in_the_memory_brings_it_back(
     operations: Operations, laptop: Path, desktop: Path
 ) -> None:
-    write(laptop, "notes.md", "one\n")
-    sync(operations, laptop, "laptop")
-    sync(operations, desktop, "desktop")
+    started(operations, laptop, desktop, **{"notes.md": "one\n"})
     (desktop / "notes.md").unlink()
     sync(operations, desktop, "desktop")
     write(laptop, "notes.md", "one, edited\n")
@@ -164,10 +163,7 @@ def test_the_guard_holds_against_an_emptied_folder(
     operations: Operations, laptop: Path, desktop: Path
 ) -> None:
     files = GUARD_FILES + 12
-    for number in range(files):
-        write(laptop, f"f{number:02}.md", f"{number}\n")
-    sync(operations, laptop, "laptop")
-    sync(operations, desktop, "desktop")
+    started(operations, laptop, desktop, **{f"f{number:02}.md": f"{number}\n" for number in range(files)})
     for path in laptop.glob("*.md"):
         path.unlink()
     write(laptop, "new.md", "everything else still happens\n")
