@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,10 @@ from s3memory.ops.versions import MemoryVersions
 from s3memory.sync.folder import FolderRefused
 from s3memory.sync.plan import GUARD_FILES
 from s3memory.sync.report import SyncReport
-from tests.conftest import STORAGE_FORMAT
+from tests.conftest import STORAGE_FORMAT, rename_crash_point
 from tests.support import synced
 from tests.support.bucket import BUCKET
+from tests.support.faults import ProcessDeath, SimulatedCrash
 from tests.support.synced import STATE, settled, tree, write
 
 pytestmark = [pytest.mark.takes_format]
@@ -224,6 +226,43 @@ def test_a_link_in_the_folder_is_never_followed(operations: Operations, laptop: 
     assert report.pulled == [] and report.pushed == []
     assert sorted(os.listdir(outside)) == ["secret.md"]
     assert "/memories/file-link.md" not in memory(operations)
+
+
+def test_a_directory_rename_cut_off_is_finished_before_the_round_lists(
+    operations: Operations, versioned: str, new_client: Callable[..., Any], laptop: Path, desktop: Path
+) -> None:
+    started(operations, laptop, desktop, **{"dir/a.md": "a\n", "dir/b.md": "b\n", "keep.md": "k\n"})
+    client = new_client()
+    dying = make_operations(client, versioned).memory(USER)
+    ProcessDeath(client, *rename_crash_point("PutObject", 3))  # the record, a copy: then it dies
+    with pytest.raises(SimulatedCrash):
+        dying.run({"command": "rename", "old_path": "/memories/dir", "new_path": "/memories/moved"})
+    report = sync(operations, laptop, "laptop")
+    assert (report.pulled, report.deleted_local) == (
+        ["/memories/moved/a.md", "/memories/moved/b.md"],
+        ["/memories/dir/a.md", "/memories/dir/b.md"],
+    )
+    sync(operations, desktop, "desktop")
+    assert converged(operations, laptop, desktop) == {
+        "/memories/keep.md": b"k\n",
+        "/memories/moved/a.md": b"a\n",
+        "/memories/moved/b.md": b"b\n",
+    }
+
+
+@pytest.mark.parametrize("storage_format", [2], ids=["format-2"])
+def test_a_shared_memory_syncs_as_shared_name(
+    s3: Any, versioned: str, laptop: Path, desktop: Path, storage_format: int
+) -> None:
+    operations = synced.make_operations(s3, storage_format, versioned)
+    write(laptop, "runbook.md", "r\n")
+    operations.sync("shared/team-acme", laptop, machine="laptop")
+    operations.sync("shared/team-acme", desktop, machine="desktop")
+    assert synced.converged(operations, "shared/team-acme", laptop, desktop) == {
+        "/memories/runbook.md": b"r\n"
+    }
+    with pytest.raises(FolderRefused, match="synced with another memory of this store"):
+        operations.sync(USER, desktop, machine="desktop")
 
 
 def count_keys(s3: Any, bucket: str, prefix: str) -> int:
