@@ -16,16 +16,26 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from s3memory.core.paths import MemoryPath, SharedName, check_new_name, memory_path
 from s3memory.core.placement import require_file_path
 from s3memory.crypto import plaintext_size
 from s3memory.errors import CommandError, PreconditionFailed, StorageError, with_fix
-from s3memory.ops.folders import LeftAlone, NameRefused
+from s3memory.ops.folders import LeftAlone, NameRefused, is_temporary
 from s3memory.ops.progress import SILENT, Progress
 from s3memory.placed import PlacedMemory
-from s3memory.sync.folder import CHANGED, FolderRefused, LocalChanged, LocalStat, SyncFolder
+from s3memory.sync.folder import (
+    CHANGED,
+    KEPT_FOR_SYNC,
+    STATE_DIRECTORY,
+    SYNC_TEMPORARY_NAME,
+    FolderRefused,
+    LocalChanged,
+    LocalStat,
+    SyncFolder,
+)
 from s3memory.sync.plan import (
     Action,
     BaselineEntry,
@@ -92,7 +102,7 @@ def sync_round(
         memory.upgrade.ensure()
     remote = listed(memory)
     local = scanned(folder, state.baseline, max_bytes, rehash)
-    decided = plan(state.baseline, local, RemoteSide(remote), allow_deletes=allow_deletes)
+    decided = plan(state.baseline, local, RemoteSide(remote, kept_names(remote)), allow_deletes=allow_deletes)
     report.left_alone.extend(decided.left_alone)
     report.withheld = [action.path for action in decided.withheld]
     report.guard = decided.guard
@@ -125,6 +135,19 @@ def listed(memory: PlacedMemory) -> dict[str, RemoteVersion]:
             if path is not None:
                 found[path.canonical] = RemoteVersion(item.etag, item.size)
     return found
+
+
+def kept_names(remote: Mapping[str, RemoteVersion]) -> dict[str, str]:
+    """The memory's files no folder takes, left alone unread (the folder's side refuses to write
+    them): below its ``STATE_DIRECTORY``, or named as it names its temporary files."""
+    kept: dict[str, str] = {}
+    for path in remote:
+        segments = path.split("/")[2:]
+        if segments[0] == STATE_DIRECTORY:
+            kept[path] = KEPT_FOR_SYNC
+        elif is_temporary(segments[-1]):
+            kept[path] = SYNC_TEMPORARY_NAME
+    return kept
 
 
 def scanned(

@@ -16,7 +16,7 @@ import pytest
 from bench.metrics import RequestCounter
 from s3memory.ops.operations import Operations
 from s3memory.ops.versions import MemoryVersions
-from s3memory.sync.folder import FolderRefused
+from s3memory.sync.folder import KEPT_FOR_SYNC, SYNC_TEMPORARY_NAME, FolderRefused
 from s3memory.sync.plan import GUARD_FILES
 from s3memory.sync.report import SyncReport
 from tests.conftest import STORAGE_FORMAT, rename_crash_point
@@ -263,6 +263,23 @@ def test_a_shared_memory_syncs_as_shared_name(
     }
     with pytest.raises(FolderRefused, match="synced with another memory of this store"):
         operations.sync(USER, desktop, machine="desktop")
+
+
+def test_the_memorys_files_no_folder_takes_are_left_alone_unread(
+    operations: Operations, s3: Any, laptop: Path
+) -> None:
+    model = operations.memory(USER)
+    for path in ("/memories/.s3memory-sync/marker.json", "/memories/d/.s3memory-0123456789abcdef"):
+        model.run({"command": "create", "path": path, "file_text": "planted\n"})
+    syncing = operations.syncing(USER, laptop, machine="laptop")
+    assert syncing.round().left_alone == [
+        ("/memories/.s3memory-sync/marker.json", KEPT_FOR_SYNC),
+        ("/memories/d/.s3memory-0123456789abcdef", SYNC_TEMPORARY_NAME),
+    ]
+    requests = RequestCounter(s3)
+    assert len(syncing.round().left_alone) == 2
+    assert +requests.calls == {"ListObjectsV2": 1}
+    assert tree(laptop) == {}
 
 
 def count_keys(s3: Any, bucket: str, prefix: str) -> int:
