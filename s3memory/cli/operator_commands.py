@@ -36,7 +36,7 @@ from s3memory.cli.console import (
     UsageError,
     printable,
 )
-from s3memory.errors import CommandError, StorageError
+from s3memory.errors import CommandError
 
 if TYPE_CHECKING:
     from s3memory.ops.operations import Operations
@@ -254,8 +254,9 @@ def _sync_round(console: Console, syncing: FolderSync) -> Report:
 
 def _sync_rounds(console: Console, syncing: FolderSync) -> Report:
     """Rounds every ``--interval`` seconds, each printed with its audit line, until Ctrl-C: between
-    rounds, a clean stop (exit 0); during one, exit 1 (the next sync finishes that round). A failure
-    of the store fails its round (an error line, its audit line), and the next round tries again."""
+    rounds, a clean stop (exit 0); during one, exit 1 (the next sync finishes that round). A round
+    that fails (the store unreachable, a memory still moving to format 2) is reported (an error line,
+    its audit line), and the next round tries again; a folder refused ends the command (exit 2)."""
     rounds = 0
     in_round = False
     try:
@@ -264,7 +265,7 @@ def _sync_rounds(console: Console, syncing: FolderSync) -> Report:
             in_round = True
             try:
                 report = _sync_round(console, syncing)
-            except StorageError as error:
+            except CommandError as error:  # the store's failure, or one a later round may not meet
                 console.emit_error(error.message, time.monotonic() - started)
             else:
                 console.emit(report, time.monotonic() - started)
