@@ -96,13 +96,17 @@ def test_rounds_repeat_each_audited_until_ctrl_c_between_rounds(
     write(local, "one.md", "1\n")
     sleep = Interrupted(rounds=2)
     monkeypatch.setattr(time, "sleep", sleep)
-    status, out, err = command(operations, "sync", "--user", "alice", str(local), "--interval", "7")
+    log = tmp_path / "audit.log"
+    status, out, err = command(
+        operations, "sync", "--user", "alice", str(local), "--interval", "7", "--audit-log", str(log)
+    )
     assert status == 0
     assert out.splitlines()[-1] == "stopped after 3 rounds"
     assert len(sleep.slept) == 2 and all(0 < seconds <= 7 for seconds in sleep.slept)
     records = audits(err)
     assert [record["pushed"] for record in records[:3]] == [1, 0, 0]
     assert [record.get("rounds") for record in records] == [None, None, None, 3]
+    assert [json.loads(line) for line in log.read_text().splitlines()] == records
     assert tree(local) == {"/memories/one.md": b"1\n"}
 
 
