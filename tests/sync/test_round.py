@@ -15,14 +15,16 @@ from typing import Any
 import pytest
 
 from bench.metrics import RequestCounter
+from s3memory.crypto import LocalKeyProvider
 from s3memory.ops.operations import Operations
 from s3memory.ops.versions import MemoryVersions
+from s3memory.storage.bucket import Bucket
 from s3memory.sync.folder import KEPT_FOR_SYNC, SYNC_TEMPORARY_NAME, FolderRefused
 from s3memory.sync.plan import GUARD_FILES
 from s3memory.sync.report import SyncReport
 from tests.conftest import STORAGE_FORMAT, rename_crash_point
 from tests.support import synced
-from tests.support.bucket import BUCKET, SEAWEEDFS_SLOW
+from tests.support.bucket import BUCKET, MASTER_KEY, SEAWEEDFS_SLOW
 from tests.support.faults import ProcessDeath, SimulatedCrash
 from tests.support.synced import STATE, settled, tree, write
 
@@ -200,6 +202,41 @@ def test_a_folder_synced_with_one_user_is_refused_for_another(operations: Operat
     assert "synced with another memory of this store" in refused.value.reason
     assert tree(laptop) == before
     assert list(operations.users()) == [USER]
+
+
+def test_a_folder_synced_with_one_store_is_refused_for_another(
+    operations: Operations, s3: Any, versioned: str, laptop: Path
+) -> None:
+    write(laptop, "notes.md", "n\n")
+    sync(operations, laptop, "laptop")
+    elsewhere = Operations(
+        Bucket(s3, versioned), LocalKeyProvider(MASTER_KEY), prefix="other/", storage_format=STORAGE_FORMAT
+    )
+    with pytest.raises(FolderRefused, match="this folder is synced with another store"):
+        elsewhere.sync(USER, laptop, machine="laptop")
+    assert list(elsewhere.users()) == []
+
+
+class Counted:
+    """Progress that counts what it is told."""
+
+    def __init__(self) -> None:
+        self.expected: list[int] = []
+        self.advanced = 0
+
+    def expect(self, total: int) -> None:
+        self.expected.append(total)
+
+    def advance(self, count: int = 1) -> None:
+        self.advanced += count
+
+
+def test_a_round_tells_its_progress_file_by_file(operations: Operations, laptop: Path) -> None:
+    for number in range(5):
+        write(laptop, f"f{number}.md", "x")
+    progress = Counted()
+    operations.sync(USER, laptop, machine="laptop", progress=progress)
+    assert (progress.expected, progress.advanced) == ([5], 5)
 
 
 def test_a_folder_that_is_no_memory_is_refused_until_adopted(operations: Operations, laptop: Path) -> None:
