@@ -36,9 +36,8 @@ FILE_MODE = 0o600
 _MARKER_MAX_BYTES = 4096
 _OWNER_LABEL = b"s3memory/sync/owner\x00"
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 _JOURNAL = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-_NEW = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _STATE_FIX = (
     f"remove {SNAPSHOT} and {JOURNAL} from the folder's .s3memory-sync directory (the next round then "
     "compares every file again and loses nothing), then sync again"
@@ -254,7 +253,7 @@ class SyncState:
         temporary = name + ".new"
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary, dir_fd=self._directory)
-        descriptor = os.open(temporary, _NEW | os.O_EXCL, FILE_MODE, dir_fd=self._directory)
+        descriptor = os.open(temporary, _NEW, FILE_MODE, dir_fd=self._directory)
         try:
             _write_all(descriptor, data)
             os.fsync(descriptor)
