@@ -7,7 +7,8 @@ fingerprint (``owner_fingerprint``: a digest of the id under the store's identit
 in clear. The baseline changes after each file a round finishes: one JSON line appended to the
 journal by one ``write`` (a killed process loses no line it wrote; a power cut may lose the last
 ones, which the next round does again: every side effect is conditional). The snapshot is rewritten
-at the end of a round (``compact``), so the work stays linear. A last journal line cut short (no
+at the end of a round that changed it (``compact``), so the work stays linear and a round with no
+change writes nothing. A last journal line cut short (no
 newline, or no JSON) is a write a kill interrupted: it is ignored and cut away. Every file is opened
 below the directory's handle without following a link; the folder's side locks the directory
 (``folder.SyncFolder``), so one process syncs a folder at a time.
@@ -80,6 +81,8 @@ class SyncState:
     def __init__(self, directory: int) -> None:
         self._directory = directory
         self._journal: int | None = None
+        self._changed = False
+        """True once the baseline differs from the snapshot (a journal line read or written)."""
         self.baseline: dict[str, BaselineEntry] = {}
 
     def __enter__(self) -> SyncState:
@@ -181,6 +184,7 @@ class SyncState:
             else:
                 baseline[path] = entry
             kept += len(line) + 1
+        self._changed = kept > 0
         if kept != len(data):
             os.ftruncate(journal, kept)
         self.baseline = baseline
@@ -194,6 +198,7 @@ class SyncState:
         fields = None if entry is None else _fields(entry)
         line = json.dumps({"path": path, "entry": fields}).encode("ascii") + b"\n"
         _write_all(self._journal, line)
+        self._changed = True
         if entry is None:
             self.baseline.pop(path, None)
         else:
@@ -204,6 +209,7 @@ class SyncState:
         compares every file), and write that as the snapshot."""
         self._opened_journal()
         self.baseline = {}
+        self._changed = True
         self.compact()
 
     def _opened_journal(self) -> int:
@@ -220,12 +226,16 @@ class SyncState:
         return self._journal
 
     def compact(self) -> None:
-        """Write ``baseline`` as the snapshot (whole, synced to disk) and empty the journal."""
+        """Write ``baseline`` as the snapshot (whole, synced to disk) and empty the journal, where the
+        baseline changed since the snapshot (a round with no change writes nothing)."""
         if self._journal is None:
             raise RuntimeError("load() or reset() the state before compacting")
+        if not self._changed:
+            return
         files = {path: _fields(entry) for path, entry in sorted(self.baseline.items())}
         self._replace(SNAPSHOT, json.dumps({"s3memory_sync": VERSION, "files": files}).encode("ascii"))
         os.ftruncate(self._journal, 0)
+        self._changed = False
 
     # -- files ---------------------------------------------------------------------------------------
 

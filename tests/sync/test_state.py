@@ -142,6 +142,23 @@ def test_a_reset_needs_no_readable_state(directory: int, here: Path) -> None:
         assert state.load() == {"/memories/a": ENTRY}
 
 
+def test_a_state_with_no_change_is_not_written_again(directory: int, here: Path) -> None:
+    with SyncState(directory) as state:
+        state.load()
+        state.record("/memories/a", ENTRY)
+        state.compact()
+    written = (here / SNAPSHOT).stat()
+    with SyncState(directory) as state:
+        state.load()
+        state.compact()
+    assert (here / SNAPSHOT).stat().st_ino == written.st_ino
+    with SyncState(directory) as state:
+        state.load()
+        state.record("/memories/a", None)
+        state.compact()
+    assert (here / SNAPSHOT).stat().st_ino != written.st_ino
+
+
 def test_each_record_is_one_line_in_the_journal_before_record_returns(directory: int, here: Path) -> None:
     with SyncState(directory) as state:
         state.load()
