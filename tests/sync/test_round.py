@@ -185,6 +185,15 @@ def test_the_guard_holds_against_an_emptied_folder(
     assert converged(operations, laptop, desktop) == {"/memories/new.md": b"everything else still happens\n"}
 
 
+def test_the_guard_holds_against_a_wiped_memory(operations: Operations, laptop: Path, desktop: Path) -> None:
+    files = {f"f{number:02}.md": f"{number}\n" for number in range(GUARD_FILES + 1)}
+    started(operations, laptop, desktop, **files)
+    operations.memory(USER).clear_all()
+    report = sync(operations, laptop, "laptop")
+    assert (report.deleted_local, len(report.withheld)) == ([], len(files))
+    assert tree(laptop) == {f"/memories/{name}": text.encode() for name, text in files.items()}
+
+
 def test_a_single_deletion_in_a_small_memory_goes_through(operations: Operations, laptop: Path) -> None:
     write(laptop, "only.md", "x")
     sync(operations, laptop, "laptop")
