@@ -23,6 +23,7 @@ from s3memory.sync.folder import KEPT_FOR_SYNC, SYNC_TEMPORARY_NAME, FolderRefus
 from s3memory.sync.plan import GUARD_FILES
 from s3memory.sync.report import SyncReport
 from tests.conftest import STORAGE_FORMAT, rename_crash_point
+from tests.ops.test_progress import Recorded
 from tests.support import synced
 from tests.support.bucket import BUCKET, MASTER_KEY, SEAWEEDFS_SLOW
 from tests.support.faults import ProcessDeath, SimulatedCrash
@@ -226,26 +227,12 @@ def test_a_folder_synced_with_one_store_is_refused_for_another(
     assert list(elsewhere.users()) == []
 
 
-class Counted:
-    """Progress that counts what it is told."""
-
-    def __init__(self) -> None:
-        self.expected: list[int] = []
-        self.advanced = 0
-
-    def expect(self, total: int) -> None:
-        self.expected.append(total)
-
-    def advance(self, count: int = 1) -> None:
-        self.advanced += count
-
-
 def test_a_round_tells_its_progress_file_by_file(operations: Operations, laptop: Path) -> None:
     for number in range(5):
         write(laptop, f"f{number}.md", "x")
-    progress = Counted()
+    progress = Recorded()
     operations.sync(USER, laptop, machine="laptop", progress=progress)
-    assert (progress.expected, progress.advanced) == ([5], 5)
+    assert (progress.totals, progress.done) == ([5], 5)
 
 
 def test_a_folder_that_is_no_memory_is_refused_until_adopted(operations: Operations, laptop: Path) -> None:
