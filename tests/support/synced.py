@@ -1,16 +1,22 @@
 """Folders synced with a memory in a test (``s3memory sync``): the operations over the tests' bucket in
-their storage format, a folder's files and a memory's by path, files written into a folder."""
+their storage format, a folder's files and a memory's by path, files written into a folder, and a
+round's process killed at its k-th S3 call (``Killer``) or local step (``local_death``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from s3memory.crypto import LocalKeyProvider
 from s3memory.ops.operations import Operations
 from s3memory.storage.bucket import Bucket
 from tests.support.bucket import BUCKET, MASTER_KEY
+from tests.support.faults import SimulatedCrash
 
 STATE = ".s3memory-sync"
 
@@ -57,3 +63,55 @@ def converged(operations: Operations, user: str, *folders: Path) -> dict[str, by
     for folder in folders:
         assert tree(folder) == held, folder
     return held
+
+
+class Killer:
+    """The process dies (``SimulatedCrash``) at the k-th S3 call of a client, before it is sent
+    (``after``: once it is applied, its answer lost); every call after that dies too."""
+
+    def __init__(self, client: Any, at: int, *, after: bool) -> None:
+        self.calls = 0
+        self.at = at
+        self.dead = False
+        self.armed = False
+        event = "after-call.s3" if after else "before-call.s3"
+        client.meta.events.register(event, self._call)
+
+    def _call(self, **_: Any) -> None:
+        if not self.armed:
+            return
+        self.calls += 1
+        if self.dead or self.calls == self.at:
+            self.dead = True
+            raise SimulatedCrash(f"killed at S3 call {self.at}")
+
+
+@contextlib.contextmanager
+def local_death(at: int, *, after: bool) -> Iterator[list[int]]:
+    """The process dies at the k-th ``os.rename``, ``os.replace``, ``os.unlink`` or ``os.write`` of the
+    block (``after``: once it is done; a write dies half-way either way). Yields the count so far."""
+    count = [0]
+    originals: dict[str, Callable[..., Any]] = {
+        name: getattr(os, name) for name in ("rename", "replace", "unlink", "write")
+    }
+
+    def dying(name: str) -> Callable[..., Any]:
+        original = originals[name]
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            count[0] += 1
+            if count[0] < at:
+                return original(*args, **kwargs)
+            if name == "write":
+                descriptor, data = args[0], bytes(args[1])
+                original(descriptor, data[: max(1, len(data) // 2)])
+            elif after and count[0] == at:
+                original(*args, **kwargs)
+            raise SimulatedCrash(f"killed at local step {at}")
+
+        return call
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name in originals:
+            patch.setattr(os, name, dying(name))
+        yield count
