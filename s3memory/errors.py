@@ -18,6 +18,7 @@
     ├── PreconditionFailed          a conditional write lost (412): handled where it was sent
     ├── ConditionalConflict         S3 answered 409 to racing conditional writes: retried
     ├── SourceChanged               a server-side copy's source changed or went: no copy made
+    ├── FolderRefused               (``sync.folder``) a folder sync will not work on, and why
     ├── TokenRefused                an HTTP edge's bearer token proves no user (401, 403)
     └── KeysUnavailable             the token issuer's signing keys could not be fetched (503)
     ValueError

@@ -24,11 +24,11 @@ from s3memory.core.job_records import Source
 from s3memory.core.job_runner import Intent, Unsettled
 from s3memory.core.listing import Tree, render_listing
 from s3memory.core.paths import ROOT, MemoryPath, SharedName, UserId, validate_namespace
-from s3memory.core.placement import require_file_path, write_new_file
+from s3memory.core.placement import require_file_path
 from s3memory.core.quota import DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT, Quota
 from s3memory.core.renames import Renames, deleted, shown_kept
 from s3memory.core.text import Edit, edit_snippet, insert_at, render_file, replace_unique
-from s3memory.crypto import OVERHEAD, KeyProvider, user_author, validate_author
+from s3memory.crypto import KeyProvider, user_author, validate_author
 from s3memory.errors import CommandError, StorageRefusal
 from s3memory.placed import (
     DEFAULT_GUARD,
@@ -249,14 +249,8 @@ class S3Memory:
         placed = self.placed
         placed.files.check_size(path, len(file_text.encode("utf-8")))
         sealed = placed.files.encode(path, placed.screen(path, file_text))
-        placed.usage.check(path, len(sealed.body) - OVERHEAD, 1)
-        if (
-            write_new_file(placed.files, path, sealed, refusal, refusal(f"{path.shown} is a directory"))
-            is None
-        ):
+        if placed.create_file(path, sealed, refusal) is None:
             raise Unsettled(f"Error: File {path.quoted} already exists", path)
-        placed.usage.add(len(sealed.body) - OVERHEAD, 1)
-        placed.files.directories.add(path.ancestors())
         return f"File created successfully at: {path.quoted}"
 
     # -- str_replace and insert ----------------------------------------------------------------

@@ -20,6 +20,7 @@ from s3memory.core.job_runner import JobRunner
 from s3memory.core.keyvault import KeyVault
 from s3memory.core.last_used import AccessRecord
 from s3memory.core.paths import KeyLayout, MemoryPath, SharedName, UserId
+from s3memory.core.placement import Refusal, write_new_file
 from s3memory.core.quota import DEFAULT_MAX_FILE_BYTES, MAX_FILE_BYTES_LIMIT, Quota, Usage
 from s3memory.core.text import Edit
 from s3memory.crypto import OVERHEAD, DataKeySource, KeyOwner, ObjectCipher, Sealed
@@ -93,12 +94,30 @@ class PlacedMemory:
         """Write ``sealed`` over the file at ``path`` in one request, conditional on the object
         ``found`` was read from, its growth checked against the quota first (``CommandError``);
         False, writing nothing, if the file changed since."""
-        growth = len(sealed.body) - OVERHEAD - len(found.text.encode("utf-8"))
+        return self.replace_file(path, sealed, found.etag, len(found.text.encode("utf-8"))) is not None
+
+    def replace_file(self, path: MemoryPath, sealed: Sealed, etag: str, replaced_bytes: int) -> str | None:
+        """Write ``sealed`` over the file of ``replaced_bytes`` at ``path`` in one request, if it still
+        has ``etag``, its growth checked against the quota first (``CommandError``): the new object's
+        ETag, or None, writing nothing, if the file changed since."""
+        growth = len(sealed.body) - OVERHEAD - replaced_bytes
         self.usage.check(path, growth, 0)
-        if not self.files.replace(path, sealed, found.etag):
-            return False
-        self.usage.add(growth, 0)
-        return True
+        written = self.files.replace(path, sealed, etag)
+        if written is not None:
+            self.usage.add(growth, 0)
+        return written
+
+    def create_file(self, path: MemoryPath, sealed: Sealed, refusal: Refusal) -> str | None:
+        """Write ``sealed`` as a new file at ``path`` (one ``require_file_path`` passed), its place
+        checked as ``create`` checks it (``placement.write_new_file``: ``refusal`` makes the refusal)
+        and the quota first: the new object's ETag, or None, writing nothing, if a file is there."""
+        size = len(sealed.body) - OVERHEAD
+        self.usage.check(path, size, 1)
+        etag = write_new_file(self.files, path, sealed, refusal, refusal(f"{path.shown} is a directory"))
+        if etag is not None:
+            self.usage.add(size, 1)
+            self.files.directories.add(path.ancestors())
+        return etag
 
     def screen(self, path: MemoryPath, text: str) -> str:
         """``text`` to write at ``path`` once the content guard has screened it (``GuardRefusal``)."""

@@ -63,6 +63,26 @@ def idle_days(text: str) -> int:
     return days
 
 
+SYNC_INTERVAL = 15
+"""``sync``'s seconds between rounds unless ``--interval`` says."""
+SYNC_INTERVAL_LEAST = 5
+SYNC_INTERVAL_MOST = 86_400
+
+
+def sync_interval(text: str) -> int:
+    """``sync --interval``: whole seconds from ``SYNC_INTERVAL_LEAST`` to a day; refused (exit 2)
+    otherwise."""
+    try:
+        seconds = int(text)
+    except ValueError:
+        seconds = 0
+    if not SYNC_INTERVAL_LEAST <= seconds <= SYNC_INTERVAL_MOST:
+        raise argparse.ArgumentTypeError(
+            f"a whole number of seconds from {SYNC_INTERVAL_LEAST} to {SYNC_INTERVAL_MOST:,}, not {shown(text)!r}"
+        )
+    return seconds
+
+
 _ISO_TIME = re.compile(
     r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)?(?:Z|[+-]\d{2}:\d{2})?"
 )

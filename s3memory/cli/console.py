@@ -218,6 +218,7 @@ class Console:
         self.err = err or sys.stderr
         self._confirm = confirm or _ask
         self._operations = operations
+        self._log: BinaryIO | None = None
 
     def run(self) -> int:
         """The command declared for the arguments: its report printed, its exit status returned."""
@@ -243,6 +244,7 @@ class Console:
 
         started = time.monotonic()
         counts: Mapping[str, int] = {}
+        self._log = log
         try:
             problem = command.misuse(self.arguments)
             if problem is not None:
@@ -320,6 +322,22 @@ class Console:
                     EXIT_INCOMPLETE,
                 )
         return status
+
+    def emit(self, report: Report, seconds: float) -> None:
+        """Print ``report`` and write its audit line now: a command that reports more than once
+        (each round of ``sync``) before its handler returns its last report."""
+        command: OperatorCommand = self.arguments.operator_command
+        self.out.write(render(report, self.arguments.json))
+        self.out.flush()
+        status = EXIT_OK if report.complete else EXIT_INCOMPLETE
+        self._audit(command.name, status, report.counts, seconds, self._log)
+
+    def emit_error(self, message: str, seconds: float) -> None:
+        """``message`` as an error line (``error_line``) and its audit line (status 1) now, the
+        command going on (a failed round of ``sync``)."""
+        command: OperatorCommand = self.arguments.operator_command
+        status = self._error(command.name, message, EXIT_INCOMPLETE)
+        self._audit(command.name, status, {}, seconds, self._log)
 
     def confirm(self, question: str) -> None:
         """A dry run (it changes nothing), ``--yes``, or the operator's answer to ``question``; raises

@@ -6,11 +6,14 @@ asks first, and a handler that makes one call into ``operations`` (or ``versions
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from s3memory.cli.arguments import (
     MEMORY_NAME_HELP,
+    SYNC_INTERVAL,
     USER,
     USER_OR_ALL,
     as_of_time,
@@ -19,6 +22,7 @@ from s3memory.cli.arguments import (
     new_memory_name,
     path_argument,
     restore_misuse,
+    sync_interval,
     transfer_arguments,
     whom,
 )
@@ -29,12 +33,14 @@ from s3memory.cli.console import (
     OneOf,
     OperatorCommand,
     Report,
+    UsageError,
     printable,
 )
 from s3memory.errors import CommandError
 
 if TYPE_CHECKING:
     from s3memory.ops.operations import Operations
+    from s3memory.ops.sync import FolderSync
     from s3memory.ops.versions import MemoryVersions
 
 NO_QUESTION = "do not ask for confirmation"
@@ -193,6 +199,87 @@ def import_folder(console: Console, operations: Operations) -> Report:
             progress=progress,
         )
     return Report.of(transfer)
+
+
+@command(
+    "sync",
+    "keep DIR and a user's /memories the same, both ways (DIR/notes.md is /memories/notes.md)",
+    Argument("--user", required=True, type=new_memory_name, help=MEMORY_NAME_HELP),
+    Argument("directory", type=Path),
+    Argument("--once", action="store_true", help="one round, then exit (0 when the round completed)"),
+    Argument(
+        "--interval",
+        type=sync_interval,
+        default=SYNC_INTERVAL,
+        metavar="SECONDS",
+        help=f"seconds between rounds (default {SYNC_INTERVAL}, at least 5)",
+    ),
+    Argument(
+        "--allow-deletes",
+        action="store_true",
+        help="delete even where a round would delete more than 8 files and more than half the tree",
+    ),
+    Argument(
+        "--adopt",
+        action="store_true",
+        help="take a folder never synced even where it holds what a memory cannot (left alone)",
+    ),
+    Argument("--rehash", action="store_true", help="read every local file, its size and times unchanged too"),
+    examples=(
+        "s3memory sync --user alice ~/.claude/projects/acme/memory --once",
+        "s3memory sync --user alice ./memory --interval 30",
+    ),
+)
+def sync(console: Console, operations: Operations) -> Report:
+    from s3memory.sync.folder import FolderRefused
+
+    arguments = console.arguments
+    syncing = operations.syncing(
+        arguments.user,
+        arguments.directory,
+        allow_deletes=arguments.allow_deletes,
+        adopt=arguments.adopt,
+        rehash=arguments.rehash,
+    )
+    try:
+        return _sync_round(console, syncing) if arguments.once else _sync_rounds(console, syncing)
+    except FolderRefused as refused:
+        raise UsageError(refused.reason) from None
+
+
+def _sync_round(console: Console, syncing: FolderSync) -> Report:
+    with console.progress("file") as progress:
+        return Report.of(syncing.round(progress))
+
+
+def _sync_rounds(console: Console, syncing: FolderSync) -> Report:
+    """Rounds every ``--interval`` seconds, each printed with its audit line, until Ctrl-C: between
+    rounds, a clean stop (exit 0); during one, exit 1 (the next sync finishes that round). A round
+    that fails (the store unreachable, a memory still moving to format 2) is reported (an error line,
+    its audit line), and the next round tries again; a folder refused ends the command (exit 2)."""
+    rounds = 0
+    in_round = False
+    try:
+        while True:
+            started = time.monotonic()
+            in_round = True
+            try:
+                report = _sync_round(console, syncing)
+            except CommandError as error:  # the store's failure, or one a later round may not meet
+                console.emit_error(error.message, time.monotonic() - started)
+            else:
+                console.emit(report, time.monotonic() - started)
+            in_round = False
+            rounds += 1
+            time.sleep(max(0.0, console.arguments.interval - (time.monotonic() - started)))
+    except KeyboardInterrupt:
+        stopped = f"stopped during round {rounds + 1:,}: the next sync finishes it" if in_round else None
+        return Report(
+            {"rounds": rounds, "interrupted_round": in_round},
+            [stopped or f"stopped after {rounds:,} rounds"],
+            {"rounds": rounds},
+            complete=not in_round,
+        )
 
 
 def _versions(console: Console, operations: Operations) -> MemoryVersions:

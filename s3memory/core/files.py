@@ -334,9 +334,10 @@ class MemoryFiles:
             return
         self.verified.add(key, etag, header, sealed.metadata[PLACE_METADATA])
 
-    def replace(self, path: MemoryPath, sealed: Sealed, etag: str, origin: str | None = None) -> bool:
-        """Write ``sealed`` over the file at ``path`` if it still has ``etag``; False if it changed.
-        ``origin``: a stored fingerprint (``ORIGIN_METADATA``) the new object keeps."""
+    def replace(self, path: MemoryPath, sealed: Sealed, etag: str, origin: str | None = None) -> str | None:
+        """Write ``sealed`` over the file at ``path`` if it still has ``etag``: the new object's ETag,
+        or None if it changed. ``origin``: a stored fingerprint (``ORIGIN_METADATA``) the new object
+        keeps."""
         key = self.layout.file_key(path)
         metadata = dict(sealed.metadata)
         if origin is not None:
@@ -346,11 +347,10 @@ class MemoryFiles:
         except PreconditionFailed as lost:
             written = self.landed(key, sealed.body) if lost.after_retry else None
         except ConditionalConflict:
-            return False
-        if written is None:
-            return False
-        self._learn(key, written, sealed, path)
-        return True
+            return None
+        if written is not None:
+            self._learn(key, written, sealed, path)
+        return written
 
     def landed(self, key: str, body: bytes) -> str | None:
         """The ETag of the object at ``key`` if it is exactly ``body``: our own write, whose answer was

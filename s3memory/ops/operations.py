@@ -1,6 +1,7 @@
 """What an operator does to the memory in a store, as one API (``Operations``): list its users and
-their files (``inventory``), verify (``verify``), erase (``erase``), and move a user's memory to and
-from a folder (``transfer``); each task in its own module over the store they share (``context``).
+their files (``inventory``), verify (``verify``), erase (``erase``), move a user's memory to and
+from a folder (``transfer``), and keep a folder the same as it (``sync``); each task in its own
+module over the store they share (``context``).
 The ``s3memory`` command is a thin layer over this.
 """
 
@@ -13,6 +14,7 @@ from s3memory.assembly import make_store
 from s3memory.crypto import KeyProvider
 from s3memory.ops.erase import EraseTask
 from s3memory.ops.inventory import InventoryTask
+from s3memory.ops.sync import SyncTask
 from s3memory.ops.transfer import TransferTask
 from s3memory.ops.verify import VerifyTask
 from s3memory.settings import Settings
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 
-class Operations(VerifyTask, EraseTask, TransferTask, InventoryTask):
+class Operations(VerifyTask, EraseTask, TransferTask, SyncTask, InventoryTask):
     """The memory of every user in one store (bucket and prefix, in its storage format), for an
     operator."""
 

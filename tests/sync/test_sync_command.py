@@ -1,0 +1,141 @@
+"""``s3memory sync --user ID DIR``: one round with ``--once`` (exit 0 whatever it reports), rounds every
+``--interval`` seconds otherwise, each printed with one audit line of counts (no path), Ctrl-C between
+rounds a clean stop; a folder of another memory and a bad ``--interval`` refused (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from s3memory.errors import StorageError
+from s3memory.ops.operations import Operations
+from s3memory.ops.sync import FolderSync
+from tests.conftest import STORAGE_FORMAT
+from tests.support.console import audit
+from tests.support.console import run as command
+from tests.support.synced import make_operations, tree, write
+
+pytestmark = [pytest.mark.takes_format]
+
+
+@pytest.fixture
+def operations(s3: Any) -> Operations:
+    return make_operations(s3, STORAGE_FORMAT)
+
+
+def audits(err: str) -> list[dict[str, Any]]:
+    """Every audit line among what the command wrote to standard error."""
+    return [json.loads(line) for line in err.splitlines() if line.startswith('{"')]
+
+
+def test_once_runs_one_round_and_audits_counts_only(operations: Operations, tmp_path: Path) -> None:
+    write(tmp_path, "secret-name.md", "text\n")
+    status, out, err = command(operations, "sync", "--user", "alice", str(tmp_path), "--once")
+    assert status == 0
+    assert out.splitlines() == [
+        "took this folder for the memory (its first round)",
+        "pushed /memories/secret-name.md",
+        "1 pushed, 0 pulled, 0 deleted here, 0 deleted in the memory, 0 conflicts, 0 left alone, "
+        "0 withheld, 0 unchanged",
+    ]
+    record = audit(err)
+    assert (record["command"], record["status"], record["pushed"], record["unchanged"]) == ("sync", 0, 1, 0)
+    assert "secret-name" not in err
+    status, out, _ = command(operations, "sync", "--user", "alice", str(tmp_path), "--once", "--json")
+    assert status == 0 and json.loads(out)["unchanged"] == 1
+
+
+def test_a_round_that_reports_problems_still_exits_0(operations: Operations, tmp_path: Path) -> None:
+    write(tmp_path, "notes.md", "n\n")
+    command(operations, "sync", "--user", "alice", str(tmp_path), "--once")
+    (tmp_path / "link.md").symlink_to(tmp_path / "notes.md")
+    status, out, _ = command(operations, "sync", "--user", "alice", str(tmp_path), "--once")
+    assert status == 0 and "left alone /memories/link.md: a symbolic link" in out
+
+
+def test_a_folder_of_another_memory_is_refused_with_exit_2(operations: Operations, tmp_path: Path) -> None:
+    write(tmp_path, "notes.md", "n\n")
+    command(operations, "sync", "--user", "alice", str(tmp_path), "--once")
+    status, out, err = command(operations, "sync", "--user", "bob", str(tmp_path), "--once")
+    assert (status, out) == (2, "")
+    assert err.splitlines()[0].startswith(
+        "s3memory sync: this folder is synced with another memory of this store"
+    )
+
+
+@pytest.mark.parametrize("interval", ["4", "1.5", "86401", "x"])
+def test_an_interval_under_5_seconds_is_refused(
+    operations: Operations, tmp_path: Path, interval: str
+) -> None:
+    status, _, err = command(operations, "sync", "--user", "alice", str(tmp_path), "--interval", interval)
+    assert status == 2
+    assert f"a whole number of seconds from 5 to 86,400, not '{interval}'" in err
+
+
+class Interrupted:
+    """``time.sleep`` that lets ``rounds`` sleeps pass (recording them) and is interrupted at the next."""
+
+    def __init__(self, rounds: int) -> None:
+        self.rounds = rounds
+        self.slept: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        if len(self.slept) == self.rounds:
+            raise KeyboardInterrupt
+        self.slept.append(seconds)
+
+
+def test_rounds_repeat_each_audited_until_ctrl_c_between_rounds(
+    operations: Operations, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    local = tmp_path / "folder"
+    write(local, "one.md", "1\n")
+    sleep = Interrupted(rounds=2)
+    monkeypatch.setattr(time, "sleep", sleep)
+    log = tmp_path / "audit.log"
+    status, out, err = command(
+        operations, "sync", "--user", "alice", str(local), "--interval", "7", "--audit-log", str(log)
+    )
+    assert status == 0
+    assert out.splitlines()[-1] == "stopped after 3 rounds"
+    assert len(sleep.slept) == 2 and all(0 < seconds <= 7 for seconds in sleep.slept)
+    records = audits(err)
+    assert [record["pushed"] for record in records[:3]] == [1, 0, 0]
+    assert [record.get("rounds") for record in records] == [None, None, None, 3]
+    assert [json.loads(line) for line in log.read_text().splitlines()] == records
+    assert tree(local) == {"/memories/one.md": b"1\n"}
+
+
+def test_ctrl_c_during_a_round_stops_with_exit_1(
+    operations: Operations, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(self: FolderSync, progress: Any = None) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(FolderSync, "round", interrupted)
+    status, out, _ = command(operations, "sync", "--user", "alice", str(tmp_path))
+    assert (status, out) == (1, "stopped during round 1: the next sync finishes it\n")
+
+
+def test_a_round_the_store_fails_is_reported_and_the_next_goes_on(
+    operations: Operations, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = FolderSync.round
+    calls: list[int] = []
+
+    def failing_once(self: FolderSync, progress: Any = None) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise StorageError("Error: S3 was unreachable.")
+        return original(self) if progress is None else original(self, progress)
+
+    monkeypatch.setattr(FolderSync, "round", failing_once)
+    monkeypatch.setattr(time, "sleep", Interrupted(rounds=1))
+    status, _, err = command(operations, "sync", "--user", "alice", str(tmp_path))
+    assert status == 0 and len(calls) == 2
+    assert "s3memory sync: Error: S3 was unreachable." in err.splitlines()
+    assert [record["status"] for record in audits(err)] == [1, 0, 0]
