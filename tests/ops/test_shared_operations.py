@@ -84,6 +84,12 @@ def test_every_operator_command_works_on_a_shared_memory(s3: Any, versioned: str
     # export writes its files; restore brings the operator's version back; redact removes alice's.
     assert command("export", "--user", TEAM, str(tmp_path / "out"))["written"] == 2
     assert (tmp_path / "out" / "memories" / "runbook.md").read_text() == "step two\n"
+    # sync keeps a folder in step with it (the folder is /memories itself).
+    assert command("sync", "--user", TEAM, str(tmp_path / "synced"), "--once")["pulled_paths"] == [
+        "/memories/oncall/notes.md",
+        "/memories/runbook.md",
+    ]
+    assert (tmp_path / "synced" / "runbook.md").read_text() == "step two\n"
     imported, edited = versions[1]["version_id"], versions[0]["version_id"]
     assert command("restore", "--user", TEAM, "/memories/runbook.md", "--version", imported, "--yes")[
         "outcome"
