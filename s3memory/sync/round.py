@@ -15,7 +15,6 @@ copy is made twice.
 from __future__ import annotations
 
 import hashlib
-import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -46,6 +45,7 @@ from s3memory.sync.plan import (
     RemoteVersion,
     conflict_names,
     plan,
+    same_etag,
 )
 from s3memory.sync.report import SyncReport
 from s3memory.sync.state import Marker, SyncState, owner_fingerprint
@@ -100,7 +100,7 @@ def sync_round(
         report.adopted = True
     if memory.upgrade is not None:
         memory.upgrade.ensure()
-    remote = listed(memory)
+    remote = listed(memory, state.baseline)
     local = scanned(folder, state.baseline, max_bytes, rehash)
     decided = plan(state.baseline, local, RemoteSide(remote, kept_names(remote)), allow_deletes=allow_deletes)
     report.left_alone.extend(decided.left_alone)
@@ -117,24 +117,35 @@ def sync_round(
     return report
 
 
-def listed(memory: PlacedMemory) -> dict[str, RemoteVersion]:
-    """Every file of ``memory`` by path, from one listing pass of its namespace (pages of 1,000 keys;
-    format 2 decrypts each name without a request), its pending directory jobs finished first from
-    the first page (where its internal objects, their records among them, sort before its files),
-    and the pass begun again once if one ran."""
+def listed(memory: PlacedMemory, baseline: Mapping[str, BaselineEntry]) -> dict[str, RemoteVersion]:
+    """Every file of ``memory`` by path, from one listing pass of its files (pages of 1,000 keys;
+    format 2 decrypts each name without a request). Where the listing shows the memory changed since
+    ``baseline``, its pending directory jobs are finished first (one listing of their records, as a
+    command does) and the files listed again if one ran or ended: a round with no change lists its
+    files and nothing else."""
+    found = _files(memory)
+    if _changed_since(found, baseline) and memory.jobs.finish_pending():
+        found = _files(memory)
+    return found
+
+
+def _files(memory: PlacedMemory) -> dict[str, RemoteVersion]:
     layout = memory.layout
-    pages = memory.bucket.pages(layout.namespace)
-    first = next(pages)
-    if memory.jobs.settle_listed(first):  # a job ran or ended: the memory may have changed since
-        pages = memory.bucket.pages(layout.namespace)
-        first = next(pages)
     found: dict[str, RemoteVersion] = {}
-    for page in itertools.chain([first], pages):
+    for page in memory.bucket.pages(layout.memories_prefix):
         for item in page.objects:
             path = layout.path_of_key(item.key)
             if path is not None:
                 found[path.canonical] = RemoteVersion(item.etag, item.size)
     return found
+
+
+def _changed_since(found: Mapping[str, RemoteVersion], baseline: Mapping[str, BaselineEntry]) -> bool:
+    """True if the files listed (but those whose names no folder takes: ``kept_names``) are not the
+    baseline's, each at its ETag."""
+    if found.keys() - kept_names(found).keys() != baseline.keys():
+        return True
+    return any(not same_etag(found[path].etag, entry.etag) for path, entry in baseline.items())
 
 
 def kept_names(remote: Mapping[str, RemoteVersion]) -> dict[str, str]:
