@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.local_s3 import CHECKOUT, LocalS3, in_another_shell
+from tests.support.loopback_server import STOP_TIMEOUT_SECONDS, WATCHDOG
 
 DEPLOY = CHECKOUT / "deploy" / "sync"
 UNIT = DEPLOY / "s3memory-sync.service"
@@ -143,8 +144,9 @@ def until_a_round(process: subprocess.Popen[bytes], log: Path) -> dict[str, obje
 def synced_and_stopped(
     argv: list[str], environment: dict[str, str], home: Path, umask: int, log: Path, server: LocalS3
 ) -> None:
-    """``argv`` run as a service manager runs it (from ``home``, stdout nowhere, stderr to ``log``):
-    a round pushes the folder's note, then SIGTERM stops it, by the signal."""
+    """``argv`` run as a service manager runs it (from ``home``, stdout nowhere, stderr to ``log``), in
+    a session of its own that a watchdog ends if the test run dies: a round pushes the folder's note,
+    then SIGTERM stops it, by the signal."""
     with open(log, "ab") as errors:
         process = subprocess.Popen(
             argv,
@@ -156,6 +158,15 @@ def synced_and_stopped(
             umask=umask,
             start_new_session=True,
         )
+    spare = home / "watchdog"  # the watchdog removes a directory once it is done: this empty one
+    spare.mkdir()
+    watchdog = subprocess.Popen(
+        [sys.executable, "-c", WATCHDOG, str(process.pid), str(spare), str(STOP_TIMEOUT_SECONDS)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         audit = until_a_round(process, log)
         assert (audit["command"], audit["status"], audit["pushed"]) == ("sync", 0, 1)
@@ -165,9 +176,10 @@ def synced_and_stopped(
         process.send_signal(signal.SIGTERM)
         assert process.wait(ROUND_SECONDS) == -signal.SIGTERM
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        assert watchdog.stdin is not None
+        watchdog.stdin.close()  # the watchdog ends the process if it still runs
+        watchdog.wait(ROUND_SECONDS)
+        process.wait(ROUND_SECONDS)
 
 
 def test_the_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
