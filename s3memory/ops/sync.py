@@ -10,6 +10,7 @@ else ``sync``), so each version says it came from sync and from which machine (`
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict, Unpack
@@ -49,8 +50,8 @@ class FolderSync:
     adopt: bool = False
     rehash: bool = False
 
-    def round(self, progress: Progress = SILENT) -> SyncReport:
-        """One round (``sync_round``): what it did."""
+    def round(self, progress: Progress = SILENT, stop: Callable[[], bool] = lambda: False) -> SyncReport:
+        """One round (``sync_round``; ``stop`` asked before each file): what it did."""
         with SyncFolder(self.directory) as folder, SyncState(folder.state_directory) as state:
             return sync_round(
                 self.memory,
@@ -61,6 +62,7 @@ class FolderSync:
                 adopt=self.adopt,
                 rehash=self.rehash,
                 progress=progress,
+                stop=stop,
             )
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from s3memory.errors import escaped
 
+STOPPED = "stopped (SIGTERM) after the file in progress, before the round's end: the next round finishes it"
 WITHHELD_SHOWN = 10
 """The deletions the guard withheld that the text names, one a line (``--json`` names all)."""
 
@@ -40,7 +41,13 @@ class SyncReport:
     """Paths in step on both sides, nothing done."""
     adopted: bool = False
     """This round took a folder without a marker as the memory's."""
-    complete = True
+    stopped: bool = False
+    """Asked to stop (SIGTERM), the round ended after a file's action, before its other files."""
+
+    @property
+    def complete(self) -> bool:
+        """True if the round ran to its end (whatever it reports): it was not stopped."""
+        return not self.stopped
 
     def counts(self) -> dict[str, int]:
         return {
@@ -59,6 +66,7 @@ class SyncReport:
         return {
             **self.counts(),
             "adopted": self.adopted,
+            "stopped": self.stopped,
             "pushed_paths": self.pushed,
             "pulled_paths": self.pulled,
             "deleted_local_paths": self.deleted_local,
@@ -89,6 +97,8 @@ class SyncReport:
             lines += [f"withheld deletion of {escaped(path)}" for path in self.withheld[:WITHHELD_SHOWN]]
             if len(self.withheld) > WITHHELD_SHOWN:
                 lines.append(f"... and {len(self.withheld) - WITHHELD_SHOWN:,} more (--json names them)")
+        if self.stopped:
+            lines.append(STOPPED)
         named = {"deleted_local": "deleted here", "deleted_remote": "deleted in the memory"}
         lines.append(
             ", ".join(

@@ -15,7 +15,7 @@ copy is made twice.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from s3memory.core.paths import MemoryPath, SharedName, check_new_name, memory_path
@@ -74,13 +74,16 @@ def sync_round(
     adopt: bool = False,
     rehash: bool = False,
     progress: Progress = SILENT,
+    stop: Callable[[], bool] = lambda: False,
 ) -> SyncReport:
     """One round between ``memory`` (written as its author: ``PlacedMemory.by``) and ``folder``, from
     the baseline ``state`` keeps: what it did. ``machine`` names this machine in conflict copies'
     names. ``FolderRefused`` (nothing changed) for a folder of another memory, and for a folder
     without a marker that holds what a memory cannot (unless ``adopt``). ``allow_deletes`` lifts the
     mass-delete guard; ``rehash`` reads every local file, its stat unchanged or not. A failure of the
-    store ends the round (``StorageError``): what was done is journaled, and the next round goes on."""
+    store ends the round (``StorageError``): what was done is journaled, and the next round goes on.
+    ``stop`` is asked before each file's action: True ends the round there (``SyncReport.stopped``),
+    each file done and journaled, and the next round finishes it."""
     max_bytes = memory.files.max_file_bytes
     report = SyncReport()
     marker = marker_of(memory)
@@ -110,6 +113,9 @@ def sync_round(
     work = _Round(memory, folder, state, machine, local, remote, report)
     progress.expect(len(decided.actions))
     for action in decided.actions:
+        if stop():
+            report.stopped = True
+            break
         work.run(action)
         progress.advance()
     state.compact()

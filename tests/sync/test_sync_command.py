@@ -5,7 +5,10 @@ rounds a clean stop; a folder of another memory and a bad ``--interval`` refused
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,7 @@ import pytest
 from s3memory.errors import StorageError
 from s3memory.ops.operations import Operations
 from s3memory.ops.sync import FolderSync
+from s3memory.sync.round import _Round
 from tests.conftest import STORAGE_FORMAT
 from tests.support.console import audit
 from tests.support.console import run as command
@@ -113,7 +117,7 @@ def test_rounds_repeat_each_audited_until_ctrl_c_between_rounds(
 def test_ctrl_c_during_a_round_stops_with_exit_1(
     operations: Operations, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def interrupted(self: FolderSync, progress: Any = None) -> Any:
+    def interrupted(self: FolderSync, *_: Any) -> Any:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(FolderSync, "round", interrupted)
@@ -127,11 +131,11 @@ def test_a_round_the_store_fails_is_reported_and_the_next_goes_on(
     original = FolderSync.round
     calls: list[int] = []
 
-    def failing_once(self: FolderSync, progress: Any = None) -> Any:
+    def failing_once(self: FolderSync, *arguments: Any) -> Any:
         calls.append(1)
         if len(calls) == 1:
             raise StorageError("Error: S3 was unreachable.")
-        return original(self) if progress is None else original(self, progress)
+        return original(self, *arguments)
 
     monkeypatch.setattr(FolderSync, "round", failing_once)
     monkeypatch.setattr(time, "sleep", Interrupted(rounds=1))
@@ -139,3 +143,78 @@ def test_a_round_the_store_fails_is_reported_and_the_next_goes_on(
     assert status == 0 and len(calls) == 2
     assert "s3memory sync: Error: S3 was unreachable." in err.splitlines()
     assert [record["status"] for record in audits(err)] == [1, 0, 0]
+
+
+def terminating(original: Callable[..., Any], after: int) -> Callable[..., Any]:
+    """``original``, but ``os.kill(own pid, SIGTERM)`` after its ``after``-th call, as a service manager
+    stopping the command then would."""
+    calls: list[int] = []
+
+    def call(*arguments: Any) -> Any:
+        result = original(*arguments)
+        calls.append(1)
+        if len(calls) == after:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return result
+
+    return call
+
+
+@pytest.fixture
+def sigterm_not_fatal() -> Iterator[None]:
+    """SIGTERM raises in the test rather than ending the test run, where the command does not take it."""
+
+    def unhandled(number: int, frame: object) -> None:
+        raise AssertionError("SIGTERM was not handled by the command")
+
+    previous = signal.signal(signal.SIGTERM, unhandled)
+    yield
+    assert signal.getsignal(signal.SIGTERM) is unhandled  # the command put the handler back
+    signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.mark.usefixtures("sigterm_not_fatal")
+def test_sigterm_during_a_round_stops_after_the_file_in_progress_with_exit_0(
+    operations: Operations, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("a.md", "b.md", "c.md"):
+        write(tmp_path, name, f"{name}\n")
+    monkeypatch.setattr(_Round, "run", terminating(_Round.run, after=1))
+    status, out, err = command(operations, "sync", "--user", "alice", str(tmp_path))
+    assert status == 0
+    assert out.splitlines() == [
+        "took this folder for the memory (its first round)",
+        "pushed /memories/a.md",
+        "stopped (SIGTERM) after the file in progress, before the round's end: the next round finishes it",
+        "1 pushed, 0 pulled, 0 deleted here, 0 deleted in the memory, 0 conflicts, 0 left alone, "
+        "0 withheld, 0 unchanged",
+        "stopped during round 1 (SIGTERM): the next sync finishes it",
+    ]
+    assert [record["status"] for record in audits(err)] == [1, 0]
+    monkeypatch.undo()
+    status, out, _ = command(operations, "sync", "--user", "alice", str(tmp_path), "--once")
+    assert (status, out.splitlines()[:2]) == (0, ["pushed /memories/b.md", "pushed /memories/c.md"])
+
+
+@pytest.mark.usefixtures("sigterm_not_fatal")
+def test_sigterm_between_rounds_stops_with_exit_0(
+    operations: Operations, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(time, "sleep", terminating(lambda seconds: None, after=1))
+    status, out, _ = command(operations, "sync", "--user", "alice", str(tmp_path))
+    assert (status, out.splitlines()[-1]) == (0, "stopped after 1 round (SIGTERM)")
+
+
+@pytest.mark.usefixtures("sigterm_not_fatal")
+def test_sigterm_during_a_once_round_stops_after_the_file_in_progress_with_exit_1(
+    operations: Operations, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("a.md", "b.md"):
+        write(tmp_path, name, f"{name}\n")
+    monkeypatch.setattr(_Round, "run", terminating(_Round.run, after=1))
+    status, out, _ = command(operations, "sync", "--user", "alice", str(tmp_path), "--once")
+    assert status == 1
+    assert out.splitlines()[1:3] == [
+        "pushed /memories/a.md",
+        "stopped (SIGTERM) after the file in progress, before the round's end: the next round finishes it",
+    ]
