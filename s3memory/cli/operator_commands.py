@@ -302,8 +302,10 @@ def _sync_rounds(console: Console, syncing: FolderSync, termination: _Terminatio
     between rounds, or Ctrl-C, is a clean stop (exit 0); SIGTERM during a round ends it after the file
     in progress (journaled), also a clean stop; Ctrl-C during one exits 1 at once. Either way the next
     sync finishes the round cut off. A round that fails (the store unreachable, a memory still moving
-    to format 2) is reported (an error line, its audit line), and the next round tries again; a folder
-    refused ends the command (exit 2)."""
+    to format 2) or finds another sync working in the folder is reported (an error line, its audit
+    line), and the next round tries again; a folder refused otherwise ends the command (exit 2)."""
+    from s3memory.sync.folder import FolderBusy
+
     rounds = 0
     in_round = False
     try:
@@ -314,6 +316,8 @@ def _sync_rounds(console: Console, syncing: FolderSync, termination: _Terminatio
                 report = _sync_round(console, syncing, termination)
             except CommandError as error:  # the store's failure, or one a later round may not meet
                 console.emit_error(error.message, time.monotonic() - started)
+            except FolderBusy as busy:  # a sync --once in the folder: the next round may find it done
+                console.emit_error(busy.reason, time.monotonic() - started)
             else:
                 console.emit(report, time.monotonic() - started)
                 if not report.complete:  # stopped by SIGTERM, after a file

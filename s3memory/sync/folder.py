@@ -141,6 +141,10 @@ class FolderRefused(Exception):
         self.reason = reason
 
 
+class FolderBusy(FolderRefused):
+    """Another sync holds DIR's lock: a refusal that passes once it finishes."""
+
+
 class SyncFolder:
     """DIR opened for sync (made, 0700, if missing) and locked (``flock``) for as long as this is open,
     so that two syncs never work in one folder at once. ``FolderRefused`` when DIR is no directory,
@@ -368,11 +372,11 @@ def _open_given(directory: Path) -> int:
 
 
 def _lock(root: int, directory: Path) -> None:
-    """Lock DIR (its handle ``root``) for this sync, ``FolderRefused`` if another holds it."""
+    """Lock DIR (its handle ``root``) for this sync, ``FolderBusy`` if another holds it."""
     try:
         fcntl.flock(root, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        raise FolderRefused(
+        raise FolderBusy(
             f"another s3memory sync is working in {directory}; let it finish (or stop it), then sync again"
         ) from None
 

@@ -17,6 +17,7 @@ import pytest
 from s3memory.errors import StorageError
 from s3memory.ops.operations import Operations
 from s3memory.ops.sync import FolderSync
+from s3memory.sync.folder import SyncFolder
 from s3memory.sync.round import _Round
 from tests.conftest import STORAGE_FORMAT
 from tests.support.console import audit
@@ -218,3 +219,25 @@ def test_sigterm_during_a_once_round_stops_after_the_file_in_progress_with_exit_
         "pushed /memories/a.md",
         "stopped (SIGTERM) after the file in progress, before the round's end: the next round finishes it",
     ]
+
+
+def test_a_round_that_finds_another_sync_in_the_folder_is_reported_and_the_next_goes_on(
+    operations: Operations, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path, "notes.md", "n\n")
+    others = [SyncFolder(tmp_path)]  # another s3memory sync --once, working in the folder
+
+    def sleep(seconds: float) -> None:
+        if not others:
+            raise KeyboardInterrupt
+        others.pop().close()  # it finished
+
+    monkeypatch.setattr(time, "sleep", sleep)
+    status, out, err = command(operations, "sync", "--user", "alice", str(tmp_path))
+    assert status == 0
+    assert (
+        f"s3memory sync: another s3memory sync is working in {tmp_path}; let it finish (or stop it), "
+        "then sync again"
+    ) in err.splitlines()
+    assert [record["status"] for record in audits(err)] == [1, 0, 0]
+    assert "pushed /memories/notes.md" in out.splitlines()
