@@ -38,10 +38,13 @@ from s3memory.errors import CommandError
 from s3memory.ops.folders import (
     DIRECTORY_MODE,
     GONE,
+    HARD_LINKED,
     LINK,
+    LOST_TEMPORARY,
     NOT_DIRECTORY,
     TEMPORARY,
     TOO_LARGE,
+    UNREADABLE,
     Entry,
     LeftAlone,
     directory_below,
@@ -69,6 +72,16 @@ NOT_WRITABLE = (
 NOT_REMOVABLE = (
     "this user may not remove the file there (permission denied); change the permissions, then sync again"
 )
+_WORDED_FOR_SYNC = {
+    HARD_LINKED: "a file with other hard links (replace it with a copy of it, then sync again)",
+    UNREADABLE: "not readable by this user (permission denied: make it readable, then sync again)",
+    TEMPORARY: "a temporary file of a write cut off (by export or sync), never synced (a round removes it)",
+    LOST_TEMPORARY: (
+        "its temporary file was removed before it was renamed into place (by another program in this "
+        "folder?); the next round writes it again"
+    ),
+}
+"""``ops.folders``' problems whose fix names import or export, as sync says them."""
 CHANGED = "changed since it was last looked at"
 APPEARED = "an entry was made there since the folder was last looked at"
 VERSION_CONTROL = "a version control directory (of a repository, not a memory)"
@@ -113,8 +126,9 @@ class LocalEntry:
     """An entry of DIR as ``scan`` found it: its memory path and (where known) its ``LocalStat``;
     then ``unchanged`` (its stat the caller's: not read), or its bytes (UTF-8) and their sha256 (hex),
     or why it is left alone (``problem``: one of ``ops.folders``' ``LINK``, ``SPECIAL``,
-    ``HARD_LINKED``, ``TOO_LARGE``, ``TOO_DEEP``, ``UNREADABLE``, ``NOT_DIRECTORY``, ``TEMPORARY``, or
-    ``CHANGED_WHILE_READ``, ``NOT_TEXT``, or the path policy's refusal of its name)."""
+    ``HARD_LINKED``, ``TOO_LARGE``, ``TOO_DEEP``, ``UNREADABLE``, ``NOT_DIRECTORY``, ``TEMPORARY``, as
+    ``worded_for_sync`` says them, or ``CHANGED_WHILE_READ``, ``NOT_TEXT``, or the path policy's
+    refusal of its name)."""
 
     path: str
     stat: LocalStat | None = None
@@ -278,6 +292,8 @@ class SyncFolder:
             written = replace(directory, name, data, durable_and_expected)
             os.fsync(directory)
             return LocalStat.of(written)
+        except LeftAlone as left:
+            raise LeftAlone(worded_for_sync(left.reason)) from None
         except IsADirectoryError:  # one swapped in since the check
             raise LocalChanged(APPEARED) from None
         except PermissionError:
@@ -385,7 +401,9 @@ def _looked_at(entry: Entry, baseline: LocalStat | None, max_bytes: int) -> Loca
     """What ``scan`` reports of ``entry``: its problem, or its name's refusal, or ``unchanged`` when
     its stat is ``baseline``, or what reading it found (None: it is gone)."""
     if entry.listed is None:
-        return LocalEntry(entry.path, problem=entry.problem)
+        return LocalEntry(
+            entry.path, problem=None if entry.problem is None else worded_for_sync(entry.problem)
+        )
     try:
         memory_path(entry.path)
     except CommandError as error:
@@ -399,6 +417,11 @@ def _looked_at(entry: Entry, baseline: LocalStat | None, max_bytes: int) -> Loca
     if _now() - found.stat.mtime_ns < SETTLING_NS:
         return dataclasses.replace(found, stat=dataclasses.replace(found.stat, ctime_ns=UNSETTLED))
     return found
+
+
+def worded_for_sync(problem: str) -> str:
+    """``problem`` (one of ``ops.folders``') with sync's fix where it names import's or export's."""
+    return _WORDED_FOR_SYNC.get(problem, problem)
 
 
 def _now() -> int:
@@ -415,7 +438,9 @@ def _read(directory: int, name: str, path: str, mode: int, max_bytes: int) -> Lo
         return None
     if found.data is None or found.before is None or found.after is None:
         return LocalEntry(
-            path, None if found.before is None else LocalStat.of(found.before), problem=found.problem
+            path,
+            None if found.before is None else LocalStat.of(found.before),
+            problem=None if found.problem is None else worded_for_sync(found.problem),
         )
     before = LocalStat.of(found.before)
     now = _current(directory, name)
