@@ -93,7 +93,7 @@ class SyncReport:
         ]
         lines += [f"left alone {escaped(path)}: {escaped(why)}" for path, why in self.left_alone]
         if self.guard is not None:
-            lines.append(f"withheld {len(self.withheld):,} deletions: {escaped(self.guard)}")
+            lines.append(f"withheld {_counted(len(self.withheld), 'deletion')}: {escaped(self.guard)}")
             lines += [f"withheld deletion of {escaped(path)}" for path in self.withheld[:WITHHELD_SHOWN]]
             if len(self.withheld) > WITHHELD_SHOWN:
                 lines.append(f"... and {len(self.withheld) - WITHHELD_SHOWN:,} more (--json names them)")
@@ -102,8 +102,15 @@ class SyncReport:
         named = {"deleted_local": "deleted here", "deleted_remote": "deleted in the memory"}
         lines.append(
             ", ".join(
-                f"{count:,} {named.get(name, name.replace('_', ' '))}"
+                _counted(count, "conflict")
+                if name == "conflicts"
+                else f"{count:,} {named.get(name, name.replace('_', ' '))}"
                 for name, count in self.counts().items()
             )
         )
         return lines
+
+
+def _counted(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural but for one."""
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
