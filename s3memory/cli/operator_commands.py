@@ -227,7 +227,7 @@ def import_folder(console: Console, operations: Operations) -> Report:
     ),
     Argument("--rehash", action="store_true", help="read every local file, its size and times unchanged too"),
     examples=(
-        "s3memory sync --user alice ~/.claude/projects/acme/memory --once",
+        "s3memory sync --user alice ~/.claude/projects/-home-alice-src-app/memory --once",
         "s3memory sync --user alice ./memory --interval 30",
     ),
 )
