@@ -84,7 +84,7 @@ class SyncTask(StoreContext):
 
     def syncing(self, user_id: str, directory: Path, **options: Unpack[SyncOptions]) -> FolderSync:
         """``directory`` kept the same as ``user_id``'s memory (``shared/NAME``: a shared memory),
-        made on the first round where there is none, as import makes one (``SyncOptions``). The
+        made (0700) on the first round where there is none and its parent is (``SyncOptions``). The
         memory is placed now (the store resolved on first need). A reserved user id
         (``paths.RESERVED_USER_PREFIX``) is refused (``ValueError``)."""
         if isinstance(owner_of(user_id), UserId):

@@ -160,7 +160,7 @@ class FolderBusy(FolderRefused):
 
 
 class SyncFolder:
-    """DIR opened for sync (made, 0700, if missing) and locked (``flock``) for as long as this is open,
+    """DIR opened for sync (made, 0700, if missing where its parent is) and locked (``flock``) for as long as this is open,
     so that two syncs never work in one folder at once. ``FolderRefused`` when DIR is no directory,
     when another sync holds the lock, or when ``STATE_DIRECTORY``'s name holds anything but a
     directory (a link too). Nothing is written in DIR until sync's state is (``state_directory``)
@@ -375,15 +375,22 @@ class SyncFolder:
 
 
 def _open_given(directory: Path) -> int:
-    """A handle of DIR, resolved as given, made (0700, with its parents) if missing."""
+    """A handle of DIR, resolved as given, made (0700) if missing where its parent is: a path
+    mistyped above DIR is refused, never made."""
     refused = FolderRefused(
         f"{directory} is not a folder (a file or another entry is there, or above it): give the path of "
         "a folder to sync, or of one to make"
     )
     try:
-        directory.mkdir(mode=DIRECTORY_MODE, parents=True, exist_ok=True)
+        directory.mkdir(mode=DIRECTORY_MODE, exist_ok=True)
         return os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except (FileExistsError, NotADirectoryError, FileNotFoundError):
+    except FileNotFoundError:
+        raise FolderRefused(
+            f"{directory.parent} does not exist, and sync makes the folder it is given but not the folders "
+            f"above it (is the path mistyped?): make {directory.parent} first, or give another folder; "
+            "nothing was made"
+        ) from None
+    except (FileExistsError, NotADirectoryError):
         raise refused from None
 
 

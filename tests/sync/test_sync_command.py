@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -241,3 +242,17 @@ def test_a_round_that_finds_another_sync_in_the_folder_is_reported_and_the_next_
     ) in err.splitlines()
     assert [record["status"] for record in audits(err)] == [1, 0, 0]
     assert "pushed /memories/notes.md" in out.splitlines()
+
+
+def test_a_folder_is_made_only_where_its_parent_is(operations: Operations, tmp_path: Path) -> None:
+    mistyped = tmp_path / "projcets" / "memory"
+    status, out, err = command(operations, "sync", "--user", "alice", str(mistyped), "--once")
+    assert (status, out) == (2, "")
+    assert err.splitlines()[0] == (
+        f"s3memory sync: {mistyped.parent} does not exist, and sync makes the folder it is given but not "
+        f"the folders above it (is the path mistyped?): make {mistyped.parent} first, or give another "
+        "folder; nothing was made"
+    )
+    assert not mistyped.parent.exists()
+    status, _, _ = command(operations, "sync", "--user", "alice", str(tmp_path / "memory"), "--once")
+    assert status == 0 and stat.S_IMODE((tmp_path / "memory").stat().st_mode) == 0o700
