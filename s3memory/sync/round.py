@@ -15,6 +15,7 @@ copy is made twice.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -48,7 +49,7 @@ from s3memory.sync.plan import (
     same_etag,
 )
 from s3memory.sync.report import SyncReport
-from s3memory.sync.state import Marker, SyncState, owner_fingerprint
+from s3memory.sync.state import Marker, RefusedPulls, SyncState, owner_fingerprint
 
 ADOPTION_SHOWN = 5
 """The entries a refusal to take a folder names, at most."""
@@ -103,14 +104,19 @@ def sync_round(
         report.adopted = True
     if memory.upgrade is not None:
         memory.upgrade.ensure()
-    remote = listed(memory, state.baseline)
+    before = state.refused()
+    remote = listed(memory, state.baseline, {} if before is None else before.etags())
     local = scanned(folder, state.baseline, max_bytes, rehash)
     decided = plan(state.baseline, local, RemoteSide(remote, kept_names(remote)), allow_deletes=allow_deletes)
+    unchanged_folder = before is not None and before.folder == folder_digest(
+        {path: version.stat for path, version in local.files.items()}, local.left_alone
+    )
     report.left_alone.extend(decided.left_alone)
     report.withheld = [action.path for action in decided.withheld]
     report.guard = decided.guard
     report.unchanged = decided.in_step
     work = _Round(memory, folder, state, machine, local, remote, report)
+    work.known_refused = dict(before.paths) if before is not None and unchanged_folder else {}
     progress.expect(len(decided.actions))
     for action in decided.actions:
         if stop():
@@ -119,18 +125,25 @@ def sync_round(
         work.run(action)
         progress.advance()
     state.compact()
+    if not report.stopped:
+        state.keep_refused(
+            RefusedPulls(folder_digest(work.folder_after, local.left_alone), work.refused), before
+        )
     memory.access.touch()
     return report
 
 
-def listed(memory: PlacedMemory, baseline: Mapping[str, BaselineEntry]) -> dict[str, RemoteVersion]:
+def listed(
+    memory: PlacedMemory, baseline: Mapping[str, BaselineEntry], refused: Mapping[str, str] | None = None
+) -> dict[str, RemoteVersion]:
     """Every file of ``memory`` by path, from one listing pass of its files (pages of 1,000 keys;
     format 2 decrypts each name without a request). Where the listing shows the memory changed since
-    ``baseline``, its pending directory jobs are finished first (one listing of their records, as a
+    ``baseline`` (and the files the folder ``refused`` at their ETags, by path, which the last round
+    saw too), its pending directory jobs are finished first (one listing of their records, as a
     command does) and the files listed again if one ran or ended: a round with no change lists its
     files and nothing else."""
     found = _files(memory)
-    if _changed_since(found, baseline) and memory.jobs.finish_pending():
+    if _changed_since(found, baseline, refused or {}) and memory.jobs.finish_pending():
         found = _files(memory)
     return found
 
@@ -146,10 +159,13 @@ def _files(memory: PlacedMemory) -> dict[str, RemoteVersion]:
     return found
 
 
-def _changed_since(found: Mapping[str, RemoteVersion], baseline: Mapping[str, BaselineEntry]) -> bool:
-    """True if the files listed (but those whose names no folder takes: ``kept_names``) are not the
-    baseline's, each at its ETag."""
-    if found.keys() - kept_names(found).keys() != baseline.keys():
+def _changed_since(
+    found: Mapping[str, RemoteVersion], baseline: Mapping[str, BaselineEntry], refused: Mapping[str, str]
+) -> bool:
+    """True if the files listed (but those whose names no folder takes: ``kept_names``, and those the
+    folder ``refused`` at the ETag listed) are not the baseline's, each at its ETag."""
+    seen = {path for path, etag in refused.items() if path in found and same_etag(found[path].etag, etag)}
+    if found.keys() - kept_names(found).keys() - seen != baseline.keys():
         return True
     return any(not same_etag(found[path].etag, entry.etag) for path, entry in baseline.items())
 
@@ -183,6 +199,16 @@ def scanned(
     return LocalSide(files, left_alone)
 
 
+def folder_digest(files: Mapping[str, LocalStat], left_alone: Mapping[str, str]) -> str:
+    """A digest of the folder as a scan sees it: each file's path and stat, each path left alone and
+    why. A folder whose files are all unchanged by their stat, none added or removed, has the same."""
+    document = [
+        sorted((path, [stat.size, stat.mtime_ns, stat.inode, stat.ctime_ns]) for path, stat in files.items()),
+        sorted(left_alone.items()),
+    ]
+    return sha256(json.dumps(document).encode("utf-8"))
+
+
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -200,6 +226,16 @@ class _Round:
     remote: dict[str, RemoteVersion]
     report: SyncReport
     settled: set[str] = field(default_factory=set)
+    known_refused: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """The pulls the folder refused when the last round tried, by path (the ETag, why), where the
+    folder has not changed since: one still at that ETag is not read again."""
+    refused: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """The pulls the folder refuses in this round, as ``known_refused``."""
+    folder_after: dict[str, LocalStat] = field(init=False)
+    """The folder's files as this round leaves them (the scan's, with what it wrote or deleted)."""
+
+    def __post_init__(self) -> None:
+        self.folder_after = {path: version.stat for path, version in self.local.files.items()}
 
     def run(self, action: Action) -> None:
         """Do ``action`` unless this round settled its path already; what stops it at this path is
@@ -294,12 +330,29 @@ class _Round:
         return self.memory.replace_file(path, files.encode(path, text), etag, replaced)
 
     def _pull(self, action: Action) -> None:
+        """Write the memory's file locally; where the folder refused it the last time it was tried, at
+        this ETag and with the folder unchanged since, it is left alone again unread."""
+        known = self.known_refused.get(action.path)
+        if (
+            action.local is None
+            and known is not None
+            and action.etag is not None
+            and same_etag(known[0], action.etag)
+        ):
+            self.refused[action.path] = known
+            self._left(action.path, known[1])
+            return
         found = self.memory.files.read(memory_path(action.path))
         if found is None:
             self._left(action.path, CHANGED_MEANWHILE)
             return
         data = found.text.encode("utf-8")
-        stat = self.folder.write(action.path, data, action.local)
+        try:
+            stat = self.folder.write(action.path, data, action.local)
+        except (LeftAlone, NameRefused) as refused:
+            if action.local is None and action.etag is not None and _lasting(refused):
+                self.refused[action.path] = (action.etag, refused.reason)
+            raise
         self._record(action.path, BaselineEntry(sha256(data), found.etag, stat))
         self.report.pulled.append(action.path)
 
@@ -369,9 +422,20 @@ class _Round:
     def _record(self, path: str, entry: BaselineEntry | None) -> None:
         self.state.record(path, entry)
         self.settled.add(path)
+        if entry is None:
+            self.folder_after.pop(path, None)
+        else:
+            self.folder_after[path] = entry.stat
 
     def _left(self, path: str, why: str) -> None:
         self.report.left_alone.append((path, why))
+
+
+def _lasting(refused: LeftAlone | NameRefused) -> bool:
+    """True if the folder's refusal of a write lasts until the folder or the memory's file changes: a
+    name the local file system refuses, or an entry in the way of a directory; not a permission (a
+    change of mode, which a scan does not see, lifts it), nor a temporary file lost."""
+    return isinstance(refused, NameRefused) or refused.reason.endswith("; remove it to sync below it")
 
 
 def _text(path: MemoryPath, data: bytes) -> str:

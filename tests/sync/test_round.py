@@ -347,3 +347,50 @@ def test_a_round_with_no_change_lists_once_and_reads_nothing(
     assert +requests.calls == {"ListObjectsV2": math.ceil(files / page_size)}
     unwritten = os.stat(laptop / STATE / "baseline.json")
     assert (unwritten.st_ino, unwritten.st_mtime_ns) == snapshot  # nor anything written
+
+
+LONG_NAME = "/memories/" + "n" * 300 + ".md"
+NAME_REFUSED = (
+    "the local file system refuses its name (too long: ENAMETOOLONG, most take 255 bytes a name); rename "
+    "the file with the memory tool's `rename` command (`s3memory cat` shows its text meanwhile), then "
+    "sync again"
+)
+
+
+def test_a_file_the_folder_refuses_is_read_again_only_where_it_or_the_folder_changed(
+    s3: Any, backend: str, operations: Operations, laptop: Path
+) -> None:
+    if backend == "seaweedfs":
+        pytest.skip(
+            "SeaweedFS refuses a key with a 300-byte segment (InternalError): no memory holds the file"
+        )
+    write(laptop, "notes.md", "n\n")
+    settled(laptop / "notes.md")
+    sync(operations, laptop, "laptop")
+    tool = operations.memory(USER)
+    tool.run({"command": "create", "path": LONG_NAME, "file_text": "one\n"})
+    syncing = operations.syncing(USER, laptop, machine="laptop")
+    requests = RequestCounter(s3)
+
+    def round_reads(expected: int) -> SyncReport:
+        requests.reset()
+        report = syncing.round()
+        assert requests.calls["GetObject"] == expected
+        assert (LONG_NAME, NAME_REFUSED) in report.left_alone
+        return report
+
+    round_reads(1)  # tried, refused by the local file system
+    assert round_reads(0).left_alone == [(LONG_NAME, NAME_REFUSED)]  # no change: not read again
+    assert +requests.calls == {"ListObjectsV2": 1}
+    tool.run({"command": "str_replace", "path": LONG_NAME, "old_str": "one", "new_str": "two"})
+    round_reads(1)  # its ETag changed
+    round_reads(0)
+    write(laptop, "other.md", "o\n")
+    settled(laptop / "other.md")
+    assert round_reads(1).pushed == [
+        "/memories/other.md"
+    ]  # the folder changed: an entry in the way may have gone
+    round_reads(0)
+    tool.run({"command": "rename", "old_path": LONG_NAME, "new_path": "/memories/short.md"})
+    assert syncing.round().pulled == ["/memories/short.md"]
+    assert not (laptop / ".s3memory-sync" / "refused.json").exists()  # nothing refused is kept
