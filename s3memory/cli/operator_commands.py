@@ -226,6 +226,11 @@ def import_folder(console: Console, operations: Operations) -> Report:
         help="take a folder never synced even where it holds what a memory cannot (left alone)",
     ),
     Argument("--rehash", action="store_true", help="read every local file, its size and times unchanged too"),
+    Argument(
+        "--pull-only",
+        action="store_true",
+        help="never write the memory (credentials that may only read): pull its changes, keep this folder's",
+    ),
     examples=(
         "s3memory sync --user alice ~/.claude/projects/-home-alice-src-app/memory --once",
         "s3memory sync --user alice ./memory --interval 30",
@@ -241,6 +246,7 @@ def sync(console: Console, operations: Operations) -> Report:
         allow_deletes=arguments.allow_deletes,
         adopt=arguments.adopt,
         rehash=arguments.rehash,
+        pull_only=arguments.pull_only,
     )
     try:
         with _Termination() as termination:

@@ -49,6 +49,7 @@ class FolderSync:
     allow_deletes: bool = False
     adopt: bool = False
     rehash: bool = False
+    pull_only: bool = False
 
     def round(self, progress: Progress = SILENT, stop: Callable[[], bool] = lambda: False) -> SyncReport:
         """One round (``sync_round``; ``stop`` asked before each file): what it did."""
@@ -63,6 +64,7 @@ class FolderSync:
                 rehash=self.rehash,
                 progress=progress,
                 stop=stop,
+                pull_only=self.pull_only,
             )
 
 
@@ -77,6 +79,8 @@ class SyncOptions(TypedDict, total=False):
     """Take a folder never synced even where it holds what a memory cannot (left alone)."""
     rehash: bool
     """Read every local file, its stat unchanged too."""
+    pull_only: bool
+    """Never write the memory: pull what changed there, keep what changed here (``sync_round``)."""
 
 
 class SyncTask(StoreContext):
@@ -98,6 +102,7 @@ class SyncTask(StoreContext):
             options.get("allow_deletes", False),
             options.get("adopt", False),
             options.get("rehash", False),
+            options.get("pull_only", False),
         )
 
     def sync(

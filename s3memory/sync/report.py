@@ -41,6 +41,8 @@ class SyncReport:
     """Paths in step on both sides, nothing done."""
     adopted: bool = False
     """This round took a folder without a marker as the memory's."""
+    pull_only: bool = False
+    """A pull-only round: a conflict copy is kept in the folder only."""
     stopped: bool = False
     """Asked to stop (SIGTERM), the round ended after a file's action, before its other files."""
 
@@ -86,9 +88,10 @@ class SyncReport:
         lines += [f"pulled {escaped(path)}" for path in self.pulled]
         lines += [f"deleted {escaped(path)} here (deleted in the memory)" for path in self.deleted_local]
         lines += [f"deleted {escaped(path)} in the memory (deleted here)" for path in self.deleted_remote]
+        where = "here only (pull-only)" if self.pull_only else "on both sides"
         lines += [
             f"conflict {escaped(path)}: changed on both sides; the memory's version is at the path, "
-            f"this folder's is kept as {escaped(copy)}, on both sides"
+            f"this folder's is kept as {escaped(copy)}, {where}"
             for path, copy in self.conflicts
         ]
         lines += [f"left alone {escaped(path)}: {escaped(why)}" for path, why in self.left_alone]

@@ -37,6 +37,7 @@ from s3memory.sync.folder import (
     SyncFolder,
 )
 from s3memory.sync.plan import (
+    NOT_PUSHED,
     Action,
     BaselineEntry,
     Kind,
@@ -76,6 +77,7 @@ def sync_round(
     rehash: bool = False,
     progress: Progress = SILENT,
     stop: Callable[[], bool] = lambda: False,
+    pull_only: bool = False,
 ) -> SyncReport:
     """One round between ``memory`` (written as its author: ``PlacedMemory.by``) and ``folder``, from
     the baseline ``state`` keeps: what it did. ``machine`` names this machine in conflict copies'
@@ -84,9 +86,11 @@ def sync_round(
     mass-delete guard; ``rehash`` reads every local file, its stat unchanged or not. A failure of the
     store ends the round (``StorageError``): what was done is journaled, and the next round goes on.
     ``stop`` is asked before each file's action: True ends the round there (``SyncReport.stopped``),
-    each file done and journaled, and the next round finishes it."""
+    each file done and journaled, and the next round finishes it. ``pull_only``: the memory is never
+    written (no push, no deletion, no conflict copy there, no pending job finished, no access record):
+    what changed here stays here, a file deleted here is pulled back (``plan.plan``)."""
     max_bytes = memory.files.max_file_bytes
-    report = SyncReport()
+    report = SyncReport(pull_only=pull_only)
     marker = marker_of(memory)
     if state.check_marker(marker):
         state.load()
@@ -102,12 +106,18 @@ def sync_round(
         state.reset()  # a baseline without a marker is no baseline of this memory's
         state.write_marker(marker)
         report.adopted = True
-    if memory.upgrade is not None:
+    if memory.upgrade is not None and not pull_only:
         memory.upgrade.ensure()
     before = state.refused()
-    remote = listed(memory, state.baseline, {} if before is None else before.etags())
+    remote = listed(memory, state.baseline, {} if before is None else before.etags(), finish=not pull_only)
     local = scanned(folder, state.baseline, max_bytes, rehash)
-    decided = plan(state.baseline, local, RemoteSide(remote, kept_names(remote)), allow_deletes=allow_deletes)
+    decided = plan(
+        state.baseline,
+        local,
+        RemoteSide(remote, kept_names(remote)),
+        allow_deletes=allow_deletes,
+        pull_only=pull_only,
+    )
     unchanged_folder = before is not None and before.folder == folder_digest(
         {path: version.stat for path, version in local.files.items()}, local.left_alone
     )
@@ -115,7 +125,7 @@ def sync_round(
     report.withheld = [action.path for action in decided.withheld]
     report.guard = decided.guard
     report.unchanged = decided.in_step
-    work = _Round(memory, folder, state, machine, local, remote, report)
+    work = _Round(memory, folder, state, machine, local, remote, report, pull_only)
     work.known_refused = dict(before.paths) if before is not None and unchanged_folder else {}
     progress.expect(len(decided.actions))
     for action in decided.actions:
@@ -129,21 +139,26 @@ def sync_round(
         state.keep_refused(
             RefusedPulls(folder_digest(work.folder_after, local.left_alone), work.refused), before
         )
-    memory.access.touch()
+    if not pull_only:
+        memory.access.touch()
     return report
 
 
 def listed(
-    memory: PlacedMemory, baseline: Mapping[str, BaselineEntry], refused: Mapping[str, str] | None = None
+    memory: PlacedMemory,
+    baseline: Mapping[str, BaselineEntry],
+    refused: Mapping[str, str] | None = None,
+    *,
+    finish: bool = True,
 ) -> dict[str, RemoteVersion]:
     """Every file of ``memory`` by path, from one listing pass of its files (pages of 1,000 keys;
     format 2 decrypts each name without a request). Where the listing shows the memory changed since
     ``baseline`` (and the files the folder ``refused`` at their ETags, by path, which the last round
     saw too), its pending directory jobs are finished first (one listing of their records, as a
     command does) and the files listed again if one ran or ended: a round with no change lists its
-    files and nothing else."""
+    files and nothing else. Without ``finish``, the jobs are left to a writer."""
     found = _files(memory)
-    if _changed_since(found, baseline, refused or {}) and memory.jobs.finish_pending():
+    if finish and _changed_since(found, baseline, refused or {}) and memory.jobs.finish_pending():
         found = _files(memory)
     return found
 
@@ -225,6 +240,7 @@ class _Round:
     local: LocalSide
     remote: dict[str, RemoteVersion]
     report: SyncReport
+    pull_only: bool = False
     settled: set[str] = field(default_factory=set)
     known_refused: dict[str, tuple[str, str]] = field(default_factory=dict)
     """The pulls the folder refused when the last round tried, by path (the ETag, why), where the
@@ -362,7 +378,9 @@ class _Round:
         assert action.local is not None
         found = self.memory.files.read(memory_path(action.path))
         if found is None:  # gone from the memory meanwhile: the local file goes back as new
-            if again:
+            if self.pull_only:
+                self._left(action.path, NOT_PUSHED)
+            elif again:
                 self._push(replace(action, kind=Kind.PUSH, etag=None), again=False)
             else:
                 self._left(action.path, CHANGED_MEANWHILE)
@@ -372,7 +390,8 @@ class _Round:
             self._record(action.path, BaselineEntry(sha256(theirs), found.etag, action.local))
             self.report.unchanged += 1
             return
-        copy = self._keep_copy(action.path, self._local_bytes(action), action.local)
+        keep = self._keep_copy_here if self.pull_only else self._keep_copy
+        copy = keep(action.path, self._local_bytes(action), action.local)
         stat = self.folder.write(action.path, theirs, action.local)
         self._record(action.path, BaselineEntry(sha256(theirs), found.etag, stat))
         self.report.conflicts.append((action.path, copy))
@@ -398,6 +417,26 @@ class _Round:
                 continue
             written = local.stat if local is not None else self.folder.write(name, data, None)
             self._record(name, BaselineEntry(want, etag, written))
+            return name
+        raise AssertionError("conflict_names never ends")
+
+    def _keep_copy_here(self, path: str, data: bytes, stat: LocalStat) -> str:
+        """Keep ``data`` (the local version of ``path``, of ``stat``) as a conflict copy in the folder
+        only (pull-only): the first of its names free on both sides or holding these bytes here. It
+        is a file of this folder's own from then on, which no round pushes."""
+        want = sha256(data)
+        for name in conflict_names(path, self.machine, stat.mtime_ns):
+            local = self.local.files.get(name)
+            if local is not None and local.sha256 == want:
+                return name  # kept by a round cut off
+            if (
+                local is not None
+                or name in self.state.baseline
+                or name in self.remote
+                or name in self.local.left_alone
+            ):
+                continue
+            self.folder.write(name, data, None)
             return name
         raise AssertionError("conflict_names never ends")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from bench.metrics import RequestCounter
 from s3memory.crypto import LocalKeyProvider
@@ -20,7 +21,7 @@ from s3memory.ops.operations import Operations
 from s3memory.ops.versions import MemoryVersions
 from s3memory.storage.bucket import Bucket
 from s3memory.sync.folder import KEPT_FOR_SYNC, SYNC_TEMPORARY_NAME, FolderRefused
-from s3memory.sync.plan import GUARD_FILES
+from s3memory.sync.plan import GUARD_FILES, NOT_PUSHED
 from s3memory.sync.report import SyncReport
 from tests.conftest import STORAGE_FORMAT, rename_crash_point
 from tests.ops.test_progress import Recorded
@@ -394,3 +395,66 @@ def test_a_file_the_folder_refuses_is_read_again_only_where_it_or_the_folder_cha
     tool.run({"command": "rename", "old_path": LONG_NAME, "new_path": "/memories/short.md"})
     assert syncing.round().pulled == ["/memories/short.md"]
     assert not (laptop / ".s3memory-sync" / "refused.json").exists()  # nothing refused is kept
+
+
+class ReadOnly:
+    """The S3 client as credentials that may only read make it: each write refused (AccessDenied),
+    and counted."""
+
+    WRITES = frozenset({"PutObject", "CopyObject", "DeleteObject", "DeleteObjects", "CreateMultipartUpload"})
+
+    def __init__(self, s3: Any) -> None:
+        self.refused: list[str] = []
+        self.s3 = s3
+
+    def __enter__(self) -> ReadOnly:
+        self.s3.meta.events.register("before-call.s3", self._refuse)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.s3.meta.events.unregister("before-call.s3", self._refuse)
+
+    def _refuse(self, model: Any, **_: Any) -> None:
+        if model.name in self.WRITES:
+            self.refused.append(model.name)
+            raise ClientError({"Error": {"Code": "AccessDenied", "Message": "read only"}}, model.name)
+
+
+def test_pull_only_never_writes_the_memory_and_loses_nothing_here(
+    s3: Any, operations: Operations, laptop: Path, desktop: Path
+) -> None:
+    started(operations, laptop, desktop, **{"a.md": "a\n", "b.md": "b\n", "c.md": "c\n", "d.md": "d\n"})
+    write(desktop, "a.md", "a, edited here\n")  # an edit here: stays, not pushed
+    write(desktop, "new.md", "new here\n")  # a new file here: stays, not pushed
+    (desktop / "b.md").unlink()  # deleted here: pulled back, the memory keeps it
+    write(desktop, "c.md", "c, here\n")  # changed on both sides: a conflict
+    write(laptop, "c.md", "c, there\n")
+    write(laptop, "d.md", "d, there\n")  # changed in the memory: pulled
+    sync(operations, laptop, "laptop")
+    in_memory = memory(operations)
+    with ReadOnly(s3) as read_only:
+        report = sync(operations, desktop, "desktop", pull_only=True)
+        again = sync(operations, desktop, "desktop", pull_only=True)  # what stays here is reported each round
+    assert read_only.refused == []
+    assert report.left_alone == [("/memories/a.md", NOT_PUSHED), ("/memories/new.md", NOT_PUSHED)]
+    assert report.pulled == ["/memories/b.md", "/memories/d.md"]
+    ((path, copy),) = report.conflicts
+    assert path == "/memories/c.md" and ".conflict-desktop-" in copy
+    assert (report.pushed, report.deleted_remote) == ([], [])
+    assert report.lines()[2] == (
+        f"conflict /memories/c.md: changed on both sides; the memory's version is at the path, this "
+        f"folder's is kept as {copy}, here only (pull-only)"
+    )
+    assert tree(desktop) == {
+        "/memories/a.md": b"a, edited here\n",
+        "/memories/b.md": b"b\n",
+        "/memories/c.md": b"c, there\n",
+        copy: b"c, here\n",
+        "/memories/d.md": b"d, there\n",
+        "/memories/new.md": b"new here\n",
+    }
+    assert memory(operations) == in_memory
+    assert again.left_alone == sorted(
+        [("/memories/a.md", NOT_PUSHED), (copy, NOT_PUSHED), ("/memories/new.md", NOT_PUSHED)]
+    )
+    assert (again.pulled, again.conflicts, read_only.refused) == ([], [], [])
