@@ -458,3 +458,21 @@ def test_pull_only_never_writes_the_memory_and_loses_nothing_here(
         [("/memories/a.md", NOT_PUSHED), (copy, NOT_PUSHED), ("/memories/new.md", NOT_PUSHED)]
     )
     assert (again.pulled, again.conflicts, read_only.refused) == ([], [], [])
+
+
+def test_a_file_in_the_way_of_a_directory_is_read_again_only_once_it_is_moved(
+    s3: Any, operations: Operations, laptop: Path
+) -> None:
+    operations.memory(USER).run({"command": "create", "path": "/memories/a/b.md", "file_text": "b\n"})
+    write(laptop, "a", "in the way\n")
+    settled(laptop / "a")
+    syncing = operations.syncing(USER, laptop, machine="laptop")
+    in_the_way = ("/memories/a/b.md", "/memories/a is not a directory; remove it to sync below it")
+    requests = RequestCounter(s3)
+    assert in_the_way in syncing.round().left_alone
+    assert requests.calls["GetObject"] == 1
+    requests.reset()
+    assert in_the_way in syncing.round().left_alone
+    assert requests.calls["GetObject"] == 0
+    (laptop / "a").rename(laptop / "a.md")
+    assert syncing.round().pulled == ["/memories/a/b.md"]
