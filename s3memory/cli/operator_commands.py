@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -264,19 +265,24 @@ class _Terminated(Exception):
 class _Termination:
     """SIGTERM while ``sync`` runs, taken as a request to stop: during a round, it is noted (``asked``)
     and the round ends after the file in progress; while the command waits for the next round
-    (``wait``), it ends the wait (``_Terminated``). The handler before is restored on exit."""
+    (``wait``), it ends the wait (``_Terminated``). The handler before is restored on exit. Off the
+    main thread (a library's), no handler can be set: SIGTERM does what it did."""
 
     def __init__(self) -> None:
         self.requested = False
         self._waiting = False
+        self._installed = False
         self._previous: Any = None
 
     def __enter__(self) -> _Termination:
-        self._previous = signal.signal(signal.SIGTERM, self._handle)
+        self._installed = threading.current_thread() is threading.main_thread()  # where one may be set
+        if self._installed:
+            self._previous = signal.signal(signal.SIGTERM, self._handle)
         return self
 
     def __exit__(self, *_: object) -> None:
-        signal.signal(signal.SIGTERM, self._previous)
+        if self._installed:
+            signal.signal(signal.SIGTERM, self._previous or signal.SIG_DFL)
 
     def _handle(self, number: int, frame: object) -> None:
         self.requested = True
