@@ -10,6 +10,7 @@ else ``sync``), so each version says it came from sync and from which machine (`
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict, Unpack
@@ -48,9 +49,10 @@ class FolderSync:
     allow_deletes: bool = False
     adopt: bool = False
     rehash: bool = False
+    pull_only: bool = False
 
-    def round(self, progress: Progress = SILENT) -> SyncReport:
-        """One round (``sync_round``): what it did."""
+    def round(self, progress: Progress = SILENT, stop: Callable[[], bool] = lambda: False) -> SyncReport:
+        """One round (``sync_round``; ``stop`` asked before each file): what it did."""
         with SyncFolder(self.directory) as folder, SyncState(folder.state_directory) as state:
             return sync_round(
                 self.memory,
@@ -61,6 +63,8 @@ class FolderSync:
                 adopt=self.adopt,
                 rehash=self.rehash,
                 progress=progress,
+                stop=stop,
+                pull_only=self.pull_only,
             )
 
 
@@ -75,6 +79,8 @@ class SyncOptions(TypedDict, total=False):
     """Take a folder never synced even where it holds what a memory cannot (left alone)."""
     rehash: bool
     """Read every local file, its stat unchanged too."""
+    pull_only: bool
+    """Never write the memory: pull what changed there, keep what changed here (``sync_round``)."""
 
 
 class SyncTask(StoreContext):
@@ -82,7 +88,7 @@ class SyncTask(StoreContext):
 
     def syncing(self, user_id: str, directory: Path, **options: Unpack[SyncOptions]) -> FolderSync:
         """``directory`` kept the same as ``user_id``'s memory (``shared/NAME``: a shared memory),
-        made on the first round where there is none, as import makes one (``SyncOptions``). The
+        made (0700) on the first round where there is none and its parent is (``SyncOptions``). The
         memory is placed now (the store resolved on first need). A reserved user id
         (``paths.RESERVED_USER_PREFIX``) is refused (``ValueError``)."""
         if isinstance(owner_of(user_id), UserId):
@@ -96,6 +102,7 @@ class SyncTask(StoreContext):
             options.get("allow_deletes", False),
             options.get("adopt", False),
             options.get("rehash", False),
+            options.get("pull_only", False),
         )
 
     def sync(

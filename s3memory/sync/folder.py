@@ -38,10 +38,13 @@ from s3memory.errors import CommandError
 from s3memory.ops.folders import (
     DIRECTORY_MODE,
     GONE,
+    HARD_LINKED,
     LINK,
+    LOST_TEMPORARY,
     NOT_DIRECTORY,
     TEMPORARY,
     TOO_LARGE,
+    UNREADABLE,
     Entry,
     LeftAlone,
     directory_below,
@@ -69,6 +72,16 @@ NOT_WRITABLE = (
 NOT_REMOVABLE = (
     "this user may not remove the file there (permission denied); change the permissions, then sync again"
 )
+_WORDED_FOR_SYNC = {
+    HARD_LINKED: "a file with other hard links (replace it with a copy of it, then sync again)",
+    UNREADABLE: "not readable by this user (permission denied: make it readable, then sync again)",
+    TEMPORARY: "a temporary file of a write cut off (by export or sync), never synced (a round removes it)",
+    LOST_TEMPORARY: (
+        "its temporary file was removed before it was renamed into place (by another program in this "
+        "folder?); the next round writes it again"
+    ),
+}
+"""``ops.folders``' problems whose fix names import or export, as sync says them."""
 CHANGED = "changed since it was last looked at"
 APPEARED = "an entry was made there since the folder was last looked at"
 VERSION_CONTROL = "a version control directory (of a repository, not a memory)"
@@ -113,8 +126,9 @@ class LocalEntry:
     """An entry of DIR as ``scan`` found it: its memory path and (where known) its ``LocalStat``;
     then ``unchanged`` (its stat the caller's: not read), or its bytes (UTF-8) and their sha256 (hex),
     or why it is left alone (``problem``: one of ``ops.folders``' ``LINK``, ``SPECIAL``,
-    ``HARD_LINKED``, ``TOO_LARGE``, ``TOO_DEEP``, ``UNREADABLE``, ``NOT_DIRECTORY``, ``TEMPORARY``, or
-    ``CHANGED_WHILE_READ``, ``NOT_TEXT``, or the path policy's refusal of its name)."""
+    ``HARD_LINKED``, ``TOO_LARGE``, ``TOO_DEEP``, ``UNREADABLE``, ``NOT_DIRECTORY``, ``TEMPORARY``, as
+    ``worded_for_sync`` says them, or ``CHANGED_WHILE_READ``, ``NOT_TEXT``, or the path policy's
+    refusal of its name)."""
 
     path: str
     stat: LocalStat | None = None
@@ -141,8 +155,12 @@ class FolderRefused(Exception):
         self.reason = reason
 
 
+class FolderBusy(FolderRefused):
+    """Another sync holds DIR's lock: a refusal that passes once it finishes."""
+
+
 class SyncFolder:
-    """DIR opened for sync (made, 0700, if missing) and locked (``flock``) for as long as this is open,
+    """DIR opened for sync (made, 0700, if missing where its parent is) and locked (``flock``) for as long as this is open,
     so that two syncs never work in one folder at once. ``FolderRefused`` when DIR is no directory,
     when another sync holds the lock, or when ``STATE_DIRECTORY``'s name holds anything but a
     directory (a link too). Nothing is written in DIR until sync's state is (``state_directory``)
@@ -274,6 +292,8 @@ class SyncFolder:
             written = replace(directory, name, data, durable_and_expected)
             os.fsync(directory)
             return LocalStat.of(written)
+        except LeftAlone as left:
+            raise LeftAlone(worded_for_sync(left.reason)) from None
         except IsADirectoryError:  # one swapped in since the check
             raise LocalChanged(APPEARED) from None
         except PermissionError:
@@ -355,24 +375,31 @@ class SyncFolder:
 
 
 def _open_given(directory: Path) -> int:
-    """A handle of DIR, resolved as given, made (0700, with its parents) if missing."""
+    """A handle of DIR, resolved as given, made (0700) if missing where its parent is: a path
+    mistyped above DIR is refused, never made."""
     refused = FolderRefused(
         f"{directory} is not a folder (a file or another entry is there, or above it): give the path of "
         "a folder to sync, or of one to make"
     )
     try:
-        directory.mkdir(mode=DIRECTORY_MODE, parents=True, exist_ok=True)
+        directory.mkdir(mode=DIRECTORY_MODE, exist_ok=True)
         return os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except (FileExistsError, NotADirectoryError, FileNotFoundError):
+    except FileNotFoundError:
+        raise FolderRefused(
+            f"{directory.parent} does not exist, and sync makes the folder it is given but not the folders "
+            f"above it (is the path mistyped?): make {directory.parent} first, or give another folder; "
+            "nothing was made"
+        ) from None
+    except (FileExistsError, NotADirectoryError):
         raise refused from None
 
 
 def _lock(root: int, directory: Path) -> None:
-    """Lock DIR (its handle ``root``) for this sync, ``FolderRefused`` if another holds it."""
+    """Lock DIR (its handle ``root``) for this sync, ``FolderBusy`` if another holds it."""
     try:
         fcntl.flock(root, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        raise FolderRefused(
+        raise FolderBusy(
             f"another s3memory sync is working in {directory}; let it finish (or stop it), then sync again"
         ) from None
 
@@ -381,7 +408,9 @@ def _looked_at(entry: Entry, baseline: LocalStat | None, max_bytes: int) -> Loca
     """What ``scan`` reports of ``entry``: its problem, or its name's refusal, or ``unchanged`` when
     its stat is ``baseline``, or what reading it found (None: it is gone)."""
     if entry.listed is None:
-        return LocalEntry(entry.path, problem=entry.problem)
+        return LocalEntry(
+            entry.path, problem=None if entry.problem is None else worded_for_sync(entry.problem)
+        )
     try:
         memory_path(entry.path)
     except CommandError as error:
@@ -395,6 +424,11 @@ def _looked_at(entry: Entry, baseline: LocalStat | None, max_bytes: int) -> Loca
     if _now() - found.stat.mtime_ns < SETTLING_NS:
         return dataclasses.replace(found, stat=dataclasses.replace(found.stat, ctime_ns=UNSETTLED))
     return found
+
+
+def worded_for_sync(problem: str) -> str:
+    """``problem`` (one of ``ops.folders``') with sync's fix where it names import's or export's."""
+    return _WORDED_FOR_SYNC.get(problem, problem)
 
 
 def _now() -> int:
@@ -411,7 +445,9 @@ def _read(directory: int, name: str, path: str, mode: int, max_bytes: int) -> Lo
         return None
     if found.data is None or found.before is None or found.after is None:
         return LocalEntry(
-            path, None if found.before is None else LocalStat.of(found.before), problem=found.problem
+            path,
+            None if found.before is None else LocalStat.of(found.before),
+            problem=None if found.problem is None else worded_for_sync(found.problem),
         )
     before = LocalStat.of(found.before)
     now = _current(directory, name)

@@ -25,6 +25,7 @@ GUARD_FILES = 8
 MACHINE_CHARACTERS = 32
 """The most characters of the machine's name a conflict copy's name holds."""
 NAME_BYTES = 255
+NOT_PUSHED = "not pushed: pull-only (the memory is never written; the file stays here as it is)"
 """The longest name most local file systems take, in bytes."""
 
 
@@ -124,20 +125,37 @@ class Plan:
     """Paths the same on both sides as in the baseline: nothing to do."""
 
 
-def plan(baseline: Baseline, local: LocalSide, remote: RemoteSide, *, allow_deletes: bool = False) -> Plan:
+def plan(
+    baseline: Baseline,
+    local: LocalSide,
+    remote: RemoteSide,
+    *,
+    allow_deletes: bool = False,
+    pull_only: bool = False,
+) -> Plan:
     """What a round does to every path of ``baseline``, ``local`` and ``remote`` (the table in
     ``docs/sync.md``), the mass-delete guard applied unless ``allow_deletes`` (``guarded``). Work
-    linear in the paths (each checked against the left-alone paths above it)."""
+    linear in the paths (each checked against the left-alone paths above it). ``pull_only``: nothing
+    is pushed (``NOT_PUSHED``, left alone) and a file deleted here is pulled back, never deleted in
+    the memory."""
     left_alone = {**remote.left_alone, **local.left_alone}
     actions: list[Action] = []
+    not_pushed: dict[str, str] = {}
     in_step = 0
     for path in sorted(baseline.keys() | local.files.keys() | remote.files.keys()):
         if not _below_any(path, left_alone):
             action = decide(path, baseline.get(path), local.files.get(path), remote.files.get(path))
             if action is None:
                 in_step += 1
-            else:
+            elif not pull_only:
                 actions.append(action)
+            elif action.kind is Kind.PUSH:
+                not_pushed[path] = NOT_PUSHED
+            else:  # a file deleted here is pulled back: the memory keeps it
+                actions.append(
+                    Action(Kind.PULL, path, action.etag) if action.kind is Kind.DELETE_REMOTE else action
+                )
+    left_alone.update(not_pushed)
     deletions = [action for action in actions if action.kind in DELETIONS]
     guard = None if allow_deletes else guarded(len(deletions), len(baseline))
     if guard is not None:

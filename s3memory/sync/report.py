@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from s3memory.errors import escaped
 
+STOPPED = "stopped (SIGTERM) after the file in progress, before the round's end: the next round finishes it"
 WITHHELD_SHOWN = 10
 """The deletions the guard withheld that the text names, one a line (``--json`` names all)."""
 
@@ -40,7 +41,15 @@ class SyncReport:
     """Paths in step on both sides, nothing done."""
     adopted: bool = False
     """This round took a folder without a marker as the memory's."""
-    complete = True
+    pull_only: bool = False
+    """A pull-only round: a conflict copy is kept in the folder only."""
+    stopped: bool = False
+    """Asked to stop (SIGTERM), the round ended after a file's action, before its other files."""
+
+    @property
+    def complete(self) -> bool:
+        """True if the round ran to its end (whatever it reports): it was not stopped."""
+        return not self.stopped
 
     def counts(self) -> dict[str, int]:
         return {
@@ -59,6 +68,7 @@ class SyncReport:
         return {
             **self.counts(),
             "adopted": self.adopted,
+            "stopped": self.stopped,
             "pushed_paths": self.pushed,
             "pulled_paths": self.pulled,
             "deleted_local_paths": self.deleted_local,
@@ -78,22 +88,32 @@ class SyncReport:
         lines += [f"pulled {escaped(path)}" for path in self.pulled]
         lines += [f"deleted {escaped(path)} here (deleted in the memory)" for path in self.deleted_local]
         lines += [f"deleted {escaped(path)} in the memory (deleted here)" for path in self.deleted_remote]
+        where = "here only (pull-only)" if self.pull_only else "on both sides"
         lines += [
             f"conflict {escaped(path)}: changed on both sides; the memory's version is at the path, "
-            f"this folder's is kept as {escaped(copy)}, on both sides"
+            f"this folder's is kept as {escaped(copy)}, {where}"
             for path, copy in self.conflicts
         ]
         lines += [f"left alone {escaped(path)}: {escaped(why)}" for path, why in self.left_alone]
         if self.guard is not None:
-            lines.append(f"withheld {len(self.withheld):,} deletions: {escaped(self.guard)}")
+            lines.append(f"withheld {_counted(len(self.withheld), 'deletion')}: {escaped(self.guard)}")
             lines += [f"withheld deletion of {escaped(path)}" for path in self.withheld[:WITHHELD_SHOWN]]
             if len(self.withheld) > WITHHELD_SHOWN:
                 lines.append(f"... and {len(self.withheld) - WITHHELD_SHOWN:,} more (--json names them)")
+        if self.stopped:
+            lines.append(STOPPED)
         named = {"deleted_local": "deleted here", "deleted_remote": "deleted in the memory"}
         lines.append(
             ", ".join(
-                f"{count:,} {named.get(name, name.replace('_', ' '))}"
+                _counted(count, "conflict")
+                if name == "conflicts"
+                else f"{count:,} {named.get(name, name.replace('_', ' '))}"
                 for name, count in self.counts().items()
             )
         )
         return lines
+
+
+def _counted(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural but for one."""
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"

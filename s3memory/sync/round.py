@@ -15,7 +15,8 @@ copy is made twice.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from s3memory.core.paths import MemoryPath, SharedName, check_new_name, memory_path
@@ -36,6 +37,7 @@ from s3memory.sync.folder import (
     SyncFolder,
 )
 from s3memory.sync.plan import (
+    NOT_PUSHED,
     Action,
     BaselineEntry,
     Kind,
@@ -48,7 +50,7 @@ from s3memory.sync.plan import (
     same_etag,
 )
 from s3memory.sync.report import SyncReport
-from s3memory.sync.state import Marker, SyncState, owner_fingerprint
+from s3memory.sync.state import Marker, RefusedPulls, SyncState, owner_fingerprint
 
 ADOPTION_SHOWN = 5
 """The entries a refusal to take a folder names, at most."""
@@ -74,15 +76,21 @@ def sync_round(
     adopt: bool = False,
     rehash: bool = False,
     progress: Progress = SILENT,
+    stop: Callable[[], bool] = lambda: False,
+    pull_only: bool = False,
 ) -> SyncReport:
     """One round between ``memory`` (written as its author: ``PlacedMemory.by``) and ``folder``, from
     the baseline ``state`` keeps: what it did. ``machine`` names this machine in conflict copies'
     names. ``FolderRefused`` (nothing changed) for a folder of another memory, and for a folder
     without a marker that holds what a memory cannot (unless ``adopt``). ``allow_deletes`` lifts the
     mass-delete guard; ``rehash`` reads every local file, its stat unchanged or not. A failure of the
-    store ends the round (``StorageError``): what was done is journaled, and the next round goes on."""
+    store ends the round (``StorageError``): what was done is journaled, and the next round goes on.
+    ``stop`` is asked before each file's action: True ends the round there (``SyncReport.stopped``),
+    each file done and journaled, and the next round finishes it. ``pull_only``: the memory is never
+    written (no push, no deletion, no conflict copy there, no pending job finished, no access record):
+    what changed here stays here, a file deleted here is pulled back (``plan.plan``)."""
     max_bytes = memory.files.max_file_bytes
-    report = SyncReport()
+    report = SyncReport(pull_only=pull_only)
     marker = marker_of(memory)
     if state.check_marker(marker):
         state.load()
@@ -98,33 +106,59 @@ def sync_round(
         state.reset()  # a baseline without a marker is no baseline of this memory's
         state.write_marker(marker)
         report.adopted = True
-    if memory.upgrade is not None:
+    if memory.upgrade is not None and not pull_only:
         memory.upgrade.ensure()
-    remote = listed(memory, state.baseline)
+    before = state.refused()
+    remote = listed(memory, state.baseline, {} if before is None else before.etags(), finish=not pull_only)
     local = scanned(folder, state.baseline, max_bytes, rehash)
-    decided = plan(state.baseline, local, RemoteSide(remote, kept_names(remote)), allow_deletes=allow_deletes)
+    decided = plan(
+        state.baseline,
+        local,
+        RemoteSide(remote, kept_names(remote)),
+        allow_deletes=allow_deletes,
+        pull_only=pull_only,
+    )
+    unchanged_folder = before is not None and before.folder == folder_digest(
+        {path: version.stat for path, version in local.files.items()}, local.left_alone
+    )
     report.left_alone.extend(decided.left_alone)
     report.withheld = [action.path for action in decided.withheld]
     report.guard = decided.guard
     report.unchanged = decided.in_step
-    work = _Round(memory, folder, state, machine, local, remote, report)
+    work = _Round(memory, folder, state, machine, local, remote, report, pull_only)
+    work.known_refused = dict(before.paths) if before is not None and unchanged_folder else {}
     progress.expect(len(decided.actions))
     for action in decided.actions:
+        if stop():
+            report.stopped = True
+            break
         work.run(action)
         progress.advance()
     state.compact()
-    memory.access.touch()
+    if not report.stopped:
+        state.keep_refused(
+            RefusedPulls(folder_digest(work.folder_after, local.left_alone), work.refused), before
+        )
+    if not pull_only:
+        memory.access.touch()
     return report
 
 
-def listed(memory: PlacedMemory, baseline: Mapping[str, BaselineEntry]) -> dict[str, RemoteVersion]:
+def listed(
+    memory: PlacedMemory,
+    baseline: Mapping[str, BaselineEntry],
+    refused: Mapping[str, str] | None = None,
+    *,
+    finish: bool = True,
+) -> dict[str, RemoteVersion]:
     """Every file of ``memory`` by path, from one listing pass of its files (pages of 1,000 keys;
     format 2 decrypts each name without a request). Where the listing shows the memory changed since
-    ``baseline``, its pending directory jobs are finished first (one listing of their records, as a
+    ``baseline`` (and the files the folder ``refused`` at their ETags, by path, which the last round
+    saw too), its pending directory jobs are finished first (one listing of their records, as a
     command does) and the files listed again if one ran or ended: a round with no change lists its
-    files and nothing else."""
+    files and nothing else. Without ``finish``, the jobs are left to a writer."""
     found = _files(memory)
-    if _changed_since(found, baseline) and memory.jobs.finish_pending():
+    if finish and _changed_since(found, baseline, refused or {}) and memory.jobs.finish_pending():
         found = _files(memory)
     return found
 
@@ -140,10 +174,13 @@ def _files(memory: PlacedMemory) -> dict[str, RemoteVersion]:
     return found
 
 
-def _changed_since(found: Mapping[str, RemoteVersion], baseline: Mapping[str, BaselineEntry]) -> bool:
-    """True if the files listed (but those whose names no folder takes: ``kept_names``) are not the
-    baseline's, each at its ETag."""
-    if found.keys() - kept_names(found).keys() != baseline.keys():
+def _changed_since(
+    found: Mapping[str, RemoteVersion], baseline: Mapping[str, BaselineEntry], refused: Mapping[str, str]
+) -> bool:
+    """True if the files listed (but those whose names no folder takes: ``kept_names``, and those the
+    folder ``refused`` at the ETag listed) are not the baseline's, each at its ETag."""
+    seen = {path for path, etag in refused.items() if path in found and same_etag(found[path].etag, etag)}
+    if found.keys() - kept_names(found).keys() - seen != baseline.keys():
         return True
     return any(not same_etag(found[path].etag, entry.etag) for path, entry in baseline.items())
 
@@ -177,6 +214,16 @@ def scanned(
     return LocalSide(files, left_alone)
 
 
+def folder_digest(files: Mapping[str, LocalStat], left_alone: Mapping[str, str]) -> str:
+    """A digest of the folder as a scan sees it: each file's path and stat, each path left alone and
+    why. A folder whose files are all unchanged by their stat, none added or removed, has the same."""
+    document = [
+        sorted((path, [stat.size, stat.mtime_ns, stat.inode, stat.ctime_ns]) for path, stat in files.items()),
+        sorted(left_alone.items()),
+    ]
+    return sha256(json.dumps(document).encode("utf-8"))
+
+
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -193,7 +240,18 @@ class _Round:
     local: LocalSide
     remote: dict[str, RemoteVersion]
     report: SyncReport
+    pull_only: bool = False
     settled: set[str] = field(default_factory=set)
+    known_refused: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """The pulls the folder refused when the last round tried, by path (the ETag, why), where the
+    folder has not changed since: one still at that ETag is not read again."""
+    refused: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """The pulls the folder refuses in this round, as ``known_refused``."""
+    folder_after: dict[str, LocalStat] = field(init=False)
+    """The folder's files as this round leaves them (the scan's, with what it wrote or deleted)."""
+
+    def __post_init__(self) -> None:
+        self.folder_after = {path: version.stat for path, version in self.local.files.items()}
 
     def run(self, action: Action) -> None:
         """Do ``action`` unless this round settled its path already; what stops it at this path is
@@ -288,12 +346,29 @@ class _Round:
         return self.memory.replace_file(path, files.encode(path, text), etag, replaced)
 
     def _pull(self, action: Action) -> None:
+        """Write the memory's file locally; where the folder refused it the last time it was tried, at
+        this ETag and with the folder unchanged since, it is left alone again unread."""
+        known = self.known_refused.get(action.path)
+        if (
+            action.local is None
+            and known is not None
+            and action.etag is not None
+            and same_etag(known[0], action.etag)
+        ):
+            self.refused[action.path] = known
+            self._left(action.path, known[1])
+            return
         found = self.memory.files.read(memory_path(action.path))
         if found is None:
             self._left(action.path, CHANGED_MEANWHILE)
             return
         data = found.text.encode("utf-8")
-        stat = self.folder.write(action.path, data, action.local)
+        try:
+            stat = self.folder.write(action.path, data, action.local)
+        except (LeftAlone, NameRefused) as refused:
+            if action.local is None and action.etag is not None and _lasting(refused):
+                self.refused[action.path] = (action.etag, refused.reason)
+            raise
         self._record(action.path, BaselineEntry(sha256(data), found.etag, stat))
         self.report.pulled.append(action.path)
 
@@ -303,7 +378,9 @@ class _Round:
         assert action.local is not None
         found = self.memory.files.read(memory_path(action.path))
         if found is None:  # gone from the memory meanwhile: the local file goes back as new
-            if again:
+            if self.pull_only:
+                self._left(action.path, NOT_PUSHED)
+            elif again:
                 self._push(replace(action, kind=Kind.PUSH, etag=None), again=False)
             else:
                 self._left(action.path, CHANGED_MEANWHILE)
@@ -313,7 +390,8 @@ class _Round:
             self._record(action.path, BaselineEntry(sha256(theirs), found.etag, action.local))
             self.report.unchanged += 1
             return
-        copy = self._keep_copy(action.path, self._local_bytes(action), action.local)
+        keep = self._keep_copy_here if self.pull_only else self._keep_copy
+        copy = keep(action.path, self._local_bytes(action), action.local)
         stat = self.folder.write(action.path, theirs, action.local)
         self._record(action.path, BaselineEntry(sha256(theirs), found.etag, stat))
         self.report.conflicts.append((action.path, copy))
@@ -342,6 +420,26 @@ class _Round:
             return name
         raise AssertionError("conflict_names never ends")
 
+    def _keep_copy_here(self, path: str, data: bytes, stat: LocalStat) -> str:
+        """Keep ``data`` (the local version of ``path``, of ``stat``) as a conflict copy in the folder
+        only (pull-only): the first of its names free on both sides or holding these bytes here. It
+        is a file of this folder's own from then on, which no round pushes."""
+        want = sha256(data)
+        for name in conflict_names(path, self.machine, stat.mtime_ns):
+            local = self.local.files.get(name)
+            if local is not None and local.sha256 == want:
+                return name  # kept by a round cut off
+            if (
+                local is not None
+                or name in self.state.baseline
+                or name in self.remote
+                or name in self.local.left_alone
+            ):
+                continue
+            self.folder.write(name, data, None)
+            return name
+        raise AssertionError("conflict_names never ends")
+
     def _remote_copy(self, path: MemoryPath, text: str, want: str) -> str | None:
         """The ETag of the memory's file at ``path`` once it holds ``text`` (made if none is there),
         or None where another file is."""
@@ -363,9 +461,20 @@ class _Round:
     def _record(self, path: str, entry: BaselineEntry | None) -> None:
         self.state.record(path, entry)
         self.settled.add(path)
+        if entry is None:
+            self.folder_after.pop(path, None)
+        else:
+            self.folder_after[path] = entry.stat
 
     def _left(self, path: str, why: str) -> None:
         self.report.left_alone.append((path, why))
+
+
+def _lasting(refused: LeftAlone | NameRefused) -> bool:
+    """True if the folder's refusal of a write lasts until the folder or the memory's file changes: a
+    name the local file system refuses, or an entry in the way of a directory; not a permission (a
+    change of mode, which a scan does not see, lifts it), nor a temporary file lost."""
+    return isinstance(refused, NameRefused) or refused.reason.endswith("; remove it to sync below it")
 
 
 def _text(path: MemoryPath, data: bytes) -> str:

@@ -1,6 +1,7 @@
 """What a synced folder keeps of its own in ``DIR/.s3memory-sync/``: the marker naming the store and the
-memory it belongs to, and the baseline the last round left, as a snapshot and an append-only journal
-(``docs/sync.md``).
+memory it belongs to, the baseline the last round left, as a snapshot and an append-only journal, and
+the memory's files the folder refused (``RefusedPulls``: a cache of what not to read again,
+``docs/sync.md``).
 
 The marker names the store by its identity (``Store.identity``, a digest) and the owner by a
 fingerprint (``owner_fingerprint``: a digest of the id under the store's identity), never the user id
@@ -31,6 +32,7 @@ from s3memory.sync.plan import BaselineEntry
 MARKER = "marker.json"
 SNAPSHOT = "baseline.json"
 JOURNAL = "journal.jsonl"
+REFUSED = "refused.json"
 VERSION = 1
 """The version of the files below; a newer one is refused."""
 FILE_MODE = 0o600
@@ -71,6 +73,21 @@ class Marker:
             "owner": self.owner,
             "format": self.storage_format,
         }
+
+
+@dataclass(frozen=True)
+class RefusedPulls:
+    """The memory's files the folder could not take when a round last tried (the local file system
+    refused a name, or an entry was in the way), each by path with the ETag it had then and why;
+    ``folder``: a digest of the folder as the round left it (``round.folder_digest``). A later round
+    tries one again only where its ETag or the folder changed."""
+
+    folder: str
+    paths: dict[str, tuple[str, str]]
+
+    def etags(self) -> dict[str, str]:
+        """The ETag each refused file had, by path."""
+        return {path: etag for path, (etag, _) in self.paths.items()}
 
 
 class SyncState:
@@ -236,6 +253,43 @@ class SyncState:
         self._replace(SNAPSHOT, json.dumps({"s3memory_sync": VERSION, "files": files}).encode("ascii"))
         os.ftruncate(self._journal, 0)
         self._changed = False
+
+    # -- the pulls the folder refused ---------------------------------------------------------------
+
+    def refused(self) -> RefusedPulls | None:
+        """The pulls the folder refused when a round last tried (``RefusedPulls``), None where none is
+        kept. A copy that cannot be read is none: it only saves reads, and the next round reads again."""
+        try:
+            data = self._read(REFUSED)
+            document = None if data is None else json.loads(data)
+        except (FolderRefused, ValueError):
+            return None
+        if not isinstance(document, dict) or document.get("s3memory_sync") != VERSION:
+            return None
+        folder, paths = document.get("folder"), document.get("paths")
+        if not isinstance(folder, str) or not isinstance(paths, dict):
+            return None
+        kept: dict[str, tuple[str, str]] = {}
+        for path, fields in paths.items():
+            if not (
+                isinstance(fields, list) and len(fields) == 2 and all(isinstance(f, str) for f in fields)
+            ):
+                return None
+            kept[path] = (fields[0], fields[1])
+        return RefusedPulls(folder, kept)
+
+    def keep_refused(self, refused: RefusedPulls, before: RefusedPulls | None) -> None:
+        """Keep ``refused`` for the next round where it differs from what was kept (``before``): none
+        kept where it holds no path."""
+        if refused == before or (not refused.paths and before is None):
+            return
+        if not refused.paths:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(REFUSED, dir_fd=self._directory)
+            return
+        paths = {path: list(fields) for path, fields in sorted(refused.paths.items())}
+        document = {"s3memory_sync": VERSION, "folder": refused.folder, "paths": paths}
+        self._replace(REFUSED, json.dumps(document).encode("ascii"))
 
     # -- files ---------------------------------------------------------------------------------------
 

@@ -307,13 +307,54 @@ def test_fifos_sockets_and_hard_links_are_reported_and_left_alone(
         listening.close()
     assert problems(found) == [
         ("/memories/fifo.md", "not a regular file"),
-        ("/memories/linked.md", "a file with other hard links (import a copy of it)"),
+        (
+            "/memories/linked.md",
+            "a file with other hard links (replace it with a copy of it, then sync again)",
+        ),
         ("/memories/socket.md", "not a regular file"),
     ]
     linked = stat_of(root / "linked.md")
     assert folder.write("/memories/linked.md", b"pulled\n", linked) == stat_of(root / "linked.md")
     assert (tmp_path / "outside.txt").read_bytes() == SECRET  # the name replaced, never the inode
     assert (root / "linked.md").read_bytes() == b"pulled\n"
+
+
+def test_problems_import_and_export_share_are_reported_with_syncs_fix(
+    folder: SyncFolder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = folder.directory
+    (root / "secret.md").write_bytes(SECRET)
+    (root / ".s3memory-0123456789abcdef").write_bytes(b"cut off\n")
+    real_open = os.open
+
+    def denied(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if os.fspath(path) == "secret.md":  # this user may not read it (the tests may run as root)
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", denied)
+    assert folder.adoptable(LIMIT) == [
+        "/memories/.s3memory-0123456789abcdef: a temporary file of a write cut off (by export or sync), "
+        "never synced (a round removes it)",
+        "/memories/secret.md: not readable by this user (permission denied: make it readable, then sync again)",
+    ]
+    assert problems(scanned(folder)) == [
+        (
+            "/memories/secret.md",
+            "not readable by this user (permission denied: make it readable, then sync again)",
+        )
+    ]
+
+    def temporary_removed(source: Any, *args: Any, **kwargs: Any) -> None:
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory")
+
+    monkeypatch.setattr(os, "replace", temporary_removed)
+    with pytest.raises(folders.LeftAlone) as left:
+        folder.write("/memories/new.md", b"pulled\n", None)
+    assert left.value.reason == (
+        "its temporary file was removed before it was renamed into place (by another program in this "
+        "folder?); the next round writes it again"
+    )
 
 
 def test_a_huge_sparse_file_is_refused_with_nothing_read_beyond_the_limit(

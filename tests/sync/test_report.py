@@ -29,7 +29,7 @@ def test_a_round_renders_what_it_did_with_names_escaped() -> None:
         "conflict /memories/e.md: changed on both sides; the memory's version is at the path, this "
         "folder's is kept as /memories/e.conflict-laptop-20261207T180000Z.md, on both sides",
         "left alone /memories/link: a symbolic link\\nforged line",
-        "1 pushed, 1 pulled, 1 deleted here, 1 deleted in the memory, 1 conflicts, 1 left alone, "
+        "1 pushed, 1 pulled, 1 deleted here, 1 deleted in the memory, 1 conflict, 1 left alone, "
         "0 withheld, 3 unchanged",
     ]
 
@@ -52,6 +52,13 @@ def test_the_audit_counts_name_no_path_and_a_round_is_complete_whatever_it_repor
         withheld=["/memories/y"],
         guard="why",
     )
+    assert report.lines()[-4:] == [
+        "left alone /memories/x: why",
+        "withheld 1 deletion: why",
+        "withheld deletion of /memories/y",
+        "0 pushed, 0 pulled, 0 deleted here, 0 deleted in the memory, 1 conflict, 1 left alone, 1 withheld, "
+        "0 unchanged",
+    ]
     rendered = Report.of(report)
     assert rendered.complete
     assert "secret" not in json.dumps(rendered.counts)

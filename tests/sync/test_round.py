@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from bench.metrics import RequestCounter
 from s3memory.crypto import LocalKeyProvider
@@ -20,7 +21,7 @@ from s3memory.ops.operations import Operations
 from s3memory.ops.versions import MemoryVersions
 from s3memory.storage.bucket import Bucket
 from s3memory.sync.folder import KEPT_FOR_SYNC, SYNC_TEMPORARY_NAME, FolderRefused
-from s3memory.sync.plan import GUARD_FILES
+from s3memory.sync.plan import GUARD_FILES, NOT_PUSHED
 from s3memory.sync.report import SyncReport
 from tests.conftest import STORAGE_FORMAT, rename_crash_point
 from tests.ops.test_progress import Recorded
@@ -347,3 +348,131 @@ def test_a_round_with_no_change_lists_once_and_reads_nothing(
     assert +requests.calls == {"ListObjectsV2": math.ceil(files / page_size)}
     unwritten = os.stat(laptop / STATE / "baseline.json")
     assert (unwritten.st_ino, unwritten.st_mtime_ns) == snapshot  # nor anything written
+
+
+LONG_NAME = "/memories/" + "n" * 300 + ".md"
+NAME_REFUSED = (
+    "the local file system refuses its name (too long: ENAMETOOLONG, most take 255 bytes a name); rename "
+    "the file with the memory tool's `rename` command (`s3memory cat` shows its text meanwhile), then "
+    "sync again"
+)
+
+
+def test_a_file_the_folder_refuses_is_read_again_only_where_it_or_the_folder_changed(
+    s3: Any, backend: str, operations: Operations, laptop: Path
+) -> None:
+    if backend == "seaweedfs":
+        pytest.skip(
+            "SeaweedFS refuses a key with a 300-byte segment (InternalError): no memory holds the file"
+        )
+    write(laptop, "notes.md", "n\n")
+    settled(laptop / "notes.md")
+    sync(operations, laptop, "laptop")
+    tool = operations.memory(USER)
+    tool.run({"command": "create", "path": LONG_NAME, "file_text": "one\n"})
+    syncing = operations.syncing(USER, laptop, machine="laptop")
+    requests = RequestCounter(s3)
+
+    def round_reads(expected: int) -> SyncReport:
+        requests.reset()
+        report = syncing.round()
+        assert requests.calls["GetObject"] == expected
+        assert (LONG_NAME, NAME_REFUSED) in report.left_alone
+        return report
+
+    round_reads(1)  # tried, refused by the local file system
+    assert round_reads(0).left_alone == [(LONG_NAME, NAME_REFUSED)]  # no change: not read again
+    assert +requests.calls == {"ListObjectsV2": 1}
+    tool.run({"command": "str_replace", "path": LONG_NAME, "old_str": "one", "new_str": "two"})
+    round_reads(1)  # its ETag changed
+    round_reads(0)
+    write(laptop, "other.md", "o\n")
+    settled(laptop / "other.md")
+    assert round_reads(1).pushed == [
+        "/memories/other.md"
+    ]  # the folder changed: an entry in the way may have gone
+    round_reads(0)
+    tool.run({"command": "rename", "old_path": LONG_NAME, "new_path": "/memories/short.md"})
+    assert syncing.round().pulled == ["/memories/short.md"]
+    assert not (laptop / ".s3memory-sync" / "refused.json").exists()  # nothing refused is kept
+
+
+class ReadOnly:
+    """The S3 client as credentials that may only read make it: each write refused (AccessDenied),
+    and counted."""
+
+    WRITES = frozenset({"PutObject", "CopyObject", "DeleteObject", "DeleteObjects", "CreateMultipartUpload"})
+
+    def __init__(self, s3: Any) -> None:
+        self.refused: list[str] = []
+        self.s3 = s3
+
+    def __enter__(self) -> ReadOnly:
+        self.s3.meta.events.register("before-call.s3", self._refuse)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.s3.meta.events.unregister("before-call.s3", self._refuse)
+
+    def _refuse(self, model: Any, **_: Any) -> None:
+        if model.name in self.WRITES:
+            self.refused.append(model.name)
+            raise ClientError({"Error": {"Code": "AccessDenied", "Message": "read only"}}, model.name)
+
+
+def test_pull_only_never_writes_the_memory_and_loses_nothing_here(
+    s3: Any, operations: Operations, laptop: Path, desktop: Path
+) -> None:
+    started(operations, laptop, desktop, **{"a.md": "a\n", "b.md": "b\n", "c.md": "c\n", "d.md": "d\n"})
+    write(desktop, "a.md", "a, edited here\n")  # an edit here: stays, not pushed
+    write(desktop, "new.md", "new here\n")  # a new file here: stays, not pushed
+    (desktop / "b.md").unlink()  # deleted here: pulled back, the memory keeps it
+    write(desktop, "c.md", "c, here\n")  # changed on both sides: a conflict
+    write(laptop, "c.md", "c, there\n")
+    write(laptop, "d.md", "d, there\n")  # changed in the memory: pulled
+    sync(operations, laptop, "laptop")
+    in_memory = memory(operations)
+    with ReadOnly(s3) as read_only:
+        report = sync(operations, desktop, "desktop", pull_only=True)
+        again = sync(operations, desktop, "desktop", pull_only=True)  # what stays here is reported each round
+    assert read_only.refused == []
+    assert report.left_alone == [("/memories/a.md", NOT_PUSHED), ("/memories/new.md", NOT_PUSHED)]
+    assert report.pulled == ["/memories/b.md", "/memories/d.md"]
+    ((path, copy),) = report.conflicts
+    assert path == "/memories/c.md" and ".conflict-desktop-" in copy
+    assert (report.pushed, report.deleted_remote) == ([], [])
+    assert report.lines()[2] == (
+        f"conflict /memories/c.md: changed on both sides; the memory's version is at the path, this "
+        f"folder's is kept as {copy}, here only (pull-only)"
+    )
+    assert tree(desktop) == {
+        "/memories/a.md": b"a, edited here\n",
+        "/memories/b.md": b"b\n",
+        "/memories/c.md": b"c, there\n",
+        copy: b"c, here\n",
+        "/memories/d.md": b"d, there\n",
+        "/memories/new.md": b"new here\n",
+    }
+    assert memory(operations) == in_memory
+    assert again.left_alone == sorted(
+        [("/memories/a.md", NOT_PUSHED), (copy, NOT_PUSHED), ("/memories/new.md", NOT_PUSHED)]
+    )
+    assert (again.pulled, again.conflicts, read_only.refused) == ([], [], [])
+
+
+def test_a_file_in_the_way_of_a_directory_is_read_again_only_once_it_is_moved(
+    s3: Any, operations: Operations, laptop: Path
+) -> None:
+    operations.memory(USER).run({"command": "create", "path": "/memories/a/b.md", "file_text": "b\n"})
+    write(laptop, "a", "in the way\n")
+    settled(laptop / "a")
+    syncing = operations.syncing(USER, laptop, machine="laptop")
+    in_the_way = ("/memories/a/b.md", "/memories/a is not a directory; remove it to sync below it")
+    requests = RequestCounter(s3)
+    assert in_the_way in syncing.round().left_alone
+    assert requests.calls["GetObject"] == 1
+    requests.reset()
+    assert in_the_way in syncing.round().left_alone
+    assert requests.calls["GetObject"] == 0
+    (laptop / "a").rename(laptop / "a.md")
+    assert syncing.round().pulled == ["/memories/a/b.md"]

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from s3memory.cli import main as cli
-from s3memory.cli.operator_commands import GLOBAL_OPTIONS
+from s3memory.cli.operator_commands import COMMANDS, GLOBAL_OPTIONS
 from tests.support.local_s3 import CHECKOUT, LocalS3, in_another_shell
 from tests.support.markdown import fenced_blocks, section
 
@@ -232,3 +232,10 @@ def test_the_sandbox_snippet_brings_the_memory_in_and_the_session_out(
     folder = Path(environment["HOME"]) / "agent" / "memory"
     assert sorted(os.listdir(folder)) == [".s3memory-sync", "MEMORY.md", "session.md"]
     assert memory_file(server, environment, "/memories/session.md") == AGENT_NOTE
+
+
+def test_the_helps_claude_code_example_names_the_folder_as_the_page_does() -> None:
+    (sync,) = [command for command in COMMANDS if command.name == "sync"]
+    (example,) = [example for example in sync.examples if "/.claude/" in example]
+    assert example == f"s3memory sync --user {USER} {CLAUDE_CODE_FOLDER} --once"
+    assert example in TEXT
