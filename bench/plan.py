@@ -62,6 +62,12 @@ class Plan:
     """Cold starts of each Lambda handler (a new interpreter serving its first request)."""
     rotation_users: int = 200
     """Users of the store that ``rotate --all --wait`` rotates (section 8)."""
+    sync_files: int = 1000
+    """Files of the memory and the folders sync rounds work on (section 11)."""
+    sync_quiet_reps: int = 3
+    """Rounds with no change measured, each beside an export then import."""
+    sync_first_reps: int = 2
+    """First rounds (push, pull) measured, each beside an import, an export."""
 
 
 FULL = Plan(
@@ -114,6 +120,9 @@ FULL = Plan(
     mcp_lambda_calls=200,
     mcp_lambda_cold_reps=5,
     rotation_users=200,
+    sync_files=1000,
+    sync_quiet_reps=3,
+    sync_first_reps=2,
 )
 
 QUICK = Plan(
@@ -165,4 +174,7 @@ QUICK = Plan(
     mcp_lambda_calls=20,
     mcp_lambda_cold_reps=2,
     rotation_users=10,
+    sync_files=100,
+    sync_quiet_reps=2,
+    sync_first_reps=1,
 )

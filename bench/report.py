@@ -12,6 +12,7 @@ from .per_command import per_command_lines
 from .results_model import REPORTED, Results, evaluate
 from .rotation import rotation_lines
 from .scaling import scaling_lines, speedup_lines
+from .sync import sync_lines
 from .tables import table
 
 
@@ -65,6 +66,7 @@ def render(results: Results) -> str:
     out += adversarial_lines(results.adversarial)
     out += mcp_section(results.mcp, results.mcp_lambda)
     out += rotation_lines(results.rotation)
+    out += sync_lines(results.sync)
     return "\n".join(out).rstrip() + "\n"
 
 

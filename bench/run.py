@@ -37,6 +37,7 @@ from . import (
     per_command,
     rotation,
     scaling,
+    sync,
 )
 from .metrics import load_average
 from .plan import FULL, QUICK, Plan
@@ -218,6 +219,10 @@ def main(argv: list[str] | None = None) -> int:
         results.rotation = runner.section(
             f"rotate --all --wait on {plan.rotation_users} users",
             lambda: rotation.run(moto, plan.rotation_users),
+        )
+        results.sync = runner.section(
+            f"sync rounds on {plan.sync_files:,} files against export and import",
+            lambda: sync.run(moto, plan.sync_files, plan.sync_quiet_reps, plan.sync_first_reps),
         )
 
     if not arguments.no_latency and plan.latency_ms:
