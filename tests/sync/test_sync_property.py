@@ -2,21 +2,23 @@
 edits, new files, deletions, renames (a deletion plus a new file) and conflicting edits, and are
 synced with ``Operations.sync`` in turns (``--once`` rounds), some rounds killed at a random step: an
 S3 request (before it is sent, or once it is applied and its answer lost) or a local rename, unlink or
-write (a write cut half-way), as ``test_killed_rounds`` kills them. After a killed round the machine
-goes on from what its folder and the bucket hold (a new ``Operations``: a new process). At the end,
+write (a write cut half-way), as ``test_killed_rounds`` kills them, and some with a step of the
+user's made while they run (as they send an S3 request). After a killed round the machine goes on
+from what its folder and the bucket hold (a new ``Operations``: a new process). At the end,
 rounds in turns until both make no change (the mass-delete guard lifted: deletions a round withheld
 are ones the user made); then both folders and the memory are the same byte for byte, and every text
 that must survive is there.
 
-What must survive (``Placements``): every text written is unique. The user *places* a text at a
-path on one machine: a new file, an edit (the file's whole new text), or the second half of a rename.
-A placement (P, T) is *withdrawn* when the user, on either machine, replaces or deletes a file that
-then holds T, at P or at a conflict copy of P: an edit of it, its deletion, the first half of a
-rename, a rename onto it. The user saw T there and chose to replace it; so a text written and then
-overwritten on the same machine before a round read it is withdrawn too. Every placement not
-withdrawn has its text, at the end, at its path or at a conflict copy of it (``<stem>.conflict-...
-<ext>`` beside it, or a copy of such a copy). More may survive (a text a round pushed before the
-user replaced it comes back as a conflict copy), never less.
+What must survive (``Placements``): every text written is new (but where the user makes the same
+edit on both machines: ``Write.same``). The user *places* a text at a path on one machine: a new
+file, an edit (the file's whole new text), or the second half of a rename. A placement (P, T) is
+*withdrawn* when the user, on either machine, replaces or deletes a file that then holds T, at P or
+at a conflict copy of P: an edit of it, its deletion, the first half of a rename, a rename onto it.
+The user saw T there and chose to replace it; so a text written and then overwritten on the same
+machine before a round read it is withdrawn too. Every placement not withdrawn has its text, at the
+end, at its path or at a conflict copy of it (``<stem>.conflict-...<ext>`` beside it, or a copy of
+such a copy). More may survive (a text a round pushed before the user replaced it comes back as a
+conflict copy), never less.
 
 ``make test`` runs a few examples (``test_random_edits_and_killed_rounds_converge``); the ``fuzz``
 run (``make test-all``) many more, longer."""
@@ -101,10 +103,21 @@ class Kill:
 
 @dataclass(frozen=True)
 class Round:
-    """One ``--once`` round on ``machine``, killed where ``kill`` says (None: it runs to its end)."""
+    """One ``--once`` round on ``machine``, killed where ``kill`` says (None: it runs to its end);
+    ``meanwhile``: the user's step done as the round sends its ``at``-th S3 request (files the round
+    then finds changed are left to the next round)."""
 
     machine: str
     kill: Kill | None = None
+    meanwhile: Meanwhile | None = None
+
+
+@dataclass(frozen=True)
+class Meanwhile:
+    """A step of the user's while a round runs, as it sends its ``at``-th S3 request."""
+
+    at: int
+    step: Write | Delete
 
 
 Step = Write | Both | Delete | Rename | Round
@@ -126,6 +139,16 @@ STEPS = st.one_of(
     _ROUND,
     st.builds(Round, _MACHINE, _KILL),
     st.builds(Round, _MACHINE, _KILL),
+    st.builds(
+        Round,
+        _MACHINE,
+        st.none(),
+        st.builds(
+            Meanwhile,
+            st.integers(min_value=1, max_value=8),
+            st.one_of(st.builds(Write, _MACHINE, _PICK), st.builds(Delete, _MACHINE, _PICK)),
+        ),
+    ),
 )
 """The user's steps and the rounds, weighted: writes and rounds most."""
 
@@ -215,6 +238,7 @@ class Machines:
         self.written = 0
         self.kills = 0
         self.conflicts = 0
+        self.meanwhile = 0
 
     def _started(self) -> Operations:
         return make_operations(self.s3, STORAGE_FORMAT)
@@ -259,14 +283,39 @@ class Machines:
                     destinations = [f"/memories/{path}" for path in PATHS if f"/memories/{path}" != source]
                     self.put(machine, destinations[to % len(destinations)], held[source])
                     self.remove(machine, source)
-            case Round(machine=machine, kill=kill):
-                self.round(machine, kill)
+            case Round(machine=machine, kill=kill, meanwhile=meanwhile):
+                with self.during(meanwhile) as done:
+                    self.round(machine, kill, allowed=done)
+                self.meanwhile += len(done)
 
-    def round(self, machine: str, kill: Kill | None) -> None:
-        """A round on ``machine``; one killed ends its process (the next round is a new one's)."""
+    @contextlib.contextmanager
+    def during(self, meanwhile: Meanwhile | None) -> Iterator[list[bool]]:
+        """The user's step ``meanwhile`` done as the block sends its ``at``-th S3 request; yields
+        ``[True]`` once it is done."""
+        done: list[bool] = []
+        if meanwhile is None:
+            yield done
+            return
+        calls = [0]
+
+        def call(**_: Any) -> None:
+            calls[0] += 1
+            if calls[0] == meanwhile.at:
+                self.step(meanwhile.step)
+                done.append(True)
+
+        self.s3.meta.events.register("before-call.s3", call)
+        try:
+            yield done
+        finally:
+            self.s3.meta.events.unregister("before-call.s3", call)
+
+    def round(self, machine: str, kill: Kill | None, allowed: list[bool]) -> None:
+        """A round on ``machine``; one killed ends its process (the next round is a new one's). A
+        round leaves nothing alone unless ``allowed`` (the user changed a file while it ran)."""
         if kill is None:
             report = self.processes[machine].sync(self.user, self.folders[machine], machine=machine)
-            assert report.left_alone == []
+            assert report.left_alone == [] or allowed, report.left_alone
             self.conflicts += len(report.conflicts)
             return
         try:
@@ -305,6 +354,7 @@ def run(s3: Any, base: Path, steps: list[Step]) -> None:
         held = machines.settle()
         event(f"rounds killed: {min(machines.kills, 3)} (3: 3 or more)")
         event(f"conflicts kept: {min(machines.conflicts, 3)} (3: 3 or more)")
+        event(f"steps of the user's during a round: {min(machines.meanwhile, 3)} (3: 3 or more)")
         assert machines.placements.missing(held) == []
 
 
