@@ -151,6 +151,8 @@ STEPS = st.one_of(
     ),
 )
 """The user's steps and the rounds, weighted: writes and rounds most."""
+PAGE_SIZES = st.sampled_from((1000, 2))
+"""Keys per listing page: S3's, or so few that a round's listing takes many pages."""
 
 
 def is_copy_of(copy: str, path: str) -> bool:
@@ -227,8 +229,9 @@ class Machines:
     """Two folders synced with one user's memory, the user's steps done on them, and what must
     survive (``placements``)."""
 
-    def __init__(self, s3: Any, root: Path) -> None:
+    def __init__(self, s3: Any, root: Path, page_size: int) -> None:
         self.s3 = s3
+        self.page_size = page_size
         self.user = f"prop-{uuid.uuid4().hex[:12]}"
         self.folders = {machine: root / machine for machine in MACHINES}
         for folder in self.folders.values():
@@ -241,7 +244,7 @@ class Machines:
         self.meanwhile = 0
 
     def _started(self) -> Operations:
-        return make_operations(self.s3, STORAGE_FORMAT)
+        return make_operations(self.s3, STORAGE_FORMAT, page_size=self.page_size)
 
     def text(self, machine: str) -> bytes:
         self.written += 1
@@ -346,9 +349,9 @@ def _other(machine: str) -> str:
     return MACHINES[1 - MACHINES.index(machine)]
 
 
-def run(s3: Any, base: Path, steps: list[Step]) -> None:
+def run(s3: Any, base: Path, steps: list[Step], page_size: int) -> None:
     with tempfile.TemporaryDirectory(dir=base) as root:
-        machines = Machines(s3, Path(root))
+        machines = Machines(s3, Path(root), page_size)
         for step in steps:
             machines.step(step)
         held = machines.settle()
@@ -359,14 +362,18 @@ def run(s3: Any, base: Path, steps: list[Step]) -> None:
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(STEPS, min_size=4, max_size=16))
-def test_random_edits_and_killed_rounds_converge(s3: Any, tmp_path: Path, steps: list[Step]) -> None:
-    run(s3, tmp_path, steps)
+@given(st.lists(STEPS, min_size=4, max_size=16), PAGE_SIZES)
+def test_random_edits_and_killed_rounds_converge(
+    s3: Any, tmp_path: Path, steps: list[Step], page_size: int
+) -> None:
+    run(s3, tmp_path, steps, page_size)
 
 
 @pytest.mark.slow
 @pytest.mark.fuzz
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(STEPS, min_size=8, max_size=40))
-def test_many_random_edits_and_killed_rounds_converge(s3: Any, tmp_path: Path, steps: list[Step]) -> None:
-    run(s3, tmp_path, steps)
+@given(st.lists(STEPS, min_size=8, max_size=40), PAGE_SIZES)
+def test_many_random_edits_and_killed_rounds_converge(
+    s3: Any, tmp_path: Path, steps: list[Step], page_size: int
+) -> None:
+    run(s3, tmp_path, steps, page_size)
