@@ -69,6 +69,12 @@ class Plan:
     """Cold starts per CPU share."""
     cpu_share_renames: int = 2
     """Directory renames per CPU share, measured after one unmeasured (none at 0)."""
+    sync_files: int = 1000
+    """Files of the memory and the folders sync rounds work on (section 11)."""
+    sync_quiet_reps: int = 3
+    """Rounds with no change measured, each beside an export then import."""
+    sync_first_reps: int = 2
+    """First rounds (push, pull) measured, each beside an import, an export."""
 
 
 FULL = Plan(
@@ -125,6 +131,9 @@ FULL = Plan(
     cpu_share_warmup=2,
     cpu_share_cold=5,
     cpu_share_renames=2,
+    sync_files=1000,
+    sync_quiet_reps=3,
+    sync_first_reps=2,
 )
 
 QUICK = Plan(
@@ -180,4 +189,7 @@ QUICK = Plan(
     cpu_share_warmup=1,
     cpu_share_cold=1,
     cpu_share_renames=0,
+    sync_files=100,
+    sync_quiet_reps=2,
+    sync_first_reps=1,
 )

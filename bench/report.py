@@ -14,6 +14,7 @@ from .per_command import per_command_lines
 from .results_model import REPORTED, Results, evaluate
 from .rotation import rotation_lines
 from .scaling import scaling_lines, speedup_lines
+from .sync import sync_lines
 from .tables import table
 
 
@@ -69,6 +70,7 @@ def render(results: Results) -> str:
     out += rotation_lines(results.rotation)
     out += cost_lines(results.cost, results.cpu_shares)
     out += cpu_share_lines(results.cpu_shares)
+    out += sync_lines(results.sync)
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +13,7 @@ from .cost import CostCounts
 from .cpu_share import CpuShare
 from .mcp_lambda import McpLambda
 from .mcp_overhead import McpOverhead
-from .metrics import Summary
+from .metrics import Summary, describe
 from .peers_session import KINDS, S3FS, S3MEMORY, S3MEMORY_F2, SEED, PeerResult, RenameComparison
 from .per_command import (
     CPU_TARGET,
@@ -28,6 +29,7 @@ from .per_command import (
 from .plan import Plan
 from .rotation import FleetRotation
 from .scaling import FORMAT_VIEW_TARGET, ONE_BY_ONE, BatchResult, FormatViews, Speedup, ViewResult
+from .sync import PAIRS, QUIET, QUIET_ONCE, WHAT, SyncBench
 
 SPEEDUP_TARGET = 5.0
 COLDSTART_TARGET = 1.3
@@ -69,6 +71,8 @@ class Results:
     """Section 9: each command's requests, priced."""
     cpu_shares: list[CpuShare] = field(default_factory=list)
     """Section 10: the memory function on Lambda's CPU shares, per endpoint."""
+    sync: SyncBench | None = None
+    """Section 11: sync rounds on a memory of N files, against export and import."""
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -94,6 +98,7 @@ class Results:
             "rotation": self.rotation.as_dict() if self.rotation else None,
             "cost": self.cost.as_dict() if self.cost else None,
             "cpu_shares": [item.as_dict() for item in self.cpu_shares],
+            "sync": self.sync.as_dict() if self.sync else None,
             "targets": [target.__dict__ for target in evaluate(self)],
         }
 
@@ -369,6 +374,8 @@ def evaluate(results: Results) -> list[Target]:
         targets += _growth_targets(growth)
     if results.rotation is not None:
         targets.append(rotation_target(results.rotation))
+    if results.sync is not None:
+        targets += sync_targets(results.sync)
     return targets
 
 
@@ -392,6 +399,58 @@ def rotation_target(found: FleetRotation) -> Target:
         "1 wait, every report complete",
         _verdict(len(found.waits) == 1 and found.all_complete),
     )
+
+
+def sync_targets(found: SyncBench) -> list[Target]:
+    """Issue 41: a round with no change sends no GET and one listing pass (pages of 1,000 keys of the
+    memory's namespace: its N files and its own objects); the first round (each way) and keeping a
+    folder the same are ahead of ``export`` and ``import`` for the same effect; a ``--once`` round's
+    requests (a new process: the keys read again) are reported."""
+    quiet, once = found.measured[QUIET], found.measured[QUIET_ONCE]
+    pages = math.ceil(found.keys / 1000)
+    targets = [
+        Target(
+            f"sync, no change, {found.files:,} files: no GET, one listing pass",
+            found.backend,
+            describe(Counter(quiet.most)),
+            f"0 GET, ≤ ⌈{found.keys:,} keys/1000⌉ = {pages} LIST",
+            _verdict(
+                bool(quiet.requests)
+                and quiet.count("GetObject") == 0
+                and quiet.count("ListObjectsV2") <= pages
+            ),
+            f"the issue's ⌈N/1000⌉ = {found.list_pages}: the memory's own objects share its listing"
+            if pages > found.list_pages
+            else "",
+        ),
+        Target(
+            f"sync, no change, {found.files:,} files, a new process (--once)",
+            found.backend,
+            describe(Counter(once.most)),
+            "reported",
+            REPORTED,
+            "a new process reads the store's and the user's keys again and records the memory's access",
+        ),
+    ]
+    for name, other in PAIRS:
+        ratio = found.ratio(name, other)
+        fsyncs = found.measured[name].fsyncs
+        durable = (
+            f"sync made each file durable: {len(fsyncs[0]):,} fsyncs, {sum(fsyncs[0]):.1f} s"
+            if fsyncs and fsyncs[0] and ratio.median >= 1.0
+            else ""
+        )
+        targets.append(
+            Target(
+                f"{WHAT[name]}: ahead of {WHAT[other]} ({found.files:,} files)",
+                found.backend,
+                f"sync / the other {ratio.ratio()}",
+                "< 1.00\u00d7",
+                _verdict(ratio.median < 1.0),
+                "; ".join(note for note in (_straddles(ratio, 1.0), durable) if note),
+            )
+        )
+    return targets
 
 
 def _rename_target(

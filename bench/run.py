@@ -39,6 +39,7 @@ from . import (
     per_command,
     rotation,
     scaling,
+    sync,
 )
 from .metrics import load_average
 from .plan import FULL, QUICK, Plan
@@ -241,6 +242,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         results.cost = runner.section("cost per command (requests counted)", lambda: cost.count(moto))
         runner.cpu_shares(moto)
+        results.sync = runner.section(
+            f"sync rounds on {plan.sync_files:,} files against export and import",
+            lambda: sync.run(moto, plan.sync_files, plan.sync_quiet_reps, plan.sync_first_reps),
+        )
 
     if not arguments.no_latency and plan.latency_ms:
         with moto_backend(latency_ms=plan.latency_ms) as slow:
