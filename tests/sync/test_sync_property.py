@@ -20,6 +20,11 @@ end, at its path or at a conflict copy of it (``<stem>.conflict-...<ext>`` besid
 such a copy). More may survive (a text a round pushed before the user replaced it comes back as a
 conflict copy), never less.
 
+A text put back where the machine's last round left it (the same bytes at the same path: a file
+renamed away and back, deleted and written again) is no placement: sync compares bytes, as the
+hosted worker's sha256 baselines do, so the file is unchanged there, and a deletion or an edit made
+on the other machine meanwhile wins.
+
 ``make test`` runs a few examples (``test_random_edits_and_killed_rounds_converge``); the ``fuzz``
 run (``make test-all``) many more, longer."""
 
@@ -238,6 +243,8 @@ class Machines:
             folder.mkdir()
         self.processes = {machine: self._started() for machine in MACHINES}
         self.placements = Placements()
+        self.left: dict[str, dict[str, bytes]] = {machine: {} for machine in MACHINES}
+        """What each machine's folder held when its last round (not killed, no step meanwhile) ended."""
         self.written = 0
         self.kills = 0
         self.conflicts = 0
@@ -257,7 +264,8 @@ class Machines:
             self.placements.withdraw(path, target.read_bytes())
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(text)
-        self.placements.place(path, text)
+        if self.left[machine].get(path) != text:
+            self.placements.place(path, text)
 
     def remove(self, machine: str, path: str) -> None:
         target = self.folders[machine] / path.removeprefix("/memories/")
@@ -319,6 +327,8 @@ class Machines:
         if kill is None:
             report = self.processes[machine].sync(self.user, self.folders[machine], machine=machine)
             assert report.left_alone == [] or allowed, report.left_alone
+            if not allowed:
+                self.left[machine] = files_of(self.folders[machine])
             self.conflicts += len(report.conflicts)
             return
         try:
