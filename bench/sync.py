@@ -217,6 +217,7 @@ def run(backend: Backend, files: int, quiet_reps: int, first_reps: int) -> SyncB
                 source = seeded(root / pushed / "memories", files)
                 copy = seeded(root / imported / "memories", files)
                 pull, export = root / f"pull-{rep}" / "memories", root / f"export-{rep}"
+                pull.parent.mkdir()  # sync makes the folder it is given, not the folders above it
 
                 def push(user: str = pushed, folder: Path = source) -> None:
                     report = operations.sync(user, folder, machine=MACHINE)
