@@ -1,6 +1,6 @@
 """One sync round (``docs/sync.md``): the folder's marker checked (a folder without one taken when it
-holds only what a memory can hold), the memory's pending directory jobs finished, one listing pass of
-the memory, the folder scanned, the plan (``plan.plan``), each action done on the condition the plan
+holds only what a memory can hold), one listing pass of the memory's files (its pending directory jobs
+finished first where the files changed since the last round), the folder scanned, the plan (``plan.plan``), each action done on the condition the plan
 saw and journaled as soon as it is done, the report.
 
 Every side effect is conditional: a push on the ETag the baseline saw (``If-None-Match`` for a new
