@@ -406,9 +406,9 @@ variable "memory_function_timeout" {
 }
 
 variable "memory_function_memory_size" {
-  description = "Memory of the memory function, in MB."
+  description = "Memory of the memory function, in MB (default 512: 0.29 of a vCPU, half the cold start of 256 MB; docs/deploy.md, \"Memory size\")."
   type        = number
-  default     = 256
+  default     = 512
   nullable    = false
 
   validation {

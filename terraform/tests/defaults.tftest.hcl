@@ -145,6 +145,11 @@ run "functions" {
   }
 
   assert {
+    condition     = aws_lambda_function.this["memory"].memory_size == 512 && aws_lambda_function.this["agent"].memory_size == 512
+    error_message = "Both functions default to 512 MB (docs/deploy.md, \"Memory size\")."
+  }
+
+  assert {
     condition = (
       aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_BUCKET"] == "s3memory-test-bucket" &&
       aws_lambda_function.this["memory"].environment[0].variables["S3MEMORY_PREFIX"] == "users/" &&

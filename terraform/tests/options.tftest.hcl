@@ -105,7 +105,7 @@ run "custom_sizes_names_and_logs" {
     name_prefix                 = "team-a"
     lambda_runtime              = "python3.12"
     memory_function_timeout     = 10
-    memory_function_memory_size = 512
+    memory_function_memory_size = 1024
     agent_function_timeout      = 300
     agent_model                 = "claude-opus-4-1"
     log_retention_in_days       = 90
@@ -130,7 +130,7 @@ run "custom_sizes_names_and_logs" {
     condition = (
       aws_lambda_function.this["memory"].runtime == "python3.12" &&
       aws_lambda_function.this["memory"].timeout == 10 &&
-      aws_lambda_function.this["memory"].memory_size == 512 &&
+      aws_lambda_function.this["memory"].memory_size == 1024 &&
       aws_lambda_function.this["agent"].timeout == 300 &&
       aws_lambda_function.this["agent"].environment[0].variables["S3MEMORY_MODEL"] == "claude-opus-4-1"
     )
