@@ -35,27 +35,24 @@ from types import TracebackType
 
 from s3memory.core.paths import MEMORY_ROOT, check_memory_path, check_new_name, memory_path, shown_path
 from s3memory.errors import CommandError
+from s3memory.ops.folder_writes import LOST_TEMPORARY, directory_below, remove_temporaries, replace
 from s3memory.ops.folders import (
     DIRECTORY_MODE,
     GONE,
     HARD_LINKED,
     LINK,
-    LOST_TEMPORARY,
     NOT_DIRECTORY,
     TEMPORARY,
     TOO_LARGE,
     UNREADABLE,
     Entry,
     LeftAlone,
-    directory_below,
     entries,
     is_temporary,
     kind,
     name_refused,
     open_or_make,
     read_entry,
-    remove_temporaries,
-    replace,
 )
 
 STATE_DIRECTORY = ".s3memory-sync"
