@@ -71,6 +71,7 @@ LAMBDA_PACKAGE_FILES = (
     "ops/__init__.py",
     "ops/context.py",
     "ops/erase.py",
+    "ops/folder_writes.py",
     "ops/folders.py",
     "ops/idle_expiry.py",
     "ops/inventory.py",

@@ -8,12 +8,11 @@ everything below it are opened relative to a handle of their directory, without 
 (``O_NOFOLLOW``, and ``O_DIRECTORY`` for directories), and what was opened is checked (``fstat``)
 before it is used, so no path is resolved twice.
 
-Reading opens each entry once (``O_NONBLOCK``: a FIFO swapped in cannot block) and reads at most
-the size limit plus one byte. Writing replaces each file whole (a new file, created exclusively,
-renamed over the name), so a process that dies half-way leaves each file either old or new, and a
-file is never written through a link or into another file's inode (a hard link keeps its bytes). A
-process killed between the two leaves its new file under a temporary name (``is_temporary``), which
-reading never takes as a memory file and the next export into that directory removes.
+Reading opens each entry once (``O_NONBLOCK``: a FIFO swapped in cannot block), reads at most the
+size limit plus one byte, and never takes an entry of the name export gives its temporary files
+(``is_temporary``) as a memory file. Writing is ``ops.folder_writes``'; what both sides use (the
+root's opening, the primitives that open an entry, temporary names, ``LeftAlone``, ``NameRefused``)
+lives here.
 """
 
 from __future__ import annotations
@@ -24,12 +23,10 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
-from s3memory.core.paths import check_memory_path
 from s3memory.core.placement import MAX_DEPTH
 
 MEMORIES = "memories"
@@ -47,16 +44,6 @@ TEMPORARY = (
     "a temporary file of an export cut off or still running, never imported (an export into this "
     "folder removes it)"
 )
-TEMPORARY_NAME = (
-    "a name export gives its temporary files, never exported (rename the stored file to export it)"
-)
-NOT_WRITABLE = (
-    "this user may not write the file there (permission denied); change the permissions, then export again"
-)
-LOST_TEMPORARY = (
-    "its temporary file was removed before it was renamed into place (by another export into this "
-    "folder?); export again"
-)
 _NAME_REFUSED = {
     errno.ENAMETOOLONG: "too long: ENAMETOOLONG, most take 255 bytes a name",
     errno.EILSEQ: "not in an encoding it takes: EILSEQ",
@@ -66,7 +53,6 @@ _NAME_REFUSED = {
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _OPEN_REFUSED = {
     errno.ENOENT: GONE,
     errno.ELOOP: LINK,  # a link swapped in since the entry was checked
@@ -81,7 +67,7 @@ _TEMPORARY_RANDOM_BYTES = 8
 _TEMPORARY_NAME = re.compile(rf"{re.escape(_TEMPORARY_PREFIX)}[0-9a-f]{{{2 * _TEMPORARY_RANDOM_BYTES}}}")
 
 
-def _temporary_name() -> str:
+def temporary_name() -> str:
     """A new name for the temporary file a file is written as before it is renamed over its name."""
     return _TEMPORARY_PREFIX + secrets.token_hex(_TEMPORARY_RANDOM_BYTES)
 
@@ -139,7 +125,7 @@ def name_refused(error: OSError, directory: str | None, command: str = "export")
     )
 
 
-def _open_root(base: Path, *, make: bool = False) -> int:
+def open_root(base: Path, *, make: bool = False) -> int:
     """A handle of ``<base>/memories``: ``base`` resolved as given (``make``: made if missing, with
     ``memories``), ``memories`` a directory and no link."""
     root = base / MEMORIES
@@ -170,7 +156,7 @@ def walk(base: Path, max_bytes: int) -> Iterator[LocalFile]:
     directory's own entries before its subdirectories'): a file's bytes, of which at most
     ``max_bytes + 1`` are read, or why it has none. An entry gone since its directory was listed is
     left out. The work is linear in the folder: each entry is listed, checked and opened once."""
-    root = _open_root(base)
+    root = open_root(base)
     try:
         for entry in entries(root, "/" + MEMORIES):
             if entry.listed is None:
@@ -298,6 +284,16 @@ def open_directory(directory: int, name: str) -> int:
     return os.open(name, _DIRECTORY, dir_fd=directory)
 
 
+def open_or_make(directory: int, name: str) -> int:
+    """A handle of the directory ``name``, made (0700) if missing."""
+    try:
+        return open_directory(directory, name)
+    except FileNotFoundError:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, DIRECTORY_MODE, dir_fd=directory)
+        return open_directory(directory, name)
+
+
 def read_at_most(descriptor: int, limit: int) -> bytes:
     """The first ``limit`` bytes of the open file, or all of it if it is shorter."""
     chunks: list[bytes] = []
@@ -319,184 +315,3 @@ def kind(directory: int, name: str) -> str | None:
     except FileNotFoundError:
         return None
     return LINK if stat.S_ISLNK(mode) else NOT_DIRECTORY
-
-
-class Target:
-    """``<base>/memories`` opened for export (``base`` and ``memories`` made if missing): each
-    file is written below it, in directories opened one by one from its handle, and nowhere else.
-    The first time a file goes to a directory, the temporary files an export cut off left there are
-    removed (``is_temporary``)."""
-
-    def __init__(self, base: Path) -> None:
-        self._root = _open_root(base, make=True)
-        self._swept: set[tuple[str, ...]] = set()
-
-    def __enter__(self) -> Target:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        os.close(self._root)
-
-    def put(self, path: str, data: bytes, *, overwrite: bool) -> bool:
-        """Write ``data`` at the memory file ``path``, whole or not at all: True if written, False if
-        the same bytes are there. ``LeftAlone`` when ``path`` ends in a name of export's temporary
-        files, when a link or anything but a directory is where a directory belongs, when a
-        directory is at ``path``, when this user may not write there, or (without ``overwrite``)
-        when another file, a link, a special file or a file this user may not read is there;
-        ``overwrite`` replaces the entry itself, never what a link points to. ``NameRefused`` when
-        the local file system refuses a name on ``path`` (``_NAME_REFUSED``)."""
-        *parents, name = check_memory_path(path)
-        if is_temporary(name):
-            raise LeftAlone(TEMPORARY_NAME)
-        directory = self._directory(parents)
-        try:
-            try:
-                mode: int | None = os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode
-            except FileNotFoundError:
-                mode = None
-            if mode is not None:
-                if stat.S_ISDIR(mode):
-                    raise LeftAlone("a directory is there")
-                occupied = _difference(directory, name, data) if stat.S_ISREG(mode) else _occupied(mode)
-                if occupied is None:
-                    return False
-                if not overwrite:
-                    raise LeftAlone(occupied)
-            replace(directory, name, data)
-            return True
-        except IsADirectoryError:  # one swapped in since it was checked
-            raise LeftAlone("a directory is there") from None
-        except PermissionError:
-            raise LeftAlone(NOT_WRITABLE) from None
-        except OSError as error:
-            refused = name_refused(error, None)
-            if refused is None:
-                raise
-            raise refused from None
-        finally:
-            if directory != self._root:
-                os.close(directory)
-
-    def _directory(self, parents: list[str]) -> int:
-        """A handle of the directory ``parents`` below the root, each made where missing, and swept
-        of temporary files the first time."""
-        directory = directory_below(self._root, parents, make=True, command="export")
-        if tuple(parents) not in self._swept:
-            self._swept.add(tuple(parents))
-            remove_temporaries(directory)
-        return directory
-
-
-def directory_below(root: int, parents: list[str], *, make: bool, command: str) -> int:
-    """A handle of the directory ``parents`` below the open ``root`` (``/memories``), each opened from
-    its parent's handle without following a link (``make``: made where missing, else
-    ``FileNotFoundError``); ``root`` itself for none. ``LeftAlone`` where a link or anything but a
-    directory is in the way or this user may not open or make one, ``NameRefused`` where the local file
-    system refuses a name (``_NAME_REFUSED``): each naming the fix, then running ``command`` again."""
-    directory = root
-    for depth, name in enumerate(parents):
-        where = "/".join(["", MEMORIES, *parents[: depth + 1]])
-        try:
-            child = (open_or_make if make else open_directory)(directory, name)
-        except NotADirectoryError:
-            raise LeftAlone(
-                f"{where} is a symbolic link, which {command} never follows; remove it to {command} below it"
-                if kind(directory, name) == LINK
-                else f"{where} is {NOT_DIRECTORY}; remove it to {command} below it"
-            ) from None
-        except PermissionError:
-            raise LeftAlone(
-                f"{where} may not be read or made by this user (permission denied); change its "
-                f"permissions to {command} below it"
-            ) from None
-        except OSError as error:
-            refused = name_refused(error, where, command)
-            if refused is None:
-                raise
-            raise refused from None
-        finally:
-            if directory != root:
-                os.close(directory)
-        directory = child
-    return directory
-
-
-def open_or_make(directory: int, name: str) -> int:
-    """A handle of the directory ``name``, made (0700) if missing."""
-    try:
-        return open_directory(directory, name)
-    except FileNotFoundError:
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(name, DIRECTORY_MODE, dir_fd=directory)
-        return open_directory(directory, name)
-
-
-def _occupied(mode: int) -> str:
-    """Why export leaves alone the link or special file it found at a file's path (without
-    ``overwrite``)."""
-    return f"{LINK} is there" if stat.S_ISLNK(mode) else "a special file is there"
-
-
-def _difference(directory: int, name: str, data: bytes) -> str | None:
-    """None if ``name`` is a regular file of exactly ``data`` (at most ``len(data) + 1`` bytes read);
-    else why export leaves it alone (without ``overwrite``)."""
-    descriptor = open_file(directory, name)
-    if descriptor == UNREADABLE:
-        return "a local file this user may not read is there (permission denied)"
-    if isinstance(descriptor, str):  # gone, or swapped since it was checked
-        return "a different local file is there"
-    try:
-        opened = os.fstat(descriptor)
-        same = (
-            stat.S_ISREG(opened.st_mode)
-            and opened.st_size == len(data)
-            and read_at_most(descriptor, len(data) + 1) == data
-        )
-    finally:
-        os.close(descriptor)
-    return None if same else "a different local file is there"
-
-
-def remove_temporaries(directory: int) -> None:
-    """Remove from ``directory`` the temporary files an export cut off left (``is_temporary``): the
-    names themselves, never a directory, never what a link points to."""
-    for name in os.listdir(directory):
-        if is_temporary(name):
-            with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
-                os.unlink(name, dir_fd=directory)
-
-
-def replace(
-    directory: int, name: str, data: bytes, before: Callable[[int], None] | None = None
-) -> os.stat_result:
-    """A new file of ``data`` (0600) under a temporary name (``is_temporary``), renamed over ``name``
-    in ``directory`` once ``before`` (given the new file's descriptor, its bytes written) returns: an
-    exception of ``before`` leaves ``name`` as it was. The new file's ``fstat``; ``LeftAlone`` if it is
-    removed before it is renamed."""
-    temporary = _temporary_name()
-    descriptor = os.open(temporary, _NEW_FILE, FILE_MODE, dir_fd=directory)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            os.fchmod(handle.fileno(), FILE_MODE)
-            handle.write(data)
-            handle.flush()
-            if before is not None:
-                before(handle.fileno())
-            try:
-                os.replace(temporary, name, src_dir_fd=directory, dst_dir_fd=directory)
-            except FileNotFoundError:
-                raise LeftAlone(LOST_TEMPORARY) from None
-            return os.fstat(handle.fileno())
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary, dir_fd=directory)
-        raise
-
-
-def write(base: Path, path: str, data: bytes) -> None:
-    """Write ``data`` at the memory file ``path`` below ``base`` as export does, over a different
-    file (``LeftAlone`` for what export leaves alone even then)."""
-    with Target(base) as target:
-        target.put(path, data, overwrite=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from s3memory.core.paths import UserId, check_user_id, memory_path, owner_of
 from s3memory.errors import CommandError, StorageError, escaped, with_fix
-from s3memory.ops import folders, writes
+from s3memory.ops import folder_writes, folders, writes
 from s3memory.ops.context import no_such_memory
 from s3memory.ops.inventory import InventoryTask
 from s3memory.ops.progress import SILENT, Progress
@@ -77,7 +77,7 @@ class TransferTask(InventoryTask):
         self, user_id: str, base: Path, *, overwrite: bool = False, progress: Progress = SILENT
     ) -> Transfer:
         """Write the user's memory below ``base/memories``, byte for byte, and nowhere else
-        (``folders.Target``: no link below ``base`` is followed); what is in the way is left alone
+        (``folder_writes.Target``: no link below ``base`` is followed); what is in the way is left alone
         and reported, and a different local file is left alone unless ``overwrite``. A stored file
         that cannot be read (one failing authentication), and one whose name the local file system
         refuses (too long, not in its encoding), is refused and reported with its fix, and the
@@ -91,7 +91,7 @@ class TransferTask(InventoryTask):
         progress.expect(len(stored_files))
         if not stored_files:
             return transfer
-        with folders.Target(base) as target:
+        with folder_writes.Target(base) as target:
             for stored in stored_files:
                 progress.advance()
                 try:

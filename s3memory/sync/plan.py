@@ -18,7 +18,7 @@ from enum import Enum
 
 from s3memory.core.paths import MEMORY_ROOT, S3_MAX_KEY_BYTES, check_new_name, memory_path
 from s3memory.errors import CommandError, shown
-from s3memory.sync.folder import LocalStat
+from s3memory.sync.local_entries import LocalStat
 
 GUARD_FILES = 8
 """A round deletes at most this many files unless allowed, when they are more than half the tree."""

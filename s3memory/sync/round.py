@@ -33,9 +33,9 @@ from s3memory.sync.folder import (
     SYNC_TEMPORARY_NAME,
     FolderRefused,
     LocalChanged,
-    LocalStat,
     SyncFolder,
 )
+from s3memory.sync.local_entries import LocalStat
 from s3memory.sync.plan import (
     NOT_PUSHED,
     Action,

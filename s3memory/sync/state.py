@@ -26,7 +26,8 @@ import stat
 from dataclasses import dataclass
 from types import TracebackType
 
-from s3memory.sync.folder import FolderRefused, LocalStat
+from s3memory.sync.folder import FolderRefused
+from s3memory.sync.local_entries import LocalStat
 from s3memory.sync.plan import BaselineEntry
 
 MARKER = "marker.json"

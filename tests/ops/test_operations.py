@@ -26,7 +26,7 @@ from s3memory.core.paths import memory_path
 from s3memory.crypto import KMSKeyProvider, LocalKeyProvider
 from s3memory.errors import CommandError, IntegrityError, StorageError
 from s3memory.memory import S3Memory
-from s3memory.ops import folders, writes
+from s3memory.ops import folder_writes, folders, writes
 from s3memory.ops.idle_expiry import DAY_SECONDS, expire
 from s3memory.ops.operations import Operations
 from s3memory.ops.versions import MemoryVersions
@@ -344,8 +344,8 @@ def test_import_refuses_what_the_tool_refuses_and_reports_it(s3: Any, tmp_path: 
 @both_formats
 def test_import_never_overwrites_unless_asked(operations: Operations, tmp_path: Path) -> None:
     seed(operations, "frank", {"/memories/a.md": "stored\n", "/memories/b.md": "same\n"})
-    folders.write(tmp_path, "/memories/a.md", b"local\n")
-    folders.write(tmp_path, "/memories/b.md", b"same\n")
+    folder_writes.write(tmp_path, "/memories/a.md", b"local\n")
+    folder_writes.write(tmp_path, "/memories/b.md", b"same\n")
     kept = operations.import_folder("frank", tmp_path)
     assert kept.skipped == [("/memories/a.md", "a file with other text is stored there")]
     assert kept.unchanged == ["/memories/b.md"]
@@ -361,7 +361,7 @@ def test_an_overwrite_the_tool_refuses_keeps_the_stored_file(operations: Operati
     """``--overwrite`` replaces a stored file: a text that ``create`` refuses (here, a secret the
     content guard refuses) is refused before anything is written."""
     seed(operations, "frank", {"/memories/a.md": "stored\n"})
-    folders.write(tmp_path, "/memories/a.md", f"key {AWS_KEY}\n".encode())
+    folder_writes.write(tmp_path, "/memories/a.md", f"key {AWS_KEY}\n".encode())
     transfer = operations.import_folder("frank", tmp_path, overwrite=True)
     assert [path for path, _ in transfer.refused] == ["/memories/a.md"] and not transfer.written
     assert operations.read("frank", "/memories/a.md") == "stored\n"
@@ -371,7 +371,7 @@ def test_an_overwrite_is_one_conditional_write_that_a_racing_change_refuses(
     operations: Operations, tmp_path: Path, s3: Any
 ) -> None:
     seed(operations, "hank", {"/memories/a.md": "stored\n"})
-    folders.write(tmp_path, "/memories/a.md", b"local\n")
+    folder_writes.write(tmp_path, "/memories/a.md", b"local\n")
     requests = RequestCounter(s3)
     assert operations.import_folder("hank", tmp_path, overwrite=True).written == ["/memories/a.md"]
     assert not {"DeleteObject", "DeleteObjects"} & set(requests.calls)  # the file is never gone
@@ -393,7 +393,7 @@ def test_export_leaves_a_different_local_file_alone_unless_asked(
     operations: Operations, tmp_path: Path
 ) -> None:
     seed(operations, "gina", {"/memories/a.md": "stored\n"})
-    folders.write(tmp_path, "/memories/a.md", b"local\n")
+    folder_writes.write(tmp_path, "/memories/a.md", b"local\n")
     assert operations.export("gina", tmp_path).skipped == [
         ("/memories/a.md", "a different local file is there")
     ]
@@ -525,19 +525,19 @@ def test_an_export_that_dies_half_way_is_finished_by_running_it_again(
     operations: Operations, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seed(operations, "alice")
-    real_put = folders.Target.put
+    real_put = folder_writes.Target.put
     calls = {"count": 0}
 
-    def dying_put(target: folders.Target, path: str, data: bytes, *, overwrite: bool) -> bool:
+    def dying_put(target: folder_writes.Target, path: str, data: bytes, *, overwrite: bool) -> bool:
         calls["count"] += 1
         if calls["count"] == 3:
             raise Died()
         return real_put(target, path, data, overwrite=overwrite)
 
-    monkeypatch.setattr(folders.Target, "put", dying_put)
+    monkeypatch.setattr(folder_writes.Target, "put", dying_put)
     with pytest.raises(Died):
         operations.export("alice", tmp_path)
-    monkeypatch.setattr(folders.Target, "put", real_put)
+    monkeypatch.setattr(folder_writes.Target, "put", real_put)
     again = operations.export("alice", tmp_path)
     assert len(again.unchanged) == 2 and len(again.written) == 2
     assert tree(tmp_path) == {path[1:]: text.encode() for path, text in FILES.items()}
@@ -591,7 +591,7 @@ def test_bad_input_gets_a_clear_error_and_changes_nothing(
     )
     status, _, err = command(operations, "import", "--user", "alice", str(tmp_path / "absent"))
     assert status == 1 and "is not a directory" in err
-    folders.write(tmp_path, "/memories/preferences.md", b"other\n")
+    folder_writes.write(tmp_path, "/memories/preferences.md", b"other\n")
     status, _, err = command(operations, "import", "--user", "alice", str(tmp_path), "--overwrite")
     assert status == 1 and "not confirmed; nothing was changed" in err
     assert snapshot(s3) == before
@@ -805,7 +805,7 @@ def test_a_dry_run_refuses_what_the_import_refuses_also_for_the_place_and_the_qu
         seed(operations, user, {"/memories/0": "a file where the folder has a directory\n"})
         base = tmp_path / user
         for path in ("/memories/0/x.md", "/memories/a.md", "/memories/b.md", "/memories/c.md"):
-            folders.write(base, path, b"text\n")
+            folder_writes.write(base, path, b"text\n")
         before = snapshot(s3)
         dry = operations.import_folder(user, base, dry_run=True)
         assert snapshot(s3) == before

@@ -31,7 +31,7 @@ from s3memory.formats.names import namespace_of, user_of_namespace
 from s3memory.formats.store_keys import STORE_KEY_NAME, store_identity, stored_store_key
 from s3memory.formats.upgrade import MIGRATED_NAME
 from s3memory.memory import S3Memory
-from s3memory.ops import folders
+from s3memory.ops import folder_writes
 from s3memory.ops.idle_expiry import ACTIVE, expire
 from s3memory.ops.operations import Operations
 from s3memory.ops.versions import MemoryVersions
@@ -143,9 +143,9 @@ def test_import_refuses_what_the_tool_refuses_also_a_path_too_long_for_private_n
 ) -> None:
     operations = private(s3, limits=Limits(max_file_bytes=64))
     deep = "/memories/" + "/".join(["directory-name-20ch"] * 12) + "/f.md"  # fine on format 1
-    folders.write(tmp_path, "/memories/ok/fine.md", b"fine\n")
-    folders.write(tmp_path, "/memories/big.md", b"x" * 65)
-    folders.write(tmp_path, deep, b"deep\n")
+    folder_writes.write(tmp_path, "/memories/ok/fine.md", b"fine\n")
+    folder_writes.write(tmp_path, "/memories/big.md", b"x" * 65)
+    folder_writes.write(tmp_path, deep, b"deep\n")
     dry = operations.import_folder("erin", tmp_path, dry_run=True)
     assert stored_keys(s3) == [  # made for the names, and the record of the server the key's write checked
         f"users/{MIGRATED_NAME}",

@@ -31,7 +31,7 @@ from s3memory.formats.choice import best_format
 from s3memory.formats.store_keys import MIGRATED_NAME, STORE_KEY_NAME, store_identity
 from s3memory.formats.strategy import FormatOne, FormatTwo
 from s3memory.memory import S3Memory
-from s3memory.ops import folders
+from s3memory.ops import folder_writes
 from s3memory.ops.operations import Operations
 from s3memory.storage.bucket import Bucket
 from s3memory.storage.conditions import (
@@ -611,7 +611,7 @@ def test_an_operator_import_into_a_new_store_takes_the_format_its_server_can_ser
     if SERVED[backend] is None:
         pytest.skip("a server refused takes no import")
     operations = Operations(Bucket(s3, BUCKET), LocalKeyProvider(MASTER_KEY))
-    folders.write(tmp_path, "/memories/a.md", b"a\n")
+    folder_writes.write(tmp_path, "/memories/a.md", b"a\n")
 
     assert operations.import_folder("alice", tmp_path).written == ["/memories/a.md"]
     new_process()

@@ -1,8 +1,8 @@
-"""Sync's local side (``s3memory/sync/folder.py``) against a folder whoever controls it has prepared:
-symbolic links to files and directories (planted, or swapped in between a scan and a write), FIFOs,
-sockets, hard links, huge sparse files, files grown or swapped while read, entries changed since the
-round looked at them, a write killed half-way, names the path policy refuses, bytes that are not
-UTF-8; and what a folder never synced must hold to be taken as a memory."""
+"""Sync's local side (``s3memory/sync/folder.py``, ``local_entries.py``) against a folder whoever
+controls it has prepared: symbolic links to files and directories (planted, or swapped in between a scan
+and a write), FIFOs, sockets, hard links, huge sparse files, files grown or swapped while read, entries
+changed since the round looked at them, a write killed half-way, names the path policy refuses, bytes
+that are not UTF-8; and what a folder never synced must hold to be taken as a memory."""
 
 from __future__ import annotations
 
@@ -21,22 +21,24 @@ import pytest
 
 from s3memory.core.placement import MAX_DEPTH
 from s3memory.ops import folders
-from s3memory.sync import folder as sync_folder
+from s3memory.sync import local_entries
 from s3memory.sync.folder import (
     APPEARED,
     CHANGED,
-    CHANGED_WHILE_READ,
     KEPT_FOR_SYNC,
-    NOT_TEXT,
-    SETTLING_NS,
     STATE_DIRECTORY,
     SYNC_TEMPORARY_NAME,
-    UNSETTLED,
     FolderRefused,
     LocalChanged,
+    SyncFolder,
+)
+from s3memory.sync.local_entries import (
+    CHANGED_WHILE_READ,
+    NOT_TEXT,
+    SETTLING_NS,
+    UNSETTLED,
     LocalEntry,
     LocalStat,
-    SyncFolder,
 )
 from tests.support.hostile_files import grows_after_its_size_is_checked
 
@@ -76,7 +78,7 @@ def unsettled(path: Path) -> LocalStat:
 
 def later(monkeypatch: pytest.MonkeyPatch) -> None:
     """Scans from now on run as if the files had settled (``SETTLING_NS`` after their last change)."""
-    monkeypatch.setattr(sync_folder, "_now", lambda: time.time_ns() + 10 * SETTLING_NS)
+    monkeypatch.setattr(local_entries, "now_ns", lambda: time.time_ns() + 10 * SETTLING_NS)
 
 
 class Opens:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from s3memory.core.paths import check_new_name, memory_path
 from s3memory.errors import CommandError
-from s3memory.sync.folder import LocalStat
+from s3memory.sync.local_entries import LocalStat
 from s3memory.sync.plan import (
     GUARD_FILES,
     NAME_BYTES,

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from s3memory.sync.folder import FolderRefused, LocalStat
+from s3memory.sync.folder import FolderRefused
+from s3memory.sync.local_entries import LocalStat
 from s3memory.sync.plan import BaselineEntry
 from s3memory.sync.state import JOURNAL, MARKER, SNAPSHOT, Marker, SyncState, owner_fingerprint
 
