@@ -107,9 +107,10 @@ def atomic_moto_writes() -> Iterator[None]:
     """Make moto's object requests atomic, as S3's are.
 
     moto checks ``If-None-Match``/``If-Match`` and then writes, without a lock, so two racing
-    threads can both pass the check; and a GET racing a delete of the same key can read a buffer
-    the delete has just closed. S3 never lets either happen; the race tests need S3's rules, so
-    these handlers run one at a time.
+    threads can both pass the check; a GET racing a delete of the same key can read a buffer the
+    delete has just closed; and a listing racing a delete looks up a key the delete has just removed
+    (``KeyError``, as a 500). S3 never lets any happen; the race tests need S3's rules, so these
+    handlers run one at a time.
     """
     lock = threading.RLock()
     names = (
@@ -119,6 +120,9 @@ def atomic_moto_writes() -> Iterator[None]:
         "delete_object",
         "copy_object",  # its conditions are checked (where honoured), then it copies
         "_bucket_response_delete_keys",  # the same for DeleteObjects' per-key ETags
+        "list_objects",
+        "list_objects_v2",
+        "list_object_versions",
     )
     originals = {name: getattr(S3Response, name) for name in names}
 

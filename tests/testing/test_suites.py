@@ -5,6 +5,7 @@ modules. ``make test`` runs ``-m "not slow"``; ``make test-format1`` runs ``-m t
 from __future__ import annotations
 
 import ast
+import functools
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,7 +80,9 @@ def mark_groups(tree: ast.Module) -> Iterator[set[str]]:
             yield set().union(*(marks(keyword.value) for keyword in node.keywords if keyword.arg == "marks"))
 
 
+@functools.cache
 def parsed(path: Path) -> ast.Module:
+    """The module at ``path``, parsed once a session (each rule below reads every test module)."""
     return ast.parse(path.read_text(encoding="utf-8"))
 
 
