@@ -53,11 +53,12 @@ $(CHECKOV_STAMP):
 
 # The fast suite: every test not marked slow at the test (docs/development.md), on the library's default
 # storage format (2), in JOBS processes (pytest-xdist; JOBS=0: one process): twice the cores, since the
-# tests wait a third of their time on sockets, subprocesses and deadlines (docs/development.md).
+# tests wait a third of their time on sockets, subprocesses and deadlines; in-process moto's enforcement
+# probed once per worker, not once per test's store (tests/support/probe_once.py; test-all probes each).
 JOBS ?= $(shell $(PYTHON) -c 'import os; print(2 * (os.cpu_count() or 1))')
 test: $(TEST_STAMP)
 	$(BYTECODE)
-	$(PY) -m pytest -q -m "not slow" -n $(JOBS)
+	S3MEMORY_TEST_PROBE_ONCE=1 $(PY) -m pytest -q -m "not slow" -n $(JOBS)
 
 # The package's and the tests' byte-code, written once before a run (only what changed; about a second
 # from a fresh clone): where PYTHONDONTWRITEBYTECODE is set, every worker and every interpreter a test

@@ -36,6 +36,7 @@ from s3memory.core.paths import MEMORY_ROOT, memory_path
 from s3memory.crypto import KeyProvider, LocalKeyProvider
 from s3memory.formats.store_keys import MIGRATED_NAME, STORE_KEY_NAME
 from s3memory.memory import S3Memory
+from s3memory.storage import server_checks
 from s3memory.storage.bucket import Bucket
 from s3memory.storage.server_checks import SERVER_RECORD_NAME
 from s3memory.store import Store, forget_stores
@@ -44,6 +45,7 @@ from s3memory.testing.embedded_s3 import moto_server
 from s3memory.testing.scripted_claude import ScriptedClaude
 from s3memory.tool import AsyncS3MemoryTool, S3MemoryTool
 
+from .support import probe_once
 from .support.backends import REGION, SeaweedServer
 from .support.backends import missing as seaweedfs_missing
 from .support.bucket import (
@@ -162,6 +164,14 @@ def new_process_for_migration() -> None:
     each test: each test's bucket is new. So the first format-2 memory of a test looks for
     format-1 users and marks the store, whatever ran before."""
     forget_stores()
+
+
+@pytest.fixture(autouse=True)
+def probe_once_per_worker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``make test`` only: in-process moto's enforcement probed once per worker, not once per test's
+    store (``support/probe_once.py``), except in a module that sets ``PROBES_EACH_STORE``."""
+    if probe_once.ENABLED and not getattr(request.module, "PROBES_EACH_STORE", False):
+        monkeypatch.setattr(server_checks, "probe", probe_once.probe)
 
 
 @pytest.fixture(autouse=True)

@@ -27,6 +27,9 @@ from tests.support.marks import mark_of
 from tests.support.overlap import InFlightTogether
 
 BACKENDS = ("moto", SEAWEEDFS_SLOW)
+PROBES_EACH_STORE = True
+"""The probe runs for each test's store, as for a user's (``support/probe_once.py``): these tests are
+of a store's first use."""
 USER = "jane.doe@example.com"
 CREATE = {"command": "create", "path": "/memories/clients/acme.md", "file_text": "renewal in May\n"}
 VIEW = {"command": "view", "path": "/memories/clients/acme.md"}

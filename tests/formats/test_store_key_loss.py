@@ -27,6 +27,9 @@ from tests.support.bucket import BUCKET, MASTER_KEY, SEAWEEDFS_SLOW, stored_keys
 from tests.support.marks import mark_of
 
 BACKENDS = ("moto", SEAWEEDFS_SLOW)
+PROBES_EACH_STORE = True
+"""The probe runs for each test's store, as for a user's (``support/probe_once.py``): these tests are
+of a store's first use."""
 KEY = "users/" + STORE_KEY_NAME
 MARK = "users/" + MIGRATED_NAME
 FILES = {"/memories/notes.md": "renewal in May\n", "/memories/clients/acme.md": "call Ann\n"}

@@ -29,6 +29,10 @@ from tests.support.console import run
 from tests.support.formats import both_formats
 from tests.support.roles import confined
 
+PROBES_EACH_STORE = True
+"""The probe runs for each test's store, as for a user's (``support/probe_once.py``): these tests are
+of a store's first use."""
+
 SERVER_RECORD = "s3memory.server"
 """A store's record of the server it was checked on: what a format-1 store keeps of its own below
 its prefix, written at its first use."""

@@ -72,6 +72,9 @@ BACKENDS = (
 )
 """``SERVER_MATRIX``: s3rver and LocalStack are slow (``make test-all``), each installed by ``make servers``."""
 MOTO_AS_SHIPPED = True
+PROBES_EACH_STORE = True
+"""The probe runs for each test's store, as for a user's (``support/probe_once.py``): these tests are
+of a store's first use."""
 """No patch: moto as its users get it."""
 
 ENFORCED = {

@@ -19,6 +19,9 @@ from tests.support.backends import REGION
 from tests.support.bucket import BUCKET, SEAWEEDFS_SLOW, snapshot, stored_keys, temporary_bucket
 
 BACKENDS = ("moto", SEAWEEDFS_SLOW)
+PROBES_EACH_STORE = True
+"""The probe runs for each test's store, as for a user's (``support/probe_once.py``): these tests are
+of a store's first use."""
 
 SOURCE = "users/alice/memories/notes über 100%?.md"
 """A key with a space, a non-ASCII letter, ``%`` and ``?``: the copy source must reach the server whole."""
