@@ -1,12 +1,14 @@
 """Folders synced with a memory in a test (``s3memory sync``): the operations over the tests' bucket in
 their storage format, a folder's files and a memory's by path, files written into a folder, and a
-round's process killed at its k-th S3 call (``Killer``) or local step (``local_death``)."""
+round's process killed at its k-th S3 call (``Killer``) or local step (``local_death``), its requests
+in flight ending with it (``own_requests``)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ import pytest
 
 from s3memory.crypto import LocalKeyProvider
 from s3memory.ops.operations import Operations
+from s3memory.storage import concurrency
 from s3memory.storage.bucket import Bucket
 from tests.support.bucket import BUCKET, MASTER_KEY
 from tests.support.faults import SimulatedCrash
@@ -87,9 +90,29 @@ class Killer:
 
 
 @contextlib.contextmanager
+def own_requests() -> Iterator[None]:
+    """The requests the block sends beside its thread (``storage.concurrency.side``) run on workers of
+    its own, waited for as it ends, also when its process dies (``SimulatedCrash``): what a dead
+    process had in flight lands, or dies as its kill says, before anything after the block runs. Run
+    late by a loaded machine's workers, a dead process's write would otherwise land in a later round
+    (after one machine's listing missed it, before the other's finds it the same as its own file:
+    both rounds quiet, the folders apart), which no process does."""
+    workers = ThreadPoolExecutor(
+        max_workers=concurrency.PARALLEL_REQUESTS, thread_name_prefix="s3memory-test"
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(concurrency, "_pool", workers)
+        try:
+            yield
+        finally:
+            workers.shutdown(wait=True)
+
+
+@contextlib.contextmanager
 def local_death(at: int, *, after: bool) -> Iterator[list[int]]:
     """The process dies at the k-th ``os.rename``, ``os.replace``, ``os.unlink`` or ``os.write`` of the
-    block (``after``: once it is done; a write dies half-way either way). Yields the count so far."""
+    block (``after``: once it is done; a write dies half-way either way), its requests in flight
+    ending with it (``own_requests``). Yields the count so far."""
     count = [0]
     originals: dict[str, Callable[..., Any]] = {
         name: getattr(os, name) for name in ("rename", "replace", "unlink", "write")
@@ -111,7 +134,7 @@ def local_death(at: int, *, after: bool) -> Iterator[list[int]]:
 
         return call
 
-    with pytest.MonkeyPatch.context() as patch:
+    with pytest.MonkeyPatch.context() as patch, own_requests():
         for name in originals:
             patch.setattr(os, name, dying(name))
         yield count

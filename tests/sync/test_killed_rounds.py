@@ -19,7 +19,15 @@ import pytest
 from s3memory.ops.operations import Operations
 from tests.conftest import STORAGE_FORMAT
 from tests.support.faults import SimulatedCrash
-from tests.support.synced import Killer, converged, local_death, make_operations, settled, write
+from tests.support.synced import (
+    Killer,
+    converged,
+    local_death,
+    make_operations,
+    own_requests,
+    settled,
+    write,
+)
 
 pytestmark = [pytest.mark.takes_format]
 
@@ -72,7 +80,8 @@ def killed_at_s3(s3: Any, root: Path, at: int, *, after: bool) -> bool:
     killer = Killer(s3, at, after=after)
     killer.armed = True
     try:
-        operations.sync(user, laptop, machine="laptop")
+        with own_requests():  # its requests in flight end with it, the killer still armed
+            operations.sync(user, laptop, machine="laptop")
     except SimulatedCrash:
         pass
     finally:
