@@ -62,7 +62,8 @@ test: $(TEST_STAMP)
 
 # The package's and the tests' byte-code, written once before a run (only what changed; about a second
 # from a fresh clone): where PYTHONDONTWRITEBYTECODE is set, every worker and every interpreter a test
-# starts would otherwise compile the package again (45 s of `make test` on 2 cores; uv compiles the venv's).
+# starts would otherwise compile the package again (uv compiles the venv's). No gain was measurable on
+# `make test` here (two paired runs each way, within the machine's noise): a test writes some anyway.
 BYTECODE = $(PY) -m compileall -q s3memory tests bench tools
 
 # What CI runs: every test, then the suites whose memories take the storage format again on format 1.

@@ -5,25 +5,15 @@ other target stays judged (``bench/results_model.py``, ``bench/README.md``). No 
 from __future__ import annotations
 
 from bench.metrics import Summary
-from bench.peers_session import KINDS, S3FS, S3MEMORY, S3MEMORY_F2, PeerResult
+from bench.peers_session import PeerResult
 from bench.plan import QUICK
 from bench.results_model import REPORTED, Results, evaluate, retired
+from tests.support.peer_results import peer_session
 
 
 def session(backend: str) -> PeerResult:
-    behind = Summary.of([1.1, 1.2, 1.15])
-    return PeerResult(
-        backend=backend,
-        implementations=[S3MEMORY, S3MEMORY_F2, S3FS],
-        seconds={},
-        totals={},
-        ratio_s3fs=dict.fromkeys(KINDS, behind),
-        ratio_total=None,
-        requests={},
-        request_totals={},
-        failures={},
-        ratio_s3fs_f2=dict.fromkeys(KINDS, behind),
-    )
+    """A session on ``backend`` in which s3memory was behind s3fs at every kind of command."""
+    return peer_session(Summary.of([1.1, 1.2, 1.15]), backend=backend)
 
 
 def test_the_two_criteria_are_retired_on_seaweedfs_with_latency_and_nowhere_else() -> None:

@@ -6,24 +6,15 @@ from __future__ import annotations
 import math
 
 from bench.metrics import Summary
-from bench.peers_session import KINDS, S3FS, S3MEMORY, S3MEMORY_F2, CreateCosts, PeerResult
+from bench.peers_session import S3FS, S3MEMORY, S3MEMORY_F2, CreateCosts, PeerResult
 from bench.results_model import _answered_an_error, _create_costs_note
+from tests.support.peer_results import peer_session
 
 
 def session(failures: dict[str, list[str]]) -> PeerResult:
-    ahead = Summary.of([0.8, 0.9, 0.85])
-    return PeerResult(
-        backend="seaweedfs+10ms",
-        implementations=[S3MEMORY, S3MEMORY_F2, S3FS],
-        seconds={},
-        totals={},
-        ratio_s3fs=dict.fromkeys(KINDS, ahead),
-        ratio_total=None,
-        requests={},
-        request_totals={},
-        failures=failures,
-        ratio_s3fs_f2=dict.fromkeys(KINDS, ahead),
-    )
+    """A session on ``seaweedfs+10ms`` in which s3memory was ahead of s3fs at every kind of command and
+    these ``failures`` were answered."""
+    return peer_session(Summary.of([0.8, 0.9, 0.85]), failures=failures)
 
 
 def test_a_kind_that_answered_an_error_is_named_and_only_that_kind() -> None:
